@@ -1,0 +1,1 @@
+"""The conformance suite (pytest) and the harness that checks a user's own metric function."""

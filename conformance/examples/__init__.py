@@ -1,0 +1,1 @@
+"""Small lab-style metric functions, each reproducing one behaviour found in the wild."""

@@ -1,0 +1,1 @@
+"""The harness that checks a user's own metric function against the reference."""

@@ -1,0 +1,1 @@
+"""Golden cases as JSON data files, each with its provenance."""

@@ -1,0 +1,1 @@
+"""The reference: plain, exact Python, one documented clause per convention."""

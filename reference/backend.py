@@ -1,0 +1,63 @@
+"""The reference as an implementation: plain Python per query, exact ``Fraction`` values."""
+from __future__ import annotations
+
+from typing import Callable, List, Optional
+
+import numpy as np
+
+from retrieval_conformance.implementations.registry import Implementation
+from retrieval_conformance.reference.distances import query_distances
+from retrieval_conformance.reference.per_query import QueryValues, query_values
+from retrieval_conformance.reference.problem import Options, PerQuery, Problem
+from retrieval_conformance.reference.ranking import tie_groups
+from retrieval_conformance.reference.relevance import query_junk, query_relevance
+
+
+def reference_query(problem: Problem, options: Options, q: int) -> QueryValues:
+    """Query ``q`` through the whole pipeline: distances -> ties -> relevance/junk -> metrics."""
+    groups = tie_groups(query_distances(problem, q), query_relevance(problem, q), query_junk(problem, q))
+    return query_values(groups, options, q)
+
+
+def per_query_from_values(values: List[QueryValues], options: Options) -> PerQuery:
+    """Pack exact per-query values into float64 arrays, keeping the Fractions in ``exact``."""
+    def column(name: str) -> np.ndarray:
+        return np.array([float(getattr(v, name)) for v in values], dtype=np.float64)
+
+    exact = {name: [getattr(v, name) for v in values] for name in PerQuery.FIELDS}
+    pq = PerQuery(
+        ap=column("ap"),
+        n_relevant=np.array([v.n_relevant for v in values], dtype=np.int64),
+        hits_at_k=column("hits_at_k"),
+        precision_at_k=column("precision_at_k"),
+        recall_at_k=column("recall_at_k"),
+        cmc=np.array([[float(c) for c in v.cmc] for v in values], dtype=np.float64).reshape(
+            len(values), options.max_rank
+        ),
+        inp=column("inp"),
+        r_precision=column("r_precision"),
+        exact=exact,
+    )
+    if options.radius is not None:
+        pq.precision_at_radius = column("precision_at_radius")
+        pq.recall_at_radius = column("recall_at_radius")
+        exact["precision_at_radius"] = [v.precision_at_radius for v in values]
+        exact["recall_at_radius"] = [v.recall_at_radius for v in values]
+    return pq
+
+
+class ReferenceImplementation(Implementation):
+    """Plain, exact, slow: the yardstick every other implementation is checked against."""
+
+    name = "reference"
+    speed_rank = 1000
+
+    def compute(
+        self, problem: Problem, options: Options, progress: Optional[Callable[[int, int], None]] = None
+    ) -> PerQuery:
+        values = []
+        for q in range(problem.n_queries):
+            values.append(reference_query(problem, options, q))
+            if progress is not None:
+                progress(q + 1, problem.n_queries)
+        return per_query_from_values(values, options)

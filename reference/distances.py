@@ -1,0 +1,61 @@
+"""Stage 1 of the pipeline: distances (smaller is closer).
+
+The reference computes Hamming distances itself, per query, in plain Python; float
+distances (given, negated scores, or computed from embeddings by :func:`embedding_distances`
+once for every implementation) are used as they are: floats compare exactly, so the
+ranking is exact.
+"""
+from __future__ import annotations
+
+from typing import List, Sequence
+
+import numpy as np
+
+from retrieval_conformance.reference.problem import Problem
+from retrieval_conformance.reference.validation import check_finite, float_matrix
+
+
+def hamming_pm1(query: Sequence[int], item: Sequence[int]) -> int:
+    """Hamming distance of two ±1 codes of B bits: ``(B - q·r) / 2`` (CONVENTIONS §1)."""
+    dot = sum(a * b for a, b in zip(query, item))
+    return (len(query) - dot) // 2
+
+
+def hamming_bits(query: Sequence[int], item: Sequence[int]) -> int:
+    """Hamming distance of two {0, 1} codes: the number of differing bits, popcount(q XOR r)."""
+    return sum(1 for a, b in zip(query, item) if a != b)
+
+
+def query_distances(problem: Problem, q: int) -> List:
+    """Distances of query ``q`` to every gallery item, as exact Python numbers."""
+    if problem.distances is not None:
+        return [float(v) for v in problem.distances[q]]
+    qbits = [int(b) for b in problem.query_bits[q]]
+    return [hamming_bits(qbits, [int(b) for b in row]) for row in problem.db_bits]
+
+
+def embedding_distances(query_embeddings, db_embeddings, metric: str = "euclidean") -> np.ndarray:
+    """Distance matrix (Q, N) in float64 from embeddings, computed once for all implementations.
+
+    ``euclidean``: ``sqrt(max(|q|^2 + |r|^2 - 2 q·r, 0))``; ``cosine``: ``1 - q·r / (|q| |r|)``
+    (a zero vector has no direction and is rejected).
+    """
+    q = float_matrix("query_embeddings", query_embeddings, "one embedding per query").astype(np.float64)
+    d = float_matrix("db_embeddings", db_embeddings, "one embedding per gallery item").astype(np.float64)
+    if q.shape[1] != d.shape[1]:
+        raise ValueError(
+            f"db_embeddings: expected dimension {q.shape[1]} like query_embeddings, got {d.shape[1]}"
+        )
+    if metric == "euclidean":
+        sq = (q * q).sum(1)[:, None] + (d * d).sum(1)[None, :] - 2.0 * (q @ d.T)
+        out = np.sqrt(np.maximum(sq, 0.0))
+    elif metric == "cosine":
+        nq, nd = np.linalg.norm(q, axis=1), np.linalg.norm(d, axis=1)
+        for name, norms in (("query_embeddings", nq), ("db_embeddings", nd)):
+            if (norms == 0).any():
+                raise ValueError(f"{name}: row {int(np.argmin(norms))} is all zeros; cosine distance is undefined")
+        out = 1.0 - (q @ d.T) / (nq[:, None] * nd[None, :])
+    else:
+        raise ValueError(f"metric: expected 'euclidean' or 'cosine', got {metric!r}")
+    check_finite("embeddings", out)
+    return np.ascontiguousarray(out)

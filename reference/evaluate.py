@@ -1,0 +1,242 @@
+"""The public entry point: validate once, compute per query with any implementation, aggregate.
+
+::
+
+    inputs -> distances (or scores) -> ranking under a tie policy -> relevance + junk
+           -> per-query metric -> aggregation over queries
+"""
+from __future__ import annotations
+
+from typing import Any, Optional
+
+import numpy as np
+
+from retrieval_conformance.reference import validation as v
+from retrieval_conformance.reference.aggregation import aggregate
+from retrieval_conformance.reference.distances import embedding_distances
+from retrieval_conformance.reference.presets import get_preset
+from retrieval_conformance.reference.problem import (
+    AP_AT_K_DENOMINATORS,
+    AP_RULES,
+    EMPTY_POLICIES,
+    TIE_POLICIES,
+    Options,
+    Problem,
+    Result,
+)
+
+
+def _count_given(**inputs: Any) -> list:
+    return [name for name, value in inputs.items() if value is not None]
+
+
+def build_problem(
+    distances=None,
+    scores=None,
+    query_codes=None,
+    db_codes=None,
+    query_embeddings=None,
+    db_embeddings=None,
+    metric: str = "euclidean",
+    relevance=None,
+    query_labels=None,
+    db_labels=None,
+    query_cams=None,
+    db_cams=None,
+    junk=None,
+    junk_ids=(),
+) -> Problem:
+    """Validate and normalise the inputs of :func:`evaluate` into a :class:`Problem`."""
+    ranking_inputs = _count_given(
+        distances=distances, scores=scores, query_codes=query_codes, db_codes=db_codes,
+        query_embeddings=query_embeddings, db_embeddings=db_embeddings,
+    )
+    pairs = {("query_codes", "db_codes"), ("query_embeddings", "db_embeddings")}
+    if not ranking_inputs or (len(ranking_inputs) > 1 and tuple(ranking_inputs) not in pairs):
+        raise ValueError(
+            "give exactly one ranking input: distances=, scores=, query_codes= with db_codes=, or "
+            f"query_embeddings= with db_embeddings=; got {ranking_inputs or 'none'}"
+        )
+    dist = query_bits = db_bits = None
+    if distances is not None:
+        dist = v.float_matrix("distances", distances, "queries x gallery")
+    elif scores is not None:
+        # similarity ranks descending; negation is exact, so the ranking is unchanged
+        dist = np.ascontiguousarray(-v.float_matrix("scores", scores, "queries x gallery"))
+    elif query_codes is not None or db_codes is not None:
+        if query_codes is None or db_codes is None:
+            missing = "db_codes" if db_codes is None else "query_codes"
+            raise ValueError(f"{missing}: expected codes together with {ranking_inputs[0]}")
+        query_bits, db_bits = v.codes_pair(query_codes, db_codes)
+    else:
+        if query_embeddings is None or db_embeddings is None:
+            missing = "db_embeddings" if db_embeddings is None else "query_embeddings"
+            raise ValueError(f"{missing}: expected embeddings together with {ranking_inputs[0]}")
+        dist = embedding_distances(query_embeddings, db_embeddings, metric)
+    n_q, n_g = (dist.shape if dist is not None else (query_bits.shape[0], db_bits.shape[0]))
+    if n_q == 0:
+        raise ValueError("queries: expected at least one query, got 0")
+    if n_g == 0:
+        raise ValueError("gallery: expected at least one gallery item, got an empty gallery")
+
+    rel = ql = dl = None
+    if relevance is not None:
+        if query_labels is not None or db_labels is not None:
+            raise ValueError("give exactly one relevance input: relevance= or query_labels= with db_labels=")
+        rel = v.bool_matrix("relevance", relevance, (n_q, n_g), "queries x gallery")
+    elif query_labels is not None and db_labels is not None:
+        ql, dl = v.labels_pair(query_labels, db_labels)
+        if ql.shape[0] != n_q:
+            raise ValueError(f"query_labels: expected {n_q} rows (one per query), got {ql.shape[0]}")
+        if dl.shape[0] != n_g:
+            raise ValueError(f"db_labels: expected {n_g} rows (one per gallery item), got {dl.shape[0]}")
+    else:
+        raise ValueError(
+            "give exactly one relevance input: relevance= (queries x gallery booleans) or "
+            "query_labels= with db_labels="
+        )
+
+    junk_mask = None if junk is None else v.bool_matrix("junk", junk, (n_q, n_g), "queries x gallery")
+    qc = dc = None
+    if query_cams is not None or db_cams is not None:
+        if query_cams is None or db_cams is None:
+            raise ValueError("query_cams, db_cams: expected both camera arrays, or neither")
+        if ql is None or ql.ndim != 1:
+            raise ValueError(
+                "query_cams: camera junk (same id and same camera) needs single-id labels "
+                "(query_labels and db_labels as 1-D id arrays)"
+            )
+        qc = v.id_vector("query_cams", query_cams, n_q, "one camera per query")
+        dc = v.id_vector("db_cams", db_cams, n_g, "one camera per gallery item")
+    junk_ids = tuple(int(i) for i in junk_ids)
+    if junk_ids and (ql is None or ql.ndim != 1):
+        junk_ids = ()  # id-based junk needs single ids; with other inputs it has nothing to act on
+    return Problem(
+        n_queries=int(n_q), n_gallery=int(n_g), distances=dist, query_bits=query_bits, db_bits=db_bits,
+        relevance=rel, query_labels=ql, db_labels=dl, junk=junk_mask, query_cams=qc, db_cams=dc,
+        junk_ids=junk_ids,
+    )
+
+
+def resolve_options(
+    protocol: str = "hashing",
+    k: Optional[int] = None,
+    max_rank: int = 50,
+    ties: Optional[str] = None,
+    ap_rule: Optional[str] = None,
+    ap_at_k: Optional[str] = None,
+    empty: Optional[str] = None,
+    radius: Optional[float] = None,
+    k_given: bool = True,
+) -> Options:
+    """A preset's options with every explicit override applied, each one validated."""
+    preset = get_preset(protocol)
+    if not k_given:
+        k = preset.k
+    return Options(
+        ties=v.choice("ties", ties if ties is not None else preset.ties, TIE_POLICIES),
+        ap_rule=v.choice("ap_rule", ap_rule if ap_rule is not None else preset.ap_rule, AP_RULES),
+        k=v.positive_int("k", k, allow_none=True),
+        ap_at_k=v.choice("ap_at_k", ap_at_k if ap_at_k is not None else preset.ap_at_k, AP_AT_K_DENOMINATORS),
+        empty=v.choice("empty", empty if empty is not None else preset.empty, EMPTY_POLICIES),
+        max_rank=v.positive_int("max_rank", max_rank),
+        radius=v.non_negative_number("radius", radius),
+    )
+
+
+_UNSET: Any = object()
+
+
+def evaluate(
+    distances=None,
+    scores=None,
+    query_codes=None,
+    db_codes=None,
+    relevance=None,
+    query_labels=None,
+    db_labels=None,
+    query_cams=None,
+    db_cams=None,
+    junk=None,
+    protocol: str = "hashing",
+    k: Optional[int] = _UNSET,
+    max_rank: int = 50,
+    ties: Optional[str] = None,
+    ap_rule: Optional[str] = None,
+    ap_at_k: Optional[str] = None,
+    empty: Optional[str] = None,
+    radius: Optional[float] = None,
+    implementation: str = "reference",
+    query_embeddings=None,
+    db_embeddings=None,
+    metric: str = "euclidean",
+) -> Result:
+    """Evaluate a retrieval run under a named protocol, with any implementation.
+
+    Parameters
+    ----------
+    distances, scores, query_codes + db_codes, query_embeddings + db_embeddings
+        Exactly one ranking input: a (Q, N) distance matrix (smaller is closer), a (Q, N)
+        similarity matrix (larger is closer), binary codes in {-1, +1} or {0, 1} (Hamming
+        distance), or embeddings (``metric="euclidean"`` or ``"cosine"``).
+    relevance, query_labels + db_labels
+        Exactly one relevance input: a (Q, N) boolean matrix, single ids (1-D: relevant iff
+        equal) or multi-hot rows (2-D: relevant iff they share a label).
+    query_cams, db_cams, junk
+        Junk items are removed before ranking.  With cameras, a gallery item with the query's
+        id and camera is junk (ReID presets); ``junk`` is an explicit (Q, N) mask.
+    protocol : str
+        A preset of CONVENTIONS §9 (``hashing``, ``hashnet``, ``dcmh``, ``reid``,
+        ``reid-matlab``, ``gldv2``).
+    k : int or None
+        Cut-off for AP@k, P@k and R@k; None for the whole gallery.  Default: the preset's
+        (None except ``gldv2``: 100).
+    ties, ap_rule, ap_at_k, empty, radius, max_rank
+        Overrides of the preset's options (see :class:`Options`).
+    implementation : {"reference", "numpy", "torch", "c", "auto"}
+        Who computes; all return the same numbers.  Only the reference returns exact
+        ``Fraction`` values (``result.exact``).
+
+    Returns
+    -------
+    Result
+        ``map``, ``ap`` (per query; NaN where the query is left out), ``precision_at_k``,
+        ``recall_at_k``, ``cmc`` (``cmc[0]`` = Rank-1), ``minp``, ``exact``.
+
+    Examples
+    --------
+    Seed 000 (±1 codes, multi-hot labels): mAP@5 = 107/180.
+
+    >>> import retrieval_conformance as rc
+    >>> res = rc.evaluate(query_codes=[[1, -1, 1, 1], [-1, 1, -1, -1], [1, -1, -1, -1]],
+    ...     db_codes=[[1, -1, -1, -1], [-1, 1, 1, -1], [1, 1, 1, -1], [-1, -1, 1, 1],
+    ...               [1, 1, -1, -1], [1, 1, 1, -1], [-1, 1, -1, -1]],
+    ...     query_labels=[[1, 0, 0], [1, 1, 0], [0, 0, 1]],
+    ...     db_labels=[[0, 1, 0], [1, 1, 0], [1, 0, 1], [0, 0, 1], [0, 1, 0], [0, 0, 1], [1, 1, 0]],
+    ...     protocol="hashing", k=5)
+    >>> res.exact.map
+    Fraction(107, 180)
+    """
+    from retrieval_conformance.implementations.registry import get
+
+    options = resolve_options(
+        protocol, None if k is _UNSET else k, max_rank, ties, ap_rule, ap_at_k, empty, radius,
+        k_given=k is not _UNSET,
+    )
+    preset = get_preset(protocol)
+    problem = build_problem(
+        distances=distances, scores=scores, query_codes=query_codes, db_codes=db_codes,
+        query_embeddings=query_embeddings, db_embeddings=db_embeddings, metric=metric,
+        relevance=relevance, query_labels=query_labels, db_labels=db_labels,
+        query_cams=query_cams if "same_id_cam" in preset.junk else None,
+        db_cams=db_cams if "same_id_cam" in preset.junk else None,
+        junk=junk, junk_ids=(-1,) if "minus_one" in preset.junk else (),
+    )
+    if (query_cams is not None or db_cams is not None) and "same_id_cam" not in preset.junk:
+        raise ValueError(
+            f"query_cams: protocol {protocol!r} has no camera junk rule; use protocol='reid' or "
+            "'reid-matlab', or pass an explicit junk= mask"
+        )
+    impl = get(implementation)
+    per_query = impl.compute(problem, options)
+    return aggregate(per_query, options, protocol, impl.name)

@@ -1,0 +1,241 @@
+"""The validated evaluation problem, its options, and the per-query result every implementation returns.
+
+This module is the contract between the front end (``evaluate``), which validates and
+normalises user input once, and the interchangeable implementations (``reference``,
+``numpy``, ``torch``, ``c``), which compute per-query metrics from it.  Aggregation over
+queries (the empty-query policy) is shared code applied to :class:`PerQuery`.
+
+Data flow::
+
+    inputs -> distances (or scores) -> ranking under a tie policy -> relevance + junk
+           -> per-query metric (PerQuery) -> aggregation over queries (Result)
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from fractions import Fraction
+from typing import Dict, List, Optional, Tuple
+
+import numpy as np
+
+TIE_POLICIES = ("stable", "reverse", "optimistic", "pessimistic", "expected", "grouped")
+AP_RULES = ("precision_sum", "trapezoid")
+AP_AT_K_DENOMINATORS = ("hits", "r", "min_k_r", "dcmh")
+EMPTY_POLICIES = ("zero", "skip", "skip_no_hit", "nan", "error")
+
+
+@dataclass(frozen=True)
+class Options:
+    """Every convention that changes a number, resolved (a preset plus overrides).
+
+    Attributes
+    ----------
+    ties : {"stable", "reverse", "optimistic", "pessimistic", "expected", "grouped"}
+        How items at equal distance are ordered (CONVENTIONS §4).
+    ap_rule : {"precision_sum", "trapezoid"}
+        Rectangle (precision-sum) or trapezoid average precision (CONVENTIONS §5).
+    k : int or None
+        Cut-off for AP@k, P@k and R@k.  None means the whole gallery (mAP@ALL).
+    ap_at_k : {"hits", "r", "min_k_r", "dcmh"}
+        What AP@k divides by (CONVENTIONS §6).  Irrelevant when ``k`` is None.
+    empty : {"zero", "skip", "skip_no_hit", "nan", "error"}
+        What a query with no relevant item does to the mean (CONVENTIONS §8).
+    max_rank : int
+        Length of the CMC curve; ``cmc[0]`` is Rank-1.
+    radius : int or float or None
+        Hamming (or distance) radius for precision/recall within a radius; None: not computed.
+    """
+
+    ties: str = "stable"
+    ap_rule: str = "precision_sum"
+    k: Optional[int] = None
+    ap_at_k: str = "hits"
+    empty: str = "zero"
+    max_rank: int = 50
+    radius: Optional[float] = None
+
+
+@dataclass
+class Problem:
+    """A validated evaluation problem.  All arrays are C-contiguous numpy arrays.
+
+    Exactly one ranking input is set:
+
+    * ``distances``: (Q, N) float32 or float64, finite; smaller is closer.  Similarity
+      scores arrive here negated (negation is exact in floating point).
+    * ``query_bits`` / ``db_bits``: (Q, B) and (N, B) uint8 in {0, 1}; the distance is the
+      Hamming distance (±1 codes are mapped to bits, +1 -> 1, -1 -> 0, which keeps it).
+
+    Exactly one relevance input is set:
+
+    * ``relevance``: (Q, N) bool.
+    * ``query_labels`` / ``db_labels``: single ids, int64 (Q,) and (N,): relevant iff equal;
+      or multi-hot, uint8 (Q, L) and (N, L): relevant iff they share a label.
+
+    Junk (removed from the ranking before anything is counted), any combination of:
+
+    * ``junk``: (Q, N) bool.
+    * ``query_cams`` / ``db_cams``: int64 (Q,) and (N,), with single-id labels: a gallery item
+      with the query's id and the query's camera is junk (ReID protocol).
+    * ``junk_ids``: gallery items whose id is in this tuple are junk for every query
+      (Market-1501's id -1).
+    """
+
+    n_queries: int
+    n_gallery: int
+    distances: Optional[np.ndarray] = None
+    query_bits: Optional[np.ndarray] = None
+    db_bits: Optional[np.ndarray] = None
+    relevance: Optional[np.ndarray] = None
+    query_labels: Optional[np.ndarray] = None
+    db_labels: Optional[np.ndarray] = None
+    junk: Optional[np.ndarray] = None
+    query_cams: Optional[np.ndarray] = None
+    db_cams: Optional[np.ndarray] = None
+    junk_ids: Tuple[int, ...] = ()
+
+    @property
+    def multi_label(self) -> bool:
+        return self.query_labels is not None and self.query_labels.ndim == 2
+
+    @property
+    def has_junk(self) -> bool:
+        return self.junk is not None or self.query_cams is not None or bool(self.junk_ids)
+
+    # -- block views (numpy) shared by the vectorised implementations ------------------
+    def distance_block(self, start: int, stop: int) -> np.ndarray:
+        """Distances of queries ``start:stop`` to the whole gallery: (stop-start, N).
+
+        Float input keeps its dtype; Hamming distances come out as int32.
+        """
+        if self.distances is not None:
+            return self.distances[start:stop]
+        q = self.query_bits[start:stop].astype(np.int32)
+        d = self.db_bits.astype(np.int32)
+        # popcount(q XOR r) = |q| + |r| - 2 q.r for bit vectors
+        return q.sum(1)[:, None] + d.sum(1)[None, :] - 2 * (q @ d.T)
+
+    def relevance_block(self, start: int, stop: int) -> np.ndarray:
+        """Relevance of the gallery to queries ``start:stop``: bool (stop-start, N)."""
+        if self.relevance is not None:
+            return self.relevance[start:stop]
+        ql = self.query_labels[start:stop]
+        if self.multi_label:
+            return (ql.astype(np.int64) @ self.db_labels.astype(np.int64).T) > 0
+        return ql[:, None] == self.db_labels[None, :]
+
+    def junk_block(self, start: int, stop: int) -> np.ndarray:
+        """Junk marks for queries ``start:stop``: bool (stop-start, N)."""
+        out = np.zeros((stop - start, self.n_gallery), dtype=bool)
+        if self.junk is not None:
+            out |= self.junk[start:stop]
+        if self.query_cams is not None:
+            same_id = self.query_labels[start:stop, None] == self.db_labels[None, :]
+            same_cam = self.query_cams[start:stop, None] == self.db_cams[None, :]
+            out |= same_id & same_cam
+        if self.junk_ids:
+            out |= np.isin(self.db_labels, np.asarray(self.junk_ids))[None, :]
+        return out
+
+
+@dataclass
+class PerQuery:
+    """Per-query metrics, the output of every implementation (float64 arrays of length Q).
+
+    Queries with no relevant non-junk item (``n_relevant == 0``) carry 0 everywhere; the
+    empty-query policy is applied afterwards, by :func:`aggregate`.
+
+    Attributes
+    ----------
+    ap : AP (or AP@k under ``Options.ap_at_k``) by ``Options.ap_rule``.
+    n_relevant : int64, R = relevant non-junk items in the whole gallery.
+    hits_at_k : H_k, relevant items in the top k (expected value under ``ties="expected"``);
+        with ``k=None`` it is R.
+    precision_at_k, recall_at_k : P@k = H_k / k and R@k = H_k / R (0 when R = 0); with
+        ``k=None``, k is the number of non-junk gallery items.
+    cmc : (Q, max_rank), 1 where the first relevant item is within the top ``j+1``.
+    inp : INP = G / r_G, the rank of the hardest match (CONVENTIONS §7).
+    r_precision : P@R.
+    precision_at_radius, recall_at_radius : within ``Options.radius`` (None when not asked).
+    exact : reference only, the same quantities as lists of ``Fraction``.
+    """
+
+    ap: np.ndarray
+    n_relevant: np.ndarray
+    hits_at_k: np.ndarray
+    precision_at_k: np.ndarray
+    recall_at_k: np.ndarray
+    cmc: np.ndarray
+    inp: np.ndarray
+    r_precision: np.ndarray
+    precision_at_radius: Optional[np.ndarray] = None
+    recall_at_radius: Optional[np.ndarray] = None
+    exact: Optional[Dict[str, List]] = None
+
+    FIELDS = ("ap", "hits_at_k", "precision_at_k", "recall_at_k", "cmc", "inp", "r_precision")
+
+
+@dataclass
+class ExactResult:
+    """Exact values (``fractions.Fraction``) of an aggregated result, from the reference."""
+
+    map: Optional[Fraction]
+    ap: List[Optional[Fraction]]
+    precision_at_k: Optional[Fraction]
+    recall_at_k: Optional[Fraction]
+    cmc: List[Fraction]
+    minp: Optional[Fraction]
+
+
+@dataclass
+class Result:
+    """What :func:`retrieval_conformance.evaluate` returns.
+
+    ``ap`` holds one value per query; a query left out of the mean by the empty-query policy
+    holds NaN there, so ``np.nanmean(res.ap) == res.map``.  ``cmc[0]`` is Rank-1.
+    """
+
+    map: float
+    ap: np.ndarray
+    precision_at_k: Optional[float]
+    recall_at_k: Optional[float]
+    cmc: np.ndarray
+    minp: float
+    inp: np.ndarray
+    r_precision: float
+    counted: np.ndarray
+    protocol: str
+    implementation: str
+    options: Options
+    per_query: PerQuery
+    precision_at_radius: Optional[float] = None
+    recall_at_radius: Optional[float] = None
+    exact: Optional[ExactResult] = None
+    extras: Dict[str, object] = field(default_factory=dict)
+
+    @property
+    def n_counted(self) -> int:
+        return int(self.counted.sum())
+
+    def summary(self) -> Dict[str, object]:
+        """Plain-Python summary for reports and ``--json``."""
+        out = {
+            "protocol": self.protocol,
+            "implementation": self.implementation,
+            "options": self.options.__dict__,
+            "queries": int(self.ap.shape[0]),
+            "queries_counted": self.n_counted,
+            "map": self.map,
+            "precision_at_k": self.precision_at_k,
+            "recall_at_k": self.recall_at_k,
+            "rank1": float(self.cmc[0]) if self.cmc.size else None,
+            "cmc": [float(v) for v in self.cmc],
+            "minp": self.minp,
+            "r_precision": self.r_precision,
+        }
+        if self.precision_at_radius is not None:
+            out["precision_at_radius"] = self.precision_at_radius
+            out["recall_at_radius"] = self.recall_at_radius
+        if self.exact is not None and self.exact.map is not None:
+            out["map_exact"] = str(self.exact.map)
+        return out

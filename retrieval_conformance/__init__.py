@@ -1,0 +1,27 @@
+"""retrieval-conformance: reference-conformance and regression suite for retrieval metrics.
+
+>>> import retrieval_conformance as rc
+>>> res = rc.evaluate(distances=D, query_labels=q_ids, db_labels=g_ids, protocol="reid")
+"""
+from retrieval_conformance.implementations.registry import (
+    ImplementationUnavailable,
+    available as available_implementations,
+)
+from retrieval_conformance.reference.evaluate import build_problem, evaluate, resolve_options
+from retrieval_conformance.reference.presets import PRESETS
+from retrieval_conformance.reference.problem import Options, PerQuery, Problem, Result
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "evaluate",
+    "build_problem",
+    "resolve_options",
+    "available_implementations",
+    "ImplementationUnavailable",
+    "Options",
+    "PerQuery",
+    "Problem",
+    "Result",
+    "PRESETS",
+]
