@@ -1,0 +1,55 @@
+"""Shared hypothesis profiles and input strategies for the property tests.
+
+Profiles: with ``CI=true`` hypothesis loads its built-in ``ci`` profile (derandomized, no
+database, no deadline); we extend it with a fixed example budget.  ``thorough`` is for long
+local runs: ``pytest --hypothesis-profile=thorough``.
+"""
+from __future__ import annotations
+
+import os
+
+import numpy as np
+from hypothesis import HealthCheck, settings
+from hypothesis import strategies as st
+
+settings.register_profile(
+    "ci", settings.get_profile("ci"), max_examples=60,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
+settings.register_profile(
+    "dev", max_examples=60, deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
+settings.register_profile(
+    "thorough", max_examples=2000, deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci" if os.environ.get("CI") else "dev"))
+
+
+@st.composite
+def tie_heavy_problems(draw, max_queries=3, max_gallery=9, levels=(0.0, 0.5, 1.0, 2.0), junk=True):
+    """(distances, relevance, junk) with few distinct distances, so ties are everywhere."""
+    q = draw(st.integers(1, max_queries))
+    n = draw(st.integers(1, max_gallery))
+    dist = np.array(draw(st.lists(st.sampled_from(levels), min_size=q * n, max_size=q * n))).reshape(q, n)
+    rel = np.array(draw(st.lists(st.booleans(), min_size=q * n, max_size=q * n))).reshape(q, n)
+    if junk and draw(st.booleans()):
+        jm = np.array(draw(st.lists(st.booleans(), min_size=q * n, max_size=q * n))).reshape(q, n)
+    else:
+        jm = None
+    return dist, rel, jm
+
+
+@st.composite
+def option_sets(draw, ties=None, with_k=True, max_k=12):
+    """Keyword overrides of ``rc.evaluate``: every option, drawn."""
+    out = {
+        "ties": draw(st.sampled_from(ties or ["stable", "reverse", "optimistic", "pessimistic", "expected"])),
+        "ap_rule": draw(st.sampled_from(["precision_sum", "trapezoid"])),
+        "ap_at_k": draw(st.sampled_from(["hits", "r", "min_k_r", "dcmh"])),
+        "empty": draw(st.sampled_from(["zero", "skip", "skip_no_hit", "nan"])),
+        "max_rank": draw(st.integers(1, 6)),
+    }
+    out["k"] = draw(st.one_of(st.none(), st.integers(1, max_k))) if with_k else None
+    return out
