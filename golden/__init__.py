@@ -34,7 +34,9 @@ def load_cases(kind: str = "evaluate") -> List[Dict[str, Any]]:
     for name in case_files():
         data = load_file(name)
         for case in data.get("cases", []):
-            if case.get("kind", "evaluate") == kind:
+            # cases without an explicit kind are rc.evaluate cases when they carry an input
+            case_kind = case.get("kind") or ("evaluate" if "input" in case and "call" in case else "other")
+            if case_kind == kind:
                 out.append(dict(case, file=name))
     return out
 

@@ -1,0 +1,128 @@
+"""Cross-implementation check: generated tie-heavy problems, every option, against the reference.
+
+An implementation agrees when every per-query value equals the reference's exact value
+rounded to float64 where that rounding is exact (bit for bit), and lies within 1e-12
+otherwise; an input the reference rejects must be rejected too.
+"""
+from __future__ import annotations
+
+from fractions import Fraction
+from typing import Callable, Dict, List, Optional
+
+import numpy as np
+
+import retrieval_conformance as rc
+
+TOLERANCE = 1e-12
+FIELDS = ("ap", "hits_at_k", "precision_at_k", "recall_at_k", "inp", "r_precision")
+
+
+def compare_per_query(ref, other, label: str = "") -> List[str]:
+    """Differences between a reference PerQuery (with ``exact``) and another implementation's."""
+    problems = []
+    exact = ref.exact
+
+    def check(field, q, j, want: Fraction, got: float):
+        if not np.isfinite(got):
+            problems.append(f"{label}{field}[{q}{'' if j is None else f', {j}'}]: got {got}, want {want}")
+            return
+        as_float = float(want)
+        bit_exact = Fraction(as_float) == want
+        if (bit_exact and got != as_float) or abs(got - as_float) > TOLERANCE:
+            where = f"[{q}{'' if j is None else f', {j}'}]"
+            problems.append(f"{label}{field}{where}: got {got!r}, reference {want} = {as_float!r}")
+
+    if not np.array_equal(ref.n_relevant, other.n_relevant):
+        problems.append(f"{label}n_relevant: got {other.n_relevant.tolist()}, reference {ref.n_relevant.tolist()}")
+    for field in FIELDS:
+        got = np.asarray(getattr(other, field), dtype=np.float64)
+        for q, want in enumerate(exact[field]):
+            check(field, q, None, want, float(got[q]))
+    for q, row in enumerate(exact["cmc"]):
+        for j, want in enumerate(row):
+            check("cmc", q, j, want, float(other.cmc[q, j]))
+    for field in ("precision_at_radius", "recall_at_radius"):
+        if field in exact:
+            got = getattr(other, field)
+            for q, want in enumerate(exact[field]):
+                check(field, q, None, want, float(got[q]))
+    return problems
+
+
+def random_problem(rng: np.random.Generator) -> Dict[str, object]:
+    """Keyword inputs of ``rc.evaluate``: small, tie-heavy, with junk and empty queries."""
+    nq, n = int(rng.integers(1, 5)), int(rng.integers(1, 13))
+    kind = rng.choice(["levels", "codes", "float32"])
+    out: Dict[str, object] = {}
+    if kind == "codes":
+        bits = int(rng.integers(2, 9))
+        out["query_codes"] = rng.choice([-1, 1], size=(nq, bits))
+        out["db_codes"] = rng.choice([-1, 1], size=(n, bits))
+    else:
+        levels = rng.choice([0.0, 0.25, 0.5, 1.0, 3.0], size=int(rng.integers(1, 5)), replace=False)
+        d = rng.choice(levels, size=(nq, n))
+        out["distances"] = d.astype(np.float32) if kind == "float32" else d
+    label_kind = rng.choice(["ids", "multi", "matrix"])
+    if label_kind == "ids":
+        out["query_labels"] = rng.integers(0, 3, size=nq)
+        out["db_labels"] = rng.integers(-1, 3, size=n)
+        if rng.random() < 0.5:
+            out["query_cams"] = rng.integers(0, 2, size=nq)
+            out["db_cams"] = rng.integers(0, 2, size=n)
+            out["protocol"] = str(rng.choice(["reid", "reid-matlab"]))
+    elif label_kind == "multi":
+        out["query_labels"] = rng.integers(0, 2, size=(nq, 3))
+        out["db_labels"] = rng.integers(0, 2, size=(n, 3))
+    else:
+        out["relevance"] = rng.random((nq, n)) < 0.4
+    if rng.random() < 0.3:
+        out["junk"] = rng.random((nq, n)) < 0.2
+    return out
+
+
+def random_options(rng: np.random.Generator) -> Dict[str, object]:
+    return {
+        "ties": str(rng.choice(["stable", "reverse", "optimistic", "pessimistic", "expected", "grouped"])),
+        "ap_rule": str(rng.choice(["precision_sum", "trapezoid"])),
+        "ap_at_k": str(rng.choice(["hits", "r", "min_k_r", "dcmh"])),
+        "k": None if rng.random() < 0.3 else int(rng.integers(1, 15)),
+        "max_rank": int(rng.integers(1, 8)),
+        "radius": None if rng.random() < 0.7 else float(rng.choice([0, 1, 2, 0.5])),
+    }
+
+
+def crosscheck_one(name: str, kwargs: Dict[str, object]) -> List[str]:
+    """Compare implementation ``name`` with the reference on one input; returns problems."""
+    label = f"{name} {describe(kwargs)}: "
+    try:
+        ref = rc.evaluate(**kwargs, empty="zero", implementation="reference").per_query
+    except ValueError as exc:
+        try:
+            rc.evaluate(**kwargs, empty="zero", implementation=name)
+        except ValueError:
+            return []
+        return [f"{label}reference raised ValueError ({exc}) but {name} did not"]
+    try:
+        other = rc.evaluate(**kwargs, empty="zero", implementation=name).per_query
+    except Exception as exc:
+        return [f"{label}raised {type(exc).__name__}: {exc}"]
+    return compare_per_query(ref, other, label)
+
+
+def describe(kwargs: Dict[str, object]) -> str:
+    opts = {k: v for k, v in kwargs.items() if not isinstance(v, np.ndarray)}
+    shapes = {k: v.shape for k, v in kwargs.items() if isinstance(v, np.ndarray)}
+    return f"{opts} {shapes}"
+
+
+def crosscheck(name: str, count: int, seed: int = 0,
+               progress: Optional[Callable[[int, int], None]] = None) -> List[str]:
+    """Run ``count`` generated problems through ``name`` and the reference."""
+    rng = np.random.default_rng(seed)
+    problems: List[str] = []
+    for i in range(count):
+        kwargs = dict(random_problem(rng), **random_options(rng))
+        problems.extend(crosscheck_one(name, kwargs))
+        if progress is not None:
+            progress(i + 1, count)
+    return problems

@@ -1,0 +1,197 @@
+"""Command line: ``retrieval-conformance {golden,evaluate,check,compute-ap,presets}``."""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from typing import List, Optional
+
+import numpy as np
+
+EVALUATE_ARRAYS = ("distances", "scores", "query_codes", "db_codes", "query_embeddings", "db_embeddings",
+                   "relevance", "query_labels", "db_labels", "query_cams", "db_cams", "junk")
+
+
+def _progress(done: int, total: int, label: str, stream=sys.stderr) -> None:
+    if stream.isatty() or done == total:
+        stream.write(f"\r{label}: {done}/{total}")
+        if done == total:
+            stream.write("\n")
+        stream.flush()
+
+
+# -- golden: the main job ------------------------------------------------------------------
+def golden_main(args) -> int:
+    """Every golden case against every implementation, then generated cross-checks."""
+    import retrieval_conformance as rc
+    from retrieval_conformance import golden
+    from retrieval_conformance.conformance.crosscheck import crosscheck
+    from retrieval_conformance.implementations import registry
+
+    names = args.implementations or registry.names()
+    status = {n: registry.unavailable_reason(n) for n in names}
+    usable = [n for n in names if status[n] is None]
+    for n in names:
+        if status[n] is not None:
+            print(f"unavailable: {status[n]}")
+            if n in (args.require or []):
+                print(f"error: implementation {n!r} is required (--require) but unavailable")
+                return 1
+    cases = golden.load_cases()
+    width = max(len(c["id"]) for c in cases)
+    print(f"\nGolden cases ({len(cases)}) against {', '.join(usable)}; exact Fractions for the reference,"
+          f" |diff| <= {golden.FLOAT_TOLERANCE:g} otherwise\n")
+    print(f"{'case':<{width}}  {'expected mAP':>14}  " + "  ".join(f"{n:>10}" for n in usable))
+    failures = 0
+    for case in cases:
+        cells = []
+        for n in usable:
+            try:
+                res = rc.evaluate(**golden.evaluate_kwargs(case), implementation=n)
+                bad = golden.mismatches(case, res, exact=(n == "reference"))
+            except Exception as exc:  # a crash is a failure of that implementation, reported
+                bad = [f"{type(exc).__name__}: {exc}"]
+            cells.append("ok" if not bad else "MISMATCH")
+            if bad:
+                failures += 1
+                for line in bad:
+                    print(f"  {case['id']} [{n}] {line}", file=sys.stderr)
+        expected_map = case["expected"].get("map", "")
+        print(f"{case['id']:<{width}}  {expected_map:>14}  " + "  ".join(f"{c:>10}" for c in cells))
+    landmark_failures = _landmark_golden(args)
+    failures += landmark_failures
+    if args.random:
+        print(f"\nGenerated cross-checks against the reference ({args.random} tie-heavy problems,"
+              " every option):")
+        for n in usable:
+            if n == "reference":
+                continue
+            t0 = time.perf_counter()
+            report = crosscheck(n, args.random, seed=args.seed,
+                                progress=lambda d, t, n=n: _progress(d, t, f"  {n}"))
+            failures += len(report)
+            verdict = "ok" if not report else f"{len(report)} MISMATCH(ES)"
+            print(f"  {n:<10} {verdict}  ({time.perf_counter() - t0:.1f} s)")
+            for line in report[:10]:
+                print(f"    {line}")
+    print(f"\n{'FAILED' if failures else 'PASSED'}: {failures} mismatch(es)")
+    return 1 if failures else 0
+
+
+def _landmark_golden(args) -> int:
+    try:
+        from retrieval_conformance.reference.landmark import golden_report
+    except ImportError:
+        return 0
+    return golden_report(print)
+
+
+# -- evaluate ------------------------------------------------------------------------------
+def _load_arrays(args) -> dict:
+    arrays = {}
+    if args.npz:
+        with np.load(args.npz, allow_pickle=False) as data:
+            for key in data.files:
+                if key not in EVALUATE_ARRAYS:
+                    raise SystemExit(f"error: {args.npz} holds {key!r}; expected names among {EVALUATE_ARRAYS}")
+                arrays[key] = data[key]
+    for key in EVALUATE_ARRAYS:
+        path = getattr(args, key)
+        if path:
+            arrays[key] = np.load(path, allow_pickle=False)
+    return arrays
+
+
+def evaluate_main(args) -> int:
+    import retrieval_conformance as rc
+
+    arrays = _load_arrays(args)
+    overrides = {key: getattr(args, key) for key in ("ties", "ap_rule", "ap_at_k", "empty", "radius")}
+    kwargs = dict(arrays, protocol=args.protocol, max_rank=args.max_rank,
+                  implementation=args.implementation, **overrides)
+    if args.k is not None:
+        kwargs["k"] = None if args.k.lower() in ("all", "none") else int(args.k)
+    try:
+        res = rc.evaluate(**kwargs)
+    except (ValueError, TypeError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    summary = res.summary()
+    if args.json:
+        print(json.dumps(summary, indent=2, default=str))
+        return 0
+    o = res.options
+    print(f"protocol {res.protocol} (implementation {res.implementation})")
+    print(f"  ties={o.ties} ap_rule={o.ap_rule} k={o.k} ap_at_k={o.ap_at_k} empty={o.empty}")
+    print(f"  queries: {res.ap.shape[0]}, counted: {res.n_counted}")
+    exact = f"  (exact {res.exact.map})" if res.exact is not None and res.exact.map is not None else ""
+    print(f"  mAP{'' if o.k is None else '@' + str(o.k)}: {res.map:.6f}{exact}")
+    if res.precision_at_k is not None:
+        print(f"  P@{o.k}: {res.precision_at_k:.6f}   R@{o.k}: {res.recall_at_k:.6f}")
+    ranks = [r for r in (1, 5, 10, 20, 50) if r <= res.cmc.shape[0]]
+    print("  CMC: " + "  ".join(f"Rank-{r} {res.cmc[r - 1]:.4f}" for r in ranks))
+    print(f"  mINP: {res.minp:.6f}   R-precision: {res.r_precision:.6f}")
+    if res.precision_at_radius is not None:
+        print(f"  within radius {o.radius:g}: precision {res.precision_at_radius:.6f}, recall {res.recall_at_radius:.6f}")
+    return 0
+
+
+def presets_main(args) -> int:
+    from retrieval_conformance.reference.presets import PRESETS
+
+    print(f"{'preset':<12} {'AP':<14} {'@k':<8} {'ties':<7} {'empty':<12} {'junk':<22} matches")
+    for p in PRESETS.values():
+        at_k = p.ap_at_k + (f" k={p.k}" if p.k else "")
+        print(f"{p.name:<12} {p.ap_rule:<14} {at_k:<8} {p.ties:<7} {p.empty:<12} "
+              f"{'+'.join(p.junk) or '-':<22} {p.matches}")
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="retrieval-conformance", description=__doc__)
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    g = sub.add_parser("golden", help="check every implementation against the golden cases and the reference")
+    g.add_argument("--implementations", nargs="*", help="names to check (default: all registered)")
+    g.add_argument("--require", nargs="*", default=[], help="fail if one of these is unavailable")
+    g.add_argument("--random", type=int, default=200, help="generated cross-check problems (0 to skip)")
+    g.add_argument("--seed", type=int, default=0)
+    g.set_defaults(func=golden_main)
+
+    e = sub.add_parser("evaluate", help="evaluate arrays from .npy/.npz files")
+    e.add_argument("--npz", help="an .npz holding arrays named like evaluate()'s arguments")
+    for key in EVALUATE_ARRAYS:
+        e.add_argument("--" + key.replace("_", "-"), dest=key, help=f"{key} as a .npy file")
+    e.add_argument("--protocol", default="hashing")
+    e.add_argument("--k", help="cut-off (an integer, or 'all')")
+    e.add_argument("--max-rank", type=int, default=50)
+    e.add_argument("--ties")
+    e.add_argument("--ap-rule")
+    e.add_argument("--ap-at-k")
+    e.add_argument("--empty")
+    e.add_argument("--radius", type=float)
+    e.add_argument("--implementation", default="auto")
+    e.add_argument("--json", action="store_true", help="machine-readable output")
+    e.set_defaults(func=evaluate_main)
+
+    p = sub.add_parser("presets", help="list the protocol presets")
+    p.set_defaults(func=presets_main)
+    return parser
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    # subcommands with their own argument parsing, provided by their modules
+    if argv and argv[0] == "check":
+        from retrieval_conformance.conformance.harness.cli import check_main
+        return check_main(argv[1:])
+    if argv and argv[0] == "compute-ap":
+        from retrieval_conformance.reference.landmark_cli import compute_ap_main
+        return compute_ap_main(argv[1:])
+    args = build_parser().parse_args(argv)
+    return args.func(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
