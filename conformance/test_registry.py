@@ -1,0 +1,38 @@
+"""One interface: names, availability with reasons, ``auto``, and the no-compiler path."""
+from __future__ import annotations
+
+import os
+
+import numpy as np
+import pytest
+
+import retrieval_conformance as rc
+from retrieval_conformance.implementations import registry
+
+
+def test_registered_names_are_stable():
+    assert registry.names()[:4] == ["reference", "numpy", "torch", "c"]
+    assert "reference" in rc.available_implementations()
+
+
+def test_auto_picks_the_fastest_available():
+    impl = registry.get("auto")
+    usable = [registry.get(n) for n in registry.available()]
+    assert impl.speed_rank == min(i.speed_rank for i in usable)
+    res = rc.evaluate(distances=[[0.1, 0.2]], relevance=[[0, 1]], implementation="auto")
+    assert res.implementation == impl.name and res.map == 0.5
+
+
+def test_unknown_implementation_is_a_clear_error():
+    with pytest.raises(ValueError, match="implementation: unknown implementation 'gpu'"):
+        registry.get("gpu")
+    assert "unknown implementation" in registry.unavailable_reason("gpu")
+
+
+@pytest.mark.skipif(os.environ.get("RC_EXPECT_NO_C") != "1", reason="only where the C library was not built")
+def test_without_a_compiler_c_reports_itself_unavailable():
+    reason = registry.unavailable_reason("c")
+    assert reason is not None and "RC_BUILD_C" in reason
+    with pytest.raises(rc.ImplementationUnavailable, match="implementation 'c' is unavailable"):
+        rc.evaluate(distances=np.zeros((1, 2)), relevance=[[1, 0]], implementation="c")
+    assert registry.get("auto").name != "c"
