@@ -20,4 +20,6 @@ if mode != "0":
         )
     )
 
-setup(ext_modules=ext_modules)
+# A separate build folder per mode: a stale C library from an earlier build must never ship
+# in a wheel built without it (setuptools copies whatever build/lib holds).
+setup(ext_modules=ext_modules, options={"build": {"build_base": f"build/c-{mode}"}})
