@@ -93,17 +93,18 @@ def random_options(rng: np.random.Generator) -> Dict[str, object]:
 
 def crosscheck_one(name: str, kwargs: Dict[str, object]) -> List[str]:
     """Compare implementation ``name`` with the reference on one input; returns problems."""
+    kwargs = dict(kwargs, empty="zero")  # per-query values; aggregation is shared code
     label = f"{name} {describe(kwargs)}: "
     try:
-        ref = rc.evaluate(**kwargs, empty="zero", implementation="reference").per_query
+        ref = rc.evaluate(**kwargs, implementation="reference").per_query
     except ValueError as exc:
         try:
-            rc.evaluate(**kwargs, empty="zero", implementation=name)
+            rc.evaluate(**kwargs, implementation=name)
         except ValueError:
             return []
         return [f"{label}reference raised ValueError ({exc}) but {name} did not"]
     try:
-        other = rc.evaluate(**kwargs, empty="zero", implementation=name).per_query
+        other = rc.evaluate(**kwargs, implementation=name).per_query
     except Exception as exc:
         return [f"{label}raised {type(exc).__name__}: {exc}"]
     return compare_per_query(ref, other, label)

@@ -35,26 +35,30 @@ def query_distances(problem: Problem, q: int) -> List:
 
 
 def embedding_distances(query_embeddings, db_embeddings, metric: str = "euclidean") -> np.ndarray:
-    """Distance matrix (Q, N) in float64 from embeddings, computed once for all implementations.
+    """Distance matrix (Q, N) from embeddings, computed once for all implementations.
 
     ``euclidean``: ``sqrt(max(|q|^2 + |r|^2 - 2 q·r, 0))``; ``cosine``: ``1 - q·r / (|q| |r|)``
-    (a zero vector has no direction and is rejected).
+    (a zero vector has no direction and is rejected).  Two float32 inputs give float32
+    distances (as ReID code computes them, without a float64 copy of the gallery); anything
+    else is computed in float64.
     """
-    q = float_matrix("query_embeddings", query_embeddings, "one embedding per query").astype(np.float64)
-    d = float_matrix("db_embeddings", db_embeddings, "one embedding per gallery item").astype(np.float64)
+    q = float_matrix("query_embeddings", query_embeddings, "one embedding per query")
+    d = float_matrix("db_embeddings", db_embeddings, "one embedding per gallery item")
+    if not (q.dtype == d.dtype == np.float32):
+        q, d = q.astype(np.float64), d.astype(np.float64)
     if q.shape[1] != d.shape[1]:
         raise ValueError(
             f"db_embeddings: expected dimension {q.shape[1]} like query_embeddings, got {d.shape[1]}"
         )
     if metric == "euclidean":
         sq = (q * q).sum(1)[:, None] + (d * d).sum(1)[None, :] - 2.0 * (q @ d.T)
-        out = np.sqrt(np.maximum(sq, 0.0))
+        out = np.sqrt(np.maximum(sq, 0))
     elif metric == "cosine":
         nq, nd = np.linalg.norm(q, axis=1), np.linalg.norm(d, axis=1)
         for name, norms in (("query_embeddings", nq), ("db_embeddings", nd)):
             if (norms == 0).any():
                 raise ValueError(f"{name}: row {int(np.argmin(norms))} is all zeros; cosine distance is undefined")
-        out = 1.0 - (q @ d.T) / (nq[:, None] * nd[None, :])
+        out = 1 - (q @ d.T) / (nq[:, None] * nd[None, :])
     else:
         raise ValueError(f"metric: expected 'euclidean' or 'cosine', got {metric!r}")
     check_finite("embeddings", out)

@@ -21,6 +21,7 @@ from retrieval_conformance.reference.problem import (
     EMPTY_POLICIES,
     TIE_POLICIES,
     Options,
+    PerQuery,
     Problem,
     Result,
 )
@@ -170,6 +171,8 @@ def evaluate(
     query_embeddings=None,
     db_embeddings=None,
     metric: str = "euclidean",
+    block_size: Optional[int] = None,
+    progress=False,
 ) -> Result:
     """Evaluate a retrieval run under a named protocol, with any implementation.
 
@@ -196,6 +199,13 @@ def evaluate(
     implementation : {"reference", "numpy", "torch", "c", "auto"}
         Who computes; all return the same numbers.  Only the reference returns exact
         ``Fraction`` values (``result.exact``).
+    block_size : int, optional
+        Queries per block.  Inputs are validated and evaluated one query block at a time
+        (a memory-mapped ``distances`` array is read block by block, embeddings and codes give
+        one block of distances at a time), so memory stays bounded; the result is identical
+        for any block size.  Default: about 256 MiB of float64 per block.
+    progress : bool or callable
+        True prints progress to stderr; a callable gets ``(queries_done, queries)``.
 
     Returns
     -------
@@ -224,19 +234,104 @@ def evaluate(
         k_given=k is not _UNSET,
     )
     preset = get_preset(protocol)
-    problem = build_problem(
-        distances=distances, scores=scores, query_codes=query_codes, db_codes=db_codes,
-        query_embeddings=query_embeddings, db_embeddings=db_embeddings, metric=metric,
-        relevance=relevance, query_labels=query_labels, db_labels=db_labels,
-        query_cams=query_cams if "same_id_cam" in preset.junk else None,
-        db_cams=db_cams if "same_id_cam" in preset.junk else None,
-        junk=junk, junk_ids=(-1,) if "minus_one" in preset.junk else (),
-    )
     if (query_cams is not None or db_cams is not None) and "same_id_cam" not in preset.junk:
         raise ValueError(
             f"query_cams: protocol {protocol!r} has no camera junk rule; use protocol='reid' or "
             "'reid-matlab', or pass an explicit junk= mask"
         )
+    query_side = dict(distances=distances, scores=scores, query_codes=query_codes,
+                      query_embeddings=query_embeddings, relevance=relevance, query_labels=query_labels,
+                      query_cams=query_cams if "same_id_cam" in preset.junk else None, junk=junk)
+    gallery_side = dict(db_codes=db_codes, db_embeddings=db_embeddings, db_labels=db_labels,
+                        db_cams=db_cams if "same_id_cam" in preset.junk else None, metric=metric,
+                        junk_ids=(-1,) if "minus_one" in preset.junk else ())
     impl = get(implementation)
-    per_query = impl.compute(problem, options)
-    return aggregate(per_query, options, protocol, impl.name)
+    for key in ("distances", "scores", "query_codes", "query_embeddings"):
+        value = query_side[key]
+        if value is not None and not hasattr(value, "detach"):
+            v.check_ndim(key, np.asarray(value), 2, "one row per query")
+    n_q, n_g = _input_shape(query_side, gallery_side)
+    for key, value in query_side.items():
+        if value is not None and hasattr(value, "__len__") and len(value) != n_q:
+            shape = getattr(value, "shape", (len(value),))
+            raise ValueError(f"{key}: expected {n_q} rows (one per query), got shape {tuple(shape)}")
+    rows = _block_rows(n_q, n_g, block_size)
+    report = _progress_callback(progress, n_q)
+    parts = []
+    for start in range(0, max(n_q, 1), rows):
+        stop = min(start + rows, n_q)
+        # each block is validated and evaluated on its own: queries are independent, so
+        # the result is identical to one block, while memory stays bounded
+        block = {key: _rows(value, start, stop) for key, value in query_side.items()}
+        try:
+            problem = build_problem(**block, **gallery_side)
+        except (ValueError, TypeError) as exc:
+            if rows < n_q:
+                raise type(exc)(f"{exc} (in the query block starting at row {start})") from None
+            raise
+        parts.append(impl.compute(problem, options))
+        if report is not None:
+            report(stop)
+    return aggregate(PerQuery.concat(parts), options, protocol, impl.name)
+
+
+BLOCK_BYTES = 256 * 2**20
+
+
+def _rows(value, start: int, stop: int):
+    """Rows ``start:stop`` of a query-side input (None stays None; lists become arrays)."""
+    if value is None:
+        return None
+    if not hasattr(value, "shape"):
+        value = np.asarray(value)
+        if value.dtype == object:
+            return value  # let validation say what is wrong
+    if value.ndim == 0:
+        return value
+    return value[start:stop]
+
+
+def _input_shape(query_side, gallery_side):
+    """(queries, gallery items) from the inputs, without converting any large array."""
+    def rows_of(value):
+        return len(value) if value is not None else None
+
+    n_q = next((rows_of(query_side[key]) for key in ("distances", "scores", "query_codes", "query_embeddings",
+                                                      "relevance", "query_labels") if query_side[key] is not None), 0)
+    matrix = query_side["distances"] if query_side["distances"] is not None else query_side["scores"]
+    if matrix is not None and getattr(matrix, "ndim", 2) == 2 and hasattr(matrix, "shape"):
+        n_g = matrix.shape[1]
+    else:
+        gallery = next((gallery_side[key] for key in ("db_codes", "db_embeddings", "db_labels")
+                        if gallery_side[key] is not None), None)
+        n_g = rows_of(gallery) or 1
+    return n_q, n_g
+
+
+def _block_rows(n_q: int, n_g: int, block_size: Optional[int]) -> int:
+    if block_size is not None:
+        return v.positive_int("block_size", block_size)
+    # about BLOCK_BYTES of float64 per block (the largest per-block temporaries are Q x N)
+    return max(1, min(max(n_q, 1), BLOCK_BYTES // (8 * max(n_g, 1))))
+
+
+def _progress_callback(progress, n_q: int):
+    if not progress:
+        return None
+    if callable(progress):
+        return lambda done: progress(done, n_q)
+    import sys
+    import time
+
+    t0 = time.perf_counter()
+
+    def report(done: int) -> None:
+        elapsed = time.perf_counter() - t0
+        rate = done / elapsed if elapsed > 0 else float("inf")
+        eta = (n_q - done) / rate if rate > 0 else 0.0
+        sys.stderr.write(f"\rqueries {done}/{n_q} ({100 * done / n_q:.0f}%), {elapsed:.1f} s, ~{eta:.0f} s left")
+        if done >= n_q:
+            sys.stderr.write("\n")
+        sys.stderr.flush()
+
+    return report

@@ -174,6 +174,21 @@ class PerQuery:
 
     FIELDS = ("ap", "hits_at_k", "precision_at_k", "recall_at_k", "cmc", "inp", "r_precision")
 
+    @classmethod
+    def concat(cls, parts: "List[PerQuery]") -> "PerQuery":
+        """Stack the per-query values of consecutive query blocks."""
+        if len(parts) == 1:
+            return parts[0]
+        arrays = {}
+        for name in ("ap", "n_relevant", "hits_at_k", "precision_at_k", "recall_at_k", "cmc", "inp",
+                     "r_precision", "precision_at_radius", "recall_at_radius"):
+            values = [getattr(p, name) for p in parts]
+            arrays[name] = None if values[0] is None else np.concatenate(values)
+        exact = None
+        if all(p.exact is not None for p in parts):
+            exact = {key: [v for p in parts for v in p.exact[key]] for key in parts[0].exact}
+        return cls(exact=exact, **arrays)
+
 
 @dataclass
 class ExactResult:
