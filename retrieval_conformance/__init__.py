@@ -7,9 +7,11 @@ from retrieval_conformance.implementations.registry import (
     ImplementationUnavailable,
     available as available_implementations,
 )
+from retrieval_conformance.reference.curves import plot_cmc, plot_pr_curves, pr_curve
 from retrieval_conformance.reference.evaluate import build_problem, evaluate, resolve_options
 from retrieval_conformance.reference.presets import PRESETS
 from retrieval_conformance.reference.problem import Options, PerQuery, Problem, Result
+from retrieval_conformance.reference.reid import cuhk03_single_shot_cmc
 
 __version__ = "0.1.0"
 
@@ -24,4 +26,8 @@ __all__ = [
     "Problem",
     "Result",
     "PRESETS",
+    "pr_curve",
+    "plot_pr_curves",
+    "plot_cmc",
+    "cuhk03_single_shot_cmc",
 ]
