@@ -9,8 +9,27 @@ from retrieval_conformance.implementations.registry import (
 )
 from retrieval_conformance.reference.curves import plot_cmc, plot_pr_curves, pr_curve
 from retrieval_conformance.reference.evaluate import build_problem, evaluate, resolve_options
+from retrieval_conformance.reference.landmark import (
+    LANDMARK_PROTOCOLS,
+    LandmarkResult,
+    corrected_precision_at_k,
+    evaluate_landmark,
+    format_cpp_float,
+    gldv2_ap_at_k,
+    oxford_ap,
+    revisitop_ap,
+    revisitop_positions,
+    revisitop_precision_at_k,
+    roxford_split,
+)
 from retrieval_conformance.reference.presets import PRESETS
 from retrieval_conformance.reference.problem import Options, PerQuery, Problem, Result
+from retrieval_conformance.reference.readers import (
+    RestrictedUnpickler,
+    read_gt_folder,
+    read_ranked_list,
+    read_revisitop_gnd,
+)
 from retrieval_conformance.reference.reid import cuhk03_single_shot_cmc
 
 __version__ = "0.1.0"
@@ -30,4 +49,19 @@ __all__ = [
     "plot_pr_curves",
     "plot_cmc",
     "cuhk03_single_shot_cmc",
+    "LANDMARK_PROTOCOLS",
+    "LandmarkResult",
+    "corrected_precision_at_k",
+    "evaluate_landmark",
+    "format_cpp_float",
+    "gldv2_ap_at_k",
+    "oxford_ap",
+    "revisitop_ap",
+    "revisitop_positions",
+    "revisitop_precision_at_k",
+    "roxford_split",
+    "RestrictedUnpickler",
+    "read_gt_folder",
+    "read_ranked_list",
+    "read_revisitop_gnd",
 ]

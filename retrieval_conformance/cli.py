@@ -59,8 +59,7 @@ def golden_main(args) -> int:
                     print(f"  {case['id']} [{n}] {line}", file=sys.stderr)
         expected_map = case["expected"].get("map", "")
         print(f"{case['id']:<{width}}  {expected_map:>14}  " + "  ".join(f"{c:>10}" for c in cells))
-    landmark_failures = _landmark_golden(args)
-    failures += landmark_failures
+    failures += _landmark_golden(args)
     if args.random:
         print(f"\nGenerated cross-checks against the reference ({args.random} tie-heavy problems,"
               " every option):")
@@ -80,11 +79,58 @@ def golden_main(args) -> int:
 
 
 def _landmark_golden(args) -> int:
-    try:
-        from retrieval_conformance.reference.landmark import golden_report
-    except ImportError:
-        return 0
-    return golden_report(print)
+    """Landmark golden values (reference only: these protocols have one implementation).
+
+    Oxford: every edge case and every real Oxford5k list printed by our compute_ap program,
+    reproduced by ``oxford_ap`` to the printed digit; ROxford/GLDv2: hand-derived fractions.
+    """
+    from pathlib import Path
+
+    from retrieval_conformance import golden
+    from retrieval_conformance.reference.landmark import evaluate_landmark, format_cpp_float, oxford_ap
+    from retrieval_conformance.reference.readers import read_gt_folder, read_ranked_list
+
+    data = golden.load_file("landmark_oxford.json")
+    root = Path(str(golden.resources.files(golden.__name__) / "data" / "oxford5k"))
+    gt = read_gt_folder(root / "gt")
+    checked, problems = 0, []
+    for case in data["edge_cases"]:
+        got = format_cpp_float(oxford_ap(case["ranked"], case["good"], case["ok"], case["junk"]))
+        checked += 1
+        if got != case["printed"]:
+            problems.append(f"oxford edge case {case['name']}: printed {got}, golden {case['printed']}")
+    for run, values in data["runs"].items():
+        for query, printed in values.items():
+            g = gt[query]
+            ranked = read_ranked_list(root / "runs" / run / f"{query}_top.txt")
+            got = format_cpp_float(oxford_ap(ranked, g.good, g.ok, g.junk))
+            checked += 1
+            if got != printed:
+                problems.append(f"oxford {run}/{query}: printed {got}, golden {printed}")
+    for case in golden.load_cases("landmark"):
+        checked += 1
+        raises = case["expected"].get("raises")
+        try:
+            res = evaluate_landmark(**case["input"], **case.get("call", {}))
+        except Exception as exc:
+            if type(exc).__name__ != raises:
+                problems.append(f"{case['id']}: {type(exc).__name__}: {exc}")
+            continue
+        if raises:
+            problems.append(f"{case['id']}: expected {raises}, nothing was raised")
+            continue
+        want_map = golden.parse_value(case["expected"]["map"])
+        got_map = res.map_exact if res.map_exact is not None else res.map
+        same_map = (want_map != want_map and got_map != got_map) or got_map == want_map
+        want_ap = [golden.parse_value(v) for v in case["expected"].get("ap", [])]
+        if not same_map or (want_ap and list(res.ap_exact) != want_ap):
+            problems.append(f"{case['id']}: mAP {got_map}, golden {case['expected']['map']}")
+    print(f"\nLandmark golden values (reference): {checked} cases (compute_ap edge cases, "
+          f"{sum(len(v) for v in data['runs'].values())} real Oxford5k lists, ROxford and GLDv2): "
+          f"{'ok' if not problems else f'{len(problems)} MISMATCH(ES)'}")
+    for line in problems[:20]:
+        print(f"  {line}")
+    return len(problems)
 
 
 # -- evaluate ------------------------------------------------------------------------------
