@@ -5,6 +5,8 @@
 """
 from retrieval_conformance.implementations.registry import (
     ImplementationUnavailable,
+)
+from retrieval_conformance.implementations.registry import (
     available as available_implementations,
 )
 from retrieval_conformance.reference.curves import plot_cmc, plot_pr_curves, pr_curve

@@ -179,7 +179,8 @@ def evaluate_main(args) -> int:
     print("  CMC: " + "  ".join(f"Rank-{r} {res.cmc[r - 1]:.4f}" for r in ranks))
     print(f"  mINP: {res.minp:.6f}   R-precision: {res.r_precision:.6f}")
     if res.precision_at_radius is not None:
-        print(f"  within radius {o.radius:g}: precision {res.precision_at_radius:.6f}, recall {res.recall_at_radius:.6f}")
+        print(f"  within radius {o.radius:g}: precision {res.precision_at_radius:.6f}, "
+              f"recall {res.recall_at_radius:.6f}")
     return 0
 
 

@@ -10,7 +10,6 @@ from fractions import Fraction
 from typing import Callable, Dict, List, Optional
 
 import numpy as np
-
 import retrieval_conformance as rc
 
 TOLERANCE = 1e-12

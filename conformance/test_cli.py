@@ -4,7 +4,6 @@ from __future__ import annotations
 import json
 
 import numpy as np
-
 from retrieval_conformance.cli import main
 
 

@@ -3,10 +3,9 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+import retrieval_conformance as rc
 from hypothesis import example, given
 from hypothesis import strategies as st
-
-import retrieval_conformance as rc
 from retrieval_conformance.conformance.crosscheck import compare_per_query, crosscheck, crosscheck_one
 from retrieval_conformance.conformance.requirements import require_implementation
 from retrieval_conformance.conformance.strategies import option_sets, tie_heavy_problems

@@ -6,7 +6,6 @@ from decimal import ROUND_DOWN, Decimal
 from fractions import Fraction
 
 import pytest
-
 import retrieval_conformance as rc
 from retrieval_conformance import golden
 from retrieval_conformance.conformance.requirements import require_implementation

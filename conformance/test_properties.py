@@ -3,10 +3,9 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+import retrieval_conformance as rc
 from hypothesis import example, given
 from hypothesis import strategies as st
-
-import retrieval_conformance as rc
 from retrieval_conformance.conformance.requirements import implementation_params, require_implementation
 from retrieval_conformance.conformance.strategies import tie_heavy_problems
 

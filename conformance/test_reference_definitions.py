@@ -9,10 +9,9 @@ from __future__ import annotations
 from fractions import Fraction
 
 import numpy as np
+import retrieval_conformance as rc
 from hypothesis import example, given
 from hypothesis import strategies as st
-
-import retrieval_conformance as rc
 from retrieval_conformance.conformance import brute_force as bf
 from retrieval_conformance.conformance.strategies import tie_heavy_problems
 

@@ -5,7 +5,6 @@ import os
 
 import numpy as np
 import pytest
-
 import retrieval_conformance as rc
 from retrieval_conformance.implementations import registry
 

@@ -6,7 +6,6 @@ from fractions import Fraction as F
 
 import numpy as np
 import pytest
-
 from retrieval_conformance.reference.curves import plot_cmc, plot_pr_curves, pr_curve
 from retrieval_conformance.reference.reid import cuhk03_single_shot_cmc
 

@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-
 import retrieval_conformance as rc
 from retrieval_conformance.conformance.requirements import implementation_params, require_implementation
 

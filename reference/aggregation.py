@@ -15,7 +15,6 @@ from fractions import Fraction
 from typing import List, Optional
 
 import numpy as np
-
 from retrieval_conformance.reference.problem import ExactResult, Options, PerQuery, Result
 
 

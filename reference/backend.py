@@ -4,7 +4,6 @@ from __future__ import annotations
 from typing import Callable, List, Optional
 
 import numpy as np
-
 from retrieval_conformance.implementations.registry import Implementation
 from retrieval_conformance.reference.distances import query_distances
 from retrieval_conformance.reference.per_query import QueryValues, query_values

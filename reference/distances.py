@@ -10,7 +10,6 @@ from __future__ import annotations
 from typing import List, Sequence
 
 import numpy as np
-
 from retrieval_conformance.reference.problem import Problem
 from retrieval_conformance.reference.validation import check_finite, float_matrix
 

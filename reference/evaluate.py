@@ -10,7 +10,6 @@ from __future__ import annotations
 from typing import Any, Optional
 
 import numpy as np
-
 from retrieval_conformance.reference import validation as v
 from retrieval_conformance.reference.aggregation import aggregate
 from retrieval_conformance.reference.distances import embedding_distances

@@ -14,7 +14,6 @@ from fractions import Fraction
 from typing import Dict, List
 
 import numpy as np
-
 from retrieval_conformance.reference.evaluate import build_problem
 from retrieval_conformance.reference.validation import positive_int
 
