@@ -36,8 +36,24 @@ from retrieval_conformance.reference.reid import cuhk03_single_shot_cmc
 
 __version__ = "0.1.0"
 
+
+def check_function(func, adapter="hashing-codes", protocol=None, **kwargs):
+    """Check a user's metric function against the reference (see ``conformance.harness.check``)."""
+    from retrieval_conformance.conformance.harness import check
+
+    return check(func, adapter=adapter, protocol=protocol, **kwargs)
+
+
+def identify(func, adapter="hashing-codes", **kwargs):
+    """Name the preset and options a user's metric function follows (``conformance.harness.identify``)."""
+    from retrieval_conformance.conformance.harness import identify as _identify
+
+    return _identify(func, adapter=adapter, **kwargs)
+
 __all__ = [
     "evaluate",
+    "check_function",
+    "identify",
     "build_problem",
     "resolve_options",
     "available_implementations",

@@ -1,1 +1,104 @@
-"""The harness that checks a user's own metric function against the reference."""
+"""The harness that checks a user's own metric function against the reference.
+
+>>> from retrieval_conformance.conformance.harness import check, identify
+>>> report = check(calc_map_k, adapter="hashing-codes", protocol="dcmh")
+>>> report.exit_code          # 0 conforms, 1 deviates, 2 could not be loaded or called
+>>> print(report.text())      # broken clauses, smallest input, both values, a snippet
+>>> print(identify(calc_map_k).text())   # "matches `dcmh` except: only the first query ..."
+
+Every check is named by an id (``golden/seed003-dcmh-full``, ``ties/tie-heavy``, ...) that a
+known-deviations file can list.  See :mod:`.engine` for the flow, :mod:`.adapters` for the
+signatures, :mod:`.cases` for the generated inputs.
+"""
+from __future__ import annotations
+
+from typing import Callable, Optional, Sequence, Union
+
+from retrieval_conformance.conformance.harness.adapters import ADAPTERS, UsageError
+from retrieval_conformance.conformance.harness.cases import FAMILIES
+from retrieval_conformance.conformance.harness.cli import add_check_arguments, check_main, run_check_args
+from retrieval_conformance.conformance.harness.engine import Session, load_function, read_known_deviations
+from retrieval_conformance.conformance.harness.report import Identification, Report
+
+
+def _session(func, adapter, protocol, **kw) -> Session:
+    target = kw.pop("target", None)
+    if isinstance(func, str):
+        target = target or func
+        func = load_function(func)
+    return Session(func, adapter, protocol, target=target, **kw)
+
+
+def check(func: Union[Callable, str], adapter: str = "hashing-codes", protocol: Optional[str] = None, *,
+          ties: Optional[str] = None, ap_rule: Optional[str] = None, ap_at_k: Optional[str] = None,
+          empty: Optional[str] = None, arrays: str = "auto", max_examples: int = 60, timeout: float = 10.0,
+          isolation: str = "auto", known_deviations: Sequence[str] = (), only: Sequence[str] = (),
+          derandomize: bool = True, atol: float = 1e-6, rtol: float = 1e-5,
+          target: Optional[str] = None) -> Report:
+    """Check ``func`` against the reference under ``protocol``.
+
+    Parameters
+    ----------
+    func : callable or "module:function"
+    adapter : str
+        The function's signature: ``hashing-codes``, ``distances-relevance``, ``reid``,
+        ``oxford``, ``sklearn``, ``torchmetrics`` (see :mod:`.adapters`).
+    protocol : str, optional
+        A preset (CONVENTIONS §9); default: the adapter's usual one (``hashing``, ``reid``...).
+    ties, ap_rule, ap_at_k, empty : str, optional
+        Overrides of the preset's options.
+    arrays : {"auto", "numpy", "torch"}
+        What the function receives; ``auto`` switches to torch tensors when numpy arrays make
+        the first call fail and torch is installed.
+    max_examples : int
+        Generated inputs per property check before it passes (hypothesis).
+    timeout : float
+        Seconds allowed per call; a hang is reported with its input.
+    isolation : {"auto", "process", "thread", "none"}
+    known_deviations : sequence of str
+        Check ids or glob patterns (or clause texts) whose deviations are accepted.
+    only : sequence of str
+        Glob patterns: run only the matching checks.
+    derandomize : bool
+        Reproducible hypothesis runs (default).
+    atol, rtol : float
+        Tolerance of the comparison with the exact reference: ``|yours - ref| <= atol + rtol |ref|``.
+
+    Returns
+    -------
+    Report
+        ``exit_code`` (0 conforms, 1 deviates, 2 usage error), ``text()``, ``junit_xml()``.
+    """
+    try:
+        with _session(func, adapter, protocol, ties=ties, ap_rule=ap_rule, ap_at_k=ap_at_k, empty=empty,
+                      arrays=arrays, timeout=timeout, isolation=isolation, max_examples=max_examples,
+                      atol=atol, rtol=rtol, derandomize=derandomize, known_deviations=known_deviations,
+                      only=only, target=target) as s:
+            return s.check()
+    except UsageError as exc:
+        return Report(target or str(func), adapter, protocol or "-", "-", arrays, usage_error=str(exc))
+
+
+def identify(func: Union[Callable, str], adapter: str = "hashing-codes", protocol: Optional[str] = None, *,
+             arrays: str = "auto", timeout: float = 10.0, isolation: str = "auto", per_family: int = 5,
+             target: Optional[str] = None, atol: float = 1e-6, rtol: float = 1e-5, **overrides) -> Report:
+    """Name the convention(s) ``func`` follows: every preset and option combination
+    (ties x ap_rule x ap_at_k x empty) is tried on a fixed set of inputs; the report's
+    ``identification`` says which match, or for the nearest one what differs (including the
+    bugs of CONVENTIONS §11, such as "only the first query is evaluated").
+    """
+    try:
+        with _session(func, adapter, protocol, arrays=arrays, timeout=timeout, isolation=isolation,
+                      target=target, atol=atol, rtol=rtol, **overrides) as s:
+            ident = s.identify(per_family=per_family)
+            rep = Report(s.target, s.adapter.name, s.protocol, s.convention_text, s.arrays, identification=ident)
+            rep.notes.extend(s.notes)
+            if s.runner is not None and s.runner.calls and s._success_count == 0:
+                rep.usage_error = "the function could not be called successfully on any input: " + ident.text()
+            return rep
+    except UsageError as exc:
+        return Report(target or str(func), adapter, protocol or "-", "-", arrays, usage_error=str(exc))
+
+
+__all__ = ["check", "identify", "check_main", "add_check_arguments", "run_check_args", "Report", "Identification",
+           "Session", "ADAPTERS", "FAMILIES", "UsageError", "load_function", "read_known_deviations"]

@@ -1,0 +1,416 @@
+"""Adapters: the signatures people actually write, and how a test case becomes a call.
+
+Each adapter knows how to turn a :class:`~retrieval_conformance.conformance.harness.cases.Case`
+into one call (or one call per query), which metrics the return value carries, and what it
+cannot express (then the check is skipped with that reason).
+
+==================== ============================================================ =================
+adapter              signature                                                    compares
+==================== ============================================================ =================
+hashing-codes        f(query_codes, db_codes, query_labels, db_labels[, topk])     mAP
+distances-relevance  f(distances, relevance[, k])                                  mAP
+reid                 f(distmat, q_pids, g_pids, q_camids, g_camids[, max_rank])   cmc, mAP[, mINP]
+oxford               f(positives, junk, ranked_list)                               AP of one query
+sklearn              f(y_true, y_score)                                            AP of one query
+torchmetrics         f(preds, target, top_k=...)                                   AP of one query
+==================== ============================================================ =================
+"""
+from __future__ import annotations
+
+import inspect
+import math
+import numbers
+from dataclasses import dataclass, field
+from typing import Any, Callable, Dict, List, Optional, Tuple
+
+import numpy as np
+from retrieval_conformance.conformance.harness.cases import (
+    Capabilities,
+    Case,
+    codes_from_distances,
+    ids_from_relevance,
+    labels_from_relevance,
+)
+
+
+class UsageError(Exception):
+    """The function cannot be used with this adapter at all (exit status 2)."""
+
+
+class Skip(Exception):
+    """This case cannot be expressed through the adapter; the message says why."""
+
+
+class WrongType(Exception):
+    """The function returned something the adapter cannot read; the message says what."""
+
+
+@dataclass
+class Call:
+    """One call of the user's function.
+
+    ``args``/``kwargs`` hold numpy arrays (converted to tensors in the worker with
+    ``arrays='torch'``); ``names`` names the positional arguments for the snippet; ``k`` is
+    the cut-off the reference uses; ``query`` is set for one-query adapters.
+    """
+
+    args: Tuple
+    kwargs: Dict[str, Any]
+    names: Tuple[str, ...]
+    k: Optional[int]
+    max_rank: int
+    query: Optional[int] = None
+    without_k: bool = False  # a full-gallery call that relies on the function's own default
+    k_passed: Optional[int] = None  # the cut-off actually passed (the gallery size for "all")
+    note: str = ""
+
+
+@dataclass
+class Reading:
+    """Metrics read from one return value: ``{"mAP": 0.59}`` or ``{"cmc": [...], "mAP": .., "mINP": ..}``."""
+
+    values: Dict[str, Any] = field(default_factory=dict)
+    notes: List[str] = field(default_factory=list)
+
+
+def _positional_params(func: Callable) -> Optional[List[inspect.Parameter]]:
+    try:
+        sig = inspect.signature(func)
+    except (TypeError, ValueError):
+        return None
+    return [p for p in sig.parameters.values()
+            if p.kind in (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)]
+
+
+def _has_varargs(func: Callable) -> bool:
+    try:
+        return any(p.kind == inspect.Parameter.VAR_POSITIONAL for p in inspect.signature(func).parameters.values())
+    except (TypeError, ValueError):
+        return True
+
+
+def read_scalar(value: Any, what: str) -> float:
+    """A Python float from a number, numpy scalar, 0-d or one-element array/tensor."""
+    if isinstance(value, (bool, np.bool_)):
+        raise WrongType(f"{what}: expected a number, got a boolean ({value!r})")
+    if isinstance(value, numbers.Real):
+        return float(value)
+    if isinstance(value, np.ndarray) and value.dtype.kind in "fiu":
+        if value.size == 1:
+            return float(value.reshape(()))
+        raise WrongType(f"{what}: expected a scalar, got an array of shape {value.shape}")
+    raise WrongType(f"{what}: expected a number, got {type(value).__name__} {value!r:.80}")
+
+
+def dense_rank(d: np.ndarray) -> np.ndarray:
+    """Per-row dense ranks (0, 1, 2, ...) of a distance matrix: same order, same ties, integers."""
+    out = np.empty(d.shape, dtype=np.float64)
+    for q in range(d.shape[0]):
+        _, inv = np.unique(d[q], return_inverse=True)
+        out[q] = inv
+    return out
+
+
+def positive_scores(d: np.ndarray) -> np.ndarray:
+    """Similarity scores > 0 ranking exactly like distances ``d`` (larger is closer).
+
+    Integer distances give ``max + 1 - d`` (exact); others give ``max + 1 - rank``.
+    """
+    if not (np.all(d == np.round(d)) and np.all(np.abs(d) < 2**24)):
+        d = dense_rank(d)
+    return (d.max() + 1 - d).astype(np.float32)
+
+
+class Adapter:
+    """Base class.  Subclasses set the class attributes and implement the methods."""
+
+    name: str = ""
+    signature: str = ""
+    per_query: bool = False
+    metrics_text: str = "mAP"
+    forced_arrays: Optional[str] = None
+
+    def __init__(self, func: Callable):
+        self.func = func
+        self.bind(func)
+
+    def bind(self, func: Callable) -> None:
+        """Check the function's signature; raise :class:`UsageError` if it cannot fit."""
+
+    def capabilities(self, protocol_k: bool) -> Capabilities:
+        raise NotImplementedError
+
+    def calls(self, case: Case, relevance: np.ndarray, junk: np.ndarray, arrays: str) -> List[Call]:
+        """The call(s) expressing ``case``; ``relevance``/``junk`` as the protocol sees them."""
+        raise NotImplementedError
+
+    def read(self, value: Any, call: Call) -> Reading:
+        raise NotImplementedError
+
+    # shared
+    def _k_argument(self, params, index: int, name: str) -> Tuple[bool, bool]:
+        """(takes_k, has_default) for the parameter at ``index``."""
+        if params is None:
+            return True, False
+        if len(params) > index:
+            return True, params[index].default is not inspect.Parameter.empty
+        return _has_varargs(self.func), False
+
+
+class HashingCodes(Adapter):
+    name = "hashing-codes"
+    signature = "f(query_codes, db_codes, query_labels, db_labels, topk) -> mAP (4 parameters: full mAP)"
+
+    def bind(self, func):
+        params = _positional_params(func)
+        if params is not None and len(params) < 4 and not _has_varargs(func):
+            raise UsageError(
+                f"adapter {self.name}: expected f(query_codes, db_codes, query_labels, db_labels[, topk]), "
+                f"but the function takes {len(params)} positional parameter(s): "
+                f"{[p.name for p in params]}"
+            )
+        self.takes_k, self.k_default = self._k_argument(params, 4, "topk")
+        if params is not None and len(params) > 4:
+            required = [p for p in params[4:] if p.default is inspect.Parameter.empty]
+            if len(required) > 1:
+                raise UsageError(f"adapter {self.name}: the function requires more than 5 arguments "
+                                 f"({[p.name for p in params]})")
+
+    def capabilities(self, protocol_k):
+        return Capabilities(k=self.takes_k, junk=False, ids=False, multi_query=True, protocol_k=protocol_k)
+
+    def calls(self, case, relevance, junk, arrays):
+        if junk.any():
+            raise Skip("the hashing-codes signature has no way to pass junk items")
+        if case.k is not None and not self.takes_k:
+            raise Skip("the function takes no topk (4 parameters: full mAP only)")
+        if case.codes is not None and case.junk is None:
+            qc, dc, ql, dl = case.codes
+        else:
+            d = case.distances if case.integer_distances else dense_rank(case.distances)
+            qc, dc = codes_from_distances(d)
+            ql, dl = labels_from_relevance(relevance)
+        lab_dtype = np.float32 if arrays == "torch" else np.int64
+        args = (qc.astype(np.float32), dc.astype(np.float32), ql.astype(lab_dtype), dl.astype(lab_dtype))
+        names = ("query_codes", "db_codes", "query_labels", "db_labels")
+        without_k = False
+        note = ""
+        if case.k is not None:
+            args = args + (int(case.k),)
+            names = names + ("topk",)
+        elif self.takes_k and not self.k_default:
+            args = args + (case.n_gallery,)
+            names = names + ("topk",)
+            note = "topk = the gallery size (full mAP)"
+        elif self.takes_k:
+            without_k = True
+            note = "called without topk: the function's own default stands for the whole gallery"
+        k_passed = args[4] if len(args) > 4 else None
+        return [Call(args, {}, names, case.k, case.max_rank, without_k=without_k, note=note, k_passed=k_passed)]
+
+    def read(self, value, call):
+        return Reading({"mAP": read_scalar(value, "the return value (mAP)")})
+
+
+class DistancesRelevance(Adapter):
+    name = "distances-relevance"
+    signature = "f(distances, relevance, k) -> mAP (2 parameters: full mAP)"
+
+    def bind(self, func):
+        params = _positional_params(func)
+        if params is not None and len(params) < 2 and not _has_varargs(func):
+            raise UsageError(f"adapter {self.name}: expected f(distances, relevance[, k]), but the function "
+                             f"takes {len(params)} positional parameter(s)")
+        self.takes_k, self.k_default = self._k_argument(params, 2, "k")
+
+    def capabilities(self, protocol_k):
+        return Capabilities(k=self.takes_k, junk=False, ids=False, multi_query=True, protocol_k=protocol_k)
+
+    def calls(self, case, relevance, junk, arrays):
+        if junk.any():
+            raise Skip("the distances-relevance signature has no way to pass junk items")
+        if case.k is not None and not self.takes_k:
+            raise Skip("the function takes no k (2 parameters: full mAP only)")
+        args = (case.distances.astype(np.float32), relevance.astype(bool))
+        names = ("distances", "relevance")
+        without_k = False
+        if case.k is not None:
+            args += (int(case.k),)
+            names += ("k",)
+        elif self.takes_k and not self.k_default:
+            args += (None,)
+            names += ("k",)
+        elif self.takes_k:
+            without_k = True
+        return [Call(args, {}, names, case.k, case.max_rank, without_k=without_k)]
+
+    def read(self, value, call):
+        return Reading({"mAP": read_scalar(value, "the return value (mAP)")})
+
+
+class Reid(Adapter):
+    name = "reid"
+    signature = "f(distmat, q_pids, g_pids, q_camids, g_camids, max_rank) -> (cmc, mAP) or (cmc, mAP, mINP)"
+    metrics_text = "cmc, mAP, mINP"
+
+    def bind(self, func):
+        params = _positional_params(func)
+        if params is not None and len(params) < 5 and not _has_varargs(func):
+            raise UsageError(f"adapter {self.name}: expected f(distmat, q_pids, g_pids, q_camids, g_camids"
+                             f"[, max_rank]), but the function takes {len(params)} positional parameter(s)")
+        self.takes_max_rank = params is None or len(params) > 5 or _has_varargs(func)
+
+    def capabilities(self, protocol_k):
+        return Capabilities(k=False, junk=True, ids=True, multi_query=True, protocol_k=False)
+
+    def calls(self, case, relevance, junk, arrays):
+        if case.k is not None:
+            raise Skip("the reid signature has no cut-off k")
+        ids = case.ids if case.ids is not None else ids_from_relevance(relevance, junk)
+        if ids is None:
+            raise Skip("the case's relevance is not an identity relation (ReID needs same-id relevance)")
+        q_pids, g_pids, q_cams, g_cams = ids
+        args = (case.distances.astype(np.float32), q_pids.astype(np.int64), g_pids.astype(np.int64),
+                q_cams.astype(np.int64), g_cams.astype(np.int64))
+        names = ("distmat", "q_pids", "g_pids", "q_camids", "g_camids")
+        if self.takes_max_rank:
+            args += (int(case.max_rank),)
+            names += ("max_rank",)
+        return [Call(args, {}, names, None, case.max_rank)]
+
+    def read(self, value, call):
+        if isinstance(value, dict):
+            raise WrongType(f"expected a tuple (cmc, mAP[, mINP]), got a dict with keys {sorted(value)}")
+        if not isinstance(value, (tuple, list)) or len(value) not in (2, 3):
+            raise WrongType(f"expected a tuple (cmc, mAP) or (cmc, mAP, mINP), got {type(value).__name__}"
+                            + (f" of length {len(value)}" if isinstance(value, (tuple, list)) else ""))
+        cmc = np.asarray(value[0])
+        if cmc.dtype.kind not in "fiu" or cmc.ndim != 1 or cmc.size == 0:
+            raise WrongType(f"cmc: expected a 1-D array of numbers, got {type(value[0]).__name__} "
+                            f"with shape {getattr(cmc, 'shape', None)}")
+        out = Reading({"cmc": [float(c) for c in cmc], "mAP": read_scalar(value[1], "mAP (second element)")})
+        if len(value) == 3:
+            out.values["mINP"] = read_scalar(value[2], "mINP (third element)")
+        return out
+
+
+class _OneQuery(Adapter):
+    per_query = True
+    metrics_text = "AP of one query"
+
+    def capabilities(self, protocol_k):
+        return Capabilities(k=False, junk=True, ids=False, multi_query=True, protocol_k=protocol_k, scores=True)
+
+    def _query_arrays(self, case, relevance, junk, q):
+        keep = ~junk[q]
+        return case.distances[q][keep], relevance[q][keep]
+
+    @staticmethod
+    def _scores(case, d):
+        if case.non_positive_scores:
+            return (-dense_rank(d[None, :])[0]).astype(np.float32)  # 0, -1, -2, ...: same order
+        return positive_scores(d[None, :])[0]
+
+
+class Sklearn(_OneQuery):
+    name = "sklearn"
+    signature = "f(y_true, y_score) -> AP of one query (scikit-learn average_precision_score)"
+
+    def bind(self, func):
+        params = _positional_params(func)
+        if params is not None and len(params) < 2 and not _has_varargs(func):
+            raise UsageError(f"adapter {self.name}: expected f(y_true, y_score)")
+
+    def calls(self, case, relevance, junk, arrays):
+        if case.k is not None:
+            raise Skip("f(y_true, y_score) has no cut-off k")
+        out = []
+        for q in range(case.n_queries):
+            d, rel = self._query_arrays(case, relevance, junk, q)
+            if d.size == 0:
+                continue
+            score = self._scores(case, d)
+            out.append(Call((rel.astype(np.int64), score), {}, ("y_true", "y_score"), None, case.max_rank, query=q,
+                            note="junk items removed; y_score = similarity scores (larger is closer)"))
+        return out
+
+    def read(self, value, call):
+        return Reading({"AP": read_scalar(value, "the return value (AP)")})
+
+
+class Torchmetrics(_OneQuery):
+    name = "torchmetrics"
+    signature = "f(preds, target, top_k=...) -> AP of one query (torchmetrics retrieval_average_precision)"
+    forced_arrays = "torch"
+
+    def bind(self, func):
+        params = _positional_params(func)
+        if params is not None and len(params) < 2 and not _has_varargs(func):
+            raise UsageError(f"adapter {self.name}: expected f(preds, target, top_k=...)")
+
+    def capabilities(self, protocol_k):
+        return Capabilities(k=True, junk=True, ids=False, multi_query=True, protocol_k=protocol_k, scores=True)
+
+    def calls(self, case, relevance, junk, arrays):
+        out = []
+        for q in range(case.n_queries):
+            d, rel = self._query_arrays(case, relevance, junk, q)
+            if d.size == 0:
+                continue
+            score = self._scores(case, d)
+            out.append(Call((score, rel.astype(bool)), {"top_k": case.k}, ("preds", "target"), case.k,
+                            case.max_rank, query=q,
+                            note="junk items removed; preds = similarity scores (larger is closer)"))
+        return out
+
+    def read(self, value, call):
+        return Reading({"AP": read_scalar(value, "the return value (AP)")})
+
+
+class Oxford(_OneQuery):
+    name = "oxford"
+    signature = "f(positives, junk, ranked_list) -> AP of one query (Oxford compute_ap)"
+
+    def bind(self, func):
+        params = _positional_params(func)
+        if params is not None and len(params) < 3 and not _has_varargs(func):
+            raise UsageError(f"adapter {self.name}: expected f(positives, junk, ranked_list)")
+
+    def capabilities(self, protocol_k):
+        return Capabilities(k=False, junk=True, ids=False, multi_query=True, protocol_k=False, scores=False)
+
+    def calls(self, case, relevance, junk, arrays):
+        if case.k is not None:
+            raise Skip("compute_ap has no cut-off k")
+        out = []
+        for q in range(case.n_queries):
+            order = np.argsort(case.distances[q], kind="stable")
+            names = [f"img{int(i):03d}" for i in range(case.n_gallery)]
+            positives = [names[i] for i in np.flatnonzero(relevance[q])]
+            junk_names = [names[i] for i in np.flatnonzero(junk[q])]
+            ranked = [names[i] for i in order]
+            out.append(Call((positives, junk_names, ranked), {}, ("positives", "junk", "ranked_list"), None,
+                            case.max_rank, query=q, note="the ranked list is the stable order of the distances"))
+        return out
+
+    def read(self, value, call):
+        return Reading({"AP": read_scalar(value, "the return value (AP)")})
+
+
+ADAPTERS: Dict[str, type] = {cls.name: cls for cls in (HashingCodes, DistancesRelevance, Reid, Oxford, Sklearn,
+                                                        Torchmetrics)}
+DEFAULT_PROTOCOL = {"hashing-codes": "hashing", "distances-relevance": "hashing", "reid": "reid",
+                    "oxford": "oxford", "sklearn": "hashing", "torchmetrics": "hashing"}
+
+
+def get_adapter(name: str, func: Callable) -> Adapter:
+    if name not in ADAPTERS:
+        raise UsageError(f"adapter: unknown adapter {name!r}; expected one of {sorted(ADAPTERS)}")
+    return ADAPTERS[name](func)
+
+
+def is_nan(x: Any) -> bool:
+    try:
+        return math.isnan(float(x))
+    except (TypeError, ValueError):
+        return False

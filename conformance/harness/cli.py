@@ -1,0 +1,102 @@
+"""``retrieval-conformance check``: the command line of the harness.
+
+::
+
+    retrieval-conformance check mylab.eval:calc_map --adapter hashing-codes --protocol hashing
+    retrieval-conformance check mylab.eval:calc_map --adapter hashing-codes --identify
+    retrieval-conformance check scripts/eval.py:calc_map --known-deviations known.txt --junit-xml out.xml
+
+Exit status: 0 the function conforms (deviations listed in ``--known-deviations`` allowed; with
+``--identify``: a convention matches every input), 1 it deviates (``--identify``: no convention
+matches), 2 the function could not be loaded or called (usage error).
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import List, Optional, Sequence
+
+from retrieval_conformance.conformance.harness.adapters import ADAPTERS, UsageError
+
+
+def add_check_arguments(parser: argparse.ArgumentParser) -> None:
+    """The options of ``check`` (for the main CLI's subparser)."""
+    parser.add_argument("target", help="the function to check, as module:function or path/to/file.py:function")
+    parser.add_argument("--adapter", default="hashing-codes", choices=sorted(ADAPTERS),
+                        help="the function's signature (default: hashing-codes)")
+    parser.add_argument("--protocol", default=None,
+                        help="preset to check against (hashing, hashnet, dcmh, reid, reid-matlab, gldv2, oxford; "
+                             "default: the adapter's usual one)")
+    parser.add_argument("--ties", default=None, help="override the preset's tie policy")
+    parser.add_argument("--ap-rule", default=None, help="override the preset's AP rule")
+    parser.add_argument("--ap-at-k", default=None, help="override what AP@k divides by")
+    parser.add_argument("--empty", default=None, help="override the empty-query policy")
+    parser.add_argument("--identify", action="store_true",
+                        help="name the convention(s) the function follows instead of checking one")
+    parser.add_argument("--junit-xml", metavar="FILE", default=None, help="also write a JUnit XML report")
+    parser.add_argument("--known-deviations", metavar="FILE", default=None,
+                        help="file of accepted check ids (one per line, # comments, globs allowed)")
+    parser.add_argument("--arrays", default="auto", choices=("auto", "numpy", "torch"),
+                        help="pass numpy arrays or torch tensors (auto: numpy, torch if numpy fails)")
+    parser.add_argument("--max-examples", type=int, default=60,
+                        help="generated inputs per property check (default 60)")
+    parser.add_argument("--timeout", type=float, default=10.0, help="seconds allowed per call (default 10)")
+    parser.add_argument("--isolation", default="auto", choices=("auto", "process", "thread", "none"),
+                        help="run the function in a worker process (default where fork exists) or a thread")
+    parser.add_argument("--only", action="append", default=[], metavar="PATTERN",
+                        help="run only the checks whose id matches (glob; repeatable)")
+    parser.add_argument("--random", action="store_true",
+                        help="let hypothesis draw new random inputs (default: derandomized, reproducible)")
+    parser.add_argument("-v", "--verbose", action="store_true", help="snippets and tracebacks for every deviation")
+
+
+def run_check_args(ns: argparse.Namespace, out=None) -> int:
+    """Run ``check`` from parsed arguments; print the report; return the exit status."""
+    from retrieval_conformance.conformance.harness import check, identify
+    from retrieval_conformance.conformance.harness.engine import load_function, read_known_deviations
+    from retrieval_conformance.conformance.harness.report import Report
+
+    out = out or sys.stdout
+    kwargs = dict(adapter=ns.adapter, protocol=ns.protocol, ties=ns.ties, ap_rule=ns.ap_rule, ap_at_k=ns.ap_at_k,
+                  empty=ns.empty, arrays=ns.arrays, timeout=ns.timeout, isolation=ns.isolation, target=ns.target)
+    try:
+        func = load_function(ns.target)
+        known: List[str] = []
+        if ns.known_deviations:
+            try:
+                known = read_known_deviations(ns.known_deviations)
+            except OSError as exc:
+                raise UsageError(f"--known-deviations: cannot read {ns.known_deviations!r}: {exc}") from None
+        if ns.identify:
+            report = identify(func, **kwargs)
+        else:
+            report = check(func, max_examples=ns.max_examples, derandomize=not ns.random,
+                           known_deviations=known, only=ns.only, **kwargs)
+    except UsageError as exc:
+        report = Report(ns.target, ns.adapter, ns.protocol or "-", "-", ns.arrays, usage_error=str(exc))
+    out.write(report.text(verbose=ns.verbose))
+    if ns.junit_xml:
+        report.write_junit(ns.junit_xml)
+    return report.exit_code
+
+
+def check_main(argv: Optional[Sequence[str]] = None) -> int:
+    """Entry point: ``check_main(["mylab.eval:calc_map", "--adapter", "hashing-codes"])`` -> exit status.
+
+    A leading ``"check"`` is accepted, so the main CLI can pass its argv through.
+    """
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv and argv[0] == "check":
+        argv = argv[1:]
+    parser = argparse.ArgumentParser(prog="retrieval-conformance check",
+                                     description="Check a metric function against the reference.")
+    add_check_arguments(parser)
+    try:
+        ns = parser.parse_args(argv)
+    except SystemExit as exc:  # argparse: --help (0) or a usage error (2)
+        return int(exc.code or 0)
+    return run_check_args(ns)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(check_main())

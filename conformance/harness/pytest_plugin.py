@@ -1,0 +1,70 @@
+"""The pytest plugin of retrieval-conformance: options to check a user's metric function.
+
+Registered as the ``pytest11`` entry point ``retrieval_conformance`` (so that
+``pytest --pyargs retrieval_conformance.conformance --impl mylab.eval:calc_map`` parses its
+options before collecting), and re-used by ``conformance/conftest.py`` when the entry point is
+not installed.  It only adds options and fixtures: harmless for every other test.
+"""
+from __future__ import annotations
+
+import pytest
+
+
+def is_registered(pluginmanager) -> bool:
+    """True when this module is already a registered plugin (entry point or ``-p``)."""
+    import sys
+
+    return pluginmanager.is_registered(sys.modules[__name__])
+
+
+def pytest_addoption(parser):
+    add_options(parser)
+
+
+def add_options(parser):
+    group = parser.getgroup("retrieval-conformance", "retrieval-conformance: check a user's metric function")
+    group.addoption("--impl", default=None, metavar="MODULE:FUNCTION",
+                    help="the metric function to check (module:function or path/to/file.py:function)")
+    group.addoption("--adapter", default="hashing-codes", metavar="NAME",
+                    help="its signature: hashing-codes, distances-relevance, reid, oxford, sklearn, torchmetrics")
+    group.addoption("--protocol", default=None, metavar="PRESET",
+                    help="preset to check against (default: the adapter's usual one)")
+    group.addoption("--arrays", default="auto", choices=("auto", "numpy", "torch"),
+                    help="pass numpy arrays or torch tensors to --impl (auto: torch if numpy fails)")
+    group.addoption("--known-deviations", default=None, metavar="FILE",
+                    help="file of accepted check ids for --impl (xfail instead of fail)")
+    group.addoption("--conformance-max-examples", type=int, default=60, metavar="N",
+                    help="generated inputs per property check of --impl (default 60)")
+    group.addoption("--conformance-timeout", type=float, default=10.0, metavar="SECONDS",
+                    help="seconds allowed per call of --impl (default 10)")
+    group.addoption("--require-torch", action="store_true", default=False,
+                    help="fail, instead of skip, the tests that need torch when it is missing")
+
+
+@pytest.fixture(scope="session")
+def conformance_options(request):
+    """The harness options given on the command line, as a dict."""
+    opt = request.config.getoption
+    return {
+        "impl": opt("--impl"),
+        "adapter": opt("--adapter"),
+        "protocol": opt("--protocol"),
+        "arrays": opt("--arrays"),
+        "known_deviations": opt("--known-deviations"),
+        "max_examples": opt("--conformance-max-examples"),
+        "timeout": opt("--conformance-timeout"),
+        "require_torch": opt("--require-torch"),
+    }
+
+
+@pytest.fixture(scope="session")
+def torch_module(request):
+    """``torch``, or a skip (a failure with ``--require-torch``) when it cannot be imported."""
+    try:
+        import torch
+    except Exception as exc:  # ImportError or a broken install
+        msg = f"torch is not importable ({type(exc).__name__}: {exc}); pip install torch==2.13.0"
+        if request.config.getoption("--require-torch"):
+            pytest.fail(msg + " (--require-torch)")
+        pytest.skip(msg)
+    return torch

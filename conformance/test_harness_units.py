@@ -1,0 +1,146 @@
+"""Building blocks of the harness: exact conversions between input forms, adapters, the
+Oxford adapter, the pytest options."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from retrieval_conformance.conformance.harness import check
+from retrieval_conformance.conformance.harness.adapters import UsageError, get_adapter
+from retrieval_conformance.conformance.harness.cases import (
+    FAMILIES,
+    Capabilities,
+    Case,
+    codes_from_distances,
+    golden_cases,
+    hamming_from_codes,
+    ids_from_relevance,
+    labels_from_relevance,
+    relevance_from_labels,
+    sample_cases,
+)
+
+
+@pytest.mark.parametrize("shape,top", [((1, 5), 4), ((3, 6), 3), ((2, 1), 0)])
+def test_codes_realise_any_integer_distances(shape, top):
+    rng = np.random.default_rng(sum(shape))
+    d = rng.integers(0, top + 1, size=shape)
+    qc, dc = codes_from_distances(d)
+    assert set(np.unique(np.concatenate([qc.ravel(), dc.ravel()]))) <= {-1.0, 1.0}
+    h = hamming_from_codes(qc, dc)
+    D = max(1, int(d.max()))
+    expected = d if shape[0] == 1 else (shape[0] - 1) * D + 2 * d
+    assert np.array_equal(h, expected)  # same order, same ties
+
+
+def test_labels_and_ids_express_relevance():
+    rel = np.array([[1, 1, 0, 0], [1, 1, 0, 0], [0, 0, 0, 1], [0, 0, 0, 0]], bool)
+    ql, dl = labels_from_relevance(rel)
+    assert np.array_equal(relevance_from_labels(ql, dl), rel)
+    q_pids, g_pids, q_cams, g_cams = ids_from_relevance(rel)
+    assert np.array_equal(q_pids[:, None] == g_pids[None, :], rel)
+    assert not ((q_pids[:, None] == g_pids[None, :]) & (q_cams[:, None] == g_cams[None, :])).any()
+    overlapping = np.array([[1, 1, 0], [0, 1, 1]], bool)  # not an equivalence: no ids
+    assert ids_from_relevance(overlapping) is None
+
+
+def test_untied_case_keeps_the_stable_ranking():
+    case = Case("c", np.array([[1.0, 0.0, 1.0, 0.0]]), np.array([[True, False, False, True]]))
+    untied = case.untied()
+    assert case.has_ties() and not untied.has_ties()
+    assert list(np.argsort(untied.distances[0])) == list(np.argsort(case.distances[0], kind="stable"))
+
+
+def test_generated_families_have_their_property():
+    caps = Capabilities()
+    for fam in FAMILIES:
+        for case in sample_cases(fam, caps, 5):
+            if fam.id == "size/single-item":
+                assert case.n_gallery == 1
+            if fam.id == "mean/one-query":
+                assert case.n_queries == 1
+            if fam.id == "empty/no-relevant":
+                assert (~case.relevance.any(axis=1)).any()
+            if fam.id == "k/beyond-gallery":
+                assert case.k > case.n_gallery
+            if fam.id == "ties/tie-heavy":
+                assert case.has_ties()
+
+
+def test_golden_cases_are_loaded_and_deduplicated():
+    names = [c.name for c in golden_cases()]
+    assert "golden/seed003-dcmh-full" in names and len(names) == len(set(names))
+
+
+@pytest.mark.parametrize("adapter,func", [
+    ("hashing-codes", lambda a, b, c: 0.0),
+    ("distances-relevance", lambda a: 0.0),
+    ("reid", lambda a, b, c, d: 0.0),
+    ("sklearn", lambda a: 0.0),
+    ("oxford", lambda a, b: 0.0),
+])
+def test_adapters_reject_signatures_that_cannot_fit(adapter, func):
+    with pytest.raises(UsageError, match="adapter"):
+        get_adapter(adapter, func)
+
+
+def test_hashing_adapter_uses_the_functions_own_default_for_all():
+    def with_default(qB, rB, qL, rL, topk=-1):
+        return 0.0
+
+    def without_default(qB, rB, qL, rL, topk):
+        return 0.0
+
+    case = golden_cases()[0]
+    rel = case.relevance
+    junk = np.zeros_like(rel)
+    full = Case("full", case.distances, rel, k=None)
+    a = get_adapter("hashing-codes", with_default).calls(full, rel, junk, "numpy")[0]
+    b = get_adapter("hashing-codes", without_default).calls(full, rel, junk, "numpy")[0]
+    assert a.without_k and len(a.args) == 4
+    assert not b.without_k and b.args[4] == case.n_gallery
+
+
+def _compute_ap(positives, junk, ranked):
+    """Our own Oxford-style trapezoid AP (junk skipped, precision at the previous rank)."""
+    pos, junk = set(positives), set(junk)
+    ap, old_recall, old_precision, hits, rank = 0.0, 0.0, 1.0, 0, 0
+    for name in ranked:
+        if name in junk:
+            continue
+        hits += name in pos
+        recall = hits / len(pos) if pos else 0.0
+        precision = hits / (rank + 1.0)
+        ap += (recall - old_recall) * (old_precision + precision) / 2.0
+        old_recall, old_precision, rank = recall, precision, rank + 1
+    return ap
+
+
+def _compute_ap_prev_hit(positives, junk, ranked):
+    pos, junk = set(positives), set(junk)
+    ap, old_recall, old_precision, hits, rank = 0.0, 0.0, 1.0, 0, 0
+    for name in ranked:
+        if name in junk:
+            continue
+        rank += 1
+        if name in pos:
+            hits += 1
+            recall, precision = hits / len(pos), hits / rank
+            ap += (recall - old_recall) * (old_precision + precision) / 2.0
+            old_recall, old_precision = recall, precision
+    return ap
+
+
+def test_oxford_adapter():
+    pytest.importorskip("retrieval_conformance.reference.landmark")
+    ok = check(_compute_ap, adapter="oxford", protocol="oxford", max_examples=15)
+    assert ok.exit_code == 0, ok.text()
+    bad = check(_compute_ap_prev_hit, adapter="oxford", protocol="oxford", max_examples=15,
+                only=["ap/relevant-last"])
+    assert bad.result("ap/relevant-last").deviation.clauses == [
+        "CONVENTIONS §5 ap_rule=trapezoid (precision at the previous rank)"]
+    assert "oxford_ap_exact" in bad.result("ap/relevant-last").deviation.snippet
+
+
+def test_pytest_options_are_registered(pytestconfig):
+    assert pytestconfig.getoption("--adapter") == "hashing-codes"
+    assert pytestconfig.getoption("--require-torch") in (True, False)
