@@ -18,6 +18,8 @@ from __future__ import annotations
 import contextlib
 import io
 import multiprocessing
+import os
+import sys
 import threading
 import time
 import traceback
@@ -134,7 +136,19 @@ def _invoke(func: Callable, args: Tuple, kwargs: Dict, arrays: str) -> Outcome:
                        seconds=time.perf_counter() - start)
 
 
+def _single_threaded_after_fork() -> None:  # pragma: no cover - runs in the child
+    """OpenMP thread pools (libgomp, used by torch and by our C library) do not survive fork():
+    a parallel region in the child waits forever for threads that only existed in the parent.
+    The worker therefore runs single-threaded."""
+    os.environ["OMP_NUM_THREADS"] = "1"
+    os.environ["RC_NUM_THREADS"] = "1"
+    torch = sys.modules.get("torch")
+    if torch is not None:
+        torch.set_num_threads(1)
+
+
 def _worker_main(conn, func: Callable, arrays: str) -> None:  # pragma: no cover - runs in the child
+    _single_threaded_after_fork()
     while True:
         try:
             msg = conn.recv()
