@@ -6,6 +6,25 @@ RC_BUILD_C=1: the build must succeed.  RC_BUILD_C=0: never build it.
 import os
 
 from setuptools import Extension, setup
+from setuptools.command.build_ext import build_ext
+
+OPENMP = ["-fopenmp"]
+
+
+class BuildExtOpenMPOptional(build_ext):
+    """Build with OpenMP where the compiler has it, else single-threaded (the C file builds both ways)."""
+
+    def build_extension(self, ext):
+        try:
+            super().build_extension(ext)
+        except Exception:
+            if OPENMP[0] not in ext.extra_compile_args:
+                raise
+            print(f"building {ext.name} without OpenMP (the compiler rejected {OPENMP[0]})")
+            ext.extra_compile_args = [a for a in ext.extra_compile_args if a not in OPENMP]
+            ext.extra_link_args = [a for a in ext.extra_link_args if a not in OPENMP]
+            super().build_extension(ext)
+
 
 mode = os.environ.get("RC_BUILD_C", "auto").strip().lower()
 ext_modules = []
@@ -14,12 +33,16 @@ if mode != "0":
         Extension(
             "retrieval_conformance.implementations._rc_core",
             sources=["implementations/_rc_core.c"],
-            extra_compile_args=["-O3", "-std=c99", "-fopenmp"],
-            extra_link_args=["-fopenmp"],
+            extra_compile_args=["-O3", "-std=c99"] + OPENMP,
+            extra_link_args=list(OPENMP),
             optional=(mode != "1"),
         )
     )
 
 # A separate build folder per mode: a stale C library from an earlier build must never ship
 # in a wheel built without it (setuptools copies whatever build/lib holds).
-setup(ext_modules=ext_modules, options={"build": {"build_base": f"build/c-{mode}"}})
+setup(
+    ext_modules=ext_modules,
+    cmdclass={"build_ext": BuildExtOpenMPOptional},
+    options={"build": {"build_base": f"build/c-{mode}"}},
+)
