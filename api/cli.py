@@ -1,4 +1,4 @@
-"""Command line: ``retrieval-conformance {golden,evaluate,check,compute-ap,presets}``."""
+"""Command line: ``retrieval-conformance {golden,evaluate,check,bench,compute-ap,presets}``."""
 from __future__ import annotations
 
 import argparse
@@ -233,6 +233,9 @@ def main(argv: Optional[List[str]] = None) -> int:
     if argv and argv[0] == "check":
         from retrieval_conformance.conformance.harness.cli import check_main
         return check_main(argv[1:])
+    if argv and argv[0] == "bench":
+        from retrieval_conformance.conformance.bench_report import bench_main
+        return bench_main(argv[1:])
     if argv and argv[0] == "compute-ap":
         from retrieval_conformance.reference.landmark_cli import compute_ap_main
         return compute_ap_main(argv[1:])

@@ -21,6 +21,12 @@ def pytest_addoption(parser):
     add_options(parser)
 
 
+def pytest_configure(config):
+    # the suite runs with --pyargs from anywhere, so its markers cannot rely on pyproject.toml
+    config.addinivalue_line("markers", "slow: long-running checks")
+    config.addinivalue_line("markers", "benchmark: speed benchmarks at dataset scale (RC_BENCH=1)")
+
+
 def add_options(parser):
     group = parser.getgroup("retrieval-conformance", "retrieval-conformance: check a user's metric function")
     group.addoption("--impl", default=None, metavar="MODULE:FUNCTION",
