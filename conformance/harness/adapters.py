@@ -311,6 +311,19 @@ class _OneQuery(Adapter):
             return (-dense_rank(d[None, :])[0]).astype(np.float32)  # 0, -1, -2, ...: same order
         return positive_scores(d[None, :])[0]
 
+    def read(self, value, call):
+        return Reading({"AP": read_scalar(value, "the return value (AP)")})
+
+    def _score_calls(self, case, relevance, junk, make_call):
+        """One call per query whose gallery is not empty after junk removal:
+        ``make_call(q, similarity_scores, relevance)``."""
+        out = []
+        for q in range(case.n_queries):
+            d, rel = self._query_arrays(case, relevance, junk, q)
+            if d.size:
+                out.append(make_call(q, self._scores(case, d), rel))
+        return out
+
 
 class Sklearn(_OneQuery):
     name = "sklearn"
@@ -324,18 +337,9 @@ class Sklearn(_OneQuery):
     def calls(self, case, relevance, junk, arrays):
         if case.k is not None:
             raise Skip("f(y_true, y_score) has no cut-off k")
-        out = []
-        for q in range(case.n_queries):
-            d, rel = self._query_arrays(case, relevance, junk, q)
-            if d.size == 0:
-                continue
-            score = self._scores(case, d)
-            out.append(Call((rel.astype(np.int64), score), {}, ("y_true", "y_score"), None, case.max_rank, query=q,
-                            note="junk items removed; y_score = similarity scores (larger is closer)"))
-        return out
-
-    def read(self, value, call):
-        return Reading({"AP": read_scalar(value, "the return value (AP)")})
+        return self._score_calls(case, relevance, junk, lambda q, score, rel: Call(
+            (rel.astype(np.int64), score), {}, ("y_true", "y_score"), None, case.max_rank, query=q,
+            note="junk items removed; y_score = similarity scores (larger is closer)"))
 
 
 class Torchmetrics(_OneQuery):
@@ -352,19 +356,9 @@ class Torchmetrics(_OneQuery):
         return Capabilities(k=True, junk=True, ids=False, multi_query=True, protocol_k=protocol_k, scores=True)
 
     def calls(self, case, relevance, junk, arrays):
-        out = []
-        for q in range(case.n_queries):
-            d, rel = self._query_arrays(case, relevance, junk, q)
-            if d.size == 0:
-                continue
-            score = self._scores(case, d)
-            out.append(Call((score, rel.astype(bool)), {"top_k": case.k}, ("preds", "target"), case.k,
-                            case.max_rank, query=q,
-                            note="junk items removed; preds = similarity scores (larger is closer)"))
-        return out
-
-    def read(self, value, call):
-        return Reading({"AP": read_scalar(value, "the return value (AP)")})
+        return self._score_calls(case, relevance, junk, lambda q, score, rel: Call(
+            (score, rel.astype(bool)), {"top_k": case.k}, ("preds", "target"), case.k, case.max_rank, query=q,
+            note="junk items removed; preds = similarity scores (larger is closer)"))
 
 
 class Oxford(_OneQuery):
@@ -392,9 +386,6 @@ class Oxford(_OneQuery):
             out.append(Call((positives, junk_names, ranked), {}, ("positives", "junk", "ranked_list"), None,
                             case.max_rank, query=q, note="the ranked list is the stable order of the distances"))
         return out
-
-    def read(self, value, call):
-        return Reading({"AP": read_scalar(value, "the return value (AP)")})
 
 
 ADAPTERS: Dict[str, type] = {cls.name: cls for cls in (HashingCodes, DistancesRelevance, Reid, Oxford, Sklearn,
