@@ -13,7 +13,7 @@ import json
 import math
 from fractions import Fraction
 from importlib import resources
-from typing import Any, Dict, Iterator, List, Optional
+from typing import Any, Dict, List, Optional
 
 FLOAT_TOLERANCE = 1e-12
 
@@ -109,7 +109,3 @@ def _show(value) -> str:
     if isinstance(value, Fraction):
         return f"{value} ({float(value):.6g})"
     return repr(value)
-
-
-def iter_cases(kind: str = "evaluate") -> Iterator[Dict[str, Any]]:
-    yield from load_cases(kind)

@@ -9,7 +9,7 @@ from __future__ import annotations
 from fractions import Fraction
 from typing import List, Optional, Sequence, Tuple
 
-from retrieval_conformance.reference.per_query import _expected_hits
+from retrieval_conformance.reference.per_query import expected_hits
 from retrieval_conformance.reference.ranking import CONCRETE_POLICIES, ranked_relevance, tie_groups
 
 
@@ -30,7 +30,7 @@ def pr_curve(distances: Sequence[float], relevant: Sequence[bool], junk: Optiona
             points.append((Fraction(hits, R), Fraction(hits, rank)))
         return points
     if ties == "expected":
-        return [(_expected_hits(groups, k) / R, _expected_hits(groups, k) / k) for k in range(1, n + 1)]
+        return [(expected_hits(groups, k) / R, expected_hits(groups, k) / k) for k in range(1, n + 1)]
     if ties == "grouped":
         return [(Fraction(g.relevant_before + g.relevant, R), Fraction(g.relevant_before + g.relevant, g.end))
                 for g in groups]

@@ -144,7 +144,7 @@ def _straddling(groups: Sequence[TieGroup], k: int) -> Optional[TieGroup]:
     return None
 
 
-def _expected_hits(groups: Sequence[TieGroup], K: int) -> Fraction:
+def expected_hits(groups: Sequence[TieGroup], K: int) -> Fraction:
     """E[H(K)] = relevant items of whole groups in the top K + t·m/n for a cut group."""
     total = ZERO
     for g in groups:
@@ -191,7 +191,7 @@ def expected_values(groups: Sequence[TieGroup], opts: Options) -> QueryValues:
     else:  # hits: E[S/H] conditions on how many relevant items of a cut group are inside
         cut = _straddling(groups, k)
         if cut is None:
-            h = _expected_hits(groups, k)
+            h = expected_hits(groups, k)
             ap = term_sum_up_to(k) / h if h else ZERO
         else:
             s_before = term_sum_up_to(cut.before)
@@ -219,7 +219,7 @@ def expected_values(groups: Sequence[TieGroup], opts: Options) -> QueryValues:
         (_position_of_jth(m, m, n, p) * Fraction(R, last.before + p) for p in range(m, n + 1)),
         ZERO,
     )
-    hk = _expected_hits(groups, k) if k is not None else Fraction(R)
+    hk = expected_hits(groups, k) if k is not None else Fraction(R)
     return QueryValues(
         ap=ap,
         n_relevant=R,
@@ -228,7 +228,7 @@ def expected_values(groups: Sequence[TieGroup], opts: Options) -> QueryValues:
         recall_at_k=hk / R,
         cmc=[cmc_at(j + 1) for j in range(opts.max_rank)],
         inp=inp,
-        r_precision=_expected_hits(groups, R) / R,
+        r_precision=expected_hits(groups, R) / R,
     )
 
 
