@@ -106,7 +106,9 @@ def test_known_deviations_file_gates_on_new_deviations_only(tmp_path):
 
 def test_identify_exit_status():
     code, out = run_cli([E + "reversed_ties:calc_top_map", "--identify"])
-    assert code == 0 and "matches `hashing` except ties: reverse" in out
+    assert code == 0 and "matches `hashing` except ties: reverse" in out  # identified: a policy reproduces it
+    code, out = run_cli([E + "unstable_ties:calc_top_map", "--identify"])
+    assert code == 1 and "ties: unstable" in out  # no declared policy: a platform-dependent value
 
 
 # -- misbehaving functions: reported with the input, never a crash -------------------------
@@ -150,7 +152,7 @@ def _hangs_on_empty_query(distances, relevance, k=None):
 def test_a_hanging_function_is_stopped_and_reported():
     start = time.monotonic()
     report = check(_hangs_on_empty_query, adapter="distances-relevance", only=["empty/no-relevant", "mean/one-query"],
-                   max_examples=20, timeout=0.5, isolation="process")
+                   max_examples=20, timeout=0.5, warmup_timeout=0.5, isolation="process")
     dev = report.result("empty/no-relevant").deviation
     assert dev.mismatches[0].kind == "timeout"
     assert "did not return within 0.5 s" in " ".join(dev.explanations)
@@ -164,7 +166,7 @@ def test_thread_isolation_timeout_returns():
         release.wait(30)
         return 0.0
 
-    runner = Runner(stuck, timeout=0.2, isolation="thread")
+    runner = Runner(stuck, timeout=0.2, isolation="thread", warmup_timeout=0.2)
     out = runner.call((np.zeros((1, 2)), np.zeros((1, 2), bool)))
     release.set()
     assert out.kind == "timeout" and runner.hangs == 1

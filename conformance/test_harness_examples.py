@@ -99,7 +99,7 @@ def test_identify_names_the_preset_of_correct_examples(target, adapter, protocol
     ("reversed_ties:calc_top_map", {"ties": "reverse"}, None, "matches `hashing` except ties: reverse"),
     ("empty_dropped:calc_top_map", {"empty": "skip"}, None, "matches `hashing` except empty: skip"),
     ("divided_by_k:calc_top_map", {}, "divided-by-k", "AP@k is divided by k"),
-    ("seed003_break:calc_map_k", {}, "first-query-only", "only the first query is evaluated"),
+    ("seed003_break:calc_map_k", {}, "first-query-only", "only the first query with a relevant item is evaluated"),
 ], ids=["reversed", "empty-dropped", "divided-by-k", "seed003-break"])
 def test_identify_names_the_difference(target, differences, bug, phrase):
     ident = identify(E + target, adapter="hashing-codes", per_family=3).identification

@@ -13,8 +13,9 @@ from retrieval_conformance.conformance.harness.report import DEVIATE, KNOWN, SKI
 
 def _ids(config):
     from retrieval_conformance.conformance.harness.cases import FAMILIES, golden_cases
+    from retrieval_conformance.conformance.harness.checks import FINDING_CHECKS
 
-    return [c.name for c in golden_cases()] + [f.id for f in FAMILIES]
+    return [c.name for c in golden_cases()] + [f.id for f in FAMILIES] + [f[0] for f in FINDING_CHECKS]
 
 
 def pytest_generate_tests(metafunc):
@@ -26,7 +27,7 @@ def pytest_generate_tests(metafunc):
 
 @pytest.fixture(scope="module")
 def impl_session(conformance_options):
-    from retrieval_conformance.conformance.harness import Session, load_function, read_known_deviations
+    from retrieval_conformance.conformance.harness import Checker, Session, load_function, read_known_deviations
     from retrieval_conformance.conformance.harness.adapters import UsageError
 
     opts = conformance_options
@@ -46,7 +47,7 @@ def impl_session(conformance_options):
                           known_deviations=known)
     except (UsageError, OSError) as exc:
         pytest.fail(f"--impl {opts['impl']}: {exc}", pytrace=False)
-    yield session
+    yield Checker(session)
     session.close()
 
 
@@ -54,11 +55,12 @@ def test_check(impl_session, check_id):
     from retrieval_conformance.conformance.harness.report import Report
 
     res = impl_session.run_one(check_id)
+    session = impl_session.s
     if res.status == SKIP:
         pytest.skip(res.reason)
     if res.status == KNOWN:
         pytest.xfail(f"known deviation: {res.reason}")
     if res.status == DEVIATE:
-        rep = Report(impl_session.target, impl_session.adapter.name, impl_session.protocol,
-                     impl_session.convention_text, impl_session.arrays, results=[res])
+        rep = Report(session.target, session.adapter.name, session.protocol,
+                     session.convention_text, session.arrays, results=[res])
         pytest.fail(rep.text(verbose=True), pytrace=False)

@@ -7,7 +7,7 @@
 >>> print(identify(calc_map_k).text())   # "matches `dcmh` except: only the first query ..."
 
 Every check is named by an id (``golden/seed003-dcmh-full``, ``ties/tie-heavy``, ...) that a
-known-deviations file can list.  See :mod:`.engine` for the flow, :mod:`.adapters` for the
+known-deviations file can list.  See :mod:`.checks` and :mod:`.identify` for the flow, :mod:`.adapters` for the
 signatures, :mod:`.cases` for the generated inputs.
 """
 from __future__ import annotations
@@ -16,9 +16,12 @@ from typing import Callable, Optional, Sequence, Union
 
 from retrieval_conformance.conformance.harness.adapters import ADAPTERS, UsageError
 from retrieval_conformance.conformance.harness.cases import FAMILIES
+from retrieval_conformance.conformance.harness.checks import Checker
 from retrieval_conformance.conformance.harness.cli import add_check_arguments, check_main, run_check_args
-from retrieval_conformance.conformance.harness.engine import Session, load_function, read_known_deviations
+from retrieval_conformance.conformance.harness.identify import identify as _identify_session
+from retrieval_conformance.conformance.harness.loading import load_function, read_known_deviations
 from retrieval_conformance.conformance.harness.report import Identification, Report
+from retrieval_conformance.conformance.harness.session import Session
 
 
 def _session(func, adapter, protocol, **kw) -> Session:
@@ -34,7 +37,7 @@ def check(func: Union[Callable, str], adapter: str = "hashing-codes", protocol: 
           empty: Optional[str] = None, arrays: str = "auto", max_examples: int = 60, timeout: float = 10.0,
           isolation: str = "auto", known_deviations: Sequence[str] = (), only: Sequence[str] = (),
           derandomize: bool = True, atol: float = 1e-6, rtol: float = 1e-5,
-          target: Optional[str] = None) -> Report:
+          target: Optional[str] = None, warmup_timeout: Optional[float] = None) -> Report:
     """Check ``func`` against the reference under ``protocol``.
 
     Parameters
@@ -54,6 +57,9 @@ def check(func: Union[Callable, str], adapter: str = "hashing-codes", protocol: 
         Generated inputs per property check before it passes (hypothesis).
     timeout : float
         Seconds allowed per call; a hang is reported with its input.
+    warmup_timeout : float, optional
+        Seconds allowed for the first call in a worker (one-time compilation or loading, e.g.
+        numba); default ``max(60, 6 * timeout)``.
     isolation : {"auto", "process", "thread", "none"}
     known_deviations : sequence of str
         Check ids or glob patterns (or clause texts) whose deviations are accepted.
@@ -73,15 +79,16 @@ def check(func: Union[Callable, str], adapter: str = "hashing-codes", protocol: 
         with _session(func, adapter, protocol, ties=ties, ap_rule=ap_rule, ap_at_k=ap_at_k, empty=empty,
                       arrays=arrays, timeout=timeout, isolation=isolation, max_examples=max_examples,
                       atol=atol, rtol=rtol, derandomize=derandomize, known_deviations=known_deviations,
-                      only=only, target=target) as s:
-            return s.check()
+                      only=only, target=target, warmup_timeout=warmup_timeout) as s:
+            return Checker(s).check()
     except UsageError as exc:
         return Report(target or str(func), adapter, protocol or "-", "-", arrays, usage_error=str(exc))
 
 
 def identify(func: Union[Callable, str], adapter: str = "hashing-codes", protocol: Optional[str] = None, *,
              arrays: str = "auto", timeout: float = 10.0, isolation: str = "auto", per_family: int = 5,
-             target: Optional[str] = None, atol: float = 1e-6, rtol: float = 1e-5, **overrides) -> Report:
+             target: Optional[str] = None, atol: float = 1e-6, rtol: float = 1e-5,
+             warmup_timeout: Optional[float] = None, **overrides) -> Report:
     """Name the convention(s) ``func`` follows: every preset and option combination
     (ties x ap_rule x ap_at_k x empty) is tried on a fixed set of inputs; the report's
     ``identification`` says which match, or for the nearest one what differs (including the
@@ -89,11 +96,11 @@ def identify(func: Union[Callable, str], adapter: str = "hashing-codes", protoco
     """
     try:
         with _session(func, adapter, protocol, arrays=arrays, timeout=timeout, isolation=isolation,
-                      target=target, atol=atol, rtol=rtol, **overrides) as s:
-            ident = s.identify(per_family=per_family)
+                      target=target, atol=atol, rtol=rtol, warmup_timeout=warmup_timeout, **overrides) as s:
+            ident = _identify_session(s, per_family=per_family)
             rep = Report(s.target, s.adapter.name, s.protocol, s.convention_text, s.arrays, identification=ident)
             rep.notes.extend(s.notes)
-            if s.runner is not None and s.runner.calls and s._success_count == 0:
+            if s.runner is not None and s.runner.calls and s._success_count == 0 and not ident.uncheckable:
                 rep.usage_error = "the function could not be called successfully on any input: " + ident.text()
             return rep
     except UsageError as exc:
@@ -101,4 +108,4 @@ def identify(func: Union[Callable, str], adapter: str = "hashing-codes", protoco
 
 
 __all__ = ["check", "identify", "check_main", "add_check_arguments", "run_check_args", "Report", "Identification",
-           "Session", "ADAPTERS", "FAMILIES", "UsageError", "load_function", "read_known_deviations"]
+           "Session", "Checker", "ADAPTERS", "FAMILIES", "UsageError", "load_function", "read_known_deviations"]

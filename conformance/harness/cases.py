@@ -469,12 +469,131 @@ def family_skip_reason(f: Family, caps: Capabilities) -> Optional[str]:
     return None
 
 
+class _Masks:
+    """Relevance as a (Q, N) mask with an optional explicit junk mask (non-ReID cases).
+
+    The edits keep the invariant "no item is both relevant and junk": an item made relevant
+    or non-relevant for a query is also made non-junk for it.
+    """
+
+    def __init__(self, d: Drawer, n_q: int, n_g: int, with_junk: bool):
+        self.d = d
+        self.rel = np.array([[d.boolean() for _ in range(n_g)] for _ in range(n_q)], dtype=bool)
+        self.junk = np.zeros((n_q, n_g), dtype=bool)
+        if with_junk and d.integer(0, 3) == 0:
+            drawn = np.array([[d.integer(0, 3) == 0 for _ in range(n_g)] for _ in range(n_q)], dtype=bool)
+            self.junk = drawn & ~self.rel
+
+    def view(self, q: int) -> Tuple[np.ndarray, np.ndarray]:
+        """(relevant non-junk, non-relevant non-junk) items of query ``q``."""
+        keep = ~self.junk[q]
+        return self.rel[q] & keep, ~self.rel[q] & keep
+
+    def make_relevant(self, q: int, i: int) -> None:
+        self.rel[q, i], self.junk[q, i] = True, False
+
+    def make_other(self, q: int, i: int) -> None:
+        self.rel[q, i], self.junk[q, i] = False, False
+
+    def no_relevant(self, q: int) -> None:
+        self.rel[q] = False
+
+    def finish(self) -> Tuple[np.ndarray, Optional[np.ndarray], Optional[Ids]]:
+        junk = self.junk if self.junk.any() else None
+        return self.rel, junk, None
+
+
+class _ReidIds:
+    """Relevance from ReID ids and cameras (the protocol's junk follows from them).
+
+    ``view`` is what the ReID protocols see: a gallery item with the query's id and camera
+    is junk; a non-relevant item counts as "other" only when its id is not -1, so that what
+    the family promises holds under reid-matlab (where id -1 is junk) as well.
+    """
+
+    def __init__(self, d: Drawer, n_q: int, n_g: int):
+        self.d = d
+        self.n_ids = n_ids = d.integer(1, 3)
+        self.q_pids = np.array([d.integer(0, n_ids - 1) for _ in range(n_q)], dtype=np.int64)
+        self.g_pids = np.array([d.integer(-1, n_ids - 1) for _ in range(n_g)], dtype=np.int64)
+        self.q_cams = np.array([d.integer(0, 1) for _ in range(n_q)], dtype=np.int64)
+        self.g_cams = np.array([d.integer(0, 2) for _ in range(n_g)], dtype=np.int64)
+
+    def _other_camera(self, cam: int) -> int:
+        c = self.d.integer(0, 1)  # one of the cameras 0, 1, 2 other than ``cam``
+        return c + 1 if c >= cam else c
+
+    def view(self, q: int) -> Tuple[np.ndarray, np.ndarray]:
+        same_id = self.g_pids == self.q_pids[q]
+        return same_id & (self.g_cams != self.q_cams[q]), ~same_id & (self.g_pids != -1)
+
+    def make_relevant(self, q: int, i: int) -> None:
+        self.g_pids[i] = self.q_pids[q]
+        if self.g_cams[i] == self.q_cams[q]:
+            self.g_cams[i] = self._other_camera(int(self.q_cams[q]))
+
+    def make_other(self, q: int, i: int) -> None:
+        own = int(self.q_pids[q])
+        if self.g_pids[i] in (own, -1):
+            p = self.d.integer(0, self.n_ids - 1)  # an id in 0..n_ids other than the query's
+            self.g_pids[i] = p + 1 if p >= own else p
+
+    def no_relevant(self, q: int) -> None:
+        if self.d.boolean():
+            self.q_pids[q] = self.n_ids  # an id the gallery does not hold
+        else:  # the query's gallery images all share its camera: junk, nothing left to find
+            self.g_cams[self.g_pids == self.q_pids[q]] = self.q_cams[q]
+
+    def relevant_last(self, dist: np.ndarray) -> None:
+        """Every query's farthest item: relevant, not junk, strictly last.
+
+        A query whose drawn item already ends another query's row takes that query's id (and
+        a camera the item does not have), so no item has to serve two identities.
+        """
+        owner: Dict[int, int] = {}
+        for q in range(dist.shape[0]):
+            far = self.d.integer(0, dist.shape[1] - 1)
+            dist[q, far] = dist[q].max() + 1
+            if far in owner:
+                self.q_pids[q] = owner[far]
+                if self.q_cams[q] == self.g_cams[far]:
+                    self.q_cams[q] = self._other_camera(int(self.g_cams[far]))
+            else:
+                owner[far] = int(self.q_pids[q])
+                self.make_relevant(q, far)
+
+    def finish(self) -> Tuple[np.ndarray, Optional[np.ndarray], Optional[Ids]]:
+        rel = self.q_pids[:, None] == self.g_pids[None, :]
+        return rel, None, (self.q_pids, self.g_pids, self.q_cams, self.g_cams)
+
+
+def _pick(d: Drawer, mask: np.ndarray) -> int:
+    """One index where ``mask`` is True (``mask`` must have one)."""
+    where = np.flatnonzero(mask)
+    return int(where[d.integer(0, where.size - 1)])
+
+
+def _two_items(d: Drawer, n_g: int) -> Tuple[int, int]:
+    """Two distinct gallery indices (``n_g >= 2``)."""
+    a = d.integer(0, n_g - 1)
+    b = d.integer(0, n_g - 2)
+    return a, b + 1 if b >= a else b
+
+
 def generate(d: Drawer, fam: Family, caps: Capabilities, index: int = 0) -> Case:
     """Draw one case of family ``fam`` that an adapter with ``caps`` can express.
 
     Distances are small non-negative integers (exact in float32, realisable as Hamming
     distances); relevance is drawn per (query, item) or, for ReID, from ids and cameras.
     Every draw goes through ``d`` so that hypothesis can shrink the case.
+
+    Every case is valid by construction (consistent shapes, no item both relevant and junk,
+    ReID relevance = same id) and has its family's property on the items the protocol ranks
+    (junk removed; for ReID, items with the query's id and camera): ``ties/tie-heavy`` ties
+    a relevant and a non-relevant item of some query; ``ap/relevant-last`` puts a relevant
+    item strictly last for every query; ``empty/no-relevant`` has a query without any
+    relevant item; ``empty/no-hit-in-top-k`` has a query whose relevant items all come after
+    at least k non-relevant ones; ``k/inside`` has 1 <= k < N and a query with R > k.
     """
     fid = fam.id
     if fid == "mean/one-query" or not caps.multi_query:
@@ -487,83 +606,61 @@ def generate(d: Drawer, fam: Family, caps: Capabilities, index: int = 0) -> Case
         n_g = 1
     elif fid == "ties/tie-heavy":
         n_g = d.integer(2, 24)  # > 16 so that non-AVX numpy introsort is unstable too
-    elif fid in ("k/inside", "ap/relevant-last"):
+    elif fid in ("k/inside", "ap/relevant-last", "empty/no-hit-in-top-k"):
         n_g = d.integer(2, 8)
     else:
         n_g = d.integer(1, 8)
     n_levels = d.integer(1, 3) if fid == "ties/tie-heavy" else d.integer(1, n_g + 2)
     dist = np.array([[d.integer(0, n_levels - 1) for _ in range(n_g)] for _ in range(n_q)], dtype=np.float64)
+    g = _ReidIds(d, n_q, n_g) if caps.ids else _Masks(d, n_q, n_g, caps.junk)
 
-    ids = None
-    junk = None
-    if caps.ids:
-        n_ids = d.integer(1, 3)
-        q_pids = np.array([d.integer(0, n_ids - 1) for _ in range(n_q)], dtype=np.int64)
-        g_pids = np.array([d.integer(-1, n_ids - 1) for _ in range(n_g)], dtype=np.int64)
-        q_cams = np.array([d.integer(0, 1) for _ in range(n_q)], dtype=np.int64)
-        g_cams = np.array([d.integer(0, 2) for _ in range(n_g)], dtype=np.int64)
-        if fid == "empty/no-relevant":
-            q_pids[d.integer(0, n_q - 1)] = n_ids  # an id the gallery does not hold
-        rel = q_pids[:, None] == g_pids[None, :]
-        ids = (q_pids, g_pids, q_cams, g_cams)
-    else:
-        rel = np.array([[d.boolean() for _ in range(n_g)] for _ in range(n_q)], dtype=bool)
-        if fid == "empty/no-relevant":
-            rel[d.integer(0, n_q - 1)] = False
-        if caps.junk and d.integer(0, 3) == 0:
-            junk = np.array([[d.integer(0, 3) == 0 for _ in range(n_g)] for _ in range(n_q)], dtype=bool)
-            junk &= ~rel
-            if not junk.any():
-                junk = None
-
-    if fid == "ap/relevant-last":
-        # every query's farthest item is relevant and strictly last
-        for q in range(n_q):
-            far = d.integer(0, n_g - 1)
-            dist[q, far] = dist[q].max() + 1
-            if ids is None:
-                rel[q, far] = True
-            else:
-                g_pids[far] = q_pids[q]
-                g_cams[far] = (q_cams[q] + 1) % 3
-                rel = q_pids[:, None] == g_pids[None, :]
-        if ids is not None:
-            ids = (q_pids, g_pids, q_cams, g_cams)
-    if fid == "ties/tie-heavy" and ids is None:
-        # make sure some query has a relevant and a non-relevant item at one distance
-        q = d.integer(0, n_q - 1)
-        a, b = d.integer(0, n_g - 1), d.integer(0, n_g - 1)
-        if a == b:
-            b = (a + 1) % n_g
-        dist[q, b] = dist[q, a]
-        rel[q, a], rel[q, b] = False, True
-
-    if fid == "empty/no-hit-in-top-k" and ids is None:
-        if n_g < 2:
-            n_g_extra = np.zeros((n_q, 1))
-            dist = np.hstack([dist, n_g_extra])
-            rel = np.hstack([rel, np.zeros((n_q, 1), dtype=bool)])
-            n_g = 2
-        q = d.integer(0, n_q - 1)
-        rel[q, 0] = False  # at least one item above the cut-off
-        if not rel[q].any():
-            rel[q, n_g - 1] = True
-        dist[q, rel[q]] = dist[q].max() + 1  # every relevant item below all the others
     k: Optional[int] = None
-    if fid == "empty/no-hit-in-top-k":
-        k = d.integer(1, max(1, int((~rel[q]).sum())))
-    elif caps.k and caps.protocol_k:
-        if fid == "k/inside" and n_g >= 2:
-            k = d.integer(1, n_g - 1)
-        elif fid == "k/at-gallery":
-            k = n_g
-        elif fid == "k/beyond-gallery":
-            k = n_g + d.integer(1, 5)
-        elif fid in ("empty/no-relevant", "ties/tie-heavy", "mean/many-queries") and d.boolean():
+    if fid == "ap/relevant-last":
+        if isinstance(g, _ReidIds):
+            g.relevant_last(dist)
+        else:
+            for q in range(n_q):
+                far = d.integer(0, n_g - 1)
+                dist[q, far] = dist[q].max() + 1
+                g.make_relevant(q, far)
+    elif fid == "ties/tie-heavy":
+        # some query has a relevant and a non-relevant item at one distance
+        q = d.integer(0, n_q - 1)
+        a, b = _two_items(d, n_g)
+        g.make_other(q, a)
+        g.make_relevant(q, b)
+        dist[q, b] = dist[q, a]
+    elif fid == "empty/no-relevant":
+        g.no_relevant(d.integer(0, n_q - 1))
+    elif fid == "empty/no-hit-in-top-k":
+        # one relevant and one non-relevant item at least; every relevant item is moved
+        # (keeping their order) after every non-relevant one, and k <= the non-relevant ones
+        q = d.integer(0, n_q - 1)
+        a, b = _two_items(d, n_g)
+        g.make_other(q, a)
+        g.make_relevant(q, b)
+        rel_q, other_q = g.view(q)
+        dist[q, rel_q] += dist[q, other_q].max() + 1 - dist[q, rel_q].min()
+        k = d.integer(1, int(other_q.sum()))
+    elif fid == "k/inside":
+        k = d.integer(1, n_g - 1)
+        q = d.integer(0, n_q - 1)
+        while True:  # some query with R > k: the AP@k divisors (hits, R, min(k, R), k) differ
+            rel_q, _ = g.view(q)
+            if rel_q.sum() > k:
+                break
+            g.make_relevant(q, _pick(d, ~rel_q))
+    elif fid == "k/at-gallery":
+        k = n_g
+    elif fid == "k/beyond-gallery":
+        k = n_g + d.integer(1, 5)
+    if fid in ("empty/no-relevant", "ties/tie-heavy", "mean/many-queries") and caps.k and caps.protocol_k:
+        if d.boolean():
             k = d.integer(1, n_g)
     max_rank = d.integer(1, 12) if caps.ids else 10
     if fid == "cmc/short-gallery":
         max_rank = n_g + d.integer(1, 5)
+    rel, junk, ids = g.finish()
     return Case(name=f"{fid}#{index}", distances=dist, relevance=rel, junk=junk, k=k, max_rank=max_rank,
                 ids=ids, family=fid, non_positive_scores=fid == "scores/non-positive")
 

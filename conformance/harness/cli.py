@@ -25,8 +25,9 @@ def add_check_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--adapter", default="hashing-codes", choices=sorted(ADAPTERS),
                         help="the function's signature (default: hashing-codes)")
     parser.add_argument("--protocol", default=None,
-                        help="preset to check against (hashing, hashnet, dcmh, reid, reid-matlab, gldv2, oxford; "
-                             "default: the adapter's usual one)")
+                        help="preset to check against: hashing, hashnet, dcmh, reid, reid-matlab, gldv2; with "
+                             "--adapter oxford: oxford, roxford-easy, roxford-medium, roxford-hard, gldv2 "
+                             "(default: the adapter's usual one)")
     parser.add_argument("--ties", default=None, help="override the preset's tie policy")
     parser.add_argument("--ap-rule", default=None, help="override the preset's AP rule")
     parser.add_argument("--ap-at-k", default=None, help="override what AP@k divides by")
@@ -41,6 +42,9 @@ def add_check_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--max-examples", type=int, default=60,
                         help="generated inputs per property check (default 60)")
     parser.add_argument("--timeout", type=float, default=10.0, help="seconds allowed per call (default 10)")
+    parser.add_argument("--warmup-timeout", type=float, default=None,
+                        help="seconds allowed for the first call, which may compile or load (default: "
+                             "max(60, 6 x --timeout))")
     parser.add_argument("--isolation", default="auto", choices=("auto", "process", "thread", "none"),
                         help="run the function in a worker process (default where fork exists) or a thread")
     parser.add_argument("--only", action="append", default=[], metavar="PATTERN",
@@ -53,12 +57,13 @@ def add_check_arguments(parser: argparse.ArgumentParser) -> None:
 def run_check_args(ns: argparse.Namespace, out=None) -> int:
     """Run ``check`` from parsed arguments; print the report; return the exit status."""
     from retrieval_conformance.conformance.harness import check, identify
-    from retrieval_conformance.conformance.harness.engine import load_function, read_known_deviations
+    from retrieval_conformance.conformance.harness.loading import load_function, read_known_deviations
     from retrieval_conformance.conformance.harness.report import Report
 
     out = out or sys.stdout
     kwargs = dict(adapter=ns.adapter, protocol=ns.protocol, ties=ns.ties, ap_rule=ns.ap_rule, ap_at_k=ns.ap_at_k,
-                  empty=ns.empty, arrays=ns.arrays, timeout=ns.timeout, isolation=ns.isolation, target=ns.target)
+                  empty=ns.empty, arrays=ns.arrays, timeout=ns.timeout, isolation=ns.isolation, target=ns.target,
+                  warmup_timeout=ns.warmup_timeout)
     try:
         func = load_function(ns.target)
         known: List[str] = []

@@ -101,6 +101,9 @@ class Identification:
     differences: Dict[str, str] = field(default_factory=dict)
     bug: Optional[str] = None
     n_cases: int = 0
+    uncheckable: Optional[str] = None  # why no verdict can be given (exit status 2)
+    nondeterministic: bool = False
+    notes: List[str] = field(default_factory=list)  # ids of informational findings (e.g. topk-minus-one)
 
     def text(self) -> str:
         return "\n".join(self.lines)
@@ -130,6 +133,8 @@ class Report:
     def exit_code(self) -> int:
         """0 conforms (known deviations allowed), 1 deviates, 2 usage error."""
         if self.usage_error is not None:
+            return 2
+        if self.identification is not None and self.identification.uncheckable:
             return 2
         if self.identification is not None and not self.results:
             return 0 if self.identification.matched else 1
@@ -186,10 +191,15 @@ class Report:
                     lines.append(f"   {m.text()}")
                 if len(d.mismatches) > 6:
                     lines.append(f"   ... and {len(d.mismatches) - 6} more")
-                lines.append(f"   smallest failing input ({first.id}): {d.case_text}")
-                if d.traceback and verbose:
+                if d.case_text:
+                    lines.append(f"   smallest failing input ({first.id}): {d.case_text}")
+                crashed = any(m.kind in ("raised", "crashed") for m in d.mismatches)
+                if d.traceback and (verbose or crashed):
                     lines += ["   " + t for t in d.traceback.rstrip().splitlines()[-6:]]
-                if n == 1 or verbose:
+                if d.stdout.strip() and (verbose or crashed):
+                    lines.append("   what the function printed (last lines):")
+                    lines += ["     | " + t for t in d.stdout.rstrip().splitlines()[-8:]]
+                if d.snippet and (n == 1 or verbose):
                     lines.append("   reproduce:")
                     lines += ["     " + t for t in d.snippet.rstrip().splitlines()]
                 if verbose:

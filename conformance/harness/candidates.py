@@ -1,0 +1,195 @@
+"""What a function might compute: the candidates that identification eliminates.
+
+A :class:`Candidate` is a full description of a metric function's behaviour: a
+:class:`~.expected.Convention` (junk rules, tie policy, AP rule, AP@k denominator, empty-query
+policy), the CMC length rule, and zero or more known :class:`Bug` s.  The tie policy may also
+be ``unstable``: "some order that no declared policy gives", whose values lie between the
+extreme tie orders (see :mod:`.predict`).
+
+The harness never guesses a cause from one number: it keeps the candidates that reproduce
+every field of every call, and names a cause only when it survives (:mod:`.eliminate`).
+"""
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass
+from typing import Iterable, List, Optional, Sequence, Tuple
+
+from retrieval_conformance.conformance.harness.expected import OPTION_VALUES, VALUE_MEANING, Convention, clause
+
+UNSTABLE = "unstable"
+TIE_CANDIDATES = OPTION_VALUES["ties"] + (UNSTABLE,)
+UNSTABLE_MEANING = ("tied items come out in an order no tie policy gives (an unstable sort: np.argsort's default "
+                    "kind, torch.sort); every value lies between the extreme tie orders")
+
+# the CMC length rules: both are conventions of real codebases, neither is a bug
+CMC_LENGTHS = ("max_rank", "gallery")
+CMC_MEANING = {
+    "max_rank": "a CMC of max_rank values, flat past the end of a short gallery",
+    "gallery": "a CMC of min(max_rank, gallery size) values (torchreid, fast-reid and reid-strong-baseline lower "
+               "max_rank to the gallery size with a printed note)",
+}
+
+
+def meaning(option: str, value: str) -> str:
+    if option == "ties" and value == UNSTABLE:
+        return UNSTABLE_MEANING
+    if option == "cmc_length":
+        return CMC_MEANING[value]
+    return VALUE_MEANING[(option, value)]
+
+
+def option_clause(option: str, value: str) -> str:
+    if option == "cmc_length":
+        return f"CONVENTIONS §7 cmc_length={value}"
+    return clause(option, value)
+
+
+@dataclass(frozen=True)
+class Bug:
+    """A known bug of real evaluation code (CONVENTIONS §11), modelled exactly in :mod:`.predict`.
+
+    ``requires`` says when the model applies: ``aggregate`` (a function returning one mean over
+    several queries), ``codes`` (multi-hot labels are passed), ``k`` (a cut-off is passed),
+    ``no-k`` (a full-gallery call without a cut-off), ``precision_sum``/``trapezoid`` (the AP
+    rule it corrupts), ``concrete`` (a tie policy that gives one ranking).
+    """
+
+    id: str
+    clause: str
+    what: str
+    requires: Tuple[str, ...] = ()
+    variant: str = ""
+    replaces: Tuple[str, ...] = ()  # options the bug makes irrelevant (pinned to the protocol's value)
+
+    @property
+    def label(self) -> str:
+        return f"{self.id}[{self.variant}]" if self.variant else self.id
+
+
+_FIRST_QUERY = "CONVENTIONS §8 mean over all queries"
+_FIRST_WHAT = ("only the first query{which} is evaluated (a stray `break` in the loop over queries, "
+               "CONVENTIONS §11){how}")
+
+
+def _first_query_bugs() -> List[Bug]:
+    out = []
+    for which, which_text in (("first", ""), ("first-relevant", " with a relevant item"),
+                              ("first-hit", " with a relevant item in the top k")):
+        for how, how_text in (("divided", "; its AP is still divided by the number of queries"),
+                              ("own", "; the function returns that query's AP")):
+            out.append(Bug("first-query-only", _FIRST_QUERY, _FIRST_WHAT.format(which=which_text, how=how_text),
+                           ("aggregate",), variant=f"{which},{how}", replaces=("empty",)))
+    return out
+
+
+BUGS: Tuple[Bug, ...] = tuple(_first_query_bugs()) + (
+    Bug("topk-ignored", "CONVENTIONS §6 the cut-off k",
+        "the cut-off is ignored: every value is the full-gallery one (penghu-cs/UCCH#4)", ("k",),
+        replaces=("ap_at_k",)),
+    Bug("last-item-dropped", "CONVENTIONS §6 k=None (whole gallery)",
+        "the last ranked item is dropped: the full-gallery value is AP@(N-1) (`gnd[0:-1]`, topk=-1 meant as "
+        "'all', as DeepHash-pytorch's CalcTopMap with topK=-1; CONVENTIONS §11)", ("aggregate", "no-k")),
+    Bug("divided-by-k", "CONVENTIONS §6 ap_at_k={ap_at_k}",
+        "AP@k is divided by k (the sum of precisions at the hits in the top k over k; a topk defaulting to the "
+        "gallery size divides the full AP by N)", (), replaces=("ap_at_k",)),
+    Bug("zero-based-ranks", "CONVENTIONS §5 ranks start at 1",
+        "0-based ranks in i / r_i (the `+ 1` is missing; a relevant item at the top divides by zero)",
+        ("precision_sum", "concrete")),
+    Bug("previous-hit-trapezoid", "CONVENTIONS §5 ap_rule=trapezoid (precision at the previous rank)",
+        "the trapezoid's left side is the precision at the previous HIT, not at the previous RANK "
+        "(seed 002 'One More Thing', layumi/Person_reID_baseline_pytorch#110)", ("trapezoid", "concrete")),
+    Bug("percent", "CONVENTIONS §8 fractions in [0, 1]", "every value is 100 x the reference: it returns percent", ()),
+    Bug("descending", "CONVENTIONS §1 smaller distance ranks first",
+        "the ranking is sorted the wrong way (largest distance first: a similarity sorted ascending or a "
+        "distance sorted descending)", ()),
+    Bug("exact-label-match", "CONVENTIONS §2 relevant = sharing a label",
+        "an item is relevant only when its label vector equals the query's (==), not when they share a label",
+        ("codes",)),
+)
+
+
+def bug(bug_id: str, variant: str = "") -> Bug:
+    for b in BUGS:
+        if b.id == bug_id and (not variant or b.variant == variant):
+            return b
+    raise KeyError(bug_id)
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """One full description of what a function computes."""
+
+    conv: Convention
+    cmc_length: Optional[str] = None  # None: no CMC, or either rule accepted (checking a protocol)
+    bugs: Tuple[Bug, ...] = ()
+
+    def option(self, name: str) -> str:
+        return self.cmc_length if name == "cmc_length" else getattr(self.conv, name)
+
+    def differences(self, other: "Candidate", dims: Sequence[str]) -> List[str]:
+        return [d for d in dims if self.option(d) != other.option(d)
+                and not (d == "cmc_length" and other.cmc_length is None)]
+
+    def label(self, dims: Sequence[str]) -> str:
+        parts = [f"{d}={self.option(d)}" for d in dims if self.option(d) is not None]
+        parts += [f"bug {b.label}" for b in self.bugs]
+        return ", ".join(parts)
+
+
+def applicable_bugs(aggregate: bool, codes: bool, any_k: bool, any_no_k: bool) -> List[Bug]:
+    have = {"aggregate": aggregate, "codes": codes, "k": any_k, "no-k": any_no_k,
+            "precision_sum": True, "trapezoid": True, "concrete": True}
+    return [b for b in BUGS if all(have[r] for r in b.requires)]
+
+
+def bug_fits(b: Bug, conv: Convention) -> bool:
+    """Whether bug ``b`` can be combined with convention ``conv``."""
+    if "precision_sum" in b.requires and conv.ap_rule != "precision_sum":
+        return False
+    if "trapezoid" in b.requires and conv.ap_rule != "trapezoid":
+        return False
+    if "concrete" in b.requires and conv.ties in ("expected", "grouped"):
+        return False
+    return True
+
+
+def conventions(bases: Sequence[str], ties: Sequence[str], ap_rules: Sequence[str], ap_at_k: Sequence[str],
+                empties: Sequence[str]) -> List[Convention]:
+    return [Convention(b, t, a, kk, e) for b, t, a, kk, e in itertools.product(bases, ties, ap_rules, ap_at_k,
+                                                                              empties)]
+
+
+def staged(convs: Sequence[Convention], cmc_lengths: Sequence[Optional[str]], bugs: Sequence[Bug],
+           protocol: Convention, max_cost: int = 3) -> Iterable[List[Candidate]]:
+    """Candidates by what they assume (:func:`cost`): declared behaviour first, then one bug or
+    "unstable" ties, then two, then three.
+
+    Identification stops at the first stage where a candidate survives: a bug (or an order no
+    policy gives) is named only when no simpler description reproduces the function.  An option
+    a bug makes irrelevant (AP@k divided by k has no other denominator) stays at the protocol's
+    value.
+    """
+    for n in range(max_cost + 1):
+        stage: List[Candidate] = []
+        for n_bugs in range(min(n, 2) + 1):
+            unstable = n - n_bugs
+            if unstable not in (0, 1):
+                continue
+            for combo in itertools.combinations(bugs, n_bugs):
+                if len({b.id for b in combo}) < n_bugs:
+                    continue  # two variants of one bug
+                pinned = {d for b in combo for d in b.replaces}
+                for conv in convs:
+                    if (conv.ties == UNSTABLE) != bool(unstable):
+                        continue
+                    if any(getattr(conv, d) != getattr(protocol, d) for d in pinned):
+                        continue
+                    if all(bug_fits(b, conv) for b in combo):
+                        stage.extend(Candidate(conv, cl, combo) for cl in cmc_lengths)
+        yield stage
+
+
+def cost(c: Candidate) -> int:
+    """How much a candidate assumes: one per known bug, one for an order no tie policy gives."""
+    return len(c.bugs) + (c.conv.ties == UNSTABLE)
