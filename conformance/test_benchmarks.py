@@ -278,9 +278,9 @@ def test_workloads_are_deterministic(name, tmp_path):
 
 
 def test_memory_mapped_distances_are_written_block_by_block(tmp_path):
-    spec = W._ReidSpec(n_ids=5, n_cams=3, n_queries=12, n_identity_gallery=40)
+    spec = W._ReidSpec(n_ids=50, n_cams=3, n_queries=150, n_identity_gallery=200)
     qf, gf, *_ = W._reid_embeddings(spec, 1)
-    mapped = W.write_distances_npy(str(tmp_path / "d.npy"), qf, gf, block_rows=5)
+    mapped = W.write_distances_npy(str(tmp_path / "d.npy"), qf, gf, block_rows=70)  # 2 blocks of 64, 1 of 22
     assert isinstance(mapped, np.memmap) and mapped.dtype == np.float32
     np.testing.assert_array_equal(mapped, W.squared_euclidean(qf, gf))
     w = W.build("msmt17", "smoke", directory=str(tmp_path / "m"))

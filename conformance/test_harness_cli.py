@@ -3,6 +3,7 @@ and a user function that raises, hangs, returns NaN or the wrong type (never a h
 from __future__ import annotations
 
 import io
+import re
 import threading
 import time
 import xml.etree.ElementTree as ET
@@ -195,3 +196,22 @@ def test_output_and_warnings_of_the_function_are_captured():
     with redirect_stdout(buf):
         out = Runner(noisy, isolation="none").call(())
     assert out.ok and out.value == 1.0 and out.stdout == "debug output\n" and buf.getvalue() == ""
+
+
+def test_the_pytest_route_runs_only_the_labs_checks_one_test_per_check_id(tmp_path):
+    import subprocess
+    import sys
+
+    from retrieval_conformance.conformance.harness.cases import FAMILIES, golden_cases
+    from retrieval_conformance.conformance.harness.checks import FINDING_CHECKS
+
+    n_checks = len(golden_cases()) + len(FAMILIES) + len(FINDING_CHECKS)
+    cmd = [sys.executable, "-m", "pytest", "--pyargs", "retrieval_conformance.conformance", "-p", "no:cacheprovider",
+           "--impl", E + "hashing_correct:calc_top_map", "--adapter", "hashing-codes",
+           "--conformance-max-examples", "10", "-q", "-rs"]
+    proc = subprocess.run(cmd, cwd=tmp_path, capture_output=True, text=True, timeout=600)
+    tail = proc.stdout.strip().splitlines()[-1]
+    assert proc.returncode == 0, proc.stdout[-3000:]
+    counts = {word: int(n) for n, word in re.findall(r"(\d+) (passed|skipped|deselected|failed)", tail)}
+    assert counts.get("passed", 0) + counts.get("skipped", 0) == n_checks, tail
+    assert counts.get("deselected", 0) > 100  # our own suite is not run

@@ -355,13 +355,20 @@ def _reid_embeddings(spec: _ReidSpec, seed: int):
     return qf, gf, q_pid, q_cam, g_pid, g_cam
 
 
+# BLAS picks its kernel by the matrix shape, so q @ g.T can differ in the last bit between a
+# 5-row and a 12-row product: the cross term is always computed in chunks of this many query
+# rows, and a caller that splits the queries into blocks aligned to it gets the same bits
+ROW_CHUNK = 64
+
+
 def squared_euclidean(qf: np.ndarray, gf: np.ndarray, g_sq: Optional[np.ndarray] = None) -> np.ndarray:
     """float32 ``|q|^2 + |g|^2 - 2 q.g`` (torchreid's default ``euclidean`` distance), clipped at 0."""
     if g_sq is None:
         g_sq = np.einsum("ij,ij->i", gf, gf)
     q_sq = np.einsum("ij,ij->i", qf, qf)
     d = q_sq[:, None] + g_sq[None, :]
-    d -= np.float32(2.0) * (qf @ gf.T)
+    for s in range(0, qf.shape[0], ROW_CHUNK):
+        d[s:s + ROW_CHUNK] -= np.float32(2.0) * (qf[s:s + ROW_CHUNK] @ gf.T)
     np.maximum(d, 0, out=d)
     return d.astype(np.float32, copy=False)
 
@@ -374,6 +381,7 @@ def write_distances_npy(path: str, qf: np.ndarray, gf: np.ndarray, block_rows: i
     """
     out = np.lib.format.open_memmap(path, mode="w+", dtype=np.float32, shape=(qf.shape[0], gf.shape[0]))
     g_sq = np.einsum("ij,ij->i", gf, gf)
+    block_rows = max(ROW_CHUNK, block_rows - block_rows % ROW_CHUNK)  # the same bits as one whole product
     for s in range(0, qf.shape[0], block_rows):
         out[s:s + block_rows] = squared_euclidean(qf[s:s + block_rows], gf, g_sq)
     out.flush()

@@ -20,6 +20,7 @@ from fractions import Fraction
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from retrieval_conformance.conformance.harness import findings
+from retrieval_conformance.conformance.harness.candidates import UNSTABLE
 from retrieval_conformance.conformance.harness.cases import (
     FAMILIES,
     Case,
@@ -335,8 +336,7 @@ class Checker:
             probe = minus_one_probe(s, a.verdict.best) if a.verdict is not None and a.verdict.best else None
             if probe:
                 report.notes.append(probe + "; pass topk = the gallery size for mAP@ALL")
-            if a.verdict is not None and a.verdict.best is not None and a.verdict.best.conv.ties != \
-                    s.convention.ties and report.deviations:
+            if a.verdict is not None and a.verdict.best is not None and a.verdict.best.conv.ties == UNSTABLE:
                 report.notes.append(findings.platform_facts())
         timing = findings.timing(s.runner)
         if timing:

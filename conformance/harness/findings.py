@@ -256,9 +256,9 @@ def platform_facts() -> str:
     if flags is not None:
         simd = [f for f in ("avx512f", "avx512_fp16", "avx2", "asimd", "sve") if f in flags]
         parts.append("features " + (", ".join(simd) if simd else "none of avx2/avx512f/asimd/sve"))
-    return ("tie verdicts depend on the platform: " + ", ".join(parts)
-            + " (numpy's default argsort keeps small tie groups in order and breaks larger ones differently "
-              "with AVX-512 and without; a stable sort is the same everywhere)")
+    return ("the order of tied items depends on the platform: " + ", ".join(parts)
+            + " (numpy's default argsort and torch.sort order equal keys differently by CPU (AVX2, AVX-512), "
+              "library version and array length; only a stable sort gives the same order everywhere)")
 
 
 def _cpu_flags() -> Optional[set]:

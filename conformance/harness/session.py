@@ -152,7 +152,7 @@ class Session:
     # -- the candidate space of this adapter ------------------------------------------------
     def dims(self, any_k: bool) -> List[str]:
         dims = ["ties", "ap_rule"] + (["ap_at_k"] if any_k else []) + ["empty"]
-        if self.adapter.name == "reid":
+        if self.adapter.name == "reid" and self._passes_max_rank():
             dims.append("cmc_length")
         return dims
 
@@ -167,7 +167,8 @@ class Session:
             empties = ("zero", "skip")
         else:
             empties = ("zero", "skip", "skip_no_hit") if any_k else ("zero", "skip")
-        cmc = CMC_LENGTHS if self.adapter.name == "reid" else (None,)
+        # a function that chooses its own max_rank is compared on the common prefix: no length rule
+        cmc = CMC_LENGTHS if self.adapter.name == "reid" and self._passes_max_rank() else (None,)
         return conventions(bases, ties, OPTION_VALUES["ap_rule"], ap_at_k, empties), cmc
 
     # -- calling ----------------------------------------------------------------------------
