@@ -13,23 +13,18 @@ with a CMC; seeding ``np.random`` before each call reproduces torchreid's ``eval
 from collections import defaultdict
 
 import numpy as np
+from retrieval_conformance.conformance.examples._common import reid_ranking, valid_matches
 
 
 def evaluate(distmat, q_pids, g_pids, q_camids, g_camids, max_rank=50, num_repeats=10):
     """(cmc, mAP) with one randomly drawn gallery image per identity (unseeded)."""
-    distmat = np.asarray(distmat)
-    q_pids, g_pids = np.asarray(q_pids), np.asarray(g_pids)
-    q_camids, g_camids = np.asarray(q_camids), np.asarray(g_camids)
-    num_q, num_g = distmat.shape
-    if num_g < max_rank:
-        max_rank = num_g
-        print(f"Note: number of gallery samples is quite small, got {num_g}")
-    ranking = np.argsort(distmat, axis=1)
+    (q_pids, g_pids, q_camids, g_camids), max_rank, ranking = reid_ranking(
+        distmat, q_pids, g_pids, q_camids, g_camids, max_rank)
+    num_q = ranking.shape[0]
     curves, aps = [], []
     for q in range(num_q):
         ranked = ranking[q]
-        keep = ~((g_pids[ranked] == q_pids[q]) & (g_camids[ranked] == q_camids[q]))
-        row = (g_pids[ranked] == q_pids[q]).astype(np.int32)[keep]
+        row, keep = valid_matches(ranked, q_pids[q], q_camids[q], g_pids, g_camids)
         if not row.any():
             continue
         positions = defaultdict(list)

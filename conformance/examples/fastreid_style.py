@@ -10,23 +10,17 @@ wrong type (the second element is a list, not a number); wrapped with ``np.mean`
 ``ReidEvaluator`` does, it behaves like ``torchreid_style`` and also returns mINP.
 """
 import numpy as np
+from retrieval_conformance.conformance.examples._common import reid_ranking, valid_matches
 
 
 def evaluate(distmat, q_pids, g_pids, q_camids, g_camids, max_rank=50):
     """(cmc, per-query AP list, per-query INP list), fast-reid-style."""
-    distmat = np.asarray(distmat)
-    q_pids, g_pids = np.asarray(q_pids), np.asarray(g_pids)
-    q_camids, g_camids = np.asarray(q_camids), np.asarray(g_camids)
-    num_q, num_g = distmat.shape
-    if num_g < max_rank:
-        max_rank = num_g
-        print(f"Note: number of gallery samples is quite small, got {num_g}")
-    ranking = np.argsort(distmat, axis=1)  # default kind: ties unordered
+    (q_pids, g_pids, q_camids, g_camids), max_rank, ranking = reid_ranking(
+        distmat, q_pids, g_pids, q_camids, g_camids, max_rank)
+    num_q = ranking.shape[0]
     curves, all_ap, all_inp = [], [], []
     for q in range(num_q):
-        ranked = ranking[q]
-        same = (g_pids[ranked] == q_pids[q]) & (g_camids[ranked] == q_camids[q])
-        row = (g_pids[ranked] == q_pids[q]).astype(np.int32)[~same]
+        row, _ = valid_matches(ranking[q], q_pids[q], q_camids[q], g_pids, g_camids)
         if not row.any():
             continue
         hits_so_far = row.cumsum()

@@ -7,8 +7,7 @@ a second evaluation on the same arrays (or anything else using them) sees differ
 Expected: the harness reports that the function modified its arguments (``query_codes`` and
 ``db_codes``); the values themselves conform to ``--protocol hashing``.
 """
-import numpy as np
-from retrieval_conformance.conformance.examples._common import relevant
+from retrieval_conformance.conformance.examples.hashing_correct import calc_top_map
 
 
 def calc_map(qB, rB, query_L, retrieval_L, topk):
@@ -19,17 +18,4 @@ def calc_map(qB, rB, query_L, retrieval_L, topk):
     if rB.min() < 0:
         rB += 1
         rB /= 2
-    q_bits, r_bits = np.asarray(qB, dtype=np.float64), np.asarray(rB, dtype=np.float64)
-    num_query = query_L.shape[0]
-    total = 0.0
-    for q in range(num_query):
-        gnd = relevant(query_L[q], retrieval_L).astype(np.float64)
-        hamm = np.abs(r_bits - q_bits[q]).sum(axis=1)  # number of differing bits
-        order = np.argsort(hamm, kind="stable")
-        tgnd = gnd[order][:topk]
-        tsum = int(tgnd.sum())
-        if tsum == 0:
-            continue
-        count = np.arange(1, tsum + 1, dtype=np.float64)
-        total += np.mean(count / (np.flatnonzero(tgnd == 1) + 1.0))
-    return total / num_query
+    return calc_top_map(2 * qB - 1, 2 * rB - 1, query_L, retrieval_L, topk)  # the bits, as ±1 again

@@ -8,8 +8,7 @@ AP@k over the hits in the top k, a query without a hit counts 0.  Expected: conf
 """
 import sys
 
-import numpy as np
-from retrieval_conformance.conformance.examples._common import hamming, relevant
+from retrieval_conformance.conformance.examples.hashing_correct import calc_top_map
 
 
 def calc_map(qB, rB, query_L, retrieval_L, topk):
@@ -18,13 +17,7 @@ def calc_map(qB, rB, query_L, retrieval_L, topk):
     print(f"query codes {tuple(qB.shape)}, database codes {tuple(rB.shape)}, topk={topk}")
     total = 0.0
     for q in range(num_query):
-        gnd = relevant(query_L[q], retrieval_L).astype(np.float64)
-        order = np.argsort(hamming(qB[q], rB)[0], kind="stable")
-        tgnd = gnd[order][:topk]
-        tsum = int(tgnd.sum())
-        if tsum:
-            count = np.arange(1, tsum + 1, dtype=np.float64)
-            total += np.mean(count / (np.flatnonzero(tgnd == 1) + 1.0))
+        total += calc_top_map(qB[q:q + 1], rB, query_L[q:q + 1], retrieval_L, topk)
         done = (q + 1) * 20 // num_query
         sys.stderr.write(f"\r mAP: {q + 1}/{num_query} [{'#' * done}{' ' * (20 - done)}]")
         sys.stderr.flush()

@@ -12,8 +12,7 @@ limit is reported as a time-out (the following calls, in a new worker, warm up a
 import os
 import time
 
-import numpy as np
-from retrieval_conformance.conformance.examples._common import hamming, relevant
+from retrieval_conformance.conformance.examples.hashing_correct import calc_top_map
 
 _warm = False
 
@@ -24,15 +23,4 @@ def calc_map(qB, rB, query_L, retrieval_L, topk):
     if not _warm:
         time.sleep(float(os.environ.get("RC_EXAMPLE_WARMUP_SECONDS", "12")))
         _warm = True
-    num_query = query_L.shape[0]
-    total = 0.0
-    for q in range(num_query):
-        gnd = relevant(query_L[q], retrieval_L).astype(np.float64)
-        order = np.argsort(hamming(qB[q], rB)[0], kind="stable")
-        tgnd = gnd[order][:topk]
-        tsum = int(tgnd.sum())
-        if tsum == 0:
-            continue
-        count = np.arange(1, tsum + 1, dtype=np.float64)
-        total += np.mean(count / (np.flatnonzero(tgnd == 1) + 1.0))
-    return total / num_query
+    return calc_top_map(qB, rB, query_L, retrieval_L, topk)

@@ -11,29 +11,23 @@ CMC length: each query's row is its ranking after junk removal, cut at ``max_ran
 ``N - (junk of a query) < max_rank`` the rows differ in length and ``np.asarray`` raises
 ``ValueError`` (inhomogeneous shape; numpy >= 1.24), and when every query loses the same number
 of items the CMC is shorter than ``max_rank`` (the ``reid`` preset keeps it flat to max_rank).
-Expected under ``--protocol reid``: flagged on ``CONVENTIONS §7 cmc`` (a CMC shorter than
-max_rank whenever the gallery minus a query's junk is shorter than max_rank: most small
-inputs), and on ``§4 ties=stable`` by tie-heavy inputs; mAP and the CMC values agree otherwise.
+Expected under ``--protocol reid``: ``§4 ties=stable`` on tie-heavy inputs (``--identify``: "matches
+``reid`` except ties: unstable"), its CMC length recognised as the gallery rule and compared on
+the common prefix, and the ``ValueError`` reported as its own finding on the inputs with CMC rows
+of different lengths.
 """
 import numpy as np
+from retrieval_conformance.conformance.examples._common import reid_ranking, valid_matches
 
 
 def evaluate(distmat, q_pids, g_pids, q_camids, g_camids, max_rank=50):
     """(cmc, mAP) over the queries with at least one valid match, torchreid-style."""
-    distmat = np.asarray(distmat)
-    q_pids, g_pids = np.asarray(q_pids), np.asarray(g_pids)
-    q_camids, g_camids = np.asarray(q_camids), np.asarray(g_camids)
-    num_q, num_g = distmat.shape
-    if num_g < max_rank:
-        max_rank = num_g
-        print(f"Note: number of gallery samples is quite small, got {num_g}")
-    ranking = np.argsort(distmat, axis=1)  # default kind: ties unordered
-    hits = (g_pids[ranking] == q_pids[:, None]).astype(np.int32)
+    (q_pids, g_pids, q_camids, g_camids), max_rank, ranking = reid_ranking(
+        distmat, q_pids, g_pids, q_camids, g_camids, max_rank)
+    num_q = ranking.shape[0]
     curves, aps = [], []
     for q in range(num_q):
-        ranked = ranking[q]
-        same = (g_pids[ranked] == q_pids[q]) & (g_camids[ranked] == q_camids[q])
-        row = hits[q][~same]
+        row, _ = valid_matches(ranking[q], q_pids[q], q_camids[q], g_pids, g_camids)
         if not row.any():
             continue  # identity absent from the gallery: left out
         curve = np.minimum(row.cumsum(), 1)

@@ -124,6 +124,7 @@ class Raising:
     kind: Optional[str] = None  # the input kind that raises exactly, if any
     error: str = ""
     allowed: int = 0  # raised where the value is undefined (e.g. no query is counted): fine
+    allowed_error: str = ""
 
     @property
     def every_call(self) -> bool:
@@ -139,9 +140,11 @@ class Raising:
 
     def text(self) -> str:
         n = len(self.raised)
-        total = n + self.returned
+        total = n + self.returned + self.allowed
         where = f"on {self.kind} ({n} of {total} calls)" if self.kind else f"on {n} of {total} calls"
-        return f"raises {self.error} {where}; first input: {self.first_text()}"
+        others = sorted({r.outcome.error.split(":")[0] for r in self.raised} - {self.error.split(":")[0]})
+        also = f" (also {', '.join(others)})" if others else ""
+        return f"raises {self.error}{also} {where}; first input: {self.first_text()}"
 
 
 def raising(session, evs: Sequence, defined: Optional[Callable[[CallRecord], bool]] = None) -> Raising:
@@ -160,9 +163,10 @@ def raising(session, evs: Sequence, defined: Optional[Callable[[CallRecord], boo
             elif out.ok:
                 returned.append(rec)
     res = Raising(raised, len(returned), allowed=allowed)
+    if allowed:
+        res.allowed_error = next(o.error for ev in evs for o in ev.outcomes
+                                 if o.kind == "raised").splitlines()[0][:200]
     if not raised:
-        if allowed:
-            res.error = next(o.error for ev in evs for o in ev.outcomes if o.kind == "raised").splitlines()[0][:200]
         return res
     res.error = raised[0].outcome.error.splitlines()[0][:200]
     if returned:

@@ -362,6 +362,9 @@ def identification(session: Session, a: Analysis) -> Identification:
     extra: List[str] = []
     if r.raised:
         extra.append("  also: " + r.text())
+    elif r.allowed:
+        extra.append(f"  note: it raises {r.allowed_error} on {r.allowed} call(s) where the value is undefined "
+                     "(a query or input the convention leaves out): allowed")
     if a.mutated:
         extra.append("  also: " + a.mutated)
     v = a.verdict
