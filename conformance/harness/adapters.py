@@ -251,7 +251,7 @@ class DistancesRelevance(Adapter):
 class Reid(Adapter):
     name = "reid"
     signature = "f(distmat, q_pids, g_pids, q_camids, g_camids, max_rank) -> (cmc, mAP) or (cmc, mAP, mINP)"
-    metrics_text = "cmc, mAP, mINP"
+    metrics_text = "(cmc, mAP[, mINP])"
 
     def bind(self, func):
         params = _positional_params(func)

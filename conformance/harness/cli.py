@@ -79,6 +79,10 @@ def run_check_args(ns: argparse.Namespace, out=None) -> int:
                            known_deviations=known, only=ns.only, **kwargs)
     except UsageError as exc:
         report = Report(ns.target, ns.adapter, ns.protocol or "-", "-", ns.arrays, usage_error=str(exc))
+    from retrieval_conformance.conformance.harness.loading import IMPORT_OUTPUT
+
+    if ns.verbose and IMPORT_OUTPUT.get(ns.target):
+        report.notes.append("importing the target printed or warned: " + IMPORT_OUTPUT[ns.target].strip()[-600:])
     out.write(report.text(verbose=ns.verbose))
     if ns.junit_xml:
         report.write_junit(ns.junit_xml)

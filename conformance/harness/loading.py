@@ -43,11 +43,24 @@ def load_function(target: str) -> Callable:
     if not module_part or not attr or not all(p.isidentifier() for p in attr.split(".")):
         raise UsageError(f"target {target!r}: expected 'module:function' or 'file.py:function' ({_EXAMPLE}); "
                          f"got module {module_part!r} and function {attr!r}")
-    if module_part.endswith(".py") or os.sep in module_part or "/" in module_part:
-        module = _load_file(target, module_part)
-    else:
-        module = _import_module(target, module_part)
+    # what the module prints or warns while it is imported belongs to it, not to our report
+    import contextlib
+    import io
+    import warnings
+
+    printed = io.StringIO()
+    with contextlib.redirect_stdout(printed), contextlib.redirect_stderr(printed), \
+            warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        if module_part.endswith(".py") or os.sep in module_part or "/" in module_part:
+            module = _load_file(target, module_part)
+        else:
+            module = _import_module(target, module_part)
+    IMPORT_OUTPUT[target] = printed.getvalue() + "".join(f"{w.category.__name__}: {w.message}\n" for w in caught)
     return _resolve(target, module, attr)
+
+
+IMPORT_OUTPUT: dict = {}  # target -> what importing it printed or warned (shown with -v)
 
 
 # -- modules -----------------------------------------------------------------------------------
