@@ -1,4 +1,4 @@
-"""Command line: ``retrieval-conformance {golden,evaluate,check,bench,compute-ap,presets}``."""
+"""Command line: ``retrieval-conformance {golden,evaluate,check,bench,compute-ap,presets,explain}``."""
 from __future__ import annotations
 
 import argparse
@@ -224,6 +224,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("presets", help="list the protocol presets")
     p.set_defaults(func=presets_main)
+
+    from retrieval_conformance.reference import spec_cli
+
+    spec_cli.add_parser(sub)  # explain [CLAUSE]: the specification's clauses
     return parser
 
 

@@ -43,13 +43,6 @@ def test_labels_and_ids_express_relevance():
     assert ids_from_relevance(overlapping) is None
 
 
-def test_untied_case_keeps_the_stable_ranking():
-    case = Case("c", np.array([[1.0, 0.0, 1.0, 0.0]]), np.array([[True, False, False, True]]))
-    untied = case.untied()
-    assert case.has_ties() and not untied.has_ties()
-    assert list(np.argsort(untied.distances[0])) == list(np.argsort(case.distances[0], kind="stable"))
-
-
 def test_generated_families_have_their_property():
     caps = Capabilities()
     for fam in FAMILIES:

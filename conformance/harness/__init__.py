@@ -7,8 +7,11 @@
 >>> print(identify(calc_map_k).text())   # "matches `dcmh` except: only the first query ..."
 
 Every check is named by an id (``golden/seed003-dcmh-full``, ``ties/tie-heavy``, ...) that a
-known-deviations file can list.  See :mod:`.checks` and :mod:`.identify` for the flow, :mod:`.adapters` for the
-signatures, :mod:`.cases` for the generated inputs.
+known-deviations file can list.  The flow: :mod:`.session` (calling the function),
+:mod:`.checks` (the checks), :mod:`.candidates`, :mod:`.predict` and :mod:`.eliminate` (what a
+function might compute and how candidates are ruled out), :mod:`.identify` (verdicts),
+:mod:`.findings` (raising, determinism, modified inputs); :mod:`.adapters` for the signatures,
+:mod:`.cases` for the generated inputs.
 """
 from __future__ import annotations
 
@@ -89,10 +92,15 @@ def identify(func: Union[Callable, str], adapter: str = "hashing-codes", protoco
              arrays: str = "auto", timeout: float = 10.0, isolation: str = "auto", per_family: int = 5,
              target: Optional[str] = None, atol: float = 1e-6, rtol: float = 1e-5,
              warmup_timeout: Optional[float] = None, **overrides) -> Report:
-    """Name the convention(s) ``func`` follows: every preset and option combination
-    (ties x ap_rule x ap_at_k x empty) is tried on a fixed set of inputs; the report's
-    ``identification`` says which match, or for the nearest one what differs (including the
-    bugs of CONVENTIONS §11, such as "only the first query is evaluated").
+    """Name what ``func`` computes, by elimination.
+
+    The function runs on the golden cases and a fixed sample of every input family; every
+    candidate (tie policy incl. "unstable" x AP rule x AP@k denominator x empty-query policy x
+    CMC length rule, with up to two known bugs of CONVENTIONS §11) that does not reproduce every
+    returned value is removed, simpler candidates first; further inputs on which the survivors
+    disagree are searched for and run before answering (:mod:`.identify`).  The report's
+    ``identification`` names the nearest preset and what differs, or says that nothing
+    reproduces the values; exit status 2 when nothing could be compared.
     """
     try:
         with _session(func, adapter, protocol, arrays=arrays, timeout=timeout, isolation=isolation,

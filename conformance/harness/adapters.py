@@ -18,7 +18,6 @@ torchmetrics         f(preds, target, top_k=...)                                
 from __future__ import annotations
 
 import inspect
-import math
 import numbers
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Optional, Tuple
@@ -398,10 +397,3 @@ def get_adapter(name: str, func: Callable) -> Adapter:
     if name not in ADAPTERS:
         raise UsageError(f"adapter: unknown adapter {name!r}; expected one of {sorted(ADAPTERS)}")
     return ADAPTERS[name](func)
-
-
-def is_nan(x: Any) -> bool:
-    try:
-        return math.isnan(float(x))
-    except (TypeError, ValueError):
-        return False

@@ -18,7 +18,7 @@ Conversions used by the adapters (all exact, all preserving the ranking and its 
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
@@ -108,38 +108,6 @@ class Case:
         if self.junk is not None and self.junk.any():
             out["junk"] = self.junk
         return out
-
-    def untied(self) -> "Case":
-        """The same case with every tie broken in gallery order (the ``stable`` ranking).
-
-        Distances become the 0-based rank of each item under the stable order (junk items
-        keep their own distinct values), so every tie policy agrees on the result and the
-        ``stable`` value is unchanged.  Used to prove that a deviation comes from ties.
-        """
-        d = np.empty_like(self.distances)
-        for q in range(self.n_queries):
-            order = np.argsort(self.distances[q], kind="stable")
-            d[q, order] = np.arange(self.n_gallery, dtype=np.float64)
-        ids = self.ids
-        return replace(self, name=self.name + " (ties broken)", distances=d, codes=None, ids=ids,
-                       golden=None)
-
-    def first_query(self) -> "Case":
-        """The case restricted to its first query."""
-        sl = slice(0, 1)
-        codes = None
-        if self.codes is not None:
-            qc, dc, ql, dl = self.codes
-            codes = (qc[sl], dc, ql[sl], dl)
-        ids = None
-        if self.ids is not None:
-            qp, gp, qc_, gc = self.ids
-            ids = (qp[sl], gp, qc_[sl], gc)
-        return replace(
-            self, name=self.name + " (first query)", distances=self.distances[sl],
-            relevance=self.relevance[sl], junk=None if self.junk is None else self.junk[sl],
-            codes=codes, ids=ids, golden=None,
-        )
 
 
 # -- conversions -----------------------------------------------------------------------

@@ -6,9 +6,8 @@ number: ``ties`` (CONVENTIONS §4), ``ap_rule`` (§5), ``ap_at_k`` (§6), ``empt
 implementation (``rc.evaluate``'s building blocks), computing the per-query values once per
 (case, k, ties, ap_rule, ap_at_k) and aggregating them under each empty-query policy.
 
-:func:`bug_values` computes the numbers that the known bugs of CONVENTIONS §11 would give
-(first query only, divided by k, 0-based ranks, ...): the harness uses them to *explain* a
-deviation, never as a reference.
+What a *buggy* function computes is modelled in :mod:`.candidates` and :mod:`.predict`, on top
+of these reference values.
 """
 from __future__ import annotations
 
@@ -100,18 +99,6 @@ class Expected:
     hits_at_k: Optional[np.ndarray] = None
     error: Optional[str] = None
 
-    def metric(self, name: str, query: Optional[int] = None):
-        if name == "mAP":
-            return self.map
-        if name == "mINP":
-            return self.minp
-        if name == "AP":
-            return self.ap[query]
-        if name.startswith("cmc["):
-            j = int(name[4:-1])
-            return self.cmc[j] if self.cmc is not None and j < len(self.cmc) else None
-        raise KeyError(name)
-
 
 class ReferenceCache:
     """Reference values per (case, k, max_rank, convention), computed once.
@@ -174,11 +161,6 @@ class ReferenceCache:
         return Expected(map=ex.map, ap=list(ex.ap), cmc=list(ex.cmc), minp=ex.minp,
                         n_relevant=pq.n_relevant, hits_at_k=pq.hits_at_k)
 
-    def exact_ap(self, case: Case, conv: Convention, k: Optional[int], max_rank: int) -> Optional[List[Fraction]]:
-        """Per-query AP with R = 0 queries at 0 (before any empty-query policy)."""
-        pq, _ = self.per_query(case, conv, k, max_rank)
-        return None if pq is None else list(pq.exact["ap"])
-
     def ranks(self, case: Case, conv: Convention) -> Optional[List[List[int]]]:
         """1-based ranks of the relevant non-junk items per query under a concrete tie policy."""
         from retrieval_conformance.reference.distances import query_distances
@@ -194,176 +176,3 @@ class ReferenceCache:
             ranked = ranked_relevance(groups, conv.ties)
             out.append([i + 1 for i, rel in enumerate(ranked) if rel])
         return out
-
-
-def mean_under(values: Sequence, counted: Sequence[bool]):
-    chosen = [v for v, c in zip(values, counted) if c]
-    if not chosen:
-        return None
-    return sum(chosen, Fraction(0)) / len(chosen)
-
-
-def counted_mask(conv: Convention, n_relevant: np.ndarray, hits_at_k: np.ndarray) -> List[bool]:
-    if conv.empty == "skip":
-        return [int(r) > 0 for r in n_relevant]
-    if conv.empty == "skip_no_hit":
-        return [float(h) > 0 for h in hits_at_k]
-    return [True] * len(n_relevant)
-
-
-# -- the bugs of CONVENTIONS §11 as models (for explanations only) -------------------------
-
-@dataclass(frozen=True)
-class BugModel:
-    id: str
-    clause: str  # the clause the bug breaks (``{k}``, ``{protocol_*}`` filled in)
-    what: str  # one sentence, ``{...}`` filled in from the case
-
-
-BUG_MODELS: Tuple[BugModel, ...] = (
-    BugModel("first-query-only", "CONVENTIONS §8 mean over all queries",
-             "only the first query is evaluated: the loop stops after the first query it evaluates "
-             "(a stray `break`, CONVENTIONS §11){divided}"),
-    BugModel("topk-ignored", "CONVENTIONS §6 the cut-off k",
-             "the cut-off is ignored: your value is the full-gallery mAP{unused} (penghu-cs/UCCH#4)"),
-    BugModel("last-item-dropped", "CONVENTIONS §6 k=None (whole gallery)",
-             "the last ranked item is dropped: your value is mAP@(N-1){at} (`gnd[0:-1]` with topk=-1 "
-             "meaning 'all', CONVENTIONS §6, §11)"),
-    BugModel("divided-by-k", "CONVENTIONS §6 ap_at_k={ap_at_k}",
-             "AP@k is divided by k{here} instead of: {meaning}"),
-    BugModel("zero-based-ranks", "CONVENTIONS §5 ranks start at 1",
-             "0-based ranks in i / r_i (the `+ 1` is missing; a relevant item at the top divides by zero)"),
-    BugModel("previous-hit-trapezoid", "CONVENTIONS §5 ap_rule=trapezoid (precision at the previous rank)",
-             "the trapezoid's left side is the precision at the previous HIT, not at the previous RANK "
-             "(seed 002 'One More Thing', layumi/Person_reID_baseline_pytorch#110)"),
-    BugModel("percent", "CONVENTIONS §8 fractions in [0, 1]",
-             "your value is 100 x the reference: it returns percent (as fast-reid does)"),
-)
-
-
-def bug_model(model_id: str) -> BugModel:
-    for m in BUG_MODELS:
-        if m.id == model_id:
-            return m
-    raise KeyError(model_id)
-
-
-def _zero_based(ranks: List[int], R: int, k: Optional[int], ap_at_k: str):
-    """(1/D) sum i / (r_i - 1); inf when some r_i = 1 is counted."""
-    if R == 0:
-        return Fraction(0)
-    use = [r for r in ranks if k is None or r <= k]
-    if not use:
-        return Fraction(0)
-    if any(r == 1 for r in use):
-        return float("inf")
-    s = sum((Fraction(i, r - 1) for i, r in enumerate(use, start=1)), Fraction(0))
-    if k is None:
-        return s / R
-    denom = {"hits": len(use), "r": R, "min_k_r": min(k, R)}.get(ap_at_k)
-    return None if denom is None else s / denom
-
-
-def _previous_hit(ranks: List[int], R: int):
-    if R == 0:
-        return Fraction(0)
-    total, old = Fraction(0), Fraction(1)
-    for i, r in enumerate(ranks, start=1):
-        p = Fraction(i, r)
-        total += (old + p) / 2
-        old = p
-    return total / R
-
-
-def bug_values(model: BugModel, case: Case, conv: Convention, k: Optional[int], cache: ReferenceCache,
-               per_query: bool = False, called_without_k: bool = False) -> List[Tuple[object, Dict[str, str]]]:
-    """The value(s) a function with bug ``model`` returns on ``case`` (empty if it does not apply).
-
-    Returns ``[(value, details)]``: ``value`` is the mAP (or, with ``per_query``, the list of
-    per-query APs); ``details`` fills the model's sentence.  Only the metric AP/mAP is modelled.
-    """
-    max_rank = case.max_rank
-    base = cache.expected(case, conv, k, max_rank)
-    if base.error:
-        return []
-    n_q = case.n_queries
-    out: List[Tuple[object, Dict[str, str]]] = []
-    if model.id == "first-query-only":
-        if per_query or n_q < 2:
-            return []
-        ap = cache.exact_ap(case, conv, k, max_rank)
-        # the loop may `continue` past queries without a relevant item (or without a hit in the
-        # top k) before it reaches the `break`: the first query it evaluates is one of these
-        firsts = [0]
-        for cond in ([int(r) > 0 for r in base.n_relevant], [float(h) > 0 for h in base.hits_at_k]):
-            if any(cond):
-                firsts.append(cond.index(True))
-        for q in dict.fromkeys(firsts):
-            a = ap[q]
-            label = "query 0" if q == 0 else f"query {q}, the first one with a relevant item"
-            out.append((a / n_q, {"divided": f"; your value = AP of {label} ({a} = {float(a):.6g}) / "
-                                             f"{n_q} queries = {a / n_q} = {float(a / n_q):.6g}",
-                                  "generic": "; the sum is still divided by the number of queries"}))
-            out.append((a, {"divided": f"; your value = AP of {label} ({a} = {float(a):.6g})",
-                            "generic": "; it returns that query's AP"}))
-        return out
-    if model.id == "topk-ignored":
-        if k is None:
-            return []
-        full = cache.expected(case, conv, None, max_rank)
-        if full.error:
-            return []
-        val = full.ap if per_query else full.map
-        return [(val, {"unused": f" (topk={k} unused)"})]
-    if model.id == "last-item-dropped":
-        if k is not None or not called_without_k:
-            return []
-        n = case.n_gallery
-        if n <= 1:
-            val = [Fraction(0)] * n_q if per_query else Fraction(0)
-        else:
-            short = cache.expected(case, conv.with_(ap_at_k="hits"), n - 1, max_rank)
-            if short.error:
-                return []
-            val = short.ap if per_query else short.map
-        return [(val, {"at": f", here mAP@{n - 1}"})]
-    if model.id == "divided-by-k":
-        if k is None:
-            return []
-        sums = cache.exact_ap(case, conv.with_(ap_at_k="r"), k, max_rank)
-        if sums is None:
-            return []
-        per = [s * int(R) / k for s, R in zip(sums, base.n_relevant)]
-        if per_query:
-            return [(per, {"here": f" (here k={k})", "meaning": VALUE_MEANING[("ap_at_k", conv.ap_at_k)]})]
-        val = mean_under(per, counted_mask(conv, base.n_relevant, base.hits_at_k))
-        return [(val, {"here": f" (here k={k})", "meaning": VALUE_MEANING[("ap_at_k", conv.ap_at_k)]})]
-    if model.id == "zero-based-ranks":
-        if conv.ap_rule != "precision_sum":
-            return []
-        ranks = cache.ranks(case, conv)
-        if ranks is None:
-            return []
-        per = [_zero_based(r, int(R), k, conv.ap_at_k) for r, R in zip(ranks, base.n_relevant)]
-        if any(v is None for v in per):
-            return []
-        if per_query:
-            return [(per, {})]
-        if any(isinstance(v, float) for v in per):
-            return [(float("inf"), {})]
-        return [(mean_under(per, counted_mask(conv, base.n_relevant, base.hits_at_k)), {})]
-    if model.id == "previous-hit-trapezoid":
-        if conv.ap_rule != "trapezoid" or k is not None:
-            return []
-        ranks = cache.ranks(case, conv)
-        if ranks is None:
-            return []
-        per = [_previous_hit(r, int(R)) for r, R in zip(ranks, base.n_relevant)]
-        if per_query:
-            return [(per, {})]
-        return [(mean_under(per, counted_mask(conv, base.n_relevant, base.hits_at_k)), {})]
-    if model.id == "percent":
-        if per_query:
-            return [([None if v is None else v * 100 for v in base.ap], {})]
-        return [] if base.map is None else [(base.map * 100, {})]
-    return out

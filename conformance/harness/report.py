@@ -10,6 +10,15 @@ from xml.sax.saxutils import escape, quoteattr
 PASS, DEVIATE, SKIP, KNOWN = "pass", "deviate", "skip", "known"
 
 
+def spec_version() -> str:
+    """The version of the specification the clauses cite (pin it with the numbers you report)."""
+    try:
+        from retrieval_conformance.reference.spec import SPEC_VERSION
+    except Exception:  # the document is missing from a broken install: say so, never fail the report
+        return "unknown"
+    return SPEC_VERSION
+
+
 def fmt_exact(value: Optional[Fraction]) -> str:
     """``169/240 = 0.704167`` (exact and float), ``undefined`` for None."""
     if value is None:
@@ -171,7 +180,8 @@ class Report:
 
     def text(self, verbose: bool = False) -> str:
         lines = [f"retrieval-conformance check: {self.target}",
-                 f"adapter {self.adapter} ({self.arrays} arrays), protocol {self.protocol} ({self.convention})"]
+                 f"adapter {self.adapter} ({self.arrays} arrays), protocol {self.protocol} ({self.convention}); "
+                 f"specification {spec_version()} (retrieval-conformance explain CLAUSE)"]
         if self.usage_error is not None:
             lines += ["", f"USAGE ERROR: {self.usage_error}"]
             return "\n".join(lines) + "\n"
@@ -233,7 +243,8 @@ class Report:
         total = sum(r.seconds for r in self.results)
         out = ['<?xml version="1.0" encoding="utf-8"?>',
                f'<testsuites><testsuite name="retrieval-conformance" tests="{n + errors}" failures="{failures}" '
-               f'errors="{errors}" skipped="{skipped}" time="{total:.3f}">']
+               f'errors="{errors}" skipped="{skipped}" time="{total:.3f}">',
+               f'<properties><property name="spec_version" value={quoteattr(spec_version())}/></properties>']
         cls = quoteattr(f"{self.adapter}.{self.protocol}")
         if self.usage_error:
             out.append(f'<testcase classname={cls} name="load-and-call" time="0">'
