@@ -152,7 +152,10 @@ class NumpyOps:
         prev, xk, sk = s[:, :-1], hi[:, 1:], s[:, 1:]
         bb = sk - prev
         err = (prev - (sk - bb)) + (xk - bb)
-        return _fast_two_sum(s[:, -1], err.sum(axis=1) + lo.sum(axis=1))
+        # the corrections are added in sequence too (not by np.sum, whose pairwise split
+        # depends on the row length): a block's zero padding then changes no bit of a row
+        tail = np.cumsum(err, axis=1)[:, -1] if err.shape[1] else 0.0
+        return _fast_two_sum(s[:, -1], tail + np.cumsum(lo, axis=1)[:, -1])
 
     def max_int(self, x) -> int:
         return int(x.max()) if x.size else 0
@@ -394,7 +397,25 @@ def _pmf_from_ratios(ops, num, den, length):
     down = ops.where(col < mode, den / num, 1.0)
     p = ops.cumprod(up, 1) * ops.flip(ops.cumprod(ops.flip(down, 1), 1), 1)
     p = ops.where(valid, p, 0.0)
-    return p / ops.sum(p, 1)[:, None]
+    return p / fixed_rowsum(ops, p)[:, None]
+
+
+def fixed_rowsum(ops, x):
+    """Row sums (axis 1) of float64 values added along a fixed tree over the column indices
+    (column 2j with 2j+1, then pairs of pairs, ...).
+
+    Zero columns appended to a row change no bit of its sum, so a row's value does not depend
+    on the width of the block it was padded to (numpy's pairwise sum splits a row by its
+    length, so per-query results changed with the block size), and numpy and torch add in the
+    same order.
+    """
+    if x.shape[1] == 0:
+        return ops.zeros((x.shape[0],), "f64")
+    while x.shape[1] > 1:
+        if x.shape[1] % 2:
+            x = ops.hcat([x, ops.zeros((x.shape[0], 1), "f64")])
+        x = x[:, 0::2] + x[:, 1::2]
+    return x[:, 0]
 
 
 def _small_pmf(ops, valid, small, num_a, num_b, den):
@@ -855,8 +876,12 @@ def _expected_cmc(ops, groups: _Groups, R, max_rank: int):
     t = ops.arange(max_rank)[None, :] + 1 - c
     active = (t >= 1) & (t < n)
     # C(n-m, t)/C(n, t) = prod_{i<t} (n-m-i)/(n-i): a double-double prefix product of exact
-    # quotients, so that 1 - it rounds correctly (e.g. to exactly 1/4 when it is 1/4)
-    fnum = ops.where(active, ops.f64(n - m - (t - 1)), 1.0)
+    # quotients, so that 1 - it rounds correctly (e.g. to exactly 1/4 when it is 1/4).
+    # Factors past i = n-m are clamped to 0: the product is 0 from there on anyway, but the
+    # log-depth scan also multiplies runs of those factors without the zero, and (i-(n-m))/(n-i)
+    # grows towards m - 1: with more than ~1,000 relevant items such a run overflowed to inf
+    # and 0 * inf gave NaN.  With every factor in [0, 1] no partial product can overflow.
+    fnum = ops.where(active, ops.f64(ops.clip(n - m - (t - 1), 0, None)), 1.0)
     fden = ops.where(active, ops.f64(n - (t - 1)), 1.0)
     none_yet = dd_cumprod(ops, dd_quot(fnum, fden))
     one_minus = dd_round(dd_add(dd_const(none_yet[0] * 0.0 + 1.0), (-none_yet[0], -none_yet[1])))

@@ -31,6 +31,7 @@ from typing import Callable, Optional
 
 import numpy as np
 from retrieval_conformance.implementations.registry import Implementation, ImplementationUnavailable
+from retrieval_conformance.reference.cutoffs import within_gallery
 from retrieval_conformance.reference.problem import (
     AP_AT_K_DENOMINATORS,
     AP_RULES,
@@ -284,6 +285,7 @@ class CImplementation(Implementation):
     def unavailable_reason(self) -> Optional[str]:
         return None if _load() is not None else _LOAD_ERROR
 
+    @within_gallery
     def compute(
         self,
         problem: Problem,

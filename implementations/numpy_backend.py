@@ -29,6 +29,7 @@ from retrieval_conformance.implementations._vector_common import (
     to_per_query,
 )
 from retrieval_conformance.implementations.registry import Implementation
+from retrieval_conformance.reference.cutoffs import within_gallery
 from retrieval_conformance.reference.problem import Options, PerQuery, Problem
 
 _SENTINEL32 = np.int64(0x7FFFFFFF)  # above every order-mapped finite float32
@@ -148,6 +149,7 @@ class NumpyImplementation(Implementation):
     def __init__(self, block_bytes: Optional[int] = None):
         self.block_bytes = block_bytes
 
+    @within_gallery
     def compute(self, problem: Problem, options: Options) -> PerQuery:
         """Per-query metrics of ``problem`` under ``options`` (see ``_vector_common``)."""
         ops = NumpyOps()

@@ -28,6 +28,7 @@ from retrieval_conformance.implementations._vector_common import (
     to_per_query,
 )
 from retrieval_conformance.implementations.registry import Implementation
+from retrieval_conformance.reference.cutoffs import within_gallery
 from retrieval_conformance.reference.problem import Options, PerQuery, Problem
 
 TORCH_VERSION = "2.13.0"
@@ -265,6 +266,7 @@ class TorchImplementation(Implementation):
     def device(self):
         return self._device if self._device is not None else default_device()
 
+    @within_gallery
     def compute(self, problem: Problem, options: Options) -> PerQuery:
         """Per-query metrics of ``problem`` under ``options`` (see ``_vector_common``)."""
         reason = self.unavailable_reason()

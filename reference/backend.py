@@ -5,6 +5,7 @@ from typing import Callable, List, Optional
 
 import numpy as np
 from retrieval_conformance.implementations.registry import Implementation
+from retrieval_conformance.reference.cutoffs import within_gallery
 from retrieval_conformance.reference.distances import query_distances
 from retrieval_conformance.reference.per_query import QueryValues, query_values
 from retrieval_conformance.reference.problem import Options, PerQuery, Problem
@@ -51,6 +52,7 @@ class ReferenceImplementation(Implementation):
     name = "reference"
     speed_rank = 1000
 
+    @within_gallery
     def compute(
         self, problem: Problem, options: Options, progress: Optional[Callable[[int, int], None]] = None
     ) -> PerQuery:

@@ -12,6 +12,7 @@ from typing import Any, Optional
 import numpy as np
 from retrieval_conformance.reference import validation as v
 from retrieval_conformance.reference.aggregation import aggregate
+from retrieval_conformance.reference.cutoffs import clip_to_gallery, pad_cmc, restore_precision
 from retrieval_conformance.reference.distances import embedding_distances
 from retrieval_conformance.reference.presets import get_preset
 from retrieval_conformance.reference.problem import (
@@ -45,8 +46,12 @@ def build_problem(
     db_cams=None,
     junk=None,
     junk_ids=(),
+    row0: int = 0,
 ) -> Problem:
-    """Validate and normalise the inputs of :func:`evaluate` into a :class:`Problem`."""
+    """Validate and normalise the inputs of :func:`evaluate` into a :class:`Problem`.
+
+    ``row0``: index of the first query, for messages about a block of queries.
+    """
     ranking_inputs = _count_given(
         distances=distances, scores=scores, query_codes=query_codes, db_codes=db_codes,
         query_embeddings=query_embeddings, db_embeddings=db_embeddings,
@@ -72,7 +77,7 @@ def build_problem(
         if query_embeddings is None or db_embeddings is None:
             missing = "db_embeddings" if db_embeddings is None else "query_embeddings"
             raise ValueError(f"{missing}: expected embeddings together with {ranking_inputs[0]}")
-        dist = embedding_distances(query_embeddings, db_embeddings, metric)
+        dist = embedding_distances(query_embeddings, db_embeddings, metric, row0=row0)
     n_q, n_g = (dist.shape if dist is not None else (query_bits.shape[0], db_bits.shape[0]))
     if n_q == 0:
         raise ValueError("queries: expected at least one query, got 0")
@@ -139,7 +144,7 @@ def resolve_options(
         k=v.positive_int("k", k, allow_none=True),
         ap_at_k=v.choice("ap_at_k", ap_at_k if ap_at_k is not None else preset.ap_at_k, AP_AT_K_DENOMINATORS),
         empty=v.choice("empty", empty if empty is not None else preset.empty, EMPTY_POLICIES),
-        max_rank=v.positive_int("max_rank", max_rank),
+        max_rank=v.max_rank_value(max_rank),
         radius=v.non_negative_number("radius", radius),
     )
 
@@ -192,8 +197,16 @@ def evaluate(
         ``reid-matlab``, ``gldv2``).
     k : int or None
         Cut-off for AP@k, P@k and R@k; None for the whole gallery.  Default: the preset's
-        (None except ``gldv2``: 100).
-    ties, ap_rule, ap_at_k, empty, radius, max_rank
+        (None except ``gldv2``: 100).  Any Python or numpy integer >= 1, of any size: a k
+        beyond the gallery gives full AP and R@k = 1, and P@k = R/k still divides by k
+        (CONVENTIONS §6 k at or beyond the gallery).  bools, floats and strings are errors.
+    max_rank : int
+        Length of the CMC (``cmc`` and every row of ``per_query.cmc``), 1 .. 10**7
+        (``validation.MAX_RANK_LIMIT``).  Beyond the gallery the CMC is flat (§7
+        cmc_length=max_rank): it is computed up to the gallery size and extended by its last
+        value.  A max_rank beyond the gallery whose per-query rows would exceed 2**27 values
+        (1 GiB) is an error that says so.
+    ties, ap_rule, ap_at_k, empty, radius
         Overrides of the preset's options (see :class:`Options`).
     implementation : {"reference", "numpy", "torch", "c", "auto"}
         Who computes; all return the same numbers.  Only the reference returns exact
@@ -263,18 +276,44 @@ def evaluate(
         # the result is identical to one block, while memory stays bounded
         block = {key: _rows(value, start, stop) for key, value in query_side.items()}
         try:
-            problem = build_problem(**block, **gallery_side)
+            problem = build_problem(**block, **gallery_side, row0=start)
         except (ValueError, TypeError) as exc:
             if rows < n_q:
                 raise type(exc)(f"{exc} (in the query block starting at row {start})") from None
             raise
-        parts.append(impl.compute(problem, options))
+        _check_cmc_size(n_q, problem.n_gallery, options.max_rank)
+        parts.append(_compute_block(impl, problem, options))
         if report is not None:
             report(stop)
-    return aggregate(PerQuery.concat(parts), options, protocol, impl.name)
+    return aggregate(PerQuery.concat(parts), options, protocol, impl.name, n_gallery=problem.n_gallery)
 
 
 BLOCK_BYTES = 256 * 2**20
+
+
+def _compute_block(impl, problem: Problem, options: Options) -> PerQuery:
+    """Per-query values of one block, computed with k and max_rank clipped to the gallery.
+
+    Implementations never see a cut-off beyond the gallery (so no k wraps in int64, and no
+    CMC value beyond the gallery is computed); P@k is restored with the caller's k and CMC
+    rows are extended by their flat tail (``reference/cutoffs.py``).
+    """
+    pq = impl.compute(problem, clip_to_gallery(options, problem.n_gallery))
+    return pad_cmc(restore_precision(pq, options.k, problem.n_gallery), options.max_rank)
+
+
+#: per-query CMC values beyond the gallery that ``evaluate`` agrees to hold (1 GiB of float64)
+CMC_TAIL_LIMIT = 2**27
+
+
+def _check_cmc_size(n_q: int, n_g: int, max_rank: int) -> None:
+    """Refuse to allocate a per-query CMC mostly made of its flat tail beyond the gallery."""
+    if max_rank > n_g and n_q * max_rank > CMC_TAIL_LIMIT:
+        raise ValueError(
+            f"max_rank: {max_rank} CMC values for each of {n_q} queries would take "
+            f"{n_q * max_rank * 8 / 2**30:.1f} GiB, but the gallery has only {n_g} items and the CMC is "
+            f"flat beyond it; pass max_rank <= {n_g}"
+        )
 
 
 def _rows(value, start: int, stop: int):

@@ -35,13 +35,15 @@ class Options:
     ap_rule : {"precision_sum", "trapezoid"}
         Rectangle (precision-sum) or trapezoid average precision (CONVENTIONS §5).
     k : int or None
-        Cut-off for AP@k, P@k and R@k.  None means the whole gallery (mAP@ALL).
+        Cut-off for AP@k, P@k and R@k.  None means the whole gallery (mAP@ALL).  A Python
+        int of any size; implementations compute with it clipped to the gallery
+        (``reference/cutoffs.py``).
     ap_at_k : {"hits", "r", "min_k_r", "dcmh"}
         What AP@k divides by (CONVENTIONS §6).  Irrelevant when ``k`` is None.
     empty : {"zero", "skip", "skip_no_hit", "nan", "error"}
         What a query with no relevant item does to the mean (CONVENTIONS §8).
     max_rank : int
-        Length of the CMC curve; ``cmc[0]`` is Rank-1.
+        Length of the CMC curve; ``cmc[0]`` is Rank-1.  At most ``validation.MAX_RANK_LIMIT``.
     radius : int or float or None
         Hamming (or distance) radius for precision/recall within a radius; None: not computed.
     """

@@ -15,7 +15,7 @@ from typing import Dict, List
 
 import numpy as np
 from retrieval_conformance.reference.evaluate import build_problem
-from retrieval_conformance.reference.validation import positive_int
+from retrieval_conformance.reference.validation import max_rank_value, positive_int
 
 
 def cuhk03_single_shot_cmc(distances, query_ids, db_ids, query_cams, db_cams, max_rank: int = 50,
@@ -25,7 +25,7 @@ def cuhk03_single_shot_cmc(distances, query_ids, db_ids, query_cams, db_cams, ma
     Returns ``{"cmc": [Fraction] * max_rank, "queries": counted, "skipped": [indices]}``;
     queries without a valid match are skipped, as torchreid does.
     """
-    max_rank = positive_int("max_rank", max_rank)
+    max_rank = max_rank_value(max_rank)
     repeats = positive_int("repeats", repeats)
     problem = build_problem(distances=distances, query_labels=query_ids, db_labels=db_ids,
                             query_cams=query_cams, db_cams=db_cams)

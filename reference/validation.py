@@ -6,6 +6,7 @@ array reaches numpy, torch or C code before its shape, dtype and values were che
 from __future__ import annotations
 
 import numbers
+import operator
 from typing import Any, Optional, Tuple
 
 import numpy as np
@@ -129,15 +130,7 @@ def labels_pair(query_labels: Any, db_labels: Any) -> Tuple[np.ndarray, np.ndarr
             f"(multi-hot rows), got shapes {q.shape} and {d.shape}"
         )
     if q.ndim == 1:
-        out = []
-        for name, arr in (("query_labels", q), ("db_labels", d)):
-            if arr.dtype.kind == "f":
-                if not np.isfinite(arr).all() or (arr != np.round(arr)).any():
-                    raise ValueError(f"{name}: expected integer ids, found non-integer values")
-            elif arr.dtype.kind not in "iub":
-                raise TypeError(f"{name}: expected integer ids, got dtype={arr.dtype}")
-            out.append(np.ascontiguousarray(arr.astype(np.int64)))
-        return out[0], out[1]
+        return exact_ids("query_labels", q), exact_ids("db_labels", d)
     if q.shape[1] != d.shape[1]:
         raise ValueError(
             f"db_labels: expected {q.shape[1]} label columns like query_labels, got {d.shape[1]}"
@@ -160,22 +153,122 @@ def id_vector(name: str, value: Any, length: int, what: str) -> np.ndarray:
     check_ndim(name, arr, 1, what)
     if arr.shape[0] != length:
         raise ValueError(f"{name}: expected length {length} ({what}), got {arr.shape[0]}")
-    if arr.dtype.kind not in "iub":
-        if arr.dtype.kind == "f" and np.isfinite(arr).all() and (arr == np.round(arr)).all():
-            return np.ascontiguousarray(arr.astype(np.int64))
+    if arr.dtype.kind == "f" and not (np.isfinite(arr).all() and (arr == np.round(arr)).all()):
+        raise TypeError(f"{name}: expected integer ids, got dtype={arr.dtype} with non-integer values")
+    return exact_ids(name, arr)
+
+
+#: the largest id magnitude accepted: ids are compared as int64
+INT64_MAX = 2**63 - 1
+
+
+def _id_hint(name: str) -> str:
+    """How to map ids that cannot be compared as int64 to ones that can (same equalities)."""
+    kind = name.split("_", 1)[1]  # "labels" or "cams"
+    return (
+        f"map the ids to small integers first: codes = np.unique(np.concatenate([query_{kind}, "
+        f"db_{kind}]), return_inverse=True)[1], then query_{kind} = codes[:Q], db_{kind} = codes[Q:]"
+    )
+
+
+def exact_ids(name: str, arr: np.ndarray) -> np.ndarray:
+    """1-D ids (labels or cameras) as int64, converted exactly or rejected.
+
+    Ids are compared for equality, so two different ids must never become one int64.
+    Signed integers and bools always fit.  Unsigned integers above ``2**63 - 1`` would wrap
+    to negative numbers (``2**64 - 1`` to -1, which ``reid-matlab`` reads as junk).  Floats
+    are accepted only as integers below ``2**53`` (float64; ``2**24`` for float32): from
+    there on a float no longer tells neighbouring integers apart, so such ids may already
+    have been merged by rounding, and from ``2**63`` on the int64 conversion overflows
+    (``1e20`` and ``2e20`` would become the same number).
+
+    Raises
+    ------
+    TypeError
+        Ids that are not numbers (strings, complex numbers, ...).
+    ValueError
+        Non-integer floats, floats beyond the exact-integer range of their dtype, unsigned
+        ids beyond ``2**63 - 1``.
+    """
+    kind = arr.dtype.kind
+    if kind in "bi":  # every signed integer type is at most 64 bits wide
+        return np.ascontiguousarray(arr.astype(np.int64))
+    if kind == "u":
+        too_big = arr > INT64_MAX
+        if too_big.any():
+            raise ValueError(
+                f"{name}: id {arr[too_big].flat[0]} at {_where(arr, too_big)} does not fit in int64 "
+                f"(ids must be at most 2**63 - 1 = {INT64_MAX}); {_id_hint(name)}"
+            )
+        return np.ascontiguousarray(arr.astype(np.int64))
+    if kind != "f":
         raise TypeError(f"{name}: expected integer ids, got dtype={arr.dtype}")
+    bad = ~np.isfinite(arr) | (arr != np.round(arr))
+    if bad.any():
+        raise ValueError(
+            f"{name}: expected integer ids, found non-integer value {arr[bad].flat[0]} at {_where(arr, bad)}"
+        )
+    # below 2**(nmant + 1) a float of this dtype can only come from the integer it shows;
+    # from there on it may be a neighbouring integer rounded (2**53 + 1 -> 2**53 in float64)
+    bits = min(np.finfo(arr.dtype).nmant + 1, 62)
+    beyond = np.abs(arr) >= 2.0**bits
+    if beyond.any():
+        raise ValueError(
+            f"{name}: float id {arr[beyond].flat[0]} at {_where(arr, beyond)} is at or beyond 2**{bits}, where "
+            f"{arr.dtype} no longer represents every integer exactly (different ids may have been "
+            f"rounded to one); pass integer ids (int64), or {_id_hint(name)}"
+        )
     return np.ascontiguousarray(arr.astype(np.int64))
 
 
 def positive_int(name: str, value: Any, allow_none: bool = False) -> Optional[int]:
+    """``value`` as a Python int >= 1 (of any size: nothing is converted to a fixed width here).
+
+    Python and numpy integers are accepted (``np.uint64(2**64 - 1)`` stays 2**64 - 1); bools,
+    floats (even integral ones: ``1e20`` is not the integer the caller had in mind) and
+    strings are rejected.
+    """
     if value is None and allow_none:
         return None
+    what = "k=None for the whole gallery, or " if name == "k" and allow_none else ""
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Integral):
-        raise TypeError(f"{name}: expected a positive integer, got {value!r}")
+        raise TypeError(
+            f"{name}: expected a positive integer, got {value!r} ({type(value).__name__}); "
+            f"pass {what}a Python int, e.g. {name}={_example(value)}"
+        )
+    value = operator.index(value)  # exact, whatever the integer type
     if value < 1:
         hint = " (use k=None for the whole gallery)" if name == "k" else ""
         raise ValueError(f"{name}: expected a positive integer (>= 1), got {value}{hint}")
-    return int(value)
+    return value
+
+
+def _example(value: Any) -> int:
+    """A sensible integer to suggest in place of a rejected ``value``."""
+    try:
+        number = float(value)
+    except (TypeError, ValueError, OverflowError):
+        return 10
+    if not np.isfinite(number) or number < 1 or number > 2**53:
+        return 10
+    return int(number)
+
+
+#: the longest CMC ``evaluate`` returns.  The CMC is flat beyond the gallery, so a longer
+#: curve holds no information, while it costs max_rank values per query.
+MAX_RANK_LIMIT = 10**7
+
+
+def max_rank_value(value: Any) -> int:
+    """``max_rank`` as a Python int in 1 .. MAX_RANK_LIMIT (the CMC has exactly that many values)."""
+    value = positive_int("max_rank", value)
+    if value > MAX_RANK_LIMIT:
+        raise ValueError(
+            f"max_rank: expected at most {MAX_RANK_LIMIT}, got {value}: the CMC has max_rank values and "
+            "is flat beyond the gallery (CMC@K = CMC@N for every K >= N gallery items), so a longer "
+            "curve holds no information; pass max_rank <= the gallery size, e.g. max_rank=min(max_rank, N)"
+        )
+    return value
 
 
 def non_negative_number(name: str, value: Any) -> Optional[float]:
