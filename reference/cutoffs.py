@@ -84,10 +84,16 @@ def within_gallery(compute: Callable[..., PerQuery]) -> Callable[..., PerQuery]:
     """
     @functools.wraps(compute)
     def wrapper(self, problem, options: Options, *args, **kwargs) -> PerQuery:
-        inner = clip_to_gallery(options, problem.n_gallery)
-        pq = compute(self, problem, inner, *args, **kwargs)
-        if inner is options:
-            return pq
-        return pad_cmc(restore_precision(pq, options.k, problem.n_gallery), options.max_rank)
+        return compute_within_gallery(functools.partial(compute, self), problem, options, *args, **kwargs)
 
     return wrapper
+
+
+def compute_within_gallery(compute: Callable[..., PerQuery], problem, options: Options, *args, **kwargs
+                           ) -> PerQuery:
+    """``compute(problem, clipped options, ...)``, then P@k and the CMC tail for the options given."""
+    inner = clip_to_gallery(options, problem.n_gallery)
+    pq = compute(problem, inner, *args, **kwargs)
+    if inner is options:
+        return pq
+    return pad_cmc(restore_precision(pq, options.k, problem.n_gallery), options.max_rank)

@@ -12,7 +12,7 @@ from typing import Any, Optional
 import numpy as np
 from retrieval_conformance.reference import validation as v
 from retrieval_conformance.reference.aggregation import aggregate
-from retrieval_conformance.reference.cutoffs import clip_to_gallery, pad_cmc, restore_precision
+from retrieval_conformance.reference.cutoffs import compute_within_gallery
 from retrieval_conformance.reference.distances import embedding_distances
 from retrieval_conformance.reference.presets import get_preset
 from retrieval_conformance.reference.problem import (
@@ -298,8 +298,7 @@ def _compute_block(impl, problem: Problem, options: Options) -> PerQuery:
     CMC value beyond the gallery is computed); P@k is restored with the caller's k and CMC
     rows are extended by their flat tail (``reference/cutoffs.py``).
     """
-    pq = impl.compute(problem, clip_to_gallery(options, problem.n_gallery))
-    return pad_cmc(restore_precision(pq, options.k, problem.n_gallery), options.max_rank)
+    return compute_within_gallery(impl.compute, problem, options)
 
 
 #: per-query CMC values beyond the gallery that ``evaluate`` agrees to hold (1 GiB of float64)

@@ -10,7 +10,7 @@ the function uncheckable (exit status 2).
 from __future__ import annotations
 
 import platform
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
@@ -123,8 +123,7 @@ class Raising:
     returned: int
     kind: Optional[str] = None  # the input kind that raises exactly, if any
     error: str = ""
-    allowed: int = 0  # raised where the value is undefined (e.g. no query is counted): fine
-    allowed_error: str = ""
+    allowed: List[CallRecord] = field(default_factory=list)  # raised where no value is due: fine
 
     @property
     def every_call(self) -> bool:
@@ -140,7 +139,7 @@ class Raising:
 
     def text(self) -> str:
         n = len(self.raised)
-        total = n + self.returned + self.allowed
+        total = n + self.returned + len(self.allowed)
         where = f"on {self.kind} ({n} of {total} calls)" if self.kind else f"on {n} of {total} calls"
         others = sorted({r.outcome.error.split(":")[0] for r in self.raised} - {self.error.split(":")[0]})
         also = f" (also {', '.join(others)})" if others else ""
@@ -151,7 +150,7 @@ def raising(session, evs: Sequence, defined: Optional[Callable[[CallRecord], boo
     """How the function raised; ``defined(call)`` says whether a value was expected there."""
     raised: List[CallRecord] = []
     returned: List[CallRecord] = []
-    allowed = 0
+    allowed: List[CallRecord] = []
     for ev in evs:
         for i, out in enumerate(ev.outcomes):
             rec = CallRecord(ev, i)
@@ -159,13 +158,10 @@ def raising(session, evs: Sequence, defined: Optional[Callable[[CallRecord], boo
                 if defined is None or defined(rec):
                     raised.append(rec)
                 else:
-                    allowed += 1
+                    allowed.append(rec)
             elif out.ok:
                 returned.append(rec)
     res = Raising(raised, len(returned), allowed=allowed)
-    if allowed:
-        res.allowed_error = next(o.error for ev in evs for o in ev.outcomes
-                                 if o.kind == "raised").splitlines()[0][:200]
     if not raised:
         return res
     res.error = raised[0].outcome.error.splitlines()[0][:200]
@@ -232,18 +228,13 @@ def mutations(evs: Sequence) -> Optional[str]:
 
 
 def timing(runner) -> Optional[str]:
-    """A sentence on slow calls (a warm-up is allowed its own limit)."""
+    """The runner's timing sentence, when a call was slow (a warm-up is allowed its own limit)."""
     if runner is None:
         return None
-    parts = []
-    warm = getattr(runner, "warmup_seconds", None)
-    if warm is not None and warm > runner.timeout / 2:
-        parts.append(f"the first call took {warm:.1f} s (allowed as a warm-up: one-time compilation or loading)")
-    slow = getattr(runner, "slow_calls", 0)
-    if slow:
-        parts.append(f"{slow} later call(s) took over half the {runner.timeout:g} s limit "
-                     f"(slowest {getattr(runner, 'max_seconds', 0.0):.1f} s)")
-    return "; ".join(parts) or None
+    warm = runner.warmup_seconds
+    if (warm is not None and warm > runner.timeout / 2) or runner.slow_calls:
+        return runner.timing_text()
+    return None
 
 
 def platform_facts() -> str:

@@ -46,10 +46,10 @@ class Analysis:
         r = self.raising
         if not self.evidence and self.unreadable:
             return (f"the function's return value could not be read on any input: {self.unreadable}; check the "
-                    f"adapter (--adapter {session_adapter(self)}) and what the function returns")
+                    f"adapter (--adapter {self.adapter}) and what the function returns")
         if r.every_call:
             return (f"the function could not be called successfully on any input: it raised {r.error} on every "
-                    f"call (first input: {r.first_text()}); check the adapter (--adapter {session_adapter(self)}) "
+                    f"call (first input: {r.first_text()}); check the adapter (--adapter {self.adapter}) "
                     "and --arrays, or the environment it needs")
         if r.raised and r.environment:
             return (f"the function cannot run in this environment: {r.text()} -- an API it uses is missing or "
@@ -57,10 +57,6 @@ class Analysis:
         if self.verdict is not None and self.verdict.survivors and self.verdict.compared == 0 and not r.raised:
             return "no value the function returned could be compared with the reference"
         return None
-
-
-def session_adapter(a: "Analysis") -> str:
-    return a.adapter or "?"
 
 
 def split_pool(session: Session, seeds: Sequence[int] = range(7, 17), per_family: int = 3):
@@ -131,13 +127,6 @@ def analyse(session: Session, evs: Optional[Sequence[Evaluation]] = None, split:
     out.verdict = Verdict([], -1, 0, len(evidence), n_split)
     out.raising = findings.raising(session, evs, lambda rec: _defined(session, session.protocol_candidate, rec))
     return out
-
-
-def _allowed(session: Session, a: Analysis) -> List:
-    """The calls that raised where the best candidate expects no value."""
-    raised_ids = {(id(rec.ev), rec.index) for rec in a.raising.raised}
-    return [findings.CallRecord(ev, i) for ev in a.evidence + [e for e in session.observed if not e.any_read]
-            for i, o in enumerate(ev.outcomes) if o.kind == "raised" and (id(ev), i) not in raised_ids]
 
 
 def _defined(session: Session, cand: Candidate, rec) -> bool:
@@ -363,7 +352,8 @@ def identification(session: Session, a: Analysis) -> Identification:
     if r.raised:
         extra.append("  also: " + r.text())
     elif r.allowed:
-        extra.append(f"  note: it raises {r.allowed_error} on {r.allowed} call(s) where the value is undefined "
+        error = r.allowed[0].outcome.error.splitlines()[0][:200]
+        extra.append(f"  note: it raises {error} on {len(r.allowed)} call(s) where the value is undefined "
                      "(a query or input the convention leaves out): allowed")
     if a.mutated:
         extra.append("  also: " + a.mutated)
@@ -386,7 +376,7 @@ def identification(session: Session, a: Analysis) -> Identification:
     # an alternative under which the function raises where a value is due is not equally consistent
     due = len(r.raised)
     others = [c for c in v.survivors[1:]
-              if sum(_defined(session, c, rec) for rec in r.raised + _allowed(session, a)) == due]
+              if sum(_defined(session, c, rec) for rec in r.raised + r.allowed) == due]
     alts = alternatives(best, others, a.dims)
     if alts:
         how = ("no input tried tells them apart" if not v.undecided

@@ -114,6 +114,7 @@ class Predictor:
         self.per_query = per_query
         self._cases: Dict[Tuple[int, str], Case] = {}
         self._tables: Dict[Tuple, Optional[Table]] = {}
+        self._kept_counts: Dict[Tuple[int, str], List[int]] = {}
 
     # -- the input a buggy function effectively sees ----------------------------------------
     def _case(self, case: Case, cand: Candidate) -> Case:
@@ -139,6 +140,14 @@ class Predictor:
         same = (np.asarray(ql)[:, None, :] == np.asarray(dl)[None, :, :]).all(-1)
         return replace(case, name=case.name + " (exact labels)", relevance=case.relevance & same, codes=None,
                        golden=None)
+
+    def _kept(self, case: Case, base: str) -> List[int]:
+        """Non-junk gallery items per query (asked once per input, not per candidate)."""
+        key = (id(case), base)
+        if key not in self._kept_counts:
+            _, junk = self.cache.effective(case, base)
+            self._kept_counts[key] = [case.n_gallery - int(row.sum()) for row in junk]
+        return self._kept_counts[key]
 
     # -- per-query values -----------------------------------------------------------------
     def _table(self, case: Case, conv: Convention, k: Optional[int], max_rank: int, cand: Candidate,
@@ -242,8 +251,7 @@ class Predictor:
             n = case.n_gallery
             # the "gallery" rule: torchreid lowers max_rank to the gallery size, and each query's CMC
             # row is cut from its ranking after junk removal (rows of one length when they agree)
-            _, junk = self.cache.effective(self._case(case, cand), conv.base)
-            kept = [n - int(junk[q].sum()) for q in range(n_q) if counted[q]]
+            kept = [c for c, q_counted in zip(self._kept(self._case(case, cand), conv.base), counted) if q_counted]
             gallery = {min(call.max_rank, n)} | ({min(call.max_rank, min(kept))} if kept else set())
             lengths = {"max_rank": {call.max_rank}, "gallery": gallery}
             out["cmc_lengths"] = (lengths[cand.cmc_length] if cand.cmc_length
@@ -309,8 +317,3 @@ def agreement(pred: Optional[Dict[str, Any]], reading: Reading, atol: float, rto
         if not within(value, iv, atol, rtol):
             return False, compared
     return True, compared
-
-
-def same_prediction(a: Optional[Dict[str, Any]], b: Optional[Dict[str, Any]]) -> bool:
-    """Whether two candidates predict the same thing for a call (then the call cannot split them)."""
-    return a == b

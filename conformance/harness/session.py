@@ -178,10 +178,7 @@ class Session:
         return self.runner
 
     def _make_runner(self, arrays: str) -> Runner:
-        try:
-            return Runner(self.func, self.timeout, self.isolation, arrays, warmup_timeout=self.warmup_timeout)
-        except TypeError:  # an older runner without warm-up
-            return Runner(self.func, self.timeout, self.isolation, arrays)
+        return Runner(self.func, self.timeout, self.isolation, arrays, warmup_timeout=self.warmup_timeout)
 
     def close(self) -> None:
         if self.runner is not None:
@@ -200,11 +197,9 @@ class Session:
             self._success_count += 1
         return out
 
-    def _invoke(self, runner: Runner, call: ad.Call) -> Outcome:
-        try:
-            return runner.call(call.args, call.kwargs, names=call.names)
-        except TypeError:  # an older runner without argument names
-            return runner.call(call.args, call.kwargs)
+    @staticmethod
+    def _invoke(runner: Runner, call: ad.Call) -> Outcome:
+        return runner.call(call.args, call.kwargs, names=call.names)
 
     def _call_once(self, call: ad.Call) -> Outcome:
         out = self._invoke(self._runner(), call)
@@ -228,11 +223,15 @@ class Session:
         dims = ["ties", "ap_rule", "ap_at_k", "empty"]
         return self.convention.label(dims)
 
+    def adapter_calls(self, case: Case) -> List[ad.Call]:
+        """The adapter's calls for ``case``; :class:`~.adapters.Skip` when it cannot express it."""
+        rel, junk = self.cache.effective(case, self.convention.base)
+        return self.adapter.calls(case, rel, junk, self.arrays)
+
     def calls(self, case: Case) -> List[ad.Call]:
         """The adapter's calls for ``case`` ([] when it cannot express it)."""
-        rel, junk = self.cache.effective(case, self.convention.base)
         try:
-            return self.adapter.calls(case, rel, junk, self.arrays)
+            return self.adapter_calls(case)
         except ad.Skip:
             return []
 
@@ -242,9 +241,8 @@ class Session:
         if case.k is not None and not self.protocol_k:
             ev.skipped = f"the protocol {self.protocol!r} defines no AP@k (give --ap-at-k to check one)"
             return ev
-        rel, junk = self.cache.effective(case, self.convention.base)
         try:
-            ev.calls = self.adapter.calls(case, rel, junk, self.arrays)
+            ev.calls = self.adapter_calls(case)
         except ad.Skip as exc:
             ev.skipped = str(exc)
             return ev
