@@ -5,6 +5,8 @@
 3. Tie groups of more than ~1,000 items gave NaN in the CMC under ties="expected".
 4. Finite embeddings whose distances overflow float32 gave inf/NaN (or, for cosine, 1).
 5. Per-query values changed with the block size, means with the order of the queries.
+6. Inputs whose errors named no argument (ragged lists, generators, scalars, exotic dtypes and
+   tensors, unhashable option values), found by the fuzz campaign (``conformance/fuzz``).
 
 Every test runs for every registered implementation (skipped where it cannot run).
 """
@@ -255,3 +257,74 @@ def test_float_mean_is_the_correctly_rounded_exact_mean():
         assert float_mean(values[list(perm)]) == want
     assert float_mean(np.array([1.0, 0.0, 1.0])) == float(Fraction(2, 3))
     assert np.isnan(float_mean(np.array([1.0, np.nan])))
+
+
+# -- 6. every bad input named, before any implementation runs ------------------------------
+PLAIN = dict(distances=[[0.0, 1.0, 2.0], [2.0, 1.0, 0.0]], query_labels=[1, 2], db_labels=[1, 2, 1])
+
+
+def _torch():
+    return pytest.importorskip("torch")
+
+
+BAD_INPUTS = [
+    ("distances", lambda: [[0.0, 1.0, 2.0], [2.0, 1.0]], "every row must have the same length"),
+    ("distances", lambda: (row for row in [[0.0, 1.0, 2.0], [2.0, 1.0, 0.0]]), "got a generator"),
+    ("distances", lambda: np.float64(1.0), "got the scalar 1.0"),
+    ("db_labels", lambda: "abc", "got a str"),
+    ("db_labels", lambda: {1, 2, 3}, "got a set"),
+    ("distances", lambda: np.zeros((2, 3), dtype=complex), "dtype=complex128"),
+    ("distances", lambda: np.zeros((2, 3), dtype=[("a", "f8")]), "expected real numbers"),
+    ("db_labels", lambda: np.array([Fraction(1), Fraction(2), Fraction(1)], dtype=object), "dtype=object"),
+    ("distances", lambda: _torch().zeros(2, 3).to_sparse(), "to_dense()"),
+    ("distances", lambda: _torch().zeros(2, 3, device="meta"), "'meta' device"),
+    ("distances", lambda: _torch().zeros(2, 3, dtype=_torch().complex64), "expected real numbers"),
+]
+
+
+@pytest.mark.parametrize("name", IMPLS)
+@pytest.mark.parametrize("arg, make, says", BAD_INPUTS, ids=[f"{a}-{s[:20]}" for a, _, s in BAD_INPUTS])
+def test_bad_array_inputs_are_named(name, arg, make, says):
+    require_implementation(name)
+    with pytest.raises(TypeError) as info:
+        rc.evaluate(**dict(PLAIN, **{arg: make()}), implementation=name)
+    message = str(info.value)
+    assert message.startswith(f"{arg}:") and says in message, message
+
+
+@pytest.mark.parametrize("name", IMPLS)
+@pytest.mark.parametrize("option, value", [("protocol", ["reid"]), ("ties", ["stable"]), ("metric", "manhattan"),
+                                           ("metric", {1}), ("empty", 5)])
+def test_bad_option_values_are_named(name, option, value):
+    require_implementation(name)
+    with pytest.raises((TypeError, ValueError), match=f"^{option}: "):
+        rc.evaluate(**PLAIN, **{option: value}, implementation=name)
+
+
+def test_error_messages_stay_short_whatever_was_passed():
+    with pytest.raises(TypeError) as info:
+        rc.evaluate(**PLAIN, k=list(range(10**6)))
+    assert len(str(info.value)) < 300
+
+
+@pytest.mark.parametrize("name", IMPLS)
+def test_bfloat16_tensors_are_read_exactly(name):
+    """bfloat16 values are float32 values: the result equals the float32 tensor's."""
+    require_implementation(name)
+    torch = _torch()
+    values = torch.tensor([[0.5, 1.0, 1.0, 3.0], [2.0, 0.25, 2.0, 0.5]])
+    kw = dict(query_labels=[1, 2], db_labels=[1, 2, 1, 2], ties="expected")
+    want = rc.evaluate(distances=values, **kw, implementation=name)
+    got = rc.evaluate(distances=values.to(torch.bfloat16), **kw, implementation=name)
+    assert got.map == want.map and np.array_equal(got.cmc, want.cmc)
+
+
+@pytest.mark.parametrize("name", IMPLS)
+def test_one_row_with_a_negative_stride(name):
+    """numpy calls a one-row view with a negative row stride contiguous; torch refuses such memory."""
+    require_implementation(name)
+    rows = np.ascontiguousarray(np.array([[0.0, 1.0, 2.0]])[::-1])
+    view = np.flip(np.ascontiguousarray(np.flip(rows, 0)), 0)
+    assert view.strides[0] < 0 or view.shape[0] == 1
+    got = rc.evaluate(distances=view, relevance=[[0, 1, 1]], implementation=name)
+    assert got.map == rc.evaluate(distances=rows, relevance=[[0, 1, 1]]).map

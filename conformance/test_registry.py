@@ -35,3 +35,24 @@ def test_without_a_compiler_c_reports_itself_unavailable():
     with pytest.raises(rc.ImplementationUnavailable, match="implementation 'c' is unavailable"):
         rc.evaluate(distances=np.zeros((1, 2)), relevance=[[1, 0]], implementation="c")
     assert registry.get("auto").name != "c"
+
+
+def test_speed_ranks_known_without_import_match_the_classes():
+    for name, rank in registry._BUILT_IN_RANKS.items():
+        if registry.unavailable_reason(name) is None:
+            assert registry.get(name).speed_rank == rank, name
+
+
+def test_auto_does_not_import_torch_when_c_runs():
+    """Importing torch costs seconds on a first call: ``auto`` must not pay it to pick C."""
+    if registry.unavailable_reason("c") is not None:
+        pytest.skip(registry.unavailable_reason("c"))
+    import subprocess
+    import sys
+
+    code = ("import sys, retrieval_conformance as rc; "
+            "r = rc.evaluate(distances=[[0.0, 1.0]], relevance=[[1, 0]], implementation='auto'); "
+            "print(r.implementation, 'torch' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["c", "False"]

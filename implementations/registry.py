@@ -45,6 +45,12 @@ _SPECS: Dict[str, str] = {
     "c": "retrieval_conformance.implementations.c_backend:CImplementation",
 }
 _CACHE: Dict[str, Implementation] = {}
+#: the built-in implementations' ``speed_rank``, known without importing them
+_BUILT_IN_RANKS = {"c": 0, "numpy": 10, "torch": 20, "reference": 1000}
+
+
+def _speed_rank(name: str) -> int:
+    return _BUILT_IN_RANKS[name] if name in _BUILT_IN_RANKS and not callable(_SPECS[name]) else _load(name).speed_rank
 
 
 def names() -> List[str]:
@@ -56,6 +62,14 @@ def register(name: str, factory: Callable[[], Implementation]) -> None:
     """Register an extra implementation (a factory called once, lazily)."""
     _CACHE.pop(name, None)
     _SPECS[name] = factory  # type: ignore[assignment]
+
+
+def unregister(name: str) -> None:
+    """Remove an implementation added with :func:`register` (the built-in ones stay)."""
+    if name in ("reference", "numpy", "torch", "c"):
+        raise ValueError(f"name: {name!r} is built in and cannot be unregistered")
+    _SPECS.pop(name, None)
+    _CACHE.pop(name, None)
 
 
 def _load(name: str) -> Implementation:
@@ -94,8 +108,12 @@ def get(name: str) -> Implementation:
     cannot run here.
     """
     if name == "auto":
-        usable = [_load(n) for n in available()]
-        return min(usable, key=lambda impl: impl.speed_rank)
+        # fastest first, loading each only when the faster ones cannot run: picking C must not
+        # import torch (seconds on a first call)
+        for candidate in sorted(names(), key=_speed_rank):
+            if unavailable_reason(candidate) is None:
+                return _load(candidate)
+        raise ImplementationUnavailable("no implementation can run here")  # the reference always can
     if name not in _SPECS:
         raise ValueError(
             f"implementation: unknown implementation {name!r}; expected one of "

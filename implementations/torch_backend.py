@@ -151,7 +151,9 @@ class _TorchSource:
 
         def dev(a, dtype=None):
             a = np.ascontiguousarray(a)
-            if not a.flags.writeable:  # torch wants writable memory even when it only reads
+            # torch wants writable memory even when it only reads, and no negative stride (numpy
+            # calls a one-row view with a negative row stride contiguous)
+            if not a.flags.writeable or any(step < 0 for step in a.strides):
                 a = a.copy()
             t = torch.from_numpy(a).to(device)
             return t if dtype is None else t.to(dtype)

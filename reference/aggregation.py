@@ -21,6 +21,10 @@ import numpy as np
 from retrieval_conformance.reference.problem import ExactResult, Options, PerQuery, Result
 
 
+class NoQueryCountedWarning(UserWarning):
+    """Every query was left out by the empty-query policy, so every mean is NaN."""
+
+
 def empty_queries(pq: PerQuery, options: Options) -> np.ndarray:
     """Boolean mask of the queries the empty-query policy acts on."""
     if options.empty == "skip_no_hit":
@@ -117,7 +121,8 @@ def aggregate(pq: PerQuery, options: Options, protocol: str, implementation: str
         )
     counted = ~empty if options.empty in ("skip", "skip_no_hit") else np.ones_like(empty)
     if not counted.any():
-        warnings.warn("no query is counted under empty=%r: every mean is NaN" % options.empty, stacklevel=3)
+        warnings.warn("no query is counted under empty=%r: every mean is NaN" % options.empty,
+                      NoQueryCountedWarning, stacklevel=3)
     poisoned = options.empty == "nan" and empty.any()
 
     def per_query(values: np.ndarray) -> np.ndarray:

@@ -33,6 +33,10 @@ def query_distances(problem: Problem, q: int) -> List:
     return [hamming_bits(qbits, [int(b) for b in row]) for row in problem.db_bits]
 
 
+#: the metrics ``embedding_distances`` computes
+METRICS = ("euclidean", "cosine")
+
+
 def embedding_distances(query_embeddings, db_embeddings, metric: str = "euclidean", row0: int = 0) -> np.ndarray:
     """Distance matrix (Q, N) from embeddings, computed once for all implementations.
 

@@ -13,7 +13,7 @@ import numpy as np
 from retrieval_conformance.reference import validation as v
 from retrieval_conformance.reference.aggregation import aggregate
 from retrieval_conformance.reference.cutoffs import compute_within_gallery
-from retrieval_conformance.reference.distances import embedding_distances
+from retrieval_conformance.reference.distances import METRICS, embedding_distances
 from retrieval_conformance.reference.presets import get_preset
 from retrieval_conformance.reference.problem import (
     AP_AT_K_DENOMINATORS,
@@ -246,6 +246,7 @@ def evaluate(
         k_given=k is not _UNSET,
     )
     preset = get_preset(protocol)
+    metric = v.choice("metric", metric, METRICS)
     if (query_cams is not None or db_cams is not None) and "same_id_cam" not in preset.junk:
         raise ValueError(
             f"query_cams: protocol {protocol!r} has no camera junk rule; use protocol='reid' or "
@@ -258,11 +259,17 @@ def evaluate(
                         db_cams=db_cams if "same_id_cam" in preset.junk else None, metric=metric,
                         junk_ids=(-1,) if "minus_one" in preset.junk else ())
     impl = get(implementation)
+    # every array argument read as an array once (no copy of numpy arrays, memory maps or CPU
+    # tensors), so a scalar, a generator, a ragged list or an exotic tensor is named here
+    for side in (query_side, gallery_side):
+        for key, value in side.items():
+            if value is not None and key not in ("metric", "junk_ids"):
+                side[key] = v.array_input(key, value)
     for key in ("distances", "scores", "query_codes", "query_embeddings"):
-        value = query_side[key]
-        if value is not None and not hasattr(value, "detach"):
-            v.check_ndim(key, np.asarray(value), 2, "one row per query")
+        if query_side[key] is not None:
+            v.check_ndim(key, query_side[key], 2, "one row per query")
     n_q, n_g = _input_shape(query_side, gallery_side)
+    _check_not_transposed(query_side, gallery_side)
     for key, value in query_side.items():
         if value is not None and hasattr(value, "__len__") and len(value) != n_q:
             shape = getattr(value, "shape", (len(value),))
@@ -343,6 +350,22 @@ def _input_shape(query_side, gallery_side):
                         if gallery_side[key] is not None), None)
         n_g = rows_of(gallery) or 1
     return n_q, n_g
+
+
+def _check_not_transposed(query_side, gallery_side) -> None:
+    """A (gallery x queries) matrix would otherwise be reported as a row-count problem of the labels."""
+    ql, dl = query_side["query_labels"], gallery_side["db_labels"]
+    if ql is None or dl is None:
+        return
+    for key in ("distances", "scores", "relevance", "junk"):
+        matrix = query_side[key]
+        if matrix is None or matrix.ndim != 2 or matrix.shape[0] == matrix.shape[1]:
+            continue
+        if matrix.shape == (len(dl), len(ql)):
+            raise ValueError(
+                f"{key}: got shape {matrix.shape} (gallery x queries?), but query_labels has {len(ql)} rows "
+                f"and db_labels {len(dl)}: pass {key}.T, one row per query and one column per gallery item"
+            )
 
 
 def _block_rows(n_q: int, n_g: int, block_size: Optional[int]) -> int:

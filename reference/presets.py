@@ -43,6 +43,9 @@ PRESETS: Dict[str, Preset] = {
 
 
 def get_preset(name: str) -> Preset:
+    if not isinstance(name, str):
+        raise TypeError(
+            f"protocol: expected a preset name (str), got {type(name).__name__}; pass one of {sorted(PRESETS)}")
     if name not in PRESETS:
         raise ValueError(f"protocol: unknown preset {name!r}; expected one of {sorted(PRESETS)}")
     return PRESETS[name]

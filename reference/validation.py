@@ -13,18 +13,79 @@ import numpy as np
 
 
 def _to_numpy(name: str, value: Any) -> np.ndarray:
-    """Accept numpy arrays, array-likes and torch tensors (moved to the CPU)."""
+    """Accept numpy arrays, array-likes and torch tensors (moved to the CPU).
+
+    Everything else is refused here, by name, before numpy can turn it into something else:
+    a generator or a set would become a 0-d object array, a string an array of one string.
+    """
     if value is None:
         raise TypeError(f"{name}: expected an array, got None")
     if hasattr(value, "detach") and hasattr(value, "cpu"):  # a torch tensor, without importing torch
-        value = value.detach().cpu().numpy()
+        value = _tensor_to_numpy(name, value)
+    elif isinstance(value, (str, bytes, bytearray, dict, set, frozenset)) or hasattr(value, "__next__"):
+        raise TypeError(
+            f"{name}: expected an array (numpy array, torch tensor or nested list of numbers), "
+            f"got a {type(value).__name__}; pass np.asarray(list(...)) of the values instead"
+        )
     try:
         arr = np.asarray(value)
     except Exception as exc:  # ragged lists and the like
-        raise TypeError(f"{name}: expected an array-like of numbers ({exc})") from None
+        raise TypeError(
+            f"{name}: expected a rectangular array of numbers, got a {type(value).__name__} numpy cannot "
+            f"read as one ({str(exc)[:200]}); every row must have the same length"
+        ) from None
     if arr.dtype == object:
-        raise TypeError(f"{name}: expected an array of numbers, got dtype=object (ragged or mixed input?)")
+        raise TypeError(
+            f"{name}: expected an array of numbers, got dtype=object (ragged rows, or Python objects such "
+            "as Fraction or Decimal?); pass a float or integer array, e.g. np.asarray(x, dtype=np.float64)"
+        )
+    if arr.dtype.fields is not None or arr.dtype.kind == "V":  # strings, complex, ...: the callers name them
+        raise TypeError(
+            f"{name}: expected real numbers, got dtype={arr.dtype}; pass a float, integer or bool array"
+        )
     return arr
+
+
+def _tensor_to_numpy(name: str, tensor: Any) -> np.ndarray:
+    """A torch tensor's values as a numpy array, or a named error for tensors without plain values."""
+    layout = str(getattr(tensor, "layout", "torch.strided"))
+    if layout != "torch.strided":
+        raise TypeError(f"{name}: got a torch tensor with layout={layout}; pass a dense one: {name}.to_dense()")
+    device = str(getattr(tensor, "device", "cpu"))
+    if device == "meta":
+        raise TypeError(
+            f"{name}: got a torch tensor on the 'meta' device, which has a shape but no values; "
+            "pass a tensor that holds the values (on any real device)"
+        )
+    dtype = str(getattr(tensor, "dtype", ""))
+    if dtype == "torch.bfloat16":
+        tensor = tensor.float()  # exact: every bfloat16 is a float32 (numpy has no bfloat16)
+    elif dtype.startswith("torch.complex"):
+        raise TypeError(f"{name}: expected real numbers, got a tensor of dtype={dtype}; pass a real tensor")
+    try:
+        return tensor.detach().cpu().numpy()
+    except Exception as exc:  # quantized, nested or other tensors numpy cannot view
+        raise TypeError(
+            f"{name}: cannot read this torch tensor (dtype={dtype}, device={device}: {str(exc)[:200]}); "
+            f"pass a plain dense tensor, e.g. {name}.to_dense().float()"
+        ) from None
+
+
+def array_input(name: str, value: Any) -> np.ndarray:
+    """An array argument as a numpy array (no copy for numpy arrays and CPU tensors), at least 1-D."""
+    arr = _to_numpy(name, value)
+    if arr.ndim == 0:
+        raise TypeError(
+            f"{name}: expected an array, got the scalar {str(arr.item())[:40]!s} ({type(value).__name__}); "
+            "pass one value per query or gallery item"
+        )
+    return arr
+
+
+def shown(value: Any, limit: int = 60) -> str:
+    """``repr(value)`` cut to ``limit`` characters: a message must stay readable whatever was passed."""
+    text = object.__repr__(value) if isinstance(value, (list, tuple, dict, set)) and len(value) > 20 else repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 def _where(arr: np.ndarray, mask: np.ndarray) -> str:
@@ -141,8 +202,12 @@ def labels_pair(query_labels: Any, db_labels: Any) -> Tuple[np.ndarray, np.ndarr
             raise TypeError(f"{name}: expected 0/1 multi-hot labels, got dtype={arr.dtype}")
         bad = (arr != 0) & (arr != 1)
         if bad.any():
+            hint = ""
+            if arr.shape[1] == 1:  # a column of ids, not multi-hot rows
+                hint = (f"; a {arr.shape} column holds one id per row: pass {name}.ravel() (1-D ids), or "
+                        "multi-hot rows of 0/1")
             raise ValueError(
-                f"{name}: expected multi-hot labels in {{0, 1}}, found {arr[bad].flat[0]} at {_where(arr, bad)}"
+                f"{name}: expected multi-hot labels in {{0, 1}}, found {arr[bad].flat[0]} at {_where(arr, bad)}{hint}"
             )
         out.append(np.ascontiguousarray(arr != 0, dtype=np.uint8))
     return out[0], out[1]
@@ -233,7 +298,7 @@ def positive_int(name: str, value: Any, allow_none: bool = False) -> Optional[in
     what = "k=None for the whole gallery, or " if name == "k" and allow_none else ""
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Integral):
         raise TypeError(
-            f"{name}: expected a positive integer, got {value!r} ({type(value).__name__}); "
+            f"{name}: expected a positive integer, got {shown(value)} ({type(value).__name__}); "
             f"pass {what}a Python int, e.g. {name}={_example(value)}"
         )
     value = operator.index(value)  # exact, whatever the integer type
@@ -275,13 +340,15 @@ def non_negative_number(name: str, value: Any) -> Optional[float]:
     if value is None:
         return None
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
-        raise TypeError(f"{name}: expected a non-negative number, got {value!r}")
+        raise TypeError(f"{name}: expected a non-negative number, got {shown(value)} ({type(value).__name__})")
     if not np.isfinite(value) or value < 0:
         raise ValueError(f"{name}: expected a finite non-negative number, got {value}")
     return float(value)
 
 
 def choice(name: str, value: Any, allowed: Tuple[str, ...]) -> str:
+    if not isinstance(value, str):
+        raise TypeError(f"{name}: expected one of {list(allowed)} (a str), got {type(value).__name__}")
     if value not in allowed:
-        raise ValueError(f"{name}: expected one of {list(allowed)}, got {value!r}")
+        raise ValueError(f"{name}: expected one of {list(allowed)}, got {shown(value)}")
     return value

@@ -1,0 +1,126 @@
+"""``python -m retrieval_conformance.conformance.fuzz``: run the fuzz campaign, or show one case.
+
+Exit status: 0 when every case ended in the reference's numbers or a named error, 1 when
+anything else happened (each finding is listed with the command that reproduces it), 2 on a
+usage error.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import signal
+import sys
+import traceback
+from typing import List, Optional
+
+from .campaign import PROFILES, Report, reproduce_command, run_campaign
+
+
+def _progress(report: Report) -> None:
+    done = report.cases
+    total = report.stop - report.start
+    rate = done / report.seconds if report.seconds else 0.0
+    left = (total - done) / rate / 60 if rate else float("inf")
+    sys.stderr.write(f"\rcases {done}/{total} ({100 * done / total:.1f}%), {rate:.0f}/s, "
+                     f"~{left:.0f} min left, findings {len(report.findings)}   ")
+    sys.stderr.flush()
+
+
+CHECKPOINT_SECONDS = 60.0
+
+
+def _write_json(path: str, report: Report, complete: bool = False) -> None:
+    data = dict(report.as_dict(), complete=complete)
+    with open(path + ".tmp", "w") as f:
+        json.dump(data, f, indent=1)
+    os.replace(path + ".tmp", path)
+
+
+def show_case(seed: int, index: int, implementations: Optional[List[str]]) -> int:
+    """Print case ``index`` and what each implementation does with it (in this process)."""
+    import retrieval_conformance as rc
+
+    from .cases import draw_case
+    from .classify import classify
+    from .draw import RandomDraw, case_rng
+
+    def build():
+        return draw_case(RandomDraw(case_rng(seed, index)))
+
+    case = build()
+    print(f"case {index} of seed {seed}: {case.describe()}")
+    print(f"  expected: {case.expect}" + (f", {case.relation} as its twin" if case.twin else ""))
+    names = implementations or ["reference"] + [n for n in rc.available_implementations() if n != "reference"]
+    for name in names:
+        try:
+            res = rc.evaluate(**build().kwargs, implementation=name)
+            print(f"  {name}: map={res.map!r} minp={res.minp!r} cmc[0]={res.cmc[0]!r}")
+        except Exception:
+            print(f"  {name} raised:")
+            print("    " + "    ".join(traceback.format_exc(limit=4).splitlines(True)))
+    outcome = classify(build, names)
+    print(f"outcome: {outcome.kind}" + (f" ({outcome.implementation}: {outcome.detail})" if not outcome.clean else ""))
+    return 0 if outcome.clean else 1
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    # a terminated campaign still stops its worker processes (SystemExit runs the cleanup)
+    signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(143))
+    default = os.environ.get("RC_FUZZ", "quick")
+    parser = argparse.ArgumentParser(prog="python -m retrieval_conformance.conformance.fuzz", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--profile", choices=sorted(PROFILES), default=default if default in PROFILES else "quick",
+                        help="quick (CI) or long (RC_FUZZ=long); sets --cases and --timeout")
+    parser.add_argument("--cases", type=int, help="number of cases (default: the profile's)")
+    parser.add_argument("--start", type=int, default=0, help="first case index (to resume or split a campaign)")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--workers", type=int, help="worker processes (default: every core)")
+    parser.add_argument("--timeout", type=float, help="seconds per case before it counts as a hang")
+    parser.add_argument("--implementations", nargs="+",
+                        help="the oracle first (default: reference, then all available)")
+    parser.add_argument("--case", type=int, help="show one case and what every implementation does with it")
+    parser.add_argument("--json", help="write the report to this file")
+    parser.add_argument("--quiet", action="store_true", help="no progress line")
+    args = parser.parse_args(argv)
+    if args.case is not None:
+        return show_case(args.seed, args.case, args.implementations)
+    profile = PROFILES[args.profile]
+    cases = args.cases if args.cases is not None else profile.cases
+    if cases < 1:
+        print(f"error: --cases: expected a positive number, got {cases}", file=sys.stderr)
+        return 2
+    checkpoint = {"at": 0.0}
+
+    def progress(report: Report) -> None:
+        if not args.quiet:
+            _progress(report)
+        # a long campaign keeps its report on disk as it goes: an interrupted run is not lost
+        if args.json and report.seconds - checkpoint["at"] >= CHECKPOINT_SECONDS:
+            checkpoint["at"] = report.seconds
+            _write_json(args.json, report)
+
+    report = run_campaign(seed=args.seed, cases=cases, implementations=args.implementations,
+                          workers=args.workers, timeout=args.timeout or profile.timeout, start=args.start,
+                          progress=progress)
+    if not args.quiet:
+        sys.stderr.write("\n")
+    print(f"fuzz campaign, profile {profile.name}, seed {args.seed}: {report.cases} cases "
+          f"({report.start}..{report.stop - 1}) through {', '.join(report.implementations)} "
+          f"in {report.seconds / 60:.1f} min")
+    for kind, count in sorted(report.counts.items(), key=lambda kv: -kv[1]):
+        print(f"  {kind:<17} {count}")
+    if args.json:
+        _write_json(args.json, report, complete=True)
+    if not report.findings:
+        print("PASSED: 0 wrong numbers, 0 unnamed errors, 0 crashes, 0 hangs")
+        return 0
+    print(f"FAILED: {len(report.findings)} finding(s)")
+    for f in report.findings[:50]:
+        print(f"  case {f.index} [{f.change}] {f.kind} {f.implementation}: {f.detail[:300]}")
+        print(f"    reproduce: {reproduce_command(args.seed, f.index)}")
+    return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
