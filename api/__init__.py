@@ -3,13 +3,15 @@
 >>> import retrieval_conformance as rc
 >>> res = rc.evaluate(distances=D, query_labels=q_ids, db_labels=g_ids, protocol="reid")
 """
+from retrieval_conformance.accumulator import Accumulator
+from retrieval_conformance.compare import Comparison, compare
 from retrieval_conformance.implementations.registry import (
     ImplementationUnavailable,
 )
 from retrieval_conformance.implementations.registry import (
     available as available_implementations,
 )
-from retrieval_conformance.reference.curves import plot_cmc, plot_pr_curves, pr_curve
+from retrieval_conformance.reference.curves import mean_pr_curve, plot_cmc, plot_pr_curves, pr_curve
 from retrieval_conformance.reference.evaluate import build_problem, evaluate, resolve_options
 from retrieval_conformance.reference.landmark import (
     LANDMARK_PROTOCOLS,
@@ -25,7 +27,7 @@ from retrieval_conformance.reference.landmark import (
     roxford_split,
 )
 from retrieval_conformance.reference.presets import PRESETS
-from retrieval_conformance.reference.problem import Options, PerQuery, Problem, Result
+from retrieval_conformance.reference.problem import Options, PerQuery, Problem, Result, ResultsAtK
 from retrieval_conformance.reference.readers import (
     RestrictedUnpickler,
     read_gt_folder,
@@ -52,6 +54,9 @@ def identify(func, adapter="hashing-codes", **kwargs):
 
 __all__ = [
     "evaluate",
+    "Accumulator",
+    "compare",
+    "Comparison",
     "check_function",
     "identify",
     "build_problem",
@@ -62,7 +67,9 @@ __all__ = [
     "PerQuery",
     "Problem",
     "Result",
+    "ResultsAtK",
     "PRESETS",
+    "mean_pr_curve",
     "pr_curve",
     "plot_pr_curves",
     "plot_cmc",

@@ -1,4 +1,4 @@
-"""Command line: ``retrieval-conformance {golden,evaluate,check,bench,compute-ap,presets,explain}``."""
+"""Command line: ``retrieval-conformance {golden,evaluate,compare,check,bench,compute-ap,presets,explain}``."""
 from __future__ import annotations
 
 import argparse
@@ -7,10 +7,7 @@ import sys
 import time
 from typing import List, Optional
 
-import numpy as np
-
-EVALUATE_ARRAYS = ("distances", "scores", "query_codes", "db_codes", "query_embeddings", "db_embeddings",
-                   "relevance", "query_labels", "db_labels", "query_cams", "db_cams", "junk")
+from retrieval_conformance.array_files import EVALUATE_ARRAYS, ArrayBudget, read_array_file
 
 
 def _progress(done: int, total: int, label: str, stream=sys.stderr) -> None:
@@ -135,38 +132,91 @@ def _landmark_golden(args) -> int:
 
 # -- evaluate ------------------------------------------------------------------------------
 def _load_arrays(args) -> dict:
-    arrays = {}
-    if args.npz:
-        with np.load(args.npz, allow_pickle=False) as data:
-            for key in data.files:
-                if key not in EVALUATE_ARRAYS:
-                    raise SystemExit(f"error: {args.npz} holds {key!r}; expected names among {EVALUATE_ARRAYS}")
-                arrays[key] = data[key]
+    """The arrays named by ``--npz`` and the per-array options, read defensively.
+
+    Files are read with :func:`~retrieval_conformance.reference.readers.read_npz` /
+    :func:`~retrieval_conformance.reference.readers.read_npy`: only regular files of plain
+    arrays, each header's declared size checked against the data present and against
+    ``--max-array-bytes`` (all arrays together) before anything is allocated.
+
+    Raises
+    ------
+    ValueError
+        With a message naming the option, the file and what to do; ``evaluate_main``
+        prints it as ``error: ...`` and exits with status 2.
+    """
+    budget = ArrayBudget(args.max_array_bytes)
+    arrays = dict(read_array_file("--npz", args.npz, budget, archive=True)) if args.npz else {}
     for key in EVALUATE_ARRAYS:
         path = getattr(args, key)
         if path:
-            arrays[key] = np.load(path, allow_pickle=False)
+            arrays[key] = read_array_file("--" + key.replace("_", "-"), path, budget, archive=False)[""]
     return arrays
 
 
 def evaluate_main(args) -> int:
+    """``evaluate``: print the metrics of the arrays given; 0, or 2 for unusable input.
+
+    A missing, unreadable or hostile file (garbage, truncated zip, object arrays, a header
+    declaring more data than the file holds or than ``--max-array-bytes``), an unusable
+    ``--k`` or arrays that ``evaluate`` rejects print ``error: <what, which option or file,
+    what to do>`` on stderr and return 2.
+    """
     import retrieval_conformance as rc
 
-    arrays = _load_arrays(args)
+    # every failure of the input prints one line, "error: ...", and exits with 2 (a usage
+    # error), never a traceback
+    try:
+        arrays = _load_arrays(args)
+    except ValueError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
     overrides = {key: getattr(args, key) for key in ("ties", "ap_rule", "ap_at_k", "empty", "radius")}
     kwargs = dict(arrays, protocol=args.protocol, max_rank=args.max_rank,
                   implementation=args.implementation, **overrides)
     if args.k is not None:
-        kwargs["k"] = None if args.k.lower() in ("all", "none") else int(args.k)
+        cutoffs = _parse_k(args.k)
+        if cutoffs is None:
+            shown = args.k if len(args.k) <= 40 else args.k[:40] + "..."
+            print(f"error: --k: expected a positive integer, a list like 1,5,10, or 'all' for the whole gallery, "
+                  f"got {shown!r}", file=sys.stderr)
+            return 2
+        kwargs["k"] = cutoffs[0] if len(cutoffs) == 1 else tuple(cutoffs)
+        if len(cutoffs) > 1 and args.per_query:
+            print("error: --per-query: give one --k (per-query values are reported for one cut-off)",
+                  file=sys.stderr)
+            return 2
     try:
-        res = rc.evaluate(**kwargs)
-    except (ValueError, TypeError) as exc:
+        res = rc.evaluate(**kwargs, progress=args.progress and not args.quiet)
+    except (ValueError, TypeError, rc.ImplementationUnavailable) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    summary = res.summary()
+    if args.per_query:
+        return _print_per_query(res, args.per_query, args.query_ids)
     if args.json:
-        print(json.dumps(summary, indent=2, default=str))
+        print(json.dumps(res.summary(), indent=2, default=str))
         return 0
+    for one in (res.values() if isinstance(res, rc.ResultsAtK) else [res]):
+        if args.quiet:
+            print(f"{one.map!r}")
+        else:
+            _print_result(one)
+    return 0
+
+
+def _parse_k(text: str) -> Optional[list]:
+    """``all``/``none`` -> [None]; ``5`` -> [5]; ``1,5,10`` -> [1, 5, 10]; None when unusable."""
+    text = text.strip().lower()
+    if text in ("all", "none"):
+        return [None]
+    try:
+        values = [int(part) for part in text.split(",")]
+    except ValueError:
+        return None
+    return values if all(value >= 1 for value in values) else None
+
+
+def _print_result(res) -> None:
     o = res.options
     print(f"protocol {res.protocol} (implementation {res.implementation})")
     print(f"  ties={o.ties} ap_rule={o.ap_rule} k={o.k} ap_at_k={o.ap_at_k} empty={o.empty}")
@@ -181,6 +231,37 @@ def evaluate_main(args) -> int:
     if res.precision_at_radius is not None:
         print(f"  within radius {o.radius:g}: precision {res.precision_at_radius:.6f}, "
               f"recall {res.recall_at_radius:.6f}")
+
+
+def _print_per_query(res, fmt: str, ids_path: Optional[str]) -> int:
+    """One row per query (like ``trec_eval -q``), as text, JSON or CSV."""
+    import csv
+
+    query_ids = None
+    if ids_path:
+        try:
+            with open(ids_path, encoding="utf-8") as f:
+                query_ids = [line.rstrip("\n") for line in f if line.strip()]
+        except OSError as exc:
+            print(f"error: --query-ids {ids_path}: cannot read it ({exc.strerror}); pass a text file with "
+                  "one query id per line", file=sys.stderr)
+            return 2
+    try:
+        rows = res.per_query_table(query_ids)
+    except ValueError as exc:
+        print(f"error: --query-ids {ids_path}: {exc}", file=sys.stderr)
+        return 2
+    if fmt == "json":
+        print(json.dumps({"summary": res.summary(), "queries": rows}, indent=1, default=str))
+    elif fmt == "csv":
+        writer = csv.DictWriter(sys.stdout, fieldnames=list(rows[0]), lineterminator="\n")
+        writer.writeheader()
+        writer.writerows(rows)
+    else:
+        for row in rows:
+            query = row.pop("query")
+            for name, value in row.items():
+                print(f"{name}\t{query}\t{value}")
     return 0
 
 
@@ -211,7 +292,10 @@ def build_parser() -> argparse.ArgumentParser:
     for key in EVALUATE_ARRAYS:
         e.add_argument("--" + key.replace("_", "-"), dest=key, help=f"{key} as a .npy file")
     e.add_argument("--protocol", default="hashing")
-    e.add_argument("--k", help="cut-off (an integer, or 'all')")
+    e.add_argument("--k", help="cut-off: an integer, several (1,5,10,100: each reported), or 'all'")
+    e.add_argument("--max-array-bytes", type=int, metavar="N",
+                   help="refuse input arrays larger than N bytes in total, checked from the "
+                        "file headers before loading (default 2 GiB)")
     e.add_argument("--max-rank", type=int, default=50)
     e.add_argument("--ties")
     e.add_argument("--ap-rule")
@@ -220,6 +304,11 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument("--radius", type=float)
     e.add_argument("--implementation", default="auto")
     e.add_argument("--json", action="store_true", help="machine-readable output")
+    e.add_argument("--per-query", choices=("text", "json", "csv"),
+                   help="one row per query (text: 'metric<TAB>query<TAB>value' lines like trec_eval -q)")
+    e.add_argument("--query-ids", metavar="FILE", help="query ids for --per-query, one per line (default 0..Q-1)")
+    e.add_argument("--progress", action="store_true", help="show progress on stderr")
+    e.add_argument("--quiet", action="store_true", help="print only mAP (errors still go to stderr)")
     e.set_defaults(func=evaluate_main)
 
     p = sub.add_parser("presets", help="list the protocol presets")
@@ -228,21 +317,33 @@ def build_parser() -> argparse.ArgumentParser:
     from retrieval_conformance.reference import spec_cli
 
     spec_cli.add_parser(sub)  # explain [CLAUSE]: the specification's clauses
+    # listed in --help; main() hands their arguments to their own parsers
+    for name, (_, _, text) in DELEGATED.items():
+        sub.add_parser(name, help=text, add_help=False)
     return parser
+
+
+#: subcommands that parse their own arguments: name -> (module, function, help)
+DELEGATED = {
+    "compare": ("retrieval_conformance.compare", "compare_main",
+                "paired significance of metric differences between runs (permutation, t-test, bootstrap)"),
+    "check": ("retrieval_conformance.conformance.harness.cli", "check_main",
+              "check your own metric function against the reference, and name its conventions"),
+    "bench": ("retrieval_conformance.conformance.bench_report", "bench_main",
+              "speed benchmarks at dataset scale, with a regression gate"),
+    "compute-ap": ("retrieval_conformance.reference.landmark_cli", "compute_ap_main",
+                   "the VGG compute_ap program for Oxford/Paris ranked lists"),
+}
 
 
 def main(argv: Optional[List[str]] = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     # subcommands with their own argument parsing, provided by their modules
-    if argv and argv[0] == "check":
-        from retrieval_conformance.conformance.harness.cli import check_main
-        return check_main(argv[1:])
-    if argv and argv[0] == "bench":
-        from retrieval_conformance.conformance.bench_report import bench_main
-        return bench_main(argv[1:])
-    if argv and argv[0] == "compute-ap":
-        from retrieval_conformance.reference.landmark_cli import compute_ap_main
-        return compute_ap_main(argv[1:])
+    if argv and argv[0] in DELEGATED:
+        import importlib
+
+        module, function, _ = DELEGATED[argv[0]]
+        return getattr(importlib.import_module(module), function)(argv[1:])
     args = build_parser().parse_args(argv)
     return args.func(args)
 

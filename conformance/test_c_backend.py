@@ -653,6 +653,7 @@ def test_non_contiguous_inputs_are_copied_not_misread(cimpl):
 
 def test_not_built_reason(c_backend, monkeypatch):
     """Without the shared object the implementation says why and how to build it."""
+    monkeypatch.delenv("RC_C_LIBRARY", raising=False)  # (the sanitizer run points it at its own build)
     monkeypatch.setattr(c_backend, "_LIB", None)
     monkeypatch.setattr(c_backend, "_LOAD_ERROR", None)
     monkeypatch.setattr(c_backend.importlib.util, "find_spec", lambda name: None)

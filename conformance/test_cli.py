@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+from fractions import Fraction
 
 import numpy as np
 from retrieval_conformance.cli import main
@@ -44,3 +45,65 @@ def test_presets_table(capsys):
     assert main(["presets"]) == 0
     out = capsys.readouterr().out
     assert "reid-matlab" in out and "trapezoid" in out
+
+
+def test_help_lists_every_subcommand(capsys):
+    import pytest
+
+    with pytest.raises(SystemExit):
+        main(["--help"])
+    out = capsys.readouterr().out
+    for name in ("golden", "evaluate", "compare", "check", "bench", "compute-ap", "presets", "explain"):
+        assert name in out, name
+
+
+def _run_npz(tmp_path):
+    path = tmp_path / "run.npz"
+    np.savez(path, distances=np.array([[0.1, 0.2, 0.3], [0.3, 0.2, 0.1]]), query_labels=np.array([1, 2]),
+             db_labels=np.array([1, 2, 1]))
+    return str(path)
+
+
+def test_per_query_output_in_three_formats(tmp_path, capsys):
+    """q0: relevant at ranks 1 and 3 (AP = (1 + 2/3)/2 = 5/6); q1: relevant at rank 2 (AP = 1/2)."""
+    run = _run_npz(tmp_path)
+    ids = tmp_path / "ids.txt"
+    ids.write_text("q-a\nq-b\n")
+    assert main(["evaluate", "--npz", run, "--per-query", "csv", "--query-ids", str(ids)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].startswith("query,counted,n_relevant,ap,")
+    assert lines[1].startswith("q-a,True,2,0.8333333333333334,") and lines[2].startswith("q-b,True,1,0.5,")
+    assert main(["evaluate", "--npz", run, "--per-query", "json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    # the mean of the float64 per-query values, rounded once (not 2/3 rounded: 5/6 was rounded up)
+    mean = float((Fraction(5 / 6) + Fraction(1, 2)) / 2)
+    assert [row["ap"] for row in data["queries"]] == [5 / 6, 0.5] and data["summary"]["map"] == mean
+    assert main(["evaluate", "--npz", run, "--per-query", "text"]) == 0
+    assert "ap\t1\t0.5" in capsys.readouterr().out.splitlines()
+
+
+def test_cli_k_and_quiet(tmp_path, capsys):
+    run = _run_npz(tmp_path)
+    assert main(["evaluate", "--npz", run, "--k", "0"]) == 2
+    assert "--k: expected a positive integer, a list like 1,5,10, or 'all'" in capsys.readouterr().err
+    assert main(["evaluate", "--npz", run, "--quiet"]) == 0
+    assert capsys.readouterr().out.strip() == repr(float((Fraction(5 / 6) + Fraction(1, 2)) / 2))
+
+
+def test_compare_is_a_subcommand(tmp_path, capsys):
+    run = _run_npz(tmp_path)
+    assert main(["compare", run, run, "--names", "a", "b", "--resamples", "100"]) == 0
+    assert "mAP" in capsys.readouterr().out
+
+
+def test_several_cutoffs_on_the_command_line(tmp_path, capsys):
+    run = _run_npz(tmp_path)
+    assert main(["evaluate", "--npz", run, "--k", "1,2", "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert list(data) == ["k=1", "k=2"] and data["k=2"]["options"]["k"] == 2
+    assert main(["evaluate", "--npz", run, "--k", "1,2"]) == 0
+    out = capsys.readouterr().out
+    assert "mAP@1:" in out and "mAP@2:" in out
+    assert main(["evaluate", "--npz", run, "--k", "1,x"]) == 2
+    assert main(["evaluate", "--npz", run, "--implementation", "nope"]) == 2
+    assert "implementation: unknown implementation 'nope'" in capsys.readouterr().err

@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 from retrieval_conformance.conformance.fuzz.campaign import PROFILES, reproduce_command, run_campaign
 from retrieval_conformance.conformance.fuzz.cases import CHANGES, draw_case
@@ -38,6 +38,7 @@ def test_quick_campaign_in_worker_processes():
 
 
 @given(st.data())
+@settings(deadline=None)  # a case runs every implementation: far beyond hypothesis's 200 ms default
 def test_generated_cases_are_clean(data):
     """The same generator driven by hypothesis, so a failure shrinks to a small reproducer."""
     recorder = RecordingDraw(HypothesisDraw(data))

@@ -303,8 +303,13 @@ def test_bad_option_values_are_named(name, option, value):
 
 def test_error_messages_stay_short_whatever_was_passed():
     with pytest.raises(TypeError) as info:
-        rc.evaluate(**PLAIN, k=list(range(10**6)))
+        rc.evaluate(**PLAIN, radius=list(range(10**6)))
     assert len(str(info.value)) < 300
+
+
+def test_a_million_cutoffs_are_refused_at_once():
+    with pytest.raises(ValueError, match=r"^k: at most 100 cut-offs in one call, got 1000000"):
+        rc.evaluate(**PLAIN, k=list(range(1, 10**6 + 1)))
 
 
 @pytest.mark.parametrize("name", IMPLS)

@@ -243,10 +243,15 @@ def test_no_unrestricted_pickle_loading_in_landmark_modules():
     import retrieval_conformance.golden.compute_ap_tool as tool
     import retrieval_conformance.reference.landmark as landmark
     import retrieval_conformance.reference.landmark_cli as cli
+    import retrieval_conformance.reference.npy_files as npy_files
+    import retrieval_conformance.reference.pickle_opcodes as pickle_opcodes
+    import retrieval_conformance.reference.pickle_proxies as pickle_proxies
     import retrieval_conformance.reference.readers as readers
+    import retrieval_conformance.reference.revisitop_gnd as revisitop_gnd
+    import retrieval_conformance.reference.safe_pickle as safe_pickle
 
     banned = ("pickle." + "load(", "pickle." + "loads(")
-    for mod in (readers, landmark, cli, tool):
+    for mod in (readers, safe_pickle, pickle_opcodes, pickle_proxies, revisitop_gnd, npy_files, landmark, cli, tool):
         text = Path(mod.__file__).read_text(encoding="utf-8")
         assert not any(b in text for b in banned), mod.__name__
     here = Path(__file__).read_text(encoding="utf-8")

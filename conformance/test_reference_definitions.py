@@ -19,7 +19,7 @@ KEYS = {"ap": "ap", "p": "precision_at_k", "r": "recall_at_k", "inp": "inp", "rp
 
 
 def _reference(dist, rel, junk, **kw):
-    res = rc.evaluate(distances=dist, relevance=rel, junk=junk, empty="zero", **kw)
+    res = rc.evaluate(distances=dist, relevance=rel, junk=junk, empty="zero", implementation="reference", **kw)
     return res.per_query.exact
 
 

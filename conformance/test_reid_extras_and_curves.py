@@ -6,6 +6,7 @@ from fractions import Fraction as F
 
 import numpy as np
 import pytest
+import retrieval_conformance as rc
 from retrieval_conformance.reference.curves import plot_cmc, plot_pr_curves, pr_curve
 from retrieval_conformance.reference.reid import cuhk03_single_shot_cmc
 
@@ -61,3 +62,29 @@ def test_plots_render(tmp_path):
     plot_pr_curves([pr_curve([0, 1, 2], [1, 0, 1])], labels=["q"], path=str(tmp_path / "pr.png"))
     plot_cmc([np.array([0.5, 1.0, 1.0])], labels=["run"], path=str(tmp_path / "cmc.png"))
     assert (tmp_path / "pr.png").stat().st_size > 0 and (tmp_path / "cmc.png").stat().st_size > 0
+
+
+def test_mean_pr_curve_by_hand():
+    """Two queries; interpolated precision p(r) = max P@k over depths with R@k >= r.
+
+    q0: relevant at ranks 1 and 3 -> points (1/2, 1), (1/2, 1/2), (1, 2/3): p(0..1/2) = 1, p(>1/2) = 2/3.
+    q1: relevant at rank 2 only -> points (0, 0), (1, 1/2), (1, 1/3): p(r) = 1/2 for every r.
+    A third query without a relevant item has no curve and is left out.
+    """
+    d = [[0, 1, 2], [0, 1, 2], [0, 1, 2]]
+    rel = [[1, 0, 1], [0, 1, 0], [0, 0, 0]]
+    curve = rc.mean_pr_curve(d, rel, recall_levels=[0, F(1, 2), F(6, 10), 1])
+    assert curve == [(0, F(3, 4)), (F(1, 2), F(3, 4)), (F(3, 5), F(7, 12)), (1, F(7, 12))]
+
+
+def test_plot_cmc_takes_results_directly(tmp_path):
+    pytest.importorskip("matplotlib")
+    a = rc.evaluate(distances=[[0, 1, 2]], relevance=[[0, 1, 1]], max_rank=3)
+    b = rc.evaluate(distances=[[0, 1, 2]], relevance=[[1, 0, 1]], max_rank=3)
+    ax = plot_cmc(a, path=str(tmp_path / "one.png"))
+    assert [list(line.get_ydata()) for line in ax.get_lines()] == [[0.0, 1.0, 1.0]]
+    ax = plot_cmc({"a": a, "b": b}, path=str(tmp_path / "two.png"))
+    assert [line.get_label() for line in ax.get_lines()] == ["a", "b"]
+    assert (tmp_path / "two.png").stat().st_size > 0
+    ax = plot_pr_curves({"mean": rc.mean_pr_curve([[0, 1, 2]], [[1, 0, 1]])}, path=str(tmp_path / "pr.png"))
+    assert ax.get_lines()[0].get_label() == "mean"

@@ -26,16 +26,18 @@ def test_memory_mapped_distances_and_embeddings_stream(tmp_path):
     rng = np.random.default_rng(4)
     q, g = rng.normal(size=(9, 5)).astype(np.float32), rng.normal(size=(40, 5)).astype(np.float32)
     ids_q, ids_g = rng.integers(0, 4, 9), rng.integers(0, 4, 40)
+    cams = dict(query_cams=rng.integers(0, 2, 9), db_cams=rng.integers(0, 2, 40))
     from_embeddings = rc.evaluate(query_embeddings=q, db_embeddings=g, query_labels=ids_q, db_labels=ids_g,
-                                  protocol="reid", block_size=2)
+                                  **cams, protocol="reid", block_size=2, implementation="reference")
     dist = rc.build_problem(query_embeddings=q, db_embeddings=g, relevance=np.ones((9, 40), bool)).distances
     assert dist.dtype == np.float32
     path = tmp_path / "d.npy"
     np.save(path, dist)
     mapped = np.load(path, mmap_mode="r")
     calls = []
-    from_file = rc.evaluate(distances=mapped, query_labels=ids_q, db_labels=ids_g, protocol="reid",
-                            block_size=4, progress=lambda done, total: calls.append((done, total)))
+    from_file = rc.evaluate(distances=mapped, query_labels=ids_q, db_labels=ids_g, **cams, protocol="reid",
+                            block_size=4, progress=lambda done, total: calls.append((done, total)),
+                            implementation="reference")
     assert from_file.exact.map == from_embeddings.exact.map
     assert calls == [(4, 9), (8, 9), (9, 9)]
 

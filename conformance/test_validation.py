@@ -1,6 +1,8 @@
 """Bad input gets a clear error naming the argument and what was expected (before any C runs)."""
 from __future__ import annotations
 
+from fractions import Fraction
+
 import numpy as np
 import pytest
 import retrieval_conformance as rc
@@ -49,8 +51,8 @@ def dists(**kw):
         (lambda: rc.evaluate(scores=np.array([[0.1, -np.inf, 0.3], [0.3, 0.2, 0.1]]), query_labels=IDS_Q, db_labels=IDS_G), ValueError, r"scores: expected finite values"),
         (lambda: dists(distances=np.array([0.1, 0.2, 0.3])), ValueError, r"distances: expected a 2-D array"),
         (lambda: dists(distances=np.array([["a", "b", "c"], ["a", "b", "c"]])), TypeError, r"distances: expected a float or integer array"),
-        (lambda: dists(distances=np.zeros((2, 0))), ValueError, r"gallery: expected at least one gallery item"),
-        (lambda: rc.evaluate(distances=np.zeros((0, 3)), relevance=np.zeros((0, 3), bool)), ValueError, r"queries: expected at least one query"),
+        (lambda: dists(distances=np.zeros((2, 0))), ValueError, r"distances: expected at least one gallery item \(column\)"),
+        (lambda: rc.evaluate(distances=np.zeros((0, 3)), relevance=np.zeros((0, 3), bool)), ValueError, r"distances: expected at least one query \(row\)"),
         (lambda: rc.evaluate(distances=D, scores=D, query_labels=IDS_Q, db_labels=IDS_G), ValueError, r"give exactly one ranking input"),
         (lambda: rc.evaluate(query_labels=IDS_Q, db_labels=IDS_G), ValueError, r"give exactly one ranking input"),
         # relevance and junk
@@ -94,5 +96,52 @@ def test_torch_like_and_list_inputs_are_accepted():
     res = codes(k=2)
     assert 0 <= res.map <= 1
     res = rc.evaluate(query_codes=np.array(Q, dtype=np.int8), db_codes=np.array(G, dtype=np.float32),
-                      query_labels=np.array(QL, dtype=bool), db_labels=GL)
+                      query_labels=np.array(QL, dtype=bool), db_labels=GL, implementation="reference")
     assert res.exact is not None
+
+
+# -- inputs that used to change the number silently, or got a misleading message -----------
+def test_float16_distances_warn_that_they_tie():
+    d = np.array([[1.0001, 1.0002, 3.0]], dtype=np.float16)
+    with pytest.warns(UserWarning, match=r"distances: float16 values keep 11 significant bits.*float32 or float64"):
+        rc.evaluate(distances=d, relevance=[[0, 1, 1]])
+
+
+def test_reid_without_cameras_is_an_error_unless_junk_is_explicit():
+    kw = dict(distances=[[0.1, 0.2, 0.3]], query_labels=[1], db_labels=[1, 2, 1], protocol="reid")
+    with pytest.raises(ValueError, match=r"query_cams: protocol 'reid' removes .* junk=np.zeros"):
+        rc.evaluate(**kw)
+    res = rc.evaluate(**kw, junk=np.zeros((1, 3), bool))
+    assert res.map == pytest.approx((1 + 2 / 3) / 2)
+
+
+def test_transposed_matrix_is_named():
+    with pytest.raises(ValueError, match=r"distances: got shape \(3, 2\) .* pass distances.T"):
+        rc.evaluate(distances=np.zeros((3, 2)), query_labels=[1, 2], db_labels=[1, 2, 1])
+
+
+def test_a_column_of_ids_is_named():
+    with pytest.raises(ValueError, match=r"query_labels: .* column holds one id per row: pass query_labels.ravel\(\)"):
+        rc.evaluate(distances=np.zeros((2, 3)), query_labels=[[1], [2]], db_labels=[[1], [2], [1]])
+
+
+def test_empty_inputs_name_the_argument():
+    with pytest.raises(ValueError, match=r"^query_codes: expected at least one query"):
+        rc.evaluate(query_codes=np.zeros((0, 4)), db_codes=np.zeros((3, 4)), relevance=np.zeros((0, 3), bool))
+    with pytest.raises(ValueError, match=r"^db_codes: expected at least one gallery item \(row\)"):
+        rc.evaluate(query_codes=np.zeros((2, 4)), db_codes=np.zeros((0, 4)), relevance=np.zeros((2, 0), bool))
+
+
+def test_several_cutoffs_in_one_call_equal_one_call_each():
+    """Relevant at ranks 2 and 3 of 4: AP@1 = 0, AP@2 = 1/2, AP@4 = (1/2 + 2/3) / 2 = 7/12 (hits)."""
+    kw = dict(distances=[[0, 1, 2, 3]], relevance=[[0, 1, 1, 0]], implementation="reference")
+    results = rc.evaluate(**kw, k=(1, 2, 4))
+    assert list(results) == [1, 2, 4]
+    assert [r.exact.map for r in results.values()] == [0, Fraction(1, 2), Fraction(7, 12)]
+    for k, r in results.items():
+        assert r.summary() == rc.evaluate(**kw, k=k).summary()
+    assert results.table()[2] == {"k": 4, "map": 7 / 12, "precision_at_k": 0.5, "recall_at_k": 1.0}
+    with pytest.raises(ValueError, match=r"^k: expected distinct cut-offs"):
+        rc.evaluate(**kw, k=(5, 5))
+    with pytest.raises(ValueError, match=r"^k: expected a positive integer"):
+        rc.evaluate(**kw, k=[1, 0])

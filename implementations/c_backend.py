@@ -3,6 +3,9 @@
 The library is compiled at install time by the project's own ``setup.py`` (an optional
 setuptools ``Extension``; ``RC_BUILD_C=1`` makes it required, ``RC_BUILD_C=0`` skips it).
 Without it this implementation reports itself unavailable and says how to build it.
+``RC_C_LIBRARY=/path/to/lib.so`` loads that library instead of the installed one (the
+sanitizer run uses it); if that file cannot be loaded, ``c`` is unavailable and says why,
+it never falls back to the installed library.
 
 What the C code does per query (CONVENTIONS §4, §12), never sorting the whole gallery:
 
@@ -103,19 +106,35 @@ _LOAD_ERROR: Optional[str] = None
 
 
 def _load():
-    """Load the shared object once; remember why if it cannot be loaded."""
+    """Load the shared object once; remember why if it cannot be loaded.
+
+    ``RC_C_LIBRARY`` (a path) replaces the installed library; when it is set and that file
+    cannot be loaded, the reason names it and the installed library is not tried.
+    """
     global _LIB, _LOAD_ERROR
     if _LIB is not None or _LOAD_ERROR is not None:
         return _LIB
+    override = os.environ.get("RC_C_LIBRARY", "").strip()
+    if override:
+        origin = os.path.abspath(override)  # a bare name would make dlopen search the system
+        where = f"C library RC_C_LIBRARY={override}"
+        fix = "unset RC_C_LIBRARY to use the installed library, or point it to a built one"
+        if not os.path.isfile(origin):
+            _LOAD_ERROR = f"{where} does not exist (or is not a file); {fix}"
+            return None
+    else:
+        try:
+            spec = importlib.util.find_spec(MODULE)
+        except (ImportError, ValueError):
+            spec = None
+        if spec is None or not spec.origin or not os.path.exists(spec.origin):
+            _LOAD_ERROR = NOT_BUILT
+            return None
+        origin = spec.origin
+        where = f"C library at {origin}"
+        fix = NOT_BUILT
     try:
-        spec = importlib.util.find_spec(MODULE)
-    except (ImportError, ValueError):
-        spec = None
-    if spec is None or not spec.origin or not os.path.exists(spec.origin):
-        _LOAD_ERROR = NOT_BUILT
-        return None
-    try:
-        lib = ctypes.CDLL(spec.origin)
+        lib = ctypes.CDLL(origin)
         lib.rc_abi_version.restype = _i64
         lib.rc_abi_version.argtypes = []
         lib.rc_max_threads.restype = _i64
@@ -127,13 +146,14 @@ def _load():
             ctypes.POINTER(_Input), ctypes.POINTER(_Options), ctypes.POINTER(_Output), _i64,
         ]
     except (OSError, AttributeError) as exc:
-        _LOAD_ERROR = f"C library at {spec.origin} cannot be loaded ({exc}); {NOT_BUILT}"
+        _LOAD_ERROR = f"{where} cannot be loaded ({exc}); {fix}"
         return None
     version = lib.rc_abi_version()
     if version != ABI_VERSION:
+        rebuild = "rebuild it" if override else "rebuild it: RC_BUILD_C=1 pip install ..."
         _LOAD_ERROR = (
-            f"C library at {spec.origin} is stale (interface version {version}, expected "
-            f"{ABI_VERSION}); rebuild it: RC_BUILD_C=1 pip install ..."
+            f"{where} is stale (interface version {version}, expected "
+            f"{ABI_VERSION}); {rebuild}"
         )
         return None
     _LIB = lib

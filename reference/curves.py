@@ -38,9 +38,12 @@ def pr_curve(distances: Sequence[float], relevant: Sequence[bool], junk: Optiona
 
 
 def plot_pr_curves(curves, labels=None, ax=None, path: Optional[str] = None):
-    """Plot PR curves (lists of (recall, precision)); needs matplotlib (extra ``plot``)."""
+    """Plot PR curves (lists of (recall, precision), or ``{label: points}``; e.g. from
+    :func:`pr_curve` or :func:`mean_pr_curve`); needs matplotlib (extra ``plot``)."""
     plt = _pyplot()
     ax = ax or plt.figure(figsize=(5, 4)).gca()
+    if isinstance(curves, dict):  # {label: points}
+        labels, curves = list(curves), list(curves.values())
     for i, curve in enumerate(curves):
         ax.plot([float(r) for r, _ in curve], [float(p) for _, p in curve], marker=".",
                 label=labels[i] if labels else None)
@@ -52,14 +55,78 @@ def plot_pr_curves(curves, labels=None, ax=None, path: Optional[str] = None):
     return ax
 
 
+#: the 11 recall levels of the interpolated PR curve (PASCAL VOC, TREC)
+ELEVEN_POINTS = tuple(Fraction(i, 10) for i in range(11))
+
+
+def mean_pr_curve(distances, relevance, junk=None, ties: str = "stable",
+                  recall_levels: Sequence = ELEVEN_POINTS) -> List[Tuple[Fraction, Fraction]]:
+    """Mean interpolated precision-recall curve over queries, exactly.
+
+    For query q and recall level r, the interpolated precision is the highest precision at any
+    depth whose recall is at least r (0 if the query never reaches r):
+    ``p_q(r) = max {P@k : R@k >= r}``; the curve is ``(r, mean_q p_q(r))`` over the queries
+    with at least one relevant non-junk item (the 11 levels 0, 0.1, ..., 1 by default, as in
+    the PASCAL VOC and TREC interpolated curves).
+
+    Parameters
+    ----------
+    distances, relevance, junk : (Q, N) array-likes (smaller distance ranks first)
+    ties : tie policy of :func:`pr_curve`
+    recall_levels : recall values in [0, 1] (Fractions or floats)
+    """
+    import numpy as np
+
+    dist = np.asarray(distances, dtype=np.float64)
+    rel = np.asarray(relevance, dtype=bool)
+    if dist.ndim != 2 or rel.shape != dist.shape:
+        raise ValueError(f"relevance: expected the shape of distances {dist.shape} (queries x gallery), "
+                         f"got {rel.shape}")
+    jm = np.zeros_like(rel) if junk is None else np.asarray(junk, dtype=bool)
+    levels = [Fraction(r) for r in recall_levels]
+    sums = [Fraction(0)] * len(levels)
+    counted = 0
+    for q in range(dist.shape[0]):
+        if not (rel[q] & ~jm[q]).any():
+            continue  # no relevant item: no curve
+        points = pr_curve(dist[q].tolist(), rel[q].tolist(), jm[q].tolist(), ties)
+        counted += 1
+        for i, r in enumerate(levels):
+            sums[i] += max((p for rec, p in points if rec >= r), default=Fraction(0))
+    if counted == 0:
+        raise ValueError("relevance: no query has a relevant non-junk item; the mean PR curve is undefined")
+    return [(r, total / counted) for r, total in zip(levels, sums)]
+
+
+def _named_curves(curves, labels) -> List[Tuple[Optional[str], List[float]]]:
+    """(label, values) pairs from a Result, a mapping label -> Result or values, or a list of them."""
+    def values(item):
+        cmc = getattr(item, "cmc", item)  # a Result gives its mean CMC
+        return [float(c) for c in cmc]
+
+    if hasattr(curves, "cmc"):
+        return [(labels[0] if labels else getattr(curves, "protocol", None), values(curves))]
+    if isinstance(curves, dict):
+        return [(str(name), values(item)) for name, item in curves.items()]
+    items = list(curves)
+    if items and not hasattr(items[0], "__len__") and not hasattr(items[0], "cmc"):
+        items = [items]  # one curve given as a flat sequence of numbers
+    return [(labels[i] if labels else None, values(item)) for i, item in enumerate(items)]
+
+
 def plot_cmc(cmcs, labels=None, ax=None, path: Optional[str] = None):
-    """Plot CMC curves (``result.cmc`` arrays; cmc[0] is Rank-1); needs matplotlib."""
+    """Plot CMC curves; needs matplotlib (extra ``plot``).
+
+    ``cmcs``: a result of ``evaluate`` (its mean CMC), a mapping ``{label: result or curve}``,
+    or a sequence of curves (``result.cmc`` arrays; ``cmc[0]`` is Rank-1).
+    """
     plt = _pyplot()
     ax = ax or plt.figure(figsize=(5, 4)).gca()
-    for i, cmc in enumerate(cmcs):
-        ax.plot(range(1, len(cmc) + 1), [float(c) for c in cmc], marker=".", label=labels[i] if labels else None)
+    named = _named_curves(cmcs, labels)
+    for label, cmc in named:
+        ax.plot(range(1, len(cmc) + 1), cmc, marker=".", label=label)
     ax.set(xlabel="rank", ylabel="matching rate", ylim=(0, 1.02), title="CMC")
-    if labels:
+    if any(label for label, _ in named):
         ax.legend()
     if path:
         ax.figure.savefig(path, dpi=120, bbox_inches="tight")

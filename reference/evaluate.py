@@ -24,6 +24,7 @@ from retrieval_conformance.reference.problem import (
     PerQuery,
     Problem,
     Result,
+    ResultsAtK,
 )
 
 
@@ -80,9 +81,11 @@ def build_problem(
         dist = embedding_distances(query_embeddings, db_embeddings, metric, row0=row0)
     n_q, n_g = (dist.shape if dist is not None else (query_bits.shape[0], db_bits.shape[0]))
     if n_q == 0:
-        raise ValueError("queries: expected at least one query, got 0")
+        raise ValueError(f"{ranking_inputs[0]}: expected at least one query (row), got 0")
     if n_g == 0:
-        raise ValueError("gallery: expected at least one gallery item, got an empty gallery")
+        where = "column" if dist is not None and ranking_inputs[0] in ("distances", "scores") else "row"
+        name = ranking_inputs[-1]
+        raise ValueError(f"{name}: expected at least one gallery item ({where}), got an empty gallery")
 
     rel = ql = dl = None
     if relevance is not None:
@@ -150,6 +153,8 @@ def resolve_options(
 
 
 _UNSET: Any = object()
+#: cut-offs one call evaluates at most (each is a full evaluation)
+MAX_CUTOFFS = 100
 
 
 def evaluate(
@@ -171,7 +176,7 @@ def evaluate(
     ap_at_k: Optional[str] = None,
     empty: Optional[str] = None,
     radius: Optional[float] = None,
-    implementation: str = "reference",
+    implementation: str = "auto",
     query_embeddings=None,
     db_embeddings=None,
     metric: str = "euclidean",
@@ -200,6 +205,8 @@ def evaluate(
         (None except ``gldv2``: 100).  Any Python or numpy integer >= 1, of any size: a k
         beyond the gallery gives full AP and R@k = 1, and P@k = R/k still divides by k
         (CONVENTIONS §6 k at or beyond the gallery).  bools, floats and strings are errors.
+        A tuple or list of cut-offs (``k=(1, 5, 10, 100)``) evaluates each one and returns a
+        :class:`ResultsAtK` (``{k: Result}``, in the order given).
     max_rank : int
         Length of the CMC (``cmc`` and every row of ``per_query.cmc``), 1 .. 10**7
         (``validation.MAX_RANK_LIMIT``).  Beyond the gallery the CMC is flat (§7
@@ -208,9 +215,11 @@ def evaluate(
         (1 GiB) is an error that says so.
     ties, ap_rule, ap_at_k, empty, radius
         Overrides of the preset's options (see :class:`Options`).
-    implementation : {"reference", "numpy", "torch", "c", "auto"}
-        Who computes; all return the same numbers.  Only the reference returns exact
-        ``Fraction`` values (``result.exact``).
+    implementation : {"auto", "reference", "numpy", "torch", "c"}
+        Who computes; all return the same numbers, and ``result.implementation`` says who did.
+        Default ``"auto"``: the fastest available (C, then numpy, then torch; torch is not
+        imported unless it is picked).  ``"reference"`` is the slow exact yardstick, the only
+        one that also returns exact ``Fraction`` values (``result.exact``).
     block_size : int, optional
         Queries per block.  Inputs are validated and evaluated one query block at a time
         (a memory-mapped ``distances`` array is read block by block, embeddings and codes give
@@ -235,12 +244,23 @@ def evaluate(
     ...               [1, 1, -1, -1], [1, 1, 1, -1], [-1, 1, -1, -1]],
     ...     query_labels=[[1, 0, 0], [1, 1, 0], [0, 0, 1]],
     ...     db_labels=[[0, 1, 0], [1, 1, 0], [1, 0, 1], [0, 0, 1], [0, 1, 0], [0, 0, 1], [1, 1, 0]],
-    ...     protocol="hashing", k=5)
+    ...     protocol="hashing", k=5, implementation="reference")
     >>> res.exact.map
     Fraction(107, 180)
     """
     from retrieval_conformance.implementations.registry import get
 
+    if isinstance(k, (tuple, list)):
+        # several cut-offs: one evaluation each (AP@k, P@k and R@k all depend on k)
+        arguments = dict(locals())
+        if len(k) > MAX_CUTOFFS:
+            raise ValueError(f"k: at most {MAX_CUTOFFS} cut-offs in one call, got {len(k)}; each is one evaluation")
+        cutoffs = [v.positive_int("k", value) for value in k]
+        if not cutoffs or len(set(cutoffs)) != len(cutoffs):
+            raise ValueError(f"k: expected distinct cut-offs, got {v.shown(list(k))}; e.g. k=(1, 5, 10, 100)")
+        arguments.pop("k")
+        arguments.pop("get")
+        return ResultsAtK((c, evaluate(**arguments, k=c)) for c in cutoffs)
     options = resolve_options(
         protocol, None if k is _UNSET else k, max_rank, ties, ap_rule, ap_at_k, empty, radius,
         k_given=k is not _UNSET,
@@ -251,6 +271,14 @@ def evaluate(
         raise ValueError(
             f"query_cams: protocol {protocol!r} has no camera junk rule; use protocol='reid' or "
             "'reid-matlab', or pass an explicit junk= mask"
+        )
+    if ("same_id_cam" in preset.junk and query_cams is None and db_cams is None and junk is None
+            and query_labels is not None and np.ndim(query_labels) == 1):
+        # without cameras the preset's junk rule removes nothing, and mAP silently changes
+        raise ValueError(
+            f"query_cams: protocol {protocol!r} removes gallery items with the query's id and camera as "
+            "junk, so it needs query_cams= and db_cams=; to evaluate without camera junk, say so with an "
+            "explicit mask: junk=np.zeros((queries, gallery), bool)"
         )
     query_side = dict(distances=distances, scores=scores, query_codes=query_codes,
                       query_embeddings=query_embeddings, relevance=relevance, query_labels=query_labels,
@@ -288,7 +316,7 @@ def evaluate(
             if rows < n_q:
                 raise type(exc)(f"{exc} (in the query block starting at row {start})") from None
             raise
-        _check_cmc_size(n_q, problem.n_gallery, options.max_rank)
+        check_cmc_size(n_q, problem.n_gallery, options.max_rank)
         parts.append(_compute_block(impl, problem, options))
         if report is not None:
             report(stop)
@@ -312,7 +340,7 @@ def _compute_block(impl, problem: Problem, options: Options) -> PerQuery:
 CMC_TAIL_LIMIT = 2**27
 
 
-def _check_cmc_size(n_q: int, n_g: int, max_rank: int) -> None:
+def check_cmc_size(n_q: int, n_g: int, max_rank: int) -> None:
     """Refuse to allocate a per-query CMC mostly made of its flat tail beyond the gallery."""
     if max_rank > n_g and n_q * max_rank > CMC_TAIL_LIMIT:
         raise ValueError(

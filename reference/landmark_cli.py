@@ -9,6 +9,15 @@ reference.landmark.format_cpp_float`) and returns 0.  A file that cannot be open
 is the one reported, nothing is printed on stdout); a wrong number of arguments prints the
 usage line on stdout and returns 255.  The output bytes and the status equal the
 program's.
+
+Where the program would hang or exhaust memory, this twin stops cleanly instead: a file
+that is not a regular file (a FIFO, on which the program blocks forever, or a device such
+as ``/dev/zero``, which it reads until memory runs out; symbolic links are followed), or
+one beyond the readers' limits (more than ``MAX_FILE_BYTES`` = 1 GiB or ``MAX_LINES`` =
+10**7 names, see :mod:`retrieval_conformance.reference.readers`), prints
+``File <path> not read: <reason>`` on stderr (e.g. ``not a regular file (a FIFO)``) and
+returns 255, nothing on stdout, in the same order of files.  A directory still reads as an
+empty file, as in the program.  Binary garbage reads as names, byte for byte.
 """
 from __future__ import annotations
 
@@ -18,7 +27,7 @@ import sys
 from typing import IO, List, Optional, Sequence
 
 from retrieval_conformance.reference.landmark import format_cpp_float, oxford_ap
-from retrieval_conformance.reference.readers import read_lines
+from retrieval_conformance.reference.readers import FileRefusedError, read_lines
 
 USAGE = "Usage: ./compute_ap [GROUNDTRUTH QUERY] [RANKED LIST]\n"
 FAILURE_STATUS = 255  # the original exits with -1, i.e. status byte 255
@@ -45,6 +54,11 @@ def _write(stream: Optional[IO], data: bytes, default: IO) -> None:
 def _load(path: str, stderr: Optional[IO]) -> Optional[List[str]]:
     try:
         return read_lines(path)
+    except FileRefusedError as exc:
+        # where the program would block (FIFO) or exhaust memory (/dev/zero, a huge file)
+        _write(stderr, b"File " + os.fsencode(path) + b" not read: "
+               + exc.reason.encode("utf-8", "replace") + b"\n", sys.stderr)
+        return None
     except OSError:
         _write(stderr, b"File " + os.fsencode(path) + b" not found!\n", sys.stderr)
         return None
@@ -53,6 +67,10 @@ def _load(path: str, stderr: Optional[IO]) -> Optional[List[str]]:
 def compute_ap_main(argv: Optional[Sequence[str]] = None, *, stdout: Optional[IO] = None,
                     stderr: Optional[IO] = None) -> int:
     """Run ``compute_ap GTQUERY RANKEDLIST``; returns the exit status (0 or 255).
+
+    A missing file prints ``File <path> not found!`` (status 255), as the program does; a
+    FIFO, device or oversize file prints ``File <path> not read: <reason>`` (status 255)
+    where the program would block or run out of memory (see the module docstring).
 
     Parameters
     ----------

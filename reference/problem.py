@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from fractions import Fraction
-from typing import Dict, List, Optional, Tuple
+from typing import Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -234,6 +234,32 @@ class Result:
     def n_counted(self) -> int:
         return int(self.counted.sum())
 
+    def per_query_table(self, query_ids: Optional[Sequence[object]] = None) -> List[Dict[str, object]]:
+        """One plain-Python row per query (what ``trec_eval -q`` prints), for text, JSON or CSV.
+
+        ``query_ids``: one id per query (default ``0 .. Q-1``).  Each row holds the query id,
+        ``counted`` (whether the empty-query policy keeps it in the means), ``n_relevant``
+        and the per-query values behind every mean: ``ap``, ``precision_at_k``,
+        ``recall_at_k``, ``rank1`` (the first CMC column), ``inp`` and ``r_precision``; AP is
+        NaN (``None`` in JSON terms) for a query the policy leaves out.
+        """
+        n = self.ap.shape[0]
+        ids = list(range(n)) if query_ids is None else list(query_ids)
+        if len(ids) != n:
+            raise ValueError(f"query_ids: expected {n} ids (one per query), got {len(ids)}")
+        pq = self.per_query
+        columns = {"ap": self.ap, "precision_at_k": pq.precision_at_k, "recall_at_k": pq.recall_at_k,
+                   "rank1": pq.cmc[:, 0] if pq.cmc.size else None, "inp": pq.inp, "r_precision": pq.r_precision}
+        rows = []
+        for q in range(n):
+            row: Dict[str, object] = {"query": ids[q], "counted": bool(self.counted[q]),
+                                      "n_relevant": int(pq.n_relevant[q])}
+            for name, values in columns.items():
+                if values is not None:
+                    row[name] = None if np.isnan(values[q]) else float(values[q])
+            rows.append(row)
+        return rows
+
     def summary(self) -> Dict[str, object]:
         """Plain-Python summary for reports and ``--json``."""
         out = {
@@ -256,3 +282,16 @@ class Result:
         if self.exact is not None and self.exact.map is not None:
             out["map_exact"] = str(self.exact.map)
         return out
+
+
+class ResultsAtK(dict):
+    """Results of one evaluation at several cut-offs: ``{k: Result}`` in the order asked for."""
+
+    def summary(self) -> Dict[str, object]:
+        """``{"k=5": Result.summary(), ...}`` for reports and JSON."""
+        return {f"k={k}": result.summary() for k, result in self.items()}
+
+    def table(self) -> List[Dict[str, object]]:
+        """One row per cut-off: k, mAP@k, P@k, R@k."""
+        return [{"k": k, "map": r.map, "precision_at_k": r.precision_at_k, "recall_at_k": r.recall_at_k}
+                for k, r in self.items()]

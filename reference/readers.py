@@ -1,12 +1,14 @@
-"""Readers for landmark-retrieval ground truth and ranked lists.
+"""Readers for landmark-retrieval ground truth, ranked lists and numpy array files.
 
-Three formats are read:
+Four formats are read:
 
 * the VGG text layout of Oxford5k / Paris6k (``<query>_query.txt``, ``<query>_good.txt``,
   ``<query>_ok.txt``, ``<query>_junk.txt``, one image name per line);
 * ranked-list files (one name per line, best first);
 * the ground-truth pickles of revisitop (``gnd_roxford5k.pkl``: ``easy``/``hard``/``junk``)
-  and cirtorch (``gnd_oxford5k.pkl``: ``ok``/``junk``), through :class:`RestrictedUnpickler`.
+  and cirtorch (``gnd_oxford5k.pkl``: ``ok``/``junk``), through :class:`RestrictedUnpickler`;
+* ``.npy`` / ``.npz`` files of plain arrays (:func:`read_npy`, :func:`read_npz`), for the
+  ``evaluate`` command.
 
 Lines are read the way the original ``compute_ap.cpp`` reads them with ``std::getline``:
 the bytes are split on ``b"\\n"`` only, so a ``"\\r"`` (a file written on Windows) or a
@@ -17,23 +19,66 @@ equal as ``str`` exactly when their bytes are equal, as in the C++ program.
 
 A pickle can run arbitrary code when loaded.  Ground-truth pickles are therefore only ever
 opened through :class:`RestrictedUnpickler`, which resolves no global except the few that
-numpy arrays and plain containers need; never hand an untrusted file to the standard
-library's unrestricted loader.
+numpy arrays and plain containers need, never lets numpy rebuild an array or a dtype from
+the pickle's own state (it builds plain numeric arrays itself, after checking them), and
+checks the whole opcode stream before anything is built; never hand an untrusted file to
+the standard library's unrestricted loader.
+
+Limits, and what is refused
+---------------------------
+Every reader bounds what a file can make it build or wait for (``MAX_FILE_BYTES``,
+``MAX_LINES``, ``MAX_ITEMS``, ``MAX_IDS``, ``MAX_ARRAY_BYTES``, ``MAX_DEPTH``,
+``MAX_NPZ_MEMBERS``, each a keyword argument of the readers that apply it) and reads only
+regular files; see :mod:`retrieval_conformance.reference.files` for the values and the
+errors raised.
+
+Modules
+-------
+This module reads the text formats and re-exports the others, so that every reader is
+importable from here:
+
+* :mod:`~retrieval_conformance.reference.files`: limits, :class:`FileRefusedError`,
+  opening and bounded reading of regular files;
+* :mod:`~retrieval_conformance.reference.safe_pickle`: :class:`RestrictedUnpickler` and
+  :func:`load_restricted_pickle` (with :mod:`~retrieval_conformance.reference.pickle_globals`,
+  :mod:`~retrieval_conformance.reference.pickle_opcodes` and
+  :mod:`~retrieval_conformance.reference.pickle_proxies`);
+* :mod:`~retrieval_conformance.reference.revisitop_gnd`: :func:`read_revisitop_gnd`;
+* :mod:`~retrieval_conformance.reference.npy_files`: :func:`read_npy`, :func:`read_npz`.
 """
 from __future__ import annotations
 
-import _compat_pickle
-import builtins
-import io
 import os
-import pickle
 import re
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Optional, Tuple, Union
+from typing import Dict, List, Optional, Tuple
 
-PathLike = Union[str, "os.PathLike[str]"]
+from retrieval_conformance.reference.files import (
+    MAX_ARRAY_BYTES,
+    MAX_DEPTH,
+    MAX_FILE_BYTES,
+    MAX_IDS,
+    MAX_ITEMS,
+    MAX_LINES,
+    MAX_NPZ_MEMBERS,
+    FileRefusedError,
+    PathLike,
+    _clip,
+    _read_file,
+)
+from retrieval_conformance.reference.npy_files import read_npy, read_npz
+from retrieval_conformance.reference.revisitop_gnd import read_revisitop_gnd
+from retrieval_conformance.reference.safe_pickle import RestrictedUnpickler, load_restricted_pickle
 
 __all__ = [
+    "MAX_ARRAY_BYTES",
+    "MAX_DEPTH",
+    "MAX_FILE_BYTES",
+    "MAX_IDS",
+    "MAX_ITEMS",
+    "MAX_LINES",
+    "MAX_NPZ_MEMBERS",
+    "FileRefusedError",
     "GroundTruthQuery",
     "RestrictedUnpickler",
     "decode_name",
@@ -41,6 +86,8 @@ __all__ = [
     "read_gt_folder",
     "read_gt_query",
     "read_lines",
+    "read_npy",
+    "read_npz",
     "read_ranked_list",
     "read_revisitop_gnd",
     "split_lines",
@@ -51,6 +98,13 @@ __all__ = [
 def decode_name(raw: bytes) -> str:
     """Decode one raw name; UTF-8 with ``surrogateescape`` keeps bytes equality."""
     return raw.decode("utf-8", "surrogateescape")
+
+
+def _count_lines(data: bytes) -> int:
+    """How many names :func:`split_lines` makes of ``data`` (without building them)."""
+    if not data:
+        return 0
+    return data.count(b"\n") + (0 if data.endswith(b"\n") else 1)
 
 
 def split_lines(data: bytes) -> List[str]:
@@ -78,27 +132,48 @@ def split_lines(data: bytes) -> List[str]:
     return [decode_name(p) for p in pieces]
 
 
-def read_lines(path: PathLike) -> List[str]:
+def read_lines(path: PathLike, *, max_bytes: int = MAX_FILE_BYTES,
+               max_lines: int = MAX_LINES) -> List[str]:
     """Names in a text file, one per line, read raw (see :func:`split_lines`).
 
     A directory reads as an empty file: that is what ``std::ifstream`` does on Linux (the
     open succeeds, the first read fails), and the command-line twin of ``compute_ap``
-    relies on it.
+    relies on it.  Any byte is accepted in a name (binary garbage reads as names, as in
+    the C++ program).
+
+    Parameters
+    ----------
+    path : path
+    max_bytes : int
+        Largest file read (default :data:`MAX_FILE_BYTES`, 1 GiB).
+    max_lines : int
+        Most names returned (default :data:`MAX_LINES`, 10**7), checked before any name is
+        built.
 
     Raises
     ------
-    FileNotFoundError
-        When the file does not exist or cannot be opened.
+    OSError
+        When the file cannot be opened: ``FileNotFoundError`` when it does not exist.
+    FileRefusedError
+        For a FIFO, device or socket (which could block or never end), or a file beyond
+        ``max_bytes`` or ``max_lines``.
     """
-    if os.path.isdir(path):
-        return []
-    with open(path, "rb") as f:
-        return split_lines(f.read())
+    data = _read_file(path, max_bytes, empty_dir=True)
+    n = _count_lines(data)
+    if n > max_lines:
+        raise FileRefusedError(
+            path, f"more than {max_lines:,} lines ({n:,})",
+            "pass max_lines=... to read more names", limit="max_lines")
+    return split_lines(data)
 
 
-def read_ranked_list(path: PathLike) -> List[str]:
-    """A ranked list (best first), one name per line, read raw like ``compute_ap.cpp``."""
-    return read_lines(path)
+def read_ranked_list(path: PathLike, *, max_bytes: int = MAX_FILE_BYTES,
+                     max_lines: int = MAX_LINES) -> List[str]:
+    """A ranked list (best first), one name per line, read raw like ``compute_ap.cpp``.
+
+    Limits and errors as :func:`read_lines`.
+    """
+    return read_lines(path, max_bytes=max_bytes, max_lines=max_lines)
 
 
 # --------------------------------------------------------------------------- VGG layout
@@ -143,11 +218,12 @@ def _parse_query_line(names: List[str], path: str) -> Tuple[Optional[str], Optio
         return image, None
     if len(fields) != 5:
         raise ValueError(
-            f"{path}: expected '<image> x1 y1 x2 y2' on the first line, got {lines[0]!r}")
+            f"{path}: expected '<image> x1 y1 x2 y2' on the first line, got {_clip(lines[0])}")
     try:
         bbox = tuple(float(v) for v in fields[1:])
     except ValueError:
-        raise ValueError(f"{path}: the query box must be 4 numbers, got {lines[0]!r}") from None
+        raise ValueError(f"{path}: the query box must be 4 numbers, "
+                         f"got {_clip(lines[0])}") from None
     return image, bbox
 
 
@@ -167,6 +243,8 @@ def read_gt_query(prefix: PathLike, *, require_query_file: bool = False) -> Grou
     FileNotFoundError
         When ``_good.txt``, ``_ok.txt`` or ``_junk.txt`` is missing (the three files
         ``compute_ap`` needs), naming the file.
+    FileRefusedError
+        When one of them is a FIFO or device, or beyond the limits of :func:`read_lines`.
     """
     prefix = os.fspath(prefix)
     out = GroundTruthQuery(name=os.path.basename(prefix))
@@ -225,197 +303,3 @@ def read_gt_folder(folder: PathLike) -> Dict[str, GroundTruthQuery]:
     if not out:
         raise ValueError(f"no <query>_good/_ok/_junk.txt files in {folder!r}")
     return out
-
-
-# --------------------------------------------------------------------------- pickles
-def _latin1_encode(obj: Any, encoding: str = "utf-8", errors: str = "strict") -> bytes:
-    """Stand-in for ``_codecs.encode`` limited to the text codecs pickle itself uses.
-
-    Protocol-2 pickles written by Python 3 store ``bytes`` (numpy array buffers among them)
-    as ``_codecs.encode(text, "latin1")``; other codecs are refused.
-    """
-    enc = encoding.lower().replace("_", "-")
-    if enc not in ("latin1", "latin-1", "iso-8859-1", "utf-8", "utf8", "ascii"):
-        raise pickle.UnpicklingError(f"refused _codecs.encode with codec {encoding!r}")
-    if not isinstance(obj, str):
-        raise pickle.UnpicklingError("refused _codecs.encode of a non-str object")
-    return obj.encode(encoding, errors)
-
-
-def _numpy_globals() -> Dict[Tuple[str, str], Any]:
-    import numpy as np
-
-    try:  # numpy >= 2
-        from numpy._core import multiarray as _ma
-        from numpy._core import numeric as _num
-    except ImportError:  # numpy 1.x
-        from numpy.core import multiarray as _ma  # type: ignore[no-redef]
-        from numpy.core import numeric as _num  # type: ignore[no-redef]
-    out: Dict[Tuple[str, str], Any] = {
-        ("numpy", "ndarray"): np.ndarray,
-        ("numpy", "dtype"): np.dtype,
-    }
-    # numpy 1.x pickles name numpy.core.*, numpy 2.x numpy._core.*: both map to the
-    # installed functions without importing the deprecated alias module.
-    for mod in ("numpy.core", "numpy._core"):
-        out[(f"{mod}.multiarray", "_reconstruct")] = _ma._reconstruct
-        out[(f"{mod}.multiarray", "scalar")] = _ma.scalar  # numpy scalars (numbers)
-        if hasattr(_num, "_frombuffer"):  # protocol-5 arrays
-            out[(f"{mod}.numeric", "_frombuffer")] = _num._frombuffer
-    return out
-
-
-# Harmless builtins that only build data (no attribute access, no import, no I/O).
-_SAFE_BUILTINS = {
-    name: getattr(builtins, name)
-    for name in ("set", "frozenset", "bytearray", "bytes", "complex", "int", "float", "bool",
-                 "str", "list", "dict", "tuple", "slice", "range")
-}
-
-
-class RestrictedUnpickler(pickle.Unpickler):
-    """An unpickler that builds only plain data and numpy arrays.
-
-    Dicts, lists, tuples, strings, bytes and numbers need no global at all.  The globals
-    resolved are exactly: ``numpy.ndarray``, ``numpy.dtype``,
-    ``numpy{.core,._core}.multiarray._reconstruct`` (arrays, protocols 0-4),
-    ``numpy{.core,._core}.numeric._frombuffer`` (arrays, protocol 5),
-    ``numpy{.core,._core}.multiarray.scalar`` (numpy scalars), ``_codecs.encode`` with a
-    text codec only (bytes in protocol 2), and data-only builtins (``set``, ``frozenset``,
-    ``bytearray``, ``bytes``, ``complex``, ``int``, ``float``, ``bool``, ``str``, ``list``,
-    ``dict``, ``tuple``, ``slice``, ``range``).  Any other global -- ``os.system``,
-    ``builtins.eval``, ``subprocess.Popen``, a user class -- raises
-    :class:`pickle.UnpicklingError` naming it, before anything is called.
-
-    Python 2 pickles are read with ``encoding="latin1"`` by default (what numpy arrays
-    pickled by Python 2 need).
-
-    Examples
-    --------
-    >>> import io
-    >>> RestrictedUnpickler(io.BytesIO(data)).load()        # doctest: +SKIP
-    """
-
-    def __init__(self, file, *, encoding: str = "latin1", **kwargs):
-        super().__init__(file, encoding=encoding, **kwargs)
-        self._allowed: Optional[Dict[Tuple[str, str], Any]] = None
-
-    def find_class(self, module: str, name: str) -> Any:  # noqa: D102 (pickle hook)
-        # Python 2 names (__builtin__, copy_reg, ...) read as Python 3 names, as the standard
-        # unpickler does for protocols < 3 (harmless for newer ones: the result still has
-        # to pass the allow-list below).
-        if (module, name) in _compat_pickle.NAME_MAPPING:
-            module, name = _compat_pickle.NAME_MAPPING[(module, name)]
-        elif module in _compat_pickle.IMPORT_MAPPING:
-            module = _compat_pickle.IMPORT_MAPPING[module]
-        if module in ("builtins", "__builtin__") and name in _SAFE_BUILTINS:
-            return _SAFE_BUILTINS[name]
-        if (module, name) == ("_codecs", "encode"):
-            return _latin1_encode
-        if module.split(".", 1)[0] == "numpy":
-            if self._allowed is None:
-                self._allowed = _numpy_globals()
-            if (module, name) in self._allowed:
-                return self._allowed[(module, name)]
-        raise pickle.UnpicklingError(
-            f"refused global {module}.{name}: this unpickler only builds plain data and "
-            "numpy arrays (a pickle can run code when loaded)")
-
-    def persistent_load(self, pid: Any) -> Any:  # noqa: D102 (pickle hook)
-        raise pickle.UnpicklingError(f"refused persistent id {pid!r}")
-
-
-def load_restricted_pickle(source: Union[PathLike, bytes, io.IOBase]) -> Any:
-    """Load a pickle with :class:`RestrictedUnpickler`.
-
-    Parameters
-    ----------
-    source : path, bytes or binary file object
-    """
-    if isinstance(source, (bytes, bytearray)):
-        return RestrictedUnpickler(io.BytesIO(bytes(source))).load()
-    if hasattr(source, "read"):
-        return RestrictedUnpickler(source).load()
-    with open(source, "rb") as f:
-        return RestrictedUnpickler(f).load()
-
-
-def _as_id_list(value: Any, where: str) -> List[Any]:
-    """A list of ground-truth ids (ints or names) from a list/tuple/1-D numpy array."""
-    import numpy as np
-
-    if hasattr(value, "tolist") and hasattr(value, "ndim"):
-        if value.ndim != 1:
-            raise ValueError(f"{where} must be 1-D, got shape {value.shape}")
-        return value.tolist()
-    if isinstance(value, (list, tuple)):
-        out = [v.item() if isinstance(v, np.generic) else v for v in value]
-        for v in out:
-            if isinstance(v, bool) or not isinstance(v, (int, str, bytes)):
-                raise ValueError(f"{where} must hold ids (ints or names), got an item of type "
-                                 f"{type(v).__name__}")
-        return out
-    raise ValueError(f"{where} must be a list or 1-D array of ids, got {type(value).__name__}")
-
-
-def read_revisitop_gnd(source: Union[PathLike, bytes, io.IOBase]) -> Dict[str, Any]:
-    """Read a revisitop (``gnd_roxford5k.pkl``) or cirtorch (``gnd_oxford5k.pkl``) pickle.
-
-    Expected content: a dict with ``imlist`` (database image names), ``qimlist`` (query image
-    names) and ``gnd``, a list with one dict per query holding lists or arrays of database
-    indices: ``easy``, ``hard``, ``junk`` (revisitop) or ``ok``, ``junk`` (cirtorch), plus
-    ``bbx``.
-
-    Returns
-    -------
-    dict
-        ``{"imlist": [...], "qimlist": [...], "gnd": [{"easy": [...], ...}, ...],
-        "kind": "revisitop" | "cirtorch"}`` with index lists as plain Python lists (the
-        query dicts keep every other key they had, e.g. ``bbx``).
-
-    Raises
-    ------
-    pickle.UnpicklingError
-        If the pickle references anything beyond plain data and numpy arrays.
-    ValueError
-        If the structure is not the one described above (the message names the part).
-    """
-    data = load_restricted_pickle(source)
-    if not isinstance(data, dict):
-        raise ValueError(f"ground-truth pickle must hold a dict, got {type(data).__name__}")
-    for key in ("imlist", "qimlist", "gnd"):
-        if key not in data:
-            raise ValueError(f"ground-truth pickle lacks the {key!r} entry "
-                             f"(has {sorted(map(str, data))})")
-    gnd = data["gnd"]
-    if not isinstance(gnd, (list, tuple)):
-        raise ValueError(f"'gnd' must be a list of per-query dicts, got {type(gnd).__name__}")
-    if len(gnd) != len(data["qimlist"]):
-        raise ValueError(f"'gnd' has {len(gnd)} entries but 'qimlist' has "
-                         f"{len(data['qimlist'])}")
-    kinds = set()
-    queries = []
-    for i, g in enumerate(gnd):
-        if not isinstance(g, dict):
-            raise ValueError(f"gnd[{i}] must be a dict, got {type(g).__name__}")
-        if {"easy", "hard"} <= set(g):
-            kinds.add("revisitop")
-            keys: Tuple[str, ...] = ("easy", "hard", "junk")
-        elif "ok" in g:
-            kinds.add("cirtorch")
-            keys = ("ok", "junk")
-        else:
-            raise ValueError(f"gnd[{i}] has neither 'easy'/'hard' nor 'ok' (has {sorted(g)})")
-        q = dict(g)
-        for key in keys:
-            q[key] = _as_id_list(g.get(key, []), f"gnd[{i}][{key!r}]")
-        queries.append(q)
-    if len(kinds) > 1:
-        raise ValueError("'gnd' mixes revisitop (easy/hard) and cirtorch (ok) entries")
-    return {
-        "imlist": list(data["imlist"]),
-        "qimlist": list(data["qimlist"]),
-        "gnd": queries,
-        "kind": kinds.pop() if kinds else "revisitop",
-    }
-

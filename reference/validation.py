@@ -118,9 +118,39 @@ def float_matrix(name: str, value: Any, what: str) -> np.ndarray:
             raise ValueError(f"{name}: integer values must stay below 2**53 to convert exactly")
         arr = arr.astype(np.float64)
     elif arr.dtype not in (np.float32, np.float64):
+        if arr.dtype == np.float16:
+            _warn_float16(name, arr)
         arr = arr.astype(np.float64)  # float16 and longdouble: float64 keeps the order
     check_finite(name, arr)
     return np.ascontiguousarray(arr)
+
+
+class LowPrecisionWarning(UserWarning):
+    """Values given in a precision so low that items which differ may be tied."""
+
+
+def _warn_float16(name: str, arr: np.ndarray) -> None:
+    """float16 keeps 11 significant bits: distances computed in float32 often collapse into ties."""
+    import warnings
+
+    tied = sum(int(row.size - np.unique(row).size) for row in arr[:64])
+    warnings.warn(
+        f"{name}: float16 values keep 11 significant bits, so items whose distances differ in float32 "
+        f"may be tied here ({tied} tied values in the first {min(len(arr), 64)} rows), which changes "
+        f"AP and CMC; compute {name} in float32 or float64",
+        LowPrecisionWarning, stacklevel=_outside_package())
+
+
+def _outside_package() -> int:
+    """The ``stacklevel`` of the first caller outside this package (where the warning belongs)."""
+    import os
+    import sys
+
+    package = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    frame, level = sys._getframe(1), 1
+    while frame is not None and os.path.abspath(frame.f_code.co_filename).startswith(package + os.sep):
+        frame, level = frame.f_back, level + 1
+    return level
 
 
 def bool_matrix(name: str, value: Any, shape: Tuple[int, int], what: str) -> np.ndarray:

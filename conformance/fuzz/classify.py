@@ -27,6 +27,7 @@ import numpy as np
 import retrieval_conformance as rc
 from retrieval_conformance.conformance.crosscheck import compare_per_query
 from retrieval_conformance.reference.aggregation import NoQueryCountedWarning
+from retrieval_conformance.reference.validation import LowPrecisionWarning
 
 from .cases import Case
 
@@ -40,7 +41,7 @@ FAILURES = ("wrong_number", "unnamed_error", "inconsistent", "accepted_invalid",
 ARGUMENTS = tuple(p for p in inspect.signature(rc.evaluate).parameters)
 _NAMED = re.compile(r"\b(" + "|".join(map(re.escape, ARGUMENTS)) + r")\b")
 #: warnings evaluate gives on purpose (documented); any other warning is a finding
-DOCUMENTED_WARNINGS = (NoQueryCountedWarning,)
+DOCUMENTED_WARNINGS = (NoQueryCountedWarning, LowPrecisionWarning)
 #: Python's own error for a misspelt keyword names it: that is a named error too
 _UNKNOWN_KEYWORD = re.compile(r"unexpected keyword argument '\w+'")
 #: a message longer than this hides what is wrong (and may be an input dumped whole)

@@ -98,6 +98,7 @@ def make_snippet(func: Callable, target: Optional[str], adapter: Adapter, call: 
         ref = None
         what = ""
     if ref is not None:
+        ref = ref[:-1] + ", implementation='reference')"  # the exact values
         if what:
             lines.append(f"print({ref}{what})  # reference: {ref_text}")
         else:

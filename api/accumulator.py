@@ -1,0 +1,268 @@
+"""Metrics accumulated over blocks of queries, for evaluation inside a training or validation loop.
+
+The gallery is fixed when the :class:`Accumulator` is made; each :meth:`Accumulator.update`
+evaluates one block of queries against it at once and keeps only their per-query values;
+:meth:`Accumulator.compute` averages them under the empty-query policy.  The result is
+identical, bit for bit, to one :func:`~retrieval_conformance.evaluate` call on every query
+in update order: queries are independent, and the means are exact, so they depend neither
+on the order of the queries nor on how they were split into blocks.
+
+>>> import numpy as np
+>>> import retrieval_conformance as rc
+>>> acc = rc.Accumulator(db_labels=[0, 1, 1], db_cams=[0, 0, 1], protocol="reid")
+>>> acc.update(distances=[[0.5, 0.1, 0.4]], query_labels=[1], query_cams=[1])
+>>> acc.update(distances=[[0.3, 0.2, 0.9]], query_labels=[0], query_cams=[1])
+>>> len(acc), acc.compute().map
+(2, 0.75)
+"""
+from __future__ import annotations
+
+from typing import Any, Dict, Optional, Tuple
+
+from retrieval_conformance.implementations import registry
+from retrieval_conformance.reference import validation as v
+from retrieval_conformance.reference.aggregation import aggregate
+from retrieval_conformance.reference.distances import METRICS
+from retrieval_conformance.reference.evaluate import check_cmc_size, evaluate, resolve_options
+from retrieval_conformance.reference.presets import get_preset
+from retrieval_conformance.reference.problem import Options, PerQuery, Result
+
+_UNSET: Any = object()
+
+#: query-block matrices with one column per gallery item
+GALLERY_COLUMNS = ("distances", "scores", "relevance", "junk")
+
+
+class Accumulator:
+    """Retrieval metrics accumulated over blocks of queries against a fixed gallery.
+
+    Parameters
+    ----------
+    db_labels, db_embeddings, db_codes, db_cams : array-like or torch tensor, optional
+        The gallery side, as in :func:`~retrieval_conformance.evaluate`: labels (1-D ids or
+        multi-hot rows), embeddings or binary codes (for blocks of ``query_embeddings`` or
+        ``query_codes``), cameras (ReID presets).  When the blocks bring a ``distances`` or
+        ``scores`` matrix, ``db_labels`` (and ``db_cams``) suffice, and nothing is needed when
+        they bring ``relevance`` too.  Tensors are moved to the CPU; arrays are held, not
+        copied, so do not change them in place between updates.
+    protocol, k, max_rank, ties, ap_rule, ap_at_k, empty, radius, metric
+        As in :func:`~retrieval_conformance.evaluate`, validated here, once: a bad option
+        fails at construction, by name.  ``k`` defaults to the preset's.
+    implementation : {"auto", "reference", "numpy", "torch", "c"}
+        Who computes; resolved here (``"auto"``: the fastest available) and used for every
+        block.  ``"reference"`` also keeps exact ``Fraction`` values (``result.exact``).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import retrieval_conformance as rc
+    >>> gallery = np.eye(3)
+    >>> acc = rc.Accumulator(db_embeddings=gallery, db_labels=[0, 1, 2], k=1, implementation="numpy")
+    >>> for queries, labels in [(gallery[:2], [0, 1]), (gallery[2:], [1])]:
+    ...     acc.update(query_embeddings=queries, query_labels=labels)
+    >>> res = acc.compute()
+    >>> float(res.precision_at_k), res.ap.tolist()
+    (0.6666666666666666, [1.0, 1.0, 0.0])
+    """
+
+    def __init__(
+        self,
+        *,
+        db_labels=None,
+        db_embeddings=None,
+        db_codes=None,
+        db_cams=None,
+        protocol: str = "hashing",
+        k: Optional[int] = _UNSET,
+        max_rank: int = 50,
+        ties: Optional[str] = None,
+        ap_rule: Optional[str] = None,
+        ap_at_k: Optional[str] = None,
+        empty: Optional[str] = None,
+        radius: Optional[float] = None,
+        metric: str = "euclidean",
+        implementation: str = "auto",
+    ) -> None:
+        self._options = resolve_options(
+            protocol, None if k is _UNSET else k, max_rank, ties, ap_rule, ap_at_k, empty, radius,
+            k_given=k is not _UNSET,
+        )
+        self._protocol = protocol
+        self._metric = v.choice("metric", metric, METRICS)
+        self._gallery = _gallery_arrays(
+            dict(db_labels=db_labels, db_embeddings=db_embeddings, db_codes=db_codes, db_cams=db_cams), protocol
+        )
+        self._gallery_size = _gallery_size(self._gallery)
+        self._implementation = registry.get(implementation).name
+        self.reset()
+
+    # -- state ------------------------------------------------------------------------------
+    def reset(self) -> None:
+        """Forget every query so far (the gallery and the options stay)."""
+        self._parts: list = []
+        self._n_queries = 0
+        self._n_gallery: Optional[int] = self._gallery_size
+
+    def __len__(self) -> int:
+        """Queries accumulated since construction or the last :meth:`reset`."""
+        return self._n_queries
+
+    def __repr__(self) -> str:
+        return (f"Accumulator(protocol={self._protocol!r}, implementation={self._implementation!r}, "
+                f"queries={self._n_queries}, gallery={self._n_gallery})")
+
+    @property
+    def options(self) -> Options:
+        """The resolved options (the preset with every override), as in ``Result.options``."""
+        return self._options
+
+    @property
+    def protocol(self) -> str:
+        return self._protocol
+
+    @property
+    def implementation(self) -> str:
+        """The name of the implementation that computes every block."""
+        return self._implementation
+
+    @property
+    def n_gallery(self) -> Optional[int]:
+        """Gallery items; None before the first block when no gallery array was given."""
+        return self._n_gallery
+
+    # -- the loop ---------------------------------------------------------------------------
+    def update(
+        self,
+        *,
+        query_embeddings=None,
+        query_codes=None,
+        distances=None,
+        scores=None,
+        query_labels=None,
+        query_cams=None,
+        relevance=None,
+        junk=None,
+    ) -> None:
+        """Evaluate one block of queries against the gallery and keep their per-query values.
+
+        Parameters
+        ----------
+        query_embeddings, query_codes, distances, scores
+            Exactly one ranking input for the block's queries, one row per query: embeddings
+            or codes (with ``db_embeddings`` / ``db_codes`` given at construction), or a
+            (queries, gallery) distance or similarity matrix.
+        query_labels, relevance
+            One relevance input: labels (with ``db_labels``) or a (queries, gallery) boolean
+            matrix.
+        query_cams, junk
+            The block's cameras (with ``db_cams``) and an explicit (queries, gallery) junk mask.
+
+        A block that fails validation raises (naming the argument and where the block starts)
+        and leaves the accumulator as it was.
+        """
+        block = dict(query_embeddings=query_embeddings, query_codes=query_codes, distances=distances,
+                     scores=scores, query_labels=query_labels, query_cams=query_cams,
+                     relevance=relevance, junk=junk)
+        start = self._n_queries
+        try:
+            block = {name: v.array_input(name, value) for name, value in block.items() if value is not None}
+            n_gallery = self._check_gallery_columns(block)
+            per_query = self._evaluate_block(block)
+            # the per-query CMC rows of every query so far, as one evaluate call would check them
+            check_cmc_size(start + per_query.ap.shape[0], n_gallery, self._options.max_rank)
+        except (ValueError, TypeError) as exc:
+            raise _located(exc, start) from None
+        self._parts.append(per_query)
+        self._n_queries += per_query.ap.shape[0]
+        self._n_gallery = n_gallery
+
+    def compute(self) -> Result:
+        """The :class:`~retrieval_conformance.Result` of every query so far, in update order.
+
+        Identical to one ``evaluate`` call on the concatenated blocks; like it, ``empty="error"``
+        raises here (naming the first empty query by its overall index), and a policy that
+        leaves every query out warns ``NoQueryCountedWarning``.
+        """
+        if not self._parts:
+            raise ValueError("Accumulator.compute: no queries yet; call update(...) with a block of queries first")
+        return aggregate(PerQuery.concat(self._parts), self._options, self._protocol, self._implementation,
+                         n_gallery=self._n_gallery)
+
+    # -- helpers ----------------------------------------------------------------------------
+    def _check_gallery_columns(self, block: Dict[str, Any]) -> int:
+        """The gallery size of this block; an error naming the matrix whose columns differ from
+        the gallery given at construction or seen in earlier blocks."""
+        columns = [(name, block[name]) for name in GALLERY_COLUMNS if name in block and block[name].ndim == 2]
+        if self._n_gallery is None:
+            return columns[0][1].shape[1] if columns else None
+        for name, matrix in columns:
+            if matrix.shape[1] != self._n_gallery:
+                raise ValueError(
+                    f"{name}: expected {self._n_gallery} columns (one per gallery item), got shape "
+                    f"{matrix.shape}; {self._gallery_origin()}"
+                )
+        return self._n_gallery
+
+    def _gallery_origin(self) -> str:
+        if self._gallery_size is not None:
+            name, arr = next(iter(self._gallery.items()))
+            return f"the gallery given to Accumulator ({name}) has {arr.shape[0]} items"
+        return (f"earlier update() blocks had {self._n_gallery} gallery items, and every block ranks the same "
+                "gallery; call reset() first to start over with another one")
+
+    def _evaluate_block(self, block: Dict[str, Any]) -> PerQuery:
+        """Per-query values of one block, from ``evaluate`` with the accumulator's options.
+
+        Per-query values do not depend on the empty-query policy (``aggregate`` applies it), so
+        the block is evaluated under ``empty="zero"``: ``"error"`` and the warning when no query
+        is counted then come from :meth:`compute`, which sees every query, as one call would.
+        """
+        options = self._options
+        result = evaluate(
+            **self._gallery, **block, protocol=self._protocol, k=options.k, max_rank=options.max_rank,
+            ties=options.ties, ap_rule=options.ap_rule, ap_at_k=options.ap_at_k, empty="zero",
+            radius=options.radius, metric=self._metric, implementation=self._implementation,
+        )
+        return result.per_query
+
+
+def _gallery_arrays(given: Dict[str, Any], protocol: str) -> Dict[str, Any]:
+    """The given gallery inputs as numpy arrays (tensors moved to the CPU), checked for what
+    is known before any query arrives."""
+    arrays = {name: v.array_input(name, value) for name, value in given.items() if value is not None}
+    if "db_embeddings" in arrays and "db_codes" in arrays:
+        raise ValueError(
+            "db_embeddings, db_codes: expected one gallery ranking input, got both; pass db_embeddings= "
+            "for blocks of query_embeddings, or db_codes= for blocks of query_codes"
+        )
+    for name in ("db_embeddings", "db_codes"):
+        if name in arrays:
+            v.check_ndim(name, arrays[name], 2, "one row per gallery item")
+    if "db_cams" in arrays and "same_id_cam" not in get_preset(protocol).junk:
+        raise ValueError(
+            f"db_cams: protocol {protocol!r} has no camera junk rule; use protocol='reid' or 'reid-matlab', "
+            "or leave db_cams out and pass junk= masks to update()"
+        )
+    return arrays
+
+
+def _gallery_size(arrays: Dict[str, Any]) -> Optional[int]:
+    """Rows of the gallery arrays (None when none was given); every array must agree."""
+    if not arrays:
+        return None
+    sizes: Tuple[Tuple[str, int], ...] = tuple((name, arr.shape[0]) for name, arr in arrays.items())
+    first, n = sizes[0]
+    for name, size in sizes[1:]:
+        if size != n:
+            raise ValueError(f"{name}: expected {n} rows (one per gallery item, as {first}), got {size}")
+    if n == 0:
+        raise ValueError(f"{first}: expected at least one gallery item (row), got an empty gallery")
+    return n
+
+
+def _located(exc: Exception, start: int) -> Exception:
+    """``exc`` with where the failing block starts among every query so far."""
+    try:
+        return type(exc)(f"{exc} (in the update() block starting at query {start})")
+    except Exception:  # an exception type that takes other arguments: keep it as it is
+        return exc

@@ -1,0 +1,181 @@
+"""``compare(runs)``: every run against the baseline, metric by metric, query by query.
+
+:func:`compare` checks its arguments, pairs each run with the baseline on the queries
+both count, runs the tests of :mod:`retrieval_conformance.compare_stats` on each pair,
+applies the multiple-comparison correction and returns a
+:class:`~retrieval_conformance.compare_tables.Comparison`.
+"""
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any, Dict, List, Mapping, Optional, Sequence
+
+import numpy as np
+from retrieval_conformance.compare_arguments import (
+    check_choice,
+    check_level,
+    check_names,
+    check_resamples,
+    check_seed,
+    per_query_values,
+)
+from retrieval_conformance.compare_stats import (
+    CORRECTIONS,
+    TESTS,
+    bootstrap_interval,
+    holm,
+    paired_t_p,
+    permutation_p,
+)
+from retrieval_conformance.compare_tables import Comparison, ComparisonRow
+from retrieval_conformance.reference.aggregation import float_mean
+
+__all__ = ["compare"]
+
+
+def compare(runs: Mapping[str, Any], *, metrics: Any = None, baseline: Optional[str] = None,
+            tests: Sequence[str] = ("permutation", "t"), n_resamples: int = 10_000, confidence: float = 0.95,
+            seed: Optional[int] = 0, correction: Optional[str] = None) -> Comparison:
+    r"""Compare runs against a baseline, query by query, with paired significance tests.
+
+    For each run other than the baseline and each metric, over the n queries counted in
+    both runs (value :math:`b_i` for the run, :math:`a_i` for the baseline,
+    :math:`d_i = b_i - a_i`):
+
+    * means :math:`\bar a = \frac1n\sum a_i`, :math:`\bar b = \frac1n\sum b_i`, and the
+      difference :math:`\Delta = \bar b - \bar a = \bar d`;
+    * **paired permutation test** (randomization test): under H0 the two runs are
+      exchangeable on each query, so each :math:`d_i` is equally likely to have either sign.
+      With :math:`\Delta_s = \frac1n\sum s_i d_i` for sign vectors :math:`s \in \{\pm1\}^n`,
+      the two-sided p-value is :math:`2\min(P(\Delta_s \le \Delta), P(\Delta_s \ge \Delta))`
+      (capped at 1), from ``scipy.stats.permutation_test(..., permutation_type="samples")``:
+      exact over all :math:`2^n` flips when :math:`2^n \le` ``n_resamples``, otherwise
+      ``n_resamples`` random flips with :math:`p = (\#\{\text{as extreme}\} + 1)/(N + 1)`;
+    * **paired t-test**: :math:`t = \bar d / (s_d/\sqrt n)` with n - 1 degrees of freedom
+      (``scipy.stats.ttest_rel``); when every :math:`d_i = 0` scipy gives NaN, and this
+      gives p = 1.0 with a note;
+    * **bootstrap interval** of :math:`\bar d`: ``scipy.stats.bootstrap`` resampling
+      queries (pairs kept together), BCa, or percentile when BCa is degenerate (a note says
+      so).
+
+    Parameters
+    ----------
+    runs : mapping of str to Result, or of str to 1-D array
+        Name -> what :func:`retrieval_conformance.evaluate` returned, every run on the same
+        queries in the same order and with the same options.  A query counts when the
+        run's empty-query policy counts it (``res.counted``, and not NaN under
+        ``empty="nan"``); a pair is used when both runs count it.  Or name -> per-query
+        values of one metric (NaN: not counted), higher is better.
+    metrics : str or sequence of str, optional
+        For ``Result`` runs: some of ``"map"`` (mAP or mAP@k), ``"precision_at_k"``,
+        ``"recall_at_k"`` (need k), ``"rank1"`` ... ``"rankN"`` (CMC), ``"minp"``,
+        ``"r_precision"``.  Default: all of them, Rank-1 for the CMC, P@k and R@k only with
+        a cut-off.  For arrays: the metric's name (default ``"value"``).
+    baseline : str, optional
+        The run the others are compared with (default: the first).
+    tests : str or sequence of {"permutation", "t"}
+        Which p-values to compute.
+    n_resamples : int
+        Random sign flips of the permutation test (exact when :math:`2^n \le` n_resamples)
+        and bootstrap resamples.
+    confidence : float
+        Level of the bootstrap interval, in (0, 1).
+    seed : int or None
+        Seed of ``numpy.random.default_rng``.  Every test and interval starts from a fresh
+        generator with this seed, so a row depends only on its two runs (not on which other
+        runs or metrics are compared); None: not reproducible.
+    correction : {None, "holm"}
+        Multiple comparisons.  Comparing several runs on several metrics runs many tests,
+        and some come out "significant" by chance.  ``"holm"`` adjusts the p-values of each
+        test over the family of all (runs - 1) x metrics comparisons with Holm--Bonferroni
+        (:func:`holm`), which keeps the chance of any false "significant" at alpha.  The raw
+        p-values stay in ``p_permutation``/``p_t``; the adjusted ones
+        (``*_adjusted``) drive the markers and :meth:`Comparison.regressions`.
+
+    Returns
+    -------
+    Comparison
+        ``.rows``, ``.to_text()``, ``.to_markdown()``, ``.to_latex()``, ``.to_dict()``,
+        ``.regressions(margin, alpha)``.
+
+    Raises
+    ------
+    ValueError
+        Fewer than 2 runs, a run with another number of queries or other options (named),
+        an unknown metric, baseline, test or correction, a setting out of range.
+    TypeError
+        ``runs`` not a mapping with str names, ``Result`` runs mixed with arrays, a run that
+        is neither, ``metrics`` or ``tests`` not names.
+    """
+    tests = tuple(check_names("tests", tests))
+    for t in tests:
+        check_choice("tests", t, TESTS)
+    n_resamples = check_resamples("n_resamples", n_resamples)
+    confidence = check_level("confidence", confidence)
+    seed = check_seed(seed)
+    check_choice("correction", correction, CORRECTIONS)
+    labels, values, n_queries = per_query_values(runs, metrics)
+    names = tuple(runs)
+    baseline = names[0] if baseline is None else baseline
+    if baseline not in runs:
+        raise ValueError(f"baseline: {baseline!r} is not a run; expected one of {list(names)}")
+    rows = []
+    for name in names:
+        if name == baseline:
+            continue
+        for metric, label in labels.items():
+            b, b_counted = values[name][metric]
+            a, a_counted = values[baseline][metric]
+            both = a_counted & b_counted
+            rows.append(_paired_row(metric, label, name, baseline, b[both], a[both], tests,
+                                    n_resamples, confidence, seed))
+    means = {name: {m: float_mean(v[counted]) for m, (v, counted) in values[name].items()} for name in names}
+    return Comparison(rows=_apply_correction(rows, correction), baseline=baseline, runs=names,
+                      metrics=dict(labels), means=means, n_queries=int(n_queries), tests=tests,
+                      n_resamples=n_resamples, confidence=confidence, seed=seed, correction=correction)
+
+
+def _paired_row(metric: str, label: str, run: str, baseline: str, b: np.ndarray, a: np.ndarray,
+                tests: Sequence[str], n_resamples: int, confidence: float, seed: Optional[int]) -> ComparisonRow:
+    """One row: the means, the difference, the asked tests and the interval on the n pairs (b_i, a_i)."""
+    n = a.shape[0]
+    notes: List[str] = []
+    p_perm = p_t = None
+    exact = False
+    low = high = float("nan")
+    ci_method = "none"
+    if n < 2:
+        notes.append(f"{n} quer{'y' if n == 1 else 'ies'} counted in both runs: no test or interval "
+                     "(needs at least 2)")
+        p_perm = float("nan") if "permutation" in tests else None
+        p_t = float("nan") if "t" in tests else None
+    else:
+        if "permutation" in tests:
+            p_perm, exact = permutation_p(b, a, n_resamples, seed)
+            if exact:
+                notes.append(f"exact permutation test: all 2**{n} = {2**n} sign flips")
+        if "t" in tests:
+            p_t, note = paired_t_p(b, a)
+            notes += [note] if note else []
+        low, high, ci_method, note = bootstrap_interval(b, a, n_resamples, confidence, seed)
+        notes += [note] if note else []
+    mean_a, mean_b = float_mean(a), float_mean(b)
+    return ComparisonRow(metric=metric, label=label, run=run, baseline=baseline, n_queries=int(n),
+                         mean_baseline=mean_a, mean_run=mean_b, difference=mean_b - mean_a,
+                         ci_low=low, ci_high=high, ci_method=ci_method, p_permutation=p_perm, p_t=p_t,
+                         p_permutation_adjusted=p_perm, p_t_adjusted=p_t, permutation_exact=exact,
+                         notes=tuple(notes))
+
+
+def _apply_correction(rows: List[ComparisonRow], correction: Optional[str]) -> List[ComparisonRow]:
+    """Holm over the family of every run x metric test, separately for each test."""
+    if correction is None or not rows:
+        return rows
+    changes: List[Dict[str, float]] = [{} for _ in rows]
+    for test in TESTS:
+        raw = [r.p_value(test, adjusted=False) for r in rows]
+        if raw[0] is None:  # not run
+            continue
+        for change, value in zip(changes, holm(raw)):
+            change[f"p_{test}_adjusted"] = float(value)
+    return [replace(r, **change) for r, change in zip(rows, changes)]

@@ -1,0 +1,384 @@
+"""Run the cross-implementation and fuzz tests against the C library built with ASan + UBSan.
+
+    python -m retrieval_conformance.conformance.fuzz.sanitize [--quick] [--threads 1,2,7] [pytest args...]
+
+Steps (``tox -e sanitize`` runs the ``--quick`` version):
+
+1. Build ``_rc_core.c`` (the copy shipped as package data) with ``-fsanitize=address,undefined
+   -fno-sanitize-recover=all`` into a temporary folder, and check that the result calls the
+   ASan and UBSan runtimes.
+2. Prove the sanitizers are live: a canary library (written here) reads one element past a
+   heap block, another overflows a signed int; each is called in a child process under the
+   same environment as the tests, and each must be killed with its sanitizer's report.  If
+   either survives: ``sanitizer not active: ...`` and exit 3.
+3. Run pytest in a child process with ``LD_PRELOAD=<libasan>`` (ASan's runtime must be the
+   first library of the process), ``RC_C_LIBRARY=<the sanitized library>``,
+   ``RC_REQUIRE=c,numpy`` (a C library that does not load fails the tests instead of
+   skipping them) and ``RC_SANITIZED=1``, once per thread count (``RC_NUM_THREADS``).
+
+Tests: ``test_sanitizer_setup`` (the C backend really loaded the sanitized library),
+``test_cross_implementation``, ``test_c_backend``, ``test_hardening``, ``test_streaming`` and
+``test_fuzz`` when it exists (its campaign's worker processes inherit the environment, so
+they run the sanitized library too).  Tests parametrized over implementations keep only ``c``
+(the numpy, torch and reference variants never call the C code), and ``DESELECT`` below is
+left out.  torch is not needed: the tox env does not install it and its tests skip; where it
+is installed it works under ASan, only slower (the fuzz tests also run it).  ``--quick`` (the CI
+version, a few minutes on two cores): ``HYPOTHESIS_PROFILE=ci`` unless set, every test at 7
+threads (more threads than cores: per-thread workspaces are exercised), and ``test_c_backend``
+plus ``test_fuzz`` at 1 and 2 threads.  Without ``--quick``: every test at every thread count.
+Extra arguments go to every pytest run (e.g. ``-k expected -x``).
+
+ASan writes its reports to files (``log_path``), so a report from a forked child or from a
+subprocess whose stderr a test captures is not lost; they are printed at the end.  UBSan
+ignores ``log_path`` next to ASan: its reports are found in pytest's stderr (copied through;
+pytest runs with ``--capture=sys`` so that they reach it).
+Exit status: 0 clean; 1 test failures or sanitizer findings; 2 the library cannot be built
+here (no compiler, or no ``libasan``); 3 the sanitizers are not active.
+"""
+from __future__ import annotations
+
+import argparse
+import importlib.resources
+import importlib.util
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from typing import Dict, List, Optional, Sequence, Tuple
+
+PACKAGE = "retrieval_conformance.conformance"
+PLUGIN = "retrieval_conformance.conformance.fuzz.sanitize"  # this module, loaded by pytest with -p
+TEST_MODULES = ("test_sanitizer_setup", "test_cross_implementation", "test_c_backend", "test_hardening",
+                "test_streaming", "test_fuzz")
+#: modules run at the other thread counts under --quick
+QUICK_THREAD_MODULES = ("test_c_backend", "test_fuzz")
+THREADS = (7, 1, 2)
+#: tests left out of the sanitizer run: the campaign's self-test runs only reference and numpy (never
+#: the C code) and waits out a 20 s hang
+DESELECT = {"test_the_campaign_reports_crashes_hangs_and_its_own_failures"}
+
+SANITIZE_FLAGS = ["-shared", "-fPIC", "-O1", "-g", "-fno-omit-frame-pointer", "-fsanitize=address,undefined",
+                  "-fno-sanitize-recover=all", "-std=c99", "-fopenmp"]
+# python leaks at exit by design: no leak checking; the first report ends the process
+ASAN_OPTIONS = "detect_leaks=0:abort_on_error=1:halt_on_error=1"
+UBSAN_OPTIONS = "halt_on_error=1:abort_on_error=1:print_stacktrace=1"
+#: lines of a sanitizer report on stderr
+REPORT_MARKERS = ("ERROR: AddressSanitizer", "runtime error:", "SUMMARY: AddressSanitizer",
+                  "SUMMARY: UndefinedBehaviorSanitizer")
+
+CANARY_SOURCE = r"""
+#include <limits.h>
+#include <stdlib.h>
+
+/* reads a[n], one element past a heap block of n ints */
+int rc_canary_heap_overflow(int n)
+{
+    volatile int *a = malloc((size_t)n * sizeof(int));
+    for (int i = 0; i < n; i++) a[i] = i;
+    int v = a[n];
+    free((void *)a);
+    return v;
+}
+
+/* x + 1 overflows for x = INT_MAX */
+int rc_canary_signed_overflow(int x)
+{
+    volatile int y = x;
+    return y + 1;
+}
+
+int rc_canary_ok(int x) { return x + 1; }
+"""
+# each canary: (function, argument, text its report must contain)
+CANARIES = (
+    ("rc_canary_heap_overflow", "8", "AddressSanitizer: heap-buffer-overflow"),
+    ("rc_canary_signed_overflow", "2147483647", "runtime error: signed integer overflow"),
+)
+
+
+class SetupError(Exception):
+    """The sanitized library cannot be built here (exit 2)."""
+
+
+class NotActive(Exception):
+    """The sanitizers do not catch the canaries (exit 3)."""
+
+
+# -- pytest plugin (loaded with -p in the child process) -----------------------------------------
+def pytest_configure(config):
+    """Under RC_SANITIZED=1: load the suite's hypothesis profile (HYPOTHESIS_PROFILE, or ci/dev:
+    no deadline) before any test runs; a run of modules that do not import ``strategies``
+    themselves would otherwise keep hypothesis's 200 ms deadline, which ASan's slowdown exceeds."""
+    if os.environ.get("RC_SANITIZED") == "1":
+        import retrieval_conformance.conformance.strategies  # noqa: F401  (registers and loads the profile)
+
+
+def pytest_collection_modifyitems(config, items):
+    """Under RC_SANITIZED=1: drop the tests that never call the C code, and DESELECT."""
+    if os.environ.get("RC_SANITIZED") != "1":
+        return
+    from retrieval_conformance.implementations import registry
+
+    others = set(registry.names()) - {"c"}
+    keep, drop = [], []
+    for item in items:
+        params = getattr(getattr(item, "callspec", None), "params", {})
+        name = getattr(item, "originalname", None) or item.name.split("[")[0]
+        if name in DESELECT or params.get("name") in others:
+            drop.append(item)
+        else:
+            keep.append(item)
+    if drop:
+        config.hook.pytest_deselected(items=drop)
+        items[:] = keep
+
+
+def pytest_runtest_logstart(nodeid, location):
+    """Record the running test: a sanitizer ends the process without a pytest report."""
+    path = os.environ.get("RC_SANITIZE_CURRENT")
+    if path and os.environ.get("RC_SANITIZED") == "1":
+        with open(path, "w") as f:
+            f.write(nodeid)
+
+
+# -- build ---------------------------------------------------------------------------------------
+def compiler() -> str:
+    cc = (os.environ.get("CC") or "gcc").split()[0]
+    path = shutil.which(cc)
+    if path is None:
+        raise SetupError(f"no C compiler: {cc!r} is not on PATH (set CC, or install gcc)")
+    return path
+
+
+def asan_runtime(cc: str) -> str:
+    """The path of the ASan runtime the compiler links against (for LD_PRELOAD)."""
+    res = subprocess.run([cc, "-print-file-name=libasan.so"], capture_output=True, text=True)
+    path = res.stdout.strip()
+    if res.returncode != 0 or not os.path.isabs(path) or not os.path.exists(path):
+        raise SetupError(f"no libasan for {cc} ({cc} -print-file-name=libasan.so gave {path!r}); "
+                         "install the compiler's sanitizer runtime (e.g. libasan8 for gcc 12)")
+    return os.path.realpath(path)
+
+
+def source_path(folder: str) -> str:
+    """``_rc_core.c`` as shipped in the package (copied to ``folder`` if it is not a plain file)."""
+    resource = importlib.resources.files("retrieval_conformance.implementations") / "_rc_core.c"
+    if not resource.is_file():
+        raise SetupError("the C source retrieval_conformance/implementations/_rc_core.c is not installed "
+                         "(package data missing)")
+    path = str(resource)
+    if not os.path.isfile(path):
+        path = os.path.join(folder, "_rc_core.c")
+        with open(path, "wb") as f:
+            f.write(resource.read_bytes())
+    return path
+
+
+def build(cc: str, source: str, target: str) -> None:
+    cmd = [cc, *SANITIZE_FLAGS, source, "-o", target]
+    res = subprocess.run(cmd, capture_output=True, text=True)
+    if res.returncode != 0:
+        raise SetupError(f"building with the sanitizers failed:\n  {' '.join(cmd)}\n{res.stderr.strip()}")
+    with open(target, "rb") as f:
+        data = f.read()
+    # the instrumentation calls these runtime entry points (names in the dynamic symbol table)
+    missing = [sym for sym in ("__asan_init", "__ubsan_handle_") if sym.encode() not in data]
+    if missing:
+        raise NotActive(f"{target} was built without instrumentation (no {', '.join(missing)} symbols)")
+
+
+# -- environment and reports -----------------------------------------------------------------
+def sanitizer_env(libasan: str, library: str, reports: str, base: Optional[Dict[str, str]] = None) -> Dict[str, str]:
+    env = dict(os.environ if base is None else base)
+    preload = [p for p in env.get("LD_PRELOAD", "").split() if p]
+    env["LD_PRELOAD"] = " ".join([libasan] + [p for p in preload if p != libasan])  # ASan first
+    env["ASAN_OPTIONS"] = f"{ASAN_OPTIONS}:log_path={os.path.join(reports, 'asan')}"
+    env["UBSAN_OPTIONS"] = UBSAN_OPTIONS  # (UBSan next to ASan ignores log_path: its reports go to stderr)
+    env["RC_C_LIBRARY"] = library
+    env["RC_REQUIRE"] = "c,numpy"
+    env["RC_SANITIZED"] = "1"
+    env["PYTHONUNBUFFERED"] = "1"  # what a test printed before a sanitizer ended the process is not lost
+    env["RC_SANITIZE_CURRENT"] = os.path.join(os.path.dirname(reports), "current-test")
+    return env
+
+
+def take_reports(reports: str) -> List[Tuple[str, str]]:
+    """(file, text) of every sanitizer report written so far; the files are removed."""
+    out = []
+    for name in sorted(os.listdir(reports)):
+        path = os.path.join(reports, name)
+        with open(path, errors="replace") as f:
+            out.append((name, f.read()))
+        os.remove(path)
+    return out
+
+
+def show_reports(found: Sequence[Tuple[str, str]]) -> None:
+    for name, text in found:
+        print(f"\n==== sanitizer report {name} ====\n{text.rstrip()}", file=sys.stderr)
+
+
+# -- canaries ------------------------------------------------------------------------------------
+def check_canaries(cc: str, folder: str, env: Dict[str, str], reports: str) -> None:
+    """Raise NotActive unless each canary dies with its sanitizer's report under ``env``."""
+    source = os.path.join(folder, "canary.c")
+    with open(source, "w") as f:
+        f.write(CANARY_SOURCE)
+    lib = os.path.join(folder, "canary.so")
+    build(cc, source, lib)
+    call = "import ctypes, sys; print(ctypes.CDLL(sys.argv[1])[sys.argv[2]](int(sys.argv[3])))"
+    ok = subprocess.run([sys.executable, "-c", call, lib, "rc_canary_ok", "1"], env=env,
+                        capture_output=True, text=True, timeout=120)
+    take_reports(reports)
+    if ok.returncode != 0 or ok.stdout.strip() != "2":
+        raise NotActive(f"the canary library cannot even be called under the sanitizer environment "
+                        f"(exit {ok.returncode}):\n{ok.stderr.strip()}")
+    for func, arg, expected in CANARIES:
+        res = subprocess.run([sys.executable, "-c", call, lib, func, arg], env=env,
+                             capture_output=True, text=True, timeout=120)
+        text = res.stderr + "".join(t for _, t in take_reports(reports))
+        if res.returncode == 0 or expected not in text:
+            raise NotActive(
+                f"{func}({arg}) was not caught: exit {res.returncode}, no {expected!r} in its report "
+                f"(LD_PRELOAD={env.get('LD_PRELOAD')!r})\n--- stderr ---\n{res.stderr.strip()}")
+
+
+# -- test runs -----------------------------------------------------------------------------------
+def existing_modules(names: Sequence[str]) -> List[str]:
+    out = []
+    for name in names:
+        module = f"{PACKAGE}.{name}"
+        if importlib.util.find_spec(module) is not None:
+            out.append(module)
+    return out
+
+
+def plan(quick: bool, threads: Sequence[int]) -> List[Tuple[int, List[str]]]:
+    """(thread count, test modules) of each pytest run."""
+    every = existing_modules(TEST_MODULES)
+    if not quick:
+        return [(t, every) for t in threads]
+    runs = [(threads[0], every)]
+    subset = existing_modules(QUICK_THREAD_MODULES)
+    return runs + [(t, subset) for t in threads[1:]]
+
+
+def run_pytest(cmd: List[str], env: Dict[str, str]) -> Tuple[int, List[str]]:
+    """Run ``cmd``; its stderr is copied to ours as it comes, and the sanitizer lines in it kept."""
+    found = []
+    proc = subprocess.Popen(cmd, env=env, stderr=subprocess.PIPE, text=True, errors="replace", bufsize=1)
+    assert proc.stderr is not None
+    for line in proc.stderr:
+        sys.stderr.write(line)
+        sys.stderr.flush()
+        if any(marker in line for marker in REPORT_MARKERS):
+            found.append(line.rstrip())
+    return proc.wait(), found
+
+
+def run_tests(env: Dict[str, str], reports: str, runs, extra: Sequence[str]) -> int:
+    for threads, modules in runs:
+        run_env = dict(env, RC_NUM_THREADS=str(threads))
+        # --capture=sys: pytest's default fd capture would swallow a UBSan report written to fd 2
+        # when the process aborts; with sys capture it reaches run_pytest
+        cmd = [sys.executable, "-m", "pytest", "-p", PLUGIN, "-p", "no:cacheprovider", "--capture=sys",
+               "--pyargs", *modules, *extra]
+        short = " ".join(m.rsplit(".", 1)[1] for m in modules)
+        print(f"\n== RC_NUM_THREADS={threads}: pytest {short} {' '.join(extra)}", flush=True)
+        start = time.monotonic()
+        returncode, on_stderr = run_pytest(cmd, run_env)
+        in_files = take_reports(reports)
+        took = time.monotonic() - start
+        if in_files or on_stderr:
+            show_reports(in_files)
+            current = env.get("RC_SANITIZE_CURRENT")
+            test = "?"
+            if current and os.path.exists(current):
+                with open(current) as f:
+                    test = f.read().strip()
+            where = [f"{len(in_files)} report file(s) printed above"] if in_files else []
+            if on_stderr:
+                where.append("these lines in the output above:\n" + "\n".join(f"  {line}" for line in on_stderr))
+            print(f"\nsanitize: sanitizer finding at RC_NUM_THREADS={threads} during {test} (pytest exit "
+                  f"{returncode}, {took:.0f}s): {'; '.join(where)}\nFor the input of a hypothesis test, rerun it "
+                  "alone with -s --hypothesis-verbosity=verbose: the last 'Test case' printed is the one.",
+                  file=sys.stderr)
+            return 1
+        if returncode != 0:
+            why = f"killed by signal {-returncode}" if returncode < 0 else f"exit {returncode}"
+            print(f"\nsanitize: pytest failed at RC_NUM_THREADS={threads} ({why}, {took:.0f}s)", file=sys.stderr)
+            return 1
+        print(f"== RC_NUM_THREADS={threads}: clean ({took:.0f}s)", flush=True)
+    return 0
+
+
+def parse_threads(text: str) -> List[int]:
+    try:
+        values = [int(t) for t in text.split(",") if t.strip()]
+    except ValueError:
+        values = []
+    if not values or any(v < 1 for v in values):
+        raise argparse.ArgumentTypeError(f"expected positive integers separated by commas, got {text!r}")
+    return values
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m retrieval_conformance.conformance.fuzz.sanitize",
+        description="Build the C library with ASan+UBSan and run the cross-implementation and fuzz tests "
+                    "against it. Unknown arguments go to pytest.")
+    parser.add_argument("--quick", action="store_true",
+                        help="the short CI version: every test at the first thread count, test_c_backend and "
+                             "test_fuzz at the others, HYPOTHESIS_PROFILE=ci unless set")
+    parser.add_argument("--threads", type=parse_threads, default=list(THREADS),
+                        help="RC_NUM_THREADS of each run, comma-separated (default 7,1,2)")
+    parser.add_argument("--keep", action="store_true", help="keep the build folder (its path is printed)")
+    ns, extra = parser.parse_known_args(argv)
+
+    started = time.monotonic()
+    folder = tempfile.mkdtemp(prefix="rc-sanitize-")
+    try:
+        reports = os.path.join(folder, "reports")
+        os.mkdir(reports)
+        try:
+            cc = compiler()
+            libasan = asan_runtime(cc)
+            library = os.path.join(folder, "_rc_core_sanitized.so")
+            source = source_path(folder)
+            print(f"sanitize: building {source} with {os.path.basename(cc)} -fsanitize=address,undefined",
+                  flush=True)
+            build(cc, source, library)
+        except SetupError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 2
+        except NotActive as exc:
+            print(f"sanitizer not active: {exc}", file=sys.stderr)
+            return 3
+        env = sanitizer_env(libasan, library, reports)
+        if ns.quick:
+            env.setdefault("HYPOTHESIS_PROFILE", "ci")
+        try:
+            check_canaries(cc, folder, env, reports)
+        except SetupError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 2
+        except NotActive as exc:
+            print(f"sanitizer not active: {exc}", file=sys.stderr)
+            return 3
+        print(f"sanitize: canaries caught (ASan heap-buffer-overflow, UBSan signed overflow); "
+              f"LD_PRELOAD={libasan} RC_C_LIBRARY={library}", flush=True)
+        status = run_tests(env, reports, plan(ns.quick, ns.threads), extra)
+        print(f"\nsanitize: {'clean' if status == 0 else 'FAILED'} in {time.monotonic() - started:.0f}s",
+              flush=True)
+        return status
+    finally:
+        if ns.keep:
+            print(f"sanitize: build folder kept at {folder}")
+        else:
+            shutil.rmtree(folder, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,392 @@
+"""``rc.Accumulator``: queries fed block by block give exactly one ``evaluate`` call's result.
+
+Every comparison is bit for bit (float64 bytes, NaN included), of the means, the per-query
+values, the counted mask and, for the reference, the exact ``Fraction`` values; every test
+that computes runs for every registered implementation (skipped where it cannot run).
+"""
+from __future__ import annotations
+
+import gc
+import warnings
+import weakref
+
+import numpy as np
+import pytest
+import retrieval_conformance as rc
+from retrieval_conformance.conformance.requirements import implementation_params, require_implementation
+from retrieval_conformance.reference import evaluate as evaluate_module
+from retrieval_conformance.reference.aggregation import NoQueryCountedWarning
+
+IMPLS = implementation_params()
+TIES = ["stable", "reverse", "optimistic", "pessimistic", "expected", "grouped"]
+MEANS = ("map", "minp", "r_precision", "precision_at_k", "recall_at_k", "precision_at_radius", "recall_at_radius")
+ARRAYS = ("ap", "inp", "cmc", "counted")
+PER_QUERY = ("ap", "n_relevant", "hits_at_k", "precision_at_k", "recall_at_k", "cmc", "inp", "r_precision",
+             "precision_at_radius", "recall_at_radius")
+GALLERY_KEYS = ("db_labels", "db_embeddings", "db_codes", "db_cams")
+
+
+# -- helpers ------------------------------------------------------------------------------
+def same_bits(a, b) -> bool:
+    """Equal as float64 bytes (so NaN equals NaN and 0.0 differs from -0.0), or both None."""
+    if a is None or b is None:
+        return a is None and b is None
+    a, b = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
+    return a.shape == b.shape and a.tobytes() == b.tobytes()
+
+
+def assert_identical(got: rc.Result, want: rc.Result) -> None:
+    for name in MEANS + ARRAYS:
+        mine, theirs = getattr(got, name), getattr(want, name)
+        assert same_bits(mine, theirs), f"{name}: {mine} != {theirs}"
+    for name in PER_QUERY:
+        assert same_bits(getattr(got.per_query, name), getattr(want.per_query, name)), f"per_query.{name}"
+    assert (got.protocol, got.implementation, got.options) == (want.protocol, want.implementation, want.options)
+    assert got.per_query.exact == want.per_query.exact
+    assert got.exact == want.exact
+    if want.implementation == "reference":
+        assert got.per_query.exact is not None
+
+
+def random_blocks(rng: np.random.Generator, n: int) -> list:
+    """Consecutive (start, stop) bounds covering 0..n, each 1 .. ceil(n/2) rows (so at least two)."""
+    bounds, start = [], 0
+    while start < n:
+        stop = min(n, start + int(rng.integers(1, (n + 1) // 2 + 1)))
+        bounds.append((start, stop))
+        start = stop
+    return bounds
+
+
+def accumulate(queries: dict, bounds: list, **construction) -> rc.Accumulator:
+    acc = rc.Accumulator(**construction)
+    for start, stop in bounds:
+        assert acc.update(**{key: value[start:stop] for key, value in queries.items()}) is None
+        assert len(acc) == stop
+    return acc
+
+
+def both(gallery: dict, queries: dict, options: dict, bounds: list, implementation: str):
+    """(accumulated result, one evaluate call's result) on the same queries."""
+    acc = accumulate(queries, bounds, **gallery, **options, implementation=implementation)
+    return acc.compute(), rc.evaluate(**gallery, **queries, **options, implementation=implementation)
+
+
+# -- problems: few distinct distances and labels, so ties and empty queries are common -----
+def tie_heavy_distances(rng, n_q=14, n_g=11):
+    gallery = dict(db_labels=rng.integers(0, 3, n_g))
+    queries = dict(distances=rng.integers(0, 4, (n_q, n_g)).astype(np.float64),
+                   query_labels=rng.integers(0, 4, n_q))  # label 3 has no gallery item: empty queries
+    return gallery, queries, {}
+
+
+def reid_cameras(rng, n_q=12, n_g=15, protocol="reid"):
+    ids = rng.integers(-1 if protocol == "reid-matlab" else 0, 4, n_g)
+    gallery = dict(db_labels=ids, db_cams=rng.integers(0, 3, n_g))
+    queries = dict(distances=rng.integers(0, 5, (n_q, n_g)).astype(np.float32),
+                   query_labels=rng.integers(0, 4, n_q), query_cams=rng.integers(0, 3, n_q))
+    return gallery, queries, dict(protocol=protocol)
+
+
+def codes_multi_hot(rng, n_q=13, n_g=16):
+    gallery = dict(db_codes=rng.choice([-1, 1], (n_g, 5)), db_labels=rng.integers(0, 2, (n_g, 3)))
+    queries = dict(query_codes=rng.choice([-1, 1], (n_q, 5)), query_labels=rng.integers(0, 2, (n_q, 3)))
+    return gallery, queries, dict(protocol="dcmh", k=int(rng.choice([3, 10, 40])), radius=2)
+
+
+def scores_relevance_junk(rng, n_q=12, n_g=10):
+    queries = dict(scores=rng.integers(0, 3, (n_q, n_g)).astype(np.float32),
+                   relevance=rng.random((n_q, n_g)) < 0.25, junk=rng.random((n_q, n_g)) < 0.2)
+    return {}, queries, dict(empty="skip", k=4)
+
+
+def gldv2_scores(rng, n_q=10, n_g=12):
+    gallery = dict(db_labels=rng.integers(0, 3, n_g))
+    queries = dict(scores=rng.integers(0, 3, (n_q, n_g)).astype(np.float64), query_labels=rng.integers(0, 4, n_q))
+    return gallery, queries, dict(protocol="gldv2")  # the preset's k=100, beyond the gallery
+
+
+def hashnet_codes(rng, n_q=12, n_g=14):
+    gallery = dict(db_codes=rng.integers(0, 2, (n_g, 4)), db_labels=rng.integers(0, 3, n_g))
+    queries = dict(query_codes=rng.integers(0, 2, (n_q, 4)), query_labels=rng.integers(0, 4, n_q))
+    return gallery, queries, dict(protocol="hashnet", k=5)
+
+
+CASES = {
+    "reid-cameras": reid_cameras,
+    "reid-matlab-minus-one": lambda rng: reid_cameras(rng, protocol="reid-matlab"),
+    "dcmh-codes-multi-hot-radius": codes_multi_hot,
+    "scores-relevance-junk": scores_relevance_junk,
+    "gldv2-default-k": gldv2_scores,
+    "hashnet-skip-no-hit": hashnet_codes,
+}
+
+
+# -- identical to one call ------------------------------------------------------------------
+@pytest.mark.parametrize("name", IMPLS)
+@pytest.mark.parametrize("ties", TIES)
+@pytest.mark.parametrize("empty", ["zero", "skip", "skip_no_hit", "nan"])
+def test_random_blocks_of_tied_distances_match_one_call(name, ties, empty):
+    require_implementation(name)
+    rng = np.random.default_rng(TIES.index(ties) * 7 + len(empty))
+    gallery, queries, _ = tie_heavy_distances(rng)
+    k = None if ties == "grouped" else [None, 1, 3, 100][int(rng.integers(4))]
+    options = dict(ties=ties, empty=empty, k=k, max_rank=int(rng.choice([1, 5, 30])))
+    got, want = both(gallery, queries, options, random_blocks(rng, 14), name)
+    assert_identical(got, want)
+
+
+@pytest.mark.parametrize("name", IMPLS)
+@pytest.mark.parametrize("case", sorted(CASES))
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_protocols_and_inputs_match_one_call(name, case, seed):
+    require_implementation(name)
+    rng = np.random.default_rng(seed)
+    gallery, queries, options = CASES[case](rng)
+    options = dict(options, ties=TIES[(seed + len(case)) % len(TIES)])
+    if options["ties"] == "grouped":
+        options["k"] = None  # a cut-off inside a tie group is an error under "grouped"
+    n_q = len(next(iter(queries.values())))
+    got, want = both(gallery, queries, options, random_blocks(rng, n_q), name)
+    assert_identical(got, want)
+
+
+@pytest.mark.parametrize("name", IMPLS)
+@pytest.mark.parametrize("metric", ["euclidean", "cosine"])
+def test_embeddings_against_a_fixed_gallery(name, metric):
+    require_implementation(name)
+    rng = np.random.default_rng(5)
+    prototypes = rng.normal(size=(4, 6)).astype(np.float32)  # repeated rows: tied distances
+    gallery = dict(db_embeddings=prototypes[rng.integers(0, 4, 20)], db_labels=rng.integers(0, 3, 20))
+    queries = dict(query_embeddings=prototypes[rng.integers(0, 4, 15)], query_labels=rng.integers(0, 3, 15))
+    options = dict(metric=metric, k=5, ties="expected")
+    got, want = both(gallery, queries, options, random_blocks(rng, 15), name)
+    assert_identical(got, want)
+
+
+@pytest.mark.parametrize("name", IMPLS)
+def test_one_query_per_block(name):
+    require_implementation(name)
+    gallery, queries, options = reid_cameras(np.random.default_rng(8))
+    got, want = both(gallery, queries, options, [(q, q + 1) for q in range(12)], name)
+    assert_identical(got, want)
+
+
+def test_auto_resolves_once_to_what_evaluate_picks():
+    gallery, queries, options = tie_heavy_distances(np.random.default_rng(9))
+    acc = accumulate(queries, [(0, 6), (6, 14)], **gallery, **options)
+    want = rc.evaluate(**gallery, **queries, **options)
+    assert acc.implementation == want.implementation
+    assert_identical(acc.compute(), want)
+
+
+def test_reference_keeps_exact_fractions():
+    gallery, queries, options = codes_multi_hot(np.random.default_rng(10))
+    got, want = both(gallery, queries, options, [(0, 4), (4, 5), (5, 13)], "reference")
+    assert got.exact is not None and got.exact.map == want.exact.map
+    assert got.map == float(got.exact.map)
+    assert len(got.per_query.exact["ap"]) == 13
+
+
+@pytest.mark.parametrize("name", IMPLS)
+def test_torch_tensors_as_gallery_and_blocks(name):
+    torch = pytest.importorskip("torch")
+    require_implementation(name)
+    rng = np.random.default_rng(11)
+    gallery, queries, options = reid_cameras(rng)
+    bounds = random_blocks(rng, 12)
+    acc = rc.Accumulator(**{key: torch.from_numpy(value) for key, value in gallery.items()}, **options,
+                         implementation=name)
+    for start, stop in bounds:
+        acc.update(**{key: torch.from_numpy(np.ascontiguousarray(value[start:stop])) for key, value in queries.items()})
+    assert_identical(acc.compute(), rc.evaluate(**gallery, **queries, **options, implementation=name))
+
+
+# -- the empty-query policy acts at compute(), on every query -------------------------------
+@pytest.mark.parametrize("name", IMPLS)
+def test_empty_error_raises_at_compute_naming_the_overall_index(name):
+    require_implementation(name)
+    gallery = dict(db_labels=[0, 1, 1, 2])
+    queries = dict(distances=np.arange(24, dtype=float).reshape(6, 4) % 3, query_labels=[0, 1, 2, 0, 7, 7])
+    acc = accumulate(queries, [(0, 3), (3, 6)], **gallery, empty="error", implementation=name)
+    with pytest.raises(ValueError) as want:
+        rc.evaluate(**gallery, **queries, empty="error", implementation=name)
+    with pytest.raises(ValueError) as got:
+        acc.compute()
+    assert str(got.value) == str(want.value)
+    assert "first at index 4" in str(got.value)
+
+
+@pytest.mark.parametrize("name", IMPLS)
+def test_no_query_counted_warns_at_compute_only(name):
+    require_implementation(name)
+    gallery = dict(db_labels=[0, 1, 1])
+    queries = dict(distances=np.zeros((4, 3)), query_labels=[5, 6, 5, 6])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no block warns on its own
+        acc = accumulate(queries, [(0, 1), (1, 4)], **gallery, empty="skip", implementation=name)
+    with pytest.warns(NoQueryCountedWarning) as got:
+        res = acc.compute()
+    assert got[0].filename == __file__  # points at the caller of compute(), as evaluate's does at its caller
+    with pytest.warns(NoQueryCountedWarning):
+        want = rc.evaluate(**gallery, **queries, empty="skip", implementation=name)
+    assert_identical(res, want)
+
+
+# -- state ------------------------------------------------------------------------------------
+def test_reset_forgets_queries_and_a_learned_gallery_size():
+    rng = np.random.default_rng(12)
+    _, first, options = scores_relevance_junk(rng, n_g=10)
+    _, second, _ = scores_relevance_junk(rng, n_q=7, n_g=6)
+    acc = accumulate(first, [(0, 5), (5, 12)], **options, implementation="reference")
+    assert (len(acc), acc.n_gallery) == (12, 10)
+    acc.reset()
+    assert (len(acc), acc.n_gallery) == (0, None)
+    with pytest.raises(ValueError, match="no queries yet"):
+        acc.compute()
+    for start, stop in [(0, 2), (2, 7)]:
+        acc.update(**{key: value[start:stop] for key, value in second.items()})
+    assert_identical(acc.compute(), rc.evaluate(**second, **options, implementation="reference"))
+
+
+def test_compute_twice_and_update_after_compute():
+    gallery, queries, options = tie_heavy_distances(np.random.default_rng(13))
+    acc = accumulate(queries, [(0, 6)], **gallery, **options, implementation="reference")
+    assert_identical(acc.compute(), acc.compute())
+    acc.update(**{key: value[6:] for key, value in queries.items()})
+    assert_identical(acc.compute(), rc.evaluate(**gallery, **queries, **options, implementation="reference"))
+
+
+@pytest.mark.parametrize("name", IMPLS)
+def test_block_inputs_are_not_kept(name):
+    """Only per-query values stay: a block's arrays are freed once update() returns."""
+    require_implementation(name)
+    acc = rc.Accumulator(db_embeddings=np.eye(4), db_labels=[0, 1, 2, 3], implementation=name)
+    queries = np.eye(4)[[1, 2]]
+    alive = weakref.ref(queries)
+    acc.update(query_embeddings=queries, query_labels=[1, 0])
+    del queries
+    gc.collect()
+    assert alive() is None
+    assert len(acc) == 2 and acc.n_gallery == 4
+
+
+def test_the_cmc_size_limit_counts_every_query_so_far(monkeypatch):
+    """evaluate refuses max_rank x queries values beyond a small gallery; so does the sum of blocks."""
+    monkeypatch.setattr(evaluate_module, "CMC_TAIL_LIMIT", 100)
+    gallery = dict(db_labels=[0, 1, 2])
+    queries = dict(distances=np.zeros((12, 3)), query_labels=np.zeros(12, int))
+    with pytest.raises(ValueError, match="max_rank: 10 CMC values for each of 12 queries"):
+        rc.evaluate(**gallery, **queries, max_rank=10)
+    acc = rc.Accumulator(**gallery, max_rank=10)
+    acc.update(distances=queries["distances"][:5], query_labels=queries["query_labels"][:5])
+    acc.update(distances=queries["distances"][5:10], query_labels=queries["query_labels"][5:10])
+    with pytest.raises(ValueError, match=r"max_rank: 10 CMC values for each of 12 queries.*starting at query 10"):
+        acc.update(distances=queries["distances"][10:], query_labels=queries["query_labels"][10:])
+    assert len(acc) == 10
+
+
+def test_repr_says_what_is_accumulated():
+    acc = rc.Accumulator(db_labels=[0, 1], implementation="reference")
+    acc.update(distances=[[0.0, 1.0]], query_labels=[1])
+    assert repr(acc) == "Accumulator(protocol='hashing', implementation='reference', queries=1, gallery=2)"
+
+
+# -- errors name the argument -----------------------------------------------------------------
+BAD_OPTIONS = [
+    (dict(ties="random"), ValueError, r"^ties: expected one of"),
+    (dict(ap_rule="area"), ValueError, r"^ap_rule: expected one of"),
+    (dict(ap_at_k="k"), ValueError, r"^ap_at_k: expected one of"),
+    (dict(empty="drop"), ValueError, r"^empty: expected one of"),
+    (dict(k=0), ValueError, r"^k: expected a positive integer"),
+    (dict(k=2.5), TypeError, r"^k: expected a positive integer"),
+    (dict(max_rank=0), ValueError, r"^max_rank: expected a positive integer"),
+    (dict(radius=-1), ValueError, r"^radius: expected a finite non-negative number"),
+    (dict(protocol="market"), ValueError, r"^protocol: unknown preset 'market'"),
+    (dict(metric="manhattan"), ValueError, r"^metric: expected one of"),
+    (dict(implementation="fortran"), ValueError, r"^implementation: unknown implementation 'fortran'"),
+]
+
+
+@pytest.mark.parametrize("options, error, message", BAD_OPTIONS, ids=[str(o) for o, _, _ in BAD_OPTIONS])
+def test_a_bad_option_fails_at_construction(options, error, message):
+    with pytest.raises(error, match=message):
+        rc.Accumulator(db_labels=[0, 1], **options)
+
+
+BAD_GALLERIES = [
+    (dict(db_embeddings=np.ones((3, 2)), db_codes=np.ones((3, 2))), r"^db_embeddings, db_codes: expected one"),
+    (dict(db_embeddings=np.ones(3)), r"^db_embeddings: expected a 2-D array"),
+    (dict(db_labels=[0, 1, 2], db_cams=[0, 1], protocol="reid"),
+     r"^db_cams: expected 3 rows \(one per gallery item, as db_labels\)"),
+    (dict(db_labels=np.zeros(0, int)), r"^db_labels: expected at least one gallery item"),
+    (dict(db_labels=[0, 1], db_cams=[0, 1], protocol="hashing"), r"^db_cams: protocol 'hashing' has no camera"),
+]
+
+
+def _gallery_id(gallery: dict) -> str:
+    return ",".join(f"{key}={value}" if key == "protocol" else key for key, value in gallery.items())
+
+
+@pytest.mark.parametrize("gallery, message", BAD_GALLERIES, ids=[_gallery_id(g) for g, _ in BAD_GALLERIES])
+def test_a_bad_gallery_fails_at_construction(gallery, message):
+    with pytest.raises(ValueError, match=message):
+        rc.Accumulator(**gallery)
+
+
+def test_a_bad_gallery_type_is_named():
+    with pytest.raises(TypeError, match=r"^db_labels: expected an array"):
+        rc.Accumulator(db_labels=(i for i in range(3)))
+
+
+def test_compute_before_update():
+    with pytest.raises(ValueError, match=r"^Accumulator.compute: no queries yet; call update"):
+        rc.Accumulator(db_labels=[0, 1]).compute()
+
+
+def test_a_block_with_another_gallery_size_is_refused_and_changes_nothing():
+    acc = rc.Accumulator(implementation="reference")
+    acc.update(distances=np.zeros((2, 5)), relevance=np.eye(2, 5, dtype=bool))
+    before = acc.compute()
+    with pytest.raises(ValueError, match=r"^distances: expected 5 columns \(one per gallery item\), got shape "
+                                         r"\(3, 6\); earlier update\(\) blocks had 5 .* reset\(\).* query 2\)$"):
+        acc.update(distances=np.zeros((3, 6)), relevance=np.ones((3, 6), bool))
+    with pytest.raises(ValueError, match=r"^relevance: expected 5 columns"):
+        acc.update(distances=np.zeros((3, 5)), relevance=np.ones((3, 4), bool))
+    assert len(acc) == 2
+    assert_identical(acc.compute(), before)
+
+
+def test_a_block_must_match_the_gallery_given_at_construction():
+    acc = rc.Accumulator(db_labels=[0, 1, 2, 0])
+    with pytest.raises(ValueError, match=r"^scores: expected 4 columns .*got shape \(2, 3\); the gallery given "
+                                         r"to Accumulator \(db_labels\) has 4 items"):
+        acc.update(scores=np.zeros((2, 3)), query_labels=[0, 1])
+    assert len(acc) == 0
+
+
+def test_block_errors_say_where_the_block_starts():
+    acc = rc.Accumulator(db_labels=[0, 1, 1])
+    acc.update(distances=np.zeros((3, 3)), query_labels=[0, 1, 0])
+    bad = np.zeros((2, 3))
+    bad[1, 2] = np.nan
+    with pytest.raises(ValueError, match=r"^distances: expected finite values.*update\(\) block starting at query 3"):
+        acc.update(distances=bad, query_labels=[0, 1])
+    with pytest.raises(ValueError, match=r"^query_labels: expected 2 rows"):
+        acc.update(distances=np.zeros((2, 3)), query_labels=[0, 1, 1])
+    with pytest.raises(TypeError, match=r"^query_labels: expected an array"):
+        acc.update(distances=np.zeros((2, 3)), query_labels=5)
+    with pytest.raises(ValueError, match=r"^give exactly one ranking input"):
+        acc.update(query_labels=[0])
+    assert len(acc) == 3
+
+
+def test_reid_needs_cameras_in_every_block():
+    acc = rc.Accumulator(db_labels=[0, 1, 1], db_cams=[0, 0, 1], protocol="reid")
+    with pytest.raises(ValueError, match=r"^query_cams, db_cams: expected both camera arrays"):
+        acc.update(distances=np.zeros((1, 3)), query_labels=[1])
+    without = rc.Accumulator(db_labels=[0, 1, 1], protocol="reid")
+    with pytest.raises(ValueError, match=r"^query_cams: protocol 'reid' removes gallery items"):
+        without.update(distances=np.zeros((1, 3)), query_labels=[1])
+    without.update(distances=np.zeros((1, 3)), query_labels=[1], junk=np.zeros((1, 3), bool))  # said explicitly
+    assert len(without) == 1 and len(acc) == 0
