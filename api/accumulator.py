@@ -23,9 +23,10 @@ from retrieval_conformance.implementations import registry
 from retrieval_conformance.reference import validation as v
 from retrieval_conformance.reference.aggregation import aggregate
 from retrieval_conformance.reference.distances import METRICS
-from retrieval_conformance.reference.evaluate import check_cmc_size, evaluate, resolve_options
+from retrieval_conformance.reference.evaluate import evaluate, resolve_options
 from retrieval_conformance.reference.presets import get_preset
 from retrieval_conformance.reference.problem import Options, PerQuery, Result
+from retrieval_conformance.reference.query_blocks import check_cmc_size
 
 _UNSET: Any = object()
 

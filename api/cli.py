@@ -1,4 +1,4 @@
-"""Command line: ``retrieval-conformance {golden,evaluate,compare,check,bench,compute-ap,presets,explain}``."""
+"""Command line: ``retrieval-conformance {golden,evaluate,compare,check,identify,bench,compute-ap,presets,explain}``."""
 from __future__ import annotations
 
 import argparse
@@ -329,6 +329,8 @@ DELEGATED = {
                 "paired significance of metric differences between runs (permutation, t-test, bootstrap)"),
     "check": ("retrieval_conformance.conformance.harness.cli", "check_main",
               "check your own metric function against the reference, and name its conventions"),
+    "identify": ("retrieval_conformance.conformance.harness.cli", "identify_main",
+                 "name the conventions (and known bugs) your metric function follows: check --identify"),
     "bench": ("retrieval_conformance.conformance.bench_report", "bench_main",
               "speed benchmarks at dataset scale, with a regression gate"),
     "compute-ap": ("retrieval_conformance.reference.landmark_cli", "compute_ap_main",

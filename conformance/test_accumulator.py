@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 import retrieval_conformance as rc
 from retrieval_conformance.conformance.requirements import implementation_params, require_implementation
-from retrieval_conformance.reference import evaluate as evaluate_module
+from retrieval_conformance.reference import query_blocks
 from retrieval_conformance.reference.aggregation import NoQueryCountedWarning
 
 IMPLS = implementation_params()
@@ -273,7 +273,7 @@ def test_block_inputs_are_not_kept(name):
 
 def test_the_cmc_size_limit_counts_every_query_so_far(monkeypatch):
     """evaluate refuses max_rank x queries values beyond a small gallery; so does the sum of blocks."""
-    monkeypatch.setattr(evaluate_module, "CMC_TAIL_LIMIT", 100)
+    monkeypatch.setattr(query_blocks, "CMC_TAIL_LIMIT", 100)
     gallery = dict(db_labels=[0, 1, 2])
     queries = dict(distances=np.zeros((12, 3)), query_labels=np.zeros(12, int))
     with pytest.raises(ValueError, match="max_rank: 10 CMC values for each of 12 queries"):

@@ -44,7 +44,7 @@ def dists(**kw):
         (lambda: codes(query_labels=[[1, 0]]), ValueError, r"query_labels: expected 2 rows"),
         (lambda: codes(query_labels=[1, 2]), ValueError, r"query_labels, db_labels: expected both 1-D"),
         (lambda: dists(db_labels=[1.5, 2, 2]), ValueError, r"db_labels: expected integer ids"),
-        (lambda: dists(db_labels=["a", "b", "c"]), TypeError, r"db_labels: expected integer ids"),
+        (lambda: dists(db_labels=["a", "b", "c"]), TypeError, r"query_labels: db_labels holds strings but query_labels holds dtype=int"),
         # distances and scores
         (lambda: dists(distances=np.array([[0.1, np.nan, 0.3], [0.3, 0.2, 0.1]])), ValueError, r"distances: expected finite values, found nan at \[0, 1\]"),
         (lambda: dists(distances=np.array([[0.1, np.inf, 0.3], [0.3, 0.2, 0.1]])), ValueError, r"distances: expected finite values, found inf"),
@@ -145,3 +145,18 @@ def test_several_cutoffs_in_one_call_equal_one_call_each():
         rc.evaluate(**kw, k=(5, 5))
     with pytest.raises(ValueError, match=r"^k: expected a positive integer"):
         rc.evaluate(**kw, k=[1, 0])
+
+
+def test_string_ids_mean_what_integer_ids_mean():
+    """Query 'p1' matches gallery 0 and 2 but gallery 0 has its camera (junk): the match is at rank 2
+    of 3 (AP 1/2); query 'p2' (camera c2) ranks gallery 3, 2, 1, 0 and matches gallery 1 at rank 3
+    (AP 1/3)."""
+    d = np.array([[0.1, 0.2, 0.3, 0.4], [0.4, 0.3, 0.2, 0.1]])
+    words = dict(query_labels=["p1", "p2"], db_labels=np.array(["p1", "p2", "p1", "x"], dtype=object),
+                 query_cams=["c1", "c2"], db_cams=["c1", "c1", "c2", "c2"])
+    ints = dict(query_labels=[1, 2], db_labels=[1, 2, 1, 3], query_cams=[1, 2], db_cams=[1, 1, 2, 2])
+    got = rc.evaluate(distances=d, **words, protocol="reid", implementation="reference")
+    assert got.exact.ap == [Fraction(1, 2), Fraction(1, 3)]
+    assert got.summary() == rc.evaluate(distances=d, **ints, protocol="reid", implementation="reference").summary()
+    with pytest.raises(TypeError, match=r"^db_labels: query_labels holds strings but db_labels holds dtype=int"):
+        rc.evaluate(distances=d, query_labels=["p1", "p2"], db_labels=[1, 2, 1, 3])

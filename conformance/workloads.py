@@ -568,9 +568,9 @@ def memory_query_limit(workload: Workload, candidate: str, median: Optional[floa
     if candidate == "loop":
         return 100
     if candidate in IMPLEMENTATIONS:
-        from retrieval_conformance.reference.evaluate import _block_rows
+        from retrieval_conformance.reference.query_blocks import block_rows
 
-        limit = 2 * _block_rows(workload.n_queries, workload.n_gallery, None)
+        limit = 2 * block_rows(workload.n_queries, workload.n_gallery, None)
         return limit if limit < workload.n_queries else None
     return None
 

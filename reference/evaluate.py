@@ -26,6 +26,14 @@ from retrieval_conformance.reference.problem import (
     Result,
     ResultsAtK,
 )
+from retrieval_conformance.reference.query_blocks import (
+    block_rows,
+    check_cmc_size,
+    check_not_transposed,
+    input_shape,
+    progress_callback,
+    query_rows,
+)
 
 
 def _count_given(**inputs: Any) -> list:
@@ -114,6 +122,8 @@ def build_problem(
                 "query_cams: camera junk (same id and same camera) needs single-id labels "
                 "(query_labels and db_labels as 1-D id arrays)"
             )
+        query_cams, db_cams = v.joint_ids("query_cams", v.array_input("query_cams", query_cams),
+                                          "db_cams", v.array_input("db_cams", db_cams))
         qc = v.id_vector("query_cams", query_cams, n_q, "one camera per query")
         dc = v.id_vector("db_cams", db_cams, n_g, "one camera per gallery item")
     junk_ids = tuple(int(i) for i in junk_ids)
@@ -296,24 +306,24 @@ def evaluate(
     for key in ("distances", "scores", "query_codes", "query_embeddings"):
         if query_side[key] is not None:
             v.check_ndim(key, query_side[key], 2, "one row per query")
-    n_q, n_g = _input_shape(query_side, gallery_side)
-    _check_not_transposed(query_side, gallery_side)
+    n_q, n_g = input_shape(query_side, gallery_side)
+    check_not_transposed(query_side, gallery_side)
     for key, value in query_side.items():
         if value is not None and hasattr(value, "__len__") and len(value) != n_q:
             shape = getattr(value, "shape", (len(value),))
             raise ValueError(f"{key}: expected {n_q} rows (one per query), got shape {tuple(shape)}")
-    rows = _block_rows(n_q, n_g, block_size)
-    report = _progress_callback(progress, n_q)
+    per_block = block_rows(n_q, n_g, block_size)
+    report = progress_callback(progress, n_q)
     parts = []
-    for start in range(0, max(n_q, 1), rows):
-        stop = min(start + rows, n_q)
+    for start in range(0, max(n_q, 1), per_block):
+        stop = min(start + per_block, n_q)
         # each block is validated and evaluated on its own: queries are independent, so
         # the result is identical to one block, while memory stays bounded
-        block = {key: _rows(value, start, stop) for key, value in query_side.items()}
+        block = {key: query_rows(value, start, stop) for key, value in query_side.items()}
         try:
             problem = build_problem(**block, **gallery_side, row0=start)
         except (ValueError, TypeError) as exc:
-            if rows < n_q:
+            if per_block < n_q:
                 raise type(exc)(f"{exc} (in the query block starting at row {start})") from None
             raise
         check_cmc_size(n_q, problem.n_gallery, options.max_rank)
@@ -321,9 +331,6 @@ def evaluate(
         if report is not None:
             report(stop)
     return aggregate(PerQuery.concat(parts), options, protocol, impl.name, n_gallery=problem.n_gallery)
-
-
-BLOCK_BYTES = 256 * 2**20
 
 
 def _compute_block(impl, problem: Problem, options: Options) -> PerQuery:
@@ -334,92 +341,3 @@ def _compute_block(impl, problem: Problem, options: Options) -> PerQuery:
     rows are extended by their flat tail (``reference/cutoffs.py``).
     """
     return compute_within_gallery(impl.compute, problem, options)
-
-
-#: per-query CMC values beyond the gallery that ``evaluate`` agrees to hold (1 GiB of float64)
-CMC_TAIL_LIMIT = 2**27
-
-
-def check_cmc_size(n_q: int, n_g: int, max_rank: int) -> None:
-    """Refuse to allocate a per-query CMC mostly made of its flat tail beyond the gallery."""
-    if max_rank > n_g and n_q * max_rank > CMC_TAIL_LIMIT:
-        raise ValueError(
-            f"max_rank: {max_rank} CMC values for each of {n_q} queries would take "
-            f"{n_q * max_rank * 8 / 2**30:.1f} GiB, but the gallery has only {n_g} items and the CMC is "
-            f"flat beyond it; pass max_rank <= {n_g}"
-        )
-
-
-def _rows(value, start: int, stop: int):
-    """Rows ``start:stop`` of a query-side input (None stays None; lists become arrays)."""
-    if value is None:
-        return None
-    if not hasattr(value, "shape"):
-        value = np.asarray(value)
-        if value.dtype == object:
-            return value  # let validation say what is wrong
-    if value.ndim == 0:
-        return value
-    return value[start:stop]
-
-
-def _input_shape(query_side, gallery_side):
-    """(queries, gallery items) from the inputs, without converting any large array."""
-    def rows_of(value):
-        return len(value) if value is not None else None
-
-    n_q = next((rows_of(query_side[key]) for key in ("distances", "scores", "query_codes", "query_embeddings",
-                                                      "relevance", "query_labels") if query_side[key] is not None), 0)
-    matrix = query_side["distances"] if query_side["distances"] is not None else query_side["scores"]
-    if matrix is not None and getattr(matrix, "ndim", 2) == 2 and hasattr(matrix, "shape"):
-        n_g = matrix.shape[1]
-    else:
-        gallery = next((gallery_side[key] for key in ("db_codes", "db_embeddings", "db_labels")
-                        if gallery_side[key] is not None), None)
-        n_g = rows_of(gallery) or 1
-    return n_q, n_g
-
-
-def _check_not_transposed(query_side, gallery_side) -> None:
-    """A (gallery x queries) matrix would otherwise be reported as a row-count problem of the labels."""
-    ql, dl = query_side["query_labels"], gallery_side["db_labels"]
-    if ql is None or dl is None:
-        return
-    for key in ("distances", "scores", "relevance", "junk"):
-        matrix = query_side[key]
-        if matrix is None or matrix.ndim != 2 or matrix.shape[0] == matrix.shape[1]:
-            continue
-        if matrix.shape == (len(dl), len(ql)):
-            raise ValueError(
-                f"{key}: got shape {matrix.shape} (gallery x queries?), but query_labels has {len(ql)} rows "
-                f"and db_labels {len(dl)}: pass {key}.T, one row per query and one column per gallery item"
-            )
-
-
-def _block_rows(n_q: int, n_g: int, block_size: Optional[int]) -> int:
-    if block_size is not None:
-        return v.positive_int("block_size", block_size)
-    # about BLOCK_BYTES of float64 per block (the largest per-block temporaries are Q x N)
-    return max(1, min(max(n_q, 1), BLOCK_BYTES // (8 * max(n_g, 1))))
-
-
-def _progress_callback(progress, n_q: int):
-    if not progress:
-        return None
-    if callable(progress):
-        return lambda done: progress(done, n_q)
-    import sys
-    import time
-
-    t0 = time.perf_counter()
-
-    def report(done: int) -> None:
-        elapsed = time.perf_counter() - t0
-        rate = done / elapsed if elapsed > 0 else float("inf")
-        eta = (n_q - done) / rate if rate > 0 else 0.0
-        sys.stderr.write(f"\rqueries {done}/{n_q} ({100 * done / n_q:.0f}%), {elapsed:.1f} s, ~{eta:.0f} s left")
-        if done >= n_q:
-            sys.stderr.write("\n")
-        sys.stderr.flush()
-
-    return report

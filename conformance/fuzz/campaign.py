@@ -16,6 +16,10 @@ from dataclasses import dataclass, field
 from multiprocessing.connection import wait
 from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
+from .cases import draw_case
+from .classify import CLEAN, Outcome, classify
+from .draw import RandomDraw, case_rng
+
 __all__ = ["PROFILES", "Finding", "Profile", "Report", "run_campaign", "reproduce_command"]
 
 
@@ -33,6 +37,8 @@ PROFILES: Dict[str, Profile] = {
 }
 
 CHUNK = 100  # cases handed to a worker at a time
+#: thread counts of a worker's numerical libraries and of our C code
+SINGLE_THREAD = {"OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "RC_NUM_THREADS": "1"}
 
 
 @dataclass
@@ -79,11 +85,6 @@ def reproduce_command(seed: int, index: int) -> str:
 # --------------------------------------------------------------------------- worker side
 def _worker(conn, seed: int, implementations: Sequence[str], selftest: Dict[int, str]) -> None:
     """Run the index ranges the parent sends; report each case before and after it runs."""
-    os.environ.setdefault("OMP_NUM_THREADS", "1")
-    from .cases import draw_case
-    from .classify import Outcome, classify
-    from .draw import RandomDraw, case_rng
-
     while True:
         try:
             job = conn.recv()
@@ -125,7 +126,15 @@ class _Slot:
         self.conn, child = ctx.Pipe()
         self.process = ctx.Process(target=_worker, args=(child, seed, tuple(implementations), selftest),
                                    daemon=True)
-        self.process.start()
+        # one thread per worker (the workers are the parallelism), unless the caller chose a count
+        saved = {name: os.environ.get(name) for name in SINGLE_THREAD}
+        os.environ.update({name: value for name, value in SINGLE_THREAD.items() if saved[name] is None})
+        try:
+            self.process.start()  # a spawned child copies the environment now
+        finally:
+            for name, value in saved.items():
+                if value is None:
+                    os.environ.pop(name, None)
         child.close()
         self.job: Optional[Tuple[int, int]] = None
         self.next = 0
@@ -228,8 +237,6 @@ def _receive(slot: _Slot, report: Report, jobs, slots, ctx, seed, implementation
 
 
 def _record(report: Report, index: int, kind: str, change: str, implementation: str, detail: str) -> None:
-    from .classify import CLEAN
-
     report.counts[kind] += 1
     report.changes[change] += 1
     if kind not in CLEAN:
@@ -242,9 +249,6 @@ def _replace(slot: _Slot, kind: str, detail: str, report: Report, ctx, seed, imp
     slot.stop()
     new = _Slot(ctx, seed, implementations, selftest)
     if index is not None:
-        from .cases import draw_case
-        from .draw import RandomDraw, case_rng
-
         change = draw_case(RandomDraw(case_rng(seed, index))).change.split(":")[0].split("=")[0]
         _record(report, index, kind, change, "", detail)
         rest = index + 1

@@ -107,5 +107,13 @@ def check_main(argv: Optional[Sequence[str]] = None) -> int:
     return run_check_args(ns)
 
 
+def identify_main(argv: Optional[Sequence[str]] = None) -> int:
+    """``retrieval-conformance identify TARGET ...``: ``check --identify``, named for what it does."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv and argv[0] == "identify":
+        argv = argv[1:]
+    return check_main(argv + ["--identify"])
+
+
 if __name__ == "__main__":  # pragma: no cover
     sys.exit(check_main())
