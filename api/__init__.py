@@ -5,6 +5,7 @@
 """
 from retrieval_conformance.accumulator import Accumulator
 from retrieval_conformance.compare import Comparison, compare
+from retrieval_conformance.dispatch import evaluate
 from retrieval_conformance.implementations.registry import (
     ImplementationUnavailable,
 )
@@ -12,7 +13,7 @@ from retrieval_conformance.implementations.registry import (
     available as available_implementations,
 )
 from retrieval_conformance.reference.curves import mean_pr_curve, plot_cmc, plot_pr_curves, pr_curve
-from retrieval_conformance.reference.evaluate import build_problem, evaluate, resolve_options
+from retrieval_conformance.reference.evaluate import build_problem, resolve_options
 from retrieval_conformance.reference.landmark import (
     LANDMARK_PROTOCOLS,
     LandmarkResult,
@@ -35,6 +36,7 @@ from retrieval_conformance.reference.readers import (
     read_revisitop_gnd,
 )
 from retrieval_conformance.reference.reid import cuhk03_single_shot_cmc
+from retrieval_conformance.reference.trec import evaluate_run, read_qrels, read_run
 
 __version__ = "0.1.0"
 
@@ -54,6 +56,9 @@ def identify(func, adapter="hashing-codes", **kwargs):
 
 __all__ = [
     "evaluate",
+    "evaluate_run",
+    "read_run",
+    "read_qrels",
     "Accumulator",
     "compare",
     "Comparison",

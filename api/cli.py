@@ -166,14 +166,23 @@ def evaluate_main(args) -> int:
 
     # every failure of the input prints one line, "error: ...", and exits with 2 (a usage
     # error), never a traceback
-    try:
-        arrays = _load_arrays(args)
-    except ValueError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
-    overrides = {key: getattr(args, key) for key in ("ties", "ap_rule", "ap_at_k", "empty", "radius")}
-    kwargs = dict(arrays, protocol=args.protocol, max_rank=args.max_rank,
-                  implementation=args.implementation, **overrides)
+    trec = args.run is not None or args.qrels is not None
+    if trec:
+        if args.run is None or args.qrels is None:
+            print(f"error: {'--run' if args.run is None else '--qrels'}: a TREC run is evaluated against qrels; "
+                  "give both --run RUN and --qrels QRELS", file=sys.stderr)
+            return 2
+        kwargs = dict(max_rank=args.max_rank, implementation=args.implementation, complete=args.complete,
+                      relevance_level=args.relevance_level)
+    else:
+        try:
+            arrays = _load_arrays(args)
+        except ValueError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 2
+        overrides = {key: getattr(args, key) for key in ("ties", "ap_rule", "ap_at_k", "empty", "radius")}
+        kwargs = dict(arrays, protocol=args.protocol, max_rank=args.max_rank,
+                      implementation=args.implementation, progress=args.progress and not args.quiet, **overrides)
     if args.k is not None:
         cutoffs = _parse_k(args.k)
         if cutoffs is None:
@@ -187,18 +196,30 @@ def evaluate_main(args) -> int:
                   file=sys.stderr)
             return 2
     try:
-        res = rc.evaluate(**kwargs, progress=args.progress and not args.quiet)
+        res = rc.evaluate_run(args.run, args.qrels, **kwargs) if trec else rc.evaluate(**kwargs)
     except (ValueError, TypeError, rc.ImplementationUnavailable) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    except OSError as exc:  # a run or qrels file that cannot be opened
+        print(f"error: {exc.filename}: {exc.strerror or exc}; check the path", file=sys.stderr)
+        return 2
     if args.per_query:
         return _print_per_query(res, args.per_query, args.query_ids)
+    results = list(res.values()) if isinstance(res, rc.ResultsAtK) else [res]
     if args.json:
-        print(json.dumps(res.summary(), indent=2, default=str))
+        summary = res.summary()
+        if trec:  # trec_eval's own names as well
+            summary = {key: dict(one, trec_eval=r.extras["trec_eval"]) for (key, one), r in
+                       zip(summary.items(), results)} if isinstance(res, rc.ResultsAtK) else \
+                dict(summary, trec_eval=res.extras["trec_eval"])
+        print(json.dumps(summary, indent=2, default=str))
         return 0
-    for one in (res.values() if isinstance(res, rc.ResultsAtK) else [res]):
+    for one in results:
         if args.quiet:
             print(f"{one.map!r}")
+        elif trec:
+            for name, value in one.extras["trec_eval"].items():  # as trec_eval prints its summary
+                print(f"{name:<22}\tall\t{value}")
         else:
             _print_result(one)
     return 0
@@ -237,7 +258,7 @@ def _print_per_query(res, fmt: str, ids_path: Optional[str]) -> int:
     """One row per query (like ``trec_eval -q``), as text, JSON or CSV."""
     import csv
 
-    query_ids = None
+    query_ids = res.extras.get("query_ids")  # a TREC run's qids
     if ids_path:
         try:
             with open(ids_path, encoding="utf-8") as f:
@@ -287,7 +308,11 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--seed", type=int, default=0)
     g.set_defaults(func=golden_main)
 
-    e = sub.add_parser("evaluate", help="evaluate arrays from .npy/.npz files")
+    e = sub.add_parser("evaluate", help="evaluate arrays from .npy/.npz files, or a TREC run against qrels")
+    e.add_argument("--run", help="a TREC run file (qid Q0 docno rank score tag), evaluated as trec_eval does")
+    e.add_argument("--qrels", help="the TREC qrels file for --run (qid iter docno rel)")
+    e.add_argument("--complete", action="store_true", help="with --run: trec_eval -c (every qrels query counts)")
+    e.add_argument("--relevance-level", type=int, default=1, help="with --run: least relevant grade (trec_eval -l)")
     e.add_argument("--npz", help="an .npz holding arrays named like evaluate()'s arguments")
     for key in EVALUATE_ARRAYS:
         e.add_argument("--" + key.replace("_", "-"), dest=key, help=f"{key} as a .npy file")
@@ -347,7 +372,13 @@ def main(argv: Optional[List[str]] = None) -> int:
         module, function, _ = DELEGATED[argv[0]]
         return getattr(importlib.import_module(module), function)(argv[1:])
     args = build_parser().parse_args(argv)
-    return args.func(args)
+    try:
+        return args.func(args)
+    except BrokenPipeError:  # the reader went away (| head): not an error of ours
+        import os
+
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
 
 
 if __name__ == "__main__":

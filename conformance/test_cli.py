@@ -107,3 +107,24 @@ def test_several_cutoffs_on_the_command_line(tmp_path, capsys):
     assert main(["evaluate", "--npz", run, "--k", "1,x"]) == 2
     assert main(["evaluate", "--npz", run, "--implementation", "nope"]) == 2
     assert "implementation: unknown implementation 'nope'" in capsys.readouterr().err
+
+
+def test_trec_run_and_qrels(tmp_path, capsys):
+    """q1 ranks d1, then the tie d3 > d2 (docno descending): its relevant d2 is at rank 3 and d4
+    is not retrieved, so AP = (1/3) / 2 = 1/6; q2 finds its one relevant document first (AP 1).
+    map = 7/12; P_2 = (0 + 1/2) / 2 = 1/4; recall_2 = (0 + 1) / 2 = 1/2; Rprec = (0 + 1) / 2."""
+    run, qrels = tmp_path / "a.run", tmp_path / "a.qrels"
+    run.write_text("q1 Q0 d1 1 0.9 t\nq1 Q0 d2 2 0.5 t\nq1 Q0 d3 3 0.5 t\nq2 Q0 d9 1 1.0 t\n")
+    qrels.write_text("q1 0 d2 1\nq1 0 d4 2\nq2 0 d9 1\n")
+    assert main(["evaluate", "--run", str(run), "--qrels", str(qrels), "--k", "2", "--json",
+                 "--implementation", "reference"]) == 0
+    measures = json.loads(capsys.readouterr().out)["trec_eval"]
+    assert measures["map"] == 7 / 12 and measures["P_2"] == 0.25 and measures["recall_2"] == 0.5
+    assert measures["Rprec"] == 0.5 and measures["num_rel"] == 3
+    assert main(["evaluate", "--run", str(run), "--qrels", str(qrels), "--per-query", "text"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert "ap\tq1\t0.16666666666666666" in lines and "ap\tq2\t1.0" in lines
+    assert main(["evaluate", "--run", str(run)]) == 2
+    assert "--qrels" in capsys.readouterr().err
+    assert main(["evaluate", "--run", str(tmp_path / "missing.run"), "--qrels", str(qrels)]) == 2
+    assert capsys.readouterr().err.startswith("error: ")
