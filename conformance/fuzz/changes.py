@@ -242,7 +242,9 @@ def _string_ids(d, kw):
         out[name] = np.array([f"id-{x}" for x in np.asarray(kw[name]).tolist()])
         if d.chance(0.3):
             out[name] = out[name].astype(object)  # as a pandas column holds them
-    return Case(out, f"string_ids:{pair[0]}", "value", twin=dict(kw))
+    # reid-matlab reads the integer id -1 as junk; a string id is never that integer (documented)
+    minus_one = kw.get("protocol") == "reid-matlab" and pair == LABELS and (np.asarray(kw[pair[1]]) == -1).any()
+    return Case(out, f"string_ids:{pair[0]}", "value", twin=None if minus_one else dict(kw))
 
 
 def _string_ids_on_one_side(d, kw):
