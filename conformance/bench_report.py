@@ -478,9 +478,9 @@ def _cmd_plot(args) -> int:
     try:
         out = plot_history(paths, args.out)
     except ImportError:
-        print("plot skipped: matplotlib is not installed; install the optional extra: "
+        print("error: bench plot needs matplotlib, which is not installed; install the optional extra: "
               "pip install 'retrieval-conformance[plot]'", file=sys.stderr)
-        return 0
+        return 2
     print(f"wrote {out} ({len(paths)} saved runs)")
     return 0
 
