@@ -133,11 +133,12 @@ def _huge_ids(d):
     def make(arr):
         if arr.ndim != 1:
             return None
+        size = np.abs(arr).astype(np.float64) + 1  # >= 1, so every value below is out of range (-1 too)
         return d.choice((
-            arr.astype(np.float64) * 1e20 + 1e20,                 # floats >= 2**63: would merge in int64
+            size * 1e20,                                          # floats >= 2**63: would merge in int64
             np.where(arr >= 0, arr, 0).astype(np.uint64) + np.uint64(2**64 - 4),  # beyond int64
             arr.astype(np.float64) + 0.5,                         # not integers
-            arr.astype(np.float64) * float(2**53) + 2.0**53,      # beyond float64's exact integers
+            size * float(2**53),                                  # at or beyond float64's exact integers
         ))
     return make
 
