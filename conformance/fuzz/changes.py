@@ -200,6 +200,8 @@ def _zero_in_pm1_codes(d, kw):
     q = np.array(kw["query_codes"])
     q.flat[d.integer(0, q.size - 1)] = 0
     out["query_codes"] = q
+    if not ((q == -1).any() or (np.asarray(kw["db_codes"]) == -1).any()):
+        return None  # the only -1 became 0: what is left are valid {0, 1} codes
     return Case(out, "zero_in_pm1_codes", "error")
 
 
