@@ -132,9 +132,20 @@ def _hypergeom(m: int, n: int, t: int, x: int) -> Fraction:
     return Fraction(comb(m, x) * comb(n - m, t - x), comb(n, t))
 
 
-def _position_of_jth(j: int, m: int, n: int, p: int) -> Fraction:
-    """P(the j-th relevant item of a group sits at its position p)."""
-    return Fraction(comb(p - 1, j - 1) * comb(n - p, m - j), comb(n, m))
+def _positions_of_jth(j: int, m: int, n: int):
+    """``(p, P(the j-th relevant item of a group sits at its position p))`` for every p.
+
+    P = C(p-1, j-1) C(n-p, m-j) / C(n, m).  The numerator goes from p to p + 1 by the exact
+    integer step ``* p (n-p-m+j) / ((p-j+1)(n-p))``: one ``comb`` per j instead of two per
+    position, which is what keeps tie groups of 10**4 items affordable.
+    """
+    total = comb(n, m)
+    ways = comb(n - j, m - j)  # p = j: C(j-1, j-1) = 1
+    last = n - m + j
+    for p in range(j, last + 1):
+        yield p, Fraction(ways, total)
+        if p < last:
+            ways = ways * p * (n - p - m + j) // ((p - j + 1) * (n - p))
 
 
 def _straddling(groups: Sequence[TieGroup], k: int) -> Optional[TieGroup]:
@@ -180,8 +191,8 @@ def expected_values(groups: Sequence[TieGroup], opts: Options) -> QueryValues:
                 if i > L:
                     break
                 total += sum(
-                    (_position_of_jth(j, g.relevant, g.size, p) * ap_term(i, g.before + p, rule)
-                     for p in range(j, g.size - g.relevant + j + 1)),
+                    (chance * ap_term(i, g.before + p, rule)
+                     for p, chance in _positions_of_jth(j, g.relevant, g.size)),
                     ZERO,
                 )
         ap = total / L
@@ -216,7 +227,7 @@ def expected_values(groups: Sequence[TieGroup], opts: Options) -> QueryValues:
 
     m, n = last.relevant, last.size
     inp = sum(
-        (_position_of_jth(m, m, n, p) * Fraction(R, last.before + p) for p in range(m, n + 1)),
+        (chance * Fraction(R, last.before + p) for p, chance in _positions_of_jth(m, m, n)),
         ZERO,
     )
     hk = expected_hits(groups, k) if k is not None else Fraction(R)
