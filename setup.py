@@ -9,10 +9,18 @@ from setuptools import Extension, setup
 from setuptools.command.build_ext import build_ext
 
 OPENMP = ["-fopenmp"]
+#: the C sources: units and their shared header (also shipped as package data, for the sanitizer run)
+CSRC = "implementations/csrc"
+
+
+def c_files(suffix):
+    """The files of CSRC ending in ``suffix``, sorted, as paths relative to this folder."""
+    folder = os.path.join(os.path.dirname(os.path.abspath(__file__)), CSRC)
+    return sorted(f"{CSRC}/{name}" for name in os.listdir(folder) if name.endswith(suffix))
 
 
 class BuildExtOpenMPOptional(build_ext):
-    """Build with OpenMP where the compiler has it, else single-threaded (the C file builds both ways)."""
+    """Build with OpenMP where the compiler has it, else single-threaded (the C units build both ways)."""
 
     def build_extension(self, ext):
         try:
@@ -32,7 +40,9 @@ if mode != "0":
     ext_modules.append(
         Extension(
             "retrieval_conformance.implementations._rc_core",
-            sources=["implementations/_rc_core.c"],
+            sources=c_files(".c"),
+            include_dirs=[CSRC],
+            depends=c_files(".h"),  # a changed header rebuilds the units
             extra_compile_args=["-O3", "-std=c99"] + OPENMP,
             extra_link_args=list(OPENMP),
             optional=(mode != "1"),

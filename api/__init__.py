@@ -2,96 +2,73 @@
 
 >>> import retrieval_conformance as rc
 >>> res = rc.evaluate(distances=D, query_labels=q_ids, db_labels=g_ids, protocol="reid")
+
+The package face names what users call and loads each name's module on first use (PEP 562),
+so ``import retrieval_conformance`` is cheap and importing a lower layer (for example
+``retrieval_conformance.reference.contract``) loads nothing above it (ARCHITECTURE.md).
 """
-from retrieval_conformance.accumulator import Accumulator
-from retrieval_conformance.compare import Comparison, compare
-from retrieval_conformance.dispatch import evaluate
-from retrieval_conformance.implementations.registry import (
-    ImplementationUnavailable,
-)
-from retrieval_conformance.implementations.registry import (
-    available as available_implementations,
-)
-from retrieval_conformance.reference.curves import mean_pr_curve, plot_cmc, plot_pr_curves, pr_curve
-from retrieval_conformance.reference.evaluate import build_problem, resolve_options
-from retrieval_conformance.reference.landmark import (
-    LANDMARK_PROTOCOLS,
-    LandmarkResult,
-    corrected_precision_at_k,
-    evaluate_landmark,
-    format_cpp_float,
-    gldv2_ap_at_k,
-    oxford_ap,
-    revisitop_ap,
-    revisitop_positions,
-    revisitop_precision_at_k,
-    roxford_split,
-)
-from retrieval_conformance.reference.presets import PRESETS
-from retrieval_conformance.reference.problem import Options, PerQuery, Problem, Result, ResultsAtK
-from retrieval_conformance.reference.readers import (
-    RestrictedUnpickler,
-    read_gt_folder,
-    read_ranked_list,
-    read_revisitop_gnd,
-)
-from retrieval_conformance.reference.reid import cuhk03_single_shot_cmc
-from retrieval_conformance.reference.trec import evaluate_run, read_qrels, read_run
+from __future__ import annotations
+
+import importlib
+from typing import Any, Dict
 
 __version__ = "0.1.0"
 
+# public name -> "module:attribute" it comes from
+_EXPORTS: Dict[str, str] = {
+    "evaluate": "retrieval_conformance.dispatch:evaluate",
+    "evaluate_run": "retrieval_conformance.reference.trec:evaluate_run",
+    "read_run": "retrieval_conformance.reference.trec:read_run",
+    "read_qrels": "retrieval_conformance.reference.trec:read_qrels",
+    "Accumulator": "retrieval_conformance.accumulator:Accumulator",
+    "compare": "retrieval_conformance.comparison:compare",
+    "Comparison": "retrieval_conformance.comparison:Comparison",
+    # the harness (conformance/harness) checks a user's function against the reference
+    "check_function": "retrieval_conformance.conformance.harness:check",
+    "identify": "retrieval_conformance.conformance.harness:identify",
+    "build_problem": "retrieval_conformance.reference.contract.evaluate:build_problem",
+    "resolve_options": "retrieval_conformance.reference.contract.evaluate:resolve_options",
+    "available_implementations": "retrieval_conformance.reference.contract.registry:available",
+    "ImplementationUnavailable": "retrieval_conformance.reference.contract.registry:ImplementationUnavailable",
+    "Options": "retrieval_conformance.reference.contract.problem:Options",
+    "PerQuery": "retrieval_conformance.reference.contract.problem:PerQuery",
+    "Problem": "retrieval_conformance.reference.contract.problem:Problem",
+    "Result": "retrieval_conformance.reference.contract.problem:Result",
+    "ResultsAtK": "retrieval_conformance.reference.contract.problem:ResultsAtK",
+    "PRESETS": "retrieval_conformance.reference.contract.presets:PRESETS",
+    "mean_pr_curve": "retrieval_conformance.reference.curves:mean_pr_curve",
+    "pr_curve": "retrieval_conformance.reference.curves:pr_curve",
+    "plot_pr_curves": "retrieval_conformance.reference.curves:plot_pr_curves",
+    "plot_cmc": "retrieval_conformance.reference.curves:plot_cmc",
+    "cuhk03_single_shot_cmc": "retrieval_conformance.reference.reid:cuhk03_single_shot_cmc",
+    "LANDMARK_PROTOCOLS": "retrieval_conformance.reference.landmark:LANDMARK_PROTOCOLS",
+    "LandmarkResult": "retrieval_conformance.reference.landmark:LandmarkResult",
+    "corrected_precision_at_k": "retrieval_conformance.reference.landmark:corrected_precision_at_k",
+    "evaluate_landmark": "retrieval_conformance.reference.landmark:evaluate_landmark",
+    "format_cpp_float": "retrieval_conformance.reference.landmark:format_cpp_float",
+    "gldv2_ap_at_k": "retrieval_conformance.reference.landmark:gldv2_ap_at_k",
+    "oxford_ap": "retrieval_conformance.reference.landmark:oxford_ap",
+    "revisitop_ap": "retrieval_conformance.reference.landmark:revisitop_ap",
+    "revisitop_positions": "retrieval_conformance.reference.landmark:revisitop_positions",
+    "revisitop_precision_at_k": "retrieval_conformance.reference.landmark:revisitop_precision_at_k",
+    "roxford_split": "retrieval_conformance.reference.landmark:roxford_split",
+    "RestrictedUnpickler": "retrieval_conformance.reference.readers:RestrictedUnpickler",
+    "read_gt_folder": "retrieval_conformance.reference.readers:read_gt_folder",
+    "read_ranked_list": "retrieval_conformance.reference.readers:read_ranked_list",
+    "read_revisitop_gnd": "retrieval_conformance.reference.readers:read_revisitop_gnd",
+}
 
-def check_function(func, adapter="hashing-codes", protocol=None, **kwargs):
-    """Check a user's metric function against the reference (see ``conformance.harness.check``)."""
-    from retrieval_conformance.conformance.harness import check
-
-    return check(func, adapter=adapter, protocol=protocol, **kwargs)
+__all__ = list(_EXPORTS)
 
 
-def identify(func, adapter="hashing-codes", **kwargs):
-    """Name the preset and options a user's metric function follows (``conformance.harness.identify``)."""
-    from retrieval_conformance.conformance.harness import identify as _identify
+def __getattr__(name: str) -> Any:
+    if name not in _EXPORTS:
+        raise AttributeError(f"module 'retrieval_conformance' has no attribute {name!r}")
+    module, attribute = _EXPORTS[name].split(":")
+    value = getattr(importlib.import_module(module), attribute)
+    globals()[name] = value  # later lookups skip this function
+    return value
 
-    return _identify(func, adapter=adapter, **kwargs)
 
-__all__ = [
-    "evaluate",
-    "evaluate_run",
-    "read_run",
-    "read_qrels",
-    "Accumulator",
-    "compare",
-    "Comparison",
-    "check_function",
-    "identify",
-    "build_problem",
-    "resolve_options",
-    "available_implementations",
-    "ImplementationUnavailable",
-    "Options",
-    "PerQuery",
-    "Problem",
-    "Result",
-    "ResultsAtK",
-    "PRESETS",
-    "mean_pr_curve",
-    "pr_curve",
-    "plot_pr_curves",
-    "plot_cmc",
-    "cuhk03_single_shot_cmc",
-    "LANDMARK_PROTOCOLS",
-    "LandmarkResult",
-    "corrected_precision_at_k",
-    "evaluate_landmark",
-    "format_cpp_float",
-    "gldv2_ap_at_k",
-    "oxford_ap",
-    "revisitop_ap",
-    "revisitop_positions",
-    "revisitop_precision_at_k",
-    "roxford_split",
-    "RestrictedUnpickler",
-    "read_gt_folder",
-    "read_ranked_list",
-    "read_revisitop_gnd",
-]
+def __dir__():
+    return sorted(list(globals()) + __all__)

@@ -19,14 +19,14 @@ from __future__ import annotations
 
 from typing import Any, Dict, Optional, Tuple
 
-from retrieval_conformance.implementations import registry
-from retrieval_conformance.reference import validation as v
-from retrieval_conformance.reference.aggregation import aggregate
-from retrieval_conformance.reference.distances import METRICS
-from retrieval_conformance.reference.evaluate import evaluate, resolve_options
-from retrieval_conformance.reference.presets import get_preset
-from retrieval_conformance.reference.problem import Options, PerQuery, Result
-from retrieval_conformance.reference.query_blocks import check_cmc_size
+from retrieval_conformance.reference.contract import registry
+from retrieval_conformance.reference.contract import validation as v
+from retrieval_conformance.reference.contract.aggregation import aggregate
+from retrieval_conformance.reference.contract.embeddings import METRICS
+from retrieval_conformance.reference.contract.evaluate import evaluate, resolve_options
+from retrieval_conformance.reference.contract.presets import get_preset
+from retrieval_conformance.reference.contract.problem import Options, PerQuery, Result
+from retrieval_conformance.reference.contract.query_blocks import check_cmc_size
 
 _UNSET: Any = object()
 

@@ -4,133 +4,23 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-import time
 from typing import List, Optional
 
 from retrieval_conformance.array_files import EVALUATE_ARRAYS, ArrayBudget, read_array_file
 
 
-def _progress(done: int, total: int, label: str, stream=sys.stderr) -> None:
-    if stream.isatty() or done == total:
-        stream.write(f"\r{label}: {done}/{total}")
-        if done == total:
-            stream.write("\n")
-        stream.flush()
+def _by_name(target: str):
+    """A subcommand function named ``"module:function"``, imported when the subcommand runs:
+    the jobs of the conformance layer sit above this face (ARCHITECTURE.md)."""
+    def run(args) -> int:
+        import importlib
+
+        module, function = target.split(":")
+        return getattr(importlib.import_module(module), function)(args)
+
+    return run
 
 
-# -- golden: the main job ------------------------------------------------------------------
-def golden_main(args) -> int:
-    """Every golden case against every implementation, then generated cross-checks."""
-    import retrieval_conformance as rc
-    from retrieval_conformance import golden
-    from retrieval_conformance.conformance.crosscheck import crosscheck
-    from retrieval_conformance.implementations import registry
-
-    names = args.implementations or registry.names()
-    status = {n: registry.unavailable_reason(n) for n in names}
-    usable = [n for n in names if status[n] is None]
-    for n in names:
-        if status[n] is not None:
-            print(f"unavailable: {status[n]}")
-            if n in (args.require or []):
-                print(f"error: implementation {n!r} is required (--require) but unavailable")
-                return 1
-    cases = golden.load_cases()
-    width = max(len(c["id"]) for c in cases)
-    print(f"\nGolden cases ({len(cases)}) against {', '.join(usable)}; exact Fractions for the reference,"
-          f" |diff| <= {golden.FLOAT_TOLERANCE:g} otherwise\n")
-    print(f"{'case':<{width}}  {'expected mAP':>14}  " + "  ".join(f"{n:>10}" for n in usable))
-    failures = 0
-    for case in cases:
-        cells = []
-        for n in usable:
-            try:
-                res = rc.evaluate(**golden.evaluate_kwargs(case), implementation=n)
-                bad = golden.mismatches(case, res, exact=(n == "reference"))
-            except Exception as exc:  # a crash is a failure of that implementation, reported
-                bad = [f"{type(exc).__name__}: {exc}"]
-            cells.append("ok" if not bad else "MISMATCH")
-            if bad:
-                failures += 1
-                for line in bad:
-                    print(f"  {case['id']} [{n}] {line}", file=sys.stderr)
-        expected_map = case["expected"].get("map", "")
-        print(f"{case['id']:<{width}}  {expected_map:>14}  " + "  ".join(f"{c:>10}" for c in cells))
-    failures += _landmark_golden(args)
-    if args.random:
-        print(f"\nGenerated cross-checks against the reference ({args.random} tie-heavy problems,"
-              " every option):")
-        for n in usable:
-            if n == "reference":
-                continue
-            t0 = time.perf_counter()
-            report = crosscheck(n, args.random, seed=args.seed,
-                                progress=lambda d, t, n=n: _progress(d, t, f"  {n}"))
-            failures += len(report)
-            verdict = "ok" if not report else f"{len(report)} MISMATCH(ES)"
-            print(f"  {n:<10} {verdict}  ({time.perf_counter() - t0:.1f} s)")
-            for line in report[:10]:
-                print(f"    {line}")
-    print(f"\n{'FAILED' if failures else 'PASSED'}: {failures} mismatch(es)")
-    return 1 if failures else 0
-
-
-def _landmark_golden(args) -> int:
-    """Landmark golden values (reference only: these protocols have one implementation).
-
-    Oxford: every edge case and every real Oxford5k list printed by our compute_ap program,
-    reproduced by ``oxford_ap`` to the printed digit; ROxford/GLDv2: hand-derived fractions.
-    """
-    from pathlib import Path
-
-    from retrieval_conformance import golden
-    from retrieval_conformance.reference.landmark import evaluate_landmark, format_cpp_float, oxford_ap
-    from retrieval_conformance.reference.readers import read_gt_folder, read_ranked_list
-
-    data = golden.load_file("landmark_oxford.json")
-    root = Path(str(golden.resources.files(golden.__name__) / "data" / "oxford5k"))
-    gt = read_gt_folder(root / "gt")
-    checked, problems = 0, []
-    for case in data["edge_cases"]:
-        got = format_cpp_float(oxford_ap(case["ranked"], case["good"], case["ok"], case["junk"]))
-        checked += 1
-        if got != case["printed"]:
-            problems.append(f"oxford edge case {case['name']}: printed {got}, golden {case['printed']}")
-    for run, values in data["runs"].items():
-        for query, printed in values.items():
-            g = gt[query]
-            ranked = read_ranked_list(root / "runs" / run / f"{query}_top.txt")
-            got = format_cpp_float(oxford_ap(ranked, g.good, g.ok, g.junk))
-            checked += 1
-            if got != printed:
-                problems.append(f"oxford {run}/{query}: printed {got}, golden {printed}")
-    for case in golden.load_cases("landmark"):
-        checked += 1
-        raises = case["expected"].get("raises")
-        try:
-            res = evaluate_landmark(**case["input"], **case.get("call", {}))
-        except Exception as exc:
-            if type(exc).__name__ != raises:
-                problems.append(f"{case['id']}: {type(exc).__name__}: {exc}")
-            continue
-        if raises:
-            problems.append(f"{case['id']}: expected {raises}, nothing was raised")
-            continue
-        want_map = golden.parse_value(case["expected"]["map"])
-        got_map = res.map_exact if res.map_exact is not None else res.map
-        same_map = (want_map != want_map and got_map != got_map) or got_map == want_map
-        want_ap = [golden.parse_value(v) for v in case["expected"].get("ap", [])]
-        if not same_map or (want_ap and list(res.ap_exact) != want_ap):
-            problems.append(f"{case['id']}: mAP {got_map}, golden {case['expected']['map']}")
-    print(f"\nLandmark golden values (reference): {checked} cases (compute_ap edge cases, "
-          f"{sum(len(v) for v in data['runs'].values())} real Oxford5k lists, ROxford and GLDv2): "
-          f"{'ok' if not problems else f'{len(problems)} MISMATCH(ES)'}")
-    for line in problems[:20]:
-        print(f"  {line}")
-    return len(problems)
-
-
-# -- evaluate ------------------------------------------------------------------------------
 def _load_arrays(args) -> dict:
     """The arrays named by ``--npz`` and the per-array options, read defensively.
 
@@ -287,7 +177,7 @@ def _print_per_query(res, fmt: str, ids_path: Optional[str]) -> int:
 
 
 def presets_main(args) -> int:
-    from retrieval_conformance.reference.presets import PRESETS
+    from retrieval_conformance.reference.contract.presets import PRESETS
 
     print(f"{'preset':<12} {'AP':<14} {'@k':<8} {'ties':<7} {'empty':<12} {'junk':<22} matches")
     for p in PRESETS.values():
@@ -306,7 +196,7 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--require", nargs="*", default=[], help="fail if one of these is unavailable")
     g.add_argument("--random", type=int, default=200, help="generated cross-check problems (0 to skip)")
     g.add_argument("--seed", type=int, default=0)
-    g.set_defaults(func=golden_main)
+    g.set_defaults(func=_by_name("retrieval_conformance.conformance.main_job:golden_main"))
 
     e = sub.add_parser("evaluate", help="evaluate arrays from .npy/.npz files, or a TREC run against qrels")
     e.add_argument("--run", help="a TREC run file (qid Q0 docno rank score tag), evaluated as trec_eval does")
@@ -350,13 +240,13 @@ def build_parser() -> argparse.ArgumentParser:
 
 #: subcommands that parse their own arguments: name -> (module, function, help)
 DELEGATED = {
-    "compare": ("retrieval_conformance.compare", "compare_main",
+    "compare": ("retrieval_conformance.comparison", "compare_main",
                 "paired significance of metric differences between runs (permutation, t-test, bootstrap)"),
     "check": ("retrieval_conformance.conformance.harness.cli", "check_main",
               "check your own metric function against the reference, and name its conventions"),
     "identify": ("retrieval_conformance.conformance.harness.cli", "identify_main",
                  "name the conventions (and known bugs) your metric function follows: check --identify"),
-    "bench": ("retrieval_conformance.conformance.bench_report", "bench_main",
+    "bench": ("retrieval_conformance.conformance.bench.cli", "bench_main",
               "speed benchmarks at dataset scale, with a regression gate"),
     "compute-ap": ("retrieval_conformance.reference.landmark_cli", "compute_ap_main",
                    "the VGG compute_ap program for Oxford/Paris ranked lists"),

@@ -13,7 +13,7 @@ import re
 from typing import Any, Dict, Iterable, List, Mapping, Optional, Tuple
 
 import numpy as np
-from retrieval_conformance.reference.problem import Result
+from retrieval_conformance.reference.contract.problem import Result
 
 __all__ = ["METRICS", "canonical_metric", "check_choice", "check_digits", "check_level", "check_names",
            "check_non_negative", "check_resamples", "check_seed", "per_query_values", "result_metric_labels"]

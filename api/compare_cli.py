@@ -27,7 +27,7 @@ from retrieval_conformance.compare_arguments import (
 from retrieval_conformance.compare_runs import compare
 from retrieval_conformance.compare_stats import CORRECTIONS
 from retrieval_conformance.compare_tables import format_p, json_ready
-from retrieval_conformance.reference.evaluate import evaluate
+from retrieval_conformance.reference.contract.evaluate import evaluate
 
 __all__ = ["compare_main"]
 

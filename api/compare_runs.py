@@ -28,7 +28,7 @@ from retrieval_conformance.compare_stats import (
     permutation_p,
 )
 from retrieval_conformance.compare_tables import Comparison, ComparisonRow
-from retrieval_conformance.reference.aggregation import float_mean
+from retrieval_conformance.reference.contract.aggregation import float_mean
 
 __all__ = ["compare"]
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 import functools
 import inspect
 
-from retrieval_conformance.reference.evaluate import evaluate as evaluate_arrays
+from retrieval_conformance.reference.contract.evaluate import evaluate as evaluate_arrays
 from retrieval_conformance.reference.trec import evaluate_run
 
 #: the options a TREC run takes through ``evaluate`` (the rest belong to arrays; see evaluate_run)

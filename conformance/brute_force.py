@@ -70,7 +70,7 @@ if __name__ == "__main__":
 def textbook_metrics(ranked, k=None, ap_at_k="hits", rule="precision_sum", max_rank=5):
     """All per-query metrics of one concretely ranked relevance list (junk already removed).
 
-    Written from the definitions of CONVENTIONS §5-§7 with running counters, independently
+    Written from the definitions of spec §5-§7 with running counters, independently
     of ``reference/per_query.py``.
     """
     R = sum(ranked)

@@ -11,9 +11,14 @@ from typing import Callable, Dict, List, Optional
 
 import numpy as np
 import retrieval_conformance as rc
+from retrieval_conformance.reference.contract.conventions import AP_AT_K_DENOMINATORS, AP_RULES, TIE_POLICIES
+from retrieval_conformance.reference.contract.presets import PRESETS
+from retrieval_conformance.reference.contract.problem import VALUE_FIELDS
 
 TOLERANCE = 1e-12
-FIELDS = ("ap", "hits_at_k", "precision_at_k", "recall_at_k", "inp", "r_precision")
+#: the presets that take cameras (their junk rule is same_id_cam), in PRESETS order
+REID_PRESETS = [name for name, p in PRESETS.items() if "same_id_cam" in p.junk]
+FIELDS = VALUE_FIELDS
 
 
 def compare_per_query(ref, other, label: str = "") -> List[str]:
@@ -68,7 +73,7 @@ def random_problem(rng: np.random.Generator) -> Dict[str, object]:
         if rng.random() < 0.5:
             out["query_cams"] = rng.integers(0, 2, size=nq)
             out["db_cams"] = rng.integers(0, 2, size=n)
-            out["protocol"] = str(rng.choice(["reid", "reid-matlab"]))
+            out["protocol"] = str(rng.choice(REID_PRESETS))
     elif label_kind == "multi":
         out["query_labels"] = rng.integers(0, 2, size=(nq, 3))
         out["db_labels"] = rng.integers(0, 2, size=(n, 3))
@@ -81,9 +86,9 @@ def random_problem(rng: np.random.Generator) -> Dict[str, object]:
 
 def random_options(rng: np.random.Generator) -> Dict[str, object]:
     return {
-        "ties": str(rng.choice(["stable", "reverse", "optimistic", "pessimistic", "expected", "grouped"])),
-        "ap_rule": str(rng.choice(["precision_sum", "trapezoid"])),
-        "ap_at_k": str(rng.choice(["hits", "r", "min_k_r", "dcmh"])),
+        "ties": str(rng.choice(TIE_POLICIES)),
+        "ap_rule": str(rng.choice(AP_RULES)),
+        "ap_at_k": str(rng.choice(AP_AT_K_DENOMINATORS)),
         "k": None if rng.random() < 0.3 else int(rng.integers(1, 15)),
         "max_rank": int(rng.integers(1, 8)),
         "radius": None if rng.random() < 0.7 else float(rng.choice([0, 1, 2, 0.5])),

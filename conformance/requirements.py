@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 
 import pytest
-from retrieval_conformance.implementations import registry
+from retrieval_conformance.reference.contract import registry
 
 
 def required_names() -> set:

@@ -11,6 +11,15 @@ import os
 import numpy as np
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
+from retrieval_conformance.reference.contract.conventions import (
+    AP_AT_K_DENOMINATORS,
+    AP_RULES,
+    EMPTY_POLICIES_WITH_A_MEAN,
+    TIE_POLICIES,
+)
+
+#: the tie policies that accept any k (ties=grouped rejects a k inside a tie group, §4 ties=grouped)
+TIES_ANY_K = tuple(t for t in TIE_POLICIES if t != "grouped")
 
 settings.register_profile(
     "ci", settings.get_profile("ci"), max_examples=60,
@@ -45,10 +54,10 @@ def tie_heavy_problems(draw, max_queries=3, max_gallery=9, levels=(0.0, 0.5, 1.0
 def option_sets(draw, ties=None, with_k=True, max_k=12):
     """Keyword overrides of ``rc.evaluate``: every option, drawn."""
     out = {
-        "ties": draw(st.sampled_from(ties or ["stable", "reverse", "optimistic", "pessimistic", "expected"])),
-        "ap_rule": draw(st.sampled_from(["precision_sum", "trapezoid"])),
-        "ap_at_k": draw(st.sampled_from(["hits", "r", "min_k_r", "dcmh"])),
-        "empty": draw(st.sampled_from(["zero", "skip", "skip_no_hit", "nan"])),
+        "ties": draw(st.sampled_from(ties or TIES_ANY_K)),
+        "ap_rule": draw(st.sampled_from(AP_RULES)),
+        "ap_at_k": draw(st.sampled_from(AP_AT_K_DENOMINATORS)),
+        "empty": draw(st.sampled_from(EMPTY_POLICIES_WITH_A_MEAN)),
         "max_rank": draw(st.integers(1, 6)),
     }
     out["k"] = draw(st.one_of(st.none(), st.integers(1, max_k))) if with_k else None

@@ -14,15 +14,17 @@ import numpy as np
 import pytest
 import retrieval_conformance as rc
 from retrieval_conformance.conformance.requirements import implementation_params, require_implementation
-from retrieval_conformance.reference import query_blocks
-from retrieval_conformance.reference.aggregation import NoQueryCountedWarning
+from retrieval_conformance.reference.contract import query_blocks
+from retrieval_conformance.reference.contract.aggregation import NoQueryCountedWarning
+from retrieval_conformance.reference.contract.conventions import EMPTY_POLICIES_WITH_A_MEAN, TIE_POLICIES
+from retrieval_conformance.reference.contract.problem import ARRAY_FIELDS
+from retrieval_conformance.reference.contract.problem import MEANS as RESULT_MEANS
 
 IMPLS = implementation_params()
-TIES = ["stable", "reverse", "optimistic", "pessimistic", "expected", "grouped"]
-MEANS = ("map", "minp", "r_precision", "precision_at_k", "recall_at_k", "precision_at_radius", "recall_at_radius")
+TIES = TIE_POLICIES
+MEANS = tuple(RESULT_MEANS)
 ARRAYS = ("ap", "inp", "cmc", "counted")
-PER_QUERY = ("ap", "n_relevant", "hits_at_k", "precision_at_k", "recall_at_k", "cmc", "inp", "r_precision",
-             "precision_at_radius", "recall_at_radius")
+PER_QUERY = ARRAY_FIELDS
 GALLERY_KEYS = ("db_labels", "db_embeddings", "db_codes", "db_cams")
 
 
@@ -125,7 +127,7 @@ CASES = {
 # -- identical to one call ------------------------------------------------------------------
 @pytest.mark.parametrize("name", IMPLS)
 @pytest.mark.parametrize("ties", TIES)
-@pytest.mark.parametrize("empty", ["zero", "skip", "skip_no_hit", "nan"])
+@pytest.mark.parametrize("empty", EMPTY_POLICIES_WITH_A_MEAN)
 def test_random_blocks_of_tied_distances_match_one_call(name, ties, empty):
     require_implementation(name)
     rng = np.random.default_rng(TIES.index(ties) * 7 + len(empty))

@@ -1,4 +1,4 @@
-"""Every implementation equals the reference under every preset and option (CONVENTIONS §4-§8)."""
+"""Every implementation equals the reference under every preset and option (spec §4-§8)."""
 from __future__ import annotations
 
 import numpy as np
@@ -9,14 +9,15 @@ from hypothesis import strategies as st
 from retrieval_conformance.conformance.crosscheck import compare_per_query, crosscheck, crosscheck_one
 from retrieval_conformance.conformance.requirements import require_implementation
 from retrieval_conformance.conformance.strategies import option_sets, tie_heavy_problems
-from retrieval_conformance.implementations import registry
+from retrieval_conformance.reference.contract import registry
+from retrieval_conformance.reference.contract.conventions import EMPTY_POLICIES_WITH_A_MEAN, TIE_POLICIES
+from retrieval_conformance.reference.contract.presets import PRESETS
 
 OTHERS = [n for n in registry.names() if n != "reference"]
 
 
 @pytest.mark.parametrize("name", OTHERS)
-@given(problem=tie_heavy_problems(max_queries=4, max_gallery=12), options=option_sets(
-    ties=["stable", "reverse", "optimistic", "pessimistic", "expected", "grouped"]))
+@given(problem=tie_heavy_problems(max_queries=4, max_gallery=12), options=option_sets(ties=TIE_POLICIES))
 @example(problem=(np.array([[1.0, 1.0, 1.0, 0.0]]), np.array([[True, False, True, True]]), None),
          options={"ties": "expected", "ap_rule": "trapezoid", "ap_at_k": "hits", "empty": "zero",
                   "max_rank": 3, "k": 2})
@@ -41,7 +42,7 @@ def test_codes_any_option(name, bits, nq, n, seed, multi, options):
     assert crosscheck_one(name, kwargs) == []
 
 
-@pytest.mark.parametrize("protocol", ["hashing", "hashnet", "dcmh", "reid", "reid-matlab", "gldv2"])
+@pytest.mark.parametrize("protocol", list(PRESETS))
 @pytest.mark.parametrize("name", OTHERS)
 def test_every_preset_and_empty_policy(name, protocol):
     """Aggregated results (every empty-query policy) agree with the reference's."""
@@ -50,9 +51,9 @@ def test_every_preset_and_empty_policy(name, protocol):
     dist = rng.choice([0.0, 0.5, 1.0, 2.0], size=(6, 20))
     kwargs = dict(distances=dist, query_labels=rng.integers(0, 4, 6), db_labels=rng.integers(-1, 4, 20),
                   query_cams=rng.integers(0, 2, 6), db_cams=rng.integers(0, 2, 20))
-    if not protocol.startswith("reid"):
+    if "same_id_cam" not in PRESETS[protocol].junk:  # cameras go with the ReID presets only
         kwargs.pop("query_cams"), kwargs.pop("db_cams")
-    for empty in ["zero", "skip", "skip_no_hit", "nan"]:
+    for empty in EMPTY_POLICIES_WITH_A_MEAN:  # "error" has no mean to compare
         for k in ([None, 5] if protocol != "gldv2" else [100]):
             ties = "grouped" if k is None and empty == "skip" else None
             ref = rc.evaluate(**kwargs, protocol=protocol, empty=empty, k=k, ties=ties, implementation="reference")

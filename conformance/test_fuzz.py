@@ -15,7 +15,7 @@ from retrieval_conformance.conformance.fuzz.campaign import PROFILES, reproduce_
 from retrieval_conformance.conformance.fuzz.cases import CHANGES, draw_case
 from retrieval_conformance.conformance.fuzz.classify import FAILURES, classify, names_an_argument
 from retrieval_conformance.conformance.fuzz.draw import HypothesisDraw, RecordingDraw, ReplayDraw
-from retrieval_conformance.implementations.registry import available
+from retrieval_conformance.reference.contract.registry import available
 
 IMPLEMENTATIONS = ["reference"] + [n for n in available() if n != "reference"]
 
@@ -65,7 +65,7 @@ def test_the_campaign_reports_crashes_hangs_and_its_own_failures():
 def test_a_wrong_number_is_found():
     """An implementation that is off in one query is classified as a wrong number."""
     import retrieval_conformance as rc
-    from retrieval_conformance.implementations import registry
+    from retrieval_conformance.reference.contract import registry
 
     real = registry.get("numpy")
 

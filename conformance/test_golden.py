@@ -9,7 +9,7 @@ import pytest
 import retrieval_conformance as rc
 from retrieval_conformance import golden
 from retrieval_conformance.conformance.requirements import require_implementation
-from retrieval_conformance.implementations import registry
+from retrieval_conformance.reference.contract import registry
 
 CASES = golden.load_cases()
 IDS = [c["id"] for c in CASES]

@@ -22,14 +22,15 @@ import pytest
 import retrieval_conformance as rc
 from retrieval_conformance.conformance.crosscheck import compare_per_query
 from retrieval_conformance.conformance.requirements import implementation_params, require_implementation
-from retrieval_conformance.implementations import registry
-from retrieval_conformance.reference.aggregation import float_mean
-from retrieval_conformance.reference.evaluate import build_problem
-from retrieval_conformance.reference.problem import Options
-from retrieval_conformance.reference.validation import MAX_RANK_LIMIT
+from retrieval_conformance.reference.contract import registry
+from retrieval_conformance.reference.contract.aggregation import float_mean
+from retrieval_conformance.reference.contract.conventions import TIE_POLICIES
+from retrieval_conformance.reference.contract.evaluate import build_problem
+from retrieval_conformance.reference.contract.problem import Options
+from retrieval_conformance.reference.contract.validation import MAX_RANK_LIMIT
 
 IMPLS = implementation_params()
-TIES = ["stable", "reverse", "optimistic", "pessimistic", "expected", "grouped"]
+TIES = TIE_POLICIES
 TOL = 1e-12
 
 

@@ -37,7 +37,7 @@ def test_exit_1_and_the_seed003_story_in_one_command():
     assert code == 1
     first = out.split("2) broken")[0]
     # the first group shown is the documented seed-003 bug, with both values and a snippet
-    assert "broken: CONVENTIONS §8 mean over all queries" in first
+    assert "broken: spec §8 mean over all queries" in first
     assert "yours 0.145833 (= 7/48), reference 169/240 = 0.704167" in first
     assert "stray `break`" in first and "reproduce:" in first
     assert "from retrieval_conformance.conformance.examples.seed003_break import calc_map_k" in first

@@ -17,20 +17,20 @@ def _clauses_of(report, check_id):
 
 BUGGY = [
     # target, adapter, protocol, check that must deviate, clause it must name
-    ("unstable_ties:calc_top_map", "hashing-codes", "hashing", "ties/tie-heavy", "CONVENTIONS §4 ties=stable"),
-    ("reversed_ties:calc_top_map", "hashing-codes", "hashing", "ties/tie-heavy", "CONVENTIONS §4 ties=stable"),
-    ("divided_by_k:calc_top_map", "hashing-codes", "hashing", "k/inside", "CONVENTIONS §6 ap_at_k=hits"),
-    ("empty_dropped:calc_top_map", "hashing-codes", "hashing", "empty/no-relevant", "CONVENTIONS §8 empty=zero"),
-    ("off_by_one:calc_top_map", "hashing-codes", "hashing", "mean/one-query", "CONVENTIONS §5 ranks start at 1"),
-    ("topk_ignored:calc_top_map", "hashing-codes", "hashing", "k/inside", "CONVENTIONS §6 the cut-off k"),
+    ("unstable_ties:calc_top_map", "hashing-codes", "hashing", "ties/tie-heavy", "spec §4 ties=stable"),
+    ("reversed_ties:calc_top_map", "hashing-codes", "hashing", "ties/tie-heavy", "spec §4 ties=stable"),
+    ("divided_by_k:calc_top_map", "hashing-codes", "hashing", "k/inside", "spec §6 ap_at_k=hits"),
+    ("empty_dropped:calc_top_map", "hashing-codes", "hashing", "empty/no-relevant", "spec §8 empty=zero"),
+    ("off_by_one:calc_top_map", "hashing-codes", "hashing", "mean/one-query", "spec §5 ranks start at 1"),
+    ("topk_ignored:calc_top_map", "hashing-codes", "hashing", "k/inside", "spec §6 the cut-off k"),
     ("last_item_dropped:calc_top_map", "hashing-codes", "hashing", "ap/relevant-last",
-     "CONVENTIONS §6 k=None (whole gallery)"),
-    ("seed003_break:calc_map_k", "hashing-codes", "dcmh", "mean/many-queries", "CONVENTIONS §8 mean over all queries"),
+     "spec §6 k=None (whole gallery)"),
+    ("seed003_break:calc_map_k", "hashing-codes", "dcmh", "mean/many-queries", "spec §8 mean over all queries"),
     ("trapezoid:mean_ap", "distances-relevance", "hashing", "ap/relevant-last",
-     "CONVENTIONS §5 ap_rule=precision_sum"),
+     "spec §5 ap_rule=precision_sum"),
     ("prev_hit_trapezoid:mean_ap", "distances-relevance", "reid-matlab", "ap/relevant-last",
-     "CONVENTIONS §5 ap_rule=trapezoid (precision at the previous rank)"),
-    ("grouped_ap:average_precision", "sklearn", "hashing", "ties/tie-heavy", "CONVENTIONS §4 ties=stable"),
+     "spec §5 ap_rule=trapezoid (precision at the previous rank)"),
+    ("grouped_ap:average_precision", "sklearn", "hashing", "ties/tie-heavy", "spec §4 ties=stable"),
 ]
 
 
@@ -66,7 +66,7 @@ def test_seed003_as_written_explains_01458_vs_07042():
                    only=["golden/seed003-dcmh-full"])
     assert report.exit_code == 1
     dev = report.result("golden/seed003-dcmh-full").deviation
-    assert dev.clauses == ["CONVENTIONS §8 mean over all queries"]
+    assert dev.clauses == ["spec §8 mean over all queries"]
     m = dev.mismatches[0]
     assert round(m.user, 4) == 0.1458 and str(m.reference) == "169/240"
     text = report.text()
@@ -125,7 +125,7 @@ def test_seed003_torch_form_with_torch_tensors(torch_module):
     report = check(E + "seed003_break:calc_map_k_torch", protocol="dcmh", only=["golden/seed003-dcmh-full"])
     assert report.arrays == "torch" and report.exit_code == 1
     dev = report.result("golden/seed003-dcmh-full").deviation
-    assert dev.clauses == ["CONVENTIONS §8 mean over all queries"]
+    assert dev.clauses == ["spec §8 mean over all queries"]
     assert abs(dev.mismatches[0].user - 7 / 48) < 1e-6
     assert "torch.tensor(" in dev.snippet
     ok = check(E + "dcmh_correct:calc_map_k_torch", protocol="dcmh", arrays="torch", max_examples=10,

@@ -12,7 +12,7 @@ import pytest
 from retrieval_conformance.conformance.harness import check, identify
 
 E = "retrieval_conformance.conformance.examples."
-TIES = "CONVENTIONS §4 ties=stable"
+TIES = "spec §4 ties=stable"
 
 
 def _convention_clauses(report):
@@ -90,8 +90,8 @@ def test_four_parameter_gnd_drop_names_both_the_dropped_item_and_the_ties():
     assert "gnd[0:-1]" in ident.text()
     report = check(E + "gnd_drop_4param:calc_map", max_examples=15)
     assert report.exit_code == 1
-    assert _convention_clauses(report) <= {"CONVENTIONS §6 k=None (whole gallery)", TIES}
-    assert "CONVENTIONS §6 k=None (whole gallery)" in _convention_clauses(report), report.text()
+    assert _convention_clauses(report) <= {"spec §6 k=None (whole gallery)", TIES}
+    assert "spec §6 k=None (whole gallery)" in _convention_clauses(report), report.text()
 
 
 def test_minus_one_for_all_is_noted_for_a_required_topk():
@@ -105,7 +105,7 @@ def test_default_topk_divided_by_k_is_named_as_such_everywhere():
     ident = identify(E + "default_topk_div:calc_map", per_family=3).identification
     assert ident.bug == "divided-by-k" and ident.differences == {}, ident.text()
     report = check(E + "default_topk_div:calc_map", max_examples=15)
-    assert _convention_clauses(report) == {"CONVENTIONS §6 ap_at_k=hits"}, report.text()
+    assert _convention_clauses(report) == {"spec §6 ap_at_k=hits"}, report.text()
     assert "trapezoid" not in " ".join(report.clauses()) and "no known convention" not in report.text()
 
 

@@ -130,7 +130,7 @@ def test_oxford_adapter():
     bad = check(_compute_ap_prev_hit, adapter="oxford", protocol="oxford", max_examples=15,
                 only=["ap/relevant-last"])
     assert bad.result("ap/relevant-last").deviation.clauses == [
-        "CONVENTIONS §5 ap_rule=trapezoid (precision at the previous rank)"]
+        "spec §5 ap_rule=trapezoid (precision at the previous rank)"]
     assert "oxford_ap_exact" in bad.result("ap/relevant-last").deviation.snippet
 
 

@@ -198,7 +198,7 @@ def test_revisitop_equals_oxford_exact_without_overlaps():
 
 
 def test_revisitop_positive_also_junk_exceeds_one():
-    # CONVENTIONS §5: a positive that is junk counts and shifts the next: AP 5/4
+    # spec §5: a positive that is junk counts and shifts the next: AP 5/4
     positions = revisitop_positions([1, 4, 0], [1, 4], [1])
     assert positions == [0, 0]
     assert revisitop_ap(positions, 2) == Fraction(5, 4)

@@ -1,5 +1,5 @@
 """The numpy and torch implementations against an independent brute-force oracle, the
-reference, and each other (COMMON "Exact per-query semantics"; CONVENTIONS §4-§7).
+reference, and each other (COMMON "Exact per-query semantics"; spec §4-§7).
 
 * ``oracle_query`` below is a slow, literal reading of the per-query semantics: concrete
   policies rank the items and count; ``expected`` averages a concrete ranking over every
@@ -9,11 +9,13 @@ reference, and each other (COMMON "Exact per-query semantics"; CONVENTIONS §4-�
   1e-12 otherwise.
 * torch is skipped when it is not installed, unless ``RC_REQUIRE_TORCH=1`` (or
   ``RC_REQUIRE=torch``), which turns the skip into a failure.
+
+The numerics of the shared vectorised code (block sizes, float widths, large tie groups,
+the sort key, the tables) are tested in ``test_vector_numerics``, with the helpers here.
 """
 from __future__ import annotations
 
 import itertools
-import math
 import sys
 from fractions import Fraction
 from typing import Dict, List, Sequence
@@ -21,25 +23,38 @@ from typing import Dict, List, Sequence
 import numpy as np
 import pytest
 from retrieval_conformance.conformance.requirements import require_implementation
-from retrieval_conformance.implementations._vector_common import block_rows
-from retrieval_conformance.implementations.numpy_backend import (
-    NumpyImplementation,
-    float32_order_key,
-    hamming_block,
-    pack_bits,
-)
+from retrieval_conformance.implementations.numpy_backend import NumpyImplementation
+from retrieval_conformance.implementations.relevance_blocks import junk_block, relevance_block
 from retrieval_conformance.implementations.torch_backend import TorchImplementation
-from retrieval_conformance.reference.problem import Options, PerQuery, Problem
+from retrieval_conformance.reference.contract.conventions import CONCRETE_POLICIES, TIE_POLICIES
+from retrieval_conformance.reference.contract.problem import (
+    ARRAY_FIELDS,
+    OPTIONAL_FIELDS,
+    VALUE_FIELDS,
+    Options,
+    PerQuery,
+    Problem,
+)
 
 TOL = 1e-12
-TIES = ("stable", "reverse", "optimistic", "pessimistic", "expected", "grouped")
-FIELDS = ("ap", "hits_at_k", "precision_at_k", "recall_at_k", "inp", "r_precision")
+TIES = TIE_POLICIES
+FIELDS = VALUE_FIELDS
 NUMPY = NumpyImplementation()
 
 
 def torch_impl() -> TorchImplementation:
     require_implementation("torch")
     return TorchImplementation()
+
+
+def available_impls() -> list:
+    """numpy, and torch unless it is skipped (not installed and not required)."""
+    impls = [NUMPY]
+    try:
+        impls.append(torch_impl())
+    except pytest.skip.Exception:
+        pass
+    return impls
 
 
 # -- the oracle ------------------------------------------------------------------------------
@@ -100,7 +115,7 @@ def oracle_query(dist: Sequence, rel: Sequence[bool], junk: Sequence[bool], opts
         out = _concrete([x for g in groups for x in g], opts)
     elif opts.ties == "reverse":
         out = _concrete([x for g in groups for x in g[::-1]], opts)
-    elif opts.ties in ("optimistic", "pessimistic"):
+    elif opts.ties in CONCRETE_POLICIES:  # optimistic, pessimistic
         first = opts.ties == "optimistic"
         out = _concrete([x for g in groups for x in sorted(g, reverse=first)], opts)
     elif opts.ties == "expected":
@@ -169,8 +184,8 @@ def _grouped(groups: List[List[bool]], opts: Options):
 def oracle(problem: Problem, opts: Options) -> Dict[str, list]:
     """Exact per-query metrics of a problem, as lists of Fractions per field."""
     dist = _distances(problem)
-    rel = problem.relevance_block(0, problem.n_queries)
-    junk = problem.junk_block(0, problem.n_queries)
+    rel = relevance_block(problem, 0, problem.n_queries)
+    junk = junk_block(problem, 0, problem.n_queries)
     rows = [oracle_query([float(x) for x in dist[q]], rel[q], junk[q], opts, q)
             for q in range(problem.n_queries)]
     out = {f: [r[f] for r in rows] for f in rows[0]}
@@ -191,7 +206,7 @@ def mismatches(got: PerQuery, exact: Dict[str, list], label: str = "") -> List[s
     bad = []
     if "n_relevant" in exact and list(got.n_relevant) != list(exact["n_relevant"]):
         bad.append(f"{label} n_relevant {got.n_relevant.tolist()} != {exact['n_relevant']}")
-    fields = list(FIELDS) + ["cmc"] + [f for f in ("precision_at_radius", "recall_at_radius") if f in exact]
+    fields = list(FIELDS) + ["cmc"] + [f for f in OPTIONAL_FIELDS if f in exact]
     for f in fields:
         values = np.asarray(getattr(got, f), dtype=np.float64)
         want = exact[f]
@@ -207,7 +222,7 @@ def mismatches(got: PerQuery, exact: Dict[str, list], label: str = "") -> List[s
 
 def same_bits(a: PerQuery, b: PerQuery, label: str = "") -> List[str]:
     bad = []
-    for f in FIELDS + ("cmc", "n_relevant", "precision_at_radius", "recall_at_radius"):
+    for f in ARRAY_FIELDS:
         x, y = getattr(a, f), getattr(b, f)
         if x is None and y is None:
             continue
@@ -309,7 +324,7 @@ def test_torch_equals_numpy_and_oracle(ties):
     assert bad == [], "\n".join(bad[:20])
 
 
-def _reference():
+def reference_impl():
     backend = pytest.importorskip("retrieval_conformance.reference.backend")
     return backend.ReferenceImplementation()
 
@@ -317,12 +332,8 @@ def _reference():
 @pytest.mark.parametrize("ties", TIES)
 def test_numpy_and_torch_match_reference(ties):
     """Both equal the reference's exact Fractions (and raise its errors, same text)."""
-    ref = _reference()
-    impls = [NUMPY]
-    try:
-        impls.append(torch_impl())
-    except pytest.skip.Exception:
-        pass
+    ref = reference_impl()
+    impls = available_impls()
     rng = np.random.default_rng(300 + TIES.index(ties))
     bad = []
     for n in range(6):
@@ -344,7 +355,7 @@ def test_numpy_and_torch_match_reference(ties):
 
 def test_oracle_agrees_with_reference_on_expected():
     """The brute-force oracle and the reference's closed forms agree (keeps the oracle honest)."""
-    ref = _reference()
+    ref = reference_impl()
     rng = np.random.default_rng(5)
     for _ in range(4):
         problem = tie_heavy_problem(rng)
@@ -361,11 +372,7 @@ def test_grouped_cutoff_error_names_first_query_like_reference():
     rel = np.array([[True, False, True, False]] * 3)
     problem = Problem(n_queries=3, n_gallery=4, distances=dist, relevance=rel)
     opts = Options(ties="grouped", k=2)
-    impls = [NUMPY, NumpyImplementation(block_bytes=1)]
-    try:
-        impls.append(torch_impl())
-    except pytest.skip.Exception:
-        pass
+    impls = available_impls() + [NumpyImplementation(block_bytes=1)]
     for impl in impls:
         with pytest.raises(ValueError, match=r"k=2 falls inside a tie group \(ranks 2\.\.3\) of query 1;"):
             impl.compute(problem, opts)
@@ -378,123 +385,8 @@ def test_grouped_cutoff_error_names_first_query_like_reference():
     junk[1, 2] = junk[2, 1:] = True  # query 1: groups {0}, {1}, {3}; query 2: one item left
     problem = Problem(n_queries=3, n_gallery=4, distances=dist, relevance=rel, junk=junk)
     got = NUMPY.compute(problem, opts)
-    want = _reference().compute(problem, opts)
+    want = reference_impl().compute(problem, opts)
     assert mismatches(got, dict(want.exact, n_relevant=list(want.n_relevant))) == []
-
-
-def test_blocks_change_nothing():
-    """Tiny memory budgets (one query per block) give the same bits as one block."""
-    rng = np.random.default_rng(11)
-    for ties in TIES:
-        problem = tie_heavy_problem(rng, max_q=12, max_n=30)
-        opts = Options(ties=ties, k=None if ties == "grouped" else 4, ap_at_k="hits", radius=0.5)
-        assert block_rows(12, 30, budget=1) == 1
-        one = NumpyImplementation(block_bytes=1).compute(problem, opts)
-        assert same_bits(one, NUMPY.compute(problem, opts)) == []
-
-
-def test_float32_and_float64_inputs_agree_and_negative_zero_ties():
-    """float32 distances widened to float64 rank identically; -0.0 ties with 0.0."""
-    rng = np.random.default_rng(3)
-    d32 = rng.choice(np.array([-0.0, 0.0, 0.25, -3.5, 7.0, 1e-40], dtype=np.float32), size=(7, 40))
-    rel = rng.random((7, 40)) < 0.3
-    impls = [NUMPY]
-    try:
-        impls.append(torch_impl())
-    except pytest.skip.Exception:
-        pass
-    for ties in TIES:
-        opts = Options(ties=ties, k=None, max_rank=5)
-        p32 = Problem(n_queries=7, n_gallery=40, distances=np.ascontiguousarray(d32), relevance=rel)
-        p64 = Problem(n_queries=7, n_gallery=40, distances=d32.astype(np.float64), relevance=rel)
-        zeros = Problem(n_queries=7, n_gallery=40, distances=np.abs(d32.astype(np.float64)) * np.sign(d32) + 0.0,
-                        relevance=rel)
-        base = NUMPY.compute(p64, opts)
-        for impl in impls:
-            assert same_bits(impl.compute(p32, opts), base, f"{impl.name} {ties}") == []
-            assert same_bits(impl.compute(zeros, opts), base, f"{impl.name} {ties} zeros") == []
-
-
-def test_expected_large_groups_are_accurate():
-    """A group of 1900 items cut by k (hypergeometric), a dcmh cut and INP: within 1e-12 of
-    the reference's exact values (the pmf walks out from the mode, no log-gamma)."""
-    ref = _reference()
-    rng = np.random.default_rng(1)
-    N = 2100
-    d = np.zeros((2, N))
-    d[:, :150] = -1.0
-    d[:, 2050:] = 1.0
-    rel = rng.random((2, N)) < 0.02
-    rel[0, :7] = True
-    problem = Problem(n_queries=2, n_gallery=N, distances=d, relevance=rel)
-    for opts in (Options(ties="expected", k=1234, ap_at_k="hits", max_rank=200),
-                 Options(ties="expected", k=15, ap_at_k="dcmh", max_rank=3),
-                 Options(ties="expected", ap_rule="trapezoid", k=1900, ap_at_k="hits", max_rank=3)):
-        want = ref.compute(problem, opts)
-        exact = dict(want.exact, n_relevant=list(want.n_relevant))
-        assert mismatches(NUMPY.compute(problem, opts), exact, str(opts)) == []
-
-
-@pytest.mark.slow
-def test_expected_group_of_5000_hits_and_dcmh():
-    """n = 5000 in one tie group (slow: the reference's Fractions take ~40 s)."""
-    ref = _reference()
-    rng = np.random.default_rng(2)
-    N = 5000
-    d = np.zeros((1, N))
-    rel = rng.random((1, N)) < 0.01
-    problem = Problem(n_queries=1, n_gallery=N, distances=d, relevance=rel)
-    for opts in (Options(ties="expected", k=2500, max_rank=100),
-                 Options(ties="expected", k=30, ap_at_k="dcmh", ap_rule="trapezoid")):
-        want = ref.compute(problem, opts)
-        exact = dict(want.exact, n_relevant=list(want.n_relevant))
-        impls = [NUMPY]
-        try:
-            impls.append(torch_impl())
-        except pytest.skip.Exception:
-            pass
-        for impl in impls:
-            assert mismatches(impl.compute(problem, opts), exact, f"{impl.name} {opts}") == []
-
-
-def test_medium_random_numpy_equals_torch_and_reference_sample():
-    """N = 400 with ~20 distinct distances (groups of ~20): torch == numpy; a sample of
-    queries against the reference."""
-    impl = torch_impl()
-    ref = _reference()
-    rng = np.random.default_rng(9)
-    Q, N = 24, 400
-    d = rng.integers(0, 20, (Q, N)).astype(np.float32) / np.float32(4)
-    labels = rng.integers(0, 5, Q), rng.integers(0, 5, N)
-    problem = Problem(n_queries=Q, n_gallery=N, distances=np.ascontiguousarray(d),
-                      query_labels=labels[0].astype(np.int64), db_labels=labels[1].astype(np.int64))
-    sample = Problem(n_queries=3, n_gallery=N, distances=np.ascontiguousarray(d[:3]),
-                     query_labels=labels[0][:3].astype(np.int64), db_labels=labels[1].astype(np.int64))
-    for ties in TIES:
-        for opts in (Options(ties=ties, k=None if ties == "grouped" else 37, ap_at_k="hits"),
-                     Options(ties=ties, ap_rule="trapezoid", k=None if ties == "grouped" else 50,
-                             ap_at_k="dcmh")):
-            a, b = NUMPY.compute(problem, opts), impl.compute(problem, opts)
-            for f in FIELDS + ("cmc",):
-                np.testing.assert_allclose(getattr(a, f), getattr(b, f), rtol=0, atol=TOL)
-            want = ref.compute(sample, opts)
-            got = NUMPY.compute(sample, opts)
-            assert mismatches(got, dict(want.exact, n_relevant=list(want.n_relevant)), str(opts)) == []
-
-
-def test_hamming_packing_and_order_key():
-    """Packed XOR + popcount equals the bit count for codes of 1..130 bits; the float32 order
-    key is monotone and maps -0.0 onto 0.0."""
-    rng = np.random.default_rng(4)
-    for bits in (1, 7, 64, 65, 130):
-        q = rng.integers(0, 2, (5, bits)).astype(np.uint8)
-        d = rng.integers(0, 2, (9, bits)).astype(np.uint8)
-        got = hamming_block(pack_bits(q), pack_bits(d))
-        assert np.array_equal(got, (q[:, None, :] != d[None, :, :]).sum(-1))
-    x = np.array([-np.inf, -3e38, -1.0, -1e-45, -0.0, 0.0, 1e-45, 1.0, 3e38, np.inf], dtype=np.float32)
-    key = float32_order_key(x[None, :])[0]
-    assert key[4] == key[5] == 0
-    assert np.all(np.diff(key.astype(np.int64))[[i for i in range(9) if i != 4]] > 0)
 
 
 def test_torch_unavailable_reason(monkeypatch):
@@ -506,38 +398,3 @@ def test_torch_unavailable_reason(monkeypatch):
     monkeypatch.undo()
     if TorchImplementation().unavailable_reason() is None:
         assert TorchImplementation.speed_rank == 20 and NumpyImplementation.speed_rank == 10
-
-
-def test_binomial_table_is_exact():
-    """The exact-pmf table: every C(a, b), a <= 56, below 2**53 (products stay exact)."""
-    from retrieval_conformance.implementations import _vector_common as vc
-
-    assert vc._BINOM.max() < 2 ** 53
-    assert all(vc._BINOM[a, b] == math.comb(a, b) for a in range(57) for b in range(a + 1))
-
-
-def test_edges_all_junk_long_codes_and_cutoffs_beyond_gallery():
-    """A query whose gallery is all junk, one without relevant items, 130-bit codes (the
-    16-bit key path), k and max_rank beyond N: as the reference."""
-    ref = _reference()
-    rng = np.random.default_rng(8)
-    Q, N, bits = 4, 9, 130
-    junk = np.zeros((Q, N), dtype=bool)
-    junk[0] = True
-    problem = Problem(n_queries=Q, n_gallery=N,
-                      query_bits=rng.integers(0, 2, (Q, bits)).astype(np.uint8),
-                      db_bits=np.repeat(rng.integers(0, 2, (3, bits)).astype(np.uint8), 3, axis=0),
-                      query_labels=np.array([0, 9, 1, 2]), db_labels=rng.integers(0, 3, N), junk=junk)
-    impls = [NUMPY]
-    try:
-        impls.append(torch_impl())
-    except pytest.skip.Exception:
-        pass
-    for ties in TIES:
-        for opts in (Options(ties=ties, k=None, max_rank=20, radius=60.0),
-                     Options(ties=ties, k=50, ap_at_k="min_k_r", max_rank=3),
-                     Options(ties=ties, k=9, ap_at_k="dcmh", ap_rule="trapezoid")):
-            want = ref.compute(problem, opts)
-            exact = dict(want.exact, n_relevant=list(want.n_relevant))
-            for impl in impls:
-                assert mismatches(impl.compute(problem, opts), exact, f"{impl.name} {opts}") == []

@@ -1,7 +1,7 @@
 """The reference against independent slow implementations of the definitions.
 
 * concrete tie policies: an explicit sort key per policy + a textbook metric loop;
-* ``expected``: brute force over every order of every tie group (CONVENTIONS §4);
+* ``expected``: brute force over every order of every tie group (spec §4);
 * ``grouped``: scikit-learn's sum over distinct thresholds.
 """
 from __future__ import annotations
@@ -14,6 +14,7 @@ from hypothesis import example, given
 from hypothesis import strategies as st
 from retrieval_conformance.conformance import brute_force as bf
 from retrieval_conformance.conformance.strategies import tie_heavy_problems
+from retrieval_conformance.reference.contract.conventions import AP_AT_K_DENOMINATORS, AP_RULES, CONCRETE_POLICIES
 
 KEYS = {"ap": "ap", "p": "precision_at_k", "r": "recall_at_k", "inp": "inp", "rprec": "r_precision"}
 
@@ -34,13 +35,13 @@ def _kept(dist, rel, junk, q):
     return [float(dist[q, i]) for i in keep], [bool(rel[q, i]) for i in keep]
 
 
-@given(tie_heavy_problems(), st.sampled_from(["stable", "reverse", "optimistic", "pessimistic"]),
-       st.sampled_from(["precision_sum", "trapezoid"]), st.sampled_from(["hits", "r", "min_k_r", "dcmh"]),
+@given(tie_heavy_problems(), st.sampled_from(CONCRETE_POLICIES),
+       st.sampled_from(AP_RULES), st.sampled_from(AP_AT_K_DENOMINATORS),
        st.one_of(st.none(), st.integers(1, 10)))
 @example((np.array([[0.0, 1.0, 1.0, 1.0]]), np.array([[True, False, True, False]]), None),
          "reverse", "trapezoid", "hits", 2)
 def test_concrete_policies_match_textbook(problem, ties, rule, ap_at_k, k):
-    """CONVENTIONS §4-§7: a concrete tie order, then the textbook definitions."""
+    """spec §4-§7: a concrete tie order, then the textbook definitions."""
     dist, rel, junk = problem
     exact = _reference(dist, rel, junk, ties=ties, ap_rule=rule, ap_at_k=ap_at_k, k=k, max_rank=5)
     for q in range(dist.shape[0]):
@@ -53,14 +54,14 @@ def test_concrete_policies_match_textbook(problem, ties, rule, ap_at_k, k):
         _check_query(exact, q, expected, k)
 
 
-@given(tie_heavy_problems(max_gallery=8), st.sampled_from(["precision_sum", "trapezoid"]),
-       st.sampled_from(["hits", "r", "min_k_r", "dcmh"]), st.one_of(st.none(), st.integers(1, 9)))
+@given(tie_heavy_problems(max_gallery=8), st.sampled_from(AP_RULES),
+       st.sampled_from(AP_AT_K_DENOMINATORS), st.one_of(st.none(), st.integers(1, 9)))
 @example((np.array([[1.0, 1.0, 1.0, 1.0, 1.0, 2.0]]), np.array([[True, False, True, False, False, True]]), None),
          "precision_sum", "hits", 3)
 @example((np.array([[0.0, 0.5, 0.5, 0.5, 1.0]]), np.array([[True, True, False, True, True]]), None),
          "trapezoid", "hits", 2)
 def test_expected_equals_average_over_all_tie_orders(problem, rule, ap_at_k, k):
-    """CONVENTIONS §4 ties=expected: E[metric] over uniformly random orders of each group."""
+    """spec §4 ties=expected: E[metric] over uniformly random orders of each group."""
     dist, rel, junk = problem
     exact = _reference(dist, rel, junk, ties="expected", ap_rule=rule, ap_at_k=ap_at_k, k=k, max_rank=5)
     for q in range(dist.shape[0]):
@@ -75,7 +76,7 @@ def test_expected_equals_average_over_all_tie_orders(problem, rule, ap_at_k, k):
 
 @given(tie_heavy_problems(junk=False))
 def test_grouped_equals_sklearn_threshold_ap(problem):
-    """CONVENTIONS §4 ties=grouped: scikit-learn's average_precision_score on tied scores."""
+    """spec §4 ties=grouped: scikit-learn's average_precision_score on tied scores."""
     dist, rel, _ = problem
     exact = _reference(dist, rel, None, ties="grouped")
     for q in range(dist.shape[0]):

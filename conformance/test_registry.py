@@ -6,7 +6,7 @@ import os
 import numpy as np
 import pytest
 import retrieval_conformance as rc
-from retrieval_conformance.implementations import registry
+from retrieval_conformance.reference.contract import registry
 
 
 def test_registered_names_are_stable():
@@ -56,3 +56,32 @@ def test_auto_does_not_import_torch_when_c_runs():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr
     assert out.stdout.split() == ["c", "False"]
+
+
+def test_a_third_party_registers_through_the_entry_point_group(monkeypatch, tmp_path):
+    # a package of its own, declaring entry points: a new backend and one that tries to take a built-in name
+    (tmp_path / "thirdparty_rc.py").write_text(
+        "from retrieval_conformance.reference.contract.registry import get\n"
+        "class Backend:\n"
+        "    name = 'thirdparty'\n"
+        "    speed_rank = 500\n"
+        "    def unavailable_reason(self):\n"
+        "        return None\n"
+        "    def compute(self, problem, options):\n"
+        "        return get('reference').compute(problem, options)\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    from importlib.metadata import EntryPoint
+
+    points = [EntryPoint("thirdparty", "thirdparty_rc:Backend", registry.ENTRY_POINT_GROUP),
+              EntryPoint("c", "thirdparty_rc:Backend", registry.ENTRY_POINT_GROUP)]
+    monkeypatch.setattr("importlib.metadata.entry_points",
+                        lambda group=None: [p for p in points if p.group == group])
+    monkeypatch.setattr(registry, "_discovered", False)
+    monkeypatch.setattr(registry, "_SPECS", dict(registry._SPECS))
+    monkeypatch.setattr(registry, "_CACHE", {})
+    assert "thirdparty" in registry.names()
+    assert registry._SPECS["c"] == "retrieval_conformance.implementations.c_backend:CImplementation"
+    res = rc.evaluate(distances=[[0.1, 0.2], [0.3, 0.1]], relevance=[[0, 1], [0, 1]], implementation="thirdparty",
+                      block_size=1)  # several blocks, and no prepare(): nothing is passed
+    assert res.implementation == "thirdparty" and res.map == 0.75

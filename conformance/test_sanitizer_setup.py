@@ -26,7 +26,7 @@ SANITIZED = os.environ.get("RC_SANITIZED") == "1"
 
 PROBE = """
 import json
-from retrieval_conformance.implementations import registry
+from retrieval_conformance.reference.contract import registry
 print(json.dumps({"reason": registry.unavailable_reason("c"), "available": registry.available()}))
 """
 
@@ -118,3 +118,11 @@ def test_reports_on_stderr_are_found(capfd):
     assert returncode == 0
     assert found == ["x.c:1:2: runtime error: signed integer overflow"]
     assert "runtime error" in capfd.readouterr().err  # copied through
+
+
+def test_the_shipped_c_units_and_their_header_are_found(tmp_path):
+    sources, include = sanitize.source_paths(str(tmp_path))
+    assert sources and all(s.endswith(".c") and os.path.isfile(s) for s in sources)
+    assert sources == sorted(sources)
+    assert os.path.isfile(os.path.join(include, "rc_core.h"))
+    assert all(os.path.dirname(s) == include for s in sources)

@@ -16,8 +16,8 @@ import pytest
 from retrieval_conformance.conformance.examples.trec_eval_style import trec_eval_style
 from retrieval_conformance.conformance.hostile_support import needs_fifo
 from retrieval_conformance.conformance.requirements import implementation_params, require_implementation
+from retrieval_conformance.reference.contract.problem import ResultsAtK
 from retrieval_conformance.reference.files import FileRefusedError
-from retrieval_conformance.reference.problem import ResultsAtK
 from retrieval_conformance.reference.trec import evaluate_run, trec_order
 from retrieval_conformance.reference.trec_files import read_qrels, read_run
 

@@ -1,7 +1,7 @@
 """Golden cases as JSON data files, each with its provenance.
 
 Every file holds ``{"schema": 1, "source": ..., "cases": [...]}``; a case has an ``id``, the
-``clauses`` it pins (CONVENTIONS sections), the ``input`` arrays and the ``call`` options of
+``clauses`` it pins (sections of the specification), the ``input`` arrays and the ``call`` options of
 ``rc.evaluate``, the ``expected`` values as exact fractions (strings such as ``"107/180"``;
 ``null`` in a per-query list marks a query left out of the mean; ``"nan"`` a NaN), where a
 source printed a rounded figure the ``printed`` one, and a ``provenance`` saying where the

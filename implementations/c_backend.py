@@ -1,13 +1,11 @@
-"""The C implementation: a plain C library (``_rc_core.c``, no ``Python.h``) called with ctypes.
+"""The C implementation: a plain C library (``csrc/*.c``, no ``Python.h``) called with ctypes.
 
-The library is compiled at install time by the project's own ``setup.py`` (an optional
-setuptools ``Extension``; ``RC_BUILD_C=1`` makes it required, ``RC_BUILD_C=0`` skips it).
-Without it this implementation reports itself unavailable and says how to build it.
-``RC_C_LIBRARY=/path/to/lib.so`` loads that library instead of the installed one (the
-sanitizer run uses it); if that file cannot be loaded, ``c`` is unavailable and says why,
-it never falls back to the installed library.
+Loading the library (``RC_C_LIBRARY``, the "not built" reason, the ABI check), its ctypes
+structures and enum codes, the thread count and the bit packing live in :mod:`.c_library`;
+here: :class:`CImplementation`, which checks and packs the arguments and calls the library
+once per block of queries, and maps its error codes to Python exceptions.
 
-What the C code does per query (CONVENTIONS §4, §12), never sorting the whole gallery:
+What the C code does per query (spec §4, §12), never sorting the whole gallery:
 
 * Hamming codes are packed to ``uint64`` words; one XOR + popcount pass fills histograms of
   all and of relevant non-junk items per distance.  Concrete tie policies get the relevant
@@ -28,205 +26,64 @@ could make the C code read out of bounds reaches it.
 from __future__ import annotations
 
 import ctypes
-import importlib.util
-import os
 from typing import Callable, Optional
 
 import numpy as np
-from retrieval_conformance.implementations.registry import Implementation, ImplementationUnavailable
-from retrieval_conformance.reference.cutoffs import within_gallery
-from retrieval_conformance.reference.problem import (
-    AP_AT_K_DENOMINATORS,
-    AP_RULES,
-    TIE_POLICIES,
-    Options,
-    PerQuery,
-    Problem,
+from retrieval_conformance.implementations import c_library
+from retrieval_conformance.implementations.c_library import (  # noqa: F401 (re-exported: the names c_backend had)
+    _DENOMINATORS,
+    _RULES,
+    _TIES,
+    ABI_VERSION,
+    D_CODES,
+    D_F32,
+    D_F64,
+    MODULE,
+    NOT_BUILT,
+    Q_GROUPED_K,
+    Q_NONFINITE,
+    Q_OK,
+    RC_ERR_ARGS,
+    RC_ERR_NOMEM,
+    RC_ERR_QUERY,
+    RC_OK,
+    REL_IDS,
+    REL_MATRIX,
+    REL_MULTI,
+    _fork_safe,
+    _Input,
+    _load,
+    _Options,
+    _Output,
+    _pack_bits,
+    _require,
+    cpu_features,
+    max_threads,
+    thread_count,
 )
+from retrieval_conformance.reference.contract.cutoffs import within_gallery
+from retrieval_conformance.reference.contract.problem import Options, PerQuery, Problem, zero_arrays
+from retrieval_conformance.reference.contract.registry import Implementation
 
-MODULE = "retrieval_conformance.implementations._rc_core"
-ABI_VERSION = 5  # must equal RC_ABI_VERSION in _rc_core.c
-NOT_BUILT = (
-    "C library not built (no compiler at install, or RC_BUILD_C=0); reinstall with a "
-    "compiler: RC_BUILD_C=1 pip install ..."
-)
 #: queries per C call: bounds the latency of a progress callback, not the memory (the C code
 #: never holds more than O(N) per thread)
 BLOCK_QUERIES = 4096
 #: below this many (query, item) pairs the default thread count is one
 SMALL_PROBLEM = 1 << 18
 
-_TIES = {name: i for i, name in enumerate(TIE_POLICIES)}
-_RULES = {name: i for i, name in enumerate(AP_RULES)}
-_DENOMINATORS = {name: i for i, name in enumerate(AP_AT_K_DENOMINATORS)}
-assert list(_TIES) == ["stable", "reverse", "optimistic", "pessimistic", "expected", "grouped"]
-assert list(_RULES) == ["precision_sum", "trapezoid"]
-assert list(_DENOMINATORS) == ["hits", "r", "min_k_r", "dcmh"]
-
-D_F64, D_F32, D_CODES = 0, 1, 2
-REL_MATRIX, REL_IDS, REL_MULTI = 0, 1, 2
-RC_OK, RC_ERR_QUERY, RC_ERR_NOMEM, RC_ERR_ARGS = 0, 1, 2, 3
-Q_OK, Q_GROUPED_K, Q_NONFINITE = 0, 1, 2
-
-_p = ctypes.c_void_p
-_i64 = ctypes.c_int64
+#: the load state changes after import and lives in c_library; ``c_backend._LIB`` and the like
+#: read it there
+_LIBRARY_STATE = ("_LIB", "_LOAD_ERROR", "_FEATURE_MASK", "_FORKED_CHILD")
 
 
-class _Input(ctypes.Structure):
-    _fields_ = [
-        ("n_queries", _i64), ("n_gallery", _i64),
-        ("dist_kind", _i64), ("distances", _p),
-        ("query_codes", _p), ("db_codes", _p), ("code_words", _i64), ("n_bits", _i64),
-        ("rel_kind", _i64), ("relevance", _p),
-        ("query_ids", _p), ("db_ids", _p),
-        ("query_label_bits", _p), ("db_label_bits", _p), ("label_words", _i64),
-        ("junk", _p), ("query_cams", _p), ("db_cams", _p), ("gallery_junk", _p),
-        ("db_order", _p), ("id_start", _p), ("id_stop", _p),
-    ]
-
-
-class _Options(ctypes.Structure):
-    _fields_ = [
-        ("ties", _i64), ("ap_rule", _i64), ("k", _i64), ("ap_at_k", _i64),
-        ("max_rank", _i64), ("has_radius", _i64), ("radius", ctypes.c_double),
-    ]
-
-
-class _Output(ctypes.Structure):
-    _fields_ = [
-        ("ap", _p), ("n_relevant", _p), ("hits_at_k", _p), ("precision_at_k", _p),
-        ("recall_at_k", _p), ("cmc", _p), ("inp", _p), ("r_precision", _p),
-        ("precision_at_radius", _p), ("recall_at_radius", _p),
-        ("status", _p), ("err_a", _p), ("err_b", _p),
-    ]
-
-
-_LIB = None
-_LOAD_ERROR: Optional[str] = None
-
-
-def _load():
-    """Load the shared object once; remember why if it cannot be loaded.
-
-    ``RC_C_LIBRARY`` (a path) replaces the installed library; when it is set and that file
-    cannot be loaded, the reason names it and the installed library is not tried.
-    """
-    global _LIB, _LOAD_ERROR
-    if _LIB is not None or _LOAD_ERROR is not None:
-        return _LIB
-    override = os.environ.get("RC_C_LIBRARY", "").strip()
-    if override:
-        origin = os.path.abspath(override)  # a bare name would make dlopen search the system
-        where = f"C library RC_C_LIBRARY={override}"
-        fix = "unset RC_C_LIBRARY to use the installed library, or point it to a built one"
-        if not os.path.isfile(origin):
-            _LOAD_ERROR = f"{where} does not exist (or is not a file); {fix}"
-            return None
-    else:
-        try:
-            spec = importlib.util.find_spec(MODULE)
-        except (ImportError, ValueError):
-            spec = None
-        if spec is None or not spec.origin or not os.path.exists(spec.origin):
-            _LOAD_ERROR = NOT_BUILT
-            return None
-        origin = spec.origin
-        where = f"C library at {origin}"
-        fix = NOT_BUILT
-    try:
-        lib = ctypes.CDLL(origin)
-        lib.rc_abi_version.restype = _i64
-        lib.rc_abi_version.argtypes = []
-        lib.rc_max_threads.restype = _i64
-        lib.rc_max_threads.argtypes = []
-        lib.rc_set_features.restype = _i64
-        lib.rc_set_features.argtypes = [_i64]
-        lib.rc_evaluate.restype = _i64
-        lib.rc_evaluate.argtypes = [
-            ctypes.POINTER(_Input), ctypes.POINTER(_Options), ctypes.POINTER(_Output), _i64,
-        ]
-    except (OSError, AttributeError) as exc:
-        _LOAD_ERROR = f"{where} cannot be loaded ({exc}); {fix}"
-        return None
-    version = lib.rc_abi_version()
-    if version != ABI_VERSION:
-        rebuild = "rebuild it" if override else "rebuild it: RC_BUILD_C=1 pip install ..."
-        _LOAD_ERROR = (
-            f"{where} is stale (interface version {version}, expected "
-            f"{ABI_VERSION}); {rebuild}"
-        )
-        return None
-    _LIB = lib
-    return lib
-
-
-_FEATURE_MASK = 3
-
-
-def cpu_features(mask: Optional[int] = None) -> int:
-    """CPU features the C code can use here (bit 0 popcnt, bit 1 fma).
-
-    With ``mask``, the C code uses only the features in ``mask`` from now on (tests compare
-    the generic and the accelerated paths; results are identical).  Returns the features
-    the CPU has.
-    """
-    global _FEATURE_MASK
-    lib = _load()
-    if lib is None:
-        raise ImplementationUnavailable(f"implementation 'c' is unavailable: {_LOAD_ERROR}")
-    if mask is not None:
-        _FEATURE_MASK = int(mask)
-    return int(lib.rc_set_features(_FEATURE_MASK))
-
-
-def max_threads() -> int:
-    """Threads the C code uses by default here (OpenMP's default: every core)."""
-    lib = _load()
-    if lib is None:
-        raise ImplementationUnavailable(f"implementation 'c' is unavailable: {_LOAD_ERROR}")
-    return int(lib.rc_max_threads())
+def __getattr__(name: str):
+    if name in _LIBRARY_STATE:
+        return getattr(c_library, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def _ptr(arr: Optional[np.ndarray]) -> Optional[int]:
     return None if arr is None else arr.ctypes.data
-
-
-# GNU OpenMP's worker threads do not survive fork(): a child forked after the parent ran the
-# C code in parallel would wait for them forever.  A forked child runs on one thread.
-_FORKED_CHILD = False
-
-
-def _mark_forked_child() -> None:
-    global _FORKED_CHILD
-    _FORKED_CHILD = True
-
-
-if hasattr(os, "register_at_fork"):
-    os.register_at_fork(after_in_child=_mark_forked_child)
-
-
-def _fork_safe(num_threads: int) -> int:
-    return 1 if _FORKED_CHILD else num_threads
-
-
-def thread_count(num_threads: Optional[int] = None) -> int:
-    """The thread count to use: ``num_threads``, else ``RC_NUM_THREADS``, else 0 (OpenMP's
-    default, every core)."""
-    if num_threads is None:
-        env = os.environ.get("RC_NUM_THREADS", "").strip()
-        if not env:
-            return 0
-        try:
-            num_threads = int(env)
-        except ValueError:
-            raise ValueError(f"RC_NUM_THREADS: expected a positive integer, got {env!r}") from None
-        name = "RC_NUM_THREADS"
-    else:
-        name = "num_threads"
-    if isinstance(num_threads, bool) or not isinstance(num_threads, (int, np.integer)) or num_threads < 1:
-        raise ValueError(f"{name}: expected a positive integer, got {num_threads!r}")
-    return int(num_threads)
-
 
 # -- validation (cheap checks of everything the C code indexes) ------------------------------
 def _array(name: str, arr, dtype, shape) -> np.ndarray:
@@ -244,14 +101,30 @@ def _array(name: str, arr, dtype, shape) -> np.ndarray:
     return np.ascontiguousarray(arr)
 
 
-def _pack_bits(name: str, bits: np.ndarray) -> np.ndarray:
-    """(rows, B) 0/1 uint8 -> (rows, ceil(B/64)) uint64, bit b of row r in word b // 64."""
-    rows, B = bits.shape
-    words = max(1, -(-B // 64))
-    packed = np.packbits(bits != 0, axis=1, bitorder="little")
-    out = np.zeros((rows, words * 8), dtype=np.uint8)
-    out[:, : packed.shape[1]] = packed
-    return np.ascontiguousarray(out).view("<u8").astype(np.uint64, copy=False)
+class PreparedGallery:
+    """The gallery-side arrays of one evaluation, each made once, by the first block that asks.
+
+    Bound to the gallery arrays it was made from (by identity): ``evaluate`` hands every query
+    block the same validated gallery arrays, and a problem with other arrays gets a new store.
+    """
+
+    def __init__(self, problem: Problem):
+        self._sources = _gallery_sources(problem)
+        self._arrays: dict = {}
+
+    def matches(self, problem: Problem) -> bool:
+        arrays, rest = _gallery_sources(problem)
+        return all(a is b for a, b in zip(self._sources[0], arrays)) and self._sources[1] == rest
+
+    def get(self, name: str, make: Callable[[], np.ndarray]) -> np.ndarray:
+        if name not in self._arrays:
+            self._arrays[name] = make()
+        return self._arrays[name]
+
+
+def _gallery_sources(problem: Problem) -> tuple:
+    """(the gallery arrays, compared by identity; the gallery's other facts, compared by value)"""
+    return (problem.db_bits, problem.db_labels, problem.db_cams), (problem.junk_ids, problem.n_gallery)
 
 
 def _check_options(options: Options) -> None:
@@ -303,7 +176,12 @@ class CImplementation(Implementation):
         self.num_threads = num_threads
 
     def unavailable_reason(self) -> Optional[str]:
-        return None if _load() is not None else _LOAD_ERROR
+        return c_library.unavailable_reason()
+
+    def prepare(self, problem: Problem) -> "PreparedGallery":
+        """An empty store of gallery arrays (packed codes, sorted ids, ...): each is made by
+        the first block that needs it and reused by the others."""
+        return PreparedGallery(problem)
 
     @within_gallery
     def compute(
@@ -312,17 +190,17 @@ class CImplementation(Implementation):
         options: Options,
         num_threads: Optional[int] = None,
         progress: Optional[Callable[[int, int], None]] = None,
+        state: Optional["PreparedGallery"] = None,
     ) -> PerQuery:
         """Per-query metrics of ``problem`` under ``options`` (same fields as the reference).
 
         ``num_threads`` overrides the instance's thread count for this call; ``progress(done,
-        total)`` is called after every block of queries.  Raises ``ValueError`` for a ``k``
+        total)`` is called after every block of queries; ``state``: what :meth:`prepare` returned
+        for this gallery (used only if it was made from the same gallery arrays).  Raises ``ValueError`` for a ``k``
         inside a tie group under ``ties='grouped'`` (the reference's message) and
         :class:`ImplementationUnavailable` when the library is missing.
         """
-        lib = _load()
-        if lib is None:
-            raise ImplementationUnavailable(f"implementation 'c' is unavailable: {_LOAD_ERROR}")
+        lib = _require()
         _check_options(options)
         nt = _fork_safe(thread_count(num_threads if num_threads is not None else self.num_threads))
         Q, N = int(problem.n_queries), int(problem.n_gallery)
@@ -333,6 +211,7 @@ class CImplementation(Implementation):
 
         # ranking input
         keep = {}  # arrays that must stay alive during the C calls
+        gallery = state if isinstance(state, PreparedGallery) and state.matches(problem) else PreparedGallery(problem)
         if problem.distances is not None:
             D = problem.distances
             if not isinstance(D, np.ndarray) or D.dtype not in (np.float32, np.float64):
@@ -351,8 +230,8 @@ class CImplementation(Implementation):
             if n_bits < 1:
                 raise ValueError("query_bits: expected at least one bit per code, got 0")
             qb = _array("query_bits", qb, np.uint8, (Q, n_bits))
-            db = _array("db_bits", db, np.uint8, (N, n_bits))
-            keep["qc"], keep["dc"] = _pack_bits("query_bits", qb), _pack_bits("db_bits", db)
+            keep["qc"], keep["dc"] = _pack_bits("query_bits", qb), gallery.get("dc", lambda: _pack_bits(
+                "db_bits", _array("db_bits", db, np.uint8, (N, n_bits))))
             words = keep["qc"].shape[1]
             dist_kind = D_CODES
             if N >= 2**32:  # the counting sort packs a position below 2^32 with its distance
@@ -370,21 +249,21 @@ class CImplementation(Implementation):
             ql, dl = problem.query_labels, problem.db_labels
             if getattr(ql, "ndim", 0) == 1:
                 keep["ql"] = _array("query_labels", ql, np.int64, (Q,))
-                keep["dl"] = _array("db_labels", dl, np.int64, (N,))
+                keep["dl"] = gallery.get("dl", lambda: _array("db_labels", dl, np.int64, (N,)))
                 rel_kind, single = REL_IDS, True
                 # the items of each id, found without a Q x N comparison: gallery indices
                 # sorted stably by id, and each query's slice of them
-                order = np.argsort(keep["dl"], kind="stable")
-                ids_sorted = keep["dl"][order]
-                keep["order"] = np.ascontiguousarray(order, dtype=np.int64)
+                keep["order"] = gallery.get("order", lambda: np.ascontiguousarray(
+                    np.argsort(keep["dl"], kind="stable"), dtype=np.int64))
+                ids_sorted = gallery.get("ids_sorted", lambda: keep["dl"][keep["order"]])
                 keep["id_start"] = np.ascontiguousarray(np.searchsorted(ids_sorted, keep["ql"], "left"), dtype=np.int64)
                 keep["id_stop"] = np.ascontiguousarray(np.searchsorted(ids_sorted, keep["ql"], "right"), dtype=np.int64)
             elif getattr(ql, "ndim", 0) == 2:
                 L = ql.shape[1]
                 ql = _array("query_labels", ql, np.uint8, (Q, L))
-                dl = _array("db_labels", dl, np.uint8, (N, L))
                 keep["qlb"] = _pack_bits("query_labels", ql)
-                keep["dlb"] = _pack_bits("db_labels", dl)
+                keep["dlb"] = gallery.get("dlb", lambda: _pack_bits("db_labels", _array("db_labels", dl, np.uint8,
+                                                                                         (N, L))))
                 label_words = keep["qlb"].shape[1]
                 rel_kind = REL_MULTI
             else:
@@ -401,25 +280,17 @@ class CImplementation(Implementation):
             if not single:
                 raise ValueError("query_cams: camera junk needs single-id labels (1-D query_labels/db_labels)")
             keep["qcam"] = _array("query_cams", problem.query_cams, np.int64, (Q,))
-            keep["dcam"] = _array("db_cams", problem.db_cams, np.int64, (N,))
+            keep["dcam"] = gallery.get("dcam", lambda: _array("db_cams", problem.db_cams, np.int64, (N,)))
         if problem.junk_ids:
             if not single:
                 raise ValueError("junk_ids: id-based junk needs single-id labels (1-D db_labels)")
             ids = np.asarray([int(i) for i in problem.junk_ids], dtype=np.int64)
-            keep["gj"] = np.ascontiguousarray(np.isin(keep["dl"], ids)).view(np.uint8)
+            keep["gj"] = gallery.get("gj", lambda: np.ascontiguousarray(np.isin(keep["dl"], ids)).view(np.uint8))
 
         # outputs
         max_rank = int(options.max_rank)
         has_radius = options.radius is not None
-        out = {
-            name: np.zeros(Q, dtype=np.float64)
-            for name in ("ap", "hits_at_k", "precision_at_k", "recall_at_k", "inp", "r_precision")
-        }
-        out["n_relevant"] = np.zeros(Q, dtype=np.int64)
-        out["cmc"] = np.zeros((Q, max_rank), dtype=np.float64)
-        if has_radius:
-            out["precision_at_radius"] = np.zeros(Q, dtype=np.float64)
-            out["recall_at_radius"] = np.zeros(Q, dtype=np.float64)
+        out = zero_arrays(Q, options)
         status = np.zeros(Q, dtype=np.int64)
         err_a = np.zeros(Q, dtype=np.int64)
         err_b = np.zeros(Q, dtype=np.int64)
@@ -467,15 +338,7 @@ class CImplementation(Implementation):
             if progress is not None:
                 progress(stop, Q)
 
-        pq = PerQuery(
-            ap=out["ap"], n_relevant=out["n_relevant"], hits_at_k=out["hits_at_k"],
-            precision_at_k=out["precision_at_k"], recall_at_k=out["recall_at_k"], cmc=out["cmc"],
-            inp=out["inp"], r_precision=out["r_precision"],
-        )
-        if has_radius:
-            pq.precision_at_radius = out["precision_at_radius"]
-            pq.recall_at_radius = out["recall_at_radius"]
-        return pq
+        return PerQuery(**out)
 
     @staticmethod
     def _raise_for_status(status, err_a, err_b, offset: int, options: Options) -> None:

@@ -1,38 +1,163 @@
 """The numpy implementation: vectorised over queries, in blocks of bounded memory.
 
-Per block of queries (``block * N * 8`` bytes stays under 16 MB, so no Q x N int64 array
-ever exists):
+This module supplies only what is numpy's own: :class:`NumpyOps` (the array operations the
+shared code in ``vector_*`` calls) and the blocks' inputs (Hamming distances from codes
+packed into uint64 words, XOR + ``np.bitwise_count``; relevance and junk from
+``relevance_blocks``).  The block loop, the sort key and the metrics are shared with torch
+(:func:`~.vector_blocks.compute_in_blocks`).
 
-1. distances: given float32/float64, or Hamming distances from codes packed into uint64
-   words (XOR + ``np.bitwise_count``);
-2. one sort per row with an explicit tie key.  float32 and integer distances are mapped to
-   an order-preserving integer and packed with the tie key (gallery index, or N-1-index
-   for ``reverse``) and the relevance bit into one integer key per item; the sort is of
-   values, so the result does not depend on how a sort orders equal keys.  float64
-   distances use ``np.argsort(kind="stable")`` (on the reversed row for ``reverse``).  Junk
-   items get a sentinel that sorts after every distance, so they take no rank;
-3. the metrics of the sorted block (shared with torch): ``_vector_common.block_metrics``.
+numpy specifics of the sort: Hamming keys take the narrowest unsigned type that holds them
+(8/16-bit keys get numpy's radix sort), and the relevance bit is read from the lowest byte
+of the sorted keys without a shift.
 """
 from __future__ import annotations
 
+import contextlib
 import sys
 from typing import Optional
 
 import numpy as np
-from retrieval_conformance.implementations._vector_common import (
-    FIELDS,
-    NumpyOps,
-    block_metrics,
-    block_rows,
-    empty_per_query,
-    radius_values,
-    to_per_query,
-)
-from retrieval_conformance.implementations.registry import Implementation
-from retrieval_conformance.reference.cutoffs import within_gallery
-from retrieval_conformance.reference.problem import Options, PerQuery, Problem
+from retrieval_conformance.implementations.relevance_blocks import junk_block, relevance_block
+from retrieval_conformance.implementations.vector_blocks import compute_in_blocks
+from retrieval_conformance.implementations.vector_double_double import fast_two_sum
+from retrieval_conformance.reference.contract.cutoffs import within_gallery
+from retrieval_conformance.reference.contract.problem import Options, PerQuery, Problem
+from retrieval_conformance.reference.contract.registry import Implementation
 
-_SENTINEL32 = np.int64(0x7FFFFFFF)  # above every order-mapped finite float32
+_DTYPES = {"f64": np.float64, "i64": np.int64, "bool": bool, "u8": np.uint8, "u16": np.uint16,
+           "u32": np.uint32}
+
+
+class NumpyOps:
+    """The array operations of the shared ``vector_*`` code, for numpy (axis 1 = gallery)."""
+
+    def f64(self, x):
+        return np.asarray(x, dtype=np.float64)
+
+    def i64(self, x):
+        return np.asarray(x, dtype=np.int64)
+
+    def astype(self, x, kind: str):
+        """A copy of ``x`` as ``kind`` (the sort key is built in place)."""
+        return x.astype(_DTYPES[kind])
+
+    def dtype_name(self, x) -> str:
+        return x.dtype.name
+
+    def bits_i32(self, x):
+        return np.ascontiguousarray(x).view(np.int32)
+
+    def arange(self, n: int):
+        return np.arange(n, dtype=np.int64)
+
+    def zeros(self, shape, kind: str):
+        return np.zeros(shape, dtype=_DTYPES[kind])
+
+    def full(self, shape, value, kind: str):
+        return np.full(shape, value, dtype=_DTYPES[kind])
+
+    def cumsum(self, x, axis: int):
+        return np.cumsum(x, axis=axis, dtype=np.float64 if x.dtype.kind == "f" else np.int64)
+
+    def cumprod(self, x, axis: int):
+        return np.cumprod(x, axis=axis)
+
+    def flip(self, x, axis: int):
+        return np.flip(x, axis=axis)
+
+    def sum(self, x, axis: int):
+        return x.sum(axis=axis, dtype=np.float64 if x.dtype.kind == "f" else np.int64)
+
+    def nonzero(self, x):
+        if x.ndim == 2:  # flatnonzero + divmod is several times faster than np.nonzero
+            flat = np.flatnonzero(x)
+            rows = flat // x.shape[1]
+            return rows, flat - rows * x.shape[1]
+        return tuple(np.asarray(i, dtype=np.int64) for i in np.nonzero(x))
+
+    def where(self, cond, a, b):
+        return np.where(cond, a, b)
+
+    def clip(self, x, lo=None, hi=None):
+        return np.clip(x, lo, hi)
+
+    def concat(self, parts):
+        return np.concatenate(parts)
+
+    def hcat(self, parts):
+        return np.concatenate(parts, axis=1)
+
+    def table(self, name: str, array: np.ndarray):
+        return array
+
+    def repeat(self, x, counts):
+        return np.repeat(x, counts)
+
+    def bincount(self, x, length: int):
+        return np.bincount(x, minlength=length).astype(np.int64)
+
+    def cumsum_i32(self, x):
+        return np.cumsum(x, dtype=np.int32)
+
+    def searchsorted(self, sorted_1d, values, right: bool = False):
+        return np.searchsorted(sorted_1d, values, side="right" if right else "left").astype(np.int64)
+
+    def cached(self, key, make):
+        cache = self.__dict__.setdefault("_cache", {})
+        if key not in cache:
+            cache[key] = make()
+        return cache[key]
+
+    def key_kind(self, bits: int) -> str:
+        """The narrowest integer type of a sort key of ``bits`` bits."""
+        return next((kind for kind, width in (("u8", 8), ("u16", 16), ("u32", 32)) if bits <= width), "i64")
+
+    def sort_values(self, key):
+        # radix sort for 8/16-bit keys, the vectorised quicksort otherwise (values: either is exact)
+        key.sort(axis=1, kind="stable" if key.itemsize <= 2 else None)
+        return key
+
+    def low_bit(self, key):
+        if sys.byteorder == "little":  # the lowest bit sits in the first byte: no shift, no mask pass
+            return (key.view(np.uint8)[:, :: key.itemsize] & np.uint8(1)).view(bool)
+        return (key & 1).astype(bool)  # pragma: no cover
+
+    def stable_sort(self, x):
+        idx = np.argsort(x, axis=1, kind="stable")
+        return np.take_along_axis(x, idx, axis=1), idx
+
+    def take_rows(self, x, idx):
+        return np.take_along_axis(x, idx, axis=1)
+
+    def dd_rowsum(self, x):
+        """Row sums of a non-negative double-double array by Ogita, Rump & Oishi's Sum2:
+        ``np.cumsum`` adds sequentially, so the rounding error of every step is recovered
+        exactly with TwoSum from the partial sums (as accurate as the pairwise sum in
+        double-double, and three times cheaper)."""
+        hi, lo = x
+        if hi.shape[1] == 0:
+            z = np.zeros(hi.shape[0])
+            return z, z
+        s = np.cumsum(hi, axis=1)
+        prev, xk, sk = s[:, :-1], hi[:, 1:], s[:, 1:]
+        bb = sk - prev
+        err = (prev - (sk - bb)) + (xk - bb)
+        # the corrections are added in sequence too (not by np.sum, whose pairwise split
+        # depends on the row length): a block's zero padding then changes no bit of a row
+        tail = np.cumsum(err, axis=1)[:, -1] if err.shape[1] else 0.0
+        return fast_two_sum(s[:, -1], tail + np.cumsum(lo, axis=1)[:, -1])
+
+    def max_int(self, x) -> int:
+        return int(x.max()) if x.size else 0
+
+    def any(self, x) -> bool:
+        return bool(x.any())
+
+    def no_grad(self):
+        return contextlib.nullcontext()
+
+    def to_numpy(self, x) -> np.ndarray:
+        return np.asarray(x)
 
 
 def pack_bits(bits: np.ndarray) -> np.ndarray:
@@ -45,7 +170,8 @@ def pack_bits(bits: np.ndarray) -> np.ndarray:
 
 
 def hamming_block(q_words: np.ndarray, db_words: np.ndarray) -> np.ndarray:
-    """popcount(q XOR r) summed over words: (b, N), uint8 for one word, else uint16/int32."""
+    """popcount(q XOR r) summed over words (spec §1 hamming {0,1}): (b, N), uint8 for
+    one word, else uint16/int32."""
     W = q_words.shape[1]
     if W == 1:
         return np.bitwise_count(q_words[:, 0, None] ^ db_words[None, :, 0])
@@ -55,26 +181,11 @@ def hamming_block(q_words: np.ndarray, db_words: np.ndarray) -> np.ndarray:
     return out
 
 
-def float32_order_key(d: np.ndarray) -> np.ndarray:
-    """Order-preserving int32 image of finite float32 values; -0.0 and 0.0 map to 0.
+class _NumpySource:
+    """Distances, relevance and junk of query blocks, as numpy arrays."""
 
-    Negative floats have their magnitude bits flipped (larger magnitude sorts lower) and
-    are shifted up by one, so that -0.0 lands on +0.0 and equal floats get equal keys.
-    """
-    b = np.ascontiguousarray(d).view(np.int32)
-    sign = b >> 31  # -1 for negative floats, 0 otherwise
-    out = b ^ (sign & np.int32(0x7FFFFFFF))
-    out -= sign
-    return out
-
-
-class _Source:
-    """Builds the sorted blocks of one problem."""
-
-    def __init__(self, problem: Problem, ties: str):
+    def __init__(self, problem: Problem):
         self.p = problem
-        self.ties = ties
-        self.n = problem.n_gallery
         if problem.distances is None:
             self.q_words = pack_bits(problem.query_bits)
             self.db_words = pack_bits(problem.db_bits)
@@ -88,56 +199,11 @@ class _Source:
         # validated input is float32/float64; anything else is widened (order kept)
         return d if d.dtype in (np.float32, np.float64) else d.astype(np.float64)
 
-    def sorted_block(self, dist: np.ndarray, rel: np.ndarray, junk: Optional[np.ndarray]):
-        """(key_s, rel_s): rows sorted by (distance, tie key), junk last.
+    def relevance(self, s: int, e: int) -> np.ndarray:
+        return relevance_block(self.p, s, e)
 
-        float32 and integer distances: one unsigned/int64 key per item,
-        ``(order-mapped distance, tie key, relevance bit)``, sorted by value.  With a tie key
-        (``stable``: index, ``reverse``: N-1-index) the keys are unique; the other policies
-        need only per-group counts, so the key is (distance, relevance) and equal keys are
-        equal values.  Sorting values (not indices) leaves nothing to the sort's tie order.
-        """
-        n = self.n
-        reverse = self.ties == "reverse"
-        if dist.dtype == np.float64:
-            d = dist + 0.0  # -0.0 + 0.0 = +0.0
-            if junk is not None:
-                d = np.where(junk, np.inf, d)
-            if reverse:
-                idx = np.argsort(d[:, ::-1], axis=1, kind="stable")
-                idx = (n - 1) - idx
-            else:
-                idx = np.argsort(d, axis=1, kind="stable")
-            return np.take_along_axis(d, idx, axis=1), np.take_along_axis(rel, idx, axis=1)
-        tie_bits = int(n - 1).bit_length() if self.ties in ("stable", "reverse") else 0
-        if dist.dtype == np.float32:
-            key = float32_order_key(dist).astype(np.int64)
-            sentinel, key_type = _SENTINEL32, np.int64
-        else:
-            top = self.p.query_bits.shape[1] + 1  # Hamming distances are <= the code length
-            sentinel = top
-            total = int(top).bit_length() + tie_bits + 1
-            key_type = next(t for t, b in ((np.uint8, 8), (np.uint16, 16), (np.uint32, 32), (np.int64, 63))
-                            if total <= b)
-            key = dist.astype(key_type)
-        if junk is not None:
-            key[junk] = sentinel
-        shift = key_type(tie_bits + 1)
-        key <<= shift
-        if tie_bits:
-            tie = np.arange(n, dtype=key_type)
-            if reverse:
-                tie = tie[::-1]
-            key |= tie[None, :] << key_type(1)
-        key |= rel
-        # radix sort for 8/16-bit keys, the vectorised quicksort otherwise (values: either is exact)
-        key.sort(axis=1, kind="stable" if key.itemsize <= 2 else None)
-        if sys.byteorder == "little":  # the relevance bit sits in the lowest byte
-            rel_s = (key.view(np.uint8)[:, :: key.itemsize] & np.uint8(1)).view(bool)
-        else:  # pragma: no cover
-            rel_s = (key & key_type(1)).astype(bool)
-        key_s = key >> shift if self.ties not in ("stable", "reverse") else None
-        return key_s, rel_s
+    def junk(self, s: int, e: int) -> Optional[np.ndarray]:
+        return junk_block(self.p, s, e) if self.p.has_junk else None
 
 
 class NumpyImplementation(Implementation):
@@ -151,36 +217,5 @@ class NumpyImplementation(Implementation):
 
     @within_gallery
     def compute(self, problem: Problem, options: Options) -> PerQuery:
-        """Per-query metrics of ``problem`` under ``options`` (see ``_vector_common``)."""
-        ops = NumpyOps()
-        Q, N = problem.n_queries, problem.n_gallery
-        out = empty_per_query(Q, options)
-        if Q == 0 or N == 0:
-            return to_per_query(out, options)
-        if N >= 2 ** 31:
-            raise ValueError(f"gallery: at most 2**31 - 1 items are supported, got {N}")
-        src = _Source(problem, options.ties)
-        kwargs = {} if self.block_bytes is None else {"budget": self.block_bytes}
-        step = block_rows(Q, N, **kwargs)
-        for s in range(0, Q, step):
-            e = min(Q, s + step)
-            dist = src.distances(s, e)
-            rel = problem.relevance_block(s, e)
-            junk = problem.junk_block(s, e) if problem.has_junk else None
-            if junk is not None:
-                rel = rel & ~junk  # junk takes no rank and is never counted as relevant
-            key_s, rel_s = src.sorted_block(dist, rel, junk)
-            n_kept = np.full(e - s, N, dtype=np.int64)
-            if junk is not None:
-                n_kept -= junk.sum(axis=1)
-            res = block_metrics(ops, key_s, rel_s, n_kept, options, row0=s)
-            for name in FIELDS:
-                out[name][s:e] = res[name]
-            if options.radius is not None:
-                within = dist.astype(np.float64) <= float(options.radius)
-                if junk is not None:
-                    within &= ~junk
-                p, r = radius_values(ops, within, rel, res["n_relevant"])
-                out["precision_at_radius"][s:e] = p
-                out["recall_at_radius"][s:e] = r
-        return to_per_query(out, options)
+        """Per-query metrics of ``problem`` under ``options`` (see ``vector_blocks``)."""
+        return compute_in_blocks(NumpyOps(), problem, options, _NumpySource, self.block_bytes)

@@ -1,35 +1,30 @@
-"""The torch implementation: the numpy algorithm on torch tensors, on any device.
+"""The torch implementation: the shared vectorised algorithm on torch tensors, on any device.
 
-Device-agnostic: every block is built on ``device`` (CPU here; the same code runs on CUDA)
-and stays there until its per-query results are copied back as float64 numpy arrays.
-Python loops run over blocks of queries only.
+This module supplies only what is torch's own: :class:`TorchOps` (the array operations the
+shared code in ``vector_*`` calls) and :class:`_TorchSource`, which moves a problem's arrays
+to ``device`` (CPU here; the same code runs on CUDA) and builds every block there.  The block
+loop, the sort key and the metrics are shared with numpy
+(:func:`~.vector_blocks.compute_in_blocks`); per-query results are copied back as float64
+numpy arrays per block.
 
 Ties never depend on how ``torch.sort`` orders equal keys (CPU and CUDA differ,
-pytorch/pytorch#103909): float32 and Hamming distances are mapped to an order-preserving
-integer and packed with the tie key (gallery index, or N-1-index for ``reverse``) and the
-relevance bit into one int64 key per item; only the sorted values are used, never the
-permutation, so every device gives the same result.  float64 distances are sorted with
-``stable=True`` (a documented guarantee on every device) on rows already in tie-key
-order.  Hamming distances come from a float32 matrix product of {0, 1} bits
-(``|q| + |r| - 2 q.r``), exact while the code length stays below 2**24.
+pytorch/pytorch#103909): the shared sort key packs distance, tie key and relevance bit into
+one int64 per item and only sorted values are used, never the permutation; float64
+distances are sorted with ``stable=True`` (a documented guarantee on every device) on rows
+already in tie-key order.  Hamming distances come from a float32 matrix product of {0, 1}
+bits (``|q| + |r| - 2 q.r``), exact while the code length stays below 2**24.
 """
 from __future__ import annotations
 
+import functools
 import os
 from typing import Optional
 
 import numpy as np
-from retrieval_conformance.implementations._vector_common import (
-    FIELDS,
-    block_metrics,
-    block_rows,
-    empty_per_query,
-    radius_values,
-    to_per_query,
-)
-from retrieval_conformance.implementations.registry import Implementation
-from retrieval_conformance.reference.cutoffs import within_gallery
-from retrieval_conformance.reference.problem import Options, PerQuery, Problem
+from retrieval_conformance.implementations.vector_blocks import compute_in_blocks
+from retrieval_conformance.reference.contract.cutoffs import within_gallery
+from retrieval_conformance.reference.contract.problem import Options, PerQuery, Problem
+from retrieval_conformance.reference.contract.registry import Implementation
 
 TORCH_VERSION = "2.13.0"
 _MISSING = (
@@ -44,9 +39,7 @@ def _torch():
 
 
 class TorchOps:
-    """The array operations of ``_vector_common.block_metrics`` for torch tensors."""
-
-    name = "torch"
+    """The array operations of the shared ``vector_*`` code, for torch tensors on ``device``."""
 
     def __init__(self, device):
         self.torch = _torch()
@@ -62,6 +55,17 @@ class TorchOps:
 
     def i64(self, x):
         return x.to(self.torch.int64)
+
+    def astype(self, x, kind: str):
+        """A copy of ``x`` as ``kind`` (the sort key is built in place; ``.to`` alone would
+        return ``x`` itself when it has the type already)."""
+        return x.to(self._dtypes[kind], copy=True)
+
+    def dtype_name(self, x) -> str:
+        return str(x.dtype).replace("torch.", "")
+
+    def bits_i32(self, x):
+        return x.view(self.torch.int32)
 
     def arange(self, n: int):
         return self.torch.arange(n, dtype=self.torch.int64, device=self.device)
@@ -128,6 +132,25 @@ class TorchOps:
         if key not in self._tables:
             self._tables[key] = make()
         return self._tables[key]
+
+    def key_kind(self, bits: int) -> str:
+        return "i64"  # one key type: torch's unsigned types lack shifts and sorts on some devices
+
+    def sort_values(self, key):
+        return self.torch.sort(key, dim=1)[0]  # values only: equal keys are equal values
+
+    def low_bit(self, key):
+        return (key & 1).to(self.torch.bool)
+
+    def stable_sort(self, x):
+        # stable=True is a documented guarantee on every device
+        return self.torch.sort(x, dim=1, stable=True)
+
+    def take_rows(self, x, idx):
+        return self.torch.gather(x, 1, idx)
+
+    def no_grad(self):
+        return self.torch.no_grad()
 
     def to_numpy(self, x) -> np.ndarray:
         return x.detach().cpu().numpy()
@@ -210,42 +233,6 @@ class _TorchSource:
             out |= self.junk_id_mask[None, :]
         return out
 
-    def sorted_block(self, dist, rel, junk, ties: str):
-        """(key_s, rel_s): rows sorted by (distance, tie key), junk last (see the module doc)."""
-        torch = self.torch
-        n = dist.shape[1]
-        reverse = ties == "reverse"
-        if dist.dtype == torch.float64:
-            d = dist + 0.0  # -0.0 + 0.0 = +0.0
-            if junk is not None:
-                d = torch.where(junk, torch.inf, d)
-            if reverse:
-                d = torch.flip(d, dims=(1,))
-                rel = torch.flip(rel, dims=(1,))
-            # stable=True is a documented guarantee on every device; the row is already in
-            # tie-key order (gallery order, or reversed for ``reverse``)
-            key_s, idx = torch.sort(d, dim=1, stable=True)
-            return key_s, torch.gather(rel, 1, idx)
-        if dist.dtype == torch.float32:
-            b = (dist + 0.0).view(torch.int32)  # -0.0 + 0.0 = +0.0
-            hi = torch.where(b < 0, b ^ 0x7FFFFFFF, b).to(torch.int64)
-            sentinel = 0x7FFFFFFF
-        else:
-            hi = dist.to(torch.int64)
-            sentinel = int(self.p.query_bits.shape[1]) + 1
-        if junk is not None:
-            hi = torch.where(junk, sentinel, hi)
-        tie_bits = int(n - 1).bit_length() if ties in ("stable", "reverse") else 0
-        shift = tie_bits + 1
-        key = (hi << shift) | rel.to(torch.int64)
-        if tie_bits:
-            tie = torch.arange(n, dtype=torch.int64, device=dist.device)
-            if reverse:
-                tie = (n - 1) - tie
-            key = key | (tie[None, :] << 1)
-        key, _ = torch.sort(key, dim=1)  # values only: equal keys are equal values
-        return key >> shift, (key & 1).to(torch.bool)
-
 
 class TorchImplementation(Implementation):
     """torch on any device (``device=None``: ``$RC_TORCH_DEVICE``, else CUDA if present, else CPU)."""
@@ -270,46 +257,12 @@ class TorchImplementation(Implementation):
 
     @within_gallery
     def compute(self, problem: Problem, options: Options) -> PerQuery:
-        """Per-query metrics of ``problem`` under ``options`` (see ``_vector_common``)."""
+        """Per-query metrics of ``problem`` under ``options`` (see ``vector_blocks``)."""
         reason = self.unavailable_reason()
         if reason is not None:
-            from retrieval_conformance.implementations.registry import ImplementationUnavailable
+            from retrieval_conformance.reference.contract.registry import ImplementationUnavailable
 
             raise ImplementationUnavailable(reason)
-        torch = _torch()
-        device = torch.device(self.device)
-        ops = TorchOps(device)
-        Q, N = problem.n_queries, problem.n_gallery
-        out = empty_per_query(Q, options)
-        if Q == 0 or N == 0:
-            return to_per_query(out, options)
-        if N >= 2 ** 31:
-            raise ValueError(f"gallery: at most 2**31 - 1 items are supported, got {N}")
-        src = _TorchSource(problem, device)
-        kwargs = {} if self.block_bytes is None else {"budget": self.block_bytes}
-        step = block_rows(Q, N, **kwargs)
-        with torch.no_grad():
-            for s in range(0, Q, step):
-                e = min(Q, s + step)
-                dist = src.distances(s, e)
-                rel = src.relevance(s, e)
-                junk = src.junk(s, e)
-                if junk is not None:
-                    rel = rel & ~junk
-                key_s, rel_s = src.sorted_block(dist, rel, junk, options.ties)
-                n_kept = torch.full((e - s,), N, dtype=torch.int64, device=device)
-                if junk is not None:
-                    n_kept = n_kept - junk.sum(1)
-                res = block_metrics(ops, key_s, rel_s, n_kept, options, row0=s)
-                if options.radius is not None:
-                    within = dist.to(torch.float64) <= float(options.radius)
-                    if junk is not None:
-                        within = within & ~junk
-                    res["precision_at_radius"], res["recall_at_radius"] = radius_values(
-                        ops, within, rel, res["n_relevant"]
-                    )
-                names = FIELDS + (("precision_at_radius", "recall_at_radius")
-                                  if options.radius is not None else ())
-                for name in names:
-                    out[name][s:e] = ops.to_numpy(res[name])
-        return to_per_query(out, options)
+        device = _torch().device(self.device)
+        return compute_in_blocks(TorchOps(device), problem, options,
+                                 functools.partial(_TorchSource, device=device), self.block_bytes)

@@ -4,11 +4,11 @@ from __future__ import annotations
 from typing import Callable, List, Optional
 
 import numpy as np
-from retrieval_conformance.implementations.registry import Implementation
-from retrieval_conformance.reference.cutoffs import within_gallery
+from retrieval_conformance.reference.contract.cutoffs import within_gallery
+from retrieval_conformance.reference.contract.problem import OPTIONAL_FIELDS, VALUE_FIELDS, Options, PerQuery, Problem
+from retrieval_conformance.reference.contract.registry import Implementation
 from retrieval_conformance.reference.distances import query_distances
 from retrieval_conformance.reference.per_query import QueryValues, query_values
-from retrieval_conformance.reference.problem import Options, PerQuery, Problem
 from retrieval_conformance.reference.ranking import tie_groups
 from retrieval_conformance.reference.relevance import query_junk, query_relevance
 
@@ -26,23 +26,17 @@ def per_query_from_values(values: List[QueryValues], options: Options) -> PerQue
 
     exact = {name: [getattr(v, name) for v in values] for name in PerQuery.FIELDS}
     pq = PerQuery(
-        ap=column("ap"),
         n_relevant=np.array([v.n_relevant for v in values], dtype=np.int64),
-        hits_at_k=column("hits_at_k"),
-        precision_at_k=column("precision_at_k"),
-        recall_at_k=column("recall_at_k"),
         cmc=np.array([[float(c) for c in v.cmc] for v in values], dtype=np.float64).reshape(
             len(values), options.max_rank
         ),
-        inp=column("inp"),
-        r_precision=column("r_precision"),
         exact=exact,
+        **{name: column(name) for name in VALUE_FIELDS},
     )
     if options.radius is not None:
-        pq.precision_at_radius = column("precision_at_radius")
-        pq.recall_at_radius = column("recall_at_radius")
-        exact["precision_at_radius"] = [v.precision_at_radius for v in values]
-        exact["recall_at_radius"] = [v.recall_at_radius for v in values]
+        for name in OPTIONAL_FIELDS:
+            setattr(pq, name, column(name))
+            exact[name] = [getattr(v, name) for v in values]
     return pq
 
 

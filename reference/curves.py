@@ -9,8 +9,9 @@ from __future__ import annotations
 from fractions import Fraction
 from typing import List, Optional, Sequence, Tuple
 
+from retrieval_conformance.reference.contract.conventions import CONCRETE_POLICIES
 from retrieval_conformance.reference.per_query import expected_hits
-from retrieval_conformance.reference.ranking import CONCRETE_POLICIES, ranked_relevance, tie_groups
+from retrieval_conformance.reference.ranking import ranked_relevance, tie_groups
 
 
 def pr_curve(distances: Sequence[float], relevant: Sequence[bool], junk: Optional[Sequence[bool]] = None,

@@ -1,23 +1,15 @@
 """Stage 1 of the pipeline: distances (smaller is closer).
 
 The reference computes Hamming distances itself, per query, in plain Python; float
-distances (given, negated scores, or computed from embeddings by :func:`embedding_distances`
-once for every implementation) are used as they are: floats compare exactly, so the
+distances (given, negated scores, or computed from embeddings once for every implementation
+by ``contract/embeddings.py``) are used as they are: floats compare exactly, so the
 ranking is exact.
 """
 from __future__ import annotations
 
 from typing import List, Sequence
 
-import numpy as np
-from retrieval_conformance.reference.problem import Problem
-from retrieval_conformance.reference.validation import float_matrix
-
-
-def hamming_pm1(query: Sequence[int], item: Sequence[int]) -> int:
-    """Hamming distance of two ±1 codes of B bits: ``(B - q·r) / 2`` (CONVENTIONS §1)."""
-    dot = sum(a * b for a, b in zip(query, item))
-    return (len(query) - dot) // 2
+from retrieval_conformance.reference.contract.problem import Problem
 
 
 def hamming_bits(query: Sequence[int], item: Sequence[int]) -> int:
@@ -31,77 +23,3 @@ def query_distances(problem: Problem, q: int) -> List:
         return [float(v) for v in problem.distances[q]]
     qbits = [int(b) for b in problem.query_bits[q]]
     return [hamming_bits(qbits, [int(b) for b in row]) for row in problem.db_bits]
-
-
-#: the metrics ``embedding_distances`` computes
-METRICS = ("euclidean", "cosine")
-
-
-def embedding_distances(query_embeddings, db_embeddings, metric: str = "euclidean", row0: int = 0) -> np.ndarray:
-    """Distance matrix (Q, N) from embeddings, computed once for all implementations.
-
-    ``euclidean``: ``sqrt(max(|q|^2 + |r|^2 - 2 q·r, 0))``; ``cosine``: ``1 - q·r / (|q| |r|)``
-    (a zero vector has no direction and is rejected).  Two float32 inputs give float32
-    distances (as ReID code computes them, without a float64 copy of the gallery); anything
-    else is computed in float64.  ``row0``: index of the first query row (for messages).
-
-    Raises
-    ------
-    ValueError
-        When finite embeddings give non-finite intermediate values (squared norms, dot
-        products, norm products that overflow): the distances would be inf or NaN, or, for
-        cosine, a silently wrong 1.  The message names the first query rows affected.
-    """
-    q = float_matrix("query_embeddings", query_embeddings, "one embedding per query")
-    d = float_matrix("db_embeddings", db_embeddings, "one embedding per gallery item")
-    if not (q.dtype == d.dtype == np.float32):
-        q, d = q.astype(np.float64), d.astype(np.float64)
-    if q.shape[1] != d.shape[1]:
-        raise ValueError(
-            f"db_embeddings: expected dimension {q.shape[1]} like query_embeddings, got {d.shape[1]}"
-        )
-    # overflow is detected below, on the values, and reported with what to do; numpy's
-    # RuntimeWarnings would only add noise (and are lost in BLAS threads anyway)
-    with np.errstate(over="ignore", invalid="ignore"):
-        if metric == "euclidean":
-            sq = (q * q).sum(1)[:, None] + (d * d).sum(1)[None, :] - 2.0 * (q @ d.T)
-            _check_overflow(np.isfinite(sq), q.dtype, metric, row0)  # an inf term leaves inf or NaN here
-            out = np.sqrt(np.maximum(sq, 0))
-        elif metric == "cosine":
-            nq, nd = np.linalg.norm(q, axis=1), np.linalg.norm(d, axis=1)
-            for name, norms in (("query_embeddings", nq), ("db_embeddings", nd)):
-                if (norms == 0).any():
-                    raise ValueError(f"{name}: row {int(np.argmin(norms))} is all zeros; cosine distance is undefined")
-            dot, scale = q @ d.T, nq[:, None] * nd[None, :]
-            # an infinite norm (or product of norms) makes q·r / inf = 0: a finite, wrong distance
-            _check_overflow(np.isfinite(dot) & np.isfinite(scale), q.dtype, metric, row0)
-            out = 1 - dot / scale
-        else:
-            raise ValueError(f"metric: expected 'euclidean' or 'cosine', got {metric!r}")
-    _check_overflow(np.isfinite(out), q.dtype, metric, row0)
-    return np.ascontiguousarray(out)
-
-
-def _check_overflow(finite: np.ndarray, dtype: np.dtype, metric: str, row0: int) -> None:
-    """Raise unless every value of a (Q, N) intermediate of the distances is finite (``finite``).
-
-    The embeddings were checked to be finite, so a non-finite value here is an overflow of
-    ``dtype`` (float32 overflows at ~3.4e38: squares of entries of ~1.8e19 already do).
-    """
-    if finite.all():
-        return
-    rows = np.flatnonzero(~finite.all(axis=1))
-    items = np.flatnonzero(~finite.all(axis=0))
-
-    def first(indices: np.ndarray, offset: int = 0) -> str:
-        return ", ".join(str(offset + int(i)) for i in indices[:5]) + (", ..." if indices.size > 5 else "")
-
-    fix = "normalise the embeddings (e.g. x / np.linalg.norm(x, axis=1, keepdims=True)) or scale them down"
-    if dtype == np.float32:
-        fix += ", or pass float64 embeddings (x.astype(np.float64))"
-    raise ValueError(
-        f"query_embeddings, db_embeddings: the {metric} distances overflow {np.dtype(dtype)} for "
-        f"{rows.size} quer{'y' if rows.size == 1 else 'ies'} (query row{'' if rows.size == 1 else 's'} "
-        f"{first(rows, row0)}; gallery row{'' if items.size == 1 else 's'} {first(items)}) although every "
-        f"embedding is finite; {fix}"
-    )

@@ -1,22 +1,22 @@
 """Stage 4 of the pipeline: the metrics of one query, exactly, as ``fractions.Fraction``.
 
-Notation (CONVENTIONS §0): after junk removal the relevant items sit at 1-based ranks
+Notation (spec §0): after junk removal the relevant items sit at 1-based ranks
 ``r_1 < ... < r_R``; ``H(K)`` is the number of relevant items in the top ``K``; ``N'`` is
 the number of non-junk gallery items.  A tie group has ``c`` items before it (``h`` of them
 relevant), ``n`` items and ``m`` relevant ones.
 
 Clauses (each a function below, cited by tests and error reports):
 
-* ``ap_term`` -- the AP term of the i-th relevant item at rank r (CONVENTIONS §5):
+* ``ap_term`` -- the AP term of the i-th relevant item at rank r (spec §5):
   precision-sum ``i / r``; trapezoid ``(i / r + (i - 1) / (r - 1)) / 2``, and 1 at r = 1.
-* ``average_precision`` -- AP and AP@k with the denominator of CONVENTIONS §6:
+* ``average_precision`` -- AP and AP@k with the denominator of spec §6:
   full ``(1/R) Σ term_i``; with k, ``S_k = Σ_{r_i <= k} term_i`` divided by ``H(k)``
   (``hits``, 0 when ``H(k) = 0``), ``R`` (``r``) or ``min(k, R)`` (``min_k_r``); ``dcmh``
   averages the terms of the first ``min(k, R)`` relevant items wherever they are ranked.
 * P@k = H(k)/k (k = N' when no k is given), R@k = H(k)/R, CMC@K = [r_1 <= K],
-  INP = R / r_R, R-precision = H(R)/R (CONVENTIONS §7).
+  INP = R / r_R, R-precision = H(R)/R (spec §7).
 * ``expected_values`` -- the exact expectation of each of these over uniformly random
-  orders of every tie group (McSherry & Najork 2008; CONVENTIONS §4).
+  orders of every tie group (McSherry & Najork 2008; spec §4).
 * ``grouped_values`` -- scikit-learn's threshold view: every item of a group takes the
   group's end rank ``c + n``.
 A query with R = 0 has 0 everywhere; the empty-query policy decides later what it means.
@@ -28,8 +28,9 @@ from fractions import Fraction
 from math import comb
 from typing import List, Optional, Sequence
 
-from retrieval_conformance.reference.problem import Options
-from retrieval_conformance.reference.ranking import CONCRETE_POLICIES, TieGroup, ranked_relevance
+from retrieval_conformance.reference.contract.conventions import CONCRETE_POLICIES
+from retrieval_conformance.reference.contract.problem import Options
+from retrieval_conformance.reference.ranking import TieGroup, ranked_relevance
 
 ZERO = Fraction(0)
 

@@ -1,6 +1,6 @@
 """Stage 2 of the pipeline: a ranking of the gallery under a declared tie policy.
 
-A ranking is undefined until a tie policy is (CONVENTIONS §4).  The reference first builds
+A ranking is undefined until a tie policy is (spec §4).  The reference first builds
 the *tie groups* of one query: the non-junk items sorted by distance, items at exactly equal
 distance forming one group, each group holding its items in gallery order.  A policy then
 either orders every group (``stable``, ``reverse``, ``optimistic``, ``pessimistic``: a
@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import List, Sequence
 
-CONCRETE_POLICIES = ("stable", "reverse", "optimistic", "pessimistic")
+from retrieval_conformance.reference.contract.conventions import CONCRETE_POLICIES
 
 
 @dataclass(frozen=True)
@@ -44,7 +44,7 @@ class TieGroup:
 def tie_groups(distances: Sequence, relevant: Sequence[bool], junk: Sequence[bool]) -> List[TieGroup]:
     """Group the non-junk items by exactly equal distance, closest first.
 
-    Junk items are dropped first: they take no rank position (CONVENTIONS §3).
+    Junk items are dropped first: they take no rank position (spec §3).
     """
     kept = [i for i in range(len(distances)) if not junk[i]]
     # Python's sort is stable, so each group keeps gallery order.

@@ -2,7 +2,7 @@
 
 CUHK03's "single-gallery-shot" protocol keeps, for every query and every repeat, one random
 gallery item per identity (junk removed first), computes the CMC on what is left, and averages
-the repeats (CONVENTIONS §7).  torchreid draws with an unseeded global RNG; here the draws come
+the repeats (spec §7).  torchreid draws with an unseeded global RNG; here the draws come
 from ``random.Random(seed)`` in a documented order, so the result is repeatable everywhere:
 queries in order, repeats in order, identities in the order they first appear in the ranking
 (stable ties), one ``randrange(count)`` per identity.
@@ -14,8 +14,8 @@ from fractions import Fraction
 from typing import Dict, List
 
 import numpy as np
-from retrieval_conformance.reference.evaluate import build_problem
-from retrieval_conformance.reference.validation import max_rank_value, positive_int
+from retrieval_conformance.reference.contract.evaluate import build_problem
+from retrieval_conformance.reference.contract.validation import max_rank_value, positive_int
 
 
 def cuhk03_single_shot_cmc(distances, query_ids, db_ids, query_cams, db_cams, max_rank: int = 50,

@@ -6,11 +6,11 @@ from __future__ import annotations
 
 from typing import List
 
-from retrieval_conformance.reference.problem import Problem
+from retrieval_conformance.reference.contract.problem import Problem
 
 
 def is_relevant_single(query_id: int, item_id: int) -> bool:
-    """Single label / identity: relevant iff same id (CONVENTIONS §2)."""
+    """Single label / identity: relevant iff same id (spec §2)."""
     return query_id == item_id
 
 
@@ -31,7 +31,7 @@ def query_relevance(problem: Problem, q: int) -> List[bool]:
 
 
 def query_junk(problem: Problem, q: int) -> List[bool]:
-    """Junk marks for query ``q`` (CONVENTIONS §3): junk items are removed before ranking.
+    """Junk marks for query ``q`` (spec §3): junk items are removed before ranking.
 
     * an explicit junk mask;
     * ReID: a gallery item with the query's id AND the query's camera;

@@ -1,6 +1,6 @@
 """``retrieval-conformance explain [CLAUSE]``: print clauses of the specification.
 
-* ``explain "§4 ties=stable"`` (or ``ties=stable``, ``stable``, ``"CONVENTIONS §4 ties=stable"``)
+* ``explain "§4 ties=stable"`` (or ``ties=stable``, ``stable``, ``"spec §4 ties=stable"``)
   prints that clause; ``explain 4`` prints section §4; ``explain "§6 ap_at_k"`` prints every
   clause of that option.  Exit status 0.
 * an unknown clause: a message with close matches on stderr, exit status 2.
@@ -20,18 +20,18 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     p = subparsers.add_parser(
         "explain", help="print a clause of the specification, e.g. explain \"§4 ties=stable\"",
         description="Print a clause (or section) of the retrieval-conformance specification, as cited by "
-                    "error messages and reports (\"CONVENTIONS §4 ties=stable\"). Without CLAUSE: list every "
+                    "error messages and reports (\"spec §4 ties=stable\"). Without CLAUSE: list every "
                     "section and clause id.")
     p.add_argument("clause", nargs="*", metavar="CLAUSE",
                    help="a clause id (\"§4 ties=stable\", \"ties=stable\", \"stable\"), a section (\"§4\", \"4\"), "
-                        "or a citation as printed (\"CONVENTIONS §4 ties=stable\")")
+                        "or a citation as printed (\"spec §4 ties=stable\")")
     p.set_defaults(func=main)
     return p
 
 
 def index_text() -> str:
     """Section headings with their clause ids."""
-    from retrieval_conformance.reference import spec
+    from retrieval_conformance.reference.contract import spec
 
     by_section: dict = {}
     for cid in spec.clauses():
@@ -46,7 +46,7 @@ def index_text() -> str:
 
 def main(args) -> int:
     """Run ``explain`` for parsed ``args`` (``args.clause``: a list of words, possibly empty)."""
-    from retrieval_conformance.reference import spec
+    from retrieval_conformance.reference.contract import spec
 
     words: List[str] = list(getattr(args, "clause", None) or [])
     if not words:

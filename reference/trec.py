@@ -55,10 +55,10 @@ from operator import itemgetter
 from typing import Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
 import numpy as np
-from retrieval_conformance.reference import validation as v
-from retrieval_conformance.reference.aggregation import aggregate
-from retrieval_conformance.reference.evaluate import MAX_CUTOFFS, evaluate
-from retrieval_conformance.reference.problem import Options, PerQuery, Result, ResultsAtK
+from retrieval_conformance.reference.contract import validation as v
+from retrieval_conformance.reference.contract.aggregation import aggregate
+from retrieval_conformance.reference.contract.evaluate import MAX_CUTOFFS, evaluate
+from retrieval_conformance.reference.contract.problem import Options, PerQuery, Result, ResultsAtK
 from retrieval_conformance.reference.trec_files import SCORE_DTYPES, as_qrels, as_run, id_bytes, read_qrels, read_run
 
 __all__ = ["SCORE_DTYPES", "as_qrels", "as_run", "evaluate_run", "read_qrels", "read_run", "trec_order"]
@@ -249,7 +249,7 @@ def evaluate_run(run, qrels, *, k: Union[None, int, Sequence[int]] = None, relev
     max_rank : int
         Length of the CMC (success@j of the retrieved list: a relevant document in the top j).
     implementation : {"auto", "reference", "numpy", "torch", "c"}
-        Who computes (see :func:`~retrieval_conformance.reference.evaluate.evaluate`);
+        Who computes (see :func:`~retrieval_conformance.reference.contract.evaluate.evaluate`);
         ``"reference"`` also returns exact ``Fraction`` values in ``result.exact``.
 
     Returns

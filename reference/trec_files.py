@@ -55,6 +55,7 @@ import re
 from typing import Any, Dict, Iterator, List, Mapping, Tuple
 
 import numpy as np
+from retrieval_conformance.reference.contract.validation import choice, shown
 from retrieval_conformance.reference.files import (
     MAX_FILE_BYTES,
     MAX_LINES,
@@ -63,7 +64,6 @@ from retrieval_conformance.reference.files import (
     _clip,
     _read_file,
 )
-from retrieval_conformance.reference.validation import choice, shown
 
 __all__ = ["SCORE_DTYPES", "as_qrels", "as_run", "id_bytes", "read_qrels", "read_run"]
 

@@ -3,7 +3,7 @@ import numpy as np
 
 
 def hamming(b1, b2):
-    """Hamming distance between ±1 codes: ``(B - b1 . b2) / 2`` (CONVENTIONS §1)."""
+    """Hamming distance between ±1 codes: ``(B - b1 . b2) / 2`` (spec §1)."""
     b1 = np.asarray(b1, dtype=np.float64)
     b2 = np.asarray(b2, dtype=np.float64)
     if b1.ndim == 1:
@@ -12,7 +12,7 @@ def hamming(b1, b2):
 
 
 def relevant(q_label, db_labels):
-    """Multi-label relevance: shares at least one label (CONVENTIONS §2)."""
+    """Multi-label relevance: shares at least one label (spec §2)."""
     return (np.asarray(db_labels, dtype=np.float64) @ np.asarray(q_label, dtype=np.float64)) > 0
 
 

@@ -1,7 +1,7 @@
 """A correct ``dcmh``-preset mAP@k: seed 003's ``calc_map_k`` without its stray ``break``.
 
 AP@k of one query averages i / r_i over its first L = min(k, R) relevant items, wherever they
-sit in the FULL ranking (CONVENTIONS §6 ``dcmh``); ``k=None`` is full AP.  Queries without a
+sit in the FULL ranking (spec §6 ``dcmh``); ``k=None`` is full AP.  Queries without a
 relevant item add 0 and count (§8 ``zero``).  Ties: stable.  Expected: conforms to
 ``--protocol dcmh``.  ``calc_map_k_torch`` is the same in torch (``--arrays torch``).
 """

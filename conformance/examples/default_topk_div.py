@@ -3,7 +3,7 @@
 AP@k = (1/k) sum_{r_i <= k} i / r_i with k = N when no ``topk`` is given, so a query whose
 2 relevant items sit at ranks 1 and 2 of a 100-item gallery gets 2/100 instead of 1.  Ties keep
 gallery order (stable sort); a query without a hit in the top k adds 0 and still counts.
-Expected under ``--protocol hashing``: flagged on ``CONVENTIONS §6 ap_at_k=hits`` both with k and
+Expected under ``--protocol hashing``: flagged on ``spec §6 ap_at_k=hits`` both with k and
 when called without topk (full mAP); ``--identify`` reports the divided-by-k rule.
 """
 import numpy as np

@@ -1,7 +1,7 @@
 """AP@k divided by k instead of by the hits in the top k.
 
 AP@k = (1/k) sum_{r_i <= k} i / r_i: a query with 2 hits at ranks 1 and 2 in the top 10 gets
-0.2 instead of 1 (CONVENTIONS §6, §11).  Expected: flagged on ``CONVENTIONS §6
+0.2 instead of 1 (spec §6, §11).  Expected: flagged on ``spec §6
 ap_at_k=hits``; ``--identify`` reports the divided-by-k rule.
 """
 import numpy as np

@@ -1,8 +1,8 @@
 """Queries without any relevant item are dropped from the mean instead of counting as 0.
 
 The mean divides by the number of queries that have a relevant item somewhere in the gallery
-(CONVENTIONS §8 ``skip``, as torchreid does), where the ``hashing`` protocol counts them as 0
-(§8 ``zero``).  Expected: flagged on ``CONVENTIONS §8 empty=zero``; ``--identify`` says
+(spec §8 ``skip``, as torchreid does), where the ``hashing`` protocol counts them as 0
+(§8 ``zero``).  Expected: flagged on ``spec §8 empty=zero``; ``--identify`` says
 "matches `hashing` except empty: skip".
 """
 import numpy as np

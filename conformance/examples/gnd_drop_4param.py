@@ -5,8 +5,8 @@ swuxyj/DeepHash-pytorch computes mAP@ALL (cifar10, voc2012, mirflickr configs) a
 ranked last is never counted and the AP divides by the hits among the first N-1 items.  The
 ranking is ``np.argsort(hamm)`` with the default kind (ties unordered).  This example hard-codes
 that "all" inside a function taking no ``topk``.  Expected under ``--protocol hashing``: called
-without k (full mAP), flagged on ``CONVENTIONS §6 k=None`` by inputs with a relevant item ranked
-last, and on ``CONVENTIONS §4 ties=stable`` by tie-heavy inputs.
+without k (full mAP), flagged on ``spec §6 k=None`` by inputs with a relevant item ranked
+last, and on ``spec §4 ties=stable`` by tie-heavy inputs.
 """
 import numpy as np
 from retrieval_conformance.conformance.examples._common import hamming, relevant

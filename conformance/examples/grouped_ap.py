@@ -1,9 +1,9 @@
 """One query's AP computed threshold by threshold, as scikit-learn's ``average_precision_score``.
 
 Every distinct score is one threshold: a tie group enters all at once, so each of its relevant
-items gets the precision at the END of the group (CONVENTIONS §4 ``grouped``).  A query with no
+items gets the precision at the END of the group (spec §4 ``grouped``).  A query with no
 relevant item gives 0.  Signature of the ``sklearn`` adapter (``f(y_true, y_score)``).
-Expected under ``--protocol hashing``: flagged on ``CONVENTIONS §4 ties=stable``;
+Expected under ``--protocol hashing``: flagged on ``spec §4 ties=stable``;
 ``--identify`` says "matches `hashing` except ties: grouped".
 """
 import numpy as np

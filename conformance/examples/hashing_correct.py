@@ -1,6 +1,6 @@
 """A correct ``hashing``-preset mAP@k: seed 000's ``CalcTopMap`` with a stable sort.
 
-AP@k of one query divides by the hits in the top k (CONVENTIONS §6 ``hits``); a query with no
+AP@k of one query divides by the hits in the top k (spec §6 ``hits``); a query with no
 hit in the top k contributes 0 and still counts in the mean (§8 ``zero``); ties keep gallery
 order (§4 ``stable``).  Expected: conforms to ``--protocol hashing``.
 """

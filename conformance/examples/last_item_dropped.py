@@ -1,9 +1,9 @@
 """``topk=-1`` meaning "all", sliced as ``gnd[0:topk]``: the last ranked item is dropped.
 
 swuxyj/DeepHash-pytorch passes ``topK=-1`` for mAP@ALL; ``gnd[0:-1]`` drops the last item of
-the ranking, so a relevant item ranked last is never counted (CONVENTIONS §6, §11).  Called
+the ranking, so a relevant item ranked last is never counted (spec §6, §11).  Called
 without ``topk`` (its own "all"), it computes AP@(N-1).  Expected: flagged on
-``CONVENTIONS §6 k=None`` by inputs with a relevant item ranked last.
+``spec §6 k=None`` by inputs with a relevant item ranked last.
 """
 import numpy as np
 from retrieval_conformance.conformance.examples._common import hamming, relevant

@@ -1,8 +1,8 @@
 """0-based ranks in i / r_i (the ``+ 1`` after ``np.where`` forgotten).
 
 A relevant item at the top gets rank 0: the division gives ``inf`` and the mAP is ``inf``;
-otherwise every precision is too large (CONVENTIONS §5, §11).  Expected: flagged on
-``CONVENTIONS §5 ranks start at 1``, reported as a non-finite return where it is one.
+otherwise every precision is too large (spec §5, §11).  Expected: flagged on
+``spec §5 ranks start at 1``, reported as a non-finite return where it is one.
 """
 import numpy as np
 from retrieval_conformance.conformance.examples._common import hamming, relevant

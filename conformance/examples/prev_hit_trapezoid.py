@@ -2,8 +2,8 @@
 
 The bug of seed 002 ("One More Thing", layumi/Person_reID_baseline_pytorch#110): the left
 side of each trapezoid is the precision at the previous relevant item (1 before the first),
-not the precision at rank r_i - 1 (CONVENTIONS §5, §11).  Expected under ``--protocol
-reid-matlab`` (adapter ``distances-relevance``): flagged on ``CONVENTIONS §5
+not the precision at rank r_i - 1 (spec §5, §11).  Expected under ``--protocol
+reid-matlab`` (adapter ``distances-relevance``): flagged on ``spec §5
 ap_rule=trapezoid``.
 """
 import numpy as np

@@ -1,6 +1,6 @@
 """A correct ``reid``-preset evaluation in the shape of torchreid's ``evaluate_rank``.
 
-Per query: gallery items with the query's id AND camera are junk (removed, CONVENTIONS §3);
+Per query: gallery items with the query's id AND camera are junk (removed, spec §3);
 AP is precision-sum over the remaining ranking (§5); CMC[j] = 1 if the first match is within
 the top j+1, kept flat past the end of a short gallery (§7); INP = R / r_R; queries with no
 valid match are left out (§8 ``skip``).  Ties: stable.  Returns ``(cmc, mAP, mINP)``.

@@ -1,7 +1,7 @@
 """Ranking by similarity with ``argsort(score)[::-1]`` (layumi-style): ties in reverse order.
 
 Sorting the similarity ascending (stably) and reversing puts tied items in descending gallery
-order (CONVENTIONS §4 ``reverse``, §11).  Expected: flagged on ``CONVENTIONS §4 ties=stable``;
+order (spec §4 ``reverse``, §11).  Expected: flagged on ``spec §4 ties=stable``;
 ``--identify`` says "matches `hashing` except ties: reverse".
 """
 import numpy as np

@@ -2,7 +2,7 @@
 
 Only query 0 is evaluated, and the sum is still divided by the number of queries, so on the
 seed's 4 queries it returns AP(query 0) / 4 = (7/12) / 4 = 7/48 = 0.1458 instead of
-169/240 = 0.7042 (CONVENTIONS §10, §11).  ``calc_map_k`` is the numpy transcription (our own
+169/240 = 0.7042 (spec §10, §11).  ``calc_map_k`` is the numpy transcription (our own
 code), ``calc_map_k_torch`` the torch one the article uses (``--arrays torch``).
 """
 import numpy as np

@@ -1,6 +1,6 @@
 """A function that takes ``topk`` and silently computes full mAP (penghu-cs/UCCH#4).
 
-Expected: flagged on ``CONVENTIONS §6 k`` for any k below the gallery size; ``--identify``
+Expected: flagged on ``spec §6 k`` for any k below the gallery size; ``--identify``
 says the cut-off is ignored.
 """
 import numpy as np

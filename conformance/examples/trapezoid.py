@@ -1,8 +1,8 @@
 """Trapezoid AP (Market-1501 MATLAB / layumi ``compute_mAP`` style) on distances + relevance.
 
-AP = (1/R) sum_i (i/r_i + (i-1)/(r_i-1)) / 2, with the second term 1 when r_i = 1 (CONVENTIONS
+AP = (1/R) sum_i (i/r_i + (i-1)/(r_i-1)) / 2, with the second term 1 when r_i = 1 (spec
 §5).  Correct for ``--protocol reid-matlab``; under ``--protocol hashing`` it is flagged on
-``CONVENTIONS §5 ap_rule=precision_sum``.  Signature of the ``distances-relevance`` adapter.
+``spec §5 ap_rule=precision_sum``.  Signature of the ``distances-relevance`` adapter.
 """
 import numpy as np
 

@@ -176,7 +176,7 @@ def run_campaign(
         the worker (to test the campaign itself).
     """
     if implementations is None:
-        from retrieval_conformance.implementations.registry import available
+        from retrieval_conformance.reference.contract.registry import available
 
         implementations = ["reference"] + [n for n in available() if n != "reference"]
     report = Report(seed, start, start + cases, tuple(implementations))

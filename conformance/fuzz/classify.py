@@ -26,8 +26,9 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 import numpy as np
 import retrieval_conformance as rc
 from retrieval_conformance.conformance.crosscheck import compare_per_query
-from retrieval_conformance.reference.aggregation import NoQueryCountedWarning
-from retrieval_conformance.reference.validation import LowPrecisionWarning
+from retrieval_conformance.reference.contract.aggregation import NoQueryCountedWarning
+from retrieval_conformance.reference.contract.problem import MEANS
+from retrieval_conformance.reference.contract.validation import LowPrecisionWarning
 
 from .cases import Case
 
@@ -47,8 +48,7 @@ _UNKNOWN_KEYWORD = re.compile(r"unexpected keyword argument '\w+'")
 #: a message longer than this hides what is wrong (and may be an input dumped whole)
 MAX_MESSAGE = 1500
 #: summary fields compared between a case and its twin, and with the reference
-MEAN_FIELDS = ("map", "precision_at_k", "recall_at_k", "minp", "r_precision", "precision_at_radius",
-               "recall_at_radius", "queries_counted")
+MEAN_FIELDS = tuple(MEANS) + ("queries_counted",)
 
 
 @dataclass

@@ -10,10 +10,20 @@ from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional
 
 import numpy as np
+from retrieval_conformance.reference.contract.conventions import (
+    AP_AT_K_DENOMINATORS,
+    AP_RULES,
+    EMPTY_POLICIES_WITH_A_MEAN,
+    TIE_POLICIES,
+)
+from retrieval_conformance.reference.contract.presets import PRESETS
 
-TIE_POLICIES = ("stable", "reverse", "optimistic", "pessimistic", "expected", "grouped")
-PLAIN_PROTOCOLS = ("hashing", "hashnet", "dcmh", "gldv2")
-REID_PROTOCOLS = ("reid", "reid-matlab")
+# The draws pick from these tuples by index, so their order (the table's and PRESETS') fixes the
+# problem of each case index: a new value or preset, or a reordering, changes a seed's cases.
+#: presets that take no cameras (passing cameras with them is an error), in PRESETS order
+PLAIN_PROTOCOLS = tuple(name for name, p in PRESETS.items() if "same_id_cam" not in p.junk)
+#: the ReID presets (junk rule same_id_cam, so they take cameras), in PRESETS order
+REID_PROTOCOLS = tuple(name for name, p in PRESETS.items() if "same_id_cam" in p.junk)
 #: query-side (Q rows) and gallery-side (N rows) array arguments of ``evaluate``
 MATRICES = ("distances", "scores", "relevance", "junk")
 CODES = ("query_codes", "db_codes")
@@ -121,9 +131,9 @@ def base_problem(d) -> Dict[str, Any]:
 def base_options(d, big: bool = False) -> Dict[str, Any]:
     out: Dict[str, Any] = {
         "ties": "expected" if big else d.choice(TIE_POLICIES),
-        "ap_rule": d.choice(("precision_sum", "trapezoid")),
-        "ap_at_k": d.choice(("hits", "r", "min_k_r", "dcmh")),
-        "empty": d.choice(("zero", "skip", "skip_no_hit", "nan")),
+        "ap_rule": d.choice(AP_RULES),
+        "ap_at_k": d.choice(AP_AT_K_DENOMINATORS),
+        "empty": d.choice(EMPTY_POLICIES_WITH_A_MEAN),  # not "error": a valid problem gives a value
         "max_rank": d.integer(1, 8),
     }
     if d.chance(0.8):

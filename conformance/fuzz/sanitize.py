@@ -4,9 +4,9 @@
 
 Steps (``tox -e sanitize`` runs the ``--quick`` version):
 
-1. Build ``_rc_core.c`` (the copy shipped as package data) with ``-fsanitize=address,undefined
-   -fno-sanitize-recover=all`` into a temporary folder, and check that the result calls the
-   ASan and UBSan runtimes.
+1. Build the C units ``csrc/*.c`` (shipped as package data with their header ``csrc/rc_core.h``)
+   with ``-fsanitize=address,undefined -fno-sanitize-recover=all`` into a temporary folder, and
+   check that the result calls the ASan and UBSan runtimes.
 2. Prove the sanitizers are live: a canary library (written here) reads one element past a
    heap block, another overflows a signed int; each is called in a child process under the
    same environment as the tests, and each must be killed with its sanitizer's report.  If
@@ -50,10 +50,11 @@ from typing import Dict, List, Optional, Sequence, Tuple
 
 PACKAGE = "retrieval_conformance.conformance"
 PLUGIN = "retrieval_conformance.conformance.fuzz.sanitize"  # this module, loaded by pytest with -p
-TEST_MODULES = ("test_sanitizer_setup", "test_cross_implementation", "test_c_backend", "test_hardening",
-                "test_streaming", "test_fuzz")
+TEST_MODULES = ("test_sanitizer_setup", "test_cross_implementation", "test_c_backend", "test_c_backend_numerics",
+                "test_c_backend_threads", "test_c_backend_inputs", "test_hardening", "test_streaming", "test_fuzz")
 #: modules run at the other thread counts under --quick
-QUICK_THREAD_MODULES = ("test_c_backend", "test_fuzz")
+QUICK_THREAD_MODULES = ("test_c_backend", "test_c_backend_numerics", "test_c_backend_threads",
+                        "test_c_backend_inputs", "test_fuzz")
 THREADS = (7, 1, 2)
 #: tests left out of the sanitizer run: the campaign's self-test runs only reference and numpy (never
 #: the C code) and waits out a 20 s hang
@@ -119,7 +120,7 @@ def pytest_collection_modifyitems(config, items):
     """Under RC_SANITIZED=1: drop the tests that never call the C code, and DESELECT."""
     if os.environ.get("RC_SANITIZED") != "1":
         return
-    from retrieval_conformance.implementations import registry
+    from retrieval_conformance.reference.contract import registry
 
     others = set(registry.names()) - {"c"}
     keep, drop = [], []
@@ -162,22 +163,30 @@ def asan_runtime(cc: str) -> str:
     return os.path.realpath(path)
 
 
-def source_path(folder: str) -> str:
-    """``_rc_core.c`` as shipped in the package (copied to ``folder`` if it is not a plain file)."""
-    resource = importlib.resources.files("retrieval_conformance.implementations") / "_rc_core.c"
-    if not resource.is_file():
-        raise SetupError("the C source retrieval_conformance/implementations/_rc_core.c is not installed "
-                         "(package data missing)")
-    path = str(resource)
-    if not os.path.isfile(path):
-        path = os.path.join(folder, "_rc_core.c")
-        with open(path, "wb") as f:
-            f.write(resource.read_bytes())
-    return path
+#: the C sources in the package: units ``*.c`` and their header, one folder
+CSRC = "csrc"
 
 
-def build(cc: str, source: str, target: str) -> None:
-    cmd = [cc, *SANITIZE_FLAGS, source, "-o", target]
+def source_paths(folder: str) -> Tuple[List[str], str]:
+    """The C units (sorted) as shipped in the package and the folder of their header (the
+    include path); copied to ``folder/csrc`` if the package folder is not plain files."""
+    resource = importlib.resources.files("retrieval_conformance.implementations") / CSRC
+    names = sorted(r.name for r in resource.iterdir() if r.is_file()) if resource.is_dir() else []
+    if not any(n.endswith(".c") for n in names) or not any(n.endswith(".h") for n in names):
+        raise SetupError(f"the C sources retrieval_conformance/implementations/{CSRC}/*.c and *.h are not "
+                         "installed (package data missing)")
+    include = str(resource)
+    if not all(os.path.isfile(os.path.join(include, n)) for n in names):
+        include = os.path.join(folder, CSRC)
+        os.makedirs(include, exist_ok=True)
+        for n in names:
+            with open(os.path.join(include, n), "wb") as f:
+                f.write((resource / n).read_bytes())
+    return [os.path.join(include, n) for n in names if n.endswith(".c")], include
+
+
+def build(cc: str, sources: Sequence[str], target: str, include_dirs: Sequence[str] = ()) -> None:
+    cmd = [cc, *SANITIZE_FLAGS, *(f"-I{d}" for d in include_dirs), *sources, "-o", target]
     res = subprocess.run(cmd, capture_output=True, text=True)
     if res.returncode != 0:
         raise SetupError(f"building with the sanitizers failed:\n  {' '.join(cmd)}\n{res.stderr.strip()}")
@@ -227,7 +236,7 @@ def check_canaries(cc: str, folder: str, env: Dict[str, str], reports: str) -> N
     with open(source, "w") as f:
         f.write(CANARY_SOURCE)
     lib = os.path.join(folder, "canary.so")
-    build(cc, source, lib)
+    build(cc, [source], lib)
     call = "import ctypes, sys; print(ctypes.CDLL(sys.argv[1])[sys.argv[2]](int(sys.argv[3])))"
     ok = subprocess.run([sys.executable, "-c", call, lib, "rc_canary_ok", "1"], env=env,
                         capture_output=True, text=True, timeout=120)
@@ -346,10 +355,11 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             cc = compiler()
             libasan = asan_runtime(cc)
             library = os.path.join(folder, "_rc_core_sanitized.so")
-            source = source_path(folder)
-            print(f"sanitize: building {source} with {os.path.basename(cc)} -fsanitize=address,undefined",
-                  flush=True)
-            build(cc, source, library)
+            sources, include = source_paths(folder)
+            units = ", ".join(os.path.basename(s) for s in sources)
+            print(f"sanitize: building {include}/{{{units}}} with {os.path.basename(cc)} "
+                  "-fsanitize=address,undefined", flush=True)
+            build(cc, sources, library, [include])
             env = sanitizer_env(libasan, library, reports)
             if ns.quick:
                 env.setdefault("HYPOTHESIS_PROFILE", "ci")

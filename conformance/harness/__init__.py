@@ -7,11 +7,13 @@
 >>> print(identify(calc_map_k).text())   # "matches `dcmh` except: only the first query ..."
 
 Every check is named by an id (``golden/seed003-dcmh-full``, ``ties/tie-heavy``, ...) that a
-known-deviations file can list.  The flow: :mod:`.session` (calling the function),
-:mod:`.checks` (the checks), :mod:`.candidates`, :mod:`.predict` and :mod:`.eliminate` (what a
-function might compute and how candidates are ruled out), :mod:`.identify` (verdicts),
-:mod:`.findings` (raising, determinism, modified inputs); :mod:`.adapters` for the signatures,
-:mod:`.cases` for the generated inputs.
+known-deviations file can list.  The flow: :mod:`.session` (calling the function through
+:mod:`.runner`), :mod:`.checks` (the checks), :mod:`.candidates`, :mod:`.predict` and
+:mod:`.eliminate` (what a function might compute and how candidates are ruled out),
+:mod:`.analysis` (elimination over everything it returned), :mod:`.probes` (further calls that
+test a claim), :mod:`.describe` and :mod:`.identify` (verdicts in words), :mod:`.findings`
+(raising, determinism, modified inputs); :mod:`.adapters` for the signatures, :mod:`.cases` for
+the inputs (:mod:`.inputs`, :mod:`.golden_inputs`, :mod:`.families`, :mod:`.generate`).
 """
 from __future__ import annotations
 
@@ -50,7 +52,7 @@ def check(func: Union[Callable, str], adapter: str = "hashing-codes", protocol: 
         The function's signature: ``hashing-codes``, ``distances-relevance``, ``reid``,
         ``oxford``, ``sklearn``, ``torchmetrics`` (see :mod:`.adapters`).
     protocol : str, optional
-        A preset (CONVENTIONS §9); default: the adapter's usual one (``hashing``, ``reid``...).
+        A preset (spec §9); default: the adapter's usual one (``hashing``, ``reid``...).
     ties, ap_rule, ap_at_k, empty : str, optional
         Overrides of the preset's options.
     arrays : {"auto", "numpy", "torch"}
@@ -96,7 +98,7 @@ def identify(func: Union[Callable, str], adapter: str = "hashing-codes", protoco
 
     The function runs on the golden cases and a fixed sample of every input family; every
     candidate (tie policy incl. "unstable" x AP rule x AP@k denominator x empty-query policy x
-    CMC length rule, with up to two known bugs of CONVENTIONS §11) that does not reproduce every
+    CMC length rule, with up to two known bugs of spec §11) that does not reproduce every
     returned value is removed, simpler candidates first; further inputs on which the survivors
     disagree are searched for and run before answering (:mod:`.identify`).  The report's
     ``identification`` names the nearest preset and what differs, or says that nothing

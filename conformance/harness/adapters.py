@@ -18,157 +18,47 @@ torchmetrics         f(preds, target, top_k=...)                                
 from __future__ import annotations
 
 import inspect
-import numbers
-from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, List, Optional, Tuple
+from typing import Callable, Dict
 
 import numpy as np
+from retrieval_conformance.conformance.harness.adapter_base import (
+    Adapter,
+    Call,
+    Reading,
+    Skip,
+    UsageError,
+    WrongType,
+    dense_rank,
+    has_varargs,
+    positional_params,
+    positive_scores,
+    read_scalar,
+)
 from retrieval_conformance.conformance.harness.cases import (
     Capabilities,
-    Case,
     codes_from_distances,
     ids_from_relevance,
     labels_from_relevance,
 )
 
 
-class UsageError(Exception):
-    """The function cannot be used with this adapter at all (exit status 2)."""
-
-
-class Skip(Exception):
-    """This case cannot be expressed through the adapter; the message says why."""
-
-
-class WrongType(Exception):
-    """The function returned something the adapter cannot read; the message says what."""
-
-
-@dataclass
-class Call:
-    """One call of the user's function.
-
-    ``args``/``kwargs`` hold numpy arrays (converted to tensors in the worker with
-    ``arrays='torch'``); ``names`` names the positional arguments for the snippet; ``k`` is
-    the cut-off the reference uses; ``query`` is set for one-query adapters.
-    """
-
-    args: Tuple
-    kwargs: Dict[str, Any]
-    names: Tuple[str, ...]
-    k: Optional[int]
-    max_rank: int
-    query: Optional[int] = None
-    without_k: bool = False  # a full-gallery call that relies on the function's own default
-    k_passed: Optional[int] = None  # the cut-off actually passed (the gallery size for "all")
-    note: str = ""
-
-
-@dataclass
-class Reading:
-    """Metrics read from one return value: ``{"mAP": 0.59}`` or ``{"cmc": [...], "mAP": .., "mINP": ..}``."""
-
-    values: Dict[str, Any] = field(default_factory=dict)
-    notes: List[str] = field(default_factory=list)
-
-
-def _positional_params(func: Callable) -> Optional[List[inspect.Parameter]]:
-    try:
-        sig = inspect.signature(func)
-    except (TypeError, ValueError):
-        return None
-    return [p for p in sig.parameters.values()
-            if p.kind in (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)]
-
-
-def _has_varargs(func: Callable) -> bool:
-    try:
-        return any(p.kind == inspect.Parameter.VAR_POSITIONAL for p in inspect.signature(func).parameters.values())
-    except (TypeError, ValueError):
-        return True
-
-
-def read_scalar(value: Any, what: str) -> float:
-    """A Python float from a number, numpy scalar, 0-d or one-element array/tensor."""
-    if isinstance(value, (bool, np.bool_)):
-        raise WrongType(f"{what}: expected a number, got a boolean ({value!r})")
-    if isinstance(value, numbers.Real):
-        return float(value)
-    if isinstance(value, np.ndarray) and value.dtype.kind in "fiu":
-        if value.size == 1:
-            return float(value.reshape(()))
-        raise WrongType(f"{what}: expected a scalar, got an array of shape {value.shape}")
-    raise WrongType(f"{what}: expected a number, got {type(value).__name__} {value!r:.80}")
-
-
-def dense_rank(d: np.ndarray) -> np.ndarray:
-    """Per-row dense ranks (0, 1, 2, ...) of a distance matrix: same order, same ties, integers."""
-    out = np.empty(d.shape, dtype=np.float64)
-    for q in range(d.shape[0]):
-        _, inv = np.unique(d[q], return_inverse=True)
-        out[q] = inv
-    return out
-
-
-def positive_scores(d: np.ndarray) -> np.ndarray:
-    """Similarity scores > 0 ranking exactly like distances ``d`` (larger is closer).
-
-    Integer distances give ``max + 1 - d`` (exact); others give ``max + 1 - rank``.
-    """
-    if not (np.all(d == np.round(d)) and np.all(np.abs(d) < 2**24)):
-        d = dense_rank(d)
-    return (d.max() + 1 - d).astype(np.float32)
-
-
-class Adapter:
-    """Base class.  Subclasses set the class attributes and implement the methods."""
-
-    name: str = ""
-    signature: str = ""
-    per_query: bool = False
-    metrics_text: str = "mAP"
-    forced_arrays: Optional[str] = None
-
-    def __init__(self, func: Callable):
-        self.func = func
-        self.bind(func)
-
-    def bind(self, func: Callable) -> None:
-        """Check the function's signature; raise :class:`UsageError` if it cannot fit."""
-
-    def capabilities(self, protocol_k: bool) -> Capabilities:
-        raise NotImplementedError
-
-    def calls(self, case: Case, relevance: np.ndarray, junk: np.ndarray, arrays: str) -> List[Call]:
-        """The call(s) expressing ``case``; ``relevance``/``junk`` as the protocol sees them."""
-        raise NotImplementedError
-
-    def read(self, value: Any, call: Call) -> Reading:
-        raise NotImplementedError
-
-    # shared
-    def _k_argument(self, params, index: int, name: str) -> Tuple[bool, bool]:
-        """(takes_k, has_default) for the parameter at ``index``."""
-        if params is None:
-            return True, False
-        if len(params) > index:
-            return True, params[index].default is not inspect.Parameter.empty
-        return _has_varargs(self.func), False
-
-
 class HashingCodes(Adapter):
     name = "hashing-codes"
     signature = "f(query_codes, db_codes, query_labels, db_labels, topk) -> mAP (4 parameters: full mAP)"
+    preset_kinds = ("hashing",)  # codes carry no cameras: the ReID presets cannot apply
+    reference_arguments = ("query_codes=query_codes, db_codes=db_codes, query_labels=query_labels, "
+                           "db_labels=db_labels, {proto}, k={k}")
+    reference_field = ".exact.map"
 
     def bind(self, func):
-        params = _positional_params(func)
-        if params is not None and len(params) < 4 and not _has_varargs(func):
+        params = positional_params(func)
+        if params is not None and len(params) < 4 and not has_varargs(func):
             raise UsageError(
                 f"adapter {self.name}: expected f(query_codes, db_codes, query_labels, db_labels[, topk]), "
                 f"but the function takes {len(params)} positional parameter(s): "
                 f"{[p.name for p in params]}"
             )
-        self.takes_k, self.k_default = self._k_argument(params, 4, "topk")
+        self.takes_k, self.k_default = self._k_argument(params, 4)
         if params is not None and len(params) > 4:
             required = [p for p in params[4:] if p.default is inspect.Parameter.empty]
             if len(required) > 1:
@@ -214,13 +104,15 @@ class HashingCodes(Adapter):
 class DistancesRelevance(Adapter):
     name = "distances-relevance"
     signature = "f(distances, relevance, k) -> mAP (2 parameters: full mAP)"
+    reference_arguments = "distances=distances, relevance=relevance, {proto}, k={k}"
+    reference_field = ".exact.map"
 
     def bind(self, func):
-        params = _positional_params(func)
-        if params is not None and len(params) < 2 and not _has_varargs(func):
+        params = positional_params(func)
+        if params is not None and len(params) < 2 and not has_varargs(func):
             raise UsageError(f"adapter {self.name}: expected f(distances, relevance[, k]), but the function "
                              f"takes {len(params)} positional parameter(s)")
-        self.takes_k, self.k_default = self._k_argument(params, 2, "k")
+        self.takes_k, self.k_default = self._k_argument(params, 2)
 
     def capabilities(self, protocol_k):
         return Capabilities(k=self.takes_k, junk=False, ids=False, multi_query=True, protocol_k=protocol_k)
@@ -251,13 +143,17 @@ class Reid(Adapter):
     name = "reid"
     signature = "f(distmat, q_pids, g_pids, q_camids, g_camids, max_rank) -> (cmc, mAP) or (cmc, mAP, mINP)"
     metrics_text = "(cmc, mAP[, mINP])"
+    default_protocol = "reid"
+    preset_kinds = ("reid",)
+    reference_arguments = ("distances=distmat, query_labels=q_pids, db_labels=g_pids, query_cams=q_camids, "
+                           "db_cams=g_camids, {proto}, k=None, max_rank={max_rank}")
 
     def bind(self, func):
-        params = _positional_params(func)
-        if params is not None and len(params) < 5 and not _has_varargs(func):
+        params = positional_params(func)
+        if params is not None and len(params) < 5 and not has_varargs(func):
             raise UsageError(f"adapter {self.name}: expected f(distmat, q_pids, g_pids, q_camids, g_camids"
                              f"[, max_rank]), but the function takes {len(params)} positional parameter(s)")
-        self.takes_max_rank = params is None or len(params) > 5 or _has_varargs(func)
+        self.takes_max_rank = params is None or len(params) > 5 or has_varargs(func)
 
     def capabilities(self, protocol_k):
         return Capabilities(k=False, junk=True, ids=True, multi_query=True, protocol_k=False)
@@ -327,10 +223,12 @@ class _OneQuery(Adapter):
 class Sklearn(_OneQuery):
     name = "sklearn"
     signature = "f(y_true, y_score) -> AP of one query (scikit-learn average_precision_score)"
+    reference_arguments = "scores=np.asarray(y_score)[None, :], relevance=np.asarray(y_true)[None, :], {proto}, k=None"
+    reference_field = ".exact.ap[0]"
 
     def bind(self, func):
-        params = _positional_params(func)
-        if params is not None and len(params) < 2 and not _has_varargs(func):
+        params = positional_params(func)
+        if params is not None and len(params) < 2 and not has_varargs(func):
             raise UsageError(f"adapter {self.name}: expected f(y_true, y_score)")
 
     def calls(self, case, relevance, junk, arrays):
@@ -345,10 +243,12 @@ class Torchmetrics(_OneQuery):
     name = "torchmetrics"
     signature = "f(preds, target, top_k=...) -> AP of one query (torchmetrics retrieval_average_precision)"
     forced_arrays = "torch"
+    reference_arguments = "scores=preds[None, :], relevance=target[None, :], {proto}, k={k}"
+    reference_field = ".exact.ap[0]"
 
     def bind(self, func):
-        params = _positional_params(func)
-        if params is not None and len(params) < 2 and not _has_varargs(func):
+        params = positional_params(func)
+        if params is not None and len(params) < 2 and not has_varargs(func):
             raise UsageError(f"adapter {self.name}: expected f(preds, target, top_k=...)")
 
     def capabilities(self, protocol_k):
@@ -363,10 +263,12 @@ class Torchmetrics(_OneQuery):
 class Oxford(_OneQuery):
     name = "oxford"
     signature = "f(positives, junk, ranked_list) -> AP of one query (Oxford compute_ap)"
+    default_protocol = "oxford"
+    preset_kinds = ("landmark",)
 
     def bind(self, func):
-        params = _positional_params(func)
-        if params is not None and len(params) < 3 and not _has_varargs(func):
+        params = positional_params(func)
+        if params is not None and len(params) < 3 and not has_varargs(func):
             raise UsageError(f"adapter {self.name}: expected f(positives, junk, ranked_list)")
 
     def capabilities(self, protocol_k):
@@ -386,14 +288,25 @@ class Oxford(_OneQuery):
                             case.max_rank, query=q, note="the ranked list is the stable order of the distances"))
         return out
 
+    def reference_lines(self, call, proto, ref_text):
+        return ["from retrieval_conformance.reference.landmark import oxford_ap_exact",
+                f"print(oxford_ap_exact({call.args[2]!r}, {call.args[0]!r}, [], {call.args[1]!r}))"
+                f"  # reference: {ref_text}"]
+
 
 ADAPTERS: Dict[str, type] = {cls.name: cls for cls in (HashingCodes, DistancesRelevance, Reid, Oxford, Sklearn,
                                                         Torchmetrics)}
-DEFAULT_PROTOCOL = {"hashing-codes": "hashing", "distances-relevance": "hashing", "reid": "reid",
-                    "oxford": "oxford", "sklearn": "hashing", "torchmetrics": "hashing"}
+DEFAULT_PROTOCOL: Dict[str, str] = {name: cls.default_protocol for name, cls in ADAPTERS.items()}
+
+
 
 
 def get_adapter(name: str, func: Callable) -> Adapter:
     if name not in ADAPTERS:
         raise UsageError(f"adapter: unknown adapter {name!r}; expected one of {sorted(ADAPTERS)}")
     return ADAPTERS[name](func)
+
+
+__all__ = ["ADAPTERS", "DEFAULT_PROTOCOL", "get_adapter", "Adapter", "Call", "Reading", "Skip", "UsageError",
+           "WrongType", "HashingCodes", "DistancesRelevance", "Reid", "Sklearn", "Torchmetrics", "Oxford",
+           "read_scalar", "dense_rank", "positive_scores"]

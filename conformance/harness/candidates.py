@@ -12,10 +12,15 @@ every field of every call, and names a cause only when it survives (:mod:`.elimi
 from __future__ import annotations
 
 import itertools
-from dataclasses import dataclass
-from typing import Iterable, List, Optional, Sequence, Tuple
+import math
+from dataclasses import dataclass, field, replace
+from fractions import Fraction
+from typing import Any, Callable, Iterable, List, Optional, Sequence, Tuple
 
+import numpy as np
+from retrieval_conformance.conformance.harness.cases import Case, labels_from_relevance
 from retrieval_conformance.conformance.harness.expected import OPTION_VALUES, VALUE_MEANING, Convention, clause
+from retrieval_conformance.reference.contract.conventions import AP_RULES, CONCRETE_POLICIES, TIE_POLICIES
 
 UNSTABLE = "unstable"
 TIE_CANDIDATES = OPTION_VALUES["ties"] + (UNSTABLE,)
@@ -40,19 +45,33 @@ def meaning(option: str, value: str) -> str:
 
 
 def option_clause(option: str, value: str) -> str:
+    """The clause a report cites for ``option=value``: the conventions table's, and for the
+    two values a checked function can have but ``evaluate`` cannot be asked for (an unstable
+    tie order, a CMC cut at the gallery) their clauses of the specification."""
     if option == "cmc_length":
-        return f"CONVENTIONS §7 cmc_length={value}"
+        return f"spec §7 cmc_length={value}"
+    if option == "ties" and value == UNSTABLE:
+        return f"spec §4 ties={UNSTABLE}"
     return clause(option, value)
+
+
+#: the tie policies that give no single ranking (they average or group tied items)
+NON_CONCRETE_POLICIES = tuple(t for t in TIE_POLICIES if t not in CONCRETE_POLICIES)
 
 
 @dataclass(frozen=True)
 class Bug:
-    """A known bug of real evaluation code (CONVENTIONS §11), modelled exactly in :mod:`.predict`.
+    """A known bug of real evaluation code (spec §11), modelled exactly in :mod:`.predict`.
 
     ``requires`` says when the model applies: ``aggregate`` (a function returning one mean over
     several queries), ``codes`` (multi-hot labels are passed), ``k`` (a cut-off is passed),
     ``no-k`` (a full-gallery call without a cut-off), ``precision_sum``/``trapezoid`` (the AP
     rule it corrupts), ``concrete`` (a tie policy that gives one ranking).
+
+    Parts of the model that belong to one bug are on its entry: ``sees`` (the input as the buggy
+    function sees it), ``rank_sum`` (the sum over the 1-based ranks of the relevant items it uses
+    that replaces the precision sum; ``math.inf`` where it divides by zero), ``scale`` (the factor
+    on every value).  The bugs that change the cut-off or the mean are modelled in :mod:`.predict`.
     """
 
     id: str
@@ -61,15 +80,56 @@ class Bug:
     requires: Tuple[str, ...] = ()
     variant: str = ""
     replaces: Tuple[str, ...] = ()  # options the bug makes irrelevant (pinned to the protocol's value)
+    sees: Optional[Callable[[Case], Case]] = field(default=None, compare=False, repr=False)
+    rank_sum: Optional[Callable[[Sequence[int]], Any]] = field(default=None, compare=False, repr=False)
+    scale: int = field(default=1, compare=False, repr=False)
 
     @property
     def label(self) -> str:
         return f"{self.id}[{self.variant}]" if self.variant else self.id
 
 
-_FIRST_QUERY = "CONVENTIONS §8 mean over all queries"
+def _descending(case: Case) -> Case:
+    """The ranking sorted the wrong way: the largest distance first."""
+    return replace(case, name=case.name + " (descending)", distances=case.distances.max() - case.distances,
+                   codes=None, golden=None)
+
+
+def _exact_labels(case: Case) -> Case:
+    """Relevant only when the label vectors are equal."""
+    if case.codes is not None:
+        ql, dl = case.codes[2], case.codes[3]
+    else:
+        ql, dl = labels_from_relevance(case.relevance)
+    same = (np.asarray(ql)[:, None, :] == np.asarray(dl)[None, :, :]).all(-1)
+    return replace(case, name=case.name + " (exact labels)", relevance=case.relevance & same, codes=None,
+                   golden=None)
+
+
+def _zero_based_sum(ranks: Sequence[int]) -> Any:
+    """The sum of i / (r_i - 1): the ``+ 1`` of 1-based ranks is missing."""
+    total = Fraction(0)
+    for i, r in enumerate(ranks, start=1):
+        if r == 1:
+            return math.inf
+        total += Fraction(i, r - 1)
+    return total
+
+
+def _previous_hit_sum(ranks: Sequence[int]) -> Any:
+    """The trapezoid whose left side is the precision at the previous hit (1 before the first)."""
+    total = Fraction(0)
+    old = Fraction(1)
+    for i, r in enumerate(ranks, start=1):
+        p = Fraction(i, r)
+        total += (old + p) / 2
+        old = p
+    return total
+
+
+_FIRST_QUERY = "spec §8 mean over all queries"
 _FIRST_WHAT = ("only the first query{which} is evaluated (a stray `break` in the loop over queries, "
-               "CONVENTIONS §11){how}")
+               "spec §11){how}")
 
 
 def _first_query_bugs() -> List[Bug]:
@@ -84,28 +144,30 @@ def _first_query_bugs() -> List[Bug]:
 
 
 BUGS: Tuple[Bug, ...] = tuple(_first_query_bugs()) + (
-    Bug("topk-ignored", "CONVENTIONS §6 the cut-off k",
+    Bug("topk-ignored", "spec §6 the cut-off k",
         "the cut-off is ignored: every value is the full-gallery one (penghu-cs/UCCH#4)", ("k",),
         replaces=("ap_at_k",)),
-    Bug("last-item-dropped", "CONVENTIONS §6 k=None (whole gallery)",
+    Bug("last-item-dropped", "spec §6 k=None (whole gallery)",
         "the last ranked item is dropped: the full-gallery value is AP@(N-1) (`gnd[0:-1]`, topk=-1 meant as "
-        "'all', as DeepHash-pytorch's CalcTopMap with topK=-1; CONVENTIONS §11)", ("aggregate", "no-k")),
-    Bug("divided-by-k", "CONVENTIONS §6 ap_at_k={ap_at_k}",
+        "'all', as DeepHash-pytorch's CalcTopMap with topK=-1; spec §11)", ("aggregate", "no-k")),
+    Bug("divided-by-k", "spec §6 ap_at_k={ap_at_k}",
         "AP@k is divided by k (the sum of precisions at the hits in the top k over k; a topk defaulting to the "
         "gallery size divides the full AP by N)", (), replaces=("ap_at_k",)),
-    Bug("zero-based-ranks", "CONVENTIONS §5 ranks start at 1",
+    Bug("zero-based-ranks", "spec §5 ranks start at 1",
         "0-based ranks in i / r_i (the `+ 1` is missing; a relevant item at the top divides by zero)",
-        ("precision_sum", "concrete")),
-    Bug("previous-hit-trapezoid", "CONVENTIONS §5 ap_rule=trapezoid (precision at the previous rank)",
+        ("precision_sum", "concrete"), rank_sum=_zero_based_sum),
+    Bug("previous-hit-trapezoid", "spec §5 ap_rule=trapezoid (precision at the previous rank)",
         "the trapezoid's left side is the precision at the previous HIT, not at the previous RANK "
-        "(seed 002 'One More Thing', layumi/Person_reID_baseline_pytorch#110)", ("trapezoid", "concrete")),
-    Bug("percent", "CONVENTIONS §8 fractions in [0, 1]", "every value is 100 x the reference: it returns percent", ()),
-    Bug("descending", "CONVENTIONS §1 smaller distance ranks first",
+        "(seed 002 'One More Thing', layumi/Person_reID_baseline_pytorch#110)", ("trapezoid", "concrete"),
+        rank_sum=_previous_hit_sum),
+    Bug("percent", "spec §8 fractions in [0, 1]", "every value is 100 x the reference: it returns percent", (),
+        scale=100),
+    Bug("descending", "spec §1 smaller distance ranks first",
         "the ranking is sorted the wrong way (largest distance first: a similarity sorted ascending or a "
-        "distance sorted descending)", ()),
-    Bug("exact-label-match", "CONVENTIONS §2 relevant = sharing a label",
+        "distance sorted descending)", (), sees=_descending),
+    Bug("exact-label-match", "spec §2 relevant = sharing a label",
         "an item is relevant only when its label vector equals the query's (==), not when they share a label",
-        ("codes",)),
+        ("codes",), sees=_exact_labels),
 )
 
 
@@ -138,18 +200,16 @@ class Candidate:
 
 
 def applicable_bugs(aggregate: bool, codes: bool, any_k: bool, any_no_k: bool) -> List[Bug]:
-    have = {"aggregate": aggregate, "codes": codes, "k": any_k, "no-k": any_no_k,
-            "precision_sum": True, "trapezoid": True, "concrete": True}
+    have = {"aggregate": aggregate, "codes": codes, "k": any_k, "no-k": any_no_k, "concrete": True,
+            **{rule: True for rule in AP_RULES}}
     return [b for b in BUGS if all(have[r] for r in b.requires)]
 
 
 def bug_fits(b: Bug, conv: Convention) -> bool:
     """Whether bug ``b`` can be combined with convention ``conv``."""
-    if "precision_sum" in b.requires and conv.ap_rule != "precision_sum":
+    if any(rule in b.requires and conv.ap_rule != rule for rule in AP_RULES):
         return False
-    if "trapezoid" in b.requires and conv.ap_rule != "trapezoid":
-        return False
-    if "concrete" in b.requires and conv.ties in ("expected", "grouped"):
+    if "concrete" in b.requires and conv.ties in NON_CONCRETE_POLICIES:
         return False
     return True
 

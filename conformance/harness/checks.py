@@ -17,30 +17,23 @@ import fnmatch
 import time
 from dataclasses import replace
 from fractions import Fraction
-from typing import Any, Callable, Dict, List, Optional, Tuple
+from typing import Any, Callable, Dict, List, NamedTuple, Optional, Tuple
 
 from retrieval_conformance.conformance.harness import findings
+from retrieval_conformance.conformance.harness.analysis import Analysis, analyse
 from retrieval_conformance.conformance.harness.candidates import UNSTABLE
 from retrieval_conformance.conformance.harness.cases import (
     FAMILIES,
     Case,
     Family,
-    _fingerprint,
     family_skip_reason,
+    fingerprint,
     golden_cases,
     hypothesis_strategy,
 )
-from retrieval_conformance.conformance.harness.identify import (
-    Analysis,
-    alternatives,
-    analyse,
-    clause_of,
-    components,
-    minus_one_probe,
-    why_of,
-    without,
-)
+from retrieval_conformance.conformance.harness.describe import alternatives, clause_of, components, why_of, without
 from retrieval_conformance.conformance.harness.predict import within
+from retrieval_conformance.conformance.harness.probes import minus_one_probe
 from retrieval_conformance.conformance.harness.report import (
     DEVIATE,
     KNOWN,
@@ -57,10 +50,22 @@ from retrieval_conformance.conformance.harness.session import Evaluation, Sessio
 from retrieval_conformance.conformance.harness.snippet import make_snippet
 
 FAILING = ("raised", "timeout", "crashed", "wrong-type")
+
+
+class FindingCheck(NamedTuple):
+    """A check on the function's behaviour over every input it was called on so far."""
+
+    id: str
+    title: str
+    clause: str
+    finding: Callable[[Analysis], Optional[str]]  # what the analysis found (None: it conforms)
+
+
 FINDING_CHECKS = (
-    ("call/deterministic", "the same input twice gives the same values",
-     "the same input gives the same value (determinism)"),
-    ("call/inputs-unchanged", "the function does not modify its inputs", "inputs are read, not modified"),
+    FindingCheck("call/deterministic", "the same input twice gives the same values",
+                 "the same input gives the same value (determinism)", lambda a: a.nondeterministic),
+    FindingCheck("call/inputs-unchanged", "the function does not modify its inputs", "inputs are read, not modified",
+                 lambda a: a.mutated),
 )
 
 
@@ -81,8 +86,8 @@ class Checker:
             plan.append((case.name, lambda c=case: self.check_golden(c)))
         for fam in FAMILIES:
             plan.append((fam.id, lambda f=fam: self.check_family(f)))
-        for cid, title, clause in FINDING_CHECKS:  # about everything the function returned so far
-            plan.append((cid, lambda c=cid, t=title, cl=clause: self.check_finding(c, t, cl)))
+        for finding in FINDING_CHECKS:  # about everything the function returned so far
+            plan.append((finding.id, lambda f=finding: self.check_finding(f)))
         return [(cid, run) for cid, run in plan if self._selected(cid)]
 
     def _selected(self, check_id: str) -> bool:
@@ -119,14 +124,14 @@ class Checker:
     def check_golden(self, case: Case) -> CheckResult:
         start = time.perf_counter()
         cid = case.name
-        clause_text = ", ".join((case.golden or {}).get("clauses", [])) or "CONVENTIONS §10 golden values"
+        clause_text = ", ".join((case.golden or {}).get("clauses", [])) or "spec §10 golden values"
         title = (case.golden or {}).get("source", "") or "seed example"
         ev = self.s.evaluate(case)
         res = CheckResult(cid, title, clause_text, PASS, examples=1)
         if ev.skipped is not None:
             res.status, res.reason = SKIP, ev.skipped
         elif ev.mismatches:
-            self._deviate(res, ev, "CONVENTIONS §10 golden values")
+            self._deviate(res, ev, "spec §10 golden values")
         res.seconds = time.perf_counter() - start
         return res
 
@@ -149,7 +154,7 @@ class Checker:
         seen: Dict[Tuple, bool] = {}
 
         def deviates(case: Case) -> bool:
-            key = _fingerprint(case)
+            key = fingerprint(case)
             if key in seen:  # hypothesis replays inputs: answer consistently
                 return seen[key]
             if state["hang"] is not None or s.aborted():
@@ -250,7 +255,7 @@ class Checker:
         if case.non_positive_scores:
             ev2 = s.evaluate(replace(case, non_positive_scores=False, name=case.name + " (scores > 0)"))
             if ev2.skipped is None and not ev2.mismatches:
-                return (["CONVENTIONS §2 relevance does not depend on the score"],
+                return (["spec §2 relevance does not depend on the score"],
                         why + ["the same input with positive scores conforms: relevant items with a score <= 0 were "
                                "counted as not relevant (torchmetrics >= 1.7.4, Lightning-AI/torchmetrics#3104)"])
         a = self.analysis()
@@ -299,7 +304,7 @@ class Checker:
         main = "AP" if s.adapter.per_query else "mAP"
         ref_val = ev.reference.get((main, call.query))
         snippet = make_snippet(s.func, s.target, s.adapter, call, s.arrays, s.protocol,
-                               {k: v for k, v in s.overrides.items() if v is not None}, s.convention,
+                               {k: v for k, v in s.overrides.items() if v is not None},
                                user_text.replace("\n", " ")[:120], fmt_exact(ref_val))
         case_text = ev.case.describe() + (f"; {call.note}" if call.note else "")
         printed = outcome.stdout + getattr(outcome, "stderr", "")
@@ -343,22 +348,18 @@ class Checker:
             report.notes.append(timing)
         return report
 
-    def check_finding(self, cid: str, title: str, clause: str) -> CheckResult:
+    def check_finding(self, check: FindingCheck) -> CheckResult:
         """A check on the function's behaviour over every input it was called on so far."""
-        res = CheckResult(cid, title, clause, PASS)
+        res = CheckResult(check.id, check.title, check.clause, PASS)
         if not self.s.observed:
             res.status, res.reason = SKIP, "no input was run before this check"
             return res
         a = self.analysis()
-        text = None
-        if cid == "call/deterministic":
-            text = a.nondeterministic
-        elif cid == "call/inputs-unchanged":
-            text = a.mutated
+        text = check.finding(a)
         res.examples = len(a.evidence)
         if text:
             res.status = DEVIATE
-            res.deviation = Deviation(cid, [clause], [text], [], "", "")
+            res.deviation = Deviation(check.id, [check.clause], [text], [], "", "")
         return res
 
 

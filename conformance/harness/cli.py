@@ -17,6 +17,7 @@ import sys
 from typing import List, Optional, Sequence
 
 from retrieval_conformance.conformance.harness.adapters import ADAPTERS, UsageError
+from retrieval_conformance.reference.contract.presets import PRESETS
 
 
 def add_check_arguments(parser: argparse.ArgumentParser) -> None:
@@ -25,7 +26,7 @@ def add_check_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--adapter", default="hashing-codes", choices=sorted(ADAPTERS),
                         help="the function's signature (default: hashing-codes)")
     parser.add_argument("--protocol", default=None,
-                        help="preset to check against: hashing, hashnet, dcmh, reid, reid-matlab, gldv2; with "
+                        help=f"preset to check against: {', '.join(PRESETS)}; with "
                              "--adapter oxford: oxford, roxford-easy, roxford-medium, roxford-hard, gldv2 "
                              "(default: the adapter's usual one)")
     parser.add_argument("--ties", default=None, help="override the preset's tie policy")

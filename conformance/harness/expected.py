@@ -1,7 +1,7 @@
 """What the reference says a case's numbers are, under a convention (exact Fractions).
 
 A :class:`Convention` is a preset (its junk rules) plus the four options that change a
-number: ``ties`` (CONVENTIONS §4), ``ap_rule`` (§5), ``ap_at_k`` (§6), ``empty`` (§8).
+number: ``ties`` (spec §4), ``ap_rule`` (§5), ``ap_at_k`` (§6), ``empty`` (§8).
 :class:`ReferenceCache` evaluates a case under a convention with the project's reference
 implementation (``rc.evaluate``'s building blocks), computing the per-query values once per
 (case, k, ties, ap_rule, ap_at_k) and aggregating them under each empty-query policy.
@@ -18,14 +18,28 @@ from typing import Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 from retrieval_conformance.conformance.harness.cases import Case
+from retrieval_conformance.implementations.relevance_blocks import junk_block, relevance_block
+from retrieval_conformance.reference.contract.conventions import (
+    AP_AT_K_DENOMINATORS,
+    AP_RULES,
+    EMPTY_POLICIES_WITH_A_MEAN,
+    OPTIONS,
+    TIE_POLICIES,
+    convention,
+)
 
-OPTION_SECTIONS = {"ties": "§4", "ap_rule": "§5", "ap_at_k": "§6", "empty": "§8"}
+#: the options a function is checked and identified on, and their values (the contract's, in its
+#: order); an empty query is compared under the policies whose mean is a number (``nan`` makes
+#: every mean NaN, ``error`` raises)
 OPTION_VALUES = {
-    "ties": ("stable", "reverse", "optimistic", "pessimistic", "expected", "grouped"),
-    "ap_rule": ("precision_sum", "trapezoid"),
-    "ap_at_k": ("hits", "r", "min_k_r", "dcmh"),
-    "empty": ("zero", "skip", "skip_no_hit"),
+    "ties": TIE_POLICIES,
+    "ap_rule": AP_RULES,
+    "ap_at_k": AP_AT_K_DENOMINATORS,
+    "empty": tuple(p for p in EMPTY_POLICIES_WITH_A_MEAN if p != "nan"),
 }
+OPTION_SECTIONS = {name: f"§{OPTIONS[name][0]}" for name in OPTION_VALUES}
+#: the base of every preset without junk rules (they share its reference problem)
+PLAIN_BASE = "hashing"
 VALUE_MEANING = {
     ("ties", "stable"): "tied items in gallery order (a stable sort)",
     ("ties", "reverse"): "tied items in reverse gallery order (e.g. argsort(similarity)[::-1])",
@@ -57,15 +71,12 @@ class Convention:
 
     @classmethod
     def from_protocol(cls, protocol: str, **overrides) -> "Convention":
-        from retrieval_conformance.reference.presets import get_preset
+        from retrieval_conformance.reference.contract.presets import get_preset
 
         p = get_preset(protocol)
         vals = {name: overrides.get(name) or getattr(p, name) for name in OPTION_VALUES}
         # the base only carries junk rules: presets without any share the plain "hashing" base
-        return cls(base=protocol if p.junk else "hashing", **vals)
-
-    def options(self) -> Dict[str, str]:
-        return {name: getattr(self, name) for name in OPTION_VALUES}
+        return cls(base=protocol if p.junk else PLAIN_BASE, **vals)
 
     def label(self, dims: Sequence[str] = tuple(OPTION_VALUES)) -> str:
         return ", ".join(f"{n}={getattr(self, n)}" for n in dims)
@@ -73,13 +84,10 @@ class Convention:
     def with_(self, **changes) -> "Convention":
         return replace(self, **changes)
 
-    def differences(self, other: "Convention", dims: Sequence[str] = tuple(OPTION_VALUES)) -> List[str]:
-        return [n for n in dims if getattr(self, n) != getattr(other, n)]
-
 
 def clause(option: str, value: str) -> str:
-    """``CONVENTIONS §4 ties=stable`` and the like."""
-    return f"CONVENTIONS {OPTION_SECTIONS[option]} {option}={value}"
+    """``spec §4 ties=stable``: the clause of the conventions table, as reports cite it."""
+    return f"spec {convention(option, value).clause}"
 
 
 @dataclass
@@ -114,8 +122,8 @@ class ReferenceCache:
         self._keep: Dict[int, Case] = {}
 
     def problem(self, case: Case, base: str):
-        from retrieval_conformance.reference.evaluate import build_problem
-        from retrieval_conformance.reference.presets import get_preset
+        from retrieval_conformance.reference.contract.evaluate import build_problem
+        from retrieval_conformance.reference.contract.presets import get_preset
 
         preset = get_preset(base)
         cam = "same_id_cam" in preset.junk
@@ -129,11 +137,11 @@ class ReferenceCache:
     def effective(self, case: Case, base: str) -> Tuple[np.ndarray, np.ndarray]:
         """(relevance, junk) of the case as the protocol ``base`` sees them."""
         p = self.problem(case, base)
-        return p.relevance_block(0, p.n_queries), p.junk_block(0, p.n_queries)
+        return relevance_block(p, 0, p.n_queries), junk_block(p, 0, p.n_queries)
 
     def per_query(self, case: Case, conv: Convention, k: Optional[int], max_rank: int):
-        from retrieval_conformance.implementations.registry import get
-        from retrieval_conformance.reference.evaluate import resolve_options
+        from retrieval_conformance.reference.contract.evaluate import resolve_options
+        from retrieval_conformance.reference.contract.registry import get
 
         ap_at_k = conv.ap_at_k if k is not None else "hits"  # irrelevant without a cut-off
         key = (id(case), conv.base, k, max_rank, conv.ties, conv.ap_rule, ap_at_k)
@@ -148,7 +156,7 @@ class ReferenceCache:
         return self._pq[key]
 
     def expected(self, case: Case, conv: Convention, k: Optional[int], max_rank: Optional[int] = None) -> Expected:
-        from retrieval_conformance.reference.aggregation import aggregate
+        from retrieval_conformance.reference.contract.aggregation import aggregate
 
         max_rank = case.max_rank if max_rank is None else max_rank
         pq, options = self.per_query(case, conv, k, max_rank)
@@ -163,8 +171,9 @@ class ReferenceCache:
 
     def ranks(self, case: Case, conv: Convention) -> Optional[List[List[int]]]:
         """1-based ranks of the relevant non-junk items per query under a concrete tie policy."""
+        from retrieval_conformance.reference.contract.conventions import CONCRETE_POLICIES
         from retrieval_conformance.reference.distances import query_distances
-        from retrieval_conformance.reference.ranking import CONCRETE_POLICIES, ranked_relevance, tie_groups
+        from retrieval_conformance.reference.ranking import ranked_relevance, tie_groups
         from retrieval_conformance.reference.relevance import query_junk, query_relevance
 
         if conv.ties not in CONCRETE_POLICIES:

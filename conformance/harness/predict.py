@@ -14,18 +14,19 @@ policy, the first query only, percent).
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
-import numpy as np
 from retrieval_conformance.conformance.harness.adapters import Call, Reading
-from retrieval_conformance.conformance.harness.candidates import UNSTABLE, Candidate
-from retrieval_conformance.conformance.harness.cases import Case, labels_from_relevance
+from retrieval_conformance.conformance.harness.candidates import UNSTABLE, Bug, Candidate
+from retrieval_conformance.conformance.harness.cases import Case
 from retrieval_conformance.conformance.harness.expected import Convention, ReferenceCache
+from retrieval_conformance.reference.contract.conventions import CONCRETE_POLICIES
 
 Interval = Tuple[Any, Any]  # exact Fractions, or float inf where a bug divides by zero
-EXTREME_ORDERS = ("stable", "reverse", "optimistic", "pessimistic")
+#: the orders an "unstable" sort's values lie between: every concrete tie policy
+EXTREME_ORDERS = CONCRETE_POLICIES
 
 
 @dataclass
@@ -75,7 +76,7 @@ def _envelope(tables: Sequence[Table], hits_denominator: bool = False) -> Table:
     )
 
 
-def _rank_sum(ranks: List[int], R: int, k: Optional[int], ap_at_k: str, k_div: Optional[int], bug_id: str):
+def _rank_sum(ranks: List[int], R: int, k: Optional[int], ap_at_k: str, k_div: Optional[int], bug: Bug):
     """AP from the 1-based ranks of the relevant items with a rank-level bug; inf where it divides by 0."""
     if k is None:
         used = ranks
@@ -85,17 +86,9 @@ def _rank_sum(ranks: List[int], R: int, k: Optional[int], ap_at_k: str, k_div: O
         used = [r for r in ranks if r <= k]
     if R == 0 or not used:
         return Fraction(0)
-    total: Any = Fraction(0)
-    old = Fraction(1)
-    for i, r in enumerate(used, start=1):
-        if bug_id == "zero-based-ranks":
-            if r == 1:
-                return math.inf
-            total += Fraction(i, r - 1)
-        else:  # previous-hit-trapezoid: the left side is the precision at the previous hit
-            p = Fraction(i, r)
-            total += (old + p) / 2
-            old = p
+    total = bug.rank_sum(used)
+    if total == math.inf:
+        return total
     if k_div:
         denom = k_div
     elif k is None:
@@ -120,26 +113,12 @@ class Predictor:
     def _case(self, case: Case, cand: Candidate) -> Case:
         out = case
         for b in cand.bugs:
-            if b.id in ("descending", "exact-label-match"):
+            if b.sees is not None:
                 key = (id(out), b.id)
                 if key not in self._cases:
-                    self._cases[key] = self._transform(out, b.id)
+                    self._cases[key] = b.sees(out)
                 out = self._cases[key]
         return out
-
-    @staticmethod
-    def _transform(case: Case, bug_id: str) -> Case:
-        if bug_id == "descending":
-            return replace(case, name=case.name + " (descending)", distances=case.distances.max() - case.distances,
-                           codes=None, golden=None)
-        # exact-label-match: relevant only when the label vectors are equal
-        if case.codes is not None:
-            ql, dl = case.codes[2], case.codes[3]
-        else:
-            ql, dl = labels_from_relevance(case.relevance)
-        same = (np.asarray(ql)[:, None, :] == np.asarray(dl)[None, :, :]).all(-1)
-        return replace(case, name=case.name + " (exact labels)", relevance=case.relevance & same, codes=None,
-                       golden=None)
 
     def _kept(self, case: Case, base: str) -> List[int]:
         """Non-junk gallery items per query (asked once per input, not per candidate)."""
@@ -152,9 +131,9 @@ class Predictor:
     # -- per-query values -----------------------------------------------------------------
     def _table(self, case: Case, conv: Convention, k: Optional[int], max_rank: int, cand: Candidate,
                k_div: Optional[int]) -> Optional[Table]:
-        rank_bug = next((b.id for b in cand.bugs if b.id in ("zero-based-ranks", "previous-hit-trapezoid")), None)
+        rank_bug = next((b for b in cand.bugs if b.rank_sum is not None), None)
         divided = any(b.id == "divided-by-k" for b in cand.bugs)
-        key = (id(case), conv, k, max_rank, rank_bug, k_div if divided else None)
+        key = (id(case), conv, k, max_rank, rank_bug.id if rank_bug else None, k_div if divided else None)
         if key in self._tables:
             return self._tables[key]
         self._tables[key] = table = self._compute_table(case, conv, k, max_rank, rank_bug,
@@ -205,7 +184,7 @@ class Predictor:
             if tab is None:
                 return None
             tables.append(tab)
-        rank_bug = any(b.id in ("zero-based-ranks", "previous-hit-trapezoid", "divided-by-k") for b in cand.bugs)
+        rank_bug = any(b.rank_sum is not None or b.id == "divided-by-k" for b in cand.bugs)
         return _envelope(tables, hits_denominator=k is not None and (cand.conv.ap_at_k == "hits" or rank_bug))
 
     # -- the adapter's fields ---------------------------------------------------------------
@@ -226,7 +205,7 @@ class Predictor:
             counted = [h > 0 for h in tab.hits]
         else:
             counted = [True] * n_q
-        scale = 100 if any(b.id == "percent" for b in cand.bugs) else 1
+        scale = math.prod(b.scale for b in cand.bugs)
         if self.per_query:
             q = call.query
             return {"AP": _scale(tab.ap[q], scale) if counted[q] else None}

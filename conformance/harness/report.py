@@ -13,7 +13,7 @@ PASS, DEVIATE, SKIP, KNOWN = "pass", "deviate", "skip", "known"
 def spec_version() -> str:
     """The version of the specification the clauses cite (pin it with the numbers you report)."""
     try:
-        from retrieval_conformance.reference.spec import SPEC_VERSION
+        from retrieval_conformance.reference.contract.spec import SPEC_VERSION
     except Exception:  # the document is missing from a broken install: say so, never fail the report
         return "unknown"
     return SPEC_VERSION

@@ -15,42 +15,41 @@ from retrieval_conformance.conformance.harness import adapters as ad
 from retrieval_conformance.conformance.harness.candidates import CMC_LENGTHS, TIE_CANDIDATES, Candidate
 from retrieval_conformance.conformance.harness.cases import Case
 from retrieval_conformance.conformance.harness.eliminate import Eliminator, exact_value
-from retrieval_conformance.conformance.harness.expected import OPTION_VALUES, Convention, ReferenceCache
+from retrieval_conformance.conformance.harness.expected import OPTION_VALUES, PLAIN_BASE, Convention, ReferenceCache
 from retrieval_conformance.conformance.harness.predict import Predictor, within
 from retrieval_conformance.conformance.harness.report import Mismatch
 from retrieval_conformance.conformance.harness.runner import Outcome, Runner, torch_available
+from retrieval_conformance.reference.contract.presets import PRESETS
 
-K_PROTOCOLS = ("hashing", "hashnet", "dcmh", "gldv2")
-REID_PRESETS = ("reid", "reid-matlab")
-HASHING_PRESETS = ("hashing", "hashnet", "dcmh", "gldv2")
+# the presets' families, by their junk rules: a preset with the camera junk rule is a ReID preset
+# (its function gets cameras); the others are the hashing presets, which all define AP@k
+REID_PRESETS = tuple(name for name, p in PRESETS.items() if "same_id_cam" in p.junk)
+HASHING_PRESETS = tuple(name for name, p in PRESETS.items() if "same_id_cam" not in p.junk)
+K_PROTOCOLS = HASHING_PRESETS
 # landmark presets through the one-query oxford adapter: the ranked list is given (no ties), junk
 # is removed, a query without a positive is left out; roxford's difficulties differ only in the
 # positive and junk sets the caller passes
-_TRAPEZOID = Convention("hashing", "stable", "trapezoid", "hits", "skip")
+_TRAPEZOID = Convention(PLAIN_BASE, "stable", "trapezoid", "hits", "skip")
 LANDMARK_CONVENTIONS = {
     "oxford": _TRAPEZOID, "roxford-easy": _TRAPEZOID, "roxford-medium": _TRAPEZOID, "roxford-hard": _TRAPEZOID,
-    "gldv2": Convention("hashing", "stable", "precision_sum", "min_k_r", "skip"),
+    "gldv2": Convention.from_protocol("gldv2"),  # the preset itself: its function gets one query at a time
 }
+#: the presets of each kind an adapter's function can be identified among (``Adapter.preset_kinds``)
+PRESET_KINDS = {"hashing": HASHING_PRESETS, "reid": REID_PRESETS, "landmark": tuple(LANDMARK_CONVENTIONS)}
 MAX_HANGS = 2
 FAILED_CALLS_LIMIT = 25  # stop early when not one of this many calls has returned
 
 
 def presets_for(adapter: str) -> Sequence[str]:
     """The presets an adapter's function can be identified among."""
-    if adapter == "reid":
-        return REID_PRESETS
-    if adapter == "oxford":
-        return tuple(LANDMARK_CONVENTIONS)
-    if adapter == "hashing-codes":
-        return HASHING_PRESETS  # codes carry no cameras: the ReID presets cannot apply
-    return HASHING_PRESETS + REID_PRESETS
+    return tuple(name for kind in ad.ADAPTERS[adapter].preset_kinds for name in PRESET_KINDS[kind])
 
 
 def preset_convention(name: str, adapter: str) -> Convention:
     if adapter == "oxford":
         return LANDMARK_CONVENTIONS[name]
     conv = Convention.from_protocol(name)
-    return conv if adapter == "reid" else conv.with_(base="hashing")
+    return conv if adapter == "reid" else conv.with_(base=PLAIN_BASE)
 
 
 @dataclass
@@ -151,7 +150,7 @@ class Session:
 
     # -- the candidate space of this adapter ------------------------------------------------
     def dims(self, any_k: bool) -> List[str]:
-        dims = ["ties", "ap_rule"] + (["ap_at_k"] if any_k else []) + ["empty"]
+        dims = [d for d in OPTION_VALUES if any_k or d != "ap_at_k"]
         if self.adapter.name == "reid" and self._passes_max_rank():
             dims.append("cmc_length")
         return dims
@@ -160,13 +159,12 @@ class Session:
         """(conventions, CMC length rules) that identification starts from."""
         from retrieval_conformance.conformance.harness.candidates import conventions
 
-        bases = REID_PRESETS if self.adapter.name == "reid" else ("hashing",)
+        bases = REID_PRESETS if self.adapter.name == "reid" else (PLAIN_BASE,)
         ties = ("stable",) if self.adapter.name == "oxford" else TIE_CANDIDATES
         ap_at_k = OPTION_VALUES["ap_at_k"] if any_k else ("hits",)
-        if self.adapter.per_query:
-            empties = ("zero", "skip")
-        else:
-            empties = ("zero", "skip", "skip_no_hit") if any_k else ("zero", "skip")
+        # skip_no_hit differs from skip only in a mean over queries with a cut-off
+        empties = tuple(e for e in OPTION_VALUES["empty"]
+                        if e != "skip_no_hit" or (any_k and not self.adapter.per_query))
         # a function that chooses its own max_rank is compared on the common prefix: no length rule
         cmc = CMC_LENGTHS if self.adapter.name == "reid" and self._passes_max_rank() else (None,)
         return conventions(bases, ties, OPTION_VALUES["ap_rule"], ap_at_k, empties), cmc
@@ -220,8 +218,7 @@ class Session:
 
     @property
     def convention_text(self) -> str:
-        dims = ["ties", "ap_rule", "ap_at_k", "empty"]
-        return self.convention.label(dims)
+        return self.convention.label(list(OPTION_VALUES))
 
     def adapter_calls(self, case: Case) -> List[ad.Call]:
         """The adapter's calls for ``case``; :class:`~.adapters.Skip` when it cannot express it."""

@@ -5,7 +5,6 @@ from typing import Any, Callable, List, Optional, Tuple
 
 import numpy as np
 from retrieval_conformance.conformance.harness.adapters import Adapter, Call
-from retrieval_conformance.conformance.harness.expected import Convention
 
 
 def function_import(func: Callable, target: Optional[str]) -> Tuple[str, str]:
@@ -41,7 +40,7 @@ def _literal(arr: Any, arrays: str) -> str:
     return repr(arr)
 
 
-def _protocol_kwargs(conv: Convention, protocol: str, overrides: dict) -> str:
+def _protocol_kwargs(protocol: str, overrides: dict) -> str:
     parts = [f"protocol={protocol!r}"]
     for name, value in overrides.items():
         if value is not None:
@@ -50,8 +49,9 @@ def _protocol_kwargs(conv: Convention, protocol: str, overrides: dict) -> str:
 
 
 def make_snippet(func: Callable, target: Optional[str], adapter: Adapter, call: Call, arrays: str,
-                 protocol: str, overrides: dict, conv: Convention, user_text: str, ref_text: str) -> str:
-    """Python source that calls the user's function on the failing input and prints both values."""
+                 protocol: str, overrides: dict, user_text: str, ref_text: str) -> str:
+    """Python source that calls the user's function on the failing input and prints both values
+    (the reference's lines are the adapter's, :meth:`~.adapter_base.Adapter.reference_lines`)."""
     imp, name = function_import(func, target)
     lines: List[str] = ["import numpy as np"]
     if arrays == "torch":
@@ -67,42 +67,5 @@ def make_snippet(func: Callable, target: Optional[str], adapter: Adapter, call: 
     for key, value in call.kwargs.items():
         call_args.append(f"{key}={value!r}")
     lines.append(f"print({name}({', '.join(call_args)}))  # yours: {user_text}")
-    k_text = f", k={call.k!r}"
-    proto = _protocol_kwargs(conv, protocol, overrides)
-    a = dict(zip(call.names, call.args))
-    if adapter.name == "hashing-codes":
-        ref = (f"rc.evaluate(query_codes=query_codes, db_codes=db_codes, query_labels=query_labels, "
-               f"db_labels=db_labels, {proto}{k_text})")
-        what = ".exact.map"
-    elif adapter.name == "distances-relevance":
-        ref = f"rc.evaluate(distances=distances, relevance=relevance, {proto}{k_text})"
-        what = ".exact.map"
-    elif adapter.name == "reid":
-        ref = (f"rc.evaluate(distances=distmat, query_labels=q_pids, db_labels=g_pids, query_cams=q_camids, "
-               f"db_cams=g_camids, {proto}, k=None, max_rank={call.max_rank})")
-        what = ""
-    elif adapter.name == "sklearn":
-        ref = (f"rc.evaluate(scores=np.asarray(y_score)[None, :], relevance=np.asarray(y_true)[None, :], "
-               f"{proto}, k=None)")
-        what = ".exact.ap[0]"
-    elif adapter.name == "torchmetrics":
-        ref = f"rc.evaluate(scores=preds[None, :], relevance=target[None, :], {proto}{k_text})"
-        what = ".exact.ap[0]"
-    elif adapter.name == "oxford":
-        lines.append("from retrieval_conformance.reference.landmark import oxford_ap_exact")
-        ref = None
-        lines.append(f"print(oxford_ap_exact({call.args[2]!r}, {call.args[0]!r}, [], {call.args[1]!r}))"
-                     f"  # reference: {ref_text}")
-        what = ""
-    else:
-        ref = None
-        what = ""
-    if ref is not None:
-        ref = ref[:-1] + ", implementation='reference')"  # the exact values
-        if what:
-            lines.append(f"print({ref}{what})  # reference: {ref_text}")
-        else:
-            lines.append(f"res = {ref}")
-            lines.append(f"print(res.cmc, res.exact.map, res.exact.minp)  # reference: {ref_text}")
-    del a
+    lines += adapter.reference_lines(call, _protocol_kwargs(protocol, overrides), ref_text)
     return "\n".join(lines) + "\n"

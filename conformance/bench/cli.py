@@ -1,0 +1,92 @@
+"""The benchmark command: run the benchmarks (with the regression gate), summarise, plot history.
+
+::
+
+    retrieval-conformance bench run [--compare-fail median:10%] [--save pass|always|never]
+                                    [--storage .benchmarks] [--json OUT] [--no-memory] [-k EXPR]
+    retrieval-conformance bench report [RUN.json ...]      # default: the latest saved run
+    retrieval-conformance bench plot [--out bench-history.png]
+
+(also ``python -m retrieval_conformance.conformance.bench.cli ...``).
+
+``run``: :mod:`.gate`; ``report``: :func:`.report.format_report`; ``plot``:
+:func:`.report.plot_history`; the saved runs: :mod:`.runs`.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from typing import Optional, Sequence
+
+from retrieval_conformance.conformance.bench.gate import gated_run
+from retrieval_conformance.conformance.bench.report import format_report, plot_history
+from retrieval_conformance.conformance.bench.runs import load_run, machine_id, saved_runs
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="retrieval-conformance bench",
+                                description="Speed benchmarks at dataset scale, their summary and history.")
+    sub = p.add_subparsers(dest="command", required=True)
+    run = sub.add_parser("run", help="run the benchmarks (pytest-benchmark) with the regression gate")
+    run.add_argument("--storage", default=".benchmarks", help="saved runs folder (default .benchmarks)")
+    run.add_argument("--compare-fail", default="median:10%", metavar="EXPR",
+                     help="pytest-benchmark --benchmark-compare-fail expression against the last saved run "
+                          "(default median:10%%; 'none' to switch the gate off)")
+    run.add_argument("--save", choices=("pass", "always", "never"), default="pass",
+                     help="save the run into the storage: only when it passed (default), always, never")
+    run.add_argument("--json", help="also write the run's JSON here")
+    run.add_argument("--no-memory", action="store_true", help="skip the peak-memory child processes")
+    run.add_argument("-k", dest="select", help="pytest -k expression (e.g. 'market1501')")
+    run.add_argument("pytest_args", nargs="*", help="further pytest arguments (after --)")
+    rep = sub.add_parser("report", help="summarise a run: median, ratios to the baselines, peak memory")
+    rep.add_argument("paths", nargs="*", help="pytest-benchmark JSON files (default: the latest saved run)")
+    rep.add_argument("--storage", default=".benchmarks")
+    plot = sub.add_parser("plot", help="plot the history of the saved runs (needs matplotlib: the 'plot' extra)")
+    plot.add_argument("--storage", default=".benchmarks")
+    plot.add_argument("--out", default="bench-history.png")
+    return p
+
+
+def _cmd_report(args) -> int:
+    paths = args.paths or saved_runs(args.storage)[-1:]
+    if not paths:
+        print(f"no run to report: give a pytest-benchmark JSON file, or save runs in {args.storage} "
+              "(retrieval-conformance bench run)", file=sys.stderr)
+        return 2
+    for i, path in enumerate(paths):
+        try:
+            data = load_run(path)
+        except (OSError, ValueError) as exc:
+            print(f"{path}: cannot read ({exc})", file=sys.stderr)
+            return 2
+        if i:
+            print()
+        print(f"== {path}")
+        print(format_report(data))
+    return 0
+
+
+def _cmd_plot(args) -> int:
+    paths = saved_runs(args.storage)
+    if not paths:
+        print(f"no saved runs in {os.path.join(args.storage, machine_id())}: nothing to plot", file=sys.stderr)
+        return 2
+    try:
+        out = plot_history(paths, args.out)
+    except ImportError:
+        print("error: bench plot needs matplotlib, which is not installed; install the optional extra: "
+              "pip install 'retrieval-conformance[plot]'", file=sys.stderr)
+        return 2
+    print(f"wrote {out} ({len(paths)} saved runs)")
+    return 0
+
+
+def bench_main(argv: Optional[Sequence[str]] = None) -> int:
+    """Entry point of ``retrieval-conformance bench``; returns the exit status."""
+    args = _parser().parse_args(list(sys.argv[1:] if argv is None else argv))
+    return {"run": gated_run, "report": _cmd_report, "plot": _cmd_plot}[args.command](args)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(bench_main())

@@ -1,0 +1,127 @@
+"""What a function computes, by elimination over everything it returned (shared by ``check`` and
+``identify``).
+
+:func:`analyse`: findings first (raising, non-determinism, mutated inputs), then the candidates of
+:mod:`.candidates` eliminated in stages on every evaluated input, then split on further inputs
+where the survivors disagree (:mod:`.eliminate`), and a declared tie order challenged on large tie
+groups (:mod:`.probes`).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import List, Optional, Sequence
+
+from retrieval_conformance.conformance.harness import findings
+from retrieval_conformance.conformance.harness.candidates import Candidate, applicable_bugs, staged
+from retrieval_conformance.conformance.harness.cases import FAMILIES, family_skip_reason, sample_cases
+from retrieval_conformance.conformance.harness.eliminate import Verdict, drop_dominated, preference
+from retrieval_conformance.conformance.harness.probes import run_extra, tie_challenge
+from retrieval_conformance.conformance.harness.session import Evaluation, Session
+
+SPLIT_BUDGET = 40  # further calls the split search may make
+
+
+@dataclass
+class Analysis:
+    verdict: Optional[Verdict]
+    dims: List[str]
+    raising: findings.Raising
+    nondeterministic: Optional[str] = None
+    mutated: Optional[str] = None
+    evidence: List[Evaluation] = field(default_factory=list)
+    adapter: str = ""
+    unreadable: str = ""  # the first "wrong return type" error, if any
+
+    @property
+    def uncheckable(self) -> Optional[str]:
+        """Why no verdict can be given at all (exit status 2), or None."""
+        r = self.raising
+        if not self.evidence and self.unreadable:
+            return (f"the function's return value could not be read on any input: {self.unreadable}; check the "
+                    f"adapter (--adapter {self.adapter}) and what the function returns")
+        if r.every_call:
+            return (f"the function could not be called successfully on any input: it raised {r.error} on every "
+                    f"call (first input: {r.first_text()}); check the adapter (--adapter {self.adapter}) "
+                    "and --arrays, or the environment it needs")
+        if r.raised and r.environment:
+            return (f"the function cannot run in this environment: {r.text()} -- an API it uses is missing or "
+                    "called with the wrong types here; nothing it would compute on those inputs can be compared")
+        if self.verdict is not None and self.verdict.survivors and self.verdict.compared == 0 and not r.raised:
+            return "no value the function returned could be compared with the reference"
+        return None
+
+
+def split_pool(session: Session, seeds: Sequence[int] = range(7, 17), per_family: int = 3):
+    """Generated inputs for the split search, family by family, seed after seed (lazily)."""
+    caps = session.adapter.capabilities(True)
+    fams = [f for f in FAMILIES if family_skip_reason(f, caps) is None and not f.needs_scores]
+    for seed in seeds:
+        for fam in fams:
+            yield from sample_cases(fam, caps, per_family, seed=seed)
+
+
+def analyse(session: Session, evs: Optional[Sequence[Evaluation]] = None, split: bool = True) -> Analysis:
+    evs = list(session.observed if evs is None else evs)
+    read = [ev for ev in evs if ev.any_read]
+    # a cut-off can come up (now or in the split search) whenever the function takes one
+    any_k = any(c.k is not None for ev in read for c in ev.calls) or (
+        session.protocol_k and session.adapter.capabilities(True).k)
+    dims = session.dims(any_k)
+    out = Analysis(None, dims, findings.raising(session, evs), evidence=read, adapter=session.adapter.name)
+    out.mutated = findings.mutations(evs)
+    out.unreadable = next((o.error for ev in evs for o, rd in zip(ev.outcomes, ev.readings)
+                           if o.ok and rd is None), "")
+    if not read:
+        return out
+    out.nondeterministic = findings.nondeterminism(session, read)
+    if out.nondeterministic:
+        return out
+    convs, cmcs = session.candidate_space(any_k)
+    aggregate = not session.adapter.per_query and session.adapter.name != "reid"
+    any_no_k = any(c.k is None and (c.without_k or c.k_passed is None) for ev in read for c in ev.calls)
+    bugs = applicable_bugs(aggregate, session.adapter.name == "hashing-codes", any_k, any_no_k)
+    protocol = session.protocol_candidate
+    order = preference(protocol, dims)
+    evidence = list(read)
+    n_split = 0
+    budget = SPLIT_BUDGET
+    for n_stage, stage in enumerate(staged(convs, cmcs, bugs, session.convention)):
+        kept = session.eliminator.survivors(stage, evidence)
+        if not kept:
+            continue
+        survivors = sorted(drop_dominated([c for c, _ in kept]), key=order)
+        undecided: List[Candidate] = []
+        if split and len(survivors) > 1:
+            survivors, added, undecided = session.eliminator.split(
+                survivors, split_pool(session), session.calls, lambda case: run_extra(session, case), budget)
+            evidence += added
+            n_split += len(added)
+            budget -= len(added)
+            if not survivors:
+                continue  # an input chosen to split them ruled them all out: assume more
+            survivors = sorted(drop_dominated(survivors), key=order)
+        if split:
+            added = tie_challenge(session, survivors)
+            evidence += added
+            n_split += len(added)
+            survivors = [c for c in survivors if all(session.eliminator.consistent(c, ev)[0] for ev in added)]
+            if not survivors:
+                continue  # a declared tie order that held on small tie groups broke on large ones
+        compared = session.eliminator.survivors([survivors[0]], evidence)
+        out.verdict = Verdict(survivors, n_stage, compared[0][1] if compared else 0, len(evidence), n_split,
+                              undecided)
+        out.evidence = evidence
+        best = survivors[0]
+        out.raising = findings.raising(session, evs + evidence[len(read):],
+                                       lambda rec, best=best: expects_value(session, best, rec))
+        return out
+    out.evidence = evidence
+    out.verdict = Verdict([], -1, 0, len(evidence), n_split)
+    out.raising = findings.raising(session, evs, lambda rec: expects_value(session, session.protocol_candidate, rec))
+    return out
+
+
+def expects_value(session: Session, cand: Candidate, rec) -> bool:
+    """Whether ``cand`` expects a value from this call (raising where it has none is fine)."""
+    pred = session.predictor.predict(cand, rec.ev.case, rec.call)
+    return pred is not None and any(v is not None for key, v in pred.items() if key != "cmc_lengths")

@@ -1,0 +1,77 @@
+"""Generating test inputs: one case of a family, as hypothesis draws it or from a seeded ``random``.
+
+:func:`generate` draws through a :class:`~.drawing.Drawer`; what a family does differently is
+its :class:`~.families.Family` entry (sizes, distinct distances, the shape that gives the input its
+property).  :func:`hypothesis_strategy` shrinks towards small cases; :func:`sample_cases` gives a
+fixed, reproducible set (used by ``identify``).
+"""
+from __future__ import annotations
+
+from typing import List, Optional, Tuple
+
+import numpy as np
+from retrieval_conformance.conformance.harness.drawing import (
+    Drawer,
+    HypothesisDrawer,
+    IdRelevance,
+    MaskRelevance,
+    RandomDrawer,
+)
+from retrieval_conformance.conformance.harness.families import Capabilities, Family
+from retrieval_conformance.conformance.harness.inputs import Case
+
+
+def _count(d: Drawer, bounds: Tuple[int, int]) -> int:
+    """A number in ``bounds``, drawn only when there is a choice."""
+    lo, hi = bounds
+    return lo if lo == hi else d.integer(lo, hi)
+
+
+def generate(d: Drawer, fam: Family, caps: Capabilities, index: int = 0) -> Case:
+    """Draw one case of family ``fam`` that an adapter with ``caps`` can express.
+
+    Distances are small non-negative integers (exact in float32, realisable as Hamming
+    distances); relevance is drawn per (query, item) or, for ReID, from ids and cameras.
+    Every draw goes through ``d`` so that hypothesis can shrink the case.
+
+    Every case is valid by construction (consistent shapes, no item both relevant and junk,
+    ReID relevance = same id) and has its family's property on the items the protocol ranks
+    (junk removed; for ReID, items with the query's id and camera): ``ties/tie-heavy`` ties
+    a relevant and a non-relevant item of some query; ``ap/relevant-last`` puts a relevant
+    item strictly last for every query; ``empty/no-relevant`` has a query without any
+    relevant item; ``empty/no-hit-in-top-k`` has a query whose relevant items all come after
+    at least k non-relevant ones; ``k/inside`` has 1 <= k < N and a query with R > k.
+    """
+    n_q = _count(d, fam.queries) if caps.multi_query else 1
+    n_g = _count(d, fam.gallery)
+    n_levels = d.integer(1, fam.max_levels if fam.max_levels is not None else n_g + 2)
+    dist = np.array([[d.integer(0, n_levels - 1) for _ in range(n_g)] for _ in range(n_q)], dtype=np.float64)
+    g = IdRelevance(d, n_q, n_g) if caps.ids else MaskRelevance(d, n_q, n_g, caps.junk)
+    k: Optional[int] = fam.shape(d, dist, g, n_q, n_g)
+    if fam.optional_k and caps.k and caps.protocol_k and d.boolean():
+        k = d.integer(1, n_g)
+    max_rank = d.integer(1, 12) if caps.ids else 10
+    if fam.max_rank_past_gallery:
+        max_rank = n_g + d.integer(1, 5)
+    rel, junk, ids = g.finish()
+    return Case(name=f"{fam.id}#{index}", distances=dist, relevance=rel, junk=junk, k=k, max_rank=max_rank,
+                ids=ids, family=fam.id, non_positive_scores=fam.non_positive_scores)
+
+
+def hypothesis_strategy(fam: Family, caps: Capabilities):
+    """A hypothesis strategy of :class:`Case` for ``fam`` (shrinks towards small cases)."""
+    from hypothesis import strategies as st
+
+    @st.composite
+    def cases(draw):
+        return generate(HypothesisDrawer(draw), fam, caps)
+
+    return cases()
+
+
+def sample_cases(fam: Family, caps: Capabilities, n: int, seed: int = 0) -> List[Case]:
+    """``n`` reproducible cases of ``fam`` from a seeded ``random.Random``."""
+    import random
+
+    rng = random.Random(f"{seed}:{fam.id}")
+    return [generate(RandomDrawer(rng), fam, caps, i) for i in range(n)]

@@ -1,0 +1,111 @@
+"""The benchmark workloads: standard sizes, determinism, memory-mapped distances, storage; rounds and skips."""
+from __future__ import annotations
+
+import os
+
+import numpy as np
+import pytest
+import retrieval_conformance as rc
+from retrieval_conformance.conformance.bench import candidates as C
+from retrieval_conformance.conformance.bench import reid
+from retrieval_conformance.conformance.bench import workloads as W
+
+#: spec §12 standard sizes
+STANDARD_SHAPES = {"cifar10-all": (1000, 54_000), "cifar10-1000": (1000, 54_000), "nuswide-5000": (2100, 193_734),
+                   "market1501": (3368, 15_913), "msmt17": (11_659, 82_161), "oxford5k": (55, 5063)}
+
+
+@pytest.mark.parametrize("name", ["cifar10-1000", "market1501", "oxford5k"])
+def test_full_scale_shapes_are_the_standard_sizes(name):
+    w = W.build(name, "full")
+    assert (w.n_queries, w.n_gallery) == STANDARD_SHAPES[name]
+    if name == "cifar10-1000":
+        assert w.arrays["query_codes"].shape[1] == 64 and w.k == 1000
+        assert set(np.unique(w.arrays["db_codes"])) == {-1.0, 1.0}
+    if name == "market1501":
+        g = w.arrays["db_labels"]
+        assert (g == 0).sum() == 2793 and (g == -1).sum() > 0  # distractors and junk images
+        assert len(np.unique(w.arrays["query_labels"])) == 751 and len(np.unique(w.arrays["db_cams"])) == 6
+        assert w.arrays["distances"].dtype == np.float32
+
+
+@pytest.mark.slow
+def test_nuswide_full_scale_shape():
+    w = W.build("nuswide-5000", "full")
+    assert (w.n_queries, w.n_gallery) == STANDARD_SHAPES["nuswide-5000"]
+    assert w.arrays["db_labels"].shape[1] == 21 and w.k == 5000
+    assert (w.arrays["db_labels"].sum(1) >= 1).all()  # every image has a concept
+
+
+def test_msmt17_full_scale_ids_without_writing_the_matrix():
+    spec = reid._ReidSpec(n_ids=3060, n_cams=15, n_queries=11_659, n_identity_gallery=82_161)
+    q_pid, q_cam, g_pid, g_cam = reid._reid_ids(np.random.default_rng(0), spec)
+    assert (q_pid.size, g_pid.size) == STANDARD_SHAPES["msmt17"]
+    assert len(np.unique(q_pid)) == 3060 and g_cam.max() < 15
+    assert len({(p, c) for p, c in zip(q_pid.tolist(), q_cam.tolist())}) == q_pid.size  # one query per pair
+
+
+@pytest.mark.parametrize("name", W.WORKLOAD_NAMES)
+def test_workloads_are_deterministic(name, tmp_path):
+    a = W.build(name, "smoke", directory=str(tmp_path / "a"))
+    b = W.build(name, "smoke", directory=str(tmp_path / "b"))
+    assert a.arrays.keys() == b.arrays.keys()
+    for key in a.arrays:
+        np.testing.assert_array_equal(a.arrays[key], b.arrays[key], err_msg=key)
+    a.cleanup(), b.cleanup()
+
+
+def test_memory_mapped_distances_are_written_block_by_block(tmp_path):
+    spec = reid._ReidSpec(n_ids=50, n_cams=3, n_queries=150, n_identity_gallery=200)
+    qf, gf, *_ = reid._reid_embeddings(spec, 1)
+    mapped = reid.write_distances_npy(str(tmp_path / "d.npy"), qf, gf, block_rows=70)  # 2 blocks of 64, 1 of 22
+    assert isinstance(mapped, np.memmap) and mapped.dtype == np.float32
+    np.testing.assert_array_equal(mapped, reid.squared_euclidean(qf, gf))
+    w = W.build("msmt17", "smoke", directory=str(tmp_path / "m"))
+    assert w.memory_mapped and os.path.exists(tmp_path / "m" / "distances.npy")
+    w.cleanup()
+    assert not os.path.exists(tmp_path / "m")
+
+
+def test_save_load_and_subset_round_trip(tmp_path):
+    w = W.build("market1501", "smoke")
+    back = W.Workload.load(w.save(str(tmp_path / "w")))
+    assert (back.name, back.protocol, back.options) == (w.name, w.protocol, w.options)
+    for key in w.arrays:
+        np.testing.assert_array_equal(back.arrays[key], w.arrays[key])
+    sub = w.subset(np.array([2, 5]))
+    np.testing.assert_array_equal(sub.arrays["distances"], w.arrays["distances"][[2, 5]])
+    np.testing.assert_array_equal(sub.arrays["db_labels"], w.arrays["db_labels"])
+    full = rc.evaluate(**w.evaluate_kwargs(implementation="numpy"))
+    part = rc.evaluate(**sub.evaluate_kwargs(implementation="numpy"))
+    np.testing.assert_array_equal(part.per_query.ap, full.per_query.ap[[2, 5]])
+
+
+def test_unknown_names_are_rejected():
+    with pytest.raises(ValueError, match="name: expected one of"):
+        W.build("cifar100")
+    with pytest.raises(ValueError, match="scale: expected"):
+        W.build("oxford5k", "huge")
+    with pytest.raises(ValueError, match="candidate: expected"):
+        C.make_runner(W.build("oxford5k", "smoke"), "fastest")
+
+
+def test_full_matrix_is_skipped_where_it_needs_gigabytes():
+    class Big:
+        n_queries, n_gallery, scale, name = 11_659, 82_161, "full", "msmt17"
+
+    assert "fast-reid#404" in C.skip_reason(Big(), "full-matrix")
+    assert C.skip_reason(Big(), "c") is None
+
+
+def test_rounds_fast_runs_get_many_slow_runs_one():
+    class Fake:
+        def __init__(self, name, scale="full"):
+            self.name, self.scale = name, scale
+
+    assert C.rounds(Fake("oxford5k"), "c") is None  # probe first
+    assert C.rounds(Fake("oxford5k"), "c", probe_seconds=0.012) == C.MAX_ROUNDS
+    assert C.rounds(Fake("market1501"), "c", probe_seconds=0.2) == 15
+    assert C.rounds(Fake("cifar10-all"), "full-matrix", probe_seconds=11.0) == C.MIN_ROUNDS
+    assert C.rounds(Fake("nuswide-5000"), "loop") == 1 and C.rounds(Fake("msmt17"), "torch") == 1
+    assert C.rounds(Fake("market1501", "smoke"), "c") == 1

@@ -1,0 +1,118 @@
+"""The gallery is checked and prepared once per evaluation (reference/contract/gallery.py).
+
+With several query blocks, each block checks only its query side against the prepared gallery.
+Three promises: the numbers are those of one block; a bad input raises, word for word, the error
+of one block (plus where the block starts); valid inputs never run the gallery-side checks again.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import retrieval_conformance as rc
+from retrieval_conformance.reference.contract import validation
+
+rng = np.random.default_rng(11)
+Q, N = 7, 12
+SCORES = rng.integers(0, 4, (Q, N)).astype(np.float64)  # tie-heavy
+
+
+def _inputs():
+    codes_pm = np.where(rng.random((Q + N, 6)) < 0.5, 1, -1)
+    ids = rng.integers(0, 3, Q + N)
+    names = np.array(["cat", "dog", "emu", "fox"])[rng.integers(0, 4, Q + N)]
+    names[0] = "yak"  # a query id no gallery item has
+    cams = np.array(["c1", "c2"])[rng.integers(0, 2, Q + N)]
+    multi = (rng.random((Q + N, 4)) < 0.4).astype(np.int64)
+    emb = rng.normal(size=(Q + N, 5)).round(1)
+    return {
+        "codes ±1, ids": dict(query_codes=codes_pm[:Q], db_codes=codes_pm[Q:], query_labels=ids[:Q],
+                              db_labels=ids[Q:]),
+        "codes 0/1, multi-hot": dict(query_codes=(codes_pm[:Q] > 0).astype(np.uint8),
+                                     db_codes=(codes_pm[Q:] > 0).astype(np.uint8), query_labels=multi[:Q],
+                                     db_labels=multi[Q:]),
+        "embeddings, string ids": dict(query_embeddings=emb[:Q], db_embeddings=emb[Q:], query_labels=names[:Q],
+                                       db_labels=names[Q:]),
+        "reid, string ids and cameras": dict(distances=SCORES, query_labels=names[:Q], db_labels=names[Q:],
+                                             query_cams=cams[:Q], db_cams=cams[Q:], protocol="reid"),
+    }
+
+
+@pytest.mark.parametrize("implementation", ["reference", "numpy", "c"])
+@pytest.mark.parametrize("case", list(_inputs()))
+def test_blocks_give_the_numbers_of_one_block(case, implementation):
+    if implementation not in rc.available_implementations():
+        pytest.skip(f"{implementation} unavailable here")
+    kwargs = dict(ties="expected", k=5, **_inputs()[case])
+    whole = rc.evaluate(**kwargs, implementation=implementation)
+    for block_size in (1, 3):
+        part = rc.evaluate(**kwargs, implementation=implementation, block_size=block_size)
+        np.testing.assert_array_equal(part.ap, whole.ap)
+        np.testing.assert_array_equal(part.per_query.cmc, whole.per_query.cmc)
+        assert part.map == whole.map
+
+
+def test_a_query_id_the_gallery_does_not_have_matches_nothing():
+    names = np.array(["a", "b", "zzz"])
+    res = rc.evaluate(distances=np.zeros((3, 2)), query_labels=names, db_labels=np.array(["a", "b"]),
+                      block_size=1, implementation="reference")
+    assert res.per_query.n_relevant.tolist() == [1, 1, 0]
+
+
+def _bad_inputs():
+    pm = np.array([[1, -1], [-1, 1]])
+    return {
+        "a 0 in the gallery's ±1 codes": dict(query_codes=pm, db_codes=np.array([[1, 0], [1, 1], [0, 0]]),
+                                              query_labels=[0, 1], db_labels=[0, 1, 1]),
+        "bits differ": dict(query_codes=pm, db_codes=np.ones((3, 3)), query_labels=[0, 1], db_labels=[0, 1, 1]),
+        "strings on one side": dict(distances=np.zeros((2, 3)), query_labels=[0, 1],
+                                    db_labels=np.array(["a", "b", "c"])),
+        "non-integer gallery ids": dict(distances=np.zeros((2, 3)), query_labels=[0, 1], db_labels=[0.5, 1, 2]),
+        "gallery embedding NaN": dict(query_embeddings=np.ones((2, 2)), db_embeddings=[[1, np.nan], [0, 1], [1, 1]],
+                                      query_labels=[0, 1], db_labels=[0, 1, 1]),
+        "labels columns differ": dict(distances=np.zeros((2, 3)), query_labels=np.eye(2, dtype=int),
+                                      db_labels=np.ones((3, 3), int)),
+        "cameras too short": dict(distances=np.zeros((2, 3)), query_labels=[0, 1], db_labels=[0, 1, 1],
+                                  query_cams=[0, 0], db_cams=[1, 1], protocol="reid"),
+    }
+
+
+@pytest.mark.parametrize("case", list(_bad_inputs()))
+def test_blocks_raise_the_error_of_one_block(case):
+    kwargs = _bad_inputs()[case]
+    with pytest.raises((ValueError, TypeError)) as whole:
+        rc.evaluate(**kwargs, implementation="reference")
+    with pytest.raises((ValueError, TypeError)) as blocks:
+        rc.evaluate(**kwargs, implementation="reference", block_size=1)
+    assert type(blocks.value) is type(whole.value)
+    assert str(blocks.value) == f"{whole.value} (in the query block starting at row 0)"
+
+
+def test_valid_blocks_do_not_check_the_gallery_again(monkeypatch):
+    calls = []
+    for name in ("codes_pair", "labels_pair", "cams_pair"):
+        original = getattr(validation, name)
+        monkeypatch.setattr(validation, name, lambda *a, _f=original, _n=name, **k: calls.append(_n) or _f(*a, **k))
+    inputs = _inputs()
+    for case in ("codes ±1, ids", "codes 0/1, multi-hot", "reid, string ids and cameras"):
+        rc.evaluate(**inputs[case], implementation="numpy", block_size=2)
+    assert calls == []
+    rc.evaluate(**inputs["codes ±1, ids"], implementation="numpy")  # one block: the pair checks as ever
+    assert calls == ["codes_pair", "labels_pair"]
+
+
+def test_the_c_implementation_prepares_each_gallery_array_once(monkeypatch):
+    if "c" not in rc.available_implementations():
+        pytest.skip("c unavailable here")
+    from retrieval_conformance.implementations import c_backend
+
+    made = []
+    original = c_backend.PreparedGallery.get
+    monkeypatch.setattr(c_backend.PreparedGallery, "get",
+                        lambda self, name, make: original(self, name, lambda: made.append(name) or make()))
+    inputs = _inputs()["codes ±1, ids"]
+    whole = rc.evaluate(**inputs, protocol="reid-matlab", junk=np.zeros((Q, N), bool), implementation="c")
+    made.clear()
+    part = rc.evaluate(**inputs, protocol="reid-matlab", junk=np.zeros((Q, N), bool), implementation="c",
+                       block_size=2)
+    assert sorted(made) == ["dc", "dl", "gj", "ids_sorted", "order"]  # once each, for 4 blocks
+    np.testing.assert_array_equal(part.ap, whole.ap)

@@ -1,0 +1,216 @@
+"""The C library behind the ``c`` implementation: finding and loading it, and its ctypes interface.
+
+The library (``csrc/*.c``, no ``Python.h``) is compiled at install time by the project's own
+``setup.py`` (an optional setuptools ``Extension``; ``RC_BUILD_C=1`` makes it required,
+``RC_BUILD_C=0`` skips it).  Without it the ``c`` implementation reports itself unavailable and
+says how to build it.  ``RC_C_LIBRARY=/path/to/lib.so`` loads that library instead of the
+installed one (the sanitizer run uses it); if that file cannot be loaded, ``c`` is unavailable
+and says why, it never falls back to the installed library.
+
+Here: the load (once per process, with the ABI version check), the ctypes ``Structure``s and
+enum codes of ``csrc/rc_core.h``, the CPU-feature and thread-count controls (a forked child
+runs on one thread) and the bit packing of codes and multi-hot labels.  The calls themselves
+are made by :mod:`.c_backend`.
+"""
+from __future__ import annotations
+
+import ctypes
+import importlib.util
+import os
+from typing import Optional
+
+import numpy as np
+from retrieval_conformance.reference.contract.problem import AP_AT_K_DENOMINATORS, AP_RULES, TIE_POLICIES
+from retrieval_conformance.reference.contract.registry import ImplementationUnavailable
+
+MODULE = "retrieval_conformance.implementations._rc_core"
+ABI_VERSION = 5  # must equal RC_ABI_VERSION in csrc/rc_core.h
+NOT_BUILT = (
+    "C library not built (no compiler at install, or RC_BUILD_C=0); reinstall with a "
+    "compiler: RC_BUILD_C=1 pip install ..."
+)
+
+# the C library's enum codes (fixed by its ABI, not by the order of the conventions table);
+# every value of the table must have one
+_TIES = {"stable": 0, "reverse": 1, "optimistic": 2, "pessimistic": 3, "expected": 4, "grouped": 5}
+_RULES = {"precision_sum": 0, "trapezoid": 1}
+_DENOMINATORS = {"hits": 0, "r": 1, "min_k_r": 2, "dcmh": 3}
+assert (set(_TIES), set(_RULES), set(_DENOMINATORS)) == (set(TIE_POLICIES), set(AP_RULES), set(AP_AT_K_DENOMINATORS))
+
+D_F64, D_F32, D_CODES = 0, 1, 2
+REL_MATRIX, REL_IDS, REL_MULTI = 0, 1, 2
+RC_OK, RC_ERR_QUERY, RC_ERR_NOMEM, RC_ERR_ARGS = 0, 1, 2, 3
+Q_OK, Q_GROUPED_K, Q_NONFINITE = 0, 1, 2
+
+_p = ctypes.c_void_p
+_i64 = ctypes.c_int64
+
+
+class _Input(ctypes.Structure):
+    _fields_ = [
+        ("n_queries", _i64), ("n_gallery", _i64),
+        ("dist_kind", _i64), ("distances", _p),
+        ("query_codes", _p), ("db_codes", _p), ("code_words", _i64), ("n_bits", _i64),
+        ("rel_kind", _i64), ("relevance", _p),
+        ("query_ids", _p), ("db_ids", _p),
+        ("query_label_bits", _p), ("db_label_bits", _p), ("label_words", _i64),
+        ("junk", _p), ("query_cams", _p), ("db_cams", _p), ("gallery_junk", _p),
+        ("db_order", _p), ("id_start", _p), ("id_stop", _p),
+    ]
+
+
+class _Options(ctypes.Structure):
+    _fields_ = [
+        ("ties", _i64), ("ap_rule", _i64), ("k", _i64), ("ap_at_k", _i64),
+        ("max_rank", _i64), ("has_radius", _i64), ("radius", ctypes.c_double),
+    ]
+
+
+class _Output(ctypes.Structure):
+    _fields_ = [
+        ("ap", _p), ("n_relevant", _p), ("hits_at_k", _p), ("precision_at_k", _p),
+        ("recall_at_k", _p), ("cmc", _p), ("inp", _p), ("r_precision", _p),
+        ("precision_at_radius", _p), ("recall_at_radius", _p),
+        ("status", _p), ("err_a", _p), ("err_b", _p),
+    ]
+
+
+_LIB = None
+_LOAD_ERROR: Optional[str] = None
+
+
+def _load():
+    """Load the shared object once; remember why if it cannot be loaded.
+
+    ``RC_C_LIBRARY`` (a path) replaces the installed library; when it is set and that file
+    cannot be loaded, the reason names it and the installed library is not tried.
+    """
+    global _LIB, _LOAD_ERROR
+    if _LIB is not None or _LOAD_ERROR is not None:
+        return _LIB
+    override = os.environ.get("RC_C_LIBRARY", "").strip()
+    if override:
+        origin = os.path.abspath(override)  # a bare name would make dlopen search the system
+        where = f"C library RC_C_LIBRARY={override}"
+        fix = "unset RC_C_LIBRARY to use the installed library, or point it to a built one"
+        if not os.path.isfile(origin):
+            _LOAD_ERROR = f"{where} does not exist (or is not a file); {fix}"
+            return None
+    else:
+        try:
+            spec = importlib.util.find_spec(MODULE)
+        except (ImportError, ValueError):
+            spec = None
+        if spec is None or not spec.origin or not os.path.exists(spec.origin):
+            _LOAD_ERROR = NOT_BUILT
+            return None
+        origin = spec.origin
+        where = f"C library at {origin}"
+        fix = NOT_BUILT
+    try:
+        lib = ctypes.CDLL(origin)
+        lib.rc_abi_version.restype = _i64
+        lib.rc_abi_version.argtypes = []
+        lib.rc_max_threads.restype = _i64
+        lib.rc_max_threads.argtypes = []
+        lib.rc_set_features.restype = _i64
+        lib.rc_set_features.argtypes = [_i64]
+        lib.rc_evaluate.restype = _i64
+        lib.rc_evaluate.argtypes = [
+            ctypes.POINTER(_Input), ctypes.POINTER(_Options), ctypes.POINTER(_Output), _i64,
+        ]
+    except (OSError, AttributeError) as exc:
+        _LOAD_ERROR = f"{where} cannot be loaded ({exc}); {fix}"
+        return None
+    version = lib.rc_abi_version()
+    if version != ABI_VERSION:
+        rebuild = "rebuild it" if override else "rebuild it: RC_BUILD_C=1 pip install ..."
+        _LOAD_ERROR = (
+            f"{where} is stale (interface version {version}, expected "
+            f"{ABI_VERSION}); {rebuild}"
+        )
+        return None
+    _LIB = lib
+    return lib
+
+
+def unavailable_reason() -> Optional[str]:
+    """Why the library cannot be used here, or None when it is loaded."""
+    return None if _load() is not None else _LOAD_ERROR
+
+
+def _require():
+    """The loaded library; :class:`ImplementationUnavailable` (saying why) when there is none."""
+    lib = _load()
+    if lib is None:
+        raise ImplementationUnavailable(f"implementation 'c' is unavailable: {_LOAD_ERROR}")
+    return lib
+
+
+_FEATURE_MASK = 3
+
+
+def cpu_features(mask: Optional[int] = None) -> int:
+    """CPU features the C code can use here (bit 0 popcnt, bit 1 fma).
+
+    With ``mask``, the C code uses only the features in ``mask`` from now on (tests compare
+    the generic and the accelerated paths; results are identical).  Returns the features
+    the CPU has.
+    """
+    global _FEATURE_MASK
+    lib = _require()
+    if mask is not None:
+        _FEATURE_MASK = int(mask)
+    return int(lib.rc_set_features(_FEATURE_MASK))
+
+
+def max_threads() -> int:
+    """Threads the C code uses by default here (OpenMP's default: every core)."""
+    return int(_require().rc_max_threads())
+
+
+# GNU OpenMP's worker threads do not survive fork(): a child forked after the parent ran the
+# C code in parallel would wait for them forever.  A forked child runs on one thread.
+_FORKED_CHILD = False
+
+
+def _mark_forked_child() -> None:
+    global _FORKED_CHILD
+    _FORKED_CHILD = True
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_mark_forked_child)
+
+
+def _fork_safe(num_threads: int) -> int:
+    return 1 if _FORKED_CHILD else num_threads
+
+
+def thread_count(num_threads: Optional[int] = None) -> int:
+    """The thread count to use: ``num_threads``, else ``RC_NUM_THREADS``, else 0 (OpenMP's
+    default, every core)."""
+    if num_threads is None:
+        env = os.environ.get("RC_NUM_THREADS", "").strip()
+        if not env:
+            return 0
+        try:
+            num_threads = int(env)
+        except ValueError:
+            raise ValueError(f"RC_NUM_THREADS: expected a positive integer, got {env!r}") from None
+        name = "RC_NUM_THREADS"
+    else:
+        name = "num_threads"
+    if isinstance(num_threads, bool) or not isinstance(num_threads, (int, np.integer)) or num_threads < 1:
+        raise ValueError(f"{name}: expected a positive integer, got {num_threads!r}")
+    return int(num_threads)
+
+
+def _pack_bits(name: str, bits: np.ndarray) -> np.ndarray:
+    """(rows, B) 0/1 uint8 -> (rows, ceil(B/64)) uint64, bit b of row r in word b // 64."""
+    rows, B = bits.shape
+    words = max(1, -(-B // 64))
+    packed = np.packbits(bits != 0, axis=1, bitorder="little")
+    out = np.zeros((rows, words * 8), dtype=np.uint8)
+    out[:, : packed.shape[1]] = packed
+    return np.ascontiguousarray(out).view("<u8").astype(np.uint64, copy=False)

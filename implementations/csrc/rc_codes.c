@@ -1,0 +1,217 @@
+/* rc_codes.c -- one query of Hamming codes (packed uint64 words): one XOR + popcount pass fills
+ * per-distance histograms, or a counting sort for the concrete tie policies. */
+#include "rc_core.h"
+
+/* ---- Hamming codes: one query --------------------------------------------------------------- */
+/* distance and common-label tests over W packed words */
+static inline __attribute__((always_inline)) int64_t
+popcount_words(const uint64_t *a, const uint64_t *b, int64_t W)
+{
+    int64_t u, d = 0;
+    for (u = 0; u < W; u++) d += __builtin_popcountll(a[u] ^ b[u]);
+    return d;
+}
+
+static inline __attribute__((always_inline)) int
+any_common(const uint64_t *a, const uint64_t *b, int64_t W)
+{
+    uint64_t any = 0;
+    int64_t u;
+    for (u = 0; u < W; u++) any |= a[u] & b[u];
+    return any != 0;
+}
+
+/* one specialised loop per (distance, relevance) source keeps the hot loop free of
+ * invariant tests and its variables in registers */
+#define RC_CODES_LOOP1(DIST, REL, JUNK)                                                        \
+    do {                                                                                \
+        if (record) {                                                                   \
+            for (j = 0; j < N; j++) {                                                   \
+                int64_t d_;                                                             \
+                if (JUNK) continue;                                                       \
+                d_ = (DIST);                                                            \
+                /* branch-free: write, keep if relevant; s < 2^32 (N < 2^32) */         \
+                ri[nr] = (uint64_t)d_ << RC_RINFO_SHIFT | (uint64_t)ht[d_]++;           \
+                nr += (REL);                                                            \
+            }                                                                           \
+        } else {        /* RC_INTERLEAVE histograms: no chain through one counter */    \
+            for (j = 0; j < N; j++) {                                                   \
+                int64_t d_;                                                             \
+                if (JUNK) continue;                                                       \
+                d_ = (DIST);                                                            \
+                h2[(j & (RC_INTERLEAVE - 1)) * H2 + 2 * d_ + (REL)]++;                   \
+            }                                                                           \
+        }                                                                               \
+    } while (0)
+
+#define RC_CODES_LOOP(DIST, REL)                                                        \
+    do {                                                                                \
+        if (jk) RC_CODES_LOOP1(DIST, REL, jk[j]);                                       \
+        else RC_CODES_LOOP1(DIST, REL, 0);                                              \
+    } while (0)
+
+#define RC_CODES_REL(DIST)                                                              \
+    do {                                                                                \
+        if (in->rel_kind == REL_IDS) {                                                  \
+            const int64_t id = in->query_ids[q], *dbi = in->db_ids;                     \
+            RC_CODES_LOOP(DIST, dbi[j] == id);                                          \
+        } else if (in->rel_kind == REL_MATRIX) {                                        \
+            const uint8_t *row = in->relevance + q * N;                                 \
+            RC_CODES_LOOP(DIST, row[j] != 0);                                           \
+        } else if (in->label_words == 1) {                                              \
+            const uint64_t l0 = in->query_label_bits[q], *dbl = in->db_label_bits;      \
+            RC_CODES_LOOP(DIST, (l0 & dbl[j]) != 0);                                    \
+        } else {                                                                        \
+            const int64_t LW = in->label_words;                                         \
+            const uint64_t *ql = in->query_label_bits + q * LW, *dbl = in->db_label_bits; \
+            RC_CODES_LOOP(DIST, any_common(ql, dbl + j * LW, LW));                      \
+        }                                                                               \
+    } while (0)
+
+/* The distance pass over the gallery, with no data-dependent branch except junk.
+ * record = 0: histogram h2[2 d + relevant] (all the expected / grouped / optimistic /
+ *   pessimistic policies need).
+ * record = 1 (stable, reverse): a counting sort in one pass: every relevant item records its
+ *   distance d and s = the number of non-junk items at distance d before it in gallery order
+ *   (ht[d] as a running count). */
+static inline __attribute__((always_inline)) int64_t
+codes_pass(const rc_input *in, int64_t q, workspace *w, const uint8_t *jk, int record)
+{
+    const int64_t N = in->n_gallery, W = in->code_words;
+    const uint64_t *qc = in->query_codes + q * W, *db = in->db_codes;
+    int64_t *ht = w->ht, *h2 = w->h2;
+    uint64_t *ri = w->rinfo;
+    const int64_t H2 = 2 * in->n_bits + 2;
+    int64_t j, nr = 0;
+    if (W == 1) {
+        const uint64_t q0 = qc[0];
+        RC_CODES_REL(__builtin_popcountll(q0 ^ db[j]));
+    } else {
+        RC_CODES_REL(popcount_words(qc, db + j * W, W));
+    }
+    return nr;
+}
+
+#ifdef RC_HAVE_POPCNT_DISPATCH
+__attribute__((target("popcnt"))) static int64_t
+codes_pass_popcnt(const rc_input *in, int64_t q, workspace *w, const uint8_t *jk, int record)
+{
+    return codes_pass(in, q, w, jk, record);
+}
+#endif
+
+static int64_t codes_pass_generic(const rc_input *in, int64_t q, workspace *w, const uint8_t *jk,
+                                  int record)
+{
+    return codes_pass(in, q, w, jk, record);
+}
+
+void rc_query_codes(const rc_input *in, const rc_options *o, const dd *Hh, int64_t q,
+                    workspace *w, qres *res, rc_output *out, int use_popcnt)
+{
+    const int64_t B = in->n_bits, ties = o->ties;
+    int64_t *ht = w->ht, *hr = w->hr, *h2 = w->h2, *clt = w->clt, *rlt = w->rlt;
+    const uint64_t *ri = w->rinfo;
+    int64_t *run = w->run, *rk = w->ranks;
+    const int record = ties == T_STABLE || ties == T_REVERSE;
+    const uint8_t *jk = NULL;
+    int64_t d, R = 0, Np = 0, Rb = 0, i;
+
+    if (rc_has_junk(in)) {
+        rc_build_junk(in, q, w->skip);
+        jk = w->skip;
+    }
+    if (record) memset(ht, 0, (size_t)(B + 1) * sizeof(int64_t));
+    else memset(h2, 0, (size_t)(RC_INTERLEAVE * (2 * B + 2)) * sizeof(int64_t));
+#ifdef RC_HAVE_POPCNT_DISPATCH
+    if (use_popcnt) R = codes_pass_popcnt(in, q, w, jk, record);
+    else R = codes_pass_generic(in, q, w, jk, record);
+#else
+    (void)use_popcnt;
+    R = codes_pass_generic(in, q, w, jk, record);
+#endif
+    if (record) {
+        memset(hr, 0, (size_t)(B + 1) * sizeof(int64_t));
+        for (i = 0; i < R; i++) hr[ri[i] >> RC_RINFO_SHIFT]++;
+    } else {
+        const int64_t H2 = 2 * B + 2;
+        for (d = 0; d < H2; d++) {
+            int64_t c;
+            for (c = 1; c < RC_INTERLEAVE; c++) h2[d] += h2[c * H2 + d];
+        }
+        for (d = 0; d <= B; d++) {
+            ht[d] = h2[2 * d] + h2[2 * d + 1];
+            hr[d] = h2[2 * d + 1];
+            R += hr[d];
+        }
+    }
+    for (d = 0; d <= B; d++) {
+        clt[d] = Np;
+        rlt[d] = Rb;
+        Np += ht[d];
+        Rb += hr[d];
+    }
+    out->n_relevant[q] = R;
+    if (o->has_radius) {
+        int64_t rn = 0, rr = 0;
+        for (d = 0; d <= B && (double)d <= o->radius; d++) {
+            rn += ht[d];
+            rr += hr[d];
+        }
+        out->precision_at_radius[q] = rn ? (double)rr / (double)rn : 0.0;
+        out->recall_at_radius[q] = R ? (double)rr / (double)R : 0.0;
+    }
+    if (ties == T_GROUPED && o->k >= 0) {
+        for (d = 0; d <= B; d++) {
+            if (ht[d] && clt[d] < o->k && o->k < clt[d] + ht[d]) {
+                out->status[q] = Q_GROUPED_K;
+                out->err_a[q] = clt[d];
+                out->err_b[q] = clt[d] + ht[d];
+                return;
+            }
+        }
+    }
+    if (R == 0) {
+        rc_metrics_zero(o, res);
+        return;
+    }
+    switch (ties) {
+    case T_STABLE:   /* relevant items of one distance come in gallery order */
+        memcpy(run, rlt, (size_t)(B + 1) * sizeof(int64_t));
+        for (i = 0; i < R; i++) {
+            d = (int64_t)(ri[i] >> RC_RINFO_SHIFT);
+            rk[run[d]++] = clt[d] + (int64_t)(ri[i] & RC_RINFO_COUNT_MASK) + 1;
+        }
+        break;
+    case T_REVERSE:  /* within a distance, larger gallery index first */
+        for (d = 0; d <= B; d++) run[d] = rlt[d] + hr[d] - 1;
+        for (i = 0; i < R; i++) {
+            d = (int64_t)(ri[i] >> RC_RINFO_SHIFT);
+            rk[run[d]--] = clt[d] + ht[d] - (int64_t)(ri[i] & RC_RINFO_COUNT_MASK);
+        }
+        break;
+    case T_OPTIMISTIC:
+    case T_PESSIMISTIC:
+        for (d = 0; d <= B; d++) {
+            int64_t u, first = clt[d] + (ties == T_OPTIMISTIC ? 0 : ht[d] - hr[d]) + 1;
+            for (u = 0; u < hr[d]; u++) rk[rlt[d] + u] = first + u;
+        }
+        break;
+    default: {
+        group *g = w->groups;
+        int64_t ng = 0;
+        for (d = 0; d <= B; d++) {
+            if (!hr[d]) continue;
+            g[ng].c = clt[d];
+            g[ng].n = ht[d];
+            g[ng].m = hr[d];
+            g[ng].h = rlt[d];
+            ng++;
+        }
+        if (ties == T_EXPECTED) rc_metrics_expected(g, ng, R, Np, o, Hh, res);
+        else rc_metrics_grouped(g, ng, R, Np, o, res);
+        return;
+    }
+    }
+    rc_metrics_ranks(rk, R, Np, o, res);
+}

@@ -1,0 +1,323 @@
+/*
+ * rc_core.h -- shared declarations of the C accelerator (the units in this folder are built
+ * into one plain C99 library, retrieval_conformance.implementations._rc_core, loaded with
+ * ctypes by implementations/c_backend.py; no Python.h).
+ *
+ * Every array is validated (dtype, shape, C-contiguity) in Python before it reaches this code.
+ *
+ * Semantics (the reference, reference/per_query.py, is the yardstick): per query, junk
+ * items are removed first; the remaining N' items are ranked by distance; items at exactly
+ * equal distance form a tie group (c items before it, h of them relevant; n items, m
+ * relevant).  A tie policy either orders every group (stable / reverse / optimistic /
+ * pessimistic: concrete ranks r_1 < ... < r_R of the relevant items) or acts on whole groups
+ * (expected: exact expectation over uniformly random orders; grouped: every item takes the
+ * group's end rank c + n).
+ *
+ * Nothing here sorts a whole gallery:
+ *   - Hamming codes (rc_codes.c): one XOR + popcount pass per query fills per-distance
+ *     histograms of total and relevant items; concrete ranks come from a counting sort done
+ *     in the same pass (each relevant item remembers how many items of its distance came
+ *     before it); `expected` and `grouped` need only the histograms.
+ *   - Float distances (rc_float.c): the G relevant distances are sorted, every other item is
+ *     binary-searched among them (O(N log G); most items are past the farthest relevant one
+ *     and cost one comparison), and the tie policy decides where an item at a relevant
+ *     item's exact distance goes.  A row is first checked for NaN/inf (vectorised).
+ *   - `grouped` with a cut-off k: is k strictly inside a tie group?  Hamming: from the
+ *     histogram; floats: the k+1 smallest distances in a heap (small k) or a three-way
+ *     quickselect.
+ *
+ * Relevance and junk come one query at a time from whatever was given, never as a Q x N
+ * matrix built here: a boolean row, single ids (the items of the query's id are a slice of
+ * the gallery sorted by id, computed once in Python), or multi-hot labels packed into uint64
+ * words (relevant iff the AND is non-zero); junk from a boolean row, same id and camera, and
+ * a gallery-wide mask (junk ids) (rc_input.c).
+ *
+ * Arithmetic: metric values are accumulated in double-double (about 106 bits), so that the
+ * final rounding to double is correct whenever the exact value is a double (and otherwise far
+ * inside 1e-12).  Concrete ranks and `grouped`: rc_metrics.c; `expected`: rc_expected.c.
+ * Queries are independent: OpenMP parallelises over queries with no reduction across
+ * queries, so results are identical for any thread count (rc_evaluate.c).
+ *
+ * Units: rc_input.c, rc_metrics.c, rc_expected.c, rc_float.c, rc_codes.c, rc_evaluate.c.
+ * Functions shared between units are declared below with RC_INTERNAL (hidden visibility):
+ * the library exports only the four entry points of rc_evaluate.c, as a single file did.
+ */
+#ifndef RC_CORE_H
+#define RC_CORE_H
+
+#include <float.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define RC_ABI_VERSION 5  /* must equal ABI_VERSION in c_backend.py */
+
+/* internal functions shared between units stay out of the library's exported symbols */
+#if defined(__GNUC__) && !defined(_WIN32)
+#define RC_INTERNAL __attribute__((visibility("hidden")))
+#else
+#define RC_INTERNAL
+#endif
+
+/* ---- named constants --------------------------------------------------------------------- */
+/* Dekker's splitter 2^27 + 1: splits a 53-bit significand into two 26-bit halves */
+#define RC_DD_SPLIT 134217729.0
+/* pmf weights below this (relative to the largest, which is 1) are dropped from sums: far
+ * below the 2^-106 relative precision of a double-double */
+#define RC_TINY 1e-40
+/* m 2^e with m < 1 and e below this is under 2^-1074, the smallest subnormal: it is zero
+ * (the margin also keeps e well inside an int for ldexp) */
+#define RC_UNSCALE_MIN_EXP (-1100)
+/* copies of a hot counter array, item j updating copy j mod 4: most items hit the same few
+ * slots, and one copy would serialise the increments through memory (a power of two) */
+#define RC_INTERLEAVE 4
+/* float `grouped` with a cut-off: a max-heap of the k+1 smallest while k+1 <= N'/16 (most
+ * items then fail one comparison with the top); larger k: a quickselect over all N' items */
+#define RC_HEAP_SELECT_DIVISOR 16
+/* Hamming counting sort: an entry is distance << 32 | items before it at that distance;
+ * the count is < N < 2^32 and fits the low 32 bits */
+#define RC_RINFO_SHIFT 32
+#define RC_RINFO_COUNT_MASK 0xffffffffu  /* the low RC_RINFO_SHIFT bits: the count */
+/* bits of one packed code / label word (uint64_t) */
+#define RC_CODE_WORD_BITS 64
+/* NaN/inf test on the bits: adding one unit of the exponent field's lowest bit carries into
+ * the sign bit exactly when the exponent is all ones (inf or NaN) */
+#define RC_F32_EXP_MASK 0x7f800000u            /* the 8 exponent bits of a float */
+#define RC_F32_EXP_ONE 0x00800000u             /* the lowest exponent bit of a float */
+#define RC_F32_SIGN 0x80000000u                /* the sign bit of a float */
+#define RC_F64_EXP_MASK 0x7ff0000000000000ull  /* the 11 exponent bits of a double */
+#define RC_F64_EXP_ONE 0x0010000000000000ull   /* the lowest exponent bit of a double */
+#define RC_F64_SIGN 0x8000000000000000ull      /* the sign bit of a double */
+/* OpenMP dynamic schedule: queries per chunk, as per-query cost varies widely (ties, number
+ * of relevant items); a few per chunk keep the scheduling overhead small */
+#define RC_OMP_CHUNK 4
+/* CPU features (bits of rc_set_features' mask and result, as c_backend.cpu_features) */
+#define RC_FEATURE_POPCNT 1  /* bit 0: hardware popcount for Hamming distances */
+#define RC_FEATURE_FMA 2     /* bit 1: fused multiply-add for exact division remainders */
+#define RC_FEATURE_ALL (RC_FEATURE_POPCNT | RC_FEATURE_FMA)  /* default: use what the CPU has */
+
+/* accelerated variants compiled where the compiler can target them (runtime dispatch) */
+#if defined(__GNUC__) && defined(__x86_64__)
+#define RC_HAVE_FMA_DISPATCH 1
+#endif
+#if defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__))
+#define RC_HAVE_POPCNT_DISPATCH 1
+#endif
+
+/* ---- enums shared with c_backend.py ----------------------------------------------------- */
+enum { T_STABLE = 0, T_REVERSE, T_OPTIMISTIC, T_PESSIMISTIC, T_EXPECTED, T_GROUPED };
+enum { AP_PS = 0, AP_TRAP = 1 };
+enum { K_HITS = 0, K_R, K_MINKR, K_DCMH };
+enum { D_F64 = 0, D_F32 = 1, D_CODES = 2 };
+enum { REL_MATRIX = 0, REL_IDS = 1, REL_MULTI = 2 };
+/* return codes of rc_evaluate */
+enum { RC_OK = 0, RC_ERR_QUERY = 1, RC_ERR_NOMEM = 2, RC_ERR_ARGS = 3 };
+/* per-query status codes */
+enum { Q_OK = 0, Q_GROUPED_K = 1, Q_NONFINITE = 2 };
+
+/* ---- the structures passed from Python (int64 / double / pointers only: no padding) ----- */
+typedef struct {
+    int64_t n_queries, n_gallery;
+    int64_t dist_kind;                      /* D_F64, D_F32 or D_CODES */
+    const void *distances;                  /* (Q, N) float64 or float32 */
+    const uint64_t *query_codes;            /* (Q, code_words) packed bits */
+    const uint64_t *db_codes;               /* (N, code_words) */
+    int64_t code_words, n_bits;
+    int64_t rel_kind;                       /* REL_MATRIX, REL_IDS or REL_MULTI */
+    const uint8_t *relevance;               /* (Q, N) 0/1 */
+    const int64_t *query_ids, *db_ids;      /* (Q,), (N,) single ids */
+    const uint64_t *query_label_bits;       /* (Q, label_words) multi-hot, packed */
+    const uint64_t *db_label_bits;          /* (N, label_words) */
+    int64_t label_words;
+    const uint8_t *junk;                    /* (Q, N) 0/1 or NULL */
+    const int64_t *query_cams, *db_cams;    /* (Q,), (N,) or NULL; needs single ids */
+    const uint8_t *gallery_junk;            /* (N,) 0/1 or NULL (junk ids) */
+    /* single ids only: the gallery indices sorted by id (stably), and per query the slice
+     * [id_start, id_stop) of db_order holding the items with the query's id */
+    const int64_t *db_order, *id_start, *id_stop;
+} rc_input;
+
+typedef struct {
+    int64_t ties, ap_rule, k, ap_at_k, max_rank, has_radius; /* k < 0: no cut-off */
+    double radius;
+} rc_options;
+
+typedef struct {
+    double *ap;
+    int64_t *n_relevant;
+    double *hits_at_k, *precision_at_k, *recall_at_k, *cmc, *inp, *r_precision;
+    double *precision_at_radius, *recall_at_radius;  /* NULL unless has_radius */
+    int64_t *status, *err_a, *err_b;                  /* per query */
+} rc_output;
+
+/* ---- double-double arithmetic ---------------------------------------------------------- */
+/* Error-free transformations (Dekker / Knuth); needs round-to-nearest double arithmetic
+ * without contraction into FMA, which is what -std=c99 on x86-64 SSE2 gives.  Inline here:
+ * every unit's inner loops use them. */
+typedef struct { double hi, lo; } dd;
+
+#define DD_ZERO ((dd){0.0, 0.0})
+
+static inline dd dd_make(double a) { dd r; r.hi = a; r.lo = 0.0; return r; }
+
+static inline dd two_sum(double a, double b)
+{
+    dd r;
+    double s = a + b, bb = s - a;
+    r.hi = s;
+    r.lo = (a - (s - bb)) + (b - bb);
+    return r;
+}
+
+static inline dd quick_two_sum(double a, double b)
+{
+    dd r;
+    double s = a + b;
+    r.hi = s;
+    r.lo = b - (s - a);
+    return r;
+}
+
+static inline dd two_prod(double a, double b)
+{
+    dd r;
+    double p = a * b;
+    double t = RC_DD_SPLIT * a, ah = t - (t - a), al = a - ah;
+    double u = RC_DD_SPLIT * b, bh = u - (u - b), bl = b - bh;
+    r.hi = p;
+    r.lo = ((ah * bh - p) + ah * bl + al * bh) + al * bl;
+    return r;
+}
+
+static inline dd dd_add(dd a, dd b)
+{
+    dd s = two_sum(a.hi, b.hi), t = two_sum(a.lo, b.lo);
+    s.lo += t.hi;
+    s = quick_two_sum(s.hi, s.lo);
+    s.lo += t.lo;
+    return quick_two_sum(s.hi, s.lo);
+}
+
+static inline dd dd_neg(dd a) { a.hi = -a.hi; a.lo = -a.lo; return a; }
+static inline dd dd_sub(dd a, dd b) { return dd_add(a, dd_neg(b)); }
+static inline dd dd_half(dd a) { a.hi *= 0.5; a.lo *= 0.5; return a; }
+
+static inline dd dd_mul(dd a, dd b)
+{
+    dd p = two_prod(a.hi, b.hi);
+    p.lo += a.hi * b.lo + a.lo * b.hi;
+    return quick_two_sum(p.hi, p.lo);
+}
+
+static inline dd dd_mul_d(dd a, double b)
+{
+    dd p = two_prod(a.hi, b);
+    p.lo += a.lo * b;
+    return quick_two_sum(p.hi, p.lo);
+}
+
+static inline dd dd_div(dd a, dd b)
+{
+    double q1 = a.hi / b.hi;
+    dd r = dd_sub(a, dd_mul_d(b, q1));
+    double q2 = r.hi / b.hi;
+    r = dd_sub(r, dd_mul_d(b, q2));
+    double q3 = r.hi / b.hi;
+    return dd_add(quick_two_sum(q1, q2), dd_make(q3));
+}
+
+/* a / b for a double b: one exact product for the remainder, two divisions */
+static inline dd dd_div_d(dd a, double b)
+{
+    double q1 = a.hi / b;
+    dd p = two_prod(q1, b);
+    dd r = two_sum(a.hi, -p.hi);
+    r.lo -= p.lo;
+    r.lo += a.lo;
+    return quick_two_sum(q1, (r.hi + r.lo) / b);
+}
+
+/* a / b for integers a, b < 2^53 held in doubles: the remainder a - q*b is exact. */
+static inline dd dd_ratio(double a, double b)
+{
+    double q = a / b;
+    dd p = two_prod(q, b);
+    double rem = (a - p.hi) - p.lo;
+    return quick_two_sum(q, rem / b);
+}
+
+/* the double nearest to a normalised double-double */
+static inline double dd_round(dd a) { return a.hi + a.lo; }
+
+/* Sum of terms kept as s + c: two_sum keeps the rounding error of every addition and the
+ * errors are added up in c, so the critical path is one addition per term (a plain
+ * double-double sum serialises about fifteen).  Error ~ n^2 eps^2: far below half an ulp. */
+typedef struct { double s, c; } ddacc;
+
+static inline void acc_add(ddacc *a, dd t)
+{
+    dd u = two_sum(a->s, t.hi);
+    a->s = u.hi;
+    a->c += u.lo + t.lo;
+}
+
+static inline dd acc_get(ddacc a) { return two_sum(a.s, a.c); }
+
+static inline int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
+static inline int64_t max64(int64_t a, int64_t b) { return a > b ? a : b; }
+
+/* ---- per-thread workspace and per-query results ----------------------------------------- */
+typedef struct { double d; int64_t j; } relitem;
+typedef struct { int64_t c, n, m, h; } group;   /* before, size, relevant, relevant before */
+
+typedef struct {
+    uint8_t *skip;           /* N: junk (and, in the float pass, relevant) items */
+    int64_t *ranks;          /* N: 1-based ranks of the relevant items, ascending */
+    group *groups;           /* N: groups holding relevant items */
+    relitem *rel;            /* N + 1 (float path) */
+    double *rd;              /* N: sorted relevant distances (float path) */
+    int64_t *before, *eq;    /* RC_INTERLEAVE (N + 1) and N + 1 (float path) */
+    double *sel;             /* N (float path, grouped with k) */
+    int64_t *h2;             /* RC_INTERLEAVE x 2 (B + 1) (codes path): per (distance, relevant) */
+    int64_t *ht, *hr;        /* B + 1: totals and relevant per distance */
+    int64_t *clt, *rlt;      /* B + 1: items / relevant items at smaller distance */
+    int64_t *run;            /* B + 1: counting-sort cursors */
+    uint64_t *rinfo;         /* N + 1 (codes path): distance << 32 | items before it */
+} workspace;
+
+typedef struct {
+    double ap, hits, prec, rec, inp, rprec;
+    double *cmc;
+} qres;
+
+/* ---- internal functions shared between units -------------------------------------------- */
+/* rc_input.c: is there any junk input; the junk of query q (jk[j] = 1), returns how many */
+RC_INTERNAL int rc_has_junk(const rc_input *in);
+RC_INTERNAL int64_t rc_build_junk(const rc_input *in, int64_t q, uint8_t *jk);
+
+/* rc_metrics.c: every metric from concrete ranks, from `grouped` tie groups, or all zero */
+RC_INTERNAL extern int rc_use_fma;  /* set once by rc_evaluate before the parallel region */
+RC_INTERNAL void rc_metrics_ranks(const int64_t *rk, int64_t R, int64_t Np, const rc_options *o,
+                                  qres *res);
+RC_INTERNAL void rc_metrics_grouped(const group *g, int64_t ng, int64_t R, int64_t Np,
+                                    const rc_options *o, qres *res);
+RC_INTERNAL void rc_metrics_zero(const rc_options *o, qres *res);
+
+/* rc_expected.c: every metric under ties = "expected" (Hh: harmonic numbers H_0 .. H_{N+1}) */
+RC_INTERNAL void rc_metrics_expected(const group *g, int64_t ng, int64_t R, int64_t Np,
+                                     const rc_options *o, const dd *Hh, qres *res);
+
+/* rc_float.c and rc_codes.c: one query of float distances / of Hamming codes */
+RC_INTERNAL void rc_query_float(const rc_input *in, const rc_options *o, const dd *Hh, int64_t q,
+                                workspace *w, qres *res, rc_output *out);
+RC_INTERNAL void rc_query_codes(const rc_input *in, const rc_options *o, const dd *Hh, int64_t q,
+                                workspace *w, qres *res, rc_output *out, int use_popcnt);
+
+/* ---- the exported entry points (rc_evaluate.c; c_backend.py binds them by name) ---------- */
+int64_t rc_abi_version(void);
+int64_t rc_set_features(int64_t mask);
+int64_t rc_max_threads(void);
+int64_t rc_evaluate(const rc_input *in, const rc_options *o, rc_output *out, int64_t num_threads);
+
+#endif /* RC_CORE_H */

@@ -1,0 +1,190 @@
+/* rc_evaluate.c -- the exported entry points (bound by name with ctypes in c_backend.py):
+ * argument checks, CPU feature dispatch, per-thread workspaces and the OpenMP loop over
+ * queries.  Builds with and without OpenMP (-fopenmp). */
+#include "rc_core.h"
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+/* ---- per-thread workspace ---------------------------------------------------------------- */
+static void ws_free(workspace *w)
+{
+    free(w->skip); free(w->ranks); free(w->groups); free(w->rel); free(w->rd);
+    free(w->before); free(w->eq); free(w->sel); free(w->h2); free(w->ht); free(w->hr);
+    free(w->clt); free(w->rlt); free(w->run); free(w->rinfo);
+    memset(w, 0, sizeof(*w));
+}
+
+static int ws_alloc(workspace *w, const rc_input *in, const rc_options *o)
+{
+    size_t N = (size_t)in->n_gallery + 1;
+    memset(w, 0, sizeof(*w));
+    const int by_group = o->ties == T_EXPECTED || o->ties == T_GROUPED;
+    w->skip = (uint8_t *)malloc(N);
+    if (!w->skip) return -1;
+    if (by_group) w->groups = (group *)malloc(N * sizeof(group));
+    else w->ranks = (int64_t *)malloc(N * sizeof(int64_t));
+    if (!w->groups && !w->ranks) return -1;
+    if (in->dist_kind == D_CODES) {
+        size_t B = (size_t)in->n_bits + 1;
+        w->h2 = (int64_t *)malloc(RC_INTERLEAVE * 2 * B * sizeof(int64_t));
+        w->ht = (int64_t *)malloc(B * sizeof(int64_t));
+        w->hr = (int64_t *)malloc(B * sizeof(int64_t));
+        w->clt = (int64_t *)malloc(B * sizeof(int64_t));
+        w->rlt = (int64_t *)malloc(B * sizeof(int64_t));
+        w->run = (int64_t *)malloc(B * sizeof(int64_t));
+        if (o->ties == T_STABLE || o->ties == T_REVERSE) w->rinfo = (uint64_t *)malloc(N * sizeof(uint64_t));
+        if (!w->h2 || !w->ht || !w->hr || !w->clt || !w->rlt || !w->run) return -1;
+        if ((o->ties == T_STABLE || o->ties == T_REVERSE) && !w->rinfo) return -1;
+    } else {
+        w->rel = (relitem *)malloc(N * sizeof(relitem));
+        w->rd = (double *)malloc(N * sizeof(double));
+        w->before = (int64_t *)malloc(RC_INTERLEAVE * N * sizeof(int64_t));
+        if (by_group) w->eq = (int64_t *)malloc(N * sizeof(int64_t));
+        if (!w->rel || !w->rd || !w->before || (by_group && !w->eq)) return -1;
+        if (o->ties == T_GROUPED && o->k >= 0) {
+            w->sel = (double *)malloc(N * sizeof(double));
+            if (!w->sel) return -1;
+        }
+    }
+    return 0;
+}
+
+/* ---- entry points ----------------------------------------------------------------------- */
+int64_t rc_abi_version(void) { return RC_ABI_VERSION; }
+
+/* CPU features used when present: bit 0 popcnt, bit 1 fma (RC_FEATURE_*).  rc_set_features(mask) limits
+ * them to mask (tests compare the generic and the accelerated code paths); returns the
+ * features this CPU has. */
+static int64_t rc_feature_mask = RC_FEATURE_ALL;
+
+int64_t rc_set_features(int64_t mask)
+{
+    int64_t have = 0;
+    rc_feature_mask = mask;
+#if defined(RC_HAVE_POPCNT_DISPATCH) || defined(RC_HAVE_FMA_DISPATCH)
+    __builtin_cpu_init();
+#endif
+#ifdef RC_HAVE_POPCNT_DISPATCH
+    if (__builtin_cpu_supports("popcnt")) have |= RC_FEATURE_POPCNT;
+#endif
+#ifdef RC_HAVE_FMA_DISPATCH
+    if (__builtin_cpu_supports("fma")) have |= RC_FEATURE_FMA;
+#endif
+    return have;
+}
+
+int64_t rc_max_threads(void)
+{
+#ifdef _OPENMP
+    return (int64_t)omp_get_max_threads();
+#else
+    return 1;
+#endif
+}
+
+static int check_args(const rc_input *in, const rc_options *o, const rc_output *out)
+{
+    if (!in || !o || !out) return -1;
+    if (in->n_queries < 0 || in->n_gallery < 0 || o->max_rank < 0) return -1;
+    if (o->ties < T_STABLE || o->ties > T_GROUPED) return -1;
+    if (o->ap_rule != AP_PS && o->ap_rule != AP_TRAP) return -1;
+    if (o->ap_at_k < K_HITS || o->ap_at_k > K_DCMH || o->k == 0) return -1;
+    if (o->has_radius && !(o->radius >= 0.0)) return -1;
+    if (!out->ap || !out->n_relevant || !out->hits_at_k || !out->precision_at_k ||
+        !out->recall_at_k || !out->inp || !out->r_precision || !out->status || !out->err_a ||
+        !out->err_b || (o->max_rank > 0 && !out->cmc))
+        return -1;
+    if (o->has_radius && (!out->precision_at_radius || !out->recall_at_radius)) return -1;
+    if (in->dist_kind == D_CODES) {
+        if (!in->query_codes || !in->db_codes || in->code_words < 1 || in->n_bits < 1 ||
+            in->n_bits > RC_CODE_WORD_BITS * in->code_words)
+            return -1;
+    } else if (in->dist_kind == D_F32 || in->dist_kind == D_F64) {
+        if (!in->distances) return -1;
+    } else {
+        return -1;
+    }
+    if (in->rel_kind == REL_MATRIX) {
+        if (!in->relevance) return -1;
+    } else if (in->rel_kind == REL_IDS) {
+        if (!in->query_ids || !in->db_ids) return -1;
+    } else if (in->rel_kind == REL_MULTI) {
+        if (!in->query_label_bits || !in->db_label_bits || in->label_words < 1) return -1;
+    } else {
+        return -1;
+    }
+    if (in->rel_kind == REL_IDS && (!in->db_order || !in->id_start || !in->id_stop)) return -1;
+    if (in->query_cams && (!in->db_cams || in->rel_kind != REL_IDS)) return -1;
+    return 0;
+}
+
+/* Evaluate queries 0 .. n_queries-1.  Returns RC_OK, RC_ERR_QUERY (see out->status: the
+ * caller raises for the first query with a non-zero status), RC_ERR_NOMEM or RC_ERR_ARGS.
+ * num_threads <= 0: OpenMP's default.  Results do not depend on the thread count. */
+int64_t rc_evaluate(const rc_input *in, const rc_options *o, rc_output *out, int64_t num_threads)
+{
+    const int64_t Q = in ? in->n_queries : 0, N = in ? in->n_gallery : 0;
+    dd *Hh = NULL;
+    int fail = 0, any_status = 0, use_popcnt = 0;
+    int64_t q;
+    if (check_args(in, o, out)) return RC_ERR_ARGS;
+    if (Q == 0) return RC_OK;
+    if (o->ties == T_EXPECTED) {  /* harmonic numbers H_0 .. H_{N+1} */
+        int64_t j;
+        Hh = (dd *)malloc((size_t)(N + 2) * sizeof(dd));
+        if (!Hh) return RC_ERR_NOMEM;
+        Hh[0] = DD_ZERO;
+        for (j = 1; j <= N + 1; j++) Hh[j] = dd_add(Hh[j - 1], dd_ratio(1.0, (double)j));
+    }
+    {
+        int64_t have = rc_set_features(rc_feature_mask) & rc_feature_mask;
+        use_popcnt = (int)((have & RC_FEATURE_POPCNT) != 0);
+        rc_use_fma = (int)((have & RC_FEATURE_FMA) != 0);
+    }
+#ifdef _OPENMP
+    if (num_threads <= 0) num_threads = omp_get_max_threads();
+    if (num_threads > Q) num_threads = Q;
+    /* if(): one thread runs the loop without touching the OpenMP thread pool (which does not
+     * survive fork(): c_backend.py asks for one thread in a forked child) */
+#pragma omp parallel num_threads((int)num_threads) reduction(| : any_status) if (num_threads > 1)
+#else
+    (void)num_threads;
+#endif
+    {
+        workspace w;
+        int mine = ws_alloc(&w, in, o);
+        if (mine) {
+#ifdef _OPENMP
+#pragma omp atomic write
+#endif
+            fail = 1;
+        }
+#ifdef _OPENMP
+#pragma omp for schedule(dynamic, RC_OMP_CHUNK)
+#endif
+        for (q = 0; q < Q; q++) {
+            qres res;
+            if (mine) continue;
+            out->status[q] = Q_OK;
+            out->err_a[q] = out->err_b[q] = 0;
+            res.cmc = out->cmc + q * o->max_rank;
+            if (in->dist_kind == D_CODES) rc_query_codes(in, o, Hh, q, &w, &res, out, use_popcnt);
+            else rc_query_float(in, o, Hh, q, &w, &res, out);
+            if (out->status[q] != Q_OK) {
+                any_status |= 1;
+                continue;
+            }
+            out->ap[q] = res.ap;
+            out->hits_at_k[q] = res.hits;
+            out->precision_at_k[q] = res.prec;
+            out->recall_at_k[q] = res.rec;
+            out->inp[q] = res.inp;
+            out->r_precision[q] = res.rprec;
+        }
+        ws_free(&w);
+    }
+    free(Hh);
+    if (fail) return RC_ERR_NOMEM;
+    return any_status ? RC_ERR_QUERY : RC_OK;
+}

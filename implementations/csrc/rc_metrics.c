@@ -1,0 +1,143 @@
+/* rc_metrics.c -- every metric of one query from concrete ranks (stable, reverse, optimistic,
+ * pessimistic) or from whole tie groups under ties = "grouped"; AP sums in double-double. */
+#include "rc_core.h"
+
+/* AP term of the i-th relevant item at rank r: i/r, or (i/r + (i-1)/(r-1))/2 and 1 at r=1 */
+static inline dd ap_term(double i, double r, int64_t rule)
+{
+    if (rule == AP_PS) return dd_ratio(i, r);
+    if (r == 1.0) return dd_make(1.0);
+    return dd_half(dd_add(dd_ratio(i, r), dd_ratio(i - 1.0, r - 1.0)));
+}
+
+/* sum of the AP terms of ranks rk[0..n-1] (the i-th relevant item at rank rk[i-1]) */
+static void sum_terms_generic(const int64_t *rk, int64_t n, int64_t rule, ddacc *acc)
+{
+    int64_t i;
+    if (rule == AP_PS) {
+        for (i = 0; i < n; i++) acc_add(acc, dd_ratio((double)(i + 1), (double)rk[i]));
+    } else {
+        for (i = 0; i < n; i++) acc_add(acc, ap_term((double)(i + 1), (double)rk[i], AP_TRAP));
+    }
+}
+
+#ifdef RC_HAVE_FMA_DISPATCH
+/* the same with a hardware FMA for the exact remainder a - q b (two operations instead of
+ * Dekker's seventeen); the result is identical: the remainder is exact either way */
+__attribute__((target("fma"))) static void
+sum_terms_fma(const int64_t *rk, int64_t n, int64_t rule, ddacc *acc)
+{
+    int64_t i;
+    for (i = 0; i < n; i++) {
+        const double a = (double)(i + 1), b = (double)rk[i];
+        double q = a / b;
+        dd t = quick_two_sum(q, __builtin_fma(-q, b, a) / b);
+        if (rule == AP_TRAP) {
+            if (b == 1.0) {
+                t = dd_make(1.0);
+            } else {
+                const double a1 = a - 1.0, b1 = b - 1.0;
+                double q1 = a1 / b1;
+                t = dd_half(dd_add(t, quick_two_sum(q1, __builtin_fma(-q1, b1, a1) / b1)));
+            }
+        }
+        acc_add(acc, t);
+    }
+}
+#endif
+
+int rc_use_fma = 0;  /* set once by rc_evaluate before the parallel region */
+
+static void sum_terms(const int64_t *rk, int64_t n, int64_t rule, ddacc *acc)
+{
+#ifdef RC_HAVE_FMA_DISPATCH
+    if (rc_use_fma) {
+        sum_terms_fma(rk, n, rule, acc);
+        return;
+    }
+#endif
+    sum_terms_generic(rk, n, rule, acc);
+}
+
+/* Concrete ranking: every metric from the sorted 1-based ranks rk[0..R-1] (R >= 1). */
+void rc_metrics_ranks(const int64_t *rk, int64_t R, int64_t Np, const rc_options *o,
+                      qres *res)
+{
+    const int64_t k = o->k;
+    int64_t i, n_terms, den, hk = R, hr = 0;
+    ddacc s = {0.0, 0.0};
+    if (k >= 0) {
+        hk = 0;
+        while (hk < R && rk[hk] <= k) hk++;
+    }
+    if (k < 0) {                       /* full AP: (1/R) sum_i term_i */
+        n_terms = den = R;
+    } else if (o->ap_at_k == K_DCMH) { /* the first min(k, R) relevant items, wherever */
+        n_terms = den = min64(k, R);
+    } else {                           /* S_k = sum_{r_i <= k} term_i over a denominator */
+        n_terms = hk;
+        den = o->ap_at_k == K_HITS ? hk : (o->ap_at_k == K_R ? R : min64(k, R));
+    }
+    sum_terms(rk, n_terms, o->ap_rule, &s);
+    res->ap = den ? dd_round(dd_div_d(acc_get(s), (double)den)) : 0.0;
+    res->hits = (double)hk;
+    res->prec = (double)hk / (double)(k >= 0 ? k : Np);
+    res->rec = (double)hk / (double)R;
+    for (i = 0; i < o->max_rank; i++) res->cmc[i] = rk[0] <= i + 1 ? 1.0 : 0.0;
+    res->inp = (double)R / (double)rk[R - 1];
+    while (hr < R && rk[hr] <= R) hr++;
+    res->rprec = (double)hr / (double)R;
+}
+
+/* ---- ties = "grouped": every item of a group takes the group's end rank c + n ------------ */
+static dd grouped_term(const group *g, int64_t rule)
+{
+    double e = (double)(g->c + g->n);
+    dd p = dd_ratio((double)(g->h + g->m), e);  /* precision at the group's end */
+    if (rule == AP_PS) return p;
+    if (e == 1.0) return dd_make(1.0);
+    return dd_half(dd_add(p, dd_ratio((double)g->h, e - 1.0)));
+}
+
+void rc_metrics_grouped(const group *g, int64_t ng, int64_t R, int64_t Np,
+                        const rc_options *o, qres *res)
+{
+    const int64_t k = o->k;
+    int64_t a, i, hk = R, hr = 0;
+    dd s = DD_ZERO;
+    if (k >= 0) {
+        hk = 0;
+        for (a = 0; a < ng && g[a].c + g[a].n <= k; a++) hk += g[a].m;
+    }
+    for (a = 0; a < ng && g[a].c + g[a].n <= R; a++) hr += g[a].m;
+    if (k < 0) {
+        for (a = 0; a < ng; a++) s = dd_add(s, dd_mul_d(grouped_term(&g[a], o->ap_rule), (double)g[a].m));
+        res->ap = dd_round(dd_div_d(s, (double)R));
+    } else if (o->ap_at_k == K_DCMH) {
+        int64_t L = min64(k, R), taken = 0;
+        for (a = 0; a < ng && taken < L; a++) {
+            int64_t take = min64(g[a].m, L - taken);
+            s = dd_add(s, dd_mul_d(grouped_term(&g[a], o->ap_rule), (double)take));
+            taken += take;
+        }
+        res->ap = dd_round(dd_div_d(s, (double)L));
+    } else {
+        int64_t den = o->ap_at_k == K_HITS ? hk : (o->ap_at_k == K_R ? R : min64(k, R));
+        for (a = 0; a < ng && g[a].c + g[a].n <= k; a++)
+            s = dd_add(s, dd_mul_d(grouped_term(&g[a], o->ap_rule), (double)g[a].m));
+        res->ap = den ? dd_round(dd_div_d(s, (double)den)) : 0.0;
+    }
+    res->hits = (double)hk;
+    res->prec = (double)hk / (double)(k >= 0 ? k : Np);
+    res->rec = (double)hk / (double)R;
+    for (i = 0; i < o->max_rank; i++) res->cmc[i] = g[0].c + g[0].n <= i + 1 ? 1.0 : 0.0;
+    res->inp = (double)R / (double)(g[ng - 1].c + g[ng - 1].n);
+    res->rprec = (double)hr / (double)R;
+}
+
+void rc_metrics_zero(const rc_options *o, qres *res)
+{
+    int64_t j;
+    res->ap = res->hits = res->prec = res->rec = res->inp = res->rprec = 0.0;
+    for (j = 0; j < o->max_rank; j++) res->cmc[j] = 0.0;
+}

@@ -1,0 +1,352 @@
+"""The public entry point: validate once, compute per query with any implementation, aggregate.
+
+::
+
+    inputs -> distances (or scores) -> ranking under a tie policy -> relevance + junk
+           -> per-query metric -> aggregation over queries
+"""
+from __future__ import annotations
+
+from typing import Any, Optional
+
+import numpy as np
+from retrieval_conformance.reference.contract import validation as v
+from retrieval_conformance.reference.contract.aggregation import aggregate
+from retrieval_conformance.reference.contract.cutoffs import compute_within_gallery
+from retrieval_conformance.reference.contract.embeddings import METRICS, embedding_distances
+from retrieval_conformance.reference.contract.gallery import Gallery, prepare_gallery
+from retrieval_conformance.reference.contract.presets import get_preset
+from retrieval_conformance.reference.contract.problem import (
+    AP_AT_K_DENOMINATORS,
+    AP_RULES,
+    EMPTY_POLICIES,
+    TIE_POLICIES,
+    Options,
+    PerQuery,
+    Problem,
+    Result,
+    ResultsAtK,
+)
+from retrieval_conformance.reference.contract.query_blocks import (
+    block_rows,
+    check_cmc_size,
+    check_not_transposed,
+    input_shape,
+    progress_callback,
+    query_rows,
+)
+from retrieval_conformance.reference.contract.registry import get
+
+
+def _count_given(**inputs: Any) -> list:
+    return [name for name, value in inputs.items() if value is not None]
+
+
+def build_problem(
+    distances=None,
+    scores=None,
+    query_codes=None,
+    db_codes=None,
+    query_embeddings=None,
+    db_embeddings=None,
+    metric: str = "euclidean",
+    relevance=None,
+    query_labels=None,
+    db_labels=None,
+    query_cams=None,
+    db_cams=None,
+    junk=None,
+    junk_ids=(),
+    row0: int = 0,
+    gallery: Optional[Gallery] = None,
+) -> Problem:
+    """Validate and normalise the inputs of :func:`evaluate` into a :class:`Problem`.
+
+    ``row0``: index of the first query, for messages about a block of queries.
+    ``gallery``: the gallery side already prepared by :func:`.gallery.prepare_gallery` (the same
+    arrays as the ``db_*`` arguments): only the query side is checked, against it.
+    """
+    ranking_inputs = _count_given(
+        distances=distances, scores=scores, query_codes=query_codes, db_codes=db_codes,
+        query_embeddings=query_embeddings, db_embeddings=db_embeddings,
+    )
+    pairs = {("query_codes", "db_codes"), ("query_embeddings", "db_embeddings")}
+    if not ranking_inputs or (len(ranking_inputs) > 1 and tuple(ranking_inputs) not in pairs):
+        raise ValueError(
+            "give exactly one ranking input: distances=, scores=, query_codes= with db_codes=, or "
+            f"query_embeddings= with db_embeddings=; got {ranking_inputs or 'none'}"
+        )
+    dist = query_bits = db_bits = None
+    if distances is not None:
+        dist = v.float_matrix("distances", distances, "queries x gallery")
+    elif scores is not None:
+        # similarity ranks descending; negation is exact, so the ranking is unchanged
+        dist = np.ascontiguousarray(-v.float_matrix("scores", scores, "queries x gallery"))
+    elif query_codes is not None or db_codes is not None:
+        if query_codes is None or db_codes is None:
+            missing = "db_codes" if db_codes is None else "query_codes"
+            raise ValueError(f"{missing}: expected codes together with {ranking_inputs[0]}")
+        query_bits, db_bits = gallery.codes_pair(query_codes) if gallery is not None else v.codes_pair(
+            query_codes, db_codes)
+    else:
+        if query_embeddings is None or db_embeddings is None:
+            missing = "db_embeddings" if db_embeddings is None else "query_embeddings"
+            raise ValueError(f"{missing}: expected embeddings together with {ranking_inputs[0]}")
+        checked = gallery is not None and gallery.embeddings is not None
+        dist = embedding_distances(query_embeddings, gallery.embeddings if checked else db_embeddings, metric,
+                                   row0=row0, db_checked=checked)
+    n_q, n_g = (dist.shape if dist is not None else (query_bits.shape[0], db_bits.shape[0]))
+    if n_q == 0:
+        raise ValueError(f"{ranking_inputs[0]}: expected at least one query (row), got 0")
+    if n_g == 0:
+        where = "column" if dist is not None and ranking_inputs[0] in ("distances", "scores") else "row"
+        name = ranking_inputs[-1]
+        raise ValueError(f"{name}: expected at least one gallery item ({where}), got an empty gallery")
+
+    rel = ql = dl = None
+    if relevance is not None:
+        if query_labels is not None or db_labels is not None:
+            raise ValueError("give exactly one relevance input: relevance= or query_labels= with db_labels=")
+        rel = v.bool_matrix("relevance", relevance, (n_q, n_g), "queries x gallery")
+    elif query_labels is not None and db_labels is not None:
+        ql, dl = gallery.labels_pair(query_labels) if gallery is not None else v.labels_pair(query_labels, db_labels)
+        if ql.shape[0] != n_q:
+            raise ValueError(f"query_labels: expected {n_q} rows (one per query), got {ql.shape[0]}")
+        if dl.shape[0] != n_g:
+            raise ValueError(f"db_labels: expected {n_g} rows (one per gallery item), got {dl.shape[0]}")
+    else:
+        raise ValueError(
+            "give exactly one relevance input: relevance= (queries x gallery booleans) or "
+            "query_labels= with db_labels="
+        )
+
+    junk_mask = None if junk is None else v.bool_matrix("junk", junk, (n_q, n_g), "queries x gallery")
+    qc = dc = None
+    if query_cams is not None or db_cams is not None:
+        if query_cams is None or db_cams is None:
+            raise ValueError("query_cams, db_cams: expected both camera arrays, or neither")
+        if ql is None or ql.ndim != 1:
+            raise ValueError(
+                "query_cams: camera junk (same id and same camera) needs single-id labels "
+                "(query_labels and db_labels as 1-D id arrays)"
+            )
+        qc, dc = (gallery.cams_pair(query_cams, n_q, n_g) if gallery is not None
+                  else v.cams_pair(query_cams, db_cams, n_q, n_g))
+    junk_ids = tuple(int(i) for i in junk_ids)
+    if junk_ids and (ql is None or ql.ndim != 1):
+        junk_ids = ()  # id-based junk needs single ids; with other inputs it has nothing to act on
+    return Problem(
+        n_queries=int(n_q), n_gallery=int(n_g), distances=dist, query_bits=query_bits, db_bits=db_bits,
+        relevance=rel, query_labels=ql, db_labels=dl, junk=junk_mask, query_cams=qc, db_cams=dc,
+        junk_ids=junk_ids,
+    )
+
+
+def resolve_options(
+    protocol: str = "hashing",
+    k: Optional[int] = None,
+    max_rank: int = 50,
+    ties: Optional[str] = None,
+    ap_rule: Optional[str] = None,
+    ap_at_k: Optional[str] = None,
+    empty: Optional[str] = None,
+    radius: Optional[float] = None,
+    k_given: bool = True,
+) -> Options:
+    """A preset's options with every explicit override applied, each one validated."""
+    preset = get_preset(protocol)
+    if not k_given:
+        k = preset.k
+    return Options(
+        ties=v.choice("ties", ties if ties is not None else preset.ties, TIE_POLICIES),
+        ap_rule=v.choice("ap_rule", ap_rule if ap_rule is not None else preset.ap_rule, AP_RULES),
+        k=v.positive_int("k", k, allow_none=True),
+        ap_at_k=v.choice("ap_at_k", ap_at_k if ap_at_k is not None else preset.ap_at_k, AP_AT_K_DENOMINATORS),
+        empty=v.choice("empty", empty if empty is not None else preset.empty, EMPTY_POLICIES),
+        max_rank=v.max_rank_value(max_rank),
+        radius=v.non_negative_number("radius", radius),
+    )
+
+
+_UNSET: Any = object()
+#: cut-offs one call evaluates at most (each is a full evaluation)
+MAX_CUTOFFS = 100
+
+
+def evaluate(
+    distances=None,
+    scores=None,
+    query_codes=None,
+    db_codes=None,
+    relevance=None,
+    query_labels=None,
+    db_labels=None,
+    query_cams=None,
+    db_cams=None,
+    junk=None,
+    protocol: str = "hashing",
+    k: Optional[int] = _UNSET,
+    max_rank: int = 50,
+    ties: Optional[str] = None,
+    ap_rule: Optional[str] = None,
+    ap_at_k: Optional[str] = None,
+    empty: Optional[str] = None,
+    radius: Optional[float] = None,
+    implementation: str = "auto",
+    query_embeddings=None,
+    db_embeddings=None,
+    metric: str = "euclidean",
+    block_size: Optional[int] = None,
+    progress=False,
+) -> Result:
+    """Evaluate a retrieval run under a named protocol, with any implementation.
+
+    Parameters
+    ----------
+    distances, scores, query_codes + db_codes, query_embeddings + db_embeddings
+        Exactly one ranking input: a (Q, N) distance matrix (smaller is closer), a (Q, N)
+        similarity matrix (larger is closer), binary codes in {-1, +1} or {0, 1} (Hamming
+        distance), or embeddings (``metric="euclidean"`` or ``"cosine"``).
+    relevance, query_labels + db_labels
+        Exactly one relevance input: a (Q, N) boolean matrix, single ids (1-D: relevant iff
+        equal) or multi-hot rows (2-D: relevant iff they share a label).
+    query_cams, db_cams, junk
+        Junk items are removed before ranking.  With cameras, a gallery item with the query's
+        id and camera is junk (ReID presets); ``junk`` is an explicit (Q, N) mask.
+    protocol : str
+        A preset of spec §9 (``hashing``, ``hashnet``, ``dcmh``, ``reid``,
+        ``reid-matlab``, ``gldv2``).
+    k : int or None
+        Cut-off for AP@k, P@k and R@k; None for the whole gallery.  Default: the preset's
+        (None except ``gldv2``: 100).  Any Python or numpy integer >= 1, of any size: a k
+        beyond the gallery gives full AP and R@k = 1, and P@k = R/k still divides by k
+        (spec §6 k at or beyond the gallery).  bools, floats and strings are errors.
+        A tuple or list of cut-offs (``k=(1, 5, 10, 100)``) evaluates each one and returns a
+        :class:`ResultsAtK` (``{k: Result}``, in the order given).
+    max_rank : int
+        Length of the CMC (``cmc`` and every row of ``per_query.cmc``), 1 .. 10**7
+        (``validation.MAX_RANK_LIMIT``).  Beyond the gallery the CMC is flat (§7
+        cmc_length=max_rank): it is computed up to the gallery size and extended by its last
+        value.  A max_rank beyond the gallery whose per-query rows would exceed 2**27 values
+        (1 GiB) is an error that says so.
+    ties, ap_rule, ap_at_k, empty, radius
+        Overrides of the preset's options (see :class:`Options`).
+    implementation : {"auto", "reference", "numpy", "torch", "c"}
+        Who computes; all return the same numbers, and ``result.implementation`` says who did.
+        Default ``"auto"``: the fastest available (C, then numpy, then torch; torch is not
+        imported unless it is picked).  ``"reference"`` is the slow exact yardstick, the only
+        one that also returns exact ``Fraction`` values (``result.exact``).
+    block_size : int, optional
+        Queries per block.  Inputs are validated and evaluated one query block at a time
+        (a memory-mapped ``distances`` array is read block by block, embeddings and codes give
+        one block of distances at a time), so memory stays bounded; the result is identical
+        for any block size.  Default: about 256 MiB of float64 per block.
+    progress : bool or callable
+        True prints progress to stderr; a callable gets ``(queries_done, queries)``.
+
+    Returns
+    -------
+    Result
+        ``map``, ``ap`` (per query; NaN where the query is left out), ``precision_at_k``,
+        ``recall_at_k``, ``cmc`` (``cmc[0]`` = Rank-1), ``minp``, ``exact``.
+
+    Examples
+    --------
+    Seed 000 (±1 codes, multi-hot labels): mAP@5 = 107/180.
+
+    >>> import retrieval_conformance as rc
+    >>> res = rc.evaluate(query_codes=[[1, -1, 1, 1], [-1, 1, -1, -1], [1, -1, -1, -1]],
+    ...     db_codes=[[1, -1, -1, -1], [-1, 1, 1, -1], [1, 1, 1, -1], [-1, -1, 1, 1],
+    ...               [1, 1, -1, -1], [1, 1, 1, -1], [-1, 1, -1, -1]],
+    ...     query_labels=[[1, 0, 0], [1, 1, 0], [0, 0, 1]],
+    ...     db_labels=[[0, 1, 0], [1, 1, 0], [1, 0, 1], [0, 0, 1], [0, 1, 0], [0, 0, 1], [1, 1, 0]],
+    ...     protocol="hashing", k=5, implementation="reference")
+    >>> res.exact.map
+    Fraction(107, 180)
+    """
+    if isinstance(k, (tuple, list)):
+        # several cut-offs: one evaluation each (AP@k, P@k and R@k all depend on k)
+        arguments = dict(locals())
+        if len(k) > MAX_CUTOFFS:
+            raise ValueError(f"k: at most {MAX_CUTOFFS} cut-offs in one call, got {len(k)}; each is one evaluation")
+        cutoffs = [v.positive_int("k", value) for value in k]
+        if not cutoffs or len(set(cutoffs)) != len(cutoffs):
+            raise ValueError(f"k: expected distinct cut-offs, got {v.shown(list(k))}; e.g. k=(1, 5, 10, 100)")
+        arguments.pop("k")
+        return ResultsAtK((c, evaluate(**arguments, k=c)) for c in cutoffs)
+    options = resolve_options(
+        protocol, None if k is _UNSET else k, max_rank, ties, ap_rule, ap_at_k, empty, radius,
+        k_given=k is not _UNSET,
+    )
+    preset = get_preset(protocol)
+    metric = v.choice("metric", metric, METRICS)
+    if (query_cams is not None or db_cams is not None) and "same_id_cam" not in preset.junk:
+        raise ValueError(
+            f"query_cams: protocol {protocol!r} has no camera junk rule; use protocol='reid' or "
+            "'reid-matlab', or pass an explicit junk= mask"
+        )
+    if ("same_id_cam" in preset.junk and query_cams is None and db_cams is None and junk is None
+            and query_labels is not None and np.ndim(query_labels) == 1):
+        # without cameras the preset's junk rule removes nothing, and mAP silently changes
+        raise ValueError(
+            f"query_cams: protocol {protocol!r} removes gallery items with the query's id and camera as "
+            "junk, so it needs query_cams= and db_cams=; to evaluate without camera junk, say so with an "
+            "explicit mask: junk=np.zeros((queries, gallery), bool)"
+        )
+    query_side = dict(distances=distances, scores=scores, query_codes=query_codes,
+                      query_embeddings=query_embeddings, relevance=relevance, query_labels=query_labels,
+                      query_cams=query_cams if "same_id_cam" in preset.junk else None, junk=junk)
+    gallery_side = dict(db_codes=db_codes, db_embeddings=db_embeddings, db_labels=db_labels,
+                        db_cams=db_cams if "same_id_cam" in preset.junk else None, metric=metric,
+                        junk_ids=(-1,) if "minus_one" in preset.junk else ())
+    impl = get(implementation)
+    # every array argument read as an array once (no copy of numpy arrays, memory maps or CPU
+    # tensors), so a scalar, a generator, a ragged list or an exotic tensor is named here
+    for side in (query_side, gallery_side):
+        for key, value in side.items():
+            if value is not None and key not in ("metric", "junk_ids"):
+                side[key] = v.array_input(key, value)
+    for key in ("distances", "scores", "query_codes", "query_embeddings"):
+        if query_side[key] is not None:
+            v.check_ndim(key, query_side[key], 2, "one row per query")
+    n_q, n_g = input_shape(query_side, gallery_side)
+    check_not_transposed(query_side, gallery_side)
+    for key, value in query_side.items():
+        if value is not None and hasattr(value, "__len__") and len(value) != n_q:
+            shape = getattr(value, "shape", (len(value),))
+            raise ValueError(f"{key}: expected {n_q} rows (one per query), got shape {tuple(shape)}")
+    per_block = block_rows(n_q, n_g, block_size)
+    report = progress_callback(progress, n_q)
+    parts = []
+    # with several blocks, the gallery is checked once and the implementation prepares it once
+    gallery = prepare_gallery(gallery_side) if per_block < n_q else None
+    state = None
+    for start in range(0, max(n_q, 1), per_block):
+        stop = min(start + per_block, n_q)
+        # each block is validated and evaluated on its own: queries are independent, so
+        # the result is identical to one block, while memory stays bounded
+        block = {key: query_rows(value, start, stop) for key, value in query_side.items()}
+        try:
+            problem = build_problem(**block, **gallery_side, row0=start, gallery=gallery)
+        except (ValueError, TypeError) as exc:
+            if per_block < n_q:
+                raise type(exc)(f"{exc} (in the query block starting at row {start})") from None
+            raise
+        check_cmc_size(n_q, problem.n_gallery, options.max_rank)
+        if gallery is not None and state is None and hasattr(impl, "prepare"):  # a third party may have none
+            state = impl.prepare(problem)
+        parts.append(_compute_block(impl, problem, options, state))
+        if report is not None:
+            report(stop)
+    return aggregate(PerQuery.concat(parts), options, protocol, impl.name, n_gallery=problem.n_gallery)
+
+
+def _compute_block(impl, problem: Problem, options: Options, state=None) -> PerQuery:
+    """Per-query values of one block, computed with k and max_rank clipped to the gallery.
+
+    Implementations never see a cut-off beyond the gallery (so no k wraps in int64, and no
+    CMC value beyond the gallery is computed); P@k is restored with the caller's k and CMC
+    rows are extended by their flat tail (``reference/contract/cutoffs.py``).
+    """
+    prepared = {} if state is None else {"state": state}  # implementations without prepare() take none
+    return compute_within_gallery(impl.compute, problem, options, **prepared)

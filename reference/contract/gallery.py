@@ -1,0 +1,159 @@
+"""The gallery side of an evaluation, validated once for every query block (§0 gallery).
+
+``evaluate`` streams query blocks against one gallery.  What depends only on the gallery (its
+codes as bits, its ids as int64 or the vocabulary of its string ids, its multi-hot rows, its
+embeddings) is checked and converted here once; each block then checks only its query side and
+how it fits the gallery.  Whatever does not fit (another code format, strings on one side only,
+another number of bits or labels, any invalid value) goes to the pair checks of
+``validation``/``ids`` with the user's gallery array, so the error is word for word the one a
+single call raises, and a gallery that cannot be prepared is simply checked per block as before.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Dict, Optional, Tuple
+
+import numpy as np
+from retrieval_conformance.reference.contract import validation as v
+from retrieval_conformance.reference.contract.arrays import to_numpy
+from retrieval_conformance.reference.contract.ids import exact_ids, is_text
+
+__all__ = ["Gallery", "prepare_gallery"]
+
+
+@dataclass
+class _Codes:
+    bits: np.ndarray  # (N, B) uint8
+    minus_one: bool  # some code is -1: the codes are ±1 whatever the query side holds
+    signed_ok: bool  # every value in {-1, +1}
+    binary_ok: bool  # every value in {0, 1}
+
+
+@dataclass
+class _Ids:
+    values: np.ndarray  # (N,) int64: the ids, or the codes of string ids
+    vocabulary: Optional[np.ndarray] = None  # sorted distinct strings, when the ids are strings
+
+
+@dataclass
+class Gallery:
+    """The user's gallery arrays (``raw``) and the parts of them prepared so far."""
+
+    raw: Dict[str, Any]
+    codes: Optional[_Codes] = None
+    embeddings: Optional[np.ndarray] = None
+    ids: Optional[_Ids] = None
+    multi_hot: Optional[np.ndarray] = None
+    cams: Optional[_Ids] = None
+
+    # -- one query block against the prepared gallery ------------------------------------
+    def codes_pair(self, query_codes: Any) -> Tuple[np.ndarray, np.ndarray]:
+        """``validation.codes_pair(query_codes, db_codes)``, with the gallery side done once."""
+        c, q = self.codes, _numeric_matrix(query_codes)
+        if c is not None and q is not None and q.shape[1] == c.bits.shape[1] > 0:
+            signed = c.minus_one or bool((q == -1).any())
+            fits = ((q == -1) | (q == 1)) if signed else ((q == 0) | (q == 1))
+            if fits.all() and (c.signed_ok if signed else c.binary_ok):
+                return np.ascontiguousarray(q > 0, dtype=np.uint8), c.bits
+        return v.codes_pair(query_codes, self.raw["db_codes"])
+
+    def labels_pair(self, query_labels: Any) -> Tuple[np.ndarray, np.ndarray]:
+        """``ids.labels_pair(query_labels, db_labels)``, with the gallery side done once."""
+        q = _array(query_labels)
+        if q is not None and self.ids is not None and q.ndim == 1:
+            codes = _id_codes("query_labels", q, self.ids)
+            if codes is not None:
+                return codes, self.ids.values
+        if q is not None and self.multi_hot is not None and q.ndim == 2 and q.shape[1] == self.multi_hot.shape[1]:
+            if q.dtype.kind in "fiub" and ((q == 0) | (q == 1)).all():
+                return np.ascontiguousarray(q != 0, dtype=np.uint8), self.multi_hot
+        return v.labels_pair(query_labels, self.raw["db_labels"])
+
+    def cams_pair(self, query_cams: Any, n_queries: int, n_gallery: int) -> Tuple[np.ndarray, np.ndarray]:
+        """``validation.cams_pair``, with the gallery side done once."""
+        q, c = _array(query_cams), self.cams
+        if q is not None and c is not None and q.ndim == 1 and q.shape[0] == n_queries == len(q) and \
+                c.values.shape[0] == n_gallery:
+            codes = _id_codes("query_cams", q, c, camera=True)
+            if codes is not None:
+                return codes, c.values
+        return v.cams_pair(query_cams, self.raw["db_cams"], n_queries, n_gallery)
+
+
+def prepare_gallery(gallery_side: Dict[str, Any]) -> Gallery:
+    """Check and convert what depends only on the gallery; a part that fails is left unprepared
+    (its error is then raised by the block's pair check, in the usual order)."""
+    g = Gallery(raw=dict(gallery_side))
+    db_codes, db_labels, db_cams = (gallery_side.get(k) for k in ("db_codes", "db_labels", "db_cams"))
+    if db_codes is not None:
+        d = _numeric_matrix(db_codes)
+        if d is not None:
+            g.codes = _Codes(bits=np.ascontiguousarray(d > 0, dtype=np.uint8), minus_one=bool((d == -1).any()),
+                             signed_ok=bool(((d == -1) | (d == 1)).all()), binary_ok=bool(((d == 0) | (d == 1)).all()))
+    if gallery_side.get("db_embeddings") is not None:
+        g.embeddings = _quietly(v.float_matrix, "db_embeddings", gallery_side["db_embeddings"],
+                                "one embedding per gallery item")
+    if db_labels is not None:
+        d = _array(db_labels)
+        if d is not None and d.ndim == 1:
+            g.ids = _prepared_ids("db_labels", d)
+        elif d is not None and d.ndim == 2 and d.dtype.kind in "fiub" and ((d == 0) | (d == 1)).all():
+            g.multi_hot = np.ascontiguousarray(d != 0, dtype=np.uint8)
+    if db_cams is not None:
+        d = _array(db_cams)
+        if d is not None and d.ndim == 1:
+            g.cams = _prepared_ids("db_cams", d, camera=True)
+    return g
+
+
+# -- helpers ----------------------------------------------------------------------------------
+def _quietly(check, *args):
+    """``check(*args)``, or None where it raises (the block's own check raises it in order)."""
+    try:
+        return check(*args)
+    except (ValueError, TypeError):
+        return None
+
+
+def _array(value: Any) -> Optional[np.ndarray]:
+    return _quietly(to_numpy, "", value)
+
+
+def _numeric_matrix(value: Any) -> Optional[np.ndarray]:
+    """Codes as a finite numeric 2-D array, or None (left to ``validation.codes_pair``)."""
+    arr = _array(value)
+    if arr is None or arr.ndim != 2 or arr.dtype.kind not in "fiub":
+        return None
+    if arr.dtype.kind == "f" and not np.isfinite(arr).all():
+        return None
+    return arr
+
+
+def _prepared_ids(name: str, arr: np.ndarray, camera: bool = False) -> Optional[_Ids]:
+    if is_text(arr):
+        vocabulary, codes = np.unique(arr.astype(str), return_inverse=True)
+        return _Ids(codes.astype(np.int64).reshape(-1), vocabulary)
+    checked = _quietly(_id_values, name, arr, camera)
+    return None if checked is None else _Ids(checked)
+
+
+def _id_values(name: str, arr: np.ndarray, camera: bool) -> np.ndarray:
+    if camera:  # cameras go through id_vector, which also refuses non-integer floats by type
+        return v.id_vector(name, arr, arr.shape[0], "")
+    return exact_ids(name, arr)
+
+
+def _id_codes(name: str, arr: np.ndarray, ids: _Ids, camera: bool = False) -> Optional[np.ndarray]:
+    """The query side's ids coded like the gallery's, or None (left to the pair check)."""
+    if ids.vocabulary is None:
+        return None if is_text(arr) else _quietly(_id_values, name, arr, camera)
+    if not is_text(arr):
+        return None
+    text = arr.astype(str)
+    at = np.searchsorted(ids.vocabulary, text)
+    inside = at < ids.vocabulary.shape[0]
+    known = np.zeros(text.shape, dtype=bool)
+    known[inside] = ids.vocabulary[at[inside]] == text[inside]
+    # a string the gallery does not hold gets a code no gallery item has: ids are only ever
+    # compared query against gallery, so every equality and inequality is kept
+    return np.where(known, at, ids.vocabulary.shape[0]).astype(np.int64)

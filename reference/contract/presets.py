@@ -1,0 +1,51 @@
+"""Protocol presets: the conventions of real codebases, by name (spec §9).
+
+A preset is a bundle of named options; every option can be overridden on its own in
+``evaluate``.  ``junk`` says which junk rule the preset adds to an explicit junk mask:
+``same_id_cam`` (a gallery item with the query's id and camera, when cameras are given) and
+``minus_one`` (gallery id -1, Market-1501's "junk" images).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Dict, Optional, Tuple
+
+
+@dataclass(frozen=True)
+class Preset:
+    name: str
+    ties: str
+    ap_rule: str
+    ap_at_k: str
+    empty: str
+    junk: Tuple[str, ...]
+    matches: str
+    k: Optional[int] = None
+
+
+PRESETS: Dict[str, Preset] = {
+    p.name: p
+    for p in (
+        Preset("hashing", "stable", "precision_sum", "hits", "zero", (),
+               "seed 000 CalcTopMap, jiangqy/DPSH-pytorch, swuxyj/DeepHash-pytorch (with a stable sort)"),
+        Preset("hashnet", "stable", "precision_sum", "hits", "skip_no_hit", (),
+               "thuml/HashNet pytorch (queries without a hit in the top k are left out)"),
+        Preset("dcmh", "stable", "precision_sum", "dcmh", "zero", (),
+               "seed 003 calc_map_k without its stray break, WangGodder/deep-cross-modal-hashing"),
+        Preset("reid", "stable", "precision_sum", "hits", "skip", ("same_id_cam",),
+               "torchreid, fast-reid (market1501 mode)"),
+        Preset("reid-matlab", "stable", "trapezoid", "hits", "zero", ("same_id_cam", "minus_one"),
+               "Market-1501 MATLAB compute_AP.m, layumi Person_reID_baseline_pytorch"),
+        Preset("gldv2", "stable", "precision_sum", "min_k_r", "skip", (),
+               "Google Landmarks v2 / Kaggle mAP@100 (divides by min(k, R))", k=100),
+    )
+}
+
+
+def get_preset(name: str) -> Preset:
+    if not isinstance(name, str):
+        raise TypeError(
+            f"protocol: expected a preset name (str), got {type(name).__name__}; pass one of {sorted(PRESETS)}")
+    if name not in PRESETS:
+        raise ValueError(f"protocol: unknown preset {name!r}; expected one of {sorted(PRESETS)}")
+    return PRESETS[name]

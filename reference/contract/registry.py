@@ -1,0 +1,158 @@
+"""One interface for every implementation, and the registry that names them.
+
+An implementation turns a validated :class:`~retrieval_conformance.reference.contract.problem.Problem`
+and resolved :class:`~retrieval_conformance.reference.contract.problem.Options` into a
+:class:`~retrieval_conformance.reference.contract.problem.PerQuery`.  Validation happens before (in
+the front end) and aggregation after (shared), so implementations differ only in how they
+compute, never in what they accept or how they average.
+
+A third party adds an implementation without editing this project, through the entry-point
+group ``retrieval_conformance.implementations`` (``name = "package.module:Factory"`` in its
+``pyproject.toml``, where ``Factory()`` returns an :class:`Implementation`), or at run time
+with :func:`register`.  Built-in names cannot be replaced.
+"""
+from __future__ import annotations
+
+import importlib
+from typing import Callable, Dict, List, Optional
+
+from retrieval_conformance.reference.contract.problem import Options, PerQuery, Problem
+
+
+class ImplementationUnavailable(RuntimeError):
+    """Raised when an implementation cannot run here; the message says why and what to do."""
+
+
+class Implementation:
+    """Base class.  Subclasses set ``name`` and ``speed_rank`` and override :meth:`compute`.
+
+    ``speed_rank``: lower is faster; ``implementation="auto"`` picks the available one with
+    the lowest rank.
+    """
+
+    name: str = ""
+    speed_rank: int = 100
+
+    def unavailable_reason(self) -> Optional[str]:
+        """None when the implementation can run here, else a sentence saying why not."""
+        return None
+
+    def prepare(self, problem: Problem) -> Optional[object]:
+        """Work that depends only on the gallery (packing codes, sorting ids), done once per
+        evaluation.  ``evaluate`` passes what it returns to ``compute(..., state=...)`` for
+        every query block of ``problem``'s gallery; None (the default) passes nothing."""
+        return None
+
+    def compute(self, problem: Problem, options: Options) -> PerQuery:  # pragma: no cover
+        """Per-query values of ``problem`` under ``options``; with :meth:`prepare`, also
+        ``state=`` (what it returned for this gallery)."""
+        raise NotImplementedError
+
+
+# name -> "module:attribute" (imported lazily, so a missing optional dependency only
+# affects its own implementation)
+_SPECS: Dict[str, str] = {
+    "reference": "retrieval_conformance.reference.backend:ReferenceImplementation",
+    "numpy": "retrieval_conformance.implementations.numpy_backend:NumpyImplementation",
+    "torch": "retrieval_conformance.implementations.torch_backend:TorchImplementation",
+    "c": "retrieval_conformance.implementations.c_backend:CImplementation",
+}
+BUILT_IN = tuple(_SPECS)
+#: the entry-point group third-party implementations register under
+ENTRY_POINT_GROUP = "retrieval_conformance.implementations"
+_CACHE: Dict[str, Implementation] = {}
+_discovered = False
+
+
+def _discover() -> None:
+    """Add the implementations other installed packages declare (once, without importing them)."""
+    global _discovered
+    if _discovered:
+        return
+    _discovered = True
+    from importlib.metadata import entry_points
+
+    for point in entry_points(group=ENTRY_POINT_GROUP):
+        if point.name not in BUILT_IN:
+            _SPECS.setdefault(point.name, point.value)
+#: the built-in implementations' ``speed_rank``, known without importing them
+_BUILT_IN_RANKS = {"c": 0, "numpy": 10, "torch": 20, "reference": 1000}
+
+
+def _speed_rank(name: str) -> int:
+    return _BUILT_IN_RANKS[name] if name in _BUILT_IN_RANKS and not callable(_SPECS[name]) else _load(name).speed_rank
+
+
+def names() -> List[str]:
+    """Every registered implementation name, available or not."""
+    _discover()
+    return list(_SPECS)
+
+
+def register(name: str, factory: Callable[[], Implementation]) -> None:
+    """Register an extra implementation (a factory called once, lazily)."""
+    _CACHE.pop(name, None)
+    _SPECS[name] = factory  # type: ignore[assignment]
+
+
+def unregister(name: str) -> None:
+    """Remove an implementation added with :func:`register` (the built-in ones stay)."""
+    if name in BUILT_IN:
+        raise ValueError(f"name: {name!r} is built in and cannot be unregistered")
+    _SPECS.pop(name, None)
+    _CACHE.pop(name, None)
+
+
+def _load(name: str) -> Implementation:
+    if name in _CACHE:
+        return _CACHE[name]
+    spec = _SPECS[name]
+    if callable(spec):
+        impl = spec()
+    else:
+        module, attr = spec.split(":")
+        impl = getattr(importlib.import_module(module), attr)()
+    _CACHE[name] = impl
+    return impl
+
+
+def unavailable_reason(name: str) -> Optional[str]:
+    """None if ``name`` can run here, else why not."""
+    _discover()
+    if name not in _SPECS:
+        return f"unknown implementation {name!r}; expected one of {names()} or 'auto'"
+    try:
+        impl = _load(name)
+    except ImportError as exc:  # a module that needs a missing optional dependency
+        return f"{name}: cannot import ({exc})"
+    return impl.unavailable_reason()
+
+
+def available() -> List[str]:
+    """Names of the implementations that can run here."""
+    return [n for n in names() if unavailable_reason(n) is None]
+
+
+def get(name: str) -> Implementation:
+    """The implementation called ``name`` (or the fastest available one for ``"auto"``).
+
+    Raises ``ValueError`` for an unknown name and :class:`ImplementationUnavailable` when it
+    cannot run here.
+    """
+    if name == "auto":
+        # fastest first, loading each only when the faster ones cannot run: picking C must not
+        # import torch (seconds on a first call)
+        for candidate in sorted(names(), key=_speed_rank):
+            if unavailable_reason(candidate) is None:
+                return _load(candidate)
+        raise ImplementationUnavailable("no implementation can run here")  # the reference always can
+    _discover()
+    if name not in _SPECS:
+        raise ValueError(
+            f"implementation: unknown implementation {name!r}; expected one of "
+            f"{names()} or 'auto'"
+        )
+    reason = unavailable_reason(name)
+    if reason is not None:
+        raise ImplementationUnavailable(f"implementation {name!r} is unavailable: {reason}")
+    return _load(name)

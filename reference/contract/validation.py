@@ -1,0 +1,216 @@
+"""Shared input validation: every check names the argument and says what was expected.
+
+All implementations receive input only through these helpers (via ``evaluate``), so no
+array reaches numpy, torch or C code before its shape, dtype and values were checked.
+"""
+from __future__ import annotations
+
+import numbers
+import operator
+from typing import Any, Optional, Tuple
+
+import numpy as np
+from retrieval_conformance.reference.contract.arrays import (
+    ID_ARGUMENTS,
+    array_input,
+    check_ndim,
+    position_text,
+    shown,
+    to_numpy,
+)
+from retrieval_conformance.reference.contract.ids import INT64_MAX, exact_ids, id_vector, joint_ids, labels_pair
+
+__all__ = [  # the names callers use; arrays.py and ids.py hold the first two steps
+    "ID_ARGUMENTS", "INT64_MAX", "MAX_RANK_LIMIT", "LowPrecisionWarning", "array_input", "bool_matrix",
+    "check_finite", "check_ndim", "choice", "codes_pair", "exact_ids", "float_matrix", "id_vector", "joint_ids",
+    "labels_pair", "max_rank_value", "non_negative_number", "positive_int", "shown",
+]
+
+
+def check_finite(name: str, arr: np.ndarray) -> None:
+    if arr.dtype.kind == "f" and not np.isfinite(arr).all():
+        bad = ~np.isfinite(arr)
+        raise ValueError(
+            f"{name}: expected finite values, found {arr[bad].flat[0]} at {position_text(arr, bad)}; "
+            "replace NaN/inf (e.g. by a large distance) before evaluating"
+        )
+
+
+def float_matrix(name: str, value: Any, what: str) -> np.ndarray:
+    """A finite 2-D float32/float64 array (integers are converted to float64 exactly)."""
+    arr = to_numpy(name, value)
+    check_ndim(name, arr, 2, what)
+    if arr.dtype == np.bool_ or arr.dtype.kind not in "fiu":
+        raise TypeError(f"{name}: expected a float or integer array, got dtype={arr.dtype}")
+    if arr.dtype.kind in "iu":
+        if arr.size and np.abs(arr.astype(np.float64)).max() >= 2.0**53:
+            raise ValueError(f"{name}: integer values must stay below 2**53 to convert exactly")
+        arr = arr.astype(np.float64)
+    elif arr.dtype not in (np.float32, np.float64):
+        if arr.dtype == np.float16:
+            _warn_float16(name, arr)
+        arr = arr.astype(np.float64)  # float16 and longdouble: float64 keeps the order
+    check_finite(name, arr)
+    return np.ascontiguousarray(arr)
+
+
+class LowPrecisionWarning(UserWarning):
+    """Values given in a precision so low that items which differ may be tied."""
+
+
+def _warn_float16(name: str, arr: np.ndarray) -> None:
+    """float16 keeps 11 significant bits: distances computed in float32 often collapse into ties."""
+    import warnings
+
+    tied = sum(int(row.size - np.unique(row).size) for row in arr[:64])
+    warnings.warn(
+        f"{name}: float16 values keep 11 significant bits, so items whose distances differ in float32 "
+        f"may be tied here ({tied} tied values in the first {min(len(arr), 64)} rows), which changes "
+        f"AP and CMC; compute {name} in float32 or float64",
+        LowPrecisionWarning, stacklevel=_outside_package())
+
+
+def _outside_package() -> int:
+    """The ``stacklevel`` of the first caller outside this package (where the warning belongs)."""
+    import os
+    import sys
+
+    package = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    frame, level = sys._getframe(1), 1
+    while frame is not None and os.path.abspath(frame.f_code.co_filename).startswith(package + os.sep):
+        frame, level = frame.f_back, level + 1
+    return level
+
+
+def bool_matrix(name: str, value: Any, shape: Tuple[int, int], what: str) -> np.ndarray:
+    """A (Q, N) matrix of booleans, given as bool or as 0/1 numbers."""
+    arr = to_numpy(name, value)
+    check_ndim(name, arr, 2, what)
+    if arr.shape != shape:
+        raise ValueError(f"{name}: expected shape {shape} ({what}), got {arr.shape}")
+    if arr.dtype != np.bool_:
+        if arr.dtype.kind not in "fiu":
+            raise TypeError(f"{name}: expected bool or 0/1 values, got dtype={arr.dtype}")
+        bad = (arr != 0) & (arr != 1)
+        if bad.any():
+            raise ValueError(
+                f"{name}: expected bool or 0/1 values, found {arr[bad].flat[0]} at {position_text(arr, bad)}"
+            )
+        arr = arr != 0
+    return np.ascontiguousarray(arr)
+
+
+def codes_pair(query_codes: Any, db_codes: Any) -> Tuple[np.ndarray, np.ndarray]:
+    """Binary codes in {-1, +1} or {0, 1} -> uint8 bits (+1 -> 1, -1 -> 0; Hamming is kept).
+
+    ``sign(0) = 0`` leaves zeros in "±1" codes (thuml/DPH#3); such codes are rejected
+    rather than guessed at (spec §1).
+    """
+    out = []
+    arrays = {"query_codes": to_numpy("query_codes", query_codes), "db_codes": to_numpy("db_codes", db_codes)}
+    for name, arr in arrays.items():
+        check_ndim(name, arr, 2, "one binary code per row")
+        if arr.dtype.kind not in "fiub":
+            raise TypeError(f"{name}: expected numeric codes in {{-1,+1}} or {{0,1}}, got dtype={arr.dtype}")
+        check_finite(name, arr)
+    signed = any((a == -1).any() for a in arrays.values())
+    for name, arr in arrays.items():
+        allowed = (arr == -1) | (arr == 1) if signed else (arr == 0) | (arr == 1)
+        if not allowed.all():
+            bad = ~allowed
+            value = arr[bad].flat[0]
+            hint = ""
+            if signed and value == 0:
+                hint = (
+                    "; a 0 in ±1 codes usually comes from sign(0) = 0 (np.sign/torch.sign): "
+                    "binarise with np.where(x >= 0, 1, -1)"
+                )
+            expected = "{-1, +1}" if signed else "{-1, +1} or {0, 1}"
+            raise ValueError(
+                f"{name}: expected codes in {expected}, found {value} at {position_text(arr, bad)}{hint}"
+            )
+        out.append(np.ascontiguousarray(arr > 0, dtype=np.uint8))
+    q, d = out
+    if q.shape[1] != d.shape[1]:
+        raise ValueError(
+            f"db_codes: expected {q.shape[1]} bits per code like query_codes, got {d.shape[1]}"
+        )
+    if q.shape[1] == 0:
+        raise ValueError("query_codes: expected at least one bit per code, got 0")
+    return q, d
+
+
+def cams_pair(query_cams: Any, db_cams: Any, n_queries: int, n_gallery: int) -> Tuple[np.ndarray, np.ndarray]:
+    """Cameras as int64, one per query and one per gallery item (string cameras coded jointly)."""
+    query_cams, db_cams = joint_ids("query_cams", array_input("query_cams", query_cams),
+                                    "db_cams", array_input("db_cams", db_cams))
+    return (id_vector("query_cams", query_cams, n_queries, "one camera per query"),
+            id_vector("db_cams", db_cams, n_gallery, "one camera per gallery item"))
+
+
+def positive_int(name: str, value: Any, allow_none: bool = False) -> Optional[int]:
+    """``value`` as a Python int >= 1 (of any size: nothing is converted to a fixed width here).
+
+    Python and numpy integers are accepted (``np.uint64(2**64 - 1)`` stays 2**64 - 1); bools,
+    floats (even integral ones: ``1e20`` is not the integer the caller had in mind) and
+    strings are rejected.
+    """
+    if value is None and allow_none:
+        return None
+    what = "k=None for the whole gallery, or " if name == "k" and allow_none else ""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Integral):
+        raise TypeError(
+            f"{name}: expected a positive integer, got {shown(value)} ({type(value).__name__}); "
+            f"pass {what}a Python int, e.g. {name}={_example(value)}"
+        )
+    value = operator.index(value)  # exact, whatever the integer type
+    if value < 1:
+        hint = " (use k=None for the whole gallery)" if name == "k" else ""
+        raise ValueError(f"{name}: expected a positive integer (>= 1), got {value}{hint}")
+    return value
+
+
+def _example(value: Any) -> int:
+    """A sensible integer to suggest in place of a rejected ``value``."""
+    try:
+        number = float(value)
+    except (TypeError, ValueError, OverflowError):
+        return 10
+    if not np.isfinite(number) or number < 1 or number > 2**53:
+        return 10
+    return int(number)
+
+
+#: the longest CMC ``evaluate`` returns.  The CMC is flat beyond the gallery, so a longer
+#: curve holds no information, while it costs max_rank values per query.
+MAX_RANK_LIMIT = 10**7
+
+
+def max_rank_value(value: Any) -> int:
+    """``max_rank`` as a Python int in 1 .. MAX_RANK_LIMIT (the CMC has exactly that many values)."""
+    value = positive_int("max_rank", value)
+    if value > MAX_RANK_LIMIT:
+        raise ValueError(
+            f"max_rank: expected at most {MAX_RANK_LIMIT}, got {value}: the CMC has max_rank values and "
+            "is flat beyond the gallery (CMC@K = CMC@N for every K >= N gallery items), so a longer "
+            "curve holds no information; pass max_rank <= the gallery size, e.g. max_rank=min(max_rank, N)"
+        )
+    return value
+
+
+def non_negative_number(name: str, value: Any) -> Optional[float]:
+    if value is None:
+        return None
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
+        raise TypeError(f"{name}: expected a non-negative number, got {shown(value)} ({type(value).__name__})")
+    if not np.isfinite(value) or value < 0:
+        raise ValueError(f"{name}: expected a finite non-negative number, got {value}")
+    return float(value)
+
+
+def choice(name: str, value: Any, allowed: Tuple[str, ...]) -> str:
+    if not isinstance(value, str):
+        raise TypeError(f"{name}: expected one of {list(allowed)} (a str), got {type(value).__name__}")
+    if value not in allowed:
+        raise ValueError(f"{name}: expected one of {list(allowed)}, got {shown(value)}")
+    return value
