@@ -13,7 +13,7 @@ import numpy as np
 import retrieval_conformance as rc
 from retrieval_conformance.reference.contract.conventions import AP_AT_K_DENOMINATORS, AP_RULES, TIE_POLICIES
 from retrieval_conformance.reference.contract.presets import PRESETS
-from retrieval_conformance.reference.contract.problem import VALUE_FIELDS
+from retrieval_conformance.reference.contract.problem import ARRAY_FIELDS, OPTIONAL_FIELDS, VALUE_FIELDS
 
 TOLERANCE = 1e-12
 #: the presets that take cameras (their junk rule is same_id_cam), in PRESETS order
@@ -23,8 +23,14 @@ FIELDS = VALUE_FIELDS
 
 def compare_per_query(ref, other, label: str = "") -> List[str]:
     """Differences between a reference PerQuery (with ``exact``) and another implementation's."""
+    return compare_exact(dict(ref.exact, n_relevant=ref.n_relevant), other, label)
+
+
+def compare_exact(exact: Dict[str, list], other, label: str = "") -> List[str]:
+    """Differences between exact per-query values (``PerQuery.exact``'s lists of Fractions, a
+    list per query for ``cmc``, plus ``n_relevant``: the reference's or the test oracle's) and
+    an implementation's PerQuery: bit for bit where the exact value is a float64, else 1e-12."""
     problems = []
-    exact = ref.exact
 
     def check(field, q, j, want: Fraction, got: float):
         if not np.isfinite(got):
@@ -36,8 +42,9 @@ def compare_per_query(ref, other, label: str = "") -> List[str]:
             where = f"[{q}{'' if j is None else f', {j}'}]"
             problems.append(f"{label}{field}{where}: got {got!r}, reference {want} = {as_float!r}")
 
-    if not np.array_equal(ref.n_relevant, other.n_relevant):
-        problems.append(f"{label}n_relevant: got {other.n_relevant.tolist()}, reference {ref.n_relevant.tolist()}")
+    n_relevant = np.asarray(exact["n_relevant"])
+    if not np.array_equal(n_relevant, other.n_relevant):
+        problems.append(f"{label}n_relevant: got {other.n_relevant.tolist()}, reference {n_relevant.tolist()}")
     for field in FIELDS:
         got = np.asarray(getattr(other, field), dtype=np.float64)
         for q, want in enumerate(exact[field]):
@@ -45,12 +52,43 @@ def compare_per_query(ref, other, label: str = "") -> List[str]:
     for q, row in enumerate(exact["cmc"]):
         for j, want in enumerate(row):
             check("cmc", q, j, want, float(other.cmc[q, j]))
-    for field in ("precision_at_radius", "recall_at_radius"):
+    for field in OPTIONAL_FIELDS:
         if field in exact:
             got = getattr(other, field)
             for q, want in enumerate(exact[field]):
                 check(field, q, None, want, float(got[q]))
     return problems
+
+
+def same_bits(a, b, label: str = "") -> List[str]:
+    """Differences between two implementations' PerQuery arrays, which must be identical: the
+    same fields set, the same dtypes, the same values (implementation against implementation,
+    or one implementation under two settings)."""
+    problems = []
+    for field in ARRAY_FIELDS:
+        x, y = getattr(a, field), getattr(b, field)
+        if x is None and y is None:
+            continue
+        x, y = (None if v is None else np.asarray(v) for v in (x, y))
+        if x is None or y is None or x.dtype != y.dtype or not np.array_equal(x, y):
+            show = [None if v is None else (v.dtype.name, v.tolist()) for v in (x, y)]
+            problems.append(f"{label} {field}: {show[0]} != {show[1]}")
+    return problems
+
+
+def run_both(fn_ref, fn_other, *args):
+    """``(fn_ref(*args), fn_other(*args))``; or, when the first raises ValueError, ``(None,
+    (its message, the other's))`` once the other has raised ValueError too (else
+    AssertionError): the yardstick's errors must be an implementation's errors."""
+    try:
+        ref = fn_ref(*args)
+    except ValueError as exc:
+        try:
+            fn_other(*args)
+        except ValueError as other:
+            return None, (str(exc), str(other))
+        raise AssertionError(f"{fn_ref} raised ValueError ({exc}) but {fn_other} did not") from exc
+    return ref, fn_other(*args)
 
 
 def random_problem(rng: np.random.Generator) -> Dict[str, object]:

@@ -20,7 +20,7 @@ import os
 from typing import Optional
 
 import numpy as np
-from retrieval_conformance.reference.contract.problem import AP_AT_K_DENOMINATORS, AP_RULES, TIE_POLICIES
+from retrieval_conformance.reference.contract.problem import AP_AT_K_DENOMINATORS, AP_RULES, ARRAY_FIELDS, TIE_POLICIES
 from retrieval_conformance.reference.contract.registry import ImplementationUnavailable
 
 MODULE = "retrieval_conformance.implementations._rc_core"
@@ -67,12 +67,9 @@ class _Options(ctypes.Structure):
 
 
 class _Output(ctypes.Structure):
-    _fields_ = [
-        ("ap", _p), ("n_relevant", _p), ("hits_at_k", _p), ("precision_at_k", _p),
-        ("recall_at_k", _p), ("cmc", _p), ("inp", _p), ("r_precision", _p),
-        ("precision_at_radius", _p), ("recall_at_radius", _p),
-        ("status", _p), ("err_a", _p), ("err_b", _p),
-    ]
+    # rc_output (csrc/rc_core.h) holds one pointer per PerQuery array, in the contract's order
+    # (a test reads the header and checks it), then the per-query status words
+    _fields_ = [(name, _p) for name in ARRAY_FIELDS] + [("status", _p), ("err_a", _p), ("err_b", _p)]
 
 
 _LIB = None

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import sys
-from typing import Optional
+from typing import Callable, Optional
 
 import numpy as np
 from retrieval_conformance.implementations.relevance_blocks import junk_block, relevance_block
@@ -216,6 +216,8 @@ class NumpyImplementation(Implementation):
         self.block_bytes = block_bytes
 
     @within_gallery
-    def compute(self, problem: Problem, options: Options) -> PerQuery:
-        """Per-query metrics of ``problem`` under ``options`` (see ``vector_blocks``)."""
-        return compute_in_blocks(NumpyOps(), problem, options, _NumpySource, self.block_bytes)
+    def compute(self, problem: Problem, options: Options,
+                progress: Optional[Callable[[int, int], None]] = None) -> PerQuery:
+        """Per-query metrics of ``problem`` under ``options`` (see ``vector_blocks``);
+        ``progress(done, total)`` after every block of queries."""
+        return compute_in_blocks(NumpyOps(), problem, options, _NumpySource, self.block_bytes, progress)

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import functools
 import os
-from typing import Optional
+from typing import Callable, Optional
 
 import numpy as np
 from retrieval_conformance.implementations.vector_blocks import compute_in_blocks
@@ -256,8 +256,10 @@ class TorchImplementation(Implementation):
         return self._device if self._device is not None else default_device()
 
     @within_gallery
-    def compute(self, problem: Problem, options: Options) -> PerQuery:
-        """Per-query metrics of ``problem`` under ``options`` (see ``vector_blocks``)."""
+    def compute(self, problem: Problem, options: Options,
+                progress: Optional[Callable[[int, int], None]] = None) -> PerQuery:
+        """Per-query metrics of ``problem`` under ``options`` (see ``vector_blocks``);
+        ``progress(done, total)`` after every block of queries."""
         reason = self.unavailable_reason()
         if reason is not None:
             from retrieval_conformance.reference.contract.registry import ImplementationUnavailable
@@ -265,4 +267,4 @@ class TorchImplementation(Implementation):
             raise ImplementationUnavailable(reason)
         device = _torch().device(self.device)
         return compute_in_blocks(TorchOps(device), problem, options,
-                                 functools.partial(_TorchSource, device=device), self.block_bytes)
+                                 functools.partial(_TorchSource, device=device), self.block_bytes, progress)

@@ -148,7 +148,8 @@ def radius_values(ops, within, rel, R):
 
 # -- the block loop ---------------------------------------------------------------------------------
 def compute_in_blocks(ops, problem: Problem, options: Options, source: Callable[[Problem], object],
-                      block_bytes: Optional[int] = None) -> PerQuery:
+                      block_bytes: Optional[int] = None,
+                      progress: Optional[Callable[[int, int], None]] = None) -> PerQuery:
     """Per-query metrics of ``problem``, block by block.
 
     ``source(problem)`` returns the backend's block builder, with ``distances(s, e)``,
@@ -188,6 +189,8 @@ def compute_in_blocks(ops, problem: Problem, options: Options, source: Callable[
                     ops, within, rel, res["n_relevant"])
             for name in names:
                 out[name][s:e] = ops.to_numpy(res[name])
+            if progress is not None:
+                progress(e, Q)
     return to_per_query(out)
 
 

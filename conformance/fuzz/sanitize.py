@@ -48,7 +48,7 @@ import tempfile
 import time
 from typing import Dict, List, Optional, Sequence, Tuple
 
-PACKAGE = "retrieval_conformance.conformance"
+PACKAGE = "retrieval_conformance.conformance.tests"
 PLUGIN = "retrieval_conformance.conformance.fuzz.sanitize"  # this module, loaded by pytest with -p
 TEST_MODULES = ("test_sanitizer_setup", "test_cross_implementation", "test_c_backend", "test_c_backend_numerics",
                 "test_c_backend_threads", "test_c_backend_inputs", "test_hardening", "test_streaming", "test_fuzz")
@@ -113,7 +113,7 @@ def pytest_configure(config):
     no deadline) before any test runs; a run of modules that do not import ``strategies``
     themselves would otherwise keep hypothesis's 200 ms deadline, which ASan's slowdown exceeds."""
     if os.environ.get("RC_SANITIZED") == "1":
-        import retrieval_conformance.conformance.strategies  # noqa: F401  (registers and loads the profile)
+        import retrieval_conformance.conformance.support.strategies  # noqa: F401  (registers and loads the profile)
 
 
 def pytest_collection_modifyitems(config, items):

@@ -6,6 +6,6 @@ the data that flows between the layers (:class:`~.problem.Problem`, :class:`~.pr
 implementations, and :func:`~.evaluate.evaluate`, which validates the inputs, streams query
 blocks to an implementation picked by name and aggregates what it returns.
 
-It imports no other project package (``conformance/test_layers.py`` checks this); the exact
+It imports no other project package (``conformance/tests/test_layers.py`` checks this); the exact
 oracle (``reference/``) and the fast implementations (``implementations/``) import it.
 """

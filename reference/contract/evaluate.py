@@ -7,6 +7,8 @@
 """
 from __future__ import annotations
 
+import functools
+import inspect
 from typing import Any, Optional
 
 import numpy as np
@@ -335,18 +337,30 @@ def evaluate(
         check_cmc_size(n_q, problem.n_gallery, options.max_rank)
         if gallery is not None and state is None and hasattr(impl, "prepare"):  # a third party may have none
             state = impl.prepare(problem)
-        parts.append(_compute_block(impl, problem, options, state))
+        within = None  # progress inside the block, from implementations that report it
+        if report is not None and _takes(impl.compute, "progress"):
+            within = functools.partial(lambda done, total, first: report(first + done), first=start)
+        parts.append(_compute_block(impl, problem, options, state, within))
         if report is not None:
             report(stop)
     return aggregate(PerQuery.concat(parts), options, protocol, impl.name, n_gallery=problem.n_gallery)
 
 
-def _compute_block(impl, problem: Problem, options: Options, state=None) -> PerQuery:
+def _takes(function, name: str) -> bool:
+    try:
+        return name in inspect.signature(function).parameters
+    except (TypeError, ValueError):  # a callable without a signature (a C function...)
+        return False
+
+
+def _compute_block(impl, problem: Problem, options: Options, state=None, progress=None) -> PerQuery:
     """Per-query values of one block, computed with k and max_rank clipped to the gallery.
 
     Implementations never see a cut-off beyond the gallery (so no k wraps in int64, and no
     CMC value beyond the gallery is computed); P@k is restored with the caller's k and CMC
     rows are extended by their flat tail (``reference/contract/cutoffs.py``).
     """
-    prepared = {} if state is None else {"state": state}  # implementations without prepare() take none
-    return compute_within_gallery(impl.compute, problem, options, **prepared)
+    extra = {} if state is None else {"state": state}  # implementations without prepare() take none
+    if progress is not None:
+        extra["progress"] = progress
+    return compute_within_gallery(impl.compute, problem, options, **extra)

@@ -13,7 +13,7 @@ import weakref
 import numpy as np
 import pytest
 import retrieval_conformance as rc
-from retrieval_conformance.conformance.requirements import implementation_params, require_implementation
+from retrieval_conformance.conformance.support.requirements import implementation_params, require_implementation
 from retrieval_conformance.reference.contract import query_blocks
 from retrieval_conformance.reference.contract.aggregation import NoQueryCountedWarning
 from retrieval_conformance.reference.contract.conventions import EMPTY_POLICIES_WITH_A_MEAN, TIE_POLICIES

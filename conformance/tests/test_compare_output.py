@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 import retrieval_conformance as rc
 from retrieval_conformance.comparison import compare_main
-from retrieval_conformance.conformance import test_compare as _compare
-from retrieval_conformance.conformance.test_compare import RESAMPLES, N, Q
+from retrieval_conformance.conformance.tests import test_compare as _compare
+from retrieval_conformance.conformance.tests.test_compare import RESAMPLES, N, Q
 
 # test_compare's module-scoped fixtures, bound here by name so that pytest finds them
 problem, results = _compare.problem, _compare.results

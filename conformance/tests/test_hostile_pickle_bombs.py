@@ -12,7 +12,7 @@ import time
 
 import numpy as np
 import pytest
-from retrieval_conformance.conformance.hostile_support import load_pickles_in_child
+from retrieval_conformance.conformance.support.hostile_support import load_pickles_in_child
 from retrieval_conformance.reference import pickle_proxies
 from retrieval_conformance.reference.readers import (
     FileRefusedError,

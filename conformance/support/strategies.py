@@ -11,6 +11,7 @@ import os
 import numpy as np
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
+from retrieval_conformance.conformance.support.problems import LEVELS
 from retrieval_conformance.reference.contract.conventions import (
     AP_AT_K_DENOMINATORS,
     AP_RULES,
@@ -37,8 +38,9 @@ settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci" if os.environ.ge
 
 
 @st.composite
-def tie_heavy_problems(draw, max_queries=3, max_gallery=9, levels=(0.0, 0.5, 1.0, 2.0), junk=True):
-    """(distances, relevance, junk) with few distinct distances, so ties are everywhere."""
+def tie_heavy_problems(draw, max_queries=3, max_gallery=9, levels=LEVELS, junk=True):
+    """(distances, relevance, junk) with few distinct distances, so ties are everywhere: the
+    distance levels of ``problems.tie_heavy_problem`` (-0.0 ties with 0.0), drawn by hypothesis."""
     q = draw(st.integers(1, max_queries))
     n = draw(st.integers(1, max_gallery))
     dist = np.array(draw(st.lists(st.sampled_from(levels), min_size=q * n, max_size=q * n))).reshape(q, n)

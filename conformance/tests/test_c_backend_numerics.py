@@ -9,8 +9,8 @@ from math import comb
 
 import numpy as np
 import pytest
-from retrieval_conformance.conformance.c_test_support import DENOMINATORS, RULES, TOL, load_c_backend
 from retrieval_conformance.conformance.crosscheck import compare_per_query
+from retrieval_conformance.conformance.support.c_test_support import DENOMINATORS, RULES, TOL, load_c_backend
 from retrieval_conformance.reference.contract.problem import Options, Problem
 
 

@@ -116,3 +116,30 @@ def test_the_c_implementation_prepares_each_gallery_array_once(monkeypatch):
                        block_size=2)
     assert sorted(made) == ["dc", "dl", "gj", "ids_sorted", "order"]  # once each, for 4 blocks
     np.testing.assert_array_equal(part.ap, whole.ap)
+
+
+@pytest.mark.parametrize("implementation", ["reference", "numpy", "c"])
+def test_progress_comes_from_inside_a_block(implementation):
+    # one block of queries for evaluate, several for the implementation: the caller hears of each
+    if implementation not in rc.available_implementations():
+        pytest.skip(f"{implementation} unavailable here")
+    from retrieval_conformance.implementations import c_backend, numpy_backend
+
+    seen = []
+    inputs = _inputs()["codes ±1, ids"]
+    if implementation == "numpy":  # sub-blocks of one query
+        from retrieval_conformance.reference.contract import registry
+
+        small = numpy_backend.NumpyImplementation(block_bytes=1)
+        registry.register("numpy-small-blocks", lambda: small)
+        implementation = "numpy-small-blocks"
+    try:
+        old = c_backend.BLOCK_QUERIES
+        c_backend.BLOCK_QUERIES = 2
+        rc.evaluate(**inputs, implementation=implementation, progress=lambda done, total: seen.append((done, total)))
+    finally:
+        c_backend.BLOCK_QUERIES = old
+        if implementation == "numpy-small-blocks":
+            registry.unregister(implementation)
+    assert seen[-1] == (Q, Q) and len(seen) > 2
+    assert [d for d, _ in seen] == sorted(d for d, _ in seen)

@@ -8,7 +8,7 @@ from fractions import Fraction
 import pytest
 import retrieval_conformance as rc
 from retrieval_conformance import golden
-from retrieval_conformance.conformance.requirements import require_implementation
+from retrieval_conformance.conformance.support.requirements import require_implementation
 from retrieval_conformance.reference.contract import registry
 
 CASES = golden.load_cases()

@@ -4,7 +4,7 @@ refused now, while real arrays of protocols 0-5, numpy 1.x and 2.x names and Pyt
 pickles still load identically, and random edits of real pickles never crash.
 
 Reproducers are built in the tests themselves; what could crash runs in a child process
-(see :mod:`retrieval_conformance.conformance.hostile_support`).
+(see :mod:`retrieval_conformance.conformance.support.hostile_support`).
 """
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ import re
 
 import numpy as np
 import pytest
-from retrieval_conformance.conformance.hostile_support import load_pickles_in_child, run_in_child
+from retrieval_conformance.conformance.support.hostile_support import load_pickles_in_child, run_in_child
 from retrieval_conformance.reference.readers import load_restricted_pickle, read_revisitop_gnd
 
 # numpy's own callables, so that pickle.dumps names them as numpy does (numpy._core.* on

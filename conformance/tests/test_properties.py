@@ -6,8 +6,8 @@ import pytest
 import retrieval_conformance as rc
 from hypothesis import example, given
 from hypothesis import strategies as st
-from retrieval_conformance.conformance.requirements import implementation_params, require_implementation
-from retrieval_conformance.conformance.strategies import tie_heavy_problems
+from retrieval_conformance.conformance.support.requirements import implementation_params, require_implementation
+from retrieval_conformance.conformance.support.strategies import tie_heavy_problems
 from retrieval_conformance.reference.contract.conventions import (
     AP_AT_K_DENOMINATORS,
     AP_RULES,

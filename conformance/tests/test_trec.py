@@ -14,8 +14,8 @@ from fractions import Fraction as F
 
 import pytest
 from retrieval_conformance.conformance.examples.trec_eval_style import trec_eval_style
-from retrieval_conformance.conformance.hostile_support import needs_fifo
-from retrieval_conformance.conformance.requirements import implementation_params, require_implementation
+from retrieval_conformance.conformance.support.hostile_support import needs_fifo
+from retrieval_conformance.conformance.support.requirements import implementation_params, require_implementation
 from retrieval_conformance.reference.contract.problem import ResultsAtK
 from retrieval_conformance.reference.files import FileRefusedError
 from retrieval_conformance.reference.trec import evaluate_run, trec_order

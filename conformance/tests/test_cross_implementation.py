@@ -7,8 +7,8 @@ import retrieval_conformance as rc
 from hypothesis import example, given
 from hypothesis import strategies as st
 from retrieval_conformance.conformance.crosscheck import compare_per_query, crosscheck, crosscheck_one
-from retrieval_conformance.conformance.requirements import require_implementation
-from retrieval_conformance.conformance.strategies import option_sets, tie_heavy_problems
+from retrieval_conformance.conformance.support.requirements import require_implementation
+from retrieval_conformance.conformance.support.strategies import option_sets, tie_heavy_problems
 from retrieval_conformance.reference.contract import registry
 from retrieval_conformance.reference.contract.conventions import EMPTY_POLICIES_WITH_A_MEAN, TIE_POLICIES
 from retrieval_conformance.reference.contract.presets import PRESETS

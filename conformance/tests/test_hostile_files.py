@@ -11,7 +11,7 @@ what to do -- never a crash, a hang, a traceback or unbounded memory.
 
 Pickles: see ``test_hostile_pickle_arrays.py`` and ``test_hostile_pickle_bombs.py``.
 Whatever could hang runs in a child process (see
-:mod:`retrieval_conformance.conformance.hostile_support`).
+:mod:`retrieval_conformance.conformance.support.hostile_support`).
 """
 from __future__ import annotations
 
@@ -28,7 +28,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from retrieval_conformance.cli import main
-from retrieval_conformance.conformance.hostile_support import needs_dev_zero, needs_fifo, run_in_child
+from retrieval_conformance.conformance.support.hostile_support import needs_dev_zero, needs_fifo, run_in_child
 from retrieval_conformance.reference import landmark_cli, readers
 from retrieval_conformance.reference.landmark import format_cpp_float, oxford_ap
 from retrieval_conformance.reference.readers import (

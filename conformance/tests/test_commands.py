@@ -9,13 +9,14 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from importlib import resources
 from pathlib import Path
 
 import numpy as np
 import pytest
 
 EXAMPLE = "retrieval_conformance.conformance.examples.hashing_correct:calc_top_map"
-GOLDEN_DATA = Path(__file__).resolve().parent.parent / "golden" / "data"
+GOLDEN_DATA = Path(str(resources.files("retrieval_conformance.golden"))) / "data"
 
 
 def run(*args: str, cwd=None, timeout: float = 900) -> subprocess.CompletedProcess:

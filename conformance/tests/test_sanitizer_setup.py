@@ -20,7 +20,7 @@ import sys
 
 import pytest
 from retrieval_conformance.conformance.fuzz import sanitize
-from retrieval_conformance.conformance.requirements import require_implementation
+from retrieval_conformance.conformance.support.requirements import require_implementation
 
 SANITIZED = os.environ.get("RC_SANITIZED") == "1"
 
@@ -99,8 +99,8 @@ def test_canaries_are_caught_only_with_the_runtime_preloaded(tmp_path):
 def test_plan_runs_every_module_at_the_first_thread_count():
     runs = sanitize.plan(quick=True, threads=[7, 1, 2])
     assert [t for t, _ in runs] == [7, 1, 2]
-    assert "retrieval_conformance.conformance.test_c_backend" in runs[0][1]
-    assert "retrieval_conformance.conformance.test_cross_implementation" in runs[0][1]
+    assert "retrieval_conformance.conformance.tests.test_c_backend" in runs[0][1]
+    assert "retrieval_conformance.conformance.tests.test_cross_implementation" in runs[0][1]
     assert set(runs[1][1]) <= set(runs[0][1])
     assert all(modules == runs[0][1] for _, modules in sanitize.plan(quick=False, threads=[1, 2]))
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import retrieval_conformance as rc
-from retrieval_conformance.conformance.requirements import implementation_params, require_implementation
+from retrieval_conformance.conformance.support.requirements import implementation_params, require_implementation
 
 
 @pytest.mark.parametrize("name", implementation_params())

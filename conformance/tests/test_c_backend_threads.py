@@ -7,13 +7,9 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from retrieval_conformance.conformance.c_test_support import (
-    RULES,
-    TIES,
-    assert_identical,
-    load_c_backend,
-    medium_problems,
-)
+from retrieval_conformance.conformance.crosscheck import same_bits
+from retrieval_conformance.conformance.support.c_test_support import RULES, TIES, load_c_backend
+from retrieval_conformance.conformance.support.problems import medium_problems
 from retrieval_conformance.reference.contract.problem import Options
 
 
@@ -39,7 +35,7 @@ def test_thread_count_does_not_change_results(c_backend, ties):
                     c_backend.CImplementation(num_threads=2).compute(p, o)
                 continue
             two = c_backend.CImplementation(num_threads=2).compute(p, o)
-            assert_identical(one, two, f"{name} {o}")
+            assert same_bits(one, two, f"{name} {o}") == []
 
 
 def test_rc_num_threads_environment(c_backend, monkeypatch):
@@ -47,7 +43,7 @@ def test_rc_num_threads_environment(c_backend, monkeypatch):
     base = c_backend.CImplementation(num_threads=1).compute(p, Options())
     monkeypatch.setenv("RC_NUM_THREADS", "2")
     assert c_backend.thread_count() == 2
-    assert_identical(base, c_backend.CImplementation().compute(p, Options()), "RC_NUM_THREADS=2")
+    assert same_bits(base, c_backend.CImplementation().compute(p, Options()), "RC_NUM_THREADS=2") == []
     monkeypatch.setenv("RC_NUM_THREADS", "two")
     with pytest.raises(ValueError, match="RC_NUM_THREADS"):
         c_backend.CImplementation().compute(p, Options())
@@ -70,7 +66,7 @@ def test_generic_and_accelerated_paths_agree(c_backend, ties):
                 fast = impl.compute(p, o)
                 c_backend.cpu_features(0)
                 generic = impl.compute(p, o)
-                assert_identical(fast, generic, f"{o}")
+                assert same_bits(fast, generic, f"{o}") == []
     finally:
         c_backend.cpu_features(3)
 
@@ -86,7 +82,7 @@ def test_query_blocks_do_not_change_results(c_backend, monkeypatch):
             blocked = c_backend.CImplementation().compute(
                 p, o, progress=lambda done, total, acc=seen: acc.append(done))
             monkeypatch.undo()
-            assert_identical(whole, blocked, f"blocks {o}")
+            assert same_bits(whole, blocked, f"blocks {o}") == []
             assert seen[-1] == p.n_queries and seen == sorted(seen) and len(seen) == -(-p.n_queries // 7)
 
 

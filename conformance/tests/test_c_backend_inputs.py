@@ -12,14 +12,8 @@ import tracemalloc
 
 import numpy as np
 import pytest
-from retrieval_conformance.conformance.c_test_support import (
-    DENOMINATORS,
-    RULES,
-    assert_identical,
-    load_c_backend,
-    run_both,
-)
-from retrieval_conformance.conformance.crosscheck import compare_per_query
+from retrieval_conformance.conformance.crosscheck import compare_per_query, run_both, same_bits
+from retrieval_conformance.conformance.support.c_test_support import DENOMINATORS, RULES, load_c_backend
 from retrieval_conformance.reference.contract.problem import Options, Problem
 
 
@@ -130,13 +124,13 @@ def test_non_contiguous_inputs_are_copied_not_misread(cimpl):
     strided = cimpl.compute(
         Problem(n_queries=6, n_gallery=9, distances=np.asfortranarray(d), relevance=np.asfortranarray(rel)),
         Options())
-    assert_identical(contiguous, strided, "Fortran-ordered inputs")
+    assert same_bits(contiguous, strided, "Fortran-ordered inputs") == []
     wide = np.zeros((6, 18))
     wide[:, ::2] = d
     view = wide[:, ::2]  # same values, every other column of a wider array
     assert not view.flags.c_contiguous
     sliced = cimpl.compute(Problem(n_queries=6, n_gallery=9, distances=view, relevance=rel), Options())
-    assert_identical(contiguous, sliced, "strided view")
+    assert same_bits(contiguous, sliced, "strided view") == []
 
 
 def test_not_built_reason(c_backend, monkeypatch):
@@ -188,3 +182,15 @@ def test_c_source_compiles_without_warnings(c_backend, tmp_path):
                f"-I{csrc}", *sources, "-o", str(tmp_path / "rc.so")]
         res = subprocess.run(cmd, capture_output=True, text=True)
         assert res.returncode == 0, f"{' '.join(cmd)}\n{res.stderr}"
+
+
+def test_the_output_struct_lists_the_contract_fields_in_order(c_backend):
+    # the ctypes structure is built from the contract's field list; the C header must agree
+    import re
+
+    from retrieval_conformance.reference.contract.problem import ARRAY_FIELDS
+
+    header = open(os.path.join(os.path.dirname(c_backend.__file__), "csrc", "rc_core.h"), encoding="utf-8").read()
+    body = re.search(r"typedef struct \{([^}]*)\} rc_output;", header).group(1)
+    names = re.findall(r"\*\s*(\w+)", re.sub(r"/\*.*?\*/", "", body, flags=re.S))
+    assert names == list(ARRAY_FIELDS) + ["status", "err_a", "err_b"]

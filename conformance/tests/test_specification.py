@@ -13,7 +13,7 @@ import re
 from typing import Tuple
 
 import pytest
-from retrieval_conformance.conformance.test_spec_citations import PREFIX
+from retrieval_conformance.conformance.tests.test_spec_citations import PREFIX
 from retrieval_conformance.reference.contract import spec
 
 

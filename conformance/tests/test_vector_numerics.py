@@ -8,7 +8,8 @@
 * double-double quotients and row sums carry ~2**-104 relative error;
 * the Hamming packing, the float32 order key, the binomial table.
 
-The oracle, the comparison rule and the problem generator are ``test_numpy_torch_backends``'s.
+The comparison rule is ``crosscheck``'s, the problem generator ``support/problems.py``'s, the
+implementations at hand ``test_numpy_torch_backends``'s.
 """
 from __future__ import annotations
 
@@ -17,16 +18,15 @@ from fractions import Fraction
 
 import numpy as np
 import pytest
-from retrieval_conformance.conformance.test_numpy_torch_backends import (
+from retrieval_conformance.conformance.crosscheck import TOLERANCE as TOL
+from retrieval_conformance.conformance.crosscheck import compare_per_query, same_bits
+from retrieval_conformance.conformance.support.problems import tie_heavy_problem
+from retrieval_conformance.conformance.tests.test_numpy_torch_backends import (
     FIELDS,
     NUMPY,
     TIES,
-    TOL,
     available_impls,
-    mismatches,
     reference_impl,
-    same_bits,
-    tie_heavy_problem,
     torch_impl,
 )
 from retrieval_conformance.implementations.numpy_backend import (
@@ -46,7 +46,7 @@ def test_blocks_change_nothing():
     """Tiny memory budgets (one query per block) give the same bits as one block."""
     rng = np.random.default_rng(11)
     for ties in TIES:
-        problem = tie_heavy_problem(rng, max_q=12, max_n=30)
+        problem = tie_heavy_problem(rng, max_queries=12, max_gallery=30)
         opts = Options(ties=ties, k=None if ties == "grouped" else 4, ap_at_k="hits", radius=0.5)
         assert block_rows(12, 30, budget=1) == 1
         one = NumpyImplementation(block_bytes=1).compute(problem, opts)
@@ -87,8 +87,7 @@ def test_expected_large_groups_are_accurate():
                  Options(ties="expected", k=15, ap_at_k="dcmh", max_rank=3),
                  Options(ties="expected", ap_rule="trapezoid", k=1900, ap_at_k="hits", max_rank=3)):
         want = ref.compute(problem, opts)
-        exact = dict(want.exact, n_relevant=list(want.n_relevant))
-        assert mismatches(NUMPY.compute(problem, opts), exact, str(opts)) == []
+        assert compare_per_query(want, NUMPY.compute(problem, opts), str(opts)) == []
 
 
 @pytest.mark.slow
@@ -103,10 +102,8 @@ def test_expected_group_of_5000_hits_and_dcmh():
     for opts in (Options(ties="expected", k=2500, max_rank=100),
                  Options(ties="expected", k=30, ap_at_k="dcmh", ap_rule="trapezoid")):
         want = ref.compute(problem, opts)
-        exact = dict(want.exact, n_relevant=list(want.n_relevant))
-        impls = available_impls()
-        for impl in impls:
-            assert mismatches(impl.compute(problem, opts), exact, f"{impl.name} {opts}") == []
+        for impl in available_impls():
+            assert compare_per_query(want, impl.compute(problem, opts), f"{impl.name} {opts}") == []
 
 
 def test_medium_random_numpy_equals_torch_and_reference_sample():
@@ -131,7 +128,7 @@ def test_medium_random_numpy_equals_torch_and_reference_sample():
                 np.testing.assert_allclose(getattr(a, f), getattr(b, f), rtol=0, atol=TOL)
             want = ref.compute(sample, opts)
             got = NUMPY.compute(sample, opts)
-            assert mismatches(got, dict(want.exact, n_relevant=list(want.n_relevant)), str(opts)) == []
+            assert compare_per_query(want, got, str(opts)) == []
 
 
 def test_hamming_packing_and_order_key():
@@ -173,9 +170,8 @@ def test_edges_all_junk_long_codes_and_cutoffs_beyond_gallery():
                      Options(ties=ties, k=50, ap_at_k="min_k_r", max_rank=3),
                      Options(ties=ties, k=9, ap_at_k="dcmh", ap_rule="trapezoid")):
             want = ref.compute(problem, opts)
-            exact = dict(want.exact, n_relevant=list(want.n_relevant))
             for impl in impls:
-                assert mismatches(impl.compute(problem, opts), exact, f"{impl.name} {opts}") == []
+                assert compare_per_query(want, impl.compute(problem, opts), f"{impl.name} {opts}") == []
 
 
 # -- the sort-key packer --------------------------------------------------------------------------

@@ -33,7 +33,7 @@ from retrieval_conformance.conformance.bench import candidates as C
 from retrieval_conformance.conformance.bench import workloads as W
 from retrieval_conformance.conformance.bench.baselines import BaselineResult
 from retrieval_conformance.conformance.crosscheck import compare_per_query
-from retrieval_conformance.conformance.requirements import require_implementation
+from retrieval_conformance.conformance.support.requirements import require_implementation
 
 RUN_FULL = os.environ.get("RC_BENCH", "").strip() == "1"
 MEASURE_MEMORY = os.environ.get("RC_BENCH_MEMORY", "1").strip() != "0"

@@ -21,7 +21,7 @@ import numpy as np
 import pytest
 import retrieval_conformance as rc
 from retrieval_conformance.conformance.crosscheck import compare_per_query
-from retrieval_conformance.conformance.requirements import implementation_params, require_implementation
+from retrieval_conformance.conformance.support.requirements import implementation_params, require_implementation
 from retrieval_conformance.reference.contract import registry
 from retrieval_conformance.reference.contract.aggregation import float_mean
 from retrieval_conformance.reference.contract.conventions import TIE_POLICIES

@@ -28,8 +28,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from retrieval_conformance.conformance import test_landmark as _landmark
-from retrieval_conformance.conformance.test_landmark import GOLDEN, OXFORD_JSON, RUNS, _ap_txt
+from retrieval_conformance.conformance.tests import test_landmark as _landmark
+from retrieval_conformance.conformance.tests.test_landmark import GOLDEN, OXFORD_JSON, RUNS, _ap_txt
 from retrieval_conformance.golden import compute_ap_build, compute_ap_tool
 from retrieval_conformance.reference.landmark import (
     format_cpp_float,

@@ -21,7 +21,8 @@ def test_peak_memory_is_measured_in_a_child_process(tmp_path):
 
     w = W.build("oxford5k", "smoke")
     directory = w.save(str(tmp_path / "w"))
-    big = measure_peak_memory(directory, "py:retrieval_conformance.conformance.test_bench_report:allocate_256_mib")
+    big = measure_peak_memory(directory,
+                              "py:retrieval_conformance.conformance.tests.test_bench_report:allocate_256_mib")
     assert big.get("memory_error") is None, big
     assert 250 <= big["peak_extra_mib"] < 400, big
     small = measure_peak_memory(directory, "numpy")

@@ -1,0 +1,21 @@
+"""Shared by the C implementation's tests (``test_c_backend*.py``): the library loaded or the test
+skipped, and the option names they loop over.  The generated problems are ``problems``'s, the
+oracle ``oracle``'s, the comparisons ``crosscheck``'s (``compare_per_query``, ``same_bits``,
+``run_both``).
+"""
+from __future__ import annotations
+
+from retrieval_conformance.conformance.crosscheck import TOLERANCE as TOL  # noqa: F401  (re-exported)
+from retrieval_conformance.conformance.support.requirements import require_implementation
+from retrieval_conformance.reference.contract.conventions import AP_AT_K_DENOMINATORS as DENOMINATORS  # noqa: F401
+from retrieval_conformance.reference.contract.conventions import AP_RULES as RULES  # noqa: F401
+from retrieval_conformance.reference.contract.conventions import TIE_POLICIES as TIES  # noqa: F401
+
+
+def load_c_backend():
+    """``implementations.c_backend``; the test is skipped when the library is not built (fails
+    with ``RC_REQUIRE=c``)."""
+    require_implementation("c")
+    from retrieval_conformance.implementations import c_backend as module
+
+    return module

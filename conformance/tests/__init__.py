@@ -1,0 +1,1 @@
+"""The test suite: ``pytest --pyargs retrieval_conformance.conformance`` runs it all."""
