@@ -63,7 +63,7 @@ from retrieval_conformance.implementations.c_library import (  # noqa: F401 (re-
 )
 from retrieval_conformance.reference.contract.cutoffs import within_gallery
 from retrieval_conformance.reference.contract.problem import Options, PerQuery, Problem, zero_arrays
-from retrieval_conformance.reference.contract.registry import Implementation
+from retrieval_conformance.reference.contract.registry import Implementation, PreparedGallery, gallery_store
 
 #: queries per C call: bounds the latency of a progress callback, not the memory (the C code
 #: never holds more than O(N) per thread)
@@ -99,32 +99,6 @@ def _array(name: str, arr, dtype, shape) -> np.ndarray:
     if arr.dtype != dtype:
         raise TypeError(f"{name}: expected dtype {np.dtype(dtype)}, got dtype={arr.dtype}")
     return np.ascontiguousarray(arr)
-
-
-class PreparedGallery:
-    """The gallery-side arrays of one evaluation, each made once, by the first block that asks.
-
-    Bound to the gallery arrays it was made from (by identity): ``evaluate`` hands every query
-    block the same validated gallery arrays, and a problem with other arrays gets a new store.
-    """
-
-    def __init__(self, problem: Problem):
-        self._sources = _gallery_sources(problem)
-        self._arrays: dict = {}
-
-    def matches(self, problem: Problem) -> bool:
-        arrays, rest = _gallery_sources(problem)
-        return all(a is b for a, b in zip(self._sources[0], arrays)) and self._sources[1] == rest
-
-    def get(self, name: str, make: Callable[[], np.ndarray]) -> np.ndarray:
-        if name not in self._arrays:
-            self._arrays[name] = make()
-        return self._arrays[name]
-
-
-def _gallery_sources(problem: Problem) -> tuple:
-    """(the gallery arrays, compared by identity; the gallery's other facts, compared by value)"""
-    return (problem.db_bits, problem.db_labels, problem.db_cams), (problem.junk_ids, problem.n_gallery)
 
 
 def _check_options(options: Options) -> None:
@@ -211,7 +185,7 @@ class CImplementation(Implementation):
 
         # ranking input
         keep = {}  # arrays that must stay alive during the C calls
-        gallery = state if isinstance(state, PreparedGallery) and state.matches(problem) else PreparedGallery(problem)
+        gallery = gallery_store(state, problem)
         if problem.distances is not None:
             D = problem.distances
             if not isinstance(D, np.ndarray) or D.dtype not in (np.float32, np.float64):

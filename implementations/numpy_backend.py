@@ -22,7 +22,7 @@ from retrieval_conformance.implementations.vector_blocks import compute_in_block
 from retrieval_conformance.implementations.vector_double_double import fast_two_sum
 from retrieval_conformance.reference.contract.cutoffs import within_gallery
 from retrieval_conformance.reference.contract.problem import Options, PerQuery, Problem
-from retrieval_conformance.reference.contract.registry import Implementation
+from retrieval_conformance.reference.contract.registry import Implementation, PreparedGallery
 
 _DTYPES = {"f64": np.float64, "i64": np.int64, "bool": bool, "u8": np.uint8, "u16": np.uint16,
            "u32": np.uint32}
@@ -184,11 +184,11 @@ def hamming_block(q_words: np.ndarray, db_words: np.ndarray) -> np.ndarray:
 class _NumpySource:
     """Distances, relevance and junk of query blocks, as numpy arrays."""
 
-    def __init__(self, problem: Problem):
+    def __init__(self, problem: Problem, gallery: PreparedGallery):
         self.p = problem
         if problem.distances is None:
             self.q_words = pack_bits(problem.query_bits)
-            self.db_words = pack_bits(problem.db_bits)
+            self.db_words = gallery.get("db_words", lambda: pack_bits(problem.db_bits))
         else:
             self.q_words = self.db_words = None
 
@@ -215,9 +215,13 @@ class NumpyImplementation(Implementation):
     def __init__(self, block_bytes: Optional[int] = None):
         self.block_bytes = block_bytes
 
+    def prepare(self, problem: Problem) -> PreparedGallery:
+        """A store for the gallery's packed codes, made by the first query block."""
+        return PreparedGallery(problem)
+
     @within_gallery
     def compute(self, problem: Problem, options: Options,
-                progress: Optional[Callable[[int, int], None]] = None) -> PerQuery:
+                progress: Optional[Callable[[int, int], None]] = None, state: object = None) -> PerQuery:
         """Per-query metrics of ``problem`` under ``options`` (see ``vector_blocks``);
-        ``progress(done, total)`` after every block of queries."""
-        return compute_in_blocks(NumpyOps(), problem, options, _NumpySource, self.block_bytes, progress)
+        ``progress(done, total)`` after every block of queries; ``state`` from :meth:`prepare`."""
+        return compute_in_blocks(NumpyOps(), problem, options, _NumpySource, self.block_bytes, progress, state)

@@ -24,7 +24,7 @@ import numpy as np
 from retrieval_conformance.implementations.vector_blocks import compute_in_blocks
 from retrieval_conformance.reference.contract.cutoffs import within_gallery
 from retrieval_conformance.reference.contract.problem import Options, PerQuery, Problem
-from retrieval_conformance.reference.contract.registry import Implementation
+from retrieval_conformance.reference.contract.registry import Implementation, ImplementationUnavailable, PreparedGallery
 
 TORCH_VERSION = "2.13.0"
 _MISSING = (
@@ -168,7 +168,7 @@ def default_device() -> str:
 class _TorchSource:
     """Distances, relevance and junk of query blocks, built on the device."""
 
-    def __init__(self, problem: Problem, device):
+    def __init__(self, problem: Problem, gallery: PreparedGallery, device):
         torch = self.torch = _torch()
         self.p, self.device = problem, device
 
@@ -187,22 +187,22 @@ class _TorchSource:
             # 0/1 products summed in float32 are exact below 2**24 bits
             dtype = torch.float32 if problem.query_bits.shape[1] < 2 ** 24 else torch.float64
             self.q_bits = dev(problem.query_bits, dtype)
-            self.db_bits = dev(problem.db_bits, dtype)
-            self.db_ones = self.db_bits.sum(1)
+            self.db_bits = gallery.get("db_bits", lambda: dev(problem.db_bits, dtype))
+            self.db_ones = gallery.get("db_ones", lambda: self.db_bits.sum(1))
         self.ql = self.dl = None
         if problem.query_labels is not None:
             if problem.multi_label:
                 self.ql = dev(problem.query_labels, torch.float32)
-                self.dl = dev(problem.db_labels, torch.float32)
+                self.dl = gallery.get("dl", lambda: dev(problem.db_labels, torch.float32))
             else:
                 self.ql = dev(problem.query_labels)
-                self.dl = dev(problem.db_labels)
+                self.dl = gallery.get("dl", lambda: dev(problem.db_labels))
         self.qc = dev(problem.query_cams) if problem.query_cams is not None else None
-        self.dc = dev(problem.db_cams) if problem.db_cams is not None else None
+        self.dc = gallery.get("dc", lambda: dev(problem.db_cams)) if problem.db_cams is not None else None
         self.junk_id_mask = None
         if problem.junk_ids:
             ids = torch.as_tensor(list(problem.junk_ids), dtype=torch.int64, device=device)
-            self.junk_id_mask = torch.isin(self.dl, ids)
+            self.junk_id_mask = gallery.get("junk_id_mask", lambda: torch.isin(self.dl, ids))
 
     def distances(self, s: int, e: int):
         if self.q_bits is None:
@@ -255,16 +255,19 @@ class TorchImplementation(Implementation):
     def device(self):
         return self._device if self._device is not None else default_device()
 
+    def prepare(self, problem: Problem) -> PreparedGallery:
+        """A store for the gallery's arrays on the device, filled by the first query block."""
+        return PreparedGallery(problem)
+
     @within_gallery
     def compute(self, problem: Problem, options: Options,
-                progress: Optional[Callable[[int, int], None]] = None) -> PerQuery:
+                progress: Optional[Callable[[int, int], None]] = None, state: object = None) -> PerQuery:
         """Per-query metrics of ``problem`` under ``options`` (see ``vector_blocks``);
-        ``progress(done, total)`` after every block of queries."""
+        ``progress(done, total)`` after every block of queries; ``state`` from :meth:`prepare`
+        (the gallery's arrays on the device, moved there once)."""
         reason = self.unavailable_reason()
         if reason is not None:
-            from retrieval_conformance.reference.contract.registry import ImplementationUnavailable
-
             raise ImplementationUnavailable(reason)
         device = _torch().device(self.device)
         return compute_in_blocks(TorchOps(device), problem, options,
-                                 functools.partial(_TorchSource, device=device), self.block_bytes, progress)
+                                 functools.partial(_TorchSource, device=device), self.block_bytes, progress, state)

@@ -42,6 +42,7 @@ from retrieval_conformance.implementations.vector_tie_groups import TieGroups
 from retrieval_conformance.reference.contract.conventions import INDEX_ORDERS
 from retrieval_conformance.reference.contract.problem import Options, PerQuery, Problem, zero_arrays
 from retrieval_conformance.reference.contract.query_blocks import block_rows
+from retrieval_conformance.reference.contract.registry import gallery_store
 
 #: bytes one (block x N) int64 sort-key array may take (the budget of ``block_rows``); a block
 #: has a few such temporaries (16 MB: as fast as larger blocks here, and the peak extra memory
@@ -149,7 +150,7 @@ def radius_values(ops, within, rel, R):
 # -- the block loop ---------------------------------------------------------------------------------
 def compute_in_blocks(ops, problem: Problem, options: Options, source: Callable[[Problem], object],
                       block_bytes: Optional[int] = None,
-                      progress: Optional[Callable[[int, int], None]] = None) -> PerQuery:
+                      progress: Optional[Callable[[int, int], None]] = None, state: object = None) -> PerQuery:
     """Per-query metrics of ``problem``, block by block.
 
     ``source(problem)`` returns the backend's block builder, with ``distances(s, e)``,
@@ -163,7 +164,7 @@ def compute_in_blocks(ops, problem: Problem, options: Options, source: Callable[
         return to_per_query(out)
     if N >= 2 ** 31:
         raise ValueError(f"gallery: at most 2**31 - 1 items are supported, got {N}")
-    src = source(problem)
+    src = source(problem, gallery_store(state, problem))
     # Hamming distances are <= the code length, so code length + 1 is above every one
     top = problem.query_bits.shape[1] + 1 if problem.distances is None else None
     step = block_rows(Q, N, budget=BLOCK_BYTES if block_bytes is None else block_bytes)

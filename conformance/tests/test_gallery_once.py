@@ -100,21 +100,26 @@ def test_valid_blocks_do_not_check_the_gallery_again(monkeypatch):
     assert calls == ["codes_pair", "labels_pair"]
 
 
-def test_the_c_implementation_prepares_each_gallery_array_once(monkeypatch):
-    if "c" not in rc.available_implementations():
-        pytest.skip("c unavailable here")
-    from retrieval_conformance.implementations import c_backend
+@pytest.mark.parametrize("implementation, made_once", [
+    ("c", ["dc", "dl", "gj", "ids_sorted", "order"]),
+    ("numpy", ["db_words"]),
+    ("torch", ["db_bits", "db_ones", "dl", "junk_id_mask"]),
+])
+def test_each_gallery_array_is_prepared_once(monkeypatch, implementation, made_once):
+    if implementation not in rc.available_implementations():
+        pytest.skip(f"{implementation} unavailable here")
+    from retrieval_conformance.reference.contract.registry import PreparedGallery
 
     made = []
-    original = c_backend.PreparedGallery.get
-    monkeypatch.setattr(c_backend.PreparedGallery, "get",
+    original = PreparedGallery.get
+    monkeypatch.setattr(PreparedGallery, "get",
                         lambda self, name, make: original(self, name, lambda: made.append(name) or make()))
-    inputs = _inputs()["codes ±1, ids"]
-    whole = rc.evaluate(**inputs, protocol="reid-matlab", junk=np.zeros((Q, N), bool), implementation="c")
+    inputs = dict(_inputs()["codes ±1, ids"], protocol="reid-matlab", junk=np.zeros((Q, N), bool),
+                  implementation=implementation)
+    whole = rc.evaluate(**inputs)
     made.clear()
-    part = rc.evaluate(**inputs, protocol="reid-matlab", junk=np.zeros((Q, N), bool), implementation="c",
-                       block_size=2)
-    assert sorted(made) == ["dc", "dl", "gj", "ids_sorted", "order"]  # once each, for 4 blocks
+    part = rc.evaluate(**inputs, block_size=2)
+    assert sorted(made) == made_once  # once each, for 4 blocks
     np.testing.assert_array_equal(part.ap, whole.ap)
 
 

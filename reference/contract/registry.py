@@ -49,6 +49,40 @@ class Implementation:
         raise NotImplementedError
 
 
+class PreparedGallery:
+    """The gallery-side arrays of one evaluation, each made once, by the first block that asks
+    (packed codes, sorted ids, arrays moved to a device): what :meth:`Implementation.prepare`
+    returns for the built-in implementations.
+
+    Bound to the gallery arrays it was made from (by identity): ``evaluate`` hands every query
+    block the same validated gallery arrays, and a problem with other arrays gets a new store.
+    """
+
+    def __init__(self, problem: Problem):
+        self._sources = _gallery_sources(problem)
+        self._arrays: dict = {}
+
+    def matches(self, problem: Problem) -> bool:
+        arrays, rest = _gallery_sources(problem)
+        return all(a is b for a, b in zip(self._sources[0], arrays)) and self._sources[1] == rest
+
+    def get(self, name: str, make: Callable[[], object]) -> object:
+        if name not in self._arrays:
+            self._arrays[name] = make()
+        return self._arrays[name]
+
+
+def _gallery_sources(problem: Problem) -> tuple:
+    """(the gallery arrays, compared by identity; the gallery's other facts, compared by value)"""
+    return (problem.db_bits, problem.db_labels, problem.db_cams), (problem.junk_ids, problem.n_gallery)
+
+
+
+def gallery_store(state: object, problem: Problem) -> PreparedGallery:
+    """``state`` when it is a store made for ``problem``'s gallery, else a new one (one block)."""
+    return state if isinstance(state, PreparedGallery) and state.matches(problem) else PreparedGallery(problem)
+
+
 # name -> "module:attribute" (imported lazily, so a missing optional dependency only
 # affects its own implementation)
 _SPECS: Dict[str, str] = {
