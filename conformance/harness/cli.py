@@ -17,6 +17,9 @@ import sys
 from typing import List, Optional, Sequence
 
 from retrieval_conformance.conformance.harness.adapters import ADAPTERS, UsageError
+from retrieval_conformance.conformance.harness.entry import check, identify
+from retrieval_conformance.conformance.harness.loading import IMPORT_OUTPUT, load_function, read_known_deviations
+from retrieval_conformance.conformance.harness.report import Report
 from retrieval_conformance.reference.contract.presets import PRESETS
 
 
@@ -57,10 +60,6 @@ def add_check_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run_check_args(ns: argparse.Namespace, out=None) -> int:
     """Run ``check`` from parsed arguments; print the report; return the exit status."""
-    from retrieval_conformance.conformance.harness import check, identify
-    from retrieval_conformance.conformance.harness.loading import load_function, read_known_deviations
-    from retrieval_conformance.conformance.harness.report import Report
-
     out = out or sys.stdout
     kwargs = dict(adapter=ns.adapter, protocol=ns.protocol, ties=ns.ties, ap_rule=ns.ap_rule, ap_at_k=ns.ap_at_k,
                   empty=ns.empty, arrays=ns.arrays, timeout=ns.timeout, isolation=ns.isolation, target=ns.target,
@@ -80,8 +79,6 @@ def run_check_args(ns: argparse.Namespace, out=None) -> int:
                            known_deviations=known, only=ns.only, **kwargs)
     except UsageError as exc:
         report = Report(ns.target, ns.adapter, ns.protocol or "-", "-", ns.arrays, usage_error=str(exc))
-    from retrieval_conformance.conformance.harness.loading import IMPORT_OUTPUT
-
     if ns.verbose and IMPORT_OUTPUT.get(ns.target):
         report.notes.append("importing the target printed or warned: " + IMPORT_OUTPUT[ns.target].strip()[-600:])
     out.write(report.text(verbose=ns.verbose))

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Optional, Sequence
 
 from retrieval_conformance.conformance.harness import adapters as ad
-from retrieval_conformance.conformance.harness.candidates import CMC_LENGTHS, TIE_CANDIDATES, Candidate
+from retrieval_conformance.conformance.harness.candidates import CMC_LENGTHS, TIE_CANDIDATES, Candidate, conventions
 from retrieval_conformance.conformance.harness.cases import Case
 from retrieval_conformance.conformance.harness.eliminate import Eliminator, exact_value
 from retrieval_conformance.conformance.harness.expected import OPTION_VALUES, PLAIN_BASE, Convention, ReferenceCache
@@ -157,8 +157,6 @@ class Session:
 
     def candidate_space(self, any_k: bool):
         """(conventions, CMC length rules) that identification starts from."""
-        from retrieval_conformance.conformance.harness.candidates import conventions
-
         bases = REID_PRESETS if self.adapter.name == "reid" else (PLAIN_BASE,)
         ties = ("stable",) if self.adapter.name == "oxford" else TIE_CANDIDATES
         ap_at_k = OPTION_VALUES["ap_at_k"] if any_k else ("hits",)

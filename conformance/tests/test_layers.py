@@ -163,3 +163,42 @@ def test_no_public_name_is_shadowed_by_a_submodule():
     assert not set(rc.__all__) & submodules
     for name in rc.__all__:
         assert getattr(rc, name) is not None, name
+
+
+def _module_level_imports(module: str, path: str) -> Tuple[set, set]:
+    """(imports at module level, imports inside functions) of one module, resolved to modules."""
+    with open(path, encoding="utf-8") as f:
+        tree = ast.parse(f.read(), path)
+    in_functions = {id(node) for func in ast.walk(tree) if isinstance(func, (ast.FunctionDef, ast.AsyncFunctionDef))
+                    for node in ast.walk(func)}
+    at_top, inside = set(), set()
+    lines = {line for line, _ in imports_of(module, path)}
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Import, ast.ImportFrom)) and node.lineno in lines:
+            names = [name for line, name in imports_of(module, path) if line == node.lineno]
+            (inside if id(node) in in_functions else at_top).update(_resolve(n) for n in names)
+    return at_top, inside
+
+
+def test_no_import_hides_in_a_function_to_dodge_a_cycle():
+    # a function-level import is fine (a lazy optional dependency, a fast start), but not when
+    # the module it imports leads back, at module level, to the importer: that is a cycle
+    modules = dict(all_modules())
+    top, inner = {}, {}
+    for module, path in modules.items():
+        top[module], inner[module] = _module_level_imports(module, path)
+
+    def reached_from(start: str) -> set:
+        seen, todo = set(), [start]
+        while todo:
+            for name in top.get(todo.pop(), ()):
+                # importing a module runs its parent packages' __init__ first
+                for m in [name] + [name.rsplit(".", i)[0] for i in range(1, name.count("."))]:
+                    if m not in seen:
+                        seen.add(m)
+                        todo.append(m)
+        return seen
+
+    dodges = [f"{m} imports {t} inside a function, and {t} leads back to {m}"
+              for m in sorted(inner) for t in sorted(inner[m]) if m in reached_from(t)]
+    assert not dodges, "\n".join(dodges)

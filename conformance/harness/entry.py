@@ -1,0 +1,102 @@
+"""``check`` and ``identify``: a user's function through a :class:`.session.Session`, into a report.
+
+Re-exported by the package (``from retrieval_conformance.conformance.harness import check``).
+"""
+from __future__ import annotations
+
+from typing import Callable, Optional, Sequence, Union
+
+from retrieval_conformance.conformance.harness.adapters import UsageError
+from retrieval_conformance.conformance.harness.checks import Checker
+from retrieval_conformance.conformance.harness.identify import identify as _identify_session
+from retrieval_conformance.conformance.harness.loading import load_function
+from retrieval_conformance.conformance.harness.report import Report
+from retrieval_conformance.conformance.harness.session import Session
+
+
+def _session(func, adapter, protocol, **kw) -> Session:
+    target = kw.pop("target", None)
+    if isinstance(func, str):
+        target = target or func
+        func = load_function(func)
+    return Session(func, adapter, protocol, target=target, **kw)
+
+
+def check(func: Union[Callable, str], adapter: str = "hashing-codes", protocol: Optional[str] = None, *,
+          ties: Optional[str] = None, ap_rule: Optional[str] = None, ap_at_k: Optional[str] = None,
+          empty: Optional[str] = None, arrays: str = "auto", max_examples: int = 60, timeout: float = 10.0,
+          isolation: str = "auto", known_deviations: Sequence[str] = (), only: Sequence[str] = (),
+          derandomize: bool = True, atol: float = 1e-6, rtol: float = 1e-5,
+          target: Optional[str] = None, warmup_timeout: Optional[float] = None) -> Report:
+    """Check ``func`` against the reference under ``protocol``.
+
+    Parameters
+    ----------
+    func : callable or "module:function"
+    adapter : str
+        The function's signature: ``hashing-codes``, ``distances-relevance``, ``reid``,
+        ``oxford``, ``sklearn``, ``torchmetrics`` (see :mod:`.adapters`).
+    protocol : str, optional
+        A preset (spec §9); default: the adapter's usual one (``hashing``, ``reid``...).
+    ties, ap_rule, ap_at_k, empty : str, optional
+        Overrides of the preset's options.
+    arrays : {"auto", "numpy", "torch"}
+        What the function receives; ``auto`` switches to torch tensors when numpy arrays make
+        the first call fail and torch is installed.
+    max_examples : int
+        Generated inputs per property check before it passes (hypothesis).
+    timeout : float
+        Seconds allowed per call; a hang is reported with its input.
+    warmup_timeout : float, optional
+        Seconds allowed for the first call in a worker (one-time compilation or loading, e.g.
+        numba); default ``max(60, 6 * timeout)``.
+    isolation : {"auto", "process", "thread", "none"}
+    known_deviations : sequence of str
+        Check ids or glob patterns (or clause texts) whose deviations are accepted.
+    only : sequence of str
+        Glob patterns: run only the matching checks.
+    derandomize : bool
+        Reproducible hypothesis runs (default).
+    atol, rtol : float
+        Tolerance of the comparison with the exact reference: ``|yours - ref| <= atol + rtol |ref|``.
+
+    Returns
+    -------
+    Report
+        ``exit_code`` (0 conforms, 1 deviates, 2 usage error), ``text()``, ``junit_xml()``.
+    """
+    try:
+        with _session(func, adapter, protocol, ties=ties, ap_rule=ap_rule, ap_at_k=ap_at_k, empty=empty,
+                      arrays=arrays, timeout=timeout, isolation=isolation, max_examples=max_examples,
+                      atol=atol, rtol=rtol, derandomize=derandomize, known_deviations=known_deviations,
+                      only=only, target=target, warmup_timeout=warmup_timeout) as s:
+            return Checker(s).check()
+    except UsageError as exc:
+        return Report(target or str(func), adapter, protocol or "-", "-", arrays, usage_error=str(exc))
+
+
+def identify(func: Union[Callable, str], adapter: str = "hashing-codes", protocol: Optional[str] = None, *,
+             arrays: str = "auto", timeout: float = 10.0, isolation: str = "auto", per_family: int = 5,
+             target: Optional[str] = None, atol: float = 1e-6, rtol: float = 1e-5,
+             warmup_timeout: Optional[float] = None, **overrides) -> Report:
+    """Name what ``func`` computes, by elimination.
+
+    The function runs on the golden cases and a fixed sample of every input family; every
+    candidate (tie policy incl. "unstable" x AP rule x AP@k denominator x empty-query policy x
+    CMC length rule, with up to two known bugs of spec §11) that does not reproduce every
+    returned value is removed, simpler candidates first; further inputs on which the survivors
+    disagree are searched for and run before answering (:mod:`.identify`).  The report's
+    ``identification`` names the nearest preset and what differs, or says that nothing
+    reproduces the values; exit status 2 when nothing could be compared.
+    """
+    try:
+        with _session(func, adapter, protocol, arrays=arrays, timeout=timeout, isolation=isolation,
+                      target=target, atol=atol, rtol=rtol, warmup_timeout=warmup_timeout, **overrides) as s:
+            ident = _identify_session(s, per_family=per_family)
+            rep = Report(s.target, s.adapter.name, s.protocol, s.convention_text, s.arrays, identification=ident)
+            rep.notes.extend(s.notes)
+            if s.runner is not None and s.runner.calls and s._success_count == 0 and not ident.uncheckable:
+                rep.usage_error = "the function could not be called successfully on any input: " + ident.text()
+            return rep
+    except UsageError as exc:
+        return Report(target or str(func), adapter, protocol or "-", "-", arrays, usage_error=str(exc))
