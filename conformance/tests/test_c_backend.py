@@ -24,18 +24,8 @@ import pytest
 from retrieval_conformance.conformance.crosscheck import compare_exact, compare_per_query, run_both
 from retrieval_conformance.conformance.harness.golden_inputs import SEED000
 from retrieval_conformance.conformance.support import oracle
-from retrieval_conformance.conformance.support.c_test_support import TIES, load_c_backend
+from retrieval_conformance.conformance.support.c_test_support import TIES
 from retrieval_conformance.conformance.support.problems import random_options, tie_heavy_problem
-
-
-@pytest.fixture(scope="module")
-def c_backend():
-    return load_c_backend()
-
-
-@pytest.fixture(scope="module")
-def cimpl(c_backend):
-    return c_backend.CImplementation()
 
 
 # ---------------------------------------------------------------------------------------------

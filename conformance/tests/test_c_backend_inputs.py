@@ -13,18 +13,8 @@ import tracemalloc
 import numpy as np
 import pytest
 from retrieval_conformance.conformance.crosscheck import compare_per_query, run_both, same_bits
-from retrieval_conformance.conformance.support.c_test_support import DENOMINATORS, RULES, load_c_backend
+from retrieval_conformance.conformance.support.c_test_support import DENOMINATORS, RULES
 from retrieval_conformance.reference.contract.problem import Options, Problem
-
-
-@pytest.fixture(scope="module")
-def c_backend():
-    return load_c_backend()
-
-
-@pytest.fixture(scope="module")
-def cimpl(c_backend):
-    return c_backend.CImplementation()
 
 
 # ---------------------------------------------------------------------------------------------

@@ -10,18 +10,8 @@ from math import comb
 import numpy as np
 import pytest
 from retrieval_conformance.conformance.crosscheck import compare_per_query
-from retrieval_conformance.conformance.support.c_test_support import DENOMINATORS, RULES, TOL, load_c_backend
+from retrieval_conformance.conformance.support.c_test_support import DENOMINATORS, RULES, TOL
 from retrieval_conformance.reference.contract.problem import Options, Problem
-
-
-@pytest.fixture(scope="module")
-def c_backend():
-    return load_c_backend()
-
-
-@pytest.fixture(scope="module")
-def cimpl(c_backend):
-    return c_backend.CImplementation()
 
 
 def _one_big_group_problem(rng, before, n, m, rel_before):

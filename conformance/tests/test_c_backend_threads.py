@@ -8,14 +8,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from retrieval_conformance.conformance.crosscheck import same_bits
-from retrieval_conformance.conformance.support.c_test_support import RULES, TIES, load_c_backend
+from retrieval_conformance.conformance.support.c_test_support import RULES, TIES
 from retrieval_conformance.conformance.support.problems import medium_problems
 from retrieval_conformance.reference.contract.problem import Options
-
-
-@pytest.fixture(scope="module")
-def c_backend():
-    return load_c_backend()
 
 
 # ---------------------------------------------------------------------------------------------
