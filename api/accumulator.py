@@ -103,6 +103,8 @@ class Accumulator:
         self._parts: list = []
         self._n_queries = 0
         self._n_gallery: Optional[int] = self._gallery_size
+        # the first query row of a block with a -1 / with a 0 in its codes (None: none yet)
+        self._codes_seen: Dict[str, Optional[int]] = {"-1": None, "0": None}
 
     def __len__(self) -> int:
         """Queries accumulated since construction or the last :meth:`reset`."""
@@ -167,6 +169,7 @@ class Accumulator:
         start = self._n_queries
         try:
             block = {name: v.array_input(name, value) for name, value in block.items() if value is not None}
+            seen = self._check_code_kind(block.get("query_codes"), start)
             n_gallery = self._check_gallery_columns(block)
             per_query = self._evaluate_block(block)
             # the per-query CMC rows of every query so far, as one evaluate call would check them
@@ -174,6 +177,7 @@ class Accumulator:
         except (ValueError, TypeError) as exc:
             raise _located(exc, start) from None
         self._parts.append(per_query)
+        self._codes_seen = seen
         self._n_queries += per_query.ap.shape[0]
         self._n_gallery = n_gallery
 
@@ -210,6 +214,24 @@ class Accumulator:
             return f"the gallery given to Accumulator ({name}) has {arr.shape[0]} items"
         return (f"earlier update() blocks had {self._n_gallery} gallery items, and every block ranks the same "
                 "gallery; call reset() first to start over with another one")
+
+    def _check_code_kind(self, codes, start: int) -> Dict[str, Optional[int]]:
+        """±1 or {0, 1} codes is decided over every query, as one ``evaluate`` call decides it: a
+        0 in one block and a -1 in another is an error whichever comes first (spec §1)."""
+        seen = dict(self._codes_seen)
+        if codes is None or codes.dtype.kind not in "fiub":
+            return seen  # nothing to decide here; the block's own checks name the problem
+        for value in ("-1", "0"):
+            if seen[value] is None and (codes == int(value)).any():
+                seen[value] = start
+        # both in this block alone: the block's own check names the 0 and where it is
+        if seen["-1"] is not None and seen["0"] is not None and seen["-1"] != seen["0"]:
+            raise ValueError(
+                f"query_codes: the block starting at row {seen['-1']} holds a -1 (codes in {{-1, +1}}) and the "
+                f"block starting at row {seen['0']} a 0 (codes in {{0, 1}}); one evaluation takes one kind of "
+                "codes: a 0 in ±1 codes usually comes from sign(0) = 0, binarise with np.where(x >= 0, 1, -1)"
+            )
+        return seen
 
     def _evaluate_block(self, block: Dict[str, Any]) -> PerQuery:
         """Per-query values of one block, from ``evaluate`` with the accumulator's options.

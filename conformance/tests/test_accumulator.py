@@ -392,3 +392,16 @@ def test_reid_needs_cameras_in_every_block():
         without.update(distances=np.zeros((1, 3)), query_labels=[1])
     without.update(distances=np.zeros((1, 3)), query_labels=[1], junk=np.zeros((1, 3), bool))  # said explicitly
     assert len(without) == 1 and len(acc) == 0
+
+
+@pytest.mark.parametrize("batches", [([[0]], [[-1]]), ([[-1]], [[0]])])
+def test_pm1_and_01_codes_in_different_updates_are_an_error(batches):
+    # one evaluate call on every query refuses a 0 beside a -1; so do updates, whichever comes first
+    acc = rc.Accumulator(db_codes=np.array([[1]]), db_labels=[1], protocol="hashing")
+    acc.update(query_codes=np.array(batches[0]), query_labels=[1])
+    with pytest.raises(ValueError, match="one evaluation takes one kind of codes"):
+        acc.update(query_codes=np.array(batches[1]), query_labels=[1])
+    assert len(acc) == 1  # the refused block left the accumulator as it was
+    with pytest.raises(ValueError, match=r"expected codes in \{-1, \+1\}, found 0"):
+        rc.evaluate(query_codes=np.array(batches[0] + batches[1]), db_codes=np.array([[1]]), query_labels=[1, 1],
+                    db_labels=[1])

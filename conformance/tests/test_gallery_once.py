@@ -148,3 +148,22 @@ def test_progress_comes_from_inside_a_block(implementation):
             registry.unregister(implementation)
     assert seen[-1] == (Q, Q) and len(seen) > 2
     assert [d for d, _ in seen] == sorted(d for d, _ in seen)
+
+
+@pytest.mark.parametrize("block_size", [None, 1, 3])
+def test_a_zero_in_pm1_codes_is_an_error_however_the_queries_are_blocked(block_size):
+    # fuzz campaign, seed 0, case 312481: the -1 in row 2 makes these ±1 codes, so the 0 in row 3
+    # is an error; with blocks of 3 the block holding the 0 had no -1 and was read as {0, 1} codes
+    kwargs = dict(query_codes=np.array([[1], [1], [-1], [0]]), db_codes=np.array([[1]]), query_labels=[2, 2, 2, 2],
+                  db_labels=[-1], query_cams=[0, 1, 1, 1], db_cams=[0], protocol="reid-matlab")
+    with pytest.raises(ValueError, match=r"query_codes: expected codes in \{-1, \+1\}, found 0"):
+        rc.evaluate(**kwargs, block_size=block_size, implementation="reference")
+
+
+def test_the_fuzz_case_that_found_it_ends_in_a_named_error():
+    from retrieval_conformance.conformance.fuzz.cases import draw_case
+    from retrieval_conformance.conformance.fuzz.classify import classify
+    from retrieval_conformance.conformance.fuzz.draw import RandomDraw, case_rng
+
+    outcome = classify(lambda: draw_case(RandomDraw(case_rng(0, 312481))), ["reference", "numpy"])
+    assert outcome.kind == "named_error", outcome

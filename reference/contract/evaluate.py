@@ -61,12 +61,14 @@ def build_problem(
     junk_ids=(),
     row0: int = 0,
     gallery: Optional[Gallery] = None,
+    codes_signed: bool = False,
 ) -> Problem:
     """Validate and normalise the inputs of :func:`evaluate` into a :class:`Problem`.
 
     ``row0``: index of the first query, for messages about a block of queries.
     ``gallery``: the gallery side already prepared by :func:`.gallery.prepare_gallery` (the same
     arrays as the ``db_*`` arguments): only the query side is checked, against it.
+    ``codes_signed``: a query row outside this block holds a -1, so the codes are ±1 codes.
     """
     ranking_inputs = _count_given(
         distances=distances, scores=scores, query_codes=query_codes, db_codes=db_codes,
@@ -88,8 +90,8 @@ def build_problem(
         if query_codes is None or db_codes is None:
             missing = "db_codes" if db_codes is None else "query_codes"
             raise ValueError(f"{missing}: expected codes together with {ranking_inputs[0]}")
-        query_bits, db_bits = gallery.codes_pair(query_codes) if gallery is not None else v.codes_pair(
-            query_codes, db_codes)
+        query_bits, db_bits = (gallery.codes_pair(query_codes, codes_signed) if gallery is not None
+                               else v.codes_pair(query_codes, db_codes, codes_signed))
     else:
         if query_embeddings is None or db_embeddings is None:
             missing = "db_embeddings" if db_embeddings is None else "query_embeddings"
@@ -322,6 +324,9 @@ def evaluate(
     parts = []
     # with several blocks, the gallery is checked once and the implementation prepares it once
     gallery = prepare_gallery(gallery_side) if per_block < n_q else None
+    # ±1 or {0, 1} codes is decided on all query rows at once, not per block (a 0 is an error in
+    # ±1 codes wherever their -1 is)
+    codes_signed = per_block < n_q and _holds_minus_one(query_side["query_codes"])
     state = None
     for start in range(0, max(n_q, 1), per_block):
         stop = min(start + per_block, n_q)
@@ -329,7 +334,7 @@ def evaluate(
         # the result is identical to one block, while memory stays bounded
         block = {key: query_rows(value, start, stop) for key, value in query_side.items()}
         try:
-            problem = build_problem(**block, **gallery_side, row0=start, gallery=gallery)
+            problem = build_problem(**block, **gallery_side, row0=start, gallery=gallery, codes_signed=codes_signed)
         except (ValueError, TypeError) as exc:
             if per_block < n_q:
                 raise type(exc)(f"{exc} (in the query block starting at row {start})") from None
@@ -344,6 +349,13 @@ def evaluate(
         if report is not None:
             report(stop)
     return aggregate(PerQuery.concat(parts), options, protocol, impl.name, n_gallery=problem.n_gallery)
+
+
+def _holds_minus_one(codes) -> bool:
+    """Whether numeric codes hold a -1 anywhere (anything else is left to the block's checks)."""
+    if codes is None or getattr(codes, "dtype", np.dtype(object)).kind not in "fiub":
+        return False
+    return bool((codes == -1).any())
 
 
 def _takes(function, name: str) -> bool:

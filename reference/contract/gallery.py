@@ -47,15 +47,16 @@ class Gallery:
     cams: Optional[_Ids] = None
 
     # -- one query block against the prepared gallery ------------------------------------
-    def codes_pair(self, query_codes: Any) -> Tuple[np.ndarray, np.ndarray]:
-        """``validation.codes_pair(query_codes, db_codes)``, with the gallery side done once."""
+    def codes_pair(self, query_codes: Any, signed_elsewhere: bool = False) -> Tuple[np.ndarray, np.ndarray]:
+        """``validation.codes_pair(query_codes, db_codes, signed_elsewhere)``, with the gallery
+        side done once."""
         c, q = self.codes, _numeric_matrix(query_codes)
         if c is not None and q is not None and q.shape[1] == c.bits.shape[1] > 0:
-            signed = c.minus_one or bool((q == -1).any())
+            signed = c.minus_one or signed_elsewhere or bool((q == -1).any())
             fits = ((q == -1) | (q == 1)) if signed else ((q == 0) | (q == 1))
             if fits.all() and (c.signed_ok if signed else c.binary_ok):
                 return np.ascontiguousarray(q > 0, dtype=np.uint8), c.bits
-        return v.codes_pair(query_codes, self.raw["db_codes"])
+        return v.codes_pair(query_codes, self.raw["db_codes"], signed_elsewhere)
 
     def labels_pair(self, query_labels: Any) -> Tuple[np.ndarray, np.ndarray]:
         """``ids.labels_pair(query_labels, db_labels)``, with the gallery side done once."""

@@ -100,11 +100,13 @@ def bool_matrix(name: str, value: Any, shape: Tuple[int, int], what: str) -> np.
     return np.ascontiguousarray(arr)
 
 
-def codes_pair(query_codes: Any, db_codes: Any) -> Tuple[np.ndarray, np.ndarray]:
+def codes_pair(query_codes: Any, db_codes: Any, signed_elsewhere: bool = False) -> Tuple[np.ndarray, np.ndarray]:
     """Binary codes in {-1, +1} or {0, 1} -> uint8 bits (+1 -> 1, -1 -> 0; Hamming is kept).
 
     ``sign(0) = 0`` leaves zeros in "±1" codes (thuml/DPH#3); such codes are rejected
-    rather than guessed at (spec §1).
+    rather than guessed at (spec §1).  The codes are ±1 codes when a -1 is anywhere: in these
+    arrays, or (``signed_elsewhere``) in query rows of another block of the same evaluation, so
+    the verdict on a 0 never depends on how the queries are blocked.
     """
     out = []
     arrays = {"query_codes": to_numpy("query_codes", query_codes), "db_codes": to_numpy("db_codes", db_codes)}
@@ -113,7 +115,7 @@ def codes_pair(query_codes: Any, db_codes: Any) -> Tuple[np.ndarray, np.ndarray]
         if arr.dtype.kind not in "fiub":
             raise TypeError(f"{name}: expected numeric codes in {{-1,+1}} or {{0,1}}, got dtype={arr.dtype}")
         check_finite(name, arr)
-    signed = any((a == -1).any() for a in arrays.values())
+    signed = signed_elsewhere or any((a == -1).any() for a in arrays.values())
     for name, arr in arrays.items():
         allowed = (arr == -1) | (arr == 1) if signed else (arr == 0) | (arr == 1)
         if not allowed.all():
