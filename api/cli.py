@@ -9,16 +9,18 @@ from typing import List, Optional
 from retrieval_conformance.array_files import EVALUATE_ARRAYS, ArrayBudget, read_array_file
 
 
+def _load(target: str):
+    """The function named ``"module:function"``, imported when its subcommand runs: the jobs of
+    the conformance layer sit above this face (ARCHITECTURE.md)."""
+    import importlib
+
+    module, function = target.split(":")
+    return getattr(importlib.import_module(module), function)
+
+
 def _by_name(target: str):
-    """A subcommand function named ``"module:function"``, imported when the subcommand runs:
-    the jobs of the conformance layer sit above this face (ARCHITECTURE.md)."""
-    def run(args) -> int:
-        import importlib
-
-        module, function = target.split(":")
-        return getattr(importlib.import_module(module), function)(args)
-
-    return run
+    """A subcommand function that loads ``target`` when it runs."""
+    return lambda args: _load(target)(args)
 
 
 def _load_arrays(args) -> dict:
@@ -257,10 +259,8 @@ def main(argv: Optional[List[str]] = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     # subcommands with their own argument parsing, provided by their modules
     if argv and argv[0] in DELEGATED:
-        import importlib
-
         module, function, _ = DELEGATED[argv[0]]
-        return getattr(importlib.import_module(module), function)(argv[1:])
+        return _load(f"{module}:{function}")(argv[1:])
     args = build_parser().parse_args(argv)
     try:
         return args.func(args)

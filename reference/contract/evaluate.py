@@ -344,7 +344,7 @@ def evaluate(
             state = impl.prepare(problem)
         within = None  # progress inside the block, from implementations that report it
         if report is not None and _takes(impl.compute, "progress"):
-            within = functools.partial(lambda done, total, first: report(first + done), first=start)
+            within = functools.partial(_report_from, report, start)
         parts.append(_compute_block(impl, problem, options, state, within))
         if report is not None:
             report(stop)
@@ -356,6 +356,11 @@ def _holds_minus_one(codes) -> bool:
     if codes is None or getattr(codes, "dtype", np.dtype(object)).kind not in "fiub":
         return False
     return bool((codes == -1).any())
+
+
+def _report_from(report, first: int, done: int, total: int) -> None:
+    """An implementation's ``progress(done, total)`` inside the block starting at query ``first``."""
+    report(first + done)
 
 
 def _takes(function, name: str) -> bool:

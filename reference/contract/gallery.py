@@ -73,7 +73,7 @@ class Gallery:
     def cams_pair(self, query_cams: Any, n_queries: int, n_gallery: int) -> Tuple[np.ndarray, np.ndarray]:
         """``validation.cams_pair``, with the gallery side done once."""
         q, c = _array(query_cams), self.cams
-        if q is not None and c is not None and q.ndim == 1 and q.shape[0] == n_queries == len(q) and \
+        if q is not None and c is not None and q.ndim == 1 and q.shape[0] == n_queries and \
                 c.values.shape[0] == n_gallery:
             codes = _id_codes("query_cams", q, c, camera=True)
             if codes is not None:
