@@ -10,12 +10,13 @@ from retrieval_conformance.reference.contract.registry import Implementation
 from retrieval_conformance.reference.distances import query_distances
 from retrieval_conformance.reference.per_query import QueryValues, query_values
 from retrieval_conformance.reference.ranking import tie_groups
-from retrieval_conformance.reference.relevance import query_junk, query_relevance
+from retrieval_conformance.reference.relevance import query_grades, query_junk, query_relevance
 
 
 def reference_query(problem: Problem, options: Options, q: int) -> QueryValues:
     """Query ``q`` through the whole pipeline: distances -> ties -> relevance/junk -> metrics."""
-    groups = tie_groups(query_distances(problem, q), query_relevance(problem, q), query_junk(problem, q))
+    groups = tie_groups(query_distances(problem, q), query_relevance(problem, q), query_junk(problem, q),
+                        query_grades(problem, q))
     return query_values(groups, options, q)
 
 

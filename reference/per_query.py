@@ -19,6 +19,7 @@ Clauses (each a function below, cited by tests and error reports):
   orders of every tie group (McSherry & Najork 2008; spec §4).
 * ``grouped_values`` -- scikit-learn's threshold view: every item of a group takes the
   group's end rank ``c + n``.
+* nDCG@k, RR, AP@R and the hit rate (``recall="hit"``): :mod:`.rank_metrics`.
 A query with R = 0 has 0 everywhere; the empty-query policy decides later what it means.
 """
 from __future__ import annotations
@@ -30,7 +31,12 @@ from typing import List, Optional, Sequence
 
 from retrieval_conformance.reference.contract.conventions import CONCRETE_POLICIES
 from retrieval_conformance.reference.contract.problem import Options
-from retrieval_conformance.reference.ranking import TieGroup, ranked_relevance
+from retrieval_conformance.reference.rank_metrics import (
+    concrete_rank_metrics,
+    expected_rank_metrics,
+    grouped_rank_metrics,
+)
+from retrieval_conformance.reference.ranking import TieGroup, ranked_grades
 
 ZERO = Fraction(0)
 
@@ -47,6 +53,9 @@ class QueryValues:
     cmc: List[Fraction]
     inp: Fraction
     r_precision: Fraction
+    ndcg: Fraction = ZERO
+    rr: Fraction = ZERO
+    ap_at_r: Fraction = ZERO
     precision_at_radius: Optional[Fraction] = None
     recall_at_radius: Optional[Fraction] = None
 
@@ -74,8 +83,17 @@ def grouped_cutoff_error(k: int, query: int, group: TieGroup) -> ValueError:
 
 
 # -- concrete rankings ---------------------------------------------------------------
-def concrete_values(ranked: Sequence[bool], opts: Options) -> QueryValues:
-    """Metrics of one concretely ranked relevance list (non-junk items only)."""
+def with_rank_metrics(values: QueryValues, metrics: dict, opts: Options) -> QueryValues:
+    """``values`` with nDCG, RR and AP@R set, and R@k as the hit rate under ``recall="hit"``."""
+    values.ndcg, values.rr, values.ap_at_r = metrics["ndcg"], metrics["rr"], metrics["ap_at_r"]
+    if opts.recall == "hit":
+        values.recall_at_k = metrics["hit"]
+    return values
+
+
+def concrete_values(ranked: Sequence[int], opts: Options) -> QueryValues:
+    """Metrics of one concretely ranked list of grades (non-junk items only; grade > 0 is
+    relevant, and binary relevance is grades 0 and 1)."""
     ranks = [r for r, rel in enumerate(ranked, 1) if rel]
     R = len(ranks)
     terms = [ap_term(i, r, opts.ap_rule) for i, r in enumerate(ranks, 1)]
@@ -96,7 +114,7 @@ def concrete_values(ranked: Sequence[bool], opts: Options) -> QueryValues:
         ap = s / denominator if denominator else ZERO
     hk = hits(k) if k is not None else R
     cut = k if k is not None else len(ranked)
-    return QueryValues(
+    values = QueryValues(
         ap=ap,
         n_relevant=R,
         hits_at_k=Fraction(hk),
@@ -106,6 +124,7 @@ def concrete_values(ranked: Sequence[bool], opts: Options) -> QueryValues:
         inp=Fraction(R, ranks[-1]),
         r_precision=Fraction(hits(R), R),
     )
+    return with_rank_metrics(values, concrete_rank_metrics(ranked, opts), opts)
 
 
 # -- ties="expected" -------------------------------------------------------------------
@@ -173,9 +192,9 @@ def expected_values(groups: Sequence[TieGroup], opts: Options) -> QueryValues:
     R = sum(g.relevant for g in groups)
     n_kept = sum(g.size for g in groups)
 
-    def term_sum_up_to(K: int) -> Fraction:
+    def term_sum_up_to(K: int, term_rule: str = rule) -> Fraction:
         return sum(
-            (_expected_term_sum(g, min(g.size, K - g.before), g.relevant, g.size, rule)
+            (_expected_term_sum(g, min(g.size, K - g.before), g.relevant, g.size, term_rule)
              for g in groups if g.before < K),
             ZERO,
         )
@@ -232,7 +251,7 @@ def expected_values(groups: Sequence[TieGroup], opts: Options) -> QueryValues:
         ZERO,
     )
     hk = expected_hits(groups, k) if k is not None else Fraction(R)
-    return QueryValues(
+    values = QueryValues(
         ap=ap,
         n_relevant=R,
         hits_at_k=hk,
@@ -242,6 +261,7 @@ def expected_values(groups: Sequence[TieGroup], opts: Options) -> QueryValues:
         inp=inp,
         r_precision=expected_hits(groups, R) / R,
     )
+    return with_rank_metrics(values, expected_rank_metrics(groups, opts, _positions_of_jth, term_sum_up_to), opts)
 
 
 # -- ties="grouped" --------------------------------------------------------------------
@@ -283,7 +303,7 @@ def grouped_values(groups: Sequence[TieGroup], opts: Options) -> QueryValues:
     relevant_groups = [g for g in groups if g.relevant]
     first_end, last_end = relevant_groups[0].end, relevant_groups[-1].end
     hk = hits(k) if k is not None else R
-    return QueryValues(
+    values = QueryValues(
         ap=ap,
         n_relevant=R,
         hits_at_k=Fraction(hk),
@@ -293,6 +313,7 @@ def grouped_values(groups: Sequence[TieGroup], opts: Options) -> QueryValues:
         inp=Fraction(R, last_end),
         r_precision=Fraction(hits(R), R),
     )
+    return with_rank_metrics(values, grouped_rank_metrics(groups, opts), opts)
 
 
 # -- one query, any policy ----------------------------------------------------------------
@@ -324,7 +345,7 @@ def query_values(groups: Sequence[TieGroup], opts: Options, query: int = 0) -> Q
     if R == 0:
         values = empty_values(opts)
     elif opts.ties in CONCRETE_POLICIES:
-        values = concrete_values(ranked_relevance(groups, opts.ties), opts)
+        values = concrete_values(ranked_grades(groups, opts.ties), opts)
     elif opts.ties == "expected":
         values = expected_values(groups, opts)
     elif opts.ties == "grouped":

@@ -4,7 +4,7 @@ Plain Python per query, independent of the numpy block helpers of ``Problem``.
 """
 from __future__ import annotations
 
-from typing import List
+from typing import List, Optional
 
 from retrieval_conformance.reference.contract.problem import Problem
 
@@ -28,6 +28,13 @@ def query_relevance(problem: Problem, q: int) -> List[bool]:
         return [is_relevant_multi(ql, [int(v) for v in row]) for row in problem.db_labels]
     qid = int(problem.query_labels[q])
     return [is_relevant_single(qid, int(v)) for v in problem.db_labels]
+
+
+def query_grades(problem: Problem, q: int) -> Optional[List[int]]:
+    """Relevance grades of every gallery item for query ``q`` (graded relevance), or None."""
+    if problem.grades is None:
+        return None
+    return [int(v) for v in problem.grades[q]]
 
 
 def query_junk(problem: Problem, q: int) -> List[bool]:

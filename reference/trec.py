@@ -81,8 +81,10 @@ class _Query:
     relevant: List[bool] = field(init=False)
     n_relevant: int = field(init=False)
     relevant_retrieved: int = field(init=False)
+    retrieved: set = field(init=False)
 
     def __post_init__(self) -> None:
+        self.retrieved = set(self.docs)
         self.grades = list(map(self.judged.get, self.docs))
         self.relevant = [g is not None and g >= self.level for g in self.grades]
         self.n_relevant = sum(1 for g in self.judged.values() if g >= self.level)
@@ -167,17 +169,24 @@ def _engine_calls(queries: Sequence[_Query], k: Optional[int], max_rank: int,
     width = max(max(q.n_retrieved, q.n_relevant, 1) for q in queries)
     phantoms = max(q.n_relevant - q.relevant_retrieved for q in queries)
     scores = np.zeros((len(queries), width + phantoms), dtype=np.float64)
-    relevance = np.zeros(scores.shape, dtype=bool)
+    # the grades of relevant documents (nDCG's gains; below the relevance level: 0)
+    relevance = np.zeros(scores.shape, dtype=np.int64)
     for row, q in enumerate(queries):
         n = q.n_retrieved
         if n:
             scores[row, :n] = q.scores
             scores[row, n:] = q.scores[-1]  # the lowest score: stable ties keep padding after it
-            relevance[row, :n] = q.relevant
-        relevance[row, width:width + q.n_relevant - q.relevant_retrieved] = True
+            relevance[row, :n] = [g if rel else 0 for g, rel in zip(q.grades, q.relevant)]
+        missing = sorted((g for d, g in q.judged.items() if g >= q.level and d not in q.retrieved), reverse=True)
+        relevance[row, width:width + len(missing)] = missing
     common = dict(ties="stable", ap_rule="precision_sum", ap_at_k="r", empty="zero", implementation=implementation)
     full = evaluate(scores=scores, relevance=relevance, k=width, max_rank=1, **common)
     listed = evaluate(scores=scores[:, :width], relevance=relevance[:, :width], k=k, max_rank=max_rank, **common)
+    if k is not None and k < width:  # ndcg_cut_k: the top k against the ideal of every relevant document
+        cut = evaluate(scores=scores, relevance=relevance, k=k, max_rank=1, **common).per_query
+        full.per_query.ndcg = cut.ndcg
+        if cut.exact is not None and full.per_query.exact is not None:
+            full.per_query.exact["ndcg"] = cut.exact["ndcg"]
     return full.per_query, listed.per_query, full.implementation
 
 
@@ -185,21 +194,25 @@ def _per_query(queries: Sequence[_Query], k: Optional[int], max_rank: int, imple
                ) -> Tuple[PerQuery, str]:
     """trec_eval's per-query values, in the order of ``queries``."""
     n = len(queries)
-    ap, rprec, hits, prec, inp = (np.zeros(n) for _ in range(5))
+    ap, rprec, hits, prec, inp, ndcg, rr, ap_at_r = (np.zeros(n) for _ in range(8))
     cmc = np.zeros((n, max_rank))
     exact: Optional[Dict[str, List]] = None
     name = implementation
     for chunk in _chunks(queries):
         full, listed, name = _engine_calls([queries[i] for i in chunk], k, max_rank, implementation)
         ap[chunk], rprec[chunk] = full.ap, full.r_precision
+        # recip_rank and ndcg read the whole retrieved list (ndcg_cut_k its top k)
+        ndcg[chunk], rr[chunk], ap_at_r[chunk] = full.ndcg, full.rr, full.ap_at_r
         hits[chunk], prec[chunk] = listed.hits_at_k, listed.precision_at_k
         inp[chunk], cmc[chunk] = listed.inp, listed.cmc
         if full.exact is not None and listed.exact is not None:
             if exact is None:
-                exact = {key: [ZERO] * n for key in ("ap", "r_precision", "hits_at_k", "precision_at_k", "inp")}
+                exact = {key: [ZERO] * n for key in ("ap", "r_precision", "hits_at_k", "precision_at_k", "inp",
+                                                       "ndcg", "rr", "ap_at_r")}
                 exact["cmc"] = [[]] * n
             for pos, i in enumerate(chunk):
-                exact["ap"][i], exact["r_precision"][i] = full.exact["ap"][pos], full.exact["r_precision"][pos]
+                for key in ("ap", "r_precision", "ndcg", "rr", "ap_at_r"):
+                    exact[key][i] = full.exact[key][pos]
                 for key in ("hits_at_k", "precision_at_k", "inp", "cmc"):
                     exact[key][i] = listed.exact[key][pos]
     n_relevant = np.array([q.n_relevant for q in queries], dtype=np.int64)
@@ -214,7 +227,7 @@ def _per_query(queries: Sequence[_Query], k: Optional[int], max_rank: int, imple
         exact["recall_at_k"] = recall
     pq = PerQuery(ap=ap, n_relevant=n_relevant, hits_at_k=hits, precision_at_k=prec,
                   recall_at_k=np.array([float(r) for r in recall]), cmc=cmc, inp=inp, r_precision=rprec,
-                  exact=exact)
+                  ndcg=ndcg, rr=rr, ap_at_r=ap_at_r, exact=exact)
     return pq, name
 
 

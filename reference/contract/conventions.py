@@ -25,6 +25,8 @@ OPTIONS: Dict[str, Tuple[int, Tuple[str, ...]]] = {
     "ap_rule": (5, ("precision_sum", "trapezoid")),
     "ap_at_k": (6, ("hits", "r", "min_k_r", "dcmh")),
     "empty": (8, ("zero", "skip", "skip_no_hit", "nan", "error")),
+    "gain": (7, ("linear", "exponential")),
+    "recall": (7, ("fraction", "hit")),
 }
 
 
@@ -62,7 +64,8 @@ CONVENTIONS: Tuple[Convention, ...] = tuple(
 
 
 def values(option: str) -> Tuple[str, ...]:
-    """The allowed values of ``option`` (``"ties"``, ``"ap_rule"``, ``"ap_at_k"``, ``"empty"``)."""
+    """The allowed values of ``option`` (``"ties"``, ``"ap_rule"``, ``"ap_at_k"``, ``"empty"``,
+    ``"gain"``, ``"recall"``)."""
     return OPTIONS[option][1]
 
 
@@ -83,3 +86,7 @@ AP_AT_K_DENOMINATORS = values("ap_at_k")
 EMPTY_POLICIES = values("empty")
 #: the empty-query policies that give a number (``error`` raises instead)
 EMPTY_POLICIES_WITH_A_MEAN = tuple(p for p in EMPTY_POLICIES if p != "error")
+#: the gain of a relevance grade g in nDCG: g (linear) or 2**g - 1 (exponential)
+GAINS = values("gain")
+#: what Recall@k means: H(k) / R (the IR sense) or [r_1 <= k] (the metric-learning hit rate)
+RECALL_SENSES = values("recall")

@@ -14,6 +14,7 @@ from typing import Any, Optional
 import numpy as np
 from retrieval_conformance.reference.contract import validation as v
 from retrieval_conformance.reference.contract.aggregation import aggregate
+from retrieval_conformance.reference.contract.conventions import GAINS, RECALL_SENSES
 from retrieval_conformance.reference.contract.cutoffs import compute_within_gallery
 from retrieval_conformance.reference.contract.embeddings import METRICS, embedding_distances
 from retrieval_conformance.reference.contract.gallery import Gallery, prepare_gallery
@@ -107,11 +108,11 @@ def build_problem(
         name = ranking_inputs[-1]
         raise ValueError(f"{name}: expected at least one gallery item ({where}), got an empty gallery")
 
-    rel = ql = dl = None
+    rel = grades = ql = dl = None
     if relevance is not None:
         if query_labels is not None or db_labels is not None:
             raise ValueError("give exactly one relevance input: relevance= or query_labels= with db_labels=")
-        rel = v.bool_matrix("relevance", relevance, (n_q, n_g), "queries x gallery")
+        rel, grades = v.relevance_matrix("relevance", relevance, (n_q, n_g), "queries x gallery")
     elif query_labels is not None and db_labels is not None:
         ql, dl = gallery.labels_pair(query_labels) if gallery is not None else v.labels_pair(query_labels, db_labels)
         if ql.shape[0] != n_q:
@@ -141,7 +142,7 @@ def build_problem(
         junk_ids = ()  # id-based junk needs single ids; with other inputs it has nothing to act on
     return Problem(
         n_queries=int(n_q), n_gallery=int(n_g), distances=dist, query_bits=query_bits, db_bits=db_bits,
-        relevance=rel, query_labels=ql, db_labels=dl, junk=junk_mask, query_cams=qc, db_cams=dc,
+        relevance=rel, grades=grades, query_labels=ql, db_labels=dl, junk=junk_mask, query_cams=qc, db_cams=dc,
         junk_ids=junk_ids,
     )
 
@@ -156,6 +157,8 @@ def resolve_options(
     empty: Optional[str] = None,
     radius: Optional[float] = None,
     k_given: bool = True,
+    gain: Optional[str] = None,
+    recall: Optional[str] = None,
 ) -> Options:
     """A preset's options with every explicit override applied, each one validated."""
     preset = get_preset(protocol)
@@ -169,6 +172,8 @@ def resolve_options(
         empty=v.choice("empty", empty if empty is not None else preset.empty, EMPTY_POLICIES),
         max_rank=v.max_rank_value(max_rank),
         radius=v.non_negative_number("radius", radius),
+        gain=v.choice("gain", gain if gain is not None else preset.gain, GAINS),
+        recall=v.choice("recall", recall if recall is not None else preset.recall, RECALL_SENSES),
     )
 
 
@@ -202,6 +207,8 @@ def evaluate(
     metric: str = "euclidean",
     block_size: Optional[int] = None,
     progress=False,
+    gain: Optional[str] = None,
+    recall: Optional[str] = None,
 ) -> Result:
     """Evaluate a retrieval run under a named protocol, with any implementation.
 
@@ -213,7 +220,9 @@ def evaluate(
         distance), or embeddings (``metric="euclidean"`` or ``"cosine"``).
     relevance, query_labels + db_labels
         Exactly one relevance input: a (Q, N) boolean matrix, single ids (1-D: relevant iff
-        equal) or multi-hot rows (2-D: relevant iff they share a label).
+        equal) or multi-hot rows (2-D: relevant iff they share a label).  ``relevance`` may
+        hold integer grades 0 .. 52 (graded relevance: grade > 0 is relevant; nDCG weighs
+        each item by the gain of its grade).
     query_cams, db_cams, junk
         Junk items are removed before ranking.  With cameras, a gallery item with the query's
         id and camera is junk (ReID presets); ``junk`` is an explicit (Q, N) mask.
@@ -233,7 +242,7 @@ def evaluate(
         cmc_length=max_rank): it is computed up to the gallery size and extended by its last
         value.  A max_rank beyond the gallery whose per-query rows would exceed 2**27 values
         (1 GiB) is an error that says so.
-    ties, ap_rule, ap_at_k, empty, radius
+    ties, ap_rule, ap_at_k, empty, radius, gain, recall
         Overrides of the preset's options (see :class:`Options`).
     implementation : {"auto", "reference", "numpy", "torch", "c"}
         Who computes; all return the same numbers, and ``result.implementation`` says who did.
@@ -252,7 +261,9 @@ def evaluate(
     -------
     Result
         ``map``, ``ap`` (per query; NaN where the query is left out), ``precision_at_k``,
-        ``recall_at_k``, ``cmc`` (``cmc[0]`` = Rank-1), ``minp``, ``exact``.
+        ``recall_at_k``, ``cmc`` (``cmc[0]`` = Rank-1), ``minp``, ``r_precision``,
+        ``ndcg_at_k`` (nDCG@k, of the whole ranking without k), ``mrr`` (MRR@k with k),
+        ``map_at_r``, ``exact``.
 
     Examples
     --------
@@ -280,7 +291,7 @@ def evaluate(
         return ResultsAtK((c, evaluate(**arguments, k=c)) for c in cutoffs)
     options = resolve_options(
         protocol, None if k is _UNSET else k, max_rank, ties, ap_rule, ap_at_k, empty, radius,
-        k_given=k is not _UNSET,
+        k_given=k is not _UNSET, gain=gain, recall=recall,
     )
     preset = get_preset(protocol)
     metric = v.choice("metric", metric, METRICS)

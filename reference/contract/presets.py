@@ -21,6 +21,8 @@ class Preset:
     junk: Tuple[str, ...]
     matches: str
     k: Optional[int] = None
+    gain: str = "linear"
+    recall: str = "fraction"
 
 
 PRESETS: Dict[str, Preset] = {
@@ -38,6 +40,16 @@ PRESETS: Dict[str, Preset] = {
                "Market-1501 MATLAB compute_AP.m, layumi Person_reID_baseline_pytorch"),
         Preset("gldv2", "stable", "precision_sum", "min_k_r", "skip", (),
                "Google Landmarks v2 / Kaggle mAP@100 (divides by min(k, R))", k=100),
+        Preset("pml", "stable", "precision_sum", "r", "skip", (),
+               "KevinMusgrave/pytorch-metric-learning AccuracyCalculator (MAP@R, R-precision, "
+               "precision_at_1; queries without a match left out; Recall@k as the hit rate)",
+               recall="hit"),
+        Preset("trec", "reverse", "precision_sum", "r", "zero", (),
+               "usnistgov/trec_eval map, map_cut_k, ndcg_cut_k, recip_rank, P_k (ties by document "
+               "name descending: reverse gallery order when the gallery is sorted by name)"),
+        Preset("sklearn-ndcg", "expected", "precision_sum", "hits", "zero", (),
+               "scikit-learn ndcg_score (ignore_ties=False averages the gain over tied scores; "
+               "a row without a relevant item scores 0)"),
     )
 }
 

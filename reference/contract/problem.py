@@ -47,6 +47,12 @@ class Options:
         Length of the CMC curve; ``cmc[0]`` is Rank-1.  At most ``validation.MAX_RANK_LIMIT``.
     radius : int or float or None
         Hamming (or distance) radius for precision/recall within a radius; None: not computed.
+    gain : {"linear", "exponential"}
+        The gain of a relevance grade g in nDCG: g, or 2**g - 1 (spec §7 gain=linear).
+        The same for binary relevance (grade 1 gains 1 either way).
+    recall : {"fraction", "hit"}
+        What ``recall_at_k`` means: H(k) / R (the IR sense), or 1 when a relevant item is in
+        the top k (the metric-learning sense, the CMC hit rate) (spec §7 recall=fraction).
     """
 
     ties: str = "stable"
@@ -56,6 +62,8 @@ class Options:
     empty: str = "zero"
     max_rank: int = 50
     radius: Optional[float] = None
+    gain: str = "linear"
+    recall: str = "fraction"
 
 
 @dataclass
@@ -71,7 +79,9 @@ class Problem:
 
     Exactly one relevance input is set:
 
-    * ``relevance``: (Q, N) bool.
+    * ``relevance``: (Q, N) bool; with graded relevance also ``grades``: (Q, N) int64 in
+      0 .. ``validation.MAX_GRADE`` (``relevance = grades > 0``), which only nDCG reads
+      (None: binary relevance, every relevant item has grade 1).
     * ``query_labels`` / ``db_labels``: single ids, int64 (Q,) and (N,): relevant iff equal;
       or multi-hot, uint8 (Q, L) and (N, L): relevant iff they share a label.
 
@@ -90,6 +100,7 @@ class Problem:
     query_bits: Optional[np.ndarray] = None
     db_bits: Optional[np.ndarray] = None
     relevance: Optional[np.ndarray] = None
+    grades: Optional[np.ndarray] = None
     query_labels: Optional[np.ndarray] = None
     db_labels: Optional[np.ndarray] = None
     junk: Optional[np.ndarray] = None
@@ -124,6 +135,9 @@ class PerQuery:
     cmc : (Q, max_rank), 1 where the first relevant item is within the top ``j+1``.
     inp : INP = G / r_G, the rank of the hardest match (spec §7).
     r_precision : P@R.
+    ndcg : nDCG@k (nDCG of the whole ranking when k is None), spec §7 nDCG.
+    rr : reciprocal rank of the first relevant item, 0 when it is beyond k (spec §7 MRR).
+    ap_at_r : AP@R of metric learning, spec §7 MAP@R.
     precision_at_radius, recall_at_radius : within ``Options.radius`` (None when not asked).
     exact : reference only, the same quantities as lists of ``Fraction``.
     """
@@ -136,6 +150,9 @@ class PerQuery:
     cmc: np.ndarray = field(metadata={"per_query": "curve"})
     inp: np.ndarray = field(metadata={"per_query": "value", "mean": "minp"})
     r_precision: np.ndarray = field(metadata={"per_query": "value", "mean": "r_precision"})
+    ndcg: np.ndarray = field(metadata={"per_query": "value", "mean": "ndcg_at_k"})
+    rr: np.ndarray = field(metadata={"per_query": "value", "mean": "mrr"})
+    ap_at_r: np.ndarray = field(metadata={"per_query": "value", "mean": "map_at_r"})
     precision_at_radius: Optional[np.ndarray] = field(
         default=None, metadata={"per_query": "optional", "mean": "precision_at_radius", "mean_needs": "radius"})
     recall_at_radius: Optional[np.ndarray] = field(
@@ -143,7 +160,8 @@ class PerQuery:
     exact: Optional[Dict[str, List]] = None
 
     #: the fields the reference also gives exactly (``exact``), and every implementation computes
-    FIELDS = ("ap", "hits_at_k", "precision_at_k", "recall_at_k", "cmc", "inp", "r_precision")
+    FIELDS = ("ap", "hits_at_k", "precision_at_k", "recall_at_k", "cmc", "inp", "r_precision", "ndcg", "rr",
+              "ap_at_r")
 
     @classmethod
     def concat(cls, parts: "List[PerQuery]") -> "PerQuery":
@@ -210,6 +228,9 @@ class Result:
     minp: float
     inp: np.ndarray
     r_precision: float
+    ndcg_at_k: float
+    mrr: float
+    map_at_r: float
     counted: np.ndarray
     protocol: str
     implementation: str
@@ -230,7 +251,8 @@ class Result:
         ``query_ids``: one id per query (default ``0 .. Q-1``).  Each row holds the query id,
         ``counted`` (whether the empty-query policy keeps it in the means), ``n_relevant``
         and the per-query values behind every mean: ``ap``, ``precision_at_k``,
-        ``recall_at_k``, ``rank1`` (the first CMC column), ``inp`` and ``r_precision``; AP is
+        ``recall_at_k``, ``rank1`` (the first CMC column), ``inp``, ``r_precision``, ``ndcg``,
+        ``rr`` and ``ap_at_r``; AP is
         NaN (``None`` in JSON terms) for a query the policy leaves out.
         """
         n = self.ap.shape[0]
@@ -239,7 +261,8 @@ class Result:
             raise ValueError(f"query_ids: expected {n} ids (one per query), got {len(ids)}")
         pq = self.per_query
         columns = {"ap": self.ap, "precision_at_k": pq.precision_at_k, "recall_at_k": pq.recall_at_k,
-                   "rank1": pq.cmc[:, 0] if pq.cmc.size else None, "inp": pq.inp, "r_precision": pq.r_precision}
+                   "rank1": pq.cmc[:, 0] if pq.cmc.size else None, "inp": pq.inp, "r_precision": pq.r_precision,
+                   "ndcg": pq.ndcg, "rr": pq.rr, "ap_at_r": pq.ap_at_r}
         rows = []
         for q in range(n):
             row: Dict[str, object] = {"query": ids[q], "counted": bool(self.counted[q]),
@@ -265,6 +288,9 @@ class Result:
             "cmc": [float(v) for v in self.cmc],
             "minp": self.minp,
             "r_precision": self.r_precision,
+            "ndcg_at_k": self.ndcg_at_k,
+            "mrr": self.mrr,
+            "map_at_r": self.map_at_r,
         }
         if self.precision_at_radius is not None:
             out["precision_at_radius"] = self.precision_at_radius

@@ -21,10 +21,14 @@ from retrieval_conformance.reference.contract.arrays import (
 from retrieval_conformance.reference.contract.ids import INT64_MAX, exact_ids, id_vector, joint_ids, labels_pair
 
 __all__ = [  # the names callers use; arrays.py and ids.py hold the first two steps
-    "ID_ARGUMENTS", "INT64_MAX", "MAX_RANK_LIMIT", "LowPrecisionWarning", "array_input", "bool_matrix",
+    "ID_ARGUMENTS", "INT64_MAX", "MAX_GRADE", "MAX_RANK_LIMIT", "LowPrecisionWarning", "array_input", "bool_matrix",
     "check_finite", "check_ndim", "choice", "codes_pair", "exact_ids", "float_matrix", "id_vector", "joint_ids",
-    "labels_pair", "max_rank_value", "non_negative_number", "positive_int", "shown",
+    "labels_pair", "max_rank_value", "non_negative_number", "positive_int", "relevance_matrix", "shown",
 ]
+
+#: the largest relevance grade: with ``gain="exponential"`` its gain 2**52 - 1 is still an exact
+#: float64, so every implementation sums gains without rounding them
+MAX_GRADE = 52
 
 
 def check_finite(name: str, arr: np.ndarray) -> None:
@@ -98,6 +102,34 @@ def bool_matrix(name: str, value: Any, shape: Tuple[int, int], what: str) -> np.
             )
         arr = arr != 0
     return np.ascontiguousarray(arr)
+
+
+def relevance_matrix(name: str, value: Any, shape: Tuple[int, int], what: str) -> Tuple[np.ndarray, Optional[np.ndarray]]:
+    """A (Q, N) relevance matrix: booleans, 0/1 numbers, or graded relevance.
+
+    Returns ``(relevant, grades)``: ``relevant`` is bool; ``grades`` is an int64 matrix of the
+    grades 0 .. MAX_GRADE when any grade exceeds 1 (graded relevance, which nDCG reads: spec
+    §2 relevance matrix), else None (binary relevance).
+    """
+    arr = to_numpy(name, value)
+    check_ndim(name, arr, 2, what)
+    if arr.shape != shape:
+        raise ValueError(f"{name}: expected shape {shape} ({what}), got {arr.shape}")
+    if arr.dtype == np.bool_:
+        return np.ascontiguousarray(arr), None
+    if arr.dtype.kind not in "fiu":
+        raise TypeError(f"{name}: expected bool or non-negative integer grades, got dtype={arr.dtype}")
+    bad = ~((arr >= 0) & (arr <= MAX_GRADE) & (arr == np.floor(arr))) if arr.dtype.kind == "f" else (
+        (arr < 0) | (arr > MAX_GRADE))
+    if bad.any():
+        raise ValueError(
+            f"{name}: expected bool or integer grades 0 .. {MAX_GRADE} (0 = not relevant), found "
+            f"{arr[bad].flat[0]} at {position_text(arr, bad)}; map other judgements to grades first"
+        )
+    relevant = np.ascontiguousarray(arr != 0)
+    if arr.size == 0 or arr.max() <= 1:
+        return relevant, None
+    return relevant, np.ascontiguousarray(arr.astype(np.int64))
 
 
 def codes_pair(query_codes: Any, db_codes: Any, signed_elsewhere: bool = False) -> Tuple[np.ndarray, np.ndarray]:
