@@ -104,7 +104,8 @@ def bool_matrix(name: str, value: Any, shape: Tuple[int, int], what: str) -> np.
     return np.ascontiguousarray(arr)
 
 
-def relevance_matrix(name: str, value: Any, shape: Tuple[int, int], what: str) -> Tuple[np.ndarray, Optional[np.ndarray]]:
+def relevance_matrix(name: str, value: Any, shape: Tuple[int, int],
+                     what: str) -> Tuple[np.ndarray, Optional[np.ndarray]]:
     """A (Q, N) relevance matrix: booleans, 0/1 numbers, or graded relevance.
 
     Returns ``(relevant, grades)``: ``relevant`` is bool; ``grades`` is an int64 matrix of the
