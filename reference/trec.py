@@ -179,15 +179,39 @@ def _engine_calls(queries: Sequence[_Query], k: Optional[int], max_rank: int,
             relevance[row, :n] = [g if rel else 0 for g, rel in zip(q.grades, q.relevant)]
         missing = sorted((g for d, g in q.judged.items() if g >= q.level and d not in q.retrieved), reverse=True)
         relevance[row, width:width + len(missing)] = missing
-    common = dict(ties="stable", ap_rule="precision_sum", ap_at_k="r", empty="zero", implementation=implementation)
+    common = dict(ties="stable", ap_rule="precision_sum", ap_at_k="r", empty="zero", discount="trec",
+                  implementation=implementation)
     full = evaluate(scores=scores, relevance=relevance, k=width, max_rank=1, **common)
     listed = evaluate(scores=scores[:, :width], relevance=relevance[:, :width], k=k, max_rank=max_rank, **common)
-    if k is not None and k < width:  # ndcg_cut_k: the top k against the ideal of every relevant document
-        cut = evaluate(scores=scores, relevance=relevance, k=k, max_rank=1, **common).per_query
-        full.per_query.ndcg = cut.ndcg
-        if cut.exact is not None and full.per_query.exact is not None:
-            full.per_query.exact["ndcg"] = cut.exact["ndcg"]
+    if (k is not None and k < width) or any(q.level != 1 for q in queries):
+        _replace_ndcg(full.per_query, _ndcg_call(queries, k, common))
     return full.per_query, listed.per_query, full.implementation
+
+
+def _ndcg_call(queries: Sequence[_Query], k: Optional[int], common: dict) -> PerQuery:
+    """trec_eval's ``ndcg`` (``ndcg_cut_k`` with k): the gains are the positive grades of the
+    qrels whatever the relevance level (``m_ndcg.c`` reads the grades, not ``-l``), the top k
+    against the ideal of every positively judged document (its missing ones as phantoms)."""
+    positive = [sorted((g for d, g in q.judged.items() if g > 0 and d not in q.retrieved), reverse=True)
+                for q in queries]
+    # at least as wide as every ideal list, so that the cut-off min(k, width) never shortens one
+    width = max(max(q.n_retrieved, sum(1 for g in q.judged.values() if g > 0), 1) for q in queries)
+    scores = np.zeros((len(queries), width + max(map(len, positive))), dtype=np.float64)
+    grades = np.zeros(scores.shape, dtype=np.int64)
+    for row, (q, missing) in enumerate(zip(queries, positive)):
+        if q.n_retrieved:
+            scores[row, :q.n_retrieved] = q.scores
+            scores[row, q.n_retrieved:] = q.scores[-1]
+            grades[row, :q.n_retrieved] = [max(g or 0, 0) for g in q.grades]
+        grades[row, width:width + len(missing)] = missing
+    cut = width if k is None else min(k, width)
+    return evaluate(scores=scores, relevance=grades, k=cut, max_rank=1, **common).per_query
+
+
+def _replace_ndcg(target: PerQuery, source: PerQuery) -> None:
+    target.ndcg = source.ndcg
+    if source.exact is not None and target.exact is not None:
+        target.exact["ndcg"] = source.exact["ndcg"]
 
 
 def _per_query(queries: Sequence[_Query], k: Optional[int], max_rank: int, implementation: str
@@ -332,7 +356,8 @@ def evaluate_run(run, qrels, *, k: Union[None, int, Sequence[int]] = None, relev
 def _result(queries: List[_Query], left_out: Dict[str, List[str]], k: Optional[int], max_rank: int,
             implementation: str, settings: Dict[str, object]) -> Result:
     pq, name = _per_query(queries, k, max_rank, implementation)
-    options = Options(ties="stable", ap_rule="precision_sum", k=k, ap_at_k="r", empty="zero", max_rank=max_rank)
+    options = Options(ties="stable", ap_rule="precision_sum", k=k, ap_at_k="r", empty="zero", max_rank=max_rank,
+                      discount="trec")
     result = aggregate(pq, options, "trec", name)
     measures: Dict[str, object] = {
         "num_q": len(queries),
@@ -341,6 +366,8 @@ def _result(queries: List[_Query], left_out: Dict[str, List[str]], k: Optional[i
         "num_rel_ret": sum(q.relevant_retrieved for q in queries),
         "map": result.map,
         "Rprec": result.r_precision,
+        "recip_rank": result.mrr,
+        "ndcg" if k is None else f"ndcg_cut_{k}": result.ndcg_at_k,
     }
     if k is not None:
         measures[f"P_{k}"] = result.precision_at_k

@@ -39,16 +39,23 @@ def discount(r: int) -> Fraction:
                         key=lambda c: abs(Fraction(c) - exact)))
 
 
+def rank_discount(r: int, rule: str) -> Fraction:
+    """log2: d(r); trec: 1 at rank 1, then the float nearest to 1 / log2(r) (= d(r - 1))."""
+    if rule == "trec":
+        return Fraction(1) if r == 1 else discount(r - 1)
+    return discount(r)
+
+
 def gain(g: int, rule: str) -> int:
     return g if rule == "linear" else 2 ** g - 1
 
 
-def _dcg(positions: Sequence[tuple], K: int, rule: str) -> Fraction:
+def _dcg(positions: Sequence[tuple], K: int, rule: str, discount_rule: str) -> Fraction:
     """Σ gain(grade) d(rank) over (rank, grade) pairs with rank <= K."""
-    return sum((gain(g, rule) * discount(r) for r, g in positions if r <= K and g), Fraction(0))
+    return sum((gain(g, rule) * rank_discount(r, discount_rule) for r, g in positions if r <= K and g), Fraction(0))
 
 
-def ranked_metrics(groups: List[List[int]], k, rule: str) -> Dict[str, Fraction]:
+def ranked_metrics(groups: List[List[int]], k, rule: str, discount_rule: str = "log2") -> Dict[str, Fraction]:
     """The metrics of consecutive groups of grades whose items all sit at the group's end rank
     (a concrete ranking is groups of one item)."""
     n_kept = sum(map(len, groups))
@@ -61,11 +68,11 @@ def ranked_metrics(groups: List[List[int]], k, rule: str) -> Dict[str, Fraction]
     R = len(grades)
     if R == 0:
         return {f: Fraction(0) for f in FIELDS}
-    ideal = _dcg(list(enumerate(grades, 1)), K, rule)
+    ideal = _dcg(list(enumerate(grades, 1)), K, rule, discount_rule)
     ranks = [r for r, x in positions if x > 0]
     precision_terms = [Fraction(sum(1 for s in ranks if s <= r), r) for r in ranks]
     return {
-        "ndcg": _dcg(positions, K, rule) / ideal,
+        "ndcg": _dcg(positions, K, rule, discount_rule) / ideal,
         "rr": Fraction(1, ranks[0]) if ranks[0] <= K else Fraction(0),
         "ap_at_r": sum((t for r, t in zip(ranks, precision_terms) if r <= R), Fraction(0)) / R,
         "hit": Fraction(int(ranks[0] <= K)),
@@ -73,7 +80,7 @@ def ranked_metrics(groups: List[List[int]], k, rule: str) -> Dict[str, Fraction]
 
 
 def query_metrics(dist: Sequence[float], grades: Sequence[int], junk: Sequence[bool], ties: str, k,
-                  rule: str) -> Dict[str, Fraction]:
+                  rule: str, discount_rule: str = "log2") -> Dict[str, Fraction]:
     """Exact metrics of one query under a tie policy (the caller rules out a grouped k inside a
     tie group)."""
     kept = [j for j in range(len(dist)) if not junk[j]]
@@ -84,16 +91,16 @@ def query_metrics(dist: Sequence[float], grades: Sequence[int], junk: Sequence[b
         "pessimistic": lambda j: (dist[j], grades[j], j),
     }
     if ties in keys:
-        return ranked_metrics([[grades[j]] for j in sorted(kept, key=keys[ties])], k, rule)
+        return ranked_metrics([[grades[j]] for j in sorted(kept, key=keys[ties])], k, rule, discount_rule)
     order = sorted(kept, key=lambda j: (dist[j], j))
     groups = [[grades[j] for j in g] for _, g in itertools.groupby(order, key=lambda j: dist[j])]
     if ties == "grouped":
-        return ranked_metrics(groups, k, rule)
+        return ranked_metrics(groups, k, rule, discount_rule)
     # expected: every distinct arrangement of every group, equally likely
     per_group = [sorted(set(itertools.permutations(g))) for g in groups]
     total, count = {f: Fraction(0) for f in FIELDS}, 0
     for combo in itertools.product(*per_group):
-        values = ranked_metrics([[x] for part in combo for x in part], k, rule)
+        values = ranked_metrics([[x] for part in combo for x in part], k, rule, discount_rule)
         total = {f: total[f] + values[f] for f in FIELDS}
         count += 1
     return {f: v / count for f, v in total.items()}

@@ -12,7 +12,7 @@ import retrieval_conformance as rc
 from hypothesis import example, given
 from hypothesis import strategies as st
 from retrieval_conformance.conformance.support import rank_oracle
-from retrieval_conformance.reference.contract.conventions import GAINS, TIE_POLICIES
+from retrieval_conformance.reference.contract.conventions import DISCOUNTS, GAINS, TIE_POLICIES
 
 
 @st.composite
@@ -36,10 +36,10 @@ def _grouped_k_inside(dist_row, junk_row, k) -> bool:
 
 
 @given(graded_problems(), st.sampled_from(TIE_POLICIES), st.sampled_from(GAINS),
-       st.one_of(st.none(), st.integers(1, 8)))
-@example((np.array([[0.0, 1.0, 1.0, 2.0]]), np.array([[0, 3, 1, 2]]), None), "expected", "exponential", 2)
-@example((np.array([[1.0, 1.0, 1.0]]), np.array([[0, 0, 2]]), None), "expected", "linear", 1)
-def test_reference_equals_the_oracle(problem, ties, gain, k):
+       st.one_of(st.none(), st.integers(1, 8)), st.sampled_from(DISCOUNTS))
+@example((np.array([[0.0, 1.0, 1.0, 2.0]]), np.array([[0, 3, 1, 2]]), None), "expected", "exponential", 2, "log2")
+@example((np.array([[1.0, 1.0, 1.0]]), np.array([[0, 0, 2]]), None), "expected", "linear", 1, "trec")
+def test_reference_equals_the_oracle(problem, ties, gain, k, discount):
     dist, grades, junk = problem
     junk_rows = np.zeros(dist.shape, bool) if junk is None else junk
     if ties == "grouped" and any(_grouped_k_inside(d, j, k) for d, j in zip(dist, junk_rows)):
@@ -48,11 +48,11 @@ def test_reference_equals_the_oracle(problem, ties, gain, k):
         return
     for recall in ("fraction", "hit"):
         res = rc.evaluate(distances=dist, relevance=grades, junk=junk, ties=ties, gain=gain, k=k, recall=recall,
-                          empty="zero", implementation="reference")
+                          discount=discount, empty="zero", implementation="reference")
         exact = res.per_query.exact
         for q in range(dist.shape[0]):
             want = rank_oracle.query_metrics(dist[q].tolist(), grades[q].tolist(), junk_rows[q].tolist(),
-                                             ties, k, gain)
+                                             ties, k, gain, discount)
             for field in ("ndcg", "rr", "ap_at_r"):
                 assert exact[field][q] == want[field], (field, q, exact[field][q], want[field])
             if recall == "hit":
@@ -92,3 +92,12 @@ def test_hand_example():
 def test_bad_grades_are_named(bad, message):
     with pytest.raises(ValueError, match=message):
         rc.evaluate(distances=[[0.1, 0.2, 0.3]], relevance=bad, implementation="reference")
+
+
+def test_trec_discount_hand_example():
+    """spec §7 discount=trec: ranked grades 0, 1, 2 -> DCG = 0 + 1/log2(2) + 2/log2(3), ideal
+    2 + 1 (ranks 1 and 2 both undiscounted)."""
+    res = rc.evaluate(distances=[[0.1, 0.2, 0.3]], relevance=[[0, 1, 2]], discount="trec", implementation="reference")
+    d3 = rank_oracle.rank_discount(3, "trec")  # the float nearest to 1 / log2(3)
+    assert d3 == rank_oracle.discount(2)
+    assert res.per_query.exact["ndcg"][0] == (1 + 2 * d3) / 3

@@ -26,6 +26,7 @@ OPTIONS: Dict[str, Tuple[int, Tuple[str, ...]]] = {
     "ap_at_k": (6, ("hits", "r", "min_k_r", "dcmh")),
     "empty": (8, ("zero", "skip", "skip_no_hit", "nan", "error")),
     "gain": (7, ("linear", "exponential")),
+    "discount": (7, ("log2", "trec")),
     "recall": (7, ("fraction", "hit")),
 }
 
@@ -65,7 +66,7 @@ CONVENTIONS: Tuple[Convention, ...] = tuple(
 
 def values(option: str) -> Tuple[str, ...]:
     """The allowed values of ``option`` (``"ties"``, ``"ap_rule"``, ``"ap_at_k"``, ``"empty"``,
-    ``"gain"``, ``"recall"``)."""
+    ``"gain"``, ``"discount"``, ``"recall"``)."""
     return OPTIONS[option][1]
 
 
@@ -88,5 +89,7 @@ EMPTY_POLICIES = values("empty")
 EMPTY_POLICIES_WITH_A_MEAN = tuple(p for p in EMPTY_POLICIES if p != "error")
 #: the gain of a relevance grade g in nDCG: g (linear) or 2**g - 1 (exponential)
 GAINS = values("gain")
+#: the rank discount of DCG: 1 / log2(r + 1), or trec_eval's (1 at rank 1, then 1 / log2(r))
+DISCOUNTS = values("discount")
 #: what Recall@k means: H(k) / R (the IR sense) or [r_1 <= k] (the metric-learning hit rate)
 RECALL_SENSES = values("recall")

@@ -128,3 +128,24 @@ def discount_table(n: int) -> np.ndarray:
 def discount(rank: int) -> float:
     """``d(rank)`` for one 1-based rank."""
     return float(discount_table(rank)[rank - 1])
+
+
+def rank_discounts(n: int, rule: str = "log2") -> np.ndarray:
+    """The discounts of ranks 1 .. n under ``Options.discount`` (read-only float64):
+
+    * ``"log2"``: ``d(r) = 1 / log2(r + 1)`` (:func:`discount_table`);
+    * ``"trec"``: trec_eval's ``1`` at rank 1 and ``1 / log2(r)`` from rank 2 on, which is
+      ``d(r - 1)``: the same table shifted by one rank (ranks 1 and 2 both weigh 1).
+
+    Every implementation reads its discounts here, so the two rules cost one table.
+    """
+    if rule == "log2":
+        return discount_table(n)
+    if rule != "trec":
+        raise ValueError(f"discount: expected 'log2' or 'trec', got {rule!r}")
+    n = int(n)
+    if n < 1:
+        return discount_table(0)
+    out = np.concatenate([[1.0], discount_table(n - 1)])
+    out.flags.writeable = False
+    return out

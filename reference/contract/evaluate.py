@@ -14,7 +14,7 @@ from typing import Any, Optional
 import numpy as np
 from retrieval_conformance.reference.contract import validation as v
 from retrieval_conformance.reference.contract.aggregation import aggregate
-from retrieval_conformance.reference.contract.conventions import GAINS, RECALL_SENSES
+from retrieval_conformance.reference.contract.conventions import DISCOUNTS, GAINS, RECALL_SENSES
 from retrieval_conformance.reference.contract.cutoffs import compute_within_gallery
 from retrieval_conformance.reference.contract.embeddings import METRICS, embedding_distances
 from retrieval_conformance.reference.contract.gallery import Gallery, prepare_gallery
@@ -159,6 +159,7 @@ def resolve_options(
     k_given: bool = True,
     gain: Optional[str] = None,
     recall: Optional[str] = None,
+    discount: Optional[str] = None,
 ) -> Options:
     """A preset's options with every explicit override applied, each one validated."""
     preset = get_preset(protocol)
@@ -174,6 +175,7 @@ def resolve_options(
         radius=v.non_negative_number("radius", radius),
         gain=v.choice("gain", gain if gain is not None else preset.gain, GAINS),
         recall=v.choice("recall", recall if recall is not None else preset.recall, RECALL_SENSES),
+        discount=v.choice("discount", discount if discount is not None else preset.discount, DISCOUNTS),
     )
 
 
@@ -209,6 +211,7 @@ def evaluate(
     progress=False,
     gain: Optional[str] = None,
     recall: Optional[str] = None,
+    discount: Optional[str] = None,
 ) -> Result:
     """Evaluate a retrieval run under a named protocol, with any implementation.
 
@@ -242,7 +245,7 @@ def evaluate(
         cmc_length=max_rank): it is computed up to the gallery size and extended by its last
         value.  A max_rank beyond the gallery whose per-query rows would exceed 2**27 values
         (1 GiB) is an error that says so.
-    ties, ap_rule, ap_at_k, empty, radius, gain, recall
+    ties, ap_rule, ap_at_k, empty, radius, gain, recall, discount
         Overrides of the preset's options (see :class:`Options`).
     implementation : {"auto", "reference", "numpy", "torch", "c"}
         Who computes; all return the same numbers, and ``result.implementation`` says who did.
@@ -291,7 +294,7 @@ def evaluate(
         return ResultsAtK((c, evaluate(**arguments, k=c)) for c in cutoffs)
     options = resolve_options(
         protocol, None if k is _UNSET else k, max_rank, ties, ap_rule, ap_at_k, empty, radius,
-        k_given=k is not _UNSET, gain=gain, recall=recall,
+        k_given=k is not _UNSET, gain=gain, recall=recall, discount=discount,
     )
     preset = get_preset(protocol)
     metric = v.choice("metric", metric, METRICS)

@@ -23,6 +23,7 @@ class Preset:
     k: Optional[int] = None
     gain: str = "linear"
     recall: str = "fraction"
+    discount: str = "log2"
 
 
 PRESETS: Dict[str, Preset] = {
@@ -46,7 +47,8 @@ PRESETS: Dict[str, Preset] = {
                recall="hit"),
         Preset("trec", "reverse", "precision_sum", "r", "zero", (),
                "usnistgov/trec_eval map, map_cut_k, ndcg_cut_k, recip_rank, P_k (ties by document "
-               "name descending: reverse gallery order when the gallery is sorted by name)"),
+               "name descending: reverse gallery order when the gallery is sorted by name; nDCG's first two "
+               "ranks undiscounted)", discount="trec"),
         Preset("sklearn-ndcg", "expected", "precision_sum", "hits", "zero", (),
                "scikit-learn ndcg_score (ignore_ties=False averages the gain over tied scores; "
                "a row without a relevant item scores 0)"),
