@@ -46,7 +46,7 @@ class Accumulator:
         ``scores`` matrix, ``db_labels`` (and ``db_cams``) suffice, and nothing is needed when
         they bring ``relevance`` too.  Tensors are moved to the CPU; arrays are held, not
         copied, so do not change them in place between updates.
-    protocol, k, max_rank, ties, ap_rule, ap_at_k, empty, radius, metric
+    protocol, k, max_rank, ties, ap_rule, ap_at_k, empty, radius, metric, gain, recall, discount
         As in :func:`~retrieval_conformance.evaluate`, validated here, once: a bad option
         fails at construction, by name.  ``k`` defaults to the preset's.
     implementation : {"auto", "reference", "numpy", "torch", "c"}
@@ -83,10 +83,13 @@ class Accumulator:
         radius: Optional[float] = None,
         metric: str = "euclidean",
         implementation: str = "auto",
+        gain: Optional[str] = None,
+        recall: Optional[str] = None,
+        discount: Optional[str] = None,
     ) -> None:
         self._options = resolve_options(
             protocol, None if k is _UNSET else k, max_rank, ties, ap_rule, ap_at_k, empty, radius,
-            k_given=k is not _UNSET,
+            k_given=k is not _UNSET, gain=gain, recall=recall, discount=discount,
         )
         self._protocol = protocol
         self._metric = v.choice("metric", metric, METRICS)

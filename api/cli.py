@@ -72,7 +72,8 @@ def evaluate_main(args) -> int:
         except ValueError as exc:
             print(f"error: {exc}", file=sys.stderr)
             return 2
-        overrides = {key: getattr(args, key) for key in ("ties", "ap_rule", "ap_at_k", "empty", "radius")}
+        overrides = {key: getattr(args, key) for key in ("ties", "ap_rule", "ap_at_k", "empty", "radius", "gain",
+                                                         "recall", "discount")}
         kwargs = dict(arrays, protocol=args.protocol, max_rank=args.max_rank,
                       implementation=args.implementation, progress=args.progress and not args.quiet, **overrides)
     if args.k is not None:
@@ -141,6 +142,8 @@ def _print_result(res) -> None:
     ranks = [r for r in (1, 5, 10, 20, 50) if r <= res.cmc.shape[0]]
     print("  CMC: " + "  ".join(f"Rank-{r} {res.cmc[r - 1]:.4f}" for r in ranks))
     print(f"  mINP: {res.minp:.6f}   R-precision: {res.r_precision:.6f}")
+    at_k = "" if o.k is None else "@" + str(o.k)
+    print(f"  nDCG{at_k}: {res.ndcg_at_k:.6f}   MRR{at_k}: {res.mrr:.6f}   MAP@R: {res.map_at_r:.6f}")
     if res.precision_at_radius is not None:
         print(f"  within radius {o.radius:g}: precision {res.precision_at_radius:.6f}, "
               f"recall {res.recall_at_radius:.6f}")
@@ -181,11 +184,13 @@ def _print_per_query(res, fmt: str, ids_path: Optional[str]) -> int:
 def presets_main(args) -> int:
     from retrieval_conformance.reference.contract.presets import PRESETS
 
-    print(f"{'preset':<12} {'AP':<14} {'@k':<8} {'ties':<7} {'empty':<12} {'junk':<22} matches")
+    print(f"{'preset':<13} {'AP':<14} {'@k':<12} {'ties':<9} {'empty':<12} {'junk':<22} {'other':<16} matches")
     for p in PRESETS.values():
         at_k = p.ap_at_k + (f" k={p.k}" if p.k else "")
-        print(f"{p.name:<12} {p.ap_rule:<14} {at_k:<8} {p.ties:<7} {p.empty:<12} "
-              f"{'+'.join(p.junk) or '-':<22} {p.matches}")
+        other = [f"{name}={getattr(p, name)}" for name, default in (("gain", "linear"), ("discount", "log2"),
+                                                                  ("recall", "fraction")) if getattr(p, name) != default]
+        print(f"{p.name:<13} {p.ap_rule:<14} {at_k:<12} {p.ties:<9} {p.empty:<12} "
+              f"{'+'.join(p.junk) or '-':<22} {' '.join(other) or '-':<16} {p.matches}")
     return 0
 
 
@@ -219,6 +224,9 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument("--ap-at-k")
     e.add_argument("--empty")
     e.add_argument("--radius", type=float)
+    e.add_argument("--gain", help="nDCG gain of a grade: linear (default) or exponential (2**g - 1)")
+    e.add_argument("--discount", help="nDCG rank discount: log2 (1/log2(r+1), default) or trec")
+    e.add_argument("--recall", help="what R@k means: fraction (H(k)/R, default) or hit (a relevant item in the top k)")
     e.add_argument("--implementation", default="auto")
     e.add_argument("--json", action="store_true", help="machine-readable output")
     e.add_argument("--per-query", choices=("text", "json", "csv"),
