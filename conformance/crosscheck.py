@@ -11,7 +11,14 @@ from typing import Callable, Dict, List, Optional
 
 import numpy as np
 import retrieval_conformance as rc
-from retrieval_conformance.reference.contract.conventions import AP_AT_K_DENOMINATORS, AP_RULES, TIE_POLICIES
+from retrieval_conformance.reference.contract.conventions import (
+    AP_AT_K_DENOMINATORS,
+    AP_RULES,
+    DISCOUNTS,
+    GAINS,
+    RECALL_SENSES,
+    TIE_POLICIES,
+)
 from retrieval_conformance.reference.contract.presets import PRESETS
 from retrieval_conformance.reference.contract.problem import ARRAY_FIELDS, OPTIONAL_FIELDS, VALUE_FIELDS
 
@@ -104,7 +111,7 @@ def random_problem(rng: np.random.Generator) -> Dict[str, object]:
         levels = rng.choice([0.0, 0.25, 0.5, 1.0, 3.0], size=int(rng.integers(1, 5)), replace=False)
         d = rng.choice(levels, size=(nq, n))
         out["distances"] = d.astype(np.float32) if kind == "float32" else d
-    label_kind = rng.choice(["ids", "multi", "matrix"])
+    label_kind = rng.choice(["ids", "multi", "matrix", "graded"])
     if label_kind == "ids":
         out["query_labels"] = rng.integers(0, 3, size=nq)
         out["db_labels"] = rng.integers(-1, 3, size=n)
@@ -115,8 +122,10 @@ def random_problem(rng: np.random.Generator) -> Dict[str, object]:
     elif label_kind == "multi":
         out["query_labels"] = rng.integers(0, 2, size=(nq, 3))
         out["db_labels"] = rng.integers(0, 2, size=(n, 3))
-    else:
+    elif label_kind == "matrix":
         out["relevance"] = rng.random((nq, n)) < 0.4
+    else:  # graded relevance: grades 0..4, most items 0
+        out["relevance"] = np.where(rng.random((nq, n)) < 0.5, 0, rng.integers(1, 5, size=(nq, n)))
     if rng.random() < 0.3:
         out["junk"] = rng.random((nq, n)) < 0.2
     return out
@@ -130,6 +139,9 @@ def random_options(rng: np.random.Generator) -> Dict[str, object]:
         "k": None if rng.random() < 0.3 else int(rng.integers(1, 15)),
         "max_rank": int(rng.integers(1, 8)),
         "radius": None if rng.random() < 0.7 else float(rng.choice([0, 1, 2, 0.5])),
+        "gain": str(rng.choice(GAINS)),
+        "discount": str(rng.choice(DISCOUNTS)),
+        "recall": str(rng.choice(RECALL_SENSES)),
     }
 
 

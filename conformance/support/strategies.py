@@ -15,7 +15,10 @@ from retrieval_conformance.conformance.support.problems import LEVELS
 from retrieval_conformance.reference.contract.conventions import (
     AP_AT_K_DENOMINATORS,
     AP_RULES,
+    DISCOUNTS,
     EMPTY_POLICIES_WITH_A_MEAN,
+    GAINS,
+    RECALL_SENSES,
     TIE_POLICIES,
 )
 
@@ -38,13 +41,19 @@ settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci" if os.environ.ge
 
 
 @st.composite
-def tie_heavy_problems(draw, max_queries=3, max_gallery=9, levels=LEVELS, junk=True):
+def tie_heavy_problems(draw, max_queries=3, max_gallery=9, levels=LEVELS, junk=True, graded=False):
     """(distances, relevance, junk) with few distinct distances, so ties are everywhere: the
-    distance levels of ``problems.tie_heavy_problem`` (-0.0 ties with 0.0), drawn by hypothesis."""
+    distance levels of ``problems.tie_heavy_problem`` (-0.0 ties with 0.0), drawn by hypothesis.
+    ``graded``: relevance is booleans or, half the time, integer grades 0..4 (spec §2 relevance
+    matrix)."""
     q = draw(st.integers(1, max_queries))
     n = draw(st.integers(1, max_gallery))
     dist = np.array(draw(st.lists(st.sampled_from(levels), min_size=q * n, max_size=q * n))).reshape(q, n)
-    rel = np.array(draw(st.lists(st.booleans(), min_size=q * n, max_size=q * n))).reshape(q, n)
+    if graded and draw(st.booleans()):
+        grades = st.sampled_from([0, 0, 0, 1, 2, 3, 4])
+        rel = np.array(draw(st.lists(grades, min_size=q * n, max_size=q * n)), dtype=np.int64).reshape(q, n)
+    else:
+        rel = np.array(draw(st.lists(st.booleans(), min_size=q * n, max_size=q * n))).reshape(q, n)
     if junk and draw(st.booleans()):
         jm = np.array(draw(st.lists(st.booleans(), min_size=q * n, max_size=q * n))).reshape(q, n)
     else:
@@ -61,6 +70,9 @@ def option_sets(draw, ties=None, with_k=True, max_k=12):
         "ap_at_k": draw(st.sampled_from(AP_AT_K_DENOMINATORS)),
         "empty": draw(st.sampled_from(EMPTY_POLICIES_WITH_A_MEAN)),
         "max_rank": draw(st.integers(1, 6)),
+        "gain": draw(st.sampled_from(GAINS)),
+        "discount": draw(st.sampled_from(DISCOUNTS)),
+        "recall": draw(st.sampled_from(RECALL_SENSES)),
     }
     out["k"] = draw(st.one_of(st.none(), st.integers(1, max_k))) if with_k else None
     return out

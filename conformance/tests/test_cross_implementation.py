@@ -17,7 +17,7 @@ OTHERS = [n for n in registry.names() if n != "reference"]
 
 
 @pytest.mark.parametrize("name", OTHERS)
-@given(problem=tie_heavy_problems(max_queries=4, max_gallery=12), options=option_sets(ties=TIE_POLICIES))
+@given(problem=tie_heavy_problems(max_queries=4, max_gallery=12, graded=True), options=option_sets(ties=TIE_POLICIES))
 @example(problem=(np.array([[1.0, 1.0, 1.0, 0.0]]), np.array([[True, False, True, True]]), None),
          options={"ties": "expected", "ap_rule": "trapezoid", "ap_at_k": "hits", "empty": "zero",
                   "max_rank": 3, "k": 2})
