@@ -19,6 +19,9 @@ What the C code does per query (spec §4, §12), never sorting the whole gallery
   ``Q x N`` matrix is ever built.
 * Queries are independent and run in parallel with OpenMP; results do not depend on the
   thread count (``RC_NUM_THREADS`` or ``num_threads=``).
+* nDCG, RR, AP@R and the hit rate come from the same ranks or tie groups (``csrc/rc_rank.c``):
+  DCG reads the discount table of ``reference/contract/discounts.py`` (``rank_discounts``, by
+  pointer: C computes no logarithm), graded relevance goes to C as one uint8 grade per item.
 
 Every array is checked here (dtype, shape, C-contiguity) before the C call, so nothing that
 could make the C code read out of bounds reaches it.
@@ -32,6 +35,8 @@ import numpy as np
 from retrieval_conformance.implementations import c_library
 from retrieval_conformance.implementations.c_library import (  # noqa: F401 (re-exported: the names c_backend had)
     _DENOMINATORS,
+    _GAINS,
+    _RECALLS,
     _RULES,
     _TIES,
     ABI_VERSION,
@@ -61,9 +66,12 @@ from retrieval_conformance.implementations.c_library import (  # noqa: F401 (re-
     max_threads,
     thread_count,
 )
+from retrieval_conformance.reference.contract.conventions import DISCOUNTS
 from retrieval_conformance.reference.contract.cutoffs import within_gallery
+from retrieval_conformance.reference.contract.discounts import rank_discounts
 from retrieval_conformance.reference.contract.problem import Options, PerQuery, Problem, zero_arrays
 from retrieval_conformance.reference.contract.registry import Implementation, PreparedGallery, gallery_store
+from retrieval_conformance.reference.contract.validation import MAX_GRADE
 
 #: queries per C call: bounds the latency of a progress callback, not the memory (the C code
 #: never holds more than O(N) per thread)
@@ -106,7 +114,8 @@ def _check_options(options: Options) -> None:
         raise TypeError(f"options: expected Options, got {type(options).__name__}")
     for name, value, allowed in (
         ("ties", options.ties, _TIES), ("ap_rule", options.ap_rule, _RULES),
-        ("ap_at_k", options.ap_at_k, _DENOMINATORS),
+        ("ap_at_k", options.ap_at_k, _DENOMINATORS), ("gain", options.gain, _GAINS),
+        ("recall", options.recall, _RECALLS), ("discount", options.discount, DISCOUNTS),
     ):
         if value not in allowed:
             raise ValueError(f"{name}: expected one of {list(allowed)}, got {value!r}")
@@ -122,6 +131,33 @@ def _check_options(options: Options) -> None:
             raise TypeError(f"radius: expected a number, got {r!r}")
         if not np.isfinite(r) or r < 0:
             raise ValueError(f"radius: expected a finite non-negative number, got {r!r}")
+
+
+def _grades(grades, relevance: Optional[np.ndarray], Q: int, N: int) -> Optional[np.ndarray]:
+    """Graded relevance for C: one uint8 grade per (query, item), checked to be 0 ..
+    MAX_GRADE and positive exactly where ``relevance`` is (None: binary relevance)."""
+    if grades is None:
+        return None
+    if relevance is None:
+        raise ValueError("grades: graded relevance needs a relevance matrix (not labels)")
+    grades = _array("grades", grades, np.int64, (Q, N))
+    if grades.size and (grades.min() < 0 or grades.max() > MAX_GRADE):
+        raise ValueError(f"grades: expected integer grades 0 .. {MAX_GRADE}, got values "
+                         f"{int(grades.min())} .. {int(grades.max())}")
+    if not np.array_equal(grades > 0, relevance.view(np.bool_)):
+        raise ValueError("grades: expected relevance == (grades > 0) (a relevant item has a positive grade)")
+    return np.ascontiguousarray(grades.astype(np.uint8))
+
+
+def _discounts(N: int, rule: str, table: Optional[np.ndarray] = None) -> np.ndarray:
+    """The DCG discounts d(1) .. d(N) under ``Options.discount`` the C code reads (spec §7 nDCG),
+    checked: a C-contiguous float64 vector of at least N entries (C never computes a log2)."""
+    table = rank_discounts(max(N, 1), rule) if table is None else table
+    if not isinstance(table, np.ndarray) or table.dtype != np.float64 or table.ndim != 1:
+        raise TypeError(f"discounts: expected a 1-D float64 numpy array, got {getattr(table, 'dtype', type(table))}")
+    if table.shape[0] < N:
+        raise ValueError(f"discounts: expected at least {N} entries (one per gallery rank), got {table.shape[0]}")
+    return np.ascontiguousarray(table)
 
 
 def _grouped_k_message(k: int, query: int, before: int, end: int) -> str:
@@ -245,6 +281,9 @@ class CImplementation(Implementation):
         else:
             raise ValueError("problem: expected relevance, or query_labels with db_labels")
 
+        keep["grades"] = _grades(problem.grades, keep.get("rel"), Q, N)
+        keep["disc"] = gallery.get(f"discounts {options.discount}", lambda: _discounts(N, options.discount))
+
         # junk inputs
         if problem.junk is not None:
             keep["junk"] = _array("junk", problem.junk, np.bool_, (Q, N))
@@ -273,6 +312,7 @@ class CImplementation(Implementation):
             ties=_TIES[options.ties], ap_rule=_RULES[options.ap_rule],
             k=-1 if options.k is None else int(options.k), ap_at_k=_DENOMINATORS[options.ap_at_k],
             max_rank=max_rank, has_radius=int(has_radius),
+            gain=_GAINS[options.gain], recall=_RECALLS[options.recall],
             radius=float(options.radius) if has_radius else 0.0,
         )
 
@@ -296,6 +336,8 @@ class CImplementation(Implementation):
                 gallery_junk=_ptr(keep.get("gj")),
                 db_order=_ptr(keep.get("order")),
                 id_start=row_ptr("id_start", start), id_stop=row_ptr("id_stop", start),
+                grades=row_ptr("grades", start),
+                discounts=_ptr(keep["disc"]), n_discounts=keep["disc"].shape[0],
             )
             res = _Output(
                 **{name: arr[start:].ctypes.data for name, arr in out.items()},

@@ -20,11 +20,12 @@ import os
 from typing import Optional
 
 import numpy as np
+from retrieval_conformance.reference.contract.conventions import GAINS, RECALL_SENSES
 from retrieval_conformance.reference.contract.problem import AP_AT_K_DENOMINATORS, AP_RULES, ARRAY_FIELDS, TIE_POLICIES
 from retrieval_conformance.reference.contract.registry import ImplementationUnavailable
 
 MODULE = "retrieval_conformance.implementations._rc_core"
-ABI_VERSION = 5  # must equal RC_ABI_VERSION in csrc/rc_core.h
+ABI_VERSION = 6  # must equal RC_ABI_VERSION in csrc/rc_core.h
 NOT_BUILT = (
     "C library not built (no compiler at install, or RC_BUILD_C=0); reinstall with a "
     "compiler: RC_BUILD_C=1 pip install ..."
@@ -35,7 +36,10 @@ NOT_BUILT = (
 _TIES = {"stable": 0, "reverse": 1, "optimistic": 2, "pessimistic": 3, "expected": 4, "grouped": 5}
 _RULES = {"precision_sum": 0, "trapezoid": 1}
 _DENOMINATORS = {"hits": 0, "r": 1, "min_k_r": 2, "dcmh": 3}
+_GAINS = {"linear": 0, "exponential": 1}
+_RECALLS = {"fraction": 0, "hit": 1}
 assert (set(_TIES), set(_RULES), set(_DENOMINATORS)) == (set(TIE_POLICIES), set(AP_RULES), set(AP_AT_K_DENOMINATORS))
+assert (set(_GAINS), set(_RECALLS)) == (set(GAINS), set(RECALL_SENSES))
 
 D_F64, D_F32, D_CODES = 0, 1, 2
 REL_MATRIX, REL_IDS, REL_MULTI = 0, 1, 2
@@ -56,13 +60,15 @@ class _Input(ctypes.Structure):
         ("query_label_bits", _p), ("db_label_bits", _p), ("label_words", _i64),
         ("junk", _p), ("query_cams", _p), ("db_cams", _p), ("gallery_junk", _p),
         ("db_order", _p), ("id_start", _p), ("id_stop", _p),
+        ("grades", _p), ("discounts", _p), ("n_discounts", _i64),
     ]
 
 
 class _Options(ctypes.Structure):
     _fields_ = [
         ("ties", _i64), ("ap_rule", _i64), ("k", _i64), ("ap_at_k", _i64),
-        ("max_rank", _i64), ("has_radius", _i64), ("radius", ctypes.c_double),
+        ("max_rank", _i64), ("has_radius", _i64), ("gain", _i64), ("recall", _i64),
+        ("radius", ctypes.c_double),
     ]
 
 

@@ -22,12 +22,13 @@ from __future__ import annotations
 
 import itertools
 from fractions import Fraction
-from typing import Dict, Iterator, List, Sequence, Tuple
+from typing import Dict, Iterator, List, Optional, Sequence, Tuple
 
+from retrieval_conformance.conformance.support import rank_oracle
 from retrieval_conformance.reference.contract.problem import Options, Problem
 
 #: the scalar per-query values, in ``PerQuery`` order (``cmc`` is a list per query)
-SCALARS = ("ap", "hits_at_k", "precision_at_k", "recall_at_k", "inp", "r_precision")
+SCALARS = ("ap", "hits_at_k", "precision_at_k", "recall_at_k", "inp", "r_precision", "ndcg", "rr", "ap_at_r")
 Groups = List[List[bool]]
 
 
@@ -136,8 +137,9 @@ def expected_metrics(groups: Groups, opts: Options) -> Dict[str, object]:
 
 
 def query_metrics(dist: Sequence[float], rel: Sequence[bool], junk: Sequence[bool], opts: Options,
-                  q: int = 0) -> Dict[str, object]:
-    """Exact metrics of one query; ValueError for a grouped cut-off inside a tie group."""
+                  q: int = 0, grades: Optional[Sequence[int]] = None) -> Dict[str, object]:
+    """Exact metrics of one query; ValueError for a grouped cut-off inside a tie group.
+    nDCG, RR, AP@R and the hit rate come from ``rank_oracle`` (``grades``: graded relevance)."""
     kept = [j for j in range(len(dist)) if not junk[j]]
     d, r = [dist[j] for j in kept], [bool(rel[j]) for j in kept]
     groups = tie_groups(d, r)
@@ -152,6 +154,11 @@ def query_metrics(dist: Sequence[float], rel: Sequence[bool], junk: Sequence[boo
     else:
         out = ranked_metrics([[x] for x in concrete_order(d, r, opts.ties)], opts)
     out["n_relevant"] = sum(r)
+    graded = [int(g) for g in grades] if grades is not None else [int(bool(x)) for x in rel]
+    more = rank_oracle.query_metrics(list(dist), graded, list(junk), opts.ties, opts.k, opts.gain, opts.discount)
+    out.update(ndcg=more["ndcg"], rr=more["rr"], ap_at_r=more["ap_at_r"])
+    if opts.recall == "hit":
+        out["recall_at_k"] = more["hit"]
     if opts.radius is not None:
         within = [x for x, y in zip(r, d) if y <= opts.radius]
         out["precision_at_radius"] = Fraction(sum(within), len(within)) if within else Fraction(0)
@@ -163,7 +170,9 @@ def per_query(problem: Problem, opts: Options) -> Dict[str, list]:
     """Exact per-query values of every query, as ``PerQuery.exact`` holds them (a list per
     field, ``cmc`` a list per query) plus ``n_relevant``; ValueError for a grouped cut-off
     inside a tie group (the first such query)."""
-    rows = [query_metrics(*query_inputs(problem, q), opts, q) for q in range(problem.n_queries)]
+    rows = [query_metrics(*query_inputs(problem, q), opts, q,
+                          None if problem.grades is None else problem.grades[q].tolist())
+            for q in range(problem.n_queries)]
     return {f: [row[f] for row in rows] for f in rows[0]}
 
 

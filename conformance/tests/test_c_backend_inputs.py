@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 from retrieval_conformance.conformance.crosscheck import compare_per_query, run_both, same_bits
 from retrieval_conformance.conformance.support.c_test_support import DENOMINATORS, RULES
+from retrieval_conformance.reference.contract.discounts import discount_table
 from retrieval_conformance.reference.contract.problem import Options, Problem
 
 
@@ -146,6 +147,7 @@ def test_no_queries_by_gallery_allocation(cimpl):
     p = Problem(n_queries=Q, n_gallery=N, distances=rng.random((Q, N)).astype(np.float32),
                 query_labels=rng.integers(0, 500, Q), db_labels=rng.integers(-1, 500, N),
                 query_cams=rng.integers(0, 6, Q), db_cams=rng.integers(0, 6, N), junk_ids=(-1,))
+    discount_table(N)  # the process-wide discount cache (of size N, not Q x N) is built once, before
     tracemalloc.start()
     try:
         cimpl.compute(p, Options(ties="expected", max_rank=10))

@@ -106,8 +106,30 @@ static int64_t codes_pass_generic(const rc_input *in, int64_t q, workspace *w, c
     return codes_pass(in, q, w, jk, record);
 }
 
-void rc_query_codes(const rc_input *in, const rc_options *o, const dd *Hh, int64_t q,
-                    workspace *w, qres *res, rc_output *out, int use_popcnt)
+/* Graded relevance (a relevance matrix): the grades of the relevant items in rank order,
+ * gr[rlt[d] ..] for distance d.  The relevant non-junk items are visited in gallery order, the
+ * order of the counting sort (rinfo, stable / reverse) or of a distance computed again. */
+static void codes_grades(const rc_input *in, int64_t q, workspace *w, const uint8_t *jk, int64_t ties)
+{
+    const int64_t N = in->n_gallery, W = in->code_words, B = in->n_bits;
+    const uint8_t *row = in->relevance + q * N, *grow = in->grades + q * N;
+    const uint64_t *qc = in->query_codes + q * W, *db = in->db_codes;
+    const int record = ties == T_STABLE || ties == T_REVERSE;
+    int64_t *run = w->run, j, i = 0, d;
+    for (d = 0; d <= B; d++) run[d] = ties == T_REVERSE ? w->rlt[d] + w->hr[d] - 1 : w->rlt[d];
+    for (j = 0; j < N; j++) {
+        if (!row[j] || (jk && jk[j])) continue;
+        d = record ? (int64_t)(w->rinfo[i++] >> RC_RINFO_SHIFT) : popcount_words(qc, db + j * W, W);
+        if (ties == T_REVERSE) w->gr[run[d]--] = grow[j];
+        else w->gr[run[d]++] = grow[j];
+    }
+    if (ties == T_OPTIMISTIC || ties == T_PESSIMISTIC)
+        for (d = 0; d <= B; d++)
+            if (w->hr[d] > 1) rc_sort_grades(w->gr + w->rlt[d], w->hr[d], ties == T_OPTIMISTIC);
+}
+
+void rc_query_codes(const rc_input *in, const rc_options *o, const dd *Hh, const dd *ideal1,
+                    int64_t q, workspace *w, qres *res, rc_output *out, int use_popcnt)
 {
     const int64_t B = in->n_bits, ties = o->ties;
     int64_t *ht = w->ht, *hr = w->hr, *h2 = w->h2, *clt = w->clt, *rlt = w->rlt;
@@ -116,6 +138,7 @@ void rc_query_codes(const rc_input *in, const rc_options *o, const dd *Hh, int64
     const int record = ties == T_STABLE || ties == T_REVERSE;
     const uint8_t *jk = NULL;
     int64_t d, R = 0, Np = 0, Rb = 0, i;
+    rankin rin;
 
     if (rc_has_junk(in)) {
         rc_build_junk(in, q, w->skip);
@@ -175,6 +198,13 @@ void rc_query_codes(const rc_input *in, const rc_options *o, const dd *Hh, int64
         rc_metrics_zero(o, res);
         return;
     }
+    rin.disc = in->discounts;
+    rin.gr = NULL;
+    rin.ideal1 = ideal1;
+    if (in->grades) {
+        codes_grades(in, q, w, jk, ties);
+        rin.gr = w->gr;
+    }
     switch (ties) {
     case T_STABLE:   /* relevant items of one distance come in gallery order */
         memcpy(run, rlt, (size_t)(B + 1) * sizeof(int64_t));
@@ -208,10 +238,10 @@ void rc_query_codes(const rc_input *in, const rc_options *o, const dd *Hh, int64
             g[ng].h = rlt[d];
             ng++;
         }
-        if (ties == T_EXPECTED) rc_metrics_expected(g, ng, R, Np, o, Hh, res);
-        else rc_metrics_grouped(g, ng, R, Np, o, res);
+        if (ties == T_EXPECTED) rc_metrics_expected(g, ng, R, Np, o, &rin, Hh, res);
+        else rc_metrics_grouped(g, ng, R, Np, o, &rin, res);
         return;
     }
     }
-    rc_metrics_ranks(rk, R, Np, o, res);
+    rc_metrics_ranks(rk, R, Np, o, &rin, res);
 }

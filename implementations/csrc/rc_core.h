@@ -38,7 +38,14 @@
  * Queries are independent: OpenMP parallelises over queries with no reduction across
  * queries, so results are identical for any thread count (rc_evaluate.c).
  *
- * Units: rc_input.c, rc_metrics.c, rc_expected.c, rc_float.c, rc_codes.c, rc_evaluate.c.
+ * nDCG, RR, AP@R and the hit rate (recall = "hit") come from the same ranks or groups (spec §7):
+ * DCG reads the float64 discount table d(1..N) passed from Python (never a log2 computed here),
+ * graded relevance reads one uint8 grade row per query (the grades of the relevant items are
+ * put in rank order, and a tie group sorted by grade under optimistic / pessimistic), IDCG
+ * counts the grades (at most RC_MAX_GRADE) and sums from the highest (rc_rank.c).
+ *
+ * Units: rc_input.c, rc_metrics.c, rc_expected.c, rc_rank.c, rc_float.c, rc_codes.c,
+ * rc_evaluate.c.
  * Functions shared between units are declared below with RC_INTERNAL (hidden visibility):
  * the library exports only the four entry points of rc_evaluate.c, as a single file did.
  */
@@ -51,7 +58,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define RC_ABI_VERSION 5  /* must equal ABI_VERSION in c_backend.py */
+#define RC_ABI_VERSION 6  /* must equal ABI_VERSION in c_backend.py */
 
 /* internal functions shared between units stay out of the library's exported symbols */
 #if defined(__GNUC__) && !defined(_WIN32)
@@ -96,6 +103,11 @@
 #define RC_FEATURE_POPCNT 1  /* bit 0: hardware popcount for Hamming distances */
 #define RC_FEATURE_FMA 2     /* bit 1: fused multiply-add for exact division remainders */
 #define RC_FEATURE_ALL (RC_FEATURE_POPCNT | RC_FEATURE_FMA)  /* default: use what the CPU has */
+/* the highest relevance grade (validation.MAX_GRADE): 2^52 - 1, its exponential gain, and any
+ * sum of up to 2^53 such gains are exact in a double-double */
+#define RC_MAX_GRADE 52
+/* runs of grades up to this long are sorted by insertion, longer ones by counting */
+#define RC_SMALL_RUN 32
 
 /* accelerated variants compiled where the compiler can target them (runtime dispatch) */
 #if defined(__GNUC__) && defined(__x86_64__)
@@ -111,6 +123,8 @@ enum { AP_PS = 0, AP_TRAP = 1 };
 enum { K_HITS = 0, K_R, K_MINKR, K_DCMH };
 enum { D_F64 = 0, D_F32 = 1, D_CODES = 2 };
 enum { REL_MATRIX = 0, REL_IDS = 1, REL_MULTI = 2 };
+enum { G_LINEAR = 0, G_EXPONENTIAL = 1 };
+enum { RECALL_FRACTION = 0, RECALL_HIT = 1 };
 /* return codes of rc_evaluate */
 enum { RC_OK = 0, RC_ERR_QUERY = 1, RC_ERR_NOMEM = 2, RC_ERR_ARGS = 3 };
 /* per-query status codes */
@@ -136,10 +150,15 @@ typedef struct {
     /* single ids only: the gallery indices sorted by id (stably), and per query the slice
      * [id_start, id_stop) of db_order holding the items with the query's id */
     const int64_t *db_order, *id_start, *id_stop;
+    const uint8_t *grades;                  /* (Q, N) grades 0 .. RC_MAX_GRADE (REL_MATRIX), or
+                                             * NULL: binary relevance (every relevant grade 1) */
+    const double *discounts;                /* d(1) .. d(n_discounts), n_discounts >= N */
+    int64_t n_discounts;
 } rc_input;
 
 typedef struct {
     int64_t ties, ap_rule, k, ap_at_k, max_rank, has_radius; /* k < 0: no cut-off */
+    int64_t gain, recall;                                     /* G_*, RECALL_* */
     double radius;
 } rc_options;
 
@@ -147,6 +166,7 @@ typedef struct {
     double *ap;
     int64_t *n_relevant;
     double *hits_at_k, *precision_at_k, *recall_at_k, *cmc, *inp, *r_precision;
+    double *ndcg, *rr, *ap_at_r;
     double *precision_at_radius, *recall_at_radius;  /* NULL unless has_radius */
     int64_t *status, *err_a, *err_b;                  /* per query */
 } rc_output;
@@ -284,12 +304,23 @@ typedef struct {
     int64_t *clt, *rlt;      /* B + 1: items / relevant items at smaller distance */
     int64_t *run;            /* B + 1: counting-sort cursors */
     uint64_t *rinfo;         /* N + 1 (codes path): distance << 32 | items before it */
+    uint8_t *gr;             /* N + 1 (graded relevance): the relevant items' grades, rank order */
 } workspace;
 
 typedef struct {
-    double ap, hits, prec, rec, inp, rprec;
+    double ap, hits, prec, rec, inp, rprec, ndcg, rr, apr;
     double *cmc;
 } qres;
+
+/* what the rank metrics read besides ranks or groups: the discount table d(1..), the
+ * relevant items' grades in rank order (NULL: binary relevance) and, for binary relevance,
+ * the IDCG of L relevant items, ideal1[L] = d(1) + ... + d(L) (summed once per call exactly as
+ * a query would sum it, so the bits are the same) */
+typedef struct {
+    const double *disc;
+    const uint8_t *gr;
+    const dd *ideal1;
+} rankin;
 
 /* ---- internal functions shared between units -------------------------------------------- */
 /* rc_input.c: is there any junk input; the junk of query q (jk[j] = 1), returns how many */
@@ -299,20 +330,33 @@ RC_INTERNAL int64_t rc_build_junk(const rc_input *in, int64_t q, uint8_t *jk);
 /* rc_metrics.c: every metric from concrete ranks, from `grouped` tie groups, or all zero */
 RC_INTERNAL extern int rc_use_fma;  /* set once by rc_evaluate before the parallel region */
 RC_INTERNAL void rc_metrics_ranks(const int64_t *rk, int64_t R, int64_t Np, const rc_options *o,
-                                  qres *res);
+                                  const rankin *ri, qres *res);
 RC_INTERNAL void rc_metrics_grouped(const group *g, int64_t ng, int64_t R, int64_t Np,
-                                    const rc_options *o, qres *res);
+                                    const rc_options *o, const rankin *ri, qres *res);
 RC_INTERNAL void rc_metrics_zero(const rc_options *o, qres *res);
 
 /* rc_expected.c: every metric under ties = "expected" (Hh: harmonic numbers H_0 .. H_{N+1}) */
 RC_INTERNAL void rc_metrics_expected(const group *g, int64_t ng, int64_t R, int64_t Np,
-                                     const rc_options *o, const dd *Hh, qres *res);
+                                     const rc_options *o, const rankin *ri, const dd *Hh, qres *res);
+
+/* rc_rank.c: nDCG, RR and the hit rate (recall = "hit" replaces res->rec) from concrete
+ * ranks, `grouped` groups or `expected` groups (R >= 1); the grades of a float / codes query
+ * put in rank order (gr[i] for the relevant item of rank index i) and sorted within ties */
+RC_INTERNAL void rc_rank_concrete(const int64_t *rk, int64_t R, int64_t Np, const rc_options *o,
+                                  const rankin *ri, qres *res);
+RC_INTERNAL void rc_rank_grouped(const group *g, int64_t ng, int64_t R, int64_t Np,
+                                 const rc_options *o, const rankin *ri, qres *res);
+RC_INTERNAL void rc_rank_expected(const group *g, int64_t ng, int64_t R, int64_t Np,
+                                  const rc_options *o, const rankin *ri, qres *res);
+RC_INTERNAL void rc_sort_grades(uint8_t *a, int64_t n, int descending);
+RC_INTERNAL void rc_ideal_binary(const double *disc, int64_t n, dd *ideal1);
 
 /* rc_float.c and rc_codes.c: one query of float distances / of Hamming codes */
-RC_INTERNAL void rc_query_float(const rc_input *in, const rc_options *o, const dd *Hh, int64_t q,
-                                workspace *w, qres *res, rc_output *out);
-RC_INTERNAL void rc_query_codes(const rc_input *in, const rc_options *o, const dd *Hh, int64_t q,
-                                workspace *w, qres *res, rc_output *out, int use_popcnt);
+RC_INTERNAL void rc_query_float(const rc_input *in, const rc_options *o, const dd *Hh,
+                                const dd *ideal1, int64_t q, workspace *w, qres *res, rc_output *out);
+RC_INTERNAL void rc_query_codes(const rc_input *in, const rc_options *o, const dd *Hh,
+                                const dd *ideal1, int64_t q, workspace *w, qres *res, rc_output *out,
+                                int use_popcnt);
 
 /* ---- the exported entry points (rc_evaluate.c; c_backend.py binds them by name) ---------- */
 int64_t rc_abi_version(void);

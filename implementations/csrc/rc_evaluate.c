@@ -11,7 +11,7 @@ static void ws_free(workspace *w)
 {
     free(w->skip); free(w->ranks); free(w->groups); free(w->rel); free(w->rd);
     free(w->before); free(w->eq); free(w->sel); free(w->h2); free(w->ht); free(w->hr);
-    free(w->clt); free(w->rlt); free(w->run); free(w->rinfo);
+    free(w->clt); free(w->rlt); free(w->run); free(w->rinfo); free(w->gr);
     memset(w, 0, sizeof(*w));
 }
 
@@ -25,6 +25,10 @@ static int ws_alloc(workspace *w, const rc_input *in, const rc_options *o)
     if (by_group) w->groups = (group *)malloc(N * sizeof(group));
     else w->ranks = (int64_t *)malloc(N * sizeof(int64_t));
     if (!w->groups && !w->ranks) return -1;
+    if (in->grades) {
+        w->gr = (uint8_t *)malloc(N);
+        if (!w->gr) return -1;
+    }
     if (in->dist_kind == D_CODES) {
         size_t B = (size_t)in->n_bits + 1;
         w->h2 = (int64_t *)malloc(RC_INTERLEAVE * 2 * B * sizeof(int64_t));
@@ -91,10 +95,15 @@ static int check_args(const rc_input *in, const rc_options *o, const rc_output *
     if (o->ap_rule != AP_PS && o->ap_rule != AP_TRAP) return -1;
     if (o->ap_at_k < K_HITS || o->ap_at_k > K_DCMH || o->k == 0) return -1;
     if (o->has_radius && !(o->radius >= 0.0)) return -1;
+    if (o->gain != G_LINEAR && o->gain != G_EXPONENTIAL) return -1;
+    if (o->recall != RECALL_FRACTION && o->recall != RECALL_HIT) return -1;
     if (!out->ap || !out->n_relevant || !out->hits_at_k || !out->precision_at_k ||
-        !out->recall_at_k || !out->inp || !out->r_precision || !out->status || !out->err_a ||
-        !out->err_b || (o->max_rank > 0 && !out->cmc))
+        !out->recall_at_k || !out->inp || !out->r_precision || !out->ndcg || !out->rr ||
+        !out->ap_at_r || !out->status || !out->err_a || !out->err_b || (o->max_rank > 0 && !out->cmc))
         return -1;
+    /* DCG reads d(r) for ranks r <= N: the table must hold them */
+    if (in->n_discounts < in->n_gallery || (in->n_gallery > 0 && !in->discounts)) return -1;
+    if (in->grades && in->rel_kind != REL_MATRIX) return -1;
     if (o->has_radius && (!out->precision_at_radius || !out->recall_at_radius)) return -1;
     if (in->dist_kind == D_CODES) {
         if (!in->query_codes || !in->db_codes || in->code_words < 1 || in->n_bits < 1 ||
@@ -125,7 +134,7 @@ static int check_args(const rc_input *in, const rc_options *o, const rc_output *
 int64_t rc_evaluate(const rc_input *in, const rc_options *o, rc_output *out, int64_t num_threads)
 {
     const int64_t Q = in ? in->n_queries : 0, N = in ? in->n_gallery : 0;
-    dd *Hh = NULL;
+    dd *Hh = NULL, *ideal1 = NULL;
     int fail = 0, any_status = 0, use_popcnt = 0;
     int64_t q;
     if (check_args(in, o, out)) return RC_ERR_ARGS;
@@ -136,6 +145,14 @@ int64_t rc_evaluate(const rc_input *in, const rc_options *o, rc_output *out, int
         if (!Hh) return RC_ERR_NOMEM;
         Hh[0] = DD_ZERO;
         for (j = 1; j <= N + 1; j++) Hh[j] = dd_add(Hh[j - 1], dd_ratio(1.0, (double)j));
+    }
+    if (!in->grades) {  /* binary relevance: IDCG of L relevant items, L = 0 .. N */
+        ideal1 = (dd *)malloc((size_t)(N + 1) * sizeof(dd));
+        if (!ideal1) {
+            free(Hh);
+            return RC_ERR_NOMEM;
+        }
+        rc_ideal_binary(in->discounts, N, ideal1);
     }
     {
         int64_t have = rc_set_features(rc_feature_mask) & rc_feature_mask;
@@ -169,8 +186,8 @@ int64_t rc_evaluate(const rc_input *in, const rc_options *o, rc_output *out, int
             out->status[q] = Q_OK;
             out->err_a[q] = out->err_b[q] = 0;
             res.cmc = out->cmc + q * o->max_rank;
-            if (in->dist_kind == D_CODES) rc_query_codes(in, o, Hh, q, &w, &res, out, use_popcnt);
-            else rc_query_float(in, o, Hh, q, &w, &res, out);
+            if (in->dist_kind == D_CODES) rc_query_codes(in, o, Hh, ideal1, q, &w, &res, out, use_popcnt);
+            else rc_query_float(in, o, Hh, ideal1, q, &w, &res, out);
             if (out->status[q] != Q_OK) {
                 any_status |= 1;
                 continue;
@@ -181,10 +198,14 @@ int64_t rc_evaluate(const rc_input *in, const rc_options *o, rc_output *out, int
             out->recall_at_k[q] = res.rec;
             out->inp[q] = res.inp;
             out->r_precision[q] = res.rprec;
+            out->ndcg[q] = res.ndcg;
+            out->rr[q] = res.rr;
+            out->ap_at_r[q] = res.apr;
         }
         ws_free(&w);
     }
     free(Hh);
+    free(ideal1);
     if (fail) return RC_ERR_NOMEM;
     return any_status ? RC_ERR_QUERY : RC_OK;
 }

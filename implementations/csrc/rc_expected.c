@@ -233,7 +233,7 @@ static dd exp_inp(const group *g, int64_t R, const dd *Hh)
 }
 
 void rc_metrics_expected(const group *g, int64_t ng, int64_t R, int64_t Np,
-                         const rc_options *o, const dd *Hh, qres *res)
+                         const rc_options *o, const rankin *ri, const dd *Hh, qres *res)
 {
     const int64_t k = o->k, rule = o->ap_rule;
     int64_t a, j;
@@ -291,4 +291,10 @@ void rc_metrics_expected(const group *g, int64_t ng, int64_t R, int64_t Np,
     }
     res->inp = dd_round(exp_inp(&g[ng - 1], R, Hh));
     res->rprec = dd_round(dd_div_d(exp_hits(g, ng, R), (double)R));
+    /* AP@R: the expected precision-term sum over the first R positions, over R */
+    s = DD_ZERO;
+    for (a = 0; a < ng && g[a].c < R; a++)
+        s = dd_add(s, exp_group_sum(&g[a], min64(g[a].n, R - g[a].c), Hh, AP_PS));
+    res->apr = dd_round(dd_div_d(s, (double)R));
+    rc_rank_expected(g, ng, R, Np, o, ri, res);
 }

@@ -142,7 +142,7 @@ static int64_t first_nonfinite(const float *x32, const double *x64, int64_t n)
 }
 
 static inline __attribute__((always_inline)) void
-query_float_body(const rc_input *in, const rc_options *o, const dd *Hh, int64_t q,
+query_float_body(const rc_input *in, const rc_options *o, const dd *Hh, const dd *ideal1, int64_t q,
                  workspace *w, qres *res, rc_output *out, const float *D32, const double *D64,
                  const int is32)
 {
@@ -153,6 +153,7 @@ query_float_body(const rc_input *in, const rc_options *o, const dd *Hh, int64_t 
     int64_t *before = w->before, *eq = w->eq;
     int64_t j, G = 0, Np, i, bad;
     double dmax;
+    rankin rin;
 
 #define RC_D(jj) (is32 ? (double)D32[jj] : D64[jj])
     if (is32) D32 += q * N; else D64 += q * N;
@@ -255,6 +256,21 @@ query_float_body(const rc_input *in, const rc_options *o, const dd *Hh, int64_t 
     if (G > 1) qsort(rel, (size_t)G, sizeof(relitem), ties == T_REVERSE ? cmp_rel_desc_index : cmp_rel_asc);
     for (i = 0; i < G; i++) rd[i] = rel[i].d;
     dmax = rd[G - 1];
+    rin.disc = in->discounts;
+    rin.gr = NULL;
+    rin.ideal1 = ideal1;
+    if (in->grades) {  /* the grades in rank order; a tie run by grade under opt./pess. */
+        const uint8_t *grow = in->grades + q * N;
+        for (i = 0; i < G; i++) w->gr[i] = grow[rel[i].j];
+        if (ties == T_OPTIMISTIC || ties == T_PESSIMISTIC) {
+            int64_t lo = 0, hi;
+            for (; lo < G; lo = hi) {
+                for (hi = lo + 1; hi < G && rel[hi].d == rel[lo].d; hi++) continue;
+                if (hi - lo > 1) rc_sort_grades(w->gr + lo, hi - lo, ties == T_OPTIMISTIC);
+            }
+        }
+        rin.gr = w->gr;
+    }
     /* before[i] += 1 for an item preceding relevant items i, i+1, ... but not i-1.  Four
      * (RC_INTERLEAVE) interleaved copies (by j mod 4): most items land in the same few slots (often slot G,
      * past every relevant item), and one counter would serialise them through memory. */
@@ -320,23 +336,23 @@ query_float_body(const rc_input *in, const rc_options *o, const dd *Hh, int64_t 
             ng++;
             lo = hi;
         }
-        if (ties == T_EXPECTED) rc_metrics_expected(g, ng, G, Np, o, Hh, res);
-        else rc_metrics_grouped(g, ng, G, Np, o, res);
+        if (ties == T_EXPECTED) rc_metrics_expected(g, ng, G, Np, o, &rin, Hh, res);
+        else rc_metrics_grouped(g, ng, G, Np, o, &rin, res);
     } else {
         int64_t acc = 0;
         for (i = 0; i < G; i++) {
             acc += before[i];
             w->ranks[i] = i + 1 + acc;
         }
-        rc_metrics_ranks(w->ranks, G, Np, o, res);
+        rc_metrics_ranks(w->ranks, G, Np, o, &rin, res);
     }
 }
 
-void rc_query_float(const rc_input *in, const rc_options *o, const dd *Hh, int64_t q,
-                    workspace *w, qres *res, rc_output *out)
+void rc_query_float(const rc_input *in, const rc_options *o, const dd *Hh, const dd *ideal1,
+                    int64_t q, workspace *w, qres *res, rc_output *out)
 {
     if (in->dist_kind == D_F32)
-        query_float_body(in, o, Hh, q, w, res, out, (const float *)in->distances, NULL, 1);
+        query_float_body(in, o, Hh, ideal1, q, w, res, out, (const float *)in->distances, NULL, 1);
     else
-        query_float_body(in, o, Hh, q, w, res, out, NULL, (const double *)in->distances, 0);
+        query_float_body(in, o, Hh, ideal1, q, w, res, out, NULL, (const double *)in->distances, 0);
 }

@@ -1,5 +1,6 @@
 /* rc_metrics.c -- every metric of one query from concrete ranks (stable, reverse, optimistic,
- * pessimistic) or from whole tie groups under ties = "grouped"; AP sums in double-double. */
+ * pessimistic) or from whole tie groups under ties = "grouped"; AP sums in double-double.
+ * nDCG, RR and the hit rate: rc_rank.c. */
 #include "rc_core.h"
 
 /* AP term of the i-th relevant item at rank r: i/r, or (i/r + (i-1)/(r-1))/2 and 1 at r=1 */
@@ -61,7 +62,7 @@ static void sum_terms(const int64_t *rk, int64_t n, int64_t rule, ddacc *acc)
 
 /* Concrete ranking: every metric from the sorted 1-based ranks rk[0..R-1] (R >= 1). */
 void rc_metrics_ranks(const int64_t *rk, int64_t R, int64_t Np, const rc_options *o,
-                      qres *res)
+                      const rankin *ri, qres *res)
 {
     const int64_t k = o->k;
     int64_t i, n_terms, den, hk = R, hr = 0;
@@ -87,6 +88,11 @@ void rc_metrics_ranks(const int64_t *rk, int64_t R, int64_t Np, const rc_options
     res->inp = (double)R / (double)rk[R - 1];
     while (hr < R && rk[hr] <= R) hr++;
     res->rprec = (double)hr / (double)R;
+    /* AP@R: (1/R) sum_{r_i <= R} i / r_i, precision terms whatever ap_rule (spec §7 MAP@R) */
+    s.s = s.c = 0.0;
+    sum_terms(rk, hr, AP_PS, &s);
+    res->apr = dd_round(dd_div_d(acc_get(s), (double)R));
+    rc_rank_concrete(rk, R, Np, o, ri, res);
 }
 
 /* ---- ties = "grouped": every item of a group takes the group's end rank c + n ------------ */
@@ -100,7 +106,7 @@ static dd grouped_term(const group *g, int64_t rule)
 }
 
 void rc_metrics_grouped(const group *g, int64_t ng, int64_t R, int64_t Np,
-                        const rc_options *o, qres *res)
+                        const rc_options *o, const rankin *ri, qres *res)
 {
     const int64_t k = o->k;
     int64_t a, i, hk = R, hr = 0;
@@ -133,11 +139,18 @@ void rc_metrics_grouped(const group *g, int64_t ng, int64_t R, int64_t Np,
     for (i = 0; i < o->max_rank; i++) res->cmc[i] = g[0].c + g[0].n <= i + 1 ? 1.0 : 0.0;
     res->inp = (double)R / (double)(g[ng - 1].c + g[ng - 1].n);
     res->rprec = (double)hr / (double)R;
+    /* AP@R: the groups ending within R, m (h + m) / (c + n) each */
+    s = DD_ZERO;
+    for (a = 0; a < ng && g[a].c + g[a].n <= R; a++)
+        s = dd_add(s, dd_mul_d(grouped_term(&g[a], AP_PS), (double)g[a].m));
+    res->apr = dd_round(dd_div_d(s, (double)R));
+    rc_rank_grouped(g, ng, R, Np, o, ri, res);
 }
 
 void rc_metrics_zero(const rc_options *o, qres *res)
 {
     int64_t j;
     res->ap = res->hits = res->prec = res->rec = res->inp = res->rprec = 0.0;
+    res->ndcg = res->rr = res->apr = 0.0;
     for (j = 0; j < o->max_rank; j++) res->cmc[j] = 0.0;
 }
