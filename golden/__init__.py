@@ -5,7 +5,9 @@ Every file holds ``{"schema": 1, "source": ..., "cases": [...]}``; a case has an
 ``rc.evaluate``, the ``expected`` values as exact fractions (strings such as ``"107/180"``;
 ``null`` in a per-query list marks a query left out of the mean; ``"nan"`` a NaN), where a
 source printed a rounded figure the ``printed`` one, and a ``provenance`` saying where the
-number comes from independently of this project's code.
+number comes from independently of this project's code.  Besides the fields of ``Result``
+(``map``, ``ap``, ``ndcg_at_k``, ``mrr``, ``map_at_r``, ...), ``expected`` may hold the per-query
+values ``ndcg``, ``rr`` and ``ap_at_r`` of ``result.per_query``.
 """
 from __future__ import annotations
 
@@ -55,7 +57,30 @@ def evaluate_kwargs(case: Dict[str, Any]) -> Dict[str, Any]:
     return dict(case["input"], **case.get("call", {}))
 
 
+#: per-query values read from ``result.per_query`` (None where a query is not counted), and the
+#: means whose exact value is the mean of ``result.per_query.exact`` over the counted queries
+PER_QUERY_KEYS = ("ndcg", "rr", "ap_at_r")
+MEANS_OF_PER_QUERY = {"ndcg_at_k": "ndcg", "mrr": "rr", "map_at_r": "ap_at_r"}
+
+
+def _per_query_value(result, key: str, exact: bool):
+    field = MEANS_OF_PER_QUERY.get(key, key)
+    counted = [bool(c) for c in result.counted]
+    if exact and result.per_query.exact is not None:
+        values = list(result.per_query.exact[field])
+    else:
+        values = getattr(result.per_query, field).tolist()
+    if key in PER_QUERY_KEYS:
+        return [v if c else None for v, c in zip(values, counted)]
+    if not (exact and result.per_query.exact is not None):
+        return getattr(result, key)
+    chosen = [v for v, c in zip(values, counted) if c]
+    return sum(chosen, Fraction(0)) / len(chosen) if chosen else math.nan
+
+
 def _result_value(result, key: str, exact: bool):
+    if key in PER_QUERY_KEYS or key in MEANS_OF_PER_QUERY:
+        return _per_query_value(result, key, exact)
     if exact and result.exact is not None:
         value = {"map": result.exact.map, "ap": result.exact.ap, "cmc": result.exact.cmc,
                  "minp": result.exact.minp, "precision_at_k": result.exact.precision_at_k,

@@ -1,4 +1,4 @@
-"""Two baseline evaluators in the style people use, written by us, to time the implementations against.
+"""Baseline evaluators in the style people use, written by us, to time the implementations against.
 
 * **Per-query loop** (:func:`calc_top_map`, :func:`loop_reid`, :func:`loop_masked`): seed 000's
   ``CalcTopMap`` algorithm step by step, with a stable sort: per query, the relevance vector
@@ -15,6 +15,12 @@
   needed to compare with anything).  Memory: two or three (Q, N) arrays of 4-8 bytes per
   item (~1 GB at Market-1501 scale; ~7.7 GB per int64 array at MSMT17 scale,
   JDAI-CV/fast-reid#404).
+* **Graded relevance, full matrix** (:func:`full_matrix_ndcg`): nDCG@k as a numpy script
+  computes it: ``argsort`` of the negated (Q, N) scores, the top k sliced, gains times
+  ``1 / np.log2(rank + 1)``, the ideal DCG from each row's grades sorted from the highest.
+  It sorts stably by default, so tied scores keep gallery order (``ties="stable"``); on tied
+  scores this is a different number from ``sklearn-ndcg``'s tie-averaged one, so it is
+  checked under ``sklearn-ndcg`` with ``ties="stable"``.
 * :func:`bare_argsort`: ``np.argsort(distances, axis=1)`` alone, a timing anchor (spec
   §12: ~0.6 s at Market-1501 scale); it evaluates nothing.
 
@@ -35,24 +41,37 @@ class BaselineResult:
 
     Attributes
     ----------
-    map : float
-        Mean AP under the baseline's own empty-query rule (``semantics["empty"]``).
-    ap : ndarray (Q,)
+    map : float or None
+        Mean AP under the baseline's own empty-query rule (``semantics["empty"]``); None for
+        a baseline that does not compute AP (nDCG).
+    ap : ndarray (Q,) or None
         Per-query AP (0 for a query without a relevant non-junk item).
     cmc : ndarray (Q, max_rank) or None
         1 where the first relevant item is within the top j+1 (full-matrix ReID baselines).
     inp : ndarray (Q,) or None
         INP = R / rank of the last relevant item.
     semantics : dict
-        ``rc.evaluate`` options this baseline implements (``protocol``, ``k``, ``empty``,
-        ``ap_rule``) and ``tie_order``: ``"stable"`` or ``"unspecified"``.
+        ``rc.evaluate`` options this baseline implements (``protocol``, ``k``, ``empty``, and
+        ``ap_rule`` or ``gain``/``discount``), ``tie_order``: ``"stable"`` or
+        ``"unspecified"``, and ``metric``: the headline mean (``map`` when absent).
+    ndcg : ndarray (Q,) or None
+        Per-query nDCG@k (0 for a query without a relevant item).
+    ndcg_at_k : float or None
+        Mean nDCG@k over every query.
     """
 
-    map: float
-    ap: np.ndarray
+    map: Optional[float] = None
+    ap: Optional[np.ndarray] = None
     cmc: Optional[np.ndarray] = None
     inp: Optional[np.ndarray] = None
     semantics: Dict[str, Any] = field(default_factory=dict)
+    ndcg: Optional[np.ndarray] = None
+    ndcg_at_k: Optional[float] = None
+
+    @property
+    def value(self) -> Optional[float]:
+        """The headline mean (``semantics["metric"]``, default ``map``)."""
+        return getattr(self, self.semantics.get("metric", "map"))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -211,6 +230,34 @@ def full_matrix_masked(distances: np.ndarray, relevance: np.ndarray, junk: np.nd
                                      "tie_order": "unspecified", "max_rank": max_rank})
 
 
+# ---------------------------------------------------------------------------------------------
+# graded relevance: nDCG@k the way a numpy script computes it
+# ---------------------------------------------------------------------------------------------
+def full_matrix_ndcg(scores: np.ndarray, grades: np.ndarray, k: int = 10, kind: str = "stable") -> BaselineResult:
+    """nDCG@k of (Q, N) similarity ``scores`` and integer ``grades``, all queries at once.
+
+    DCG@k = sum_{r <= k} g_r / log2(r + 1) over the top k by score (linear gain); IDCG@k the
+    same over the row's grades sorted from the highest; nDCG = DCG / IDCG, 0 when IDCG = 0
+    (scikit-learn's value for a row without a relevant item).  ``kind="stable"`` orders tied
+    scores by gallery index (``ties="stable"``); numpy's default kind leaves it unspecified.
+    """
+    order = np.argsort(-scores, axis=1, kind=kind)[:, :k]
+    top = np.take_along_axis(grades, order, axis=1).astype(np.float64)
+    del order
+    discounts = 1.0 / np.log2(np.arange(2, top.shape[1] + 2))
+    dcg = top @ discounts
+    ideal = np.sort(grades, axis=1)[:, ::-1][:, :k].astype(np.float64)
+    idcg = ideal @ discounts
+    ndcg = np.divide(dcg, idcg, out=np.zeros_like(dcg), where=idcg > 0)
+    return BaselineResult(semantics={"protocol": "sklearn-ndcg", "k": int(k), "empty": "zero", "gain": "linear",
+                                     "discount": "log2", "metric": "ndcg_at_k",
+                                     "tie_order": "stable" if kind == "stable" else "unspecified"},
+                          ndcg=ndcg, ndcg_at_k=float(ndcg.mean()))
+
+
 def bare_argsort(distances: np.ndarray) -> np.ndarray:
-    """``np.argsort(distances, axis=1)``: the cost of sorting alone (a timing anchor)."""
+    """``np.argsort(distances, axis=1)``: the cost of sorting alone (a timing anchor).
+
+    On similarity scores it sorts them ascending: the same cost as a descending ranking,
+    without the negated copy (it times the sort, not a ranking)."""
     return np.argsort(distances, axis=1)

@@ -26,17 +26,21 @@ _FULL_SKIPS = {
 
 
 _CODES = ("cifar10-all", "cifar10-1000", "nuswide-5000")
+#: graded-relevance workloads (scores and grades): only the full-matrix nDCG baseline exists
+_GRADED = ("graded-ndcg10",)
 
 
 def candidate_names(workload) -> List[str]:
     """Implementations, then the baselines that make sense for the workload's input.
 
-    ``workload`` is a :class:`Workload` or a name from :data:`WORKLOAD_NAMES`.
+    ``workload`` is a :class:`Workload` or a name from :data:`WORKLOAD_NAMES`.  The
+    per-query AP loop has no graded-relevance counterpart (nDCG has only the full-matrix
+    baseline).
     """
     name = workload if isinstance(workload, str) else workload.name
-    names = list(IMPLEMENTATIONS) + ["loop", "full-matrix"]
+    names = list(IMPLEMENTATIONS) + (["full-matrix"] if name in _GRADED else ["loop", "full-matrix"])
     if name not in _CODES:
-        names.append("argsort")  # the timing anchor for float distances: sorting alone
+        names.append("argsort")  # the timing anchor for float inputs (distances, scores): sorting alone
     return names
 
 
@@ -128,9 +132,12 @@ def make_runner(workload: Workload, candidate: str) -> Callable[[], Any]:
         kwargs = workload.evaluate_kwargs(implementation=candidate)
         return lambda: rc.evaluate(**kwargs)
     a = workload.arrays
-    if candidate == "argsort":
-        return lambda: bl.bare_argsort(a["distances"])
-    if workload.kind == "codes":
+    if candidate == "argsort" and workload.matrix_key is not None:
+        return lambda: bl.bare_argsort(a[workload.matrix_key])
+    if workload.kind == "scores":
+        if candidate == "full-matrix":
+            return lambda: bl.full_matrix_ndcg(a["scores"], a["relevance"], workload.k)
+    elif workload.kind == "codes":
         topk = workload.k if workload.k is not None else workload.n_gallery
         if candidate == "loop":
             return lambda: bl.calc_top_map(a["query_codes"], a["db_codes"], a["query_labels"], a["db_labels"], topk)

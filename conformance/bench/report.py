@@ -42,7 +42,11 @@ def _workload(bench: Dict[str, Any]) -> str:
 
 
 def summarise(data: Dict[str, Any]) -> Dict[str, Dict[str, Dict[str, Any]]]:
-    """{group: {candidate: {median, rounds, peak_extra_mib, workload, title, role, map}}}."""
+    """{group: {candidate: {median, rounds, peak_extra_mib, workload, title, role, map, metric}}}.
+
+    ``map`` is the run's headline value and ``metric`` names it (``extra_info["value"]`` and
+    ``["metric"]``; runs saved before them carry ``extra_info["map"]``, the mAP).
+    """
     groups: Dict[str, Dict[str, Dict[str, Any]]] = {}
     for bench in data["benchmarks"]:
         info = bench.get("extra_info") or {}
@@ -50,7 +54,8 @@ def summarise(data: Dict[str, Any]) -> Dict[str, Dict[str, Dict[str, Any]]]:
             "median": bench["stats"]["median"], "rounds": bench["stats"]["rounds"],
             "peak_extra_mib": info.get("peak_extra_mib"), "memory_queries": info.get("memory_queries"),
             "workload": _workload(bench), "title": info.get("title", ""), "role": info.get("role", ""),
-            "map": info.get("map"), "queries": info.get("queries"),
+            "map": info.get("value", info.get("map")), "metric": info.get("metric") or "map",
+            "queries": info.get("queries"),
         }
     return groups
 
@@ -65,6 +70,10 @@ def _fmt_ratio(x: Optional[float]) -> str:
     return f"{x:.0f}x" if x >= 100 else f"{x:.1f}x" if x >= 10 else f"{x:.2f}x"
 
 
+#: column heading of a headline metric
+_METRIC_LABELS = {"map": "mAP", "ndcg_at_k": "nDCG@k", "mrr": "MRR", "map_at_r": "MAP@R"}
+
+
 def format_report(data: Dict[str, Any]) -> str:
     """The summary table of one run, then the targets."""
     groups = summarise(data)
@@ -76,13 +85,13 @@ def format_report(data: Dict[str, Any]) -> str:
     if commit.get("id"):
         lines.append(f"commit {commit['id'][:12]}{' (dirty)' if commit.get('dirty') else ''}")
     head = (f"  {'candidate':<13}{'median':>11}{'rounds':>7}{'vs loop':>10}{'vs full-matrix':>16}"
-            f"{'time/argsort':>14}{'peak extra':>13}   mAP")
+            f"{'time/argsort':>14}{'peak extra':>13}   ")
     for group in sorted(groups):
         rows = groups[group]
         first = next(iter(rows.values()))
         lines.append("")
         lines.append(f"{group}: {first['title']}" if first["title"] else group)
-        lines.append(head)
+        lines.append(head + _METRIC_LABELS.get(first["metric"], first["metric"]))
         loop = rows.get("loop", {}).get("median")
         full = rows.get("full-matrix", {}).get("median")
         arg = rows.get("argsort", {}).get("median")
@@ -102,7 +111,7 @@ def format_report(data: Dict[str, Any]) -> str:
                 f"   {'' if r['map'] is None else format(r['map'], '.4f')}".rstrip())
     lines.append("")
     lines.append("vs loop / vs full-matrix: how many times faster than that baseline in this run; "
-                 "time/argsort: median divided by a bare np.argsort(distances, axis=1); "
+                 "time/argsort: median divided by a bare np.argsort of the distance (or score) matrix; "
                  "* memory measured on fewer queries (a slow candidate: 100 for the loop, two query blocks "
                  "for an implementation; the peak does not grow with the number of queries)")
     target_lines = check_targets(groups)

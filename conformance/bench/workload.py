@@ -1,6 +1,6 @@
 """The :class:`Workload` type: one benchmark input, its arrays and how ``evaluate`` is called on it.
 
-The generators (:mod:`.hashing`, :mod:`.reid`, :mod:`.landmarks`) build Workloads;
+The generators (:mod:`.hashing`, :mod:`.reid`, :mod:`.landmarks`, :mod:`.graded`) build Workloads;
 :func:`.workloads.build` picks the generator by name.
 """
 from __future__ import annotations
@@ -14,7 +14,11 @@ from typing import Any, Dict, Optional
 import numpy as np
 
 #: one seed per workload family: the same input on every run and every machine
-SEEDS = {"cifar10": 20_100, "nuswide": 20_200, "market1501": 20_300, "msmt17": 20_400, "oxford5k": 20_500}
+SEEDS = {"cifar10": 20_100, "nuswide": 20_200, "market1501": 20_300, "msmt17": 20_400, "oxford5k": 20_500,
+         "graded": 20_600}
+
+#: the (Q, N) matrix of each float-input kind (the ranking input)
+MATRIX_KEYS = {"distances": "distances", "scores": "scores"}
 
 
 @dataclass
@@ -27,10 +31,12 @@ class Workload:
         ``name`` from :data:`WORKLOAD_NAMES`, ``scale`` ``"full"`` or ``"smoke"``.
     title : str
         Human description with the shape (shown by the summary command).
-    kind : {"codes", "distances"}
+    kind : {"codes", "distances", "scores"}
         ``codes``: ``query_codes``/``db_codes`` (±1 float32) with ``query_labels``/``db_labels``
         (multi-hot float32).  ``distances``: ``distances`` (float32, in memory or memory-mapped)
         with either ids and cameras (ReID) or ``relevance``/``junk`` matrices (Oxford).
+        ``scores``: ``scores`` (float32 similarities, larger ranks first) with a ``relevance``
+        matrix of integer grades (graded relevance).
     arrays : dict of str to ndarray
         The inputs, named as :func:`retrieval_conformance.evaluate` names them.
     protocol : str
@@ -39,6 +45,9 @@ class Workload:
         Further ``rc.evaluate`` keyword arguments (``k``, ``ap_rule`` ...).
     directory : str or None
         Temporary folder holding memory-mapped arrays (removed by :meth:`cleanup`).
+    metric : str
+        The headline mean of the :class:`~retrieval_conformance.reference.contract.problem.Result`
+        (``map``, ``ndcg_at_k`` ...): what the summary shows for this workload.
     """
 
     name: str
@@ -50,17 +59,22 @@ class Workload:
     options: Dict[str, Any] = field(default_factory=dict)
     seed: int = 0
     directory: Optional[str] = None
+    metric: str = "map"
 
     # -- shape ---------------------------------------------------------------------------
     @property
+    def matrix_key(self) -> Optional[str]:
+        """The (Q, N) ranking input (``distances`` or ``scores``); None for codes."""
+        return MATRIX_KEYS.get(self.kind)
+
+    @property
     def n_queries(self) -> int:
-        key = "distances" if self.kind == "distances" else "query_codes"
-        return int(self.arrays[key].shape[0])
+        return int(self.arrays[self.matrix_key or "query_codes"].shape[0])
 
     @property
     def n_gallery(self) -> int:
-        if self.kind == "distances":
-            return int(self.arrays["distances"].shape[1])
+        if self.matrix_key is not None:
+            return int(self.arrays[self.matrix_key].shape[1])
         return int(self.arrays["db_codes"].shape[0])
 
     @property
@@ -81,7 +95,7 @@ class Workload:
         info: Dict[str, Any] = {
             "workload": self.name, "scale": self.scale, "title": self.title,
             "queries": self.n_queries, "gallery": self.n_gallery, "protocol": self.protocol,
-            "k": self.k, "seed": self.seed, "memory_mapped": self.memory_mapped,
+            "k": self.k, "seed": self.seed, "memory_mapped": self.memory_mapped, "metric": self.metric,
         }
         for key, arr in self.arrays.items():
             info[f"shape_{key}"] = list(arr.shape)
@@ -104,12 +118,12 @@ class Workload:
         rows = np.asarray(rows)
         arrays = {}
         for key, arr in self.arrays.items():
-            if key.startswith("query_") or key in ("distances", "relevance", "junk"):
+            if key.startswith("query_") or key in ("distances", "scores", "relevance", "junk"):
                 arrays[key] = np.ascontiguousarray(arr[rows])
             else:
                 arrays[key] = arr
         return Workload(self.name, self.scale, self.title + f" (queries {rows.size})", self.kind, arrays,
-                        self.protocol, dict(self.options), self.seed)
+                        self.protocol, dict(self.options), self.seed, metric=self.metric)
 
     # -- storage (for the memory-measuring child process) -------------------------------
     def save(self, directory: str) -> str:
@@ -131,7 +145,7 @@ class Workload:
                 np.save(path, arr)
         meta = {"name": self.name, "scale": self.scale, "title": self.title, "kind": self.kind,
                 "protocol": self.protocol, "options": self.options, "seed": self.seed,
-                "keys": list(self.arrays), "mapped": mapped}
+                "metric": self.metric, "keys": list(self.arrays), "mapped": mapped}
         with open(os.path.join(directory, "meta.json"), "w") as fh:
             json.dump(meta, fh)
         return directory
@@ -146,7 +160,7 @@ class Workload:
             path = os.path.join(directory, f"{key}.npy")
             arrays[key] = np.load(path, mmap_mode="r" if meta["mapped"].get(key) else None)
         return cls(meta["name"], meta["scale"], meta["title"], meta["kind"], arrays, meta["protocol"],
-                   meta["options"], meta["seed"])
+                   meta["options"], meta["seed"], metric=meta.get("metric", "map"))
 
     def cleanup(self) -> None:
         """Remove the temporary folder of memory-mapped arrays, if any."""

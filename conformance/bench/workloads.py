@@ -16,13 +16,15 @@ msmt17          11,659 x 82,161, ``reid``               float32 distances in a m
                                                         written block by block (never whole in
                                                         memory), 3,060 ids, 15 cameras
 oxford5k        55 x 5,063, trapezoid AP with junk      float32 distances, relevance and junk
+graded-ndcg10   1,000 x 50,000, nDCG@10,                float32 similarity scores rounded to 3
+                ``sklearn-ndcg`` (ties averaged)        decimals (ties), grades 0..3 (TREC-DL-like)
 =============== ======================================= =========================================
 
 How the data is structured (so that rankings, ties and the share of relevant items look like
 the real thing, not like uniform noise) is told by the generators, one module per family:
-:mod:`.hashing` (CIFAR-10, NUS-WIDE), :mod:`.reid` (Market-1501, MSMT17) and
-:mod:`.landmarks` (Oxford5k).  This module names the workloads and builds one (:func:`build`);
-the type is :class:`.workload.Workload`.
+:mod:`.hashing` (CIFAR-10, NUS-WIDE), :mod:`.reid` (Market-1501, MSMT17),
+:mod:`.landmarks` (Oxford5k) and :mod:`.graded` (graded relevance).  This module names the
+workloads and builds one (:func:`build`); the type is :class:`.workload.Workload`.
 
 Example
 -------
@@ -33,10 +35,11 @@ from __future__ import annotations
 
 from typing import Optional
 
-from retrieval_conformance.conformance.bench import hashing, landmarks, reid
+from retrieval_conformance.conformance.bench import graded, hashing, landmarks, reid
 from retrieval_conformance.conformance.bench.workload import SEEDS, Workload  # noqa: F401  (re-exported)
 
-WORKLOAD_NAMES = ("cifar10-all", "cifar10-1000", "nuswide-5000", "market1501", "msmt17", "oxford5k")
+WORKLOAD_NAMES = ("cifar10-all", "cifar10-1000", "nuswide-5000", "market1501", "msmt17", "oxford5k",
+                  "graded-ndcg10")
 SCALES = ("full", "smoke")
 
 
@@ -66,4 +69,6 @@ def build(name: str, scale: str = "full", directory: Optional[str] = None) -> Wo
         return reid.market1501(scale)
     if name == "msmt17":
         return reid.msmt17(scale, directory)
+    if name == "graded-ndcg10":
+        return graded.graded_ndcg10(scale)
     return landmarks.oxford5k(scale)

@@ -59,6 +59,18 @@ def test_report_prints_ratios_memory_and_targets():
     assert "MISS  C peak extra memory < 200 MB" in text
 
 
+def test_report_names_the_headline_metric_of_each_workload():
+    from retrieval_conformance.conformance.bench.report import format_report
+
+    run = _fake_run({"graded-ndcg10": {"c": 0.1, "full-matrix": 1.2}, "oxford5k": {"c": 0.01}})
+    for bench in run["benchmarks"]:
+        graded = bench["extra_info"]["workload"] == "graded-ndcg10"
+        bench["extra_info"].update({"metric": "ndcg_at_k", "value": 0.5889} if graded else {"map": 0.75})
+    text = format_report(run)
+    assert text.count("nDCG@k") == 1 and "0.5889" in text and "12.0x" in text  # 1.2 / 0.1 vs full-matrix
+    assert text.count("   mAP") == 1 and "0.7500" in text  # runs saved before "value" carry "map"
+
+
 def test_report_and_plot_commands(tmp_path, capsys):
     from retrieval_conformance.conformance.bench import cli, runs
 

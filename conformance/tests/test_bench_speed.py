@@ -34,11 +34,12 @@ from retrieval_conformance.conformance.bench import workloads as W
 from retrieval_conformance.conformance.bench.baselines import BaselineResult
 from retrieval_conformance.conformance.crosscheck import compare_per_query
 from retrieval_conformance.conformance.support.requirements import require_implementation
+from retrieval_conformance.reference.contract.problem import ARRAY_FIELDS, PerQuery
 
 RUN_FULL = os.environ.get("RC_BENCH", "").strip() == "1"
 MEASURE_MEMORY = os.environ.get("RC_BENCH_MEMORY", "1").strip() != "0"
 TOLERANCE = 1e-12
-FIELDS = ("ap", "hits_at_k", "precision_at_k", "recall_at_k", "inp", "r_precision")
+FIELDS = tuple(f for f in PerQuery.FIELDS if f != "cmc")  # every per-query value, nDCG, RR and AP@R included
 
 FULL_CASES = [(name, cand) for name in W.WORKLOAD_NAMES for cand in C.candidate_names(name)]
 IDS = [f"{name}-{cand}" for name, cand in FULL_CASES]
@@ -86,7 +87,8 @@ def _semantics_key(w: W.Workload, overrides: Dict[str, Any]) -> Tuple:
     """The resolved options (so equal conventions share one truth value)."""
     kw = w.evaluate_kwargs(**overrides)
     options = rc.resolve_options(kw["protocol"], kw.get("k"), kw.get("max_rank", 50), kw.get("ties"),
-                                 kw.get("ap_rule"), kw.get("ap_at_k"), kw.get("empty"), kw.get("radius"))
+                                 kw.get("ap_rule"), kw.get("ap_at_k"), kw.get("empty"), kw.get("radius"),
+                                 gain=kw.get("gain"), recall=kw.get("recall"), discount=kw.get("discount"))
     return (w.name, w.scale, kw["protocol"], options)
 
 
@@ -132,6 +134,7 @@ def check_implementation(store: _Store, w: W.Workload, name: str, result: rc.Res
         truth = _truth(store, w)
         assert compare_per_query(truth.per_query, result.per_query, label=f"{name} vs reference: ") == []
         assert abs(result.map - float(truth.exact.map)) <= TOLERANCE
+        assert abs(getattr(result, w.metric) - getattr(truth, w.metric)) <= TOLERANCE
         return
     rows, ref = _reference_subset(store, w)
     assert compare_per_query(ref.per_query, _rows(result.per_query, rows), label=f"{name} vs reference: ") == []
@@ -141,39 +144,44 @@ def check_implementation(store: _Store, w: W.Workload, name: str, result: rc.Res
     truth = _truth(store, w)
     _assert_per_query_close(result.per_query, truth.per_query, f"{name} vs numpy")
     assert abs(result.map - truth.map) <= TOLERANCE
+    assert abs(getattr(result, w.metric) - getattr(truth, w.metric)) <= TOLERANCE
     np.testing.assert_allclose(result.cmc, truth.cmc, rtol=0, atol=TOLERANCE)
 
 
 def _rows(pq, rows: np.ndarray):
-    out = rc.PerQuery(**{f: (None if getattr(pq, f) is None else np.asarray(getattr(pq, f))[rows])
-                         for f in ("ap", "n_relevant", "hits_at_k", "precision_at_k", "recall_at_k", "cmc",
-                                   "inp", "r_precision", "precision_at_radius", "recall_at_radius")})
-    return out
+    return rc.PerQuery(**{f: (None if getattr(pq, f) is None else np.asarray(getattr(pq, f))[rows])
+                          for f in ARRAY_FIELDS})
 
 
 def check_baseline(store: _Store, w: W.Workload, name: str, result: Any) -> None:
-    if name == "argsort":  # a timing anchor: it must have sorted every row
-        d = np.asarray(w.arrays["distances"])
+    if name == "argsort":  # a timing anchor: it must have sorted every row (distances or scores)
+        d = np.asarray(w.arrays[w.matrix_key])
         assert result.shape == d.shape
         sorted_rows = np.take_along_axis(d, result, axis=1)
         assert (np.diff(sorted_rows, axis=1) >= 0).all()
         return
     assert isinstance(result, BaselineResult)
     sem = result.semantics
-    overrides = {"protocol": sem["protocol"], "k": sem["k"], "ap_rule": sem["ap_rule"]}
-    if "max_rank" in sem:
-        overrides["max_rank"] = sem["max_rank"]
+    # the options the baseline names (ap_rule for AP, gain and discount for nDCG)
+    overrides = {key: sem[key] for key in ("protocol", "k", "ap_rule", "max_rank", "gain", "discount") if key in sem}
     if sem["tie_order"] == "stable":
         truth = _truth(store, w, ties="stable", **overrides)
-        np.testing.assert_allclose(result.ap, truth.per_query.ap, rtol=0, atol=TOLERANCE,
-                                   err_msg=f"{name}: per-query AP")
         counted = truth.per_query.n_relevant > 0 if sem["empty"] == "skip" else slice(None)
-        assert abs(result.map - float(np.mean(truth.per_query.ap[counted]))) <= TOLERANCE
+        for field, mean in (("ap", "map"), ("ndcg", "ndcg_at_k")):
+            if getattr(result, field) is None:
+                continue
+            want = getattr(truth.per_query, field)
+            np.testing.assert_allclose(getattr(result, field), want, rtol=0, atol=TOLERANCE,
+                                       err_msg=f"{name}: per-query {field}")
+            assert abs(getattr(result, mean) - float(np.mean(want[counted]))) <= TOLERANCE, f"{name}: {mean}"
         return
     # unspecified tie order: between the pessimistic and the optimistic value, per query
     low = _truth(store, w, ties="pessimistic", **overrides).per_query
     high = _truth(store, w, ties="optimistic", **overrides).per_query
-    for field, got in (("ap", result.ap), ("inp", result.inp), ("cmc", result.cmc)):
+    for field in ("ap", "inp", "cmc", "ndcg"):
+        got = getattr(result, field)
+        if got is None:
+            continue
         lo, hi = getattr(low, field), getattr(high, field)
         inside = (got >= lo - TOLERANCE).all() and (got <= hi + TOLERANCE).all()
         assert inside, f"{name}: {field} outside the tie bounds"
@@ -201,11 +209,11 @@ def _run(benchmark, store: _Store, w: W.Workload, candidate: str) -> None:
     result = benchmark.pedantic(runner, rounds=n_rounds, iterations=1, warmup_rounds=0)
     if candidate in C.IMPLEMENTATIONS:
         check_implementation(store, w, candidate, result)
-        benchmark.extra_info["map"] = float(result.map)
+        benchmark.extra_info["value"] = float(getattr(result, w.metric))
     else:
         check_baseline(store, w, candidate, result)
         if isinstance(result, BaselineResult):
-            benchmark.extra_info["map"] = float(result.map)
+            benchmark.extra_info["value"] = float(result.value)
     if benchmark.enabled and MEASURE_MEMORY:
         from retrieval_conformance.conformance.bench.memory import measure_peak_memory
 

@@ -12,7 +12,8 @@ from retrieval_conformance.conformance.bench import workloads as W
 
 #: spec §12 standard sizes
 STANDARD_SHAPES = {"cifar10-all": (1000, 54_000), "cifar10-1000": (1000, 54_000), "nuswide-5000": (2100, 193_734),
-                   "market1501": (3368, 15_913), "msmt17": (11_659, 82_161), "oxford5k": (55, 5063)}
+                   "market1501": (3368, 15_913), "msmt17": (11_659, 82_161), "oxford5k": (55, 5063),
+                   "graded-ndcg10": (1000, 50_000)}
 
 
 @pytest.mark.parametrize("name", ["cifar10-1000", "market1501", "oxford5k"])
@@ -35,6 +36,56 @@ def test_nuswide_full_scale_shape():
     assert (w.n_queries, w.n_gallery) == STANDARD_SHAPES["nuswide-5000"]
     assert w.arrays["db_labels"].shape[1] == 21 and w.k == 5000
     assert (w.arrays["db_labels"].sum(1) >= 1).all()  # every image has a concept
+
+
+def _graded_structure(w, relevant_median):
+    """Shared checks of the graded workload: dtypes, 3-decimal scores, grade shares, ties."""
+    s, g = w.arrays["scores"], w.arrays["relevance"]
+    assert (w.kind, w.protocol, w.k, w.metric) == ("scores", "sklearn-ndcg", 10, "ndcg_at_k")
+    assert s.dtype == np.float32 and g.dtype == np.int8
+    assert (s == np.round(s, 3)).all()  # a "%.3f" run file
+    counts = np.bincount(g.ravel())
+    assert counts.size == 4 and counts[0] > 0.95 * g.size and counts[1] > counts[2] > counts[3] > 0
+    per_query = (g > 0).sum(1)
+    assert np.median(per_query) == relevant_median and (per_query == 0).any()  # tens; a few empty queries
+    sums = np.bincount(g.ravel(), weights=s.ravel().astype(np.float64))
+    assert (np.diff(sums / counts) > 0).all()  # higher grades score higher on average
+    top = np.sort(np.partition(s, s.shape[1] - 11, axis=1)[:, -11:], axis=1)
+    assert (np.diff(top, axis=1) == 0).any(1).mean() > 0.2  # ties reach the top 10
+
+
+def test_graded_smoke_workload_and_its_baseline():
+    """Scores with ties and grades 0..3; the full-matrix baseline is sklearn-ndcg with stable ties,
+    which differs from the tie-averaged value exactly on queries with tied scores in their top."""
+    w = W.build("graded-ndcg10", "smoke")
+    assert (w.n_queries, w.n_gallery) == (36, 400)
+    _graded_structure(w, 10)
+    base = C.make_runner(w, "full-matrix")()
+    assert base.semantics["tie_order"] == "stable" and base.value == base.ndcg_at_k
+    stable = rc.evaluate(**w.evaluate_kwargs(implementation="reference", ties="stable"))
+    averaged = rc.evaluate(**w.evaluate_kwargs(implementation="reference"))
+    np.testing.assert_allclose(base.ndcg, stable.per_query.ndcg, rtol=0, atol=1e-12)
+    differ = np.flatnonzero(averaged.per_query.ndcg != stable.per_query.ndcg)
+    assert differ.size >= 1
+    s = w.arrays["scores"]
+    for q in differ:  # a tie group of the top 10 reaches past it or mixes grades
+        top = np.sort(s[q])[::-1][:11]
+        assert (np.diff(top) == 0).any()
+    sub = w.subset(np.array([0, 5]))
+    assert sub.kind == "scores" and sub.metric == "ndcg_at_k" and sub.arrays["scores"].shape == (2, 400)
+    part = rc.evaluate(**sub.evaluate_kwargs(implementation="reference"))
+    np.testing.assert_array_equal(part.per_query.ndcg, averaged.per_query.ndcg[[0, 5]])
+    with pytest.raises(ValueError, match="graded relevance"):
+        from retrieval_conformance.conformance.bench.adapters import as_case
+
+        as_case(w)
+
+
+@pytest.mark.slow
+def test_graded_full_scale_shape_and_structure():
+    w = W.build("graded-ndcg10", "full")
+    assert (w.n_queries, w.n_gallery) == STANDARD_SHAPES["graded-ndcg10"]
+    _graded_structure(w, 29)
 
 
 def test_msmt17_full_scale_ids_without_writing_the_matrix():
@@ -70,7 +121,10 @@ def test_memory_mapped_distances_are_written_block_by_block(tmp_path):
 def test_save_load_and_subset_round_trip(tmp_path):
     w = W.build("market1501", "smoke")
     back = W.Workload.load(w.save(str(tmp_path / "w")))
-    assert (back.name, back.protocol, back.options) == (w.name, w.protocol, w.options)
+    assert (back.name, back.protocol, back.options, back.metric) == (w.name, w.protocol, w.options, "map")
+    graded = W.build("graded-ndcg10", "smoke")
+    graded_back = W.Workload.load(graded.save(str(tmp_path / "g")))
+    assert (graded_back.kind, graded_back.metric, graded_back.n_gallery) == ("scores", "ndcg_at_k", 400)
     for key in w.arrays:
         np.testing.assert_array_equal(back.arrays[key], w.arrays[key])
     sub = w.subset(np.array([2, 5]))
@@ -109,3 +163,13 @@ def test_rounds_fast_runs_get_many_slow_runs_one():
     assert C.rounds(Fake("cifar10-all"), "full-matrix", probe_seconds=11.0) == C.MIN_ROUNDS
     assert C.rounds(Fake("nuswide-5000"), "loop") == 1 and C.rounds(Fake("msmt17"), "torch") == 1
     assert C.rounds(Fake("market1501", "smoke"), "c") == 1
+
+
+def test_graded_candidates():
+    assert C.candidate_names("graded-ndcg10") == list(C.IMPLEMENTATIONS) + ["full-matrix", "argsort"]
+    w = W.build("graded-ndcg10", "smoke")
+    assert C.skip_reason(w, "full-matrix") is None
+    order = C.make_runner(w, "argsort")()  # the anchor sorts the scores (ascending: the same cost)
+    assert (np.diff(np.take_along_axis(w.arrays["scores"], order, axis=1), axis=1) >= 0).all()
+    with pytest.raises(ValueError, match="candidate: expected"):
+        C.make_runner(w, "loop")
