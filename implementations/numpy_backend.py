@@ -202,6 +202,9 @@ class _NumpySource:
     def relevance(self, s: int, e: int) -> np.ndarray:
         return relevance_block(self.p, s, e)
 
+    def grades(self, s: int, e: int) -> Optional[np.ndarray]:
+        return None if self.p.grades is None else self.p.grades[s:e].astype(np.int64)
+
     def junk(self, s: int, e: int) -> Optional[np.ndarray]:
         return junk_block(self.p, s, e) if self.p.has_junk else None
 

@@ -220,6 +220,9 @@ class _TorchSource:
             return (self.ql[s:e] @ self.dl.T) > 0
         return self.ql[s:e, None] == self.dl[None, :]
 
+    def grades(self, s: int, e: int):
+        return None if self.p.grades is None else self.dev(self.p.grades[s:e], self.torch.int64)
+
     def junk(self, s: int, e: int):
         p, torch = self.p, self.torch
         if not p.has_junk:

@@ -20,9 +20,12 @@ array ever exists):
    * ``rel_s`` (B, N) bool: relevance in the same order; ``stable`` ties are in gallery
      order, ``reverse`` ties in reversed gallery order, the other policies use only
      per-group counts, so any order inside a group does;
+   * ``grade_s`` (B, N) int64: with graded relevance, the grades in the same order
+     (:func:`sort_block`; None for binary relevance);
 3. :func:`block_metrics` computes the per-query values (``n_kept`` = N' non-junk items per
    query): :mod:`.vector_concrete` for concrete orders and ``grouped``,
-   :mod:`.vector_expected` for ``expected``.
+   :mod:`.vector_expected` for ``expected``; nDCG, RR, AP@R and the hit rate of
+   ``recall="hit"`` in both via :mod:`.vector_rank_metrics`.
 
 Floating point (spec §0 conformance; bit for bit where the exact value is a float64,
 1e-12 otherwise): a ratio of two integers is one float64 division of exact integers, hence
@@ -38,6 +41,7 @@ import numpy as np
 from retrieval_conformance.implementations.vector_concrete import ranked_metrics
 from retrieval_conformance.implementations.vector_double_double import safe_div
 from retrieval_conformance.implementations.vector_expected import expected_metrics
+from retrieval_conformance.implementations.vector_rank_metrics import GRADE_BITS, item_gains
 from retrieval_conformance.implementations.vector_tie_groups import TieGroups
 from retrieval_conformance.reference.contract.conventions import INDEX_ORDERS
 from retrieval_conformance.reference.contract.problem import Options, PerQuery, Problem, zero_arrays
@@ -67,7 +71,14 @@ def float32_order_key(ops, d):
 
 
 def sorted_block(ops, dist, rel, junk, ties: str, hamming_top: Optional[int] = None):
-    """(key_s, rel_s): rows sorted by (distance, tie key), junk last (see the module docstring).
+    """(key_s, rel_s): rows sorted by (distance, tie key), junk last (see the module docstring
+    and :func:`sort_block`)."""
+    key_s, rel_s, _ = sort_block(ops, dist, rel, junk, ties, hamming_top)
+    return key_s, rel_s
+
+
+def sort_block(ops, dist, rel, junk, ties: str, hamming_top: Optional[int] = None, grade=None):
+    """(key_s, rel_s, grade_s): rows sorted by (distance, tie key), junk last.
 
     float32 and integer (Hamming) distances: one integer per item packs
     ``(order-mapped distance, tie key, relevance bit)`` (most significant first) and the
@@ -80,6 +91,13 @@ def sorted_block(ops, dist, rel, junk, ties: str, hamming_top: Optional[int] = N
 
     float64 distances: a stable sort on the row in tie-key order (reversed for
     ``reverse``), and the relevance gathered along.
+
+    ``grade``: the int64 relevance grades (graded relevance, 0 for junk; None for binary),
+    returned in the sorted order as ``grade_s`` (None without grades): the index orders read
+    each position's gallery index off its unique key, the other policies pack the grade
+    between the tie key and the relevance bit (``GRADE_BITS`` bits), so that equal keys still
+    carry equal values (the order inside a tie group is then by grade, which only
+    ``optimistic`` and ``pessimistic`` read, and rearrange: ``vector_rank_metrics``).
     """
     n = dist.shape[1]
     reverse = ties == "reverse"
@@ -90,10 +108,12 @@ def sorted_block(ops, dist, rel, junk, ties: str, hamming_top: Optional[int] = N
             d = ops.where(junk, math.inf, d)
         if reverse:
             d, rel = ops.flip(d, 1), ops.flip(rel, 1)
+            grade = None if grade is None else ops.flip(grade, 1)
         key_s, idx = ops.stable_sort(d)
-        return key_s, ops.take_rows(rel, idx)
+        return key_s, ops.take_rows(rel, idx), None if grade is None else ops.take_rows(grade, idx)
     tie_bits = int(n - 1).bit_length() if ties in INDEX_ORDERS else 0
-    shift = tie_bits + 1
+    grade_bits = GRADE_BITS if grade is not None and ties not in INDEX_ORDERS else 0
+    shift = tie_bits + grade_bits + 1
     if dtype == "float32":
         kind, sentinel = "i64", SENTINEL32  # a signed 32-bit image: int64 holds it shifted
         key = ops.astype(float32_order_key(ops, dist), kind)
@@ -109,29 +129,44 @@ def sorted_block(ops, dist, rel, junk, ties: str, hamming_top: Optional[int] = N
         if reverse:
             tie = (n - 1) - tie
         key |= ops.astype(tie, kind)[None, :] << 1
+    if grade_bits:
+        key |= ops.astype(grade, kind) << 1
     key |= rel
     key = ops.sort_values(key)
     rel_s = ops.low_bit(key)
-    return (None if ties in INDEX_ORDERS else key >> shift), rel_s
+    grade_s = None
+    if grade_bits:
+        grade_s = ops.astype((key >> 1) & (2 ** GRADE_BITS - 1), "i64")
+    elif grade is not None:  # an index order: the unique key holds each position's gallery index
+        tie = ops.astype((key >> 1) & (2 ** tie_bits - 1), "i64")
+        grade_s = ops.take_rows(grade, (n - 1) - tie if reverse else tie)
+    return (None if ties in INDEX_ORDERS else key >> shift), rel_s, grade_s
 
 
 # -- one block --------------------------------------------------------------------------------------
-def block_metrics(ops, key_s, rel_s, n_kept, options: Options, row0: int = 0) -> Dict[str, object]:
+def block_metrics(ops, key_s, rel_s, n_kept, options: Options, row0: int = 0, grade_s=None) -> Dict[str, object]:
     """Per-query metrics of one sorted block (see the module docstring for the inputs).
 
     Returns a dict of device arrays: ap, n_relevant, hits_at_k, precision_at_k,
-    recall_at_k, cmc (B, max_rank), inp, r_precision.  ``row0`` is the index of the block's
-    first query (for the error message of ``grouped``).
+    recall_at_k (the hit rate under ``recall="hit"``), cmc (B, max_rank), inp, r_precision,
+    ndcg, rr, ap_at_r.  ``row0`` is the index of the block's first query (for the error
+    message of ``grouped``); ``grade_s`` the grades in sorted order (None: binary relevance).
     """
     R = ops.sum(rel_s, 1)
     if options.ties in INDEX_ORDERS:
-        out = ranked_metrics(ops, rel_s, None, R, n_kept, options, row0)
+        out = ranked_metrics(ops, rel_s, None, R, n_kept, options, row0, grade_s)
     else:
         groups = TieGroups(ops, key_s, rel_s)
         if options.ties == "expected":
-            out = expected_metrics(ops, groups, R, n_kept, options)
+            gains = None
+            if grade_s is not None:
+                gains = item_gains(ops, grade_s.reshape(-1)[groups.rel_flat], options.gain)
+            out = expected_metrics(ops, groups, R, n_kept, options, gains)
         else:
-            out = ranked_metrics(ops, rel_s, groups, R, n_kept, options, row0)
+            out = ranked_metrics(ops, rel_s, groups, R, n_kept, options, row0, grade_s)
+    hit = out.pop("hit")
+    if options.recall == "hit":  # spec §7 recall=hit: R@k is the hit rate
+        out["recall_at_k"] = hit
     out["n_relevant"] = R
     return out
 
@@ -154,7 +189,8 @@ def compute_in_blocks(ops, problem: Problem, options: Options, source: Callable[
     """Per-query metrics of ``problem``, block by block.
 
     ``source(problem)`` returns the backend's block builder, with ``distances(s, e)``,
-    ``relevance(s, e)`` and ``junk(s, e)`` (None when the problem has no junk) for queries
+    ``relevance(s, e)``, ``grades(s, e)`` (int64; None for binary relevance) and
+    ``junk(s, e)`` (None when the problem has no junk) for queries
     ``s:e``, as arrays on its device; ``ops`` does everything else.  Results are copied back
     per block (``ops.to_numpy``) into float64/int64 numpy arrays.
     """
@@ -177,11 +213,14 @@ def compute_in_blocks(ops, problem: Problem, options: Options, source: Callable[
             junk = src.junk(s, e)
             if junk is not None:
                 rel = rel & ~junk
-            key_s, rel_s = sorted_block(ops, dist, rel, junk, options.ties, top)
+            grade = src.grades(s, e)
+            if grade is not None and junk is not None:
+                grade = ops.where(junk, 0, grade)
+            key_s, rel_s, grade_s = sort_block(ops, dist, rel, junk, options.ties, top, grade)
             n_kept = ops.full((e - s,), N, "i64")
             if junk is not None:
                 n_kept = n_kept - ops.sum(junk, 1)
-            res = block_metrics(ops, key_s, rel_s, n_kept, options, row0=s)
+            res = block_metrics(ops, key_s, rel_s, n_kept, options, row0=s, grade_s=grade_s)
             if options.radius is not None:
                 within = ops.f64(dist) <= float(options.radius)
                 if junk is not None:

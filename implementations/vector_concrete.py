@@ -27,6 +27,7 @@ from retrieval_conformance.implementations.vector_double_double import (
     ratio,
     safe_div,
 )
+from retrieval_conformance.implementations.vector_rank_metrics import item_gains, item_rank_metrics, order_in_groups
 from retrieval_conformance.reference.contract.conventions import CONCRETE_POLICIES, INDEX_ORDERS
 from retrieval_conformance.reference.contract.problem import Options
 
@@ -92,34 +93,43 @@ def check_grouped_cutoff(ops, groups, n_kept, k: int, row0: int) -> None:
 
 
 # -- metrics from ranks -----------------------------------------------------------------------------
-def ranked_metrics(ops, rel_s, groups, R, n_kept, options: Options, row0: int) -> Dict[str, object]:
+def ranked_metrics(ops, rel_s, groups, R, n_kept, options: Options, row0: int,
+                   grade_s=None) -> Dict[str, object]:
     """Metrics of a block under a concrete tie order or ``grouped``.
 
     ``groups``: the block's :class:`~.vector_tie_groups.TieGroups` (None for the index
     orders, whose ranks are the sorted positions).  ``row0``: the block's first query (for
-    the error message of ``grouped``).
+    the error message of ``grouped``).  ``grade_s``: the grades in the sorted order (graded
+    relevance; None for binary), which only nDCG reads.
     """
     ties, N = options.ties, rel_s.shape[1]
     if ties in INDEX_ORDERS:
         rows, cols = ops.nonzero(rel_s)
-        return _item_metrics(ops, rows, cols + 1, None, R, n_kept, options, N)
+        grades = None if grade_s is None else grade_s[rows, cols]
+        return _item_metrics(ops, rows, cols + 1, None, R, n_kept, options, N, grades)
     if ties == "grouped" and options.k is not None:
         check_grouped_cutoff(ops, groups, n_kept, options.k, row0)
+    grades = None if grade_s is None else grade_s.reshape(-1)[groups.rel_flat]
     if ties in CONCRETE_POLICIES:  # optimistic or pessimistic (the index orders returned above)
-        rows, ranks, _ = groups.relevant_items("first" if ties == "optimistic" else "last")
-        return _item_metrics(ops, rows, ranks, None, R, n_kept, options, N)
+        rows, ranks, g = groups.relevant_items("first" if ties == "optimistic" else "last")
+        if grades is not None:  # a group's relevant items ranked by grade (spec §4)
+            grades = order_in_groups(ops, grades, g, ties)
+        return _item_metrics(ops, rows, ranks, None, R, n_kept, options, N, grades)
     if ties == "grouped":
         rows, ranks, g = groups.relevant_items("end")
         return _item_metrics(ops, rows, ranks, (groups.h[g] + groups.m[g], groups.h[g]),
-                             R, n_kept, options, N)
+                             R, n_kept, options, N, grades)
     raise ValueError(f"ties: unknown tie policy {ties!r}")
 
 
-def _item_metrics(ops, rows, ranks, grouped, R, n_kept, options: Options, big_n: int) -> Dict[str, object]:
+def _item_metrics(ops, rows, ranks, grouped, R, n_kept, options: Options, big_n: int,
+                  grades=None) -> Dict[str, object]:
     """Metrics from the relevant items of each row in ranked order (row-major lists).
 
     ``ranks`` is each item's 1-based rank (under ``grouped`` the group's end rank, and then
-    ``grouped`` = (h + m, h) of the item's group, for its term).
+    ``grouped`` = (h + m, h) of the item's group, for its term); ``grades`` their grades
+    (None: binary relevance).  Also nDCG, RR, AP@R and the hit rate
+    (:func:`~.vector_rank_metrics.item_rank_metrics`).
     """
     B = R.shape[0]
     k, rule = options.k, options.ap_rule
@@ -138,6 +148,17 @@ def _item_metrics(ops, rows, ranks, grouped, R, n_kept, options: Options, big_n:
         hm_pad[rows, i0] = grouped[0]
         h_pad[rows, i0] = grouped[1]
         term = grouped_term(ops, hm_pad, h_pad, r_pad, rule)
+
+    if rule == "precision_sum":
+        ps_term = term
+    elif grouped is None:
+        ps_term = concrete_term(ops, i_pad, r_pad, "precision_sum", small=big_n < 2 ** 26)
+    else:
+        ps_term = grouped_term(ops, hm_pad, h_pad, r_pad, "precision_sum")
+    gains_pad = None
+    if grades is not None:
+        gains_pad = ops.zeros((B, maxR), "f64")
+        gains_pad[rows, i0] = ops.f64(item_gains(ops, grades, options.gain))
 
     def term_sum(mask):
         return dd_rowsum(ops, dd_zero_where(ops, ~mask, term))
@@ -172,4 +193,5 @@ def _item_metrics(ops, rows, ranks, grouped, R, n_kept, options: Options, big_n:
     out["cmc"] = ops.f64(has[:, None] & (K >= first[:, None]))
     out["inp"] = safe_div(ops, R, ops.where(has, last, 0))
     out["r_precision"] = safe_div(ops, hits_R, R)
+    out.update(item_rank_metrics(ops, r_pad, valid, ps_term, R, gains_pad, big_n, options))
     return out

@@ -37,6 +37,7 @@ from retrieval_conformance.implementations.vector_double_double import (
     ratio,
     safe_div,
 )
+from retrieval_conformance.implementations.vector_rank_metrics import expected_rank_metrics
 from retrieval_conformance.implementations.vector_tie_groups import TieGroups
 from retrieval_conformance.reference.contract.problem import Options
 
@@ -106,9 +107,11 @@ def _expected_hits_num(ops, groups: TieGroups, K):
     return h * n + t * m, n
 
 
-def expected_metrics(ops, groups: TieGroups, R, n_kept, options: Options) -> Dict[str, object]:
+def expected_metrics(ops, groups: TieGroups, R, n_kept, options: Options, gains=None) -> Dict[str, object]:
     """Every per-query value of the block as its exact expectation (double-double sums,
-    rounded once); P@k, R@k and R-precision are one division of exact integers."""
+    rounded once); P@k, R@k and R-precision are one division of exact integers.  ``gains``:
+    the int64 gain of every relevant item, in the order of ``groups.rel_flat`` (graded
+    relevance; None for binary), for nDCG (:mod:`.vector_rank_metrics`)."""
     B, N = groups.B, groups.N
     k, rule = options.k, options.ap_rule
     has = R > 0
@@ -141,7 +144,15 @@ def expected_metrics(ops, groups: TieGroups, R, n_kept, options: Options) -> Dic
         p_at_k = safe_div(ops, num, n * k)
         r_at_k = safe_div(ops, num, n * R)
     num_R, n_R = _expected_hits_num(ops, groups, R)
+    # AP@R (spec §7 MAP@R): the expected precision-term sum over the top R, divided by R
+    c, n = groups.c, groups.n  # (``n`` was the cut group's above)
+    t_R = ops.clip(R[groups.rows] - c, 0, None)
+    t_R = ops.where(t_R < n, t_R, n)
+    s_R = groups.rel_sum(_group_expected_sum(ops, T, c, n, groups.m, groups.h, t_R, "precision_sum"), everything)
+    rank = expected_rank_metrics(ops, groups, R, n_kept, options, gains)
     return {
+        **rank,
+        "ap_at_r": ratio(ops, s_R, R),
         "ap": ap,
         "hits_at_k": hk,
         "precision_at_k": p_at_k,
