@@ -58,7 +58,8 @@ def dists(**kw):
         # relevance and junk
         (lambda: rc.evaluate(distances=D), ValueError, r"give exactly one relevance input"),
         (lambda: rc.evaluate(distances=D, relevance=np.ones((2, 4), bool)), ValueError, r"relevance: expected shape \(2, 3\)"),
-        (lambda: rc.evaluate(distances=D, relevance=[[0, 1, 2], [0, 0, 1]]), ValueError, r"relevance: expected bool or 0/1 values, found 2"),
+        (lambda: rc.evaluate(distances=D, relevance=[[0, 1, -1], [0, 0, 1]]), ValueError,
+         r"relevance: expected bool or integer grades 0 \.\. 52 \(0 = not relevant\), found -1"),
         (lambda: dists(junk=np.ones((3, 3), bool)), ValueError, r"junk: expected 2 rows \(one per query\), got shape \(3, 3\)"),
         (lambda: dists(protocol="reid", query_cams=[0, 1]), ValueError, r"query_cams, db_cams: expected both"),
         (lambda: dists(protocol="reid", query_cams=[0, 1], db_cams=[0, 1]), ValueError, r"db_cams: expected length 3"),
