@@ -64,6 +64,7 @@ from retrieval_conformance.implementations.c_library import (  # noqa: F401 (re-
     _require,
     cpu_features,
     max_threads,
+    output_struct,
     thread_count,
 )
 from retrieval_conformance.reference.contract.conventions import DISCOUNTS
@@ -339,11 +340,7 @@ class CImplementation(Implementation):
                 grades=row_ptr("grades", start),
                 discounts=_ptr(keep["disc"]), n_discounts=keep["disc"].shape[0],
             )
-            res = _Output(
-                **{name: arr[start:].ctypes.data for name, arr in out.items()},
-                status=status[start:].ctypes.data, err_a=err_a[start:].ctypes.data,
-                err_b=err_b[start:].ctypes.data,
-            )
+            res = output_struct({**out, "status": status, "err_a": err_a, "err_b": err_b}, start)
             rc = lib.rc_evaluate(ctypes.byref(inp), ctypes.byref(opts), ctypes.byref(res), nt)
             if rc == RC_ERR_NOMEM:
                 raise MemoryError(f"C implementation: cannot allocate workspace for a gallery of {N} items")

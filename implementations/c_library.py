@@ -7,8 +7,9 @@ says how to build it.  ``RC_C_LIBRARY=/path/to/lib.so`` loads that library inste
 installed one (the sanitizer run uses it); if that file cannot be loaded, ``c`` is unavailable
 and says why, it never falls back to the installed library.
 
-Here: the load (once per process, with the ABI version check), the ctypes ``Structure``s and
-enum codes of ``csrc/rc_core.h``, the CPU-feature and thread-count controls (a forked child
+Here: the load (once per process, with the ABI version and value-count checks), the ctypes
+``Structure``s and enum codes of ``csrc/rc_core.h`` (the output structure built from the
+contract's field lists, with no metric named), the CPU-feature and thread-count controls (a forked child
 runs on one thread) and the bit packing of codes and multi-hot labels.  The calls themselves
 are made by :mod:`.c_backend`.
 """
@@ -17,15 +18,21 @@ from __future__ import annotations
 import ctypes
 import importlib.util
 import os
-from typing import Optional
+from typing import Dict, Optional
 
 import numpy as np
 from retrieval_conformance.reference.contract.conventions import GAINS, RECALL_SENSES
-from retrieval_conformance.reference.contract.problem import AP_AT_K_DENOMINATORS, AP_RULES, ARRAY_FIELDS, TIE_POLICIES
+from retrieval_conformance.reference.contract.problem import (
+    AP_AT_K_DENOMINATORS,
+    AP_RULES,
+    ARRAY_FIELDS,
+    TIE_POLICIES,
+    VALUE_FIELDS,
+)
 from retrieval_conformance.reference.contract.registry import ImplementationUnavailable
 
 MODULE = "retrieval_conformance.implementations._rc_core"
-ABI_VERSION = 6  # must equal RC_ABI_VERSION in csrc/rc_core.h
+ABI_VERSION = 7  # must equal RC_ABI_VERSION in csrc/rc_core.h
 NOT_BUILT = (
     "C library not built (no compiler at install, or RC_BUILD_C=0); reinstall with a "
     "compiler: RC_BUILD_C=1 pip install ..."
@@ -72,10 +79,30 @@ class _Options(ctypes.Structure):
     ]
 
 
+#: the contract's per-query arrays that are not scalar values (counts, the CMC curve, the
+#: optional radius metrics), in its order, then the per-query status words: each has its own
+#: pointer in rc_output, after the values
+OTHER_FIELDS = tuple(name for name in ARRAY_FIELDS if name not in VALUE_FIELDS)
+STATUS_FIELDS = ("status", "err_a", "err_b")
+
+
 class _Output(ctypes.Structure):
-    # rc_output (csrc/rc_core.h) holds one pointer per PerQuery array, in the contract's order
-    # (a test reads the header and checks it), then the per-query status words
-    _fields_ = [(name, _p) for name in ARRAY_FIELDS] + [("status", _p), ("err_a", _p), ("err_b", _p)]
+    # rc_output (csrc/rc_core.h): values[RC_N_VALUES], one pointer per VALUE_FIELDS entry in
+    # that order (the C enum RC_V_*; the count is checked at load, the names by a test), then
+    # OTHER_FIELDS and STATUS_FIELDS by name (a test reads the header and checks them)
+    _fields_ = [("values", _p * len(VALUE_FIELDS))] + [(name, _p) for name in OTHER_FIELDS + STATUS_FIELDS]
+
+
+def output_struct(arrays: Dict[str, np.ndarray], start: int) -> _Output:
+    """The rc_output of rows ``start:`` of the per-query arrays (VALUE_FIELDS, OTHER_FIELDS and
+    STATUS_FIELDS by name); an array that is absent (the radius metrics when not asked) is NULL."""
+
+    def row(name: str) -> Optional[int]:
+        arr = arrays.get(name)
+        return None if arr is None else arr[start:].ctypes.data
+
+    values = (_p * len(VALUE_FIELDS))(*(row(name) for name in VALUE_FIELDS))
+    return _Output(values, *(row(name) for name in OTHER_FIELDS + STATUS_FIELDS))
 
 
 _LIB = None
@@ -114,6 +141,8 @@ def _load():
         lib = ctypes.CDLL(origin)
         lib.rc_abi_version.restype = _i64
         lib.rc_abi_version.argtypes = []
+        lib.rc_n_values.restype = _i64
+        lib.rc_n_values.argtypes = []
         lib.rc_max_threads.restype = _i64
         lib.rc_max_threads.argtypes = []
         lib.rc_set_features.restype = _i64
@@ -126,11 +155,21 @@ def _load():
         _LOAD_ERROR = f"{where} cannot be loaded ({exc}); {fix}"
         return None
     version = lib.rc_abi_version()
+    rebuild = "rebuild it" if override else "rebuild it: RC_BUILD_C=1 pip install ..."
     if version != ABI_VERSION:
-        rebuild = "rebuild it" if override else "rebuild it: RC_BUILD_C=1 pip install ..."
         _LOAD_ERROR = (
             f"{where} is stale (interface version {version}, expected "
             f"{ABI_VERSION}); {rebuild}"
+        )
+        return None
+    # rc_output.values has one pointer per scalar value: a count that differs from the
+    # contract's would make C read pointers past the ones given
+    n_values = lib.rc_n_values()
+    if n_values != len(VALUE_FIELDS):
+        _LOAD_ERROR = (
+            f"{where} computes {n_values} per-query values, the contract has "
+            f"{len(VALUE_FIELDS)} (VALUE_FIELDS); the RC_V_* enum of csrc/rc_core.h must list "
+            f"them in order; {rebuild}"
         )
         return None
     _LIB = lib

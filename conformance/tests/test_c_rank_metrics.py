@@ -11,6 +11,9 @@ Skipped when the C library is not built (a failure with ``RC_REQUIRE=c``).
 """
 from __future__ import annotations
 
+import ctypes
+import os
+import re
 from fractions import Fraction
 
 import numpy as np
@@ -19,7 +22,7 @@ import retrieval_conformance as rc
 from retrieval_conformance.conformance.crosscheck import same_bits
 from retrieval_conformance.conformance.support.c_test_support import TIES
 from retrieval_conformance.reference.contract.conventions import AP_AT_K_DENOMINATORS, AP_RULES, DISCOUNTS
-from retrieval_conformance.reference.contract.problem import Options, Problem
+from retrieval_conformance.reference.contract.problem import VALUE_FIELDS, Options, Problem
 
 #: the per-query arrays compared bit for bit (``recall_at_k`` is the hit rate under recall="hit")
 COMPARED = ("ndcg", "rr", "ap_at_r", "recall_at_k", "n_relevant")
@@ -241,3 +244,32 @@ def test_grades_and_discounts_are_checked_before_the_c_call(c_backend):
     with pytest.raises(TypeError, match="float64"):
         c_backend._discounts(5, "log2", np.ones(5, dtype=np.float32))
     assert c_backend._discounts(0, "trec").shape[0] >= 1
+
+
+def _header_without_comments(c_backend) -> str:
+    path = os.path.join(os.path.dirname(c_backend.__file__), "csrc", "rc_core.h")
+    with open(path, encoding="utf-8") as f:
+        return re.sub(r"/\*.*?\*/", " ", f.read(), flags=re.S)
+
+
+def test_the_value_enum_lists_the_contract_values_in_order(c_backend):
+    # qres.v and rc_output.values are indexed by the RC_V_* enum while ctypes fills values[]
+    # in VALUE_FIELDS order: a value added to the contract needs its entry at the same place
+    header = _header_without_comments(c_backend)
+    body = re.search(r"enum\s*\{([^}]*\bRC_N_VALUES\b[^}]*)\}", header).group(1)
+    entries = [" ".join(e.split()) for e in body.split(",") if e.strip()]
+    expected = [f"RC_V_{name.upper()}" for name in VALUE_FIELDS]
+    assert entries == [expected[0] + " = 0"] + expected[1:] + ["RC_N_VALUES"]
+    # the library actually loaded was built from such a header (c_library also checks at load)
+    assert c_backend.c_library._require().rc_n_values() == len(VALUE_FIELDS)
+
+
+def test_the_output_struct_has_the_values_then_the_other_arrays(c_backend):
+    from retrieval_conformance.implementations.c_library import OTHER_FIELDS, STATUS_FIELDS
+
+    header = _header_without_comments(c_backend)
+    body = re.search(r"typedef struct \{([^}]*)\} rc_output;", header).group(1)
+    assert re.search(r"\bdouble\s*\*\s*values\s*\[\s*RC_N_VALUES\s*\]\s*;", body)
+    assert re.findall(r"\*\s*(\w+)", body) == ["values", *OTHER_FIELDS, *STATUS_FIELDS]
+    assert ctypes.sizeof(c_backend._Output) == ctypes.sizeof(ctypes.c_void_p) * (
+        len(VALUE_FIELDS) + len(OTHER_FIELDS) + len(STATUS_FIELDS))

@@ -47,7 +47,7 @@
  * Units: rc_input.c, rc_metrics.c, rc_expected.c, rc_rank.c, rc_float.c, rc_codes.c,
  * rc_evaluate.c.
  * Functions shared between units are declared below with RC_INTERNAL (hidden visibility):
- * the library exports only the four entry points of rc_evaluate.c, as a single file did.
+ * the library exports only the entry points of rc_evaluate.c, declared at the end.
  */
 #ifndef RC_CORE_H
 #define RC_CORE_H
@@ -58,7 +58,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define RC_ABI_VERSION 6  /* must equal ABI_VERSION in c_backend.py */
+#define RC_ABI_VERSION 7  /* must equal ABI_VERSION in c_library.py */
 
 /* internal functions shared between units stay out of the library's exported symbols */
 #if defined(__GNUC__) && !defined(_WIN32)
@@ -129,6 +129,15 @@ enum { RECALL_FRACTION = 0, RECALL_HIT = 1 };
 enum { RC_OK = 0, RC_ERR_QUERY = 1, RC_ERR_NOMEM = 2, RC_ERR_ARGS = 3 };
 /* per-query status codes */
 enum { Q_OK = 0, Q_GROUPED_K = 1, Q_NONFINITE = 2 };
+/* The scalar per-query values, in the order of the contract's VALUE_FIELDS
+ * (reference/contract/problem.py; a test compares the names, c_library.py the count at load).
+ * They index qres.v and rc_output.values, which rc_evaluate.c checks, zeroes and copies in
+ * loops: a new metric is one entry here (before RC_N_VALUES) plus the kernel that sets it. */
+enum {
+    RC_V_AP = 0, RC_V_HITS_AT_K, RC_V_PRECISION_AT_K, RC_V_RECALL_AT_K, RC_V_INP, RC_V_R_PRECISION,
+    RC_V_NDCG, RC_V_RR, RC_V_AP_AT_R,
+    RC_N_VALUES
+};
 
 /* ---- the structures passed from Python (int64 / double / pointers only: no padding) ----- */
 typedef struct {
@@ -162,13 +171,14 @@ typedef struct {
     double radius;
 } rc_options;
 
+/* the per-query arrays: the values (RC_V_*), then the contract's other arrays in its order
+ * (c_library.py builds the ctypes structure from the same two lists) and the status words */
 typedef struct {
-    double *ap;
-    int64_t *n_relevant;
-    double *hits_at_k, *precision_at_k, *recall_at_k, *cmc, *inp, *r_precision;
-    double *ndcg, *rr, *ap_at_r;
-    double *precision_at_radius, *recall_at_radius;  /* NULL unless has_radius */
-    int64_t *status, *err_a, *err_b;                  /* per query */
+    double *values[RC_N_VALUES];                     /* (Q,) each, indexed by RC_V_* */
+    int64_t *n_relevant;                             /* (Q,) */
+    double *cmc;                                     /* (Q, max_rank) */
+    double *precision_at_radius, *recall_at_radius;  /* (Q,); NULL unless has_radius */
+    int64_t *status, *err_a, *err_b;                 /* (Q,) */
 } rc_output;
 
 /* ---- double-double arithmetic ---------------------------------------------------------- */
@@ -308,8 +318,8 @@ typedef struct {
 } workspace;
 
 typedef struct {
-    double ap, hits, prec, rec, inp, rprec, ndcg, rr, apr;
-    double *cmc;
+    double v[RC_N_VALUES];   /* indexed by RC_V_*; zeroed by rc_evaluate before each query */
+    double *cmc;             /* the query's row of rc_output.cmc */
 } qres;
 
 /* what the rank metrics read besides ranks or groups: the discount table d(1..), the
@@ -339,7 +349,7 @@ RC_INTERNAL void rc_metrics_zero(const rc_options *o, qres *res);
 RC_INTERNAL void rc_metrics_expected(const group *g, int64_t ng, int64_t R, int64_t Np,
                                      const rc_options *o, const rankin *ri, const dd *Hh, qres *res);
 
-/* rc_rank.c: nDCG, RR and the hit rate (recall = "hit" replaces res->rec) from concrete
+/* rc_rank.c: nDCG, RR and the hit rate (recall = "hit" replaces RC_V_RECALL_AT_K) from concrete
  * ranks, `grouped` groups or `expected` groups (R >= 1); the grades of a float / codes query
  * put in rank order (gr[i] for the relevant item of rank index i) and sorted within ties */
 RC_INTERNAL void rc_rank_concrete(const int64_t *rk, int64_t R, int64_t Np, const rc_options *o,
@@ -360,6 +370,7 @@ RC_INTERNAL void rc_query_codes(const rc_input *in, const rc_options *o, const d
 
 /* ---- the exported entry points (rc_evaluate.c; c_backend.py binds them by name) ---------- */
 int64_t rc_abi_version(void);
+int64_t rc_n_values(void);
 int64_t rc_set_features(int64_t mask);
 int64_t rc_max_threads(void);
 int64_t rc_evaluate(const rc_input *in, const rc_options *o, rc_output *out, int64_t num_threads);

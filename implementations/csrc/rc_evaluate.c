@@ -57,6 +57,9 @@ static int ws_alloc(workspace *w, const rc_input *in, const rc_options *o)
 /* ---- entry points ----------------------------------------------------------------------- */
 int64_t rc_abi_version(void) { return RC_ABI_VERSION; }
 
+/* how many scalar per-query values rc_output.values holds (c_library.py checks it at load) */
+int64_t rc_n_values(void) { return RC_N_VALUES; }
+
 /* CPU features used when present: bit 0 popcnt, bit 1 fma (RC_FEATURE_*).  rc_set_features(mask) limits
  * them to mask (tests compare the generic and the accelerated code paths); returns the
  * features this CPU has. */
@@ -89,6 +92,7 @@ int64_t rc_max_threads(void)
 
 static int check_args(const rc_input *in, const rc_options *o, const rc_output *out)
 {
+    int v;
     if (!in || !o || !out) return -1;
     if (in->n_queries < 0 || in->n_gallery < 0 || o->max_rank < 0) return -1;
     if (o->ties < T_STABLE || o->ties > T_GROUPED) return -1;
@@ -97,9 +101,9 @@ static int check_args(const rc_input *in, const rc_options *o, const rc_output *
     if (o->has_radius && !(o->radius >= 0.0)) return -1;
     if (o->gain != G_LINEAR && o->gain != G_EXPONENTIAL) return -1;
     if (o->recall != RECALL_FRACTION && o->recall != RECALL_HIT) return -1;
-    if (!out->ap || !out->n_relevant || !out->hits_at_k || !out->precision_at_k ||
-        !out->recall_at_k || !out->inp || !out->r_precision || !out->ndcg || !out->rr ||
-        !out->ap_at_r || !out->status || !out->err_a || !out->err_b || (o->max_rank > 0 && !out->cmc))
+    for (v = 0; v < RC_N_VALUES; v++)
+        if (!out->values[v]) return -1;
+    if (!out->n_relevant || !out->status || !out->err_a || !out->err_b || (o->max_rank > 0 && !out->cmc))
         return -1;
     /* DCG reads d(r) for ranks r <= N: the table must hold them */
     if (in->n_discounts < in->n_gallery || (in->n_gallery > 0 && !in->discounts)) return -1;
@@ -182,9 +186,12 @@ int64_t rc_evaluate(const rc_input *in, const rc_options *o, rc_output *out, int
 #endif
         for (q = 0; q < Q; q++) {
             qres res;
+            int v;
             if (mine) continue;
             out->status[q] = Q_OK;
             out->err_a[q] = out->err_b[q] = 0;
+            /* a value no kernel sets on some path is 0, never stack garbage */
+            memset(res.v, 0, sizeof(res.v));
             res.cmc = out->cmc + q * o->max_rank;
             if (in->dist_kind == D_CODES) rc_query_codes(in, o, Hh, ideal1, q, &w, &res, out, use_popcnt);
             else rc_query_float(in, o, Hh, ideal1, q, &w, &res, out);
@@ -192,15 +199,7 @@ int64_t rc_evaluate(const rc_input *in, const rc_options *o, rc_output *out, int
                 any_status |= 1;
                 continue;
             }
-            out->ap[q] = res.ap;
-            out->hits_at_k[q] = res.hits;
-            out->precision_at_k[q] = res.prec;
-            out->recall_at_k[q] = res.rec;
-            out->inp[q] = res.inp;
-            out->r_precision[q] = res.rprec;
-            out->ndcg[q] = res.ndcg;
-            out->rr[q] = res.rr;
-            out->ap_at_r[q] = res.apr;
+            for (v = 0; v < RC_N_VALUES; v++) out->values[v][q] = res.v[v];
         }
         ws_free(&w);
     }

@@ -240,7 +240,7 @@ void rc_metrics_expected(const group *g, int64_t ng, int64_t R, int64_t Np,
     dd s = DD_ZERO, hk;
     if (k < 0) {
         for (a = 0; a < ng; a++) s = dd_add(s, exp_group_sum(&g[a], g[a].n, Hh, rule));
-        res->ap = dd_round(dd_div_d(s, (double)R));
+        res->v[RC_V_AP] = dd_round(dd_div_d(s, (double)R));
     } else if (o->ap_at_k == K_DCMH) {
         int64_t L = min64(k, R);
         for (a = 0; a < ng; a++) {
@@ -251,25 +251,25 @@ void rc_metrics_expected(const group *g, int64_t ng, int64_t R, int64_t Np,
                 break;
             }
         }
-        res->ap = dd_round(dd_div_d(s, (double)L));
+        res->v[RC_V_AP] = dd_round(dd_div_d(s, (double)L));
     } else if (o->ap_at_k == K_R || o->ap_at_k == K_MINKR) {
         for (a = 0; a < ng && g[a].c < k; a++)
             s = dd_add(s, exp_group_sum(&g[a], min64(g[a].n, k - g[a].c), Hh, rule));
-        res->ap = dd_round(dd_div_d(s, (double)(o->ap_at_k == K_R ? R : min64(k, R))));
+        res->v[RC_V_AP] = dd_round(dd_div_d(s, (double)(o->ap_at_k == K_R ? R : min64(k, R))));
     } else {  /* hits: E[S/H] conditions on the cut group */
         for (a = 0; a < ng && g[a].c + g[a].n <= k; a++)
             s = dd_add(s, exp_group_sum(&g[a], g[a].n, Hh, rule));
         if (a < ng && g[a].c < k) {
-            res->ap = dd_round(exp_hits_cut(&g[a], k - g[a].c, s, Hh, rule));
+            res->v[RC_V_AP] = dd_round(exp_hits_cut(&g[a], k - g[a].c, s, Hh, rule));
         } else {
             int64_t h = a < ng ? g[a].h : R;
-            res->ap = h ? dd_round(dd_div_d(s, (double)h)) : 0.0;
+            res->v[RC_V_AP] = h ? dd_round(dd_div_d(s, (double)h)) : 0.0;
         }
     }
     hk = k >= 0 ? exp_hits(g, ng, k) : dd_make((double)R);
-    res->hits = dd_round(hk);
-    res->prec = dd_round(dd_div_d(hk, (double)(k >= 0 ? k : Np)));
-    res->rec = dd_round(dd_div_d(hk, (double)R));
+    res->v[RC_V_HITS_AT_K] = dd_round(hk);
+    res->v[RC_V_PRECISION_AT_K] = dd_round(dd_div_d(hk, (double)(k >= 0 ? k : Np)));
+    res->v[RC_V_RECALL_AT_K] = dd_round(dd_div_d(hk, (double)R));
     {   /* CMC@K = P(r_1 <= K) = 1 - C(n-m, t)/C(n, t), t = K - c, for the first group */
         const int64_t c = g[0].c, n = g[0].n, m = g[0].m;
         int64_t tcur = 0;
@@ -289,12 +289,12 @@ void rc_metrics_expected(const group *g, int64_t ng, int64_t R, int64_t Np,
             }
         }
     }
-    res->inp = dd_round(exp_inp(&g[ng - 1], R, Hh));
-    res->rprec = dd_round(dd_div_d(exp_hits(g, ng, R), (double)R));
+    res->v[RC_V_INP] = dd_round(exp_inp(&g[ng - 1], R, Hh));
+    res->v[RC_V_R_PRECISION] = dd_round(dd_div_d(exp_hits(g, ng, R), (double)R));
     /* AP@R: the expected precision-term sum over the first R positions, over R */
     s = DD_ZERO;
     for (a = 0; a < ng && g[a].c < R; a++)
         s = dd_add(s, exp_group_sum(&g[a], min64(g[a].n, R - g[a].c), Hh, AP_PS));
-    res->apr = dd_round(dd_div_d(s, (double)R));
+    res->v[RC_V_AP_AT_R] = dd_round(dd_div_d(s, (double)R));
     rc_rank_expected(g, ng, R, Np, o, ri, res);
 }

@@ -80,18 +80,18 @@ void rc_metrics_ranks(const int64_t *rk, int64_t R, int64_t Np, const rc_options
         den = o->ap_at_k == K_HITS ? hk : (o->ap_at_k == K_R ? R : min64(k, R));
     }
     sum_terms(rk, n_terms, o->ap_rule, &s);
-    res->ap = den ? dd_round(dd_div_d(acc_get(s), (double)den)) : 0.0;
-    res->hits = (double)hk;
-    res->prec = (double)hk / (double)(k >= 0 ? k : Np);
-    res->rec = (double)hk / (double)R;
+    res->v[RC_V_AP] = den ? dd_round(dd_div_d(acc_get(s), (double)den)) : 0.0;
+    res->v[RC_V_HITS_AT_K] = (double)hk;
+    res->v[RC_V_PRECISION_AT_K] = (double)hk / (double)(k >= 0 ? k : Np);
+    res->v[RC_V_RECALL_AT_K] = (double)hk / (double)R;
     for (i = 0; i < o->max_rank; i++) res->cmc[i] = rk[0] <= i + 1 ? 1.0 : 0.0;
-    res->inp = (double)R / (double)rk[R - 1];
+    res->v[RC_V_INP] = (double)R / (double)rk[R - 1];
     while (hr < R && rk[hr] <= R) hr++;
-    res->rprec = (double)hr / (double)R;
+    res->v[RC_V_R_PRECISION] = (double)hr / (double)R;
     /* AP@R: (1/R) sum_{r_i <= R} i / r_i, precision terms whatever ap_rule (spec §7 MAP@R) */
     s.s = s.c = 0.0;
     sum_terms(rk, hr, AP_PS, &s);
-    res->apr = dd_round(dd_div_d(acc_get(s), (double)R));
+    res->v[RC_V_AP_AT_R] = dd_round(dd_div_d(acc_get(s), (double)R));
     rc_rank_concrete(rk, R, Np, o, ri, res);
 }
 
@@ -118,7 +118,7 @@ void rc_metrics_grouped(const group *g, int64_t ng, int64_t R, int64_t Np,
     for (a = 0; a < ng && g[a].c + g[a].n <= R; a++) hr += g[a].m;
     if (k < 0) {
         for (a = 0; a < ng; a++) s = dd_add(s, dd_mul_d(grouped_term(&g[a], o->ap_rule), (double)g[a].m));
-        res->ap = dd_round(dd_div_d(s, (double)R));
+        res->v[RC_V_AP] = dd_round(dd_div_d(s, (double)R));
     } else if (o->ap_at_k == K_DCMH) {
         int64_t L = min64(k, R), taken = 0;
         for (a = 0; a < ng && taken < L; a++) {
@@ -126,31 +126,30 @@ void rc_metrics_grouped(const group *g, int64_t ng, int64_t R, int64_t Np,
             s = dd_add(s, dd_mul_d(grouped_term(&g[a], o->ap_rule), (double)take));
             taken += take;
         }
-        res->ap = dd_round(dd_div_d(s, (double)L));
+        res->v[RC_V_AP] = dd_round(dd_div_d(s, (double)L));
     } else {
         int64_t den = o->ap_at_k == K_HITS ? hk : (o->ap_at_k == K_R ? R : min64(k, R));
         for (a = 0; a < ng && g[a].c + g[a].n <= k; a++)
             s = dd_add(s, dd_mul_d(grouped_term(&g[a], o->ap_rule), (double)g[a].m));
-        res->ap = den ? dd_round(dd_div_d(s, (double)den)) : 0.0;
+        res->v[RC_V_AP] = den ? dd_round(dd_div_d(s, (double)den)) : 0.0;
     }
-    res->hits = (double)hk;
-    res->prec = (double)hk / (double)(k >= 0 ? k : Np);
-    res->rec = (double)hk / (double)R;
+    res->v[RC_V_HITS_AT_K] = (double)hk;
+    res->v[RC_V_PRECISION_AT_K] = (double)hk / (double)(k >= 0 ? k : Np);
+    res->v[RC_V_RECALL_AT_K] = (double)hk / (double)R;
     for (i = 0; i < o->max_rank; i++) res->cmc[i] = g[0].c + g[0].n <= i + 1 ? 1.0 : 0.0;
-    res->inp = (double)R / (double)(g[ng - 1].c + g[ng - 1].n);
-    res->rprec = (double)hr / (double)R;
+    res->v[RC_V_INP] = (double)R / (double)(g[ng - 1].c + g[ng - 1].n);
+    res->v[RC_V_R_PRECISION] = (double)hr / (double)R;
     /* AP@R: the groups ending within R, m (h + m) / (c + n) each */
     s = DD_ZERO;
     for (a = 0; a < ng && g[a].c + g[a].n <= R; a++)
         s = dd_add(s, dd_mul_d(grouped_term(&g[a], AP_PS), (double)g[a].m));
-    res->apr = dd_round(dd_div_d(s, (double)R));
+    res->v[RC_V_AP_AT_R] = dd_round(dd_div_d(s, (double)R));
     rc_rank_grouped(g, ng, R, Np, o, ri, res);
 }
 
 void rc_metrics_zero(const rc_options *o, qres *res)
 {
     int64_t j;
-    res->ap = res->hits = res->prec = res->rec = res->inp = res->rprec = 0.0;
-    res->ndcg = res->rr = res->apr = 0.0;
+    memset(res->v, 0, sizeof(res->v));
     for (j = 0; j < o->max_rank; j++) res->cmc[j] = 0.0;
 }

@@ -71,9 +71,9 @@ void rc_rank_concrete(const int64_t *rk, int64_t R, int64_t Np, const rc_options
     } else {
         for (i = 0; i < R && rk[i] <= K; i++) acc_add(&s, dd_make(disc[rk[i] - 1]));
     }
-    res->ndcg = dd_round(dd_div(acc_get(s), ideal_dcg(ri, R, K, o->gain)));
-    res->rr = rk[0] <= K ? 1.0 / (double)rk[0] : 0.0;
-    if (o->recall == RECALL_HIT) res->rec = rk[0] <= K ? 1.0 : 0.0;
+    res->v[RC_V_NDCG] = dd_round(dd_div(acc_get(s), ideal_dcg(ri, R, K, o->gain)));
+    res->v[RC_V_RR] = rk[0] <= K ? 1.0 / (double)rk[0] : 0.0;
+    if (o->recall == RECALL_HIT) res->v[RC_V_RECALL_AT_K] = rk[0] <= K ? 1.0 : 0.0;
 }
 
 /* ties = "grouped": every item at its group's end rank e = c + n; k is not inside a group.
@@ -89,9 +89,9 @@ void rc_rank_grouped(const group *g, int64_t ng, int64_t R, int64_t Np, const rc
         if (ri->gr) acc_add(&s, dd_mul_d(gain_sum(ri->gr + g[a].h, g[a].m, o->gain), d));
         else acc_add(&s, two_prod((double)g[a].m, d));
     }
-    res->ndcg = dd_round(dd_div(acc_get(s), ideal_dcg(ri, R, K, o->gain)));
-    res->rr = e1 <= K ? 1.0 / (double)e1 : 0.0;
-    if (o->recall == RECALL_HIT) res->rec = e1 <= K ? 1.0 : 0.0;
+    res->v[RC_V_NDCG] = dd_round(dd_div(acc_get(s), ideal_dcg(ri, R, K, o->gain)));
+    res->v[RC_V_RR] = e1 <= K ? 1.0 / (double)e1 : 0.0;
+    if (o->recall == RECALL_HIT) res->v[RC_V_RECALL_AT_K] = e1 <= K ? 1.0 : 0.0;
 }
 
 /* ties = "expected": a group contributes its mean gain times the discounts of its positions
@@ -112,7 +112,7 @@ void rc_rank_expected(const group *g, int64_t ng, int64_t R, int64_t Np, const r
         for (p = 0; p < inside; p++) acc_add(&ds, dd_make(disc[g[a].c + p]));
         acc_add(&s, dd_div_d(dd_mul(G, acc_get(ds)), (double)g[a].n));
     }
-    res->ndcg = dd_round(dd_div(acc_get(s), ideal_dcg(ri, R, K, o->gain)));
+    res->v[RC_V_NDCG] = dd_round(dd_div(acc_get(s), ideal_dcg(ri, R, K, o->gain)));
     last = min64(n - m + 1, K - c);  /* the positions p that can hold it within K */
     if (last >= 1) {
         dd w = dd_ratio((double)m, (double)n);
@@ -125,9 +125,9 @@ void rc_rank_expected(const group *g, int64_t ng, int64_t R, int64_t Np, const r
             if (w.hi < RC_TINY * w0) break;  /* the rest is far below 2^-106 of the sums */
         }
     }
-    res->rr = dd_round(acc_get(rr));
+    res->v[RC_V_RR] = dd_round(acc_get(rr));
     if (o->recall == RECALL_HIT)
-        res->rec = last >= n - m + 1 ? 1.0 : (last >= 1 ? dd_round(acc_get(hit)) : 0.0);
+        res->v[RC_V_RECALL_AT_K] = last >= n - m + 1 ? 1.0 : (last >= 1 ? dd_round(acc_get(hit)) : 0.0);
 }
 
 /* sort grades a[0..n-1] (each at most RC_MAX_GRADE), descending or ascending */
