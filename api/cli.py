@@ -187,8 +187,8 @@ def presets_main(args) -> int:
     print(f"{'preset':<13} {'AP':<14} {'@k':<12} {'ties':<9} {'empty':<12} {'junk':<22} {'other':<16} matches")
     for p in PRESETS.values():
         at_k = p.ap_at_k + (f" k={p.k}" if p.k else "")
-        other = [f"{name}={getattr(p, name)}" for name, default in (("gain", "linear"), ("discount", "log2"),
-                                                                  ("recall", "fraction")) if getattr(p, name) != default]
+        defaults = (("gain", "linear"), ("discount", "log2"), ("recall", "fraction"))
+        other = [f"{name}={getattr(p, name)}" for name, default in defaults if getattr(p, name) != default]
         print(f"{p.name:<13} {p.ap_rule:<14} {at_k:<12} {p.ties:<9} {p.empty:<12} "
               f"{'+'.join(p.junk) or '-':<22} {' '.join(other) or '-':<16} {p.matches}")
     return 0
