@@ -1,7 +1,7 @@
 """TREC runs and qrels (files or ranx-style dicts) evaluated with trec_eval's semantics.
 
-``evaluate_run`` reproduces trec_eval's ``map``, ``P_k``, ``recall_k`` and ``Rprec`` with
-any implementation of the engine.  The conventions, each read in usnistgov/trec_eval
+``evaluate_run`` reproduces trec_eval's ``map``, ``P_k``, ``recall_k``, ``Rprec``,
+``recip_rank`` and ``ndcg`` / ``ndcg_cut_k`` with any implementation of the engine.  The conventions, each read in usnistgov/trec_eval
 (tags v9.0.8 and v10.0; file names below are from there):
 
 Which queries
@@ -34,8 +34,13 @@ Measures (per query; R as above, H(k) relevant documents in the top k, n retriev
     ``map``: AP = (1/R) Σ_{retrieved relevant at rank r} H(r)/r (``m_map.c``), 0 if R = 0.
     ``P_k``: P@k = H(k)/k, also when fewer than k documents are retrieved (``m_P.c``:
     "nonrelevant docs fill in the rest").  ``recall_k``: H(k)/R, 0 if R = 0
-    (``m_recall.c``).  ``Rprec``: H(R)/R, 0 if R = 0 (``m_Rprec.c``).  Means are plain
-    means over the evaluated queries (``meas_avg.c``).
+    (``m_recall.c``).  ``Rprec``: H(R)/R, 0 if R = 0 (``m_Rprec.c``).  ``recip_rank``:
+    1 / the rank of the first relevant retrieved document, 0 if none (``m_recip_rank.c``).
+    ``ndcg`` (``ndcg_cut_k`` with k): the qrels grades as gains, whatever the relevance
+    level; the first document undiscounted, the one at rank r >= 2 divided by log2(r)
+    (``m_ndcg.c``; spec §7 discount=trec); the ideal from every positively judged
+    document, 0 when there is none.  Means are plain means over the evaluated queries
+    (``meas_avg.c``).
 
 How the engine computes them exactly, with no engine change: a query's retrieved list, in
 the order above, is padded to a common width W >= max(n, R) with non-relevant items

@@ -12,8 +12,9 @@ known-deviations file can list.  The flow: :mod:`.session` (calling the function
 :mod:`.eliminate` (what a function might compute and how candidates are ruled out),
 :mod:`.analysis` (elimination over everything it returned), :mod:`.probes` (further calls that
 test a claim), :mod:`.describe` and :mod:`.identify` (verdicts in words), :mod:`.findings`
-(raising, determinism, modified inputs); :mod:`.adapters` for the signatures, :mod:`.cases` for
-the inputs (:mod:`.inputs`, :mod:`.golden_inputs`, :mod:`.families`, :mod:`.generate`).
+(raising, determinism, modified inputs); :mod:`.adapters` and :mod:`.adapters_rank` (nDCG,
+MAP@R, MRR, Recall@k) for the signatures, :mod:`.rank_bugs` for the nDCG and MRR bug models,
+:mod:`.cases` for the inputs (:mod:`.inputs`, :mod:`.golden_inputs`, :mod:`.families`, :mod:`.generate`).
 """
 from __future__ import annotations
 

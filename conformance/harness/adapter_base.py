@@ -117,6 +117,22 @@ class Adapter:
     #: (empty: the CMC, mAP and mINP)
     reference_arguments: str = ""
     reference_field: str = ""
+    #: the options its values depend on (the others stay at the protocol's values)
+    options: Tuple[str, ...] = ("ties", "ap_rule", "ap_at_k", "empty")
+    #: the fields it reads -> the per-query value each is the mean of (None: ``mAP``, or ``AP`` per query)
+    fields: Optional[Dict[str, str]] = None
+
+    @property
+    def main_field(self) -> str:
+        """The field a deviation is reported on first (``mAP``, ``AP``, ``nDCG``...)."""
+        if self.fields:
+            return next(iter(self.fields))
+        return "AP" if self.per_query else "mAP"
+
+    @property
+    def main_metric(self) -> str:
+        """The per-query value its main field is the mean of (``ap``, ``ndcg``, ``rr``...)."""
+        return self.fields[self.main_field] if self.fields else "ap"
 
     def __init__(self, func: Callable):
         self.func = func

@@ -14,6 +14,9 @@ oxford               f(positives, junk, ranked_list)                            
 sklearn              f(y_true, y_score)                                            AP of one query
 torchmetrics         f(preds, target, top_k=...)                                   AP of one query
 ==================== ============================================================ =================
+
+and the rank-metric adapters of :mod:`.adapters_rank` (``sklearn-ndcg``, ``pml``, ``mrr``,
+``recall-at-k``).
 """
 from __future__ import annotations
 
@@ -34,6 +37,7 @@ from retrieval_conformance.conformance.harness.adapter_base import (
     positive_scores,
     read_scalar,
 )
+from retrieval_conformance.conformance.harness.adapters_rank import RANK_ADAPTERS
 from retrieval_conformance.conformance.harness.cases import (
     Capabilities,
     codes_from_distances,
@@ -295,10 +299,8 @@ class Oxford(_OneQuery):
 
 
 ADAPTERS: Dict[str, type] = {cls.name: cls for cls in (HashingCodes, DistancesRelevance, Reid, Oxford, Sklearn,
-                                                        Torchmetrics)}
+                                                        Torchmetrics, *RANK_ADAPTERS)}
 DEFAULT_PROTOCOL: Dict[str, str] = {name: cls.default_protocol for name, cls in ADAPTERS.items()}
-
-
 
 
 def get_adapter(name: str, func: Callable) -> Adapter:

@@ -79,7 +79,8 @@ def analyse(session: Session, evs: Optional[Sequence[Evaluation]] = None, split:
     convs, cmcs = session.candidate_space(any_k)
     aggregate = not session.adapter.per_query and session.adapter.name != "reid"
     any_no_k = any(c.k is None and (c.without_k or c.k_passed is None) for ev in read for c in ev.calls)
-    bugs = applicable_bugs(aggregate, session.adapter.name == "hashing-codes", any_k, any_no_k)
+    bugs = applicable_bugs(aggregate, session.adapter.name == "hashing-codes", any_k, any_no_k,
+                           session.adapter.main_metric, session.adapter.capabilities(True).junk)
     protocol = session.protocol_candidate
     order = preference(protocol, dims)
     evidence = list(read)

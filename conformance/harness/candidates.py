@@ -15,7 +15,7 @@ import itertools
 import math
 from dataclasses import dataclass, field, replace
 from fractions import Fraction
-from typing import Any, Callable, Iterable, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Tuple
 
 import numpy as np
 from retrieval_conformance.conformance.harness.cases import Case, labels_from_relevance
@@ -34,6 +34,19 @@ CMC_MEANING = {
     "gallery": "a CMC of min(max_rank, gallery size) values (torchreid, fast-reid and reid-strong-baseline lower "
                "max_rank to the gallery size with a printed note)",
 }
+
+
+#: how a report names each option searched over
+OPTION_NAMES = {"ties": "tie policy", "ap_rule": "AP rule", "ap_at_k": "AP@k denominator",
+                "empty": "empty-query policy", "gain": "nDCG gain", "discount": "nDCG discount",
+                "recall": "Recall@k sense",
+                "cmc_length": "CMC length"}
+
+
+def search_text(dims: Sequence[str]) -> str:
+    """``tie policy x AP rule x ...``: what identification searched over, for an adapter's options."""
+    names = [OPTION_NAMES[d] for d in dims]
+    return " x ".join(names) + ", with up to two known bugs"
 
 
 def meaning(option: str, value: str) -> str:
@@ -66,12 +79,15 @@ class Bug:
     ``requires`` says when the model applies: ``aggregate`` (a function returning one mean over
     several queries), ``codes`` (multi-hot labels are passed), ``k`` (a cut-off is passed),
     ``no-k`` (a full-gallery call without a cut-off), ``precision_sum``/``trapezoid`` (the AP
-    rule it corrupts), ``concrete`` (a tie policy that gives one ranking).
+    rule it corrupts), ``concrete`` (a tie policy that gives one ranking), ``junk`` (the function
+    is told about junk items).  ``metrics``: the per-query values it can corrupt (``ap``,
+    ``ndcg``, ``rr``...; empty: any), so an adapter is only searched with the bugs of what it returns.
 
     Parts of the model that belong to one bug are on its entry: ``sees`` (the input as the buggy
     function sees it), ``rank_sum`` (the sum over the 1-based ranks of the relevant items it uses
     that replaces the precision sum; ``math.inf`` where it divides by zero), ``scale`` (the factor
-    on every value).  The bugs that change the cut-off or the mean are modelled in :mod:`.predict`.
+    on every value).  The bugs that change the cut-off or the mean are modelled in :mod:`.predict`,
+    the nDCG and MRR ones in :mod:`.rank_bugs`.
     """
 
     id: str
@@ -83,6 +99,7 @@ class Bug:
     sees: Optional[Callable[[Case], Case]] = field(default=None, compare=False, repr=False)
     rank_sum: Optional[Callable[[Sequence[int]], Any]] = field(default=None, compare=False, repr=False)
     scale: int = field(default=1, compare=False, repr=False)
+    metrics: Tuple[str, ...] = ()
 
     @property
     def label(self) -> str:
@@ -149,17 +166,23 @@ BUGS: Tuple[Bug, ...] = tuple(_first_query_bugs()) + (
         replaces=("ap_at_k",)),
     Bug("last-item-dropped", "spec §6 k=None (whole gallery)",
         "the last ranked item is dropped: the full-gallery value is AP@(N-1) (`gnd[0:-1]`, topk=-1 meant as "
-        "'all', as DeepHash-pytorch's CalcTopMap with topK=-1; spec §11)", ("aggregate", "no-k")),
+        "'all', as DeepHash-pytorch's CalcTopMap with topK=-1; spec §11)", ("aggregate", "no-k"), metrics=("ap",)),
     Bug("divided-by-k", "spec §6 ap_at_k={ap_at_k}",
         "AP@k is divided by k (the sum of precisions at the hits in the top k over k; a topk defaulting to the "
-        "gallery size divides the full AP by N)", (), replaces=("ap_at_k",)),
+        "gallery size divides the full AP by N)", (), replaces=("ap_at_k",), metrics=("ap",)),
     Bug("zero-based-ranks", "spec §5 ranks start at 1",
         "0-based ranks in i / r_i (the `+ 1` is missing; a relevant item at the top divides by zero)",
-        ("precision_sum", "concrete"), rank_sum=_zero_based_sum),
+        ("precision_sum", "concrete"), rank_sum=_zero_based_sum, metrics=("ap",)),
     Bug("previous-hit-trapezoid", "spec §5 ap_rule=trapezoid (precision at the previous rank)",
         "the trapezoid's left side is the precision at the previous HIT, not at the previous RANK "
         "(seed 002 'One More Thing', layumi/Person_reID_baseline_pytorch#110)", ("trapezoid", "concrete"),
-        rank_sum=_previous_hit_sum),
+        rank_sum=_previous_hit_sum, metrics=("ap",)),
+    Bug("ndcg-ideal-from-retrieved", "spec §7 nDCG",
+        "the ideal DCG is taken from the grades of the retrieved top k only, not from every relevant item "
+        "(a relevant item ranked beyond k costs nothing; spec §11)", ("concrete",), metrics=("ndcg",)),
+    Bug("mrr-counting-junk", "spec §7 MRR",
+        "junk items keep their rank positions when the first relevant item's rank is read (the reciprocal "
+        "rank counts the junk ranked before it; spec §11)", ("concrete", "junk"), metrics=("rr",)),
     Bug("percent", "spec §8 fractions in [0, 1]", "every value is 100 x the reference: it returns percent", (),
         scale=100),
     Bug("descending", "spec §1 smaller distance ranks first",
@@ -167,7 +190,7 @@ BUGS: Tuple[Bug, ...] = tuple(_first_query_bugs()) + (
         "distance sorted descending)", (), sees=_descending),
     Bug("exact-label-match", "spec §2 relevant = sharing a label",
         "an item is relevant only when its label vector equals the query's (==), not when they share a label",
-        ("codes",), sees=_exact_labels),
+        ("codes",), sees=_exact_labels, metrics=("ap",)),
 )
 
 
@@ -199,10 +222,11 @@ class Candidate:
         return ", ".join(parts)
 
 
-def applicable_bugs(aggregate: bool, codes: bool, any_k: bool, any_no_k: bool) -> List[Bug]:
-    have = {"aggregate": aggregate, "codes": codes, "k": any_k, "no-k": any_no_k, "concrete": True,
+def applicable_bugs(aggregate: bool, codes: bool, any_k: bool, any_no_k: bool, metric: str = "ap",
+                    junk: bool = False) -> List[Bug]:
+    have = {"aggregate": aggregate, "codes": codes, "k": any_k, "no-k": any_no_k, "concrete": True, "junk": junk,
             **{rule: True for rule in AP_RULES}}
-    return [b for b in BUGS if all(have[r] for r in b.requires)]
+    return [b for b in BUGS if all(have[r] for r in b.requires) and (not b.metrics or metric in b.metrics)]
 
 
 def bug_fits(b: Bug, conv: Convention) -> bool:
@@ -214,10 +238,11 @@ def bug_fits(b: Bug, conv: Convention) -> bool:
     return True
 
 
-def conventions(bases: Sequence[str], ties: Sequence[str], ap_rules: Sequence[str], ap_at_k: Sequence[str],
-                empties: Sequence[str]) -> List[Convention]:
-    return [Convention(b, t, a, kk, e) for b, t, a, kk, e in itertools.product(bases, ties, ap_rules, ap_at_k,
-                                                                              empties)]
+def conventions(bases: Sequence[str], values: Dict[str, Sequence[str]]) -> List[Convention]:
+    """Every combination of a base and one value per option (``values``: option -> its values)."""
+    names = list(values)
+    return [Convention(b, **dict(zip(names, combo)))
+            for b in bases for combo in itertools.product(*(values[n] for n in names))]
 
 
 def staged(convs: Sequence[Convention], cmc_lengths: Sequence[Optional[str]], bugs: Sequence[Bug],

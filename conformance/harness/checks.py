@@ -21,7 +21,7 @@ from typing import Any, Callable, Dict, List, NamedTuple, Optional, Tuple
 
 from retrieval_conformance.conformance.harness import findings
 from retrieval_conformance.conformance.harness.analysis import Analysis, analyse
-from retrieval_conformance.conformance.harness.candidates import UNSTABLE
+from retrieval_conformance.conformance.harness.candidates import UNSTABLE, search_text
 from retrieval_conformance.conformance.harness.cases import (
     FAMILIES,
     Case,
@@ -267,9 +267,8 @@ class Checker:
             if "non-finite" in kinds:
                 why.append("the function returned a non-finite value (NaN or inf) where the reference is a number")
             return ([fam_clause + " (no known convention or bug reproduces your values)"],
-                    why + ["no candidate (tie policy x AP rule x AP@k denominator x empty-query policy x CMC length, "
-                           "with up to two known bugs) reproduces every value the function returned; the values "
-                           "are below"])
+                    why + [f"no candidate ({search_text(a.dims)}) reproduces every value the function returned; "
+                           "the values are below"])
         if "non-finite" in kinds:
             why.append("the function returned a non-finite value (NaN or inf) where the reference is a number")
         best = v.survivors[0]
@@ -301,7 +300,7 @@ class Checker:
             user_text = "?"
         else:
             user_text = fmt_float(m0.user) if m0.kind in ("value", "non-finite") else f"{m0.kind}: {m0.user}"
-        main = "AP" if s.adapter.per_query else "mAP"
+        main = s.adapter.main_field
         ref_val = ev.reference.get((main, call.query))
         snippet = make_snippet(s.func, s.target, s.adapter, call, s.arrays, s.protocol,
                                {k: v for k, v in s.overrides.items() if v is not None},

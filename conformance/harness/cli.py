@@ -36,6 +36,9 @@ def add_check_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--ap-rule", default=None, help="override the preset's AP rule")
     parser.add_argument("--ap-at-k", default=None, help="override what AP@k divides by")
     parser.add_argument("--empty", default=None, help="override the empty-query policy")
+    parser.add_argument("--gain", default=None, help="override nDCG's gain (linear, exponential)")
+    parser.add_argument("--recall", default=None, help="override what Recall@k means (fraction, hit)")
+    parser.add_argument("--discount", default=None, help="override nDCG's rank discount (log2, trec)")
     parser.add_argument("--identify", action="store_true",
                         help="name the convention(s) the function follows instead of checking one")
     parser.add_argument("--junit-xml", metavar="FILE", default=None, help="also write a JUnit XML report")
@@ -62,7 +65,8 @@ def run_check_args(ns: argparse.Namespace, out=None) -> int:
     """Run ``check`` from parsed arguments; print the report; return the exit status."""
     out = out or sys.stdout
     kwargs = dict(adapter=ns.adapter, protocol=ns.protocol, ties=ns.ties, ap_rule=ns.ap_rule, ap_at_k=ns.ap_at_k,
-                  empty=ns.empty, arrays=ns.arrays, timeout=ns.timeout, isolation=ns.isolation, target=ns.target,
+                  empty=ns.empty, gain=ns.gain, recall=ns.recall, discount=ns.discount, arrays=ns.arrays,
+                  timeout=ns.timeout, isolation=ns.isolation, target=ns.target,
                   warmup_timeout=ns.warmup_timeout)
     try:
         func = load_function(ns.target)

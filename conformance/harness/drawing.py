@@ -82,6 +82,9 @@ class MaskRelevance:
     def no_relevant(self, q: int) -> None:
         self.rel[q] = False
 
+    def make_junk(self, q: int, i: int) -> None:
+        self.rel[q, i], self.junk[q, i] = False, True
+
     def relevant_last(self, dist: np.ndarray) -> None:
         """Every query's farthest item: relevant, not junk, strictly last."""
         for q in range(dist.shape[0]):
@@ -128,6 +131,10 @@ class IdRelevance:
         if self.g_pids[i] in (own, -1):
             p = self.d.integer(0, self.n_ids - 1)  # an id in 0..n_ids other than the query's
             self.g_pids[i] = p + 1 if p >= own else p
+
+    def make_junk(self, q: int, i: int) -> None:
+        """The query's identity seen by its own camera: junk under the ReID protocols."""
+        self.g_pids[i], self.g_cams[i] = self.q_pids[q], self.q_cams[q]
 
     def no_relevant(self, q: int) -> None:
         if self.d.boolean():

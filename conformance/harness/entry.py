@@ -24,7 +24,8 @@ def _session(func, adapter, protocol, **kw) -> Session:
 
 def check(func: Union[Callable, str], adapter: str = "hashing-codes", protocol: Optional[str] = None, *,
           ties: Optional[str] = None, ap_rule: Optional[str] = None, ap_at_k: Optional[str] = None,
-          empty: Optional[str] = None, arrays: str = "auto", max_examples: int = 60, timeout: float = 10.0,
+          empty: Optional[str] = None, gain: Optional[str] = None, recall: Optional[str] = None,
+          discount: Optional[str] = None, arrays: str = "auto", max_examples: int = 60, timeout: float = 10.0,
           isolation: str = "auto", known_deviations: Sequence[str] = (), only: Sequence[str] = (),
           derandomize: bool = True, atol: float = 1e-6, rtol: float = 1e-5,
           target: Optional[str] = None, warmup_timeout: Optional[float] = None) -> Report:
@@ -35,10 +36,11 @@ def check(func: Union[Callable, str], adapter: str = "hashing-codes", protocol: 
     func : callable or "module:function"
     adapter : str
         The function's signature: ``hashing-codes``, ``distances-relevance``, ``reid``,
-        ``oxford``, ``sklearn``, ``torchmetrics`` (see :mod:`.adapters`).
+        ``oxford``, ``sklearn``, ``torchmetrics`` (see :mod:`.adapters`); ``sklearn-ndcg``, ``pml``,
+        ``mrr``, ``recall-at-k`` (see :mod:`.adapters_rank`).
     protocol : str, optional
         A preset (spec §9); default: the adapter's usual one (``hashing``, ``reid``...).
-    ties, ap_rule, ap_at_k, empty : str, optional
+    ties, ap_rule, ap_at_k, empty, gain, recall, discount : str, optional
         Overrides of the preset's options.
     arrays : {"auto", "numpy", "torch"}
         What the function receives; ``auto`` switches to torch tensors when numpy arrays make
@@ -67,7 +69,8 @@ def check(func: Union[Callable, str], adapter: str = "hashing-codes", protocol: 
     """
     try:
         with _session(func, adapter, protocol, ties=ties, ap_rule=ap_rule, ap_at_k=ap_at_k, empty=empty,
-                      arrays=arrays, timeout=timeout, isolation=isolation, max_examples=max_examples,
+                      gain=gain, recall=recall, discount=discount, arrays=arrays, timeout=timeout, isolation=isolation,
+                      max_examples=max_examples,
                       atol=atol, rtol=rtol, derandomize=derandomize, known_deviations=known_deviations,
                       only=only, target=target, warmup_timeout=warmup_timeout) as s:
             return Checker(s).check()
@@ -83,7 +86,8 @@ def identify(func: Union[Callable, str], adapter: str = "hashing-codes", protoco
 
     The function runs on the golden cases and a fixed sample of every input family; every
     candidate (tie policy incl. "unstable" x AP rule x AP@k denominator x empty-query policy x
-    CMC length rule, with up to two known bugs of spec §11) that does not reproduce every
+    CMC length rule, or the options the adapter's values depend on, such as nDCG's gain, with up
+    to two known bugs of spec §11) that does not reproduce every
     returned value is removed, simpler candidates first; further inputs on which the survivors
     disagree are searched for and run before answering (:mod:`.identify`).  The report's
     ``identification`` names the nearest preset and what differs, or says that nothing

@@ -1,7 +1,9 @@
 """What the reference says a case's numbers are, under a convention (exact Fractions).
 
-A :class:`Convention` is a preset (its junk rules) plus the four options that change a
-number: ``ties`` (spec §4), ``ap_rule`` (§5), ``ap_at_k`` (§6), ``empty`` (§8).
+A :class:`Convention` is a preset (its junk rules) plus the options that change a number:
+``ties`` (spec §4), ``ap_rule`` (§5), ``ap_at_k`` (§6), ``empty`` (§8), and for nDCG and
+Recall@k ``gain``, ``discount`` and ``recall`` (§7).  An adapter says which of them its fields depend on
+(``Adapter.options``); the others stay at the protocol's values.
 :class:`ReferenceCache` evaluates a case under a convention with the project's reference
 implementation (``rc.evaluate``'s building blocks), computing the per-query values once per
 (case, k, ties, ap_rule, ap_at_k) and aggregating them under each empty-query policy.
@@ -22,8 +24,11 @@ from retrieval_conformance.implementations.relevance_blocks import junk_block, r
 from retrieval_conformance.reference.contract.conventions import (
     AP_AT_K_DENOMINATORS,
     AP_RULES,
+    DISCOUNTS,
     EMPTY_POLICIES_WITH_A_MEAN,
+    GAINS,
     OPTIONS,
+    RECALL_SENSES,
     TIE_POLICIES,
     convention,
 )
@@ -36,6 +41,9 @@ OPTION_VALUES = {
     "ap_rule": AP_RULES,
     "ap_at_k": AP_AT_K_DENOMINATORS,
     "empty": tuple(p for p in EMPTY_POLICIES_WITH_A_MEAN if p != "nan"),
+    "gain": GAINS,
+    "discount": DISCOUNTS,
+    "recall": RECALL_SENSES,
 }
 OPTION_SECTIONS = {name: f"§{OPTIONS[name][0]}" for name in OPTION_VALUES}
 #: the base of every preset without junk rules (they share its reference problem)
@@ -56,18 +64,27 @@ VALUE_MEANING = {
     ("empty", "zero"): "a query with no relevant item counts as 0",
     ("empty", "skip"): "a query with no relevant item is left out of the mean",
     ("empty", "skip_no_hit"): "a query with no relevant item in the top k is left out of the mean",
+    ("gain", "linear"): "nDCG gains g for grade g",
+    ("gain", "exponential"): "nDCG gains 2**g - 1 for grade g (weighs high grades more)",
+    ("discount", "log2"): "nDCG discounts rank r by 1 / log2(r + 1)",
+    ("discount", "trec"): "nDCG leaves ranks 1 and 2 undiscounted, then 1 / log2(r) (trec_eval)",
+    ("recall", "fraction"): "Recall@k is the share of all relevant items found in the top k",
+    ("recall", "hit"): "Recall@k is 1 when some relevant item is in the top k (the hit rate of metric learning)",
 }
 
 
 @dataclass(frozen=True)
 class Convention:
-    """A preset's junk rules plus the four number-changing options."""
+    """A preset's junk rules plus the number-changing options."""
 
     base: str
     ties: str
     ap_rule: str
     ap_at_k: str
     empty: str
+    gain: str = "linear"
+    recall: str = "fraction"
+    discount: str = "log2"
 
     @classmethod
     def from_protocol(cls, protocol: str, **overrides) -> "Convention":
@@ -144,11 +161,13 @@ class ReferenceCache:
         from retrieval_conformance.reference.contract.registry import get
 
         ap_at_k = conv.ap_at_k if k is not None else "hits"  # irrelevant without a cut-off
-        key = (id(case), conv.base, k, max_rank, conv.ties, conv.ap_rule, ap_at_k)
+        key = (id(case), conv.base, k, max_rank, conv.ties, conv.ap_rule, ap_at_k, conv.gain, conv.recall,
+               conv.discount)
         if key not in self._pq:
             problem = self.problem(case, conv.base)
             options = resolve_options(conv.base, k=k, max_rank=max_rank, ties=conv.ties, ap_rule=conv.ap_rule,
-                                      ap_at_k=ap_at_k, empty="zero")
+                                      ap_at_k=ap_at_k, empty="zero", gain=conv.gain, recall=conv.recall,
+                                      discount=conv.discount)
             try:
                 self._pq[key] = (get("reference").compute(problem, options), options)
             except ValueError as exc:  # grouped ties with a cut-off inside a group

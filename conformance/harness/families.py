@@ -31,6 +31,8 @@ class Capabilities:
     multi_query: bool = True  # it receives several queries at once
     protocol_k: bool = True  # the protocol defines AP@k
     scores: bool = False  # it takes similarity scores (the score values themselves can matter)
+    grades: bool = False  # it takes graded relevance (nDCG)
+    metric: str = "ap"  # the per-query value its main field is the mean of (ap, ndcg, rr, ap_at_r, recall)
 
 
 # -- shapes: the edit that gives an input its family's property --------------------------------
@@ -104,6 +106,17 @@ def k_beyond_gallery(d: Drawer, dist: np.ndarray, g: Relevance, n_q: int, n_g: i
     return n_g + d.integer(1, 5)
 
 
+def junk_before_first_relevant(d: Drawer, dist: np.ndarray, g: Relevance, n_q: int, n_g: int) -> Optional[int]:
+    """Some query has a junk item ranked strictly first, before its relevant items."""
+    q = d.integer(0, n_q - 1)
+    a, b = _two_items(d, n_g)
+    g.make_relevant(q, b)
+    g.make_junk(q, a)
+    dist[q] += 1
+    dist[q, a] = 0
+    return None
+
+
 @dataclass(frozen=True)
 class Family:
     """A family of generated inputs aimed at one clause (spec §11 bugs), and how it is drawn."""
@@ -122,6 +135,9 @@ class Family:
     optional_k: bool = False  # a cut-off in 1..N is added half of the time (when the adapter takes one)
     max_rank_past_gallery: bool = False  # max_rank = N + 1..5 instead of its usual draw
     non_positive_scores: bool = False  # score adapters get similarities <= 0
+    graded: bool = False  # relevant items get grades 1..3 (adapters that take grades; 1 for the others)
+    metrics: Tuple[str, ...] = ()  # only for adapters whose main value is one of these (empty: every adapter)
+    needs_junk: bool = False
 
 
 FAMILIES: Tuple[Family, ...] = (
@@ -154,6 +170,16 @@ FAMILIES: Tuple[Family, ...] = (
     Family("scores/non-positive", "spec §2 relevance",
            "similarity scores <= 0 (a relevant item counts whatever its score)", needs_scores=True,
            non_positive_scores=True),
+    Family("ndcg/graded", "spec §7 nDCG",
+           "graded relevance 0..3 (linear against exponential gain; the ideal over every relevant item)",
+           gallery=(2, 8), graded=True, optional_k=True, metrics=("ndcg",)),
+    Family("ndcg/graded-ties", "spec §4 ties",
+           "graded items tied with items of other grades (tie-averaged gains against one order)",
+           gallery=(2, 20), max_levels=3, shape=tied_relevant_and_other, graded=True, optional_k=True,
+           metrics=("ndcg",)),
+    Family("junk/before-first-relevant", "spec §3 junk is removed before ranking",
+           "a junk item ranked before a query's first relevant item (junk takes no rank)", gallery=(2, 8),
+           shape=junk_before_first_relevant, needs_junk=True, optional_k=True, metrics=("rr",)),
 )
 
 
@@ -176,4 +202,8 @@ def family_skip_reason(f: Family, caps: Capabilities) -> Optional[str]:
         return "only meaningful for a CMC-returning (reid) adapter"
     if f.needs_scores and not caps.scores:
         return "only meaningful for adapters that take similarity scores"
+    if f.metrics and caps.metric not in f.metrics:
+        return f"only meaningful for adapters returning {' or '.join(f.metrics)}"
+    if f.needs_junk and not caps.junk:
+        return "the adapter's function cannot be told about junk items"
     return None

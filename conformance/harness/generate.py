@@ -54,8 +54,11 @@ def generate(d: Drawer, fam: Family, caps: Capabilities, index: int = 0) -> Case
     if fam.max_rank_past_gallery:
         max_rank = n_g + d.integer(1, 5)
     rel, junk, ids = g.finish()
+    grades = None
+    if fam.graded and caps.grades:
+        grades = np.array([[d.integer(1, 3) if r else 0 for r in row] for row in rel], dtype=np.int64)
     return Case(name=f"{fam.id}#{index}", distances=dist, relevance=rel, junk=junk, k=k, max_rank=max_rank,
-                ids=ids, family=fam.id, non_positive_scores=fam.non_positive_scores)
+                ids=ids, family=fam.id, non_positive_scores=fam.non_positive_scores, grades=grades)
 
 
 def hypothesis_strategy(fam: Family, caps: Capabilities):

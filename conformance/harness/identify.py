@@ -10,7 +10,7 @@ from typing import List
 
 from retrieval_conformance.conformance.harness import findings
 from retrieval_conformance.conformance.harness.analysis import Analysis, analyse, expects_value
-from retrieval_conformance.conformance.harness.candidates import UNSTABLE
+from retrieval_conformance.conformance.harness.candidates import UNSTABLE, search_text
 from retrieval_conformance.conformance.harness.cases import FAMILIES, family_skip_reason, golden_cases, sample_cases
 from retrieval_conformance.conformance.harness.describe import alternatives, describe
 from retrieval_conformance.conformance.harness.probes import minus_one_probe, score_shift_note
@@ -75,8 +75,7 @@ def identification(session: Session, a: Analysis) -> Identification:
         extra.append("  also: " + a.mutated)
     v = a.verdict
     if v is None or not v.survivors:
-        lines.append("  no known convention or bug reproduces every value it returned (tie policy x AP rule x "
-                     "AP@k denominator x empty-query policy x CMC length, with up to two known bugs)")
+        lines.append(f"  no known convention or bug reproduces every value it returned ({search_text(a.dims)})")
         lines += _first_differences(session, a)
         return Identification(False, lines + extra, n_cases=n_inputs)
     best = v.survivors[0]

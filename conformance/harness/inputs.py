@@ -50,6 +50,9 @@ class Case:
     codes, ids : native forms (see module docstring), or None.
     golden : dict or None
         The golden JSON case this one came from (for its stated values and known bugs).
+    grades : ndarray (Q, N) int64 or None
+        Graded relevance (spec §2 relevance matrix, read by nDCG): ``relevance == grades > 0``;
+        None: binary relevance (grade 1).
     """
 
     name: str
@@ -63,6 +66,11 @@ class Case:
     golden: Optional[Dict[str, Any]] = None
     family: str = ""
     non_positive_scores: bool = False  # score adapters: pass similarities <= 0 (torchmetrics#3104)
+    grades: Optional[np.ndarray] = None
+
+    def grade_matrix(self) -> np.ndarray:
+        """The relevance grades (Q, N) int64: ``grades``, or 0/1 from the binary relevance."""
+        return self.grades if self.grades is not None else self.relevance.astype(np.int64)
 
     @property
     def n_queries(self) -> int:
@@ -104,7 +112,7 @@ class Case:
             if camera_junk:
                 out.update(query_cams=q_cams, db_cams=g_cams)
         else:
-            out["relevance"] = self.relevance
+            out["relevance"] = self.relevance if self.grades is None else self.grades
         if self.junk is not None and self.junk.any():
             out["junk"] = self.junk
         return out
@@ -230,8 +238,12 @@ def case_from_inputs(name: str, inputs: Dict[str, Any], k: Optional[int] = None,
         distances = np.asarray(inputs["distances"], dtype=np.float64)
     else:
         raise ValueError(f"case {name}: no distances, scores or codes")
+    grades = None
     if "relevance" in inputs:
-        relevance = np.asarray(inputs["relevance"]).astype(bool)
+        raw = np.asarray(inputs["relevance"])
+        relevance = raw > 0 if raw.dtype.kind in "iuf" else raw.astype(bool)
+        if raw.dtype.kind in "iuf" and raw.size and raw.max() > 1:
+            grades = raw.astype(np.int64)
     else:
         relevance = relevance_from_labels(inputs["query_labels"], inputs["db_labels"])
     if "query_codes" in inputs:
@@ -250,7 +262,7 @@ def case_from_inputs(name: str, inputs: Dict[str, Any], k: Optional[int] = None,
         ids = (q_pids, g_pids, np.zeros(q_pids.shape[0], np.int64), np.ones(g_pids.shape[0], np.int64))
     junk = np.asarray(inputs["junk"]).astype(bool) if inputs.get("junk") is not None else None
     return Case(name=name, distances=distances, relevance=relevance, junk=junk, k=k, max_rank=max_rank,
-                codes=codes, ids=ids, golden=golden, family=family)
+                codes=codes, ids=ids, golden=golden, family=family, grades=grades)
 
 
 def fingerprint(case: Case) -> Tuple:
@@ -258,6 +270,8 @@ def fingerprint(case: Case) -> Tuple:
     parts = [case.distances.tobytes(), case.distances.shape, case.relevance.tobytes(), case.k, case.max_rank]
     if case.junk is not None:
         parts.append(case.junk.tobytes())
+    if case.grades is not None:
+        parts.append(case.grades.tobytes())
     if case.ids is not None:
         parts.extend(a.tobytes() for a in case.ids)
     return tuple(parts)

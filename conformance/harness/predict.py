@@ -14,10 +14,11 @@ policy, the first query only, percent).
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
+from retrieval_conformance.conformance.harness import rank_bugs
 from retrieval_conformance.conformance.harness.adapters import Call, Reading
 from retrieval_conformance.conformance.harness.candidates import UNSTABLE, Bug, Candidate
 from retrieval_conformance.conformance.harness.cases import Case
@@ -27,6 +28,12 @@ from retrieval_conformance.reference.contract.conventions import CONCRETE_POLICI
 Interval = Tuple[Any, Any]  # exact Fractions, or float inf where a bug divides by zero
 #: the orders an "unstable" sort's values lie between: every concrete tie policy
 EXTREME_ORDERS = CONCRETE_POLICIES
+#: per-query values besides AP, CMC and INP, by their name in a table: the reference's field
+#: (``p1`` is ``cmc[0]``, precision at 1)
+EXTRA = {"ndcg": "ndcg", "rr": "rr", "ap_at_r": "ap_at_r", "r_precision": "r_precision", "recall": "recall_at_k"}
+#: the bugs modelled per query by :mod:`.rank_bugs`: id -> (the value it replaces, its model)
+MODELS = {"ndcg-ideal-from-retrieved": ("ndcg", rank_bugs.ndcg_ideal_from_retrieved),
+          "mrr-counting-junk": ("rr", rank_bugs.rr_counting_junk)}
 
 
 @dataclass
@@ -38,6 +45,10 @@ class Table:
     inp: List[Interval]
     n_relevant: List[int]
     hits: List[float]
+    extra: Dict[str, List[Interval]] = field(default_factory=dict)  # ndcg, rr, ap_at_r, r_precision, recall, p1
+
+    def values(self, name: str) -> List[Interval]:
+        return self.ap if name == "ap" else self.extra[name]
 
 
 def _point(v) -> Interval:
@@ -73,6 +84,7 @@ def _envelope(tables: Sequence[Table], hits_denominator: bool = False) -> Table:
         n_relevant=first.n_relevant,
         hits=first.hits if all(
             [h > 0 for h in t.hits] == [h > 0 for h in first.hits] for t in tables) else [math.nan] * n_q,
+        extra={name: [env([t.extra[name][q] for t in tables]) for q in range(n_q)] for name in first.extra},
     )
 
 
@@ -101,10 +113,13 @@ def _rank_sum(ranks: List[int], R: int, k: Optional[int], ap_at_k: str, k_div: O
 class Predictor:
     """Predictions of candidates on evaluated inputs, with everything computed once."""
 
-    def __init__(self, cache: ReferenceCache, adapter_name: str, per_query: bool):
+    def __init__(self, cache: ReferenceCache, adapter_name: str, per_query: bool,
+                 fields: Optional[Dict[str, str]] = None):
         self.cache = cache
         self.adapter_name = adapter_name
         self.per_query = per_query
+        #: the adapter's fields -> the per-query value each is the mean of (``mAP`` -> ``ap``)
+        self.fields = fields or {("AP" if per_query else "mAP"): "ap"}
         self._cases: Dict[Tuple[int, str], Case] = {}
         self._tables: Dict[Tuple, Optional[Table]] = {}
         self._kept_counts: Dict[Tuple[int, str], List[int]] = {}
@@ -133,19 +148,20 @@ class Predictor:
                k_div: Optional[int]) -> Optional[Table]:
         rank_bug = next((b for b in cand.bugs if b.rank_sum is not None), None)
         divided = any(b.id == "divided-by-k" for b in cand.bugs)
-        key = (id(case), conv, k, max_rank, rank_bug.id if rank_bug else None, k_div if divided else None)
+        models = tuple(sorted(b.id for b in cand.bugs if b.id in MODELS))
+        key = (id(case), conv, k, max_rank, rank_bug.id if rank_bug else None, k_div if divided else None, models)
         if key in self._tables:
             return self._tables[key]
         self._tables[key] = table = self._compute_table(case, conv, k, max_rank, rank_bug,
-                                                        k_div if divided else None)
+                                                        k_div if divided else None, models)
         return table
 
-    def _compute_table(self, case, conv, k, max_rank, rank_bug, k_div) -> Optional[Table]:
+    def _compute_table(self, case, conv, k, max_rank, rank_bug, k_div, models=()) -> Optional[Table]:
         n_q = case.n_queries
         if k is not None and k < 1:  # gnd[0:-1] of a one-item gallery: nothing is ranked
             zero = _point(Fraction(0))
             return Table([zero] * n_q, [[zero] * max_rank for _ in range(n_q)], [zero] * n_q,
-                         [0] * n_q, [0.0] * n_q)
+                         [0] * n_q, [0.0] * n_q, {name: [zero] * n_q for name in (*EXTRA, "p1")})
         pq, options = self.cache.per_query(case, conv.with_(ap_at_k="r") if k_div else conv, k, max_rank)
         if pq is None:
             return None  # this convention has no value here (grouped ties cut inside a group)
@@ -161,8 +177,16 @@ class Predictor:
                 return None
             new = [_rank_sum(rk, R[q], k, conv.ap_at_k, k_div, rank_bug) for q, rk in enumerate(ranks)]
             ap = new
+        extra = {name: [_point(v) for v in ex[source]] for name, source in EXTRA.items()}
+        extra["p1"] = [_point(row[0]) for row in ex["cmc"]]
+        for bug_id in models:
+            name, model = MODELS[bug_id]
+            values = model(self.cache, case, conv, k)
+            if values is None:
+                return None
+            extra[name] = [_point(v) for v in values]
         return Table([_point(a) for a in ap], [[_point(c) for c in row] for row in ex["cmc"]],
-                     [_point(v) for v in ex["inp"]], R, [float(h) for h in pq.hits_at_k])
+                     [_point(v) for v in ex["inp"]], R, [float(h) for h in pq.hits_at_k], extra)
 
     def tables(self, cand: Candidate, case: Case, call: Call, max_rank: int) -> Optional[Table]:
         """The enveloped per-query values for ``call`` (None: the candidate has no value)."""
@@ -208,21 +232,23 @@ class Predictor:
         scale = math.prod(b.scale for b in cand.bugs)
         if self.per_query:
             q = call.query
-            return {"AP": _scale(tab.ap[q], scale) if counted[q] else None}
+            return {name: _scale(tab.values(source)[q], scale) if counted[q] else None
+                    for name, source in self.fields.items()}
         first = next((b for b in cand.bugs if b.id == "first-query-only"), None)
         out: Dict[str, Any] = {}
         if first is not None:
             which, how = first.variant.split(",")
             cond = {"first": [True] * n_q, "first-relevant": [r > 0 for r in tab.n_relevant],
                     "first-hit": [h > 0 for h in tab.hits]}[which]
-            if not any(cond):  # the loop never reaches its `break`: nothing was added
-                out["mAP"] = _point(Fraction(0))
-                return out
-            q0 = cond.index(True)
-            lo, hi = tab.ap[q0]
-            out["mAP"] = _scale((lo / n_q, hi / n_q) if how == "divided" else (lo, hi), scale)
+            for name, source in self.fields.items():
+                if not any(cond):  # the loop never reaches its `break`: nothing was added
+                    out[name] = _point(Fraction(0))
+                    continue
+                lo, hi = tab.values(source)[cond.index(True)]
+                out[name] = _scale((lo / n_q, hi / n_q) if how == "divided" else (lo, hi), scale)
             return out
-        out["mAP"] = _scale(_mean(tab.ap, counted), scale)
+        for name, source in self.fields.items():
+            out[name] = _scale(_mean(tab.values(source), counted), scale)
         if self.adapter_name == "reid":
             out["mINP"] = _scale(_mean(tab.inp, counted), scale)
             cmc = [_mean([row[j] for row in tab.cmc], counted) for j in range(max_rank)]

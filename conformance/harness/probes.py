@@ -98,10 +98,11 @@ def score_shift_note(session: Session, per_family: int) -> Optional[str]:
     if not caps.scores:
         return None
     changed = 0
+    main = session.adapter.main_field
     for case in sample_cases(next(f for f in FAMILIES if f.needs_scores), caps, per_family, seed=0):
         neg, pos = session.run_case(case), session.run_case(replace(case, non_positive_scores=False))
         if neg.all_read and pos.all_read and neg.readings and any(
-                not within(a.values["AP"], (b.values["AP"], b.values["AP"]), session.atol, session.rtol)
+                not within(a.values[main], (b.values[main], b.values[main]), session.atol, session.rtol)
                 for a, b in zip(neg.readings, pos.readings)):
             changed += 1
     if changed:

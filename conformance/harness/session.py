@@ -35,7 +35,9 @@ LANDMARK_CONVENTIONS = {
     "gldv2": Convention.from_protocol("gldv2"),  # the preset itself: its function gets one query at a time
 }
 #: the presets of each kind an adapter's function can be identified among (``Adapter.preset_kinds``)
-PRESET_KINDS = {"hashing": HASHING_PRESETS, "reid": REID_PRESETS, "landmark": tuple(LANDMARK_CONVENTIONS)}
+PRESET_KINDS = {"hashing": HASHING_PRESETS, "reid": REID_PRESETS, "landmark": tuple(LANDMARK_CONVENTIONS),
+                # the presets that report these values (spec §9): nDCG, and metric learning's MAP@R
+                "ndcg": ("sklearn-ndcg", "trec"), "metric-learning": ("pml",)}
 MAX_HANGS = 2
 FAILED_CALLS_LIMIT = 25  # stop early when not one of this many calls has returned
 
@@ -86,7 +88,8 @@ class Session:
 
     def __init__(self, func: Callable, adapter: str = "hashing-codes", protocol: Optional[str] = None, *,
                  ties: Optional[str] = None, ap_rule: Optional[str] = None, ap_at_k: Optional[str] = None,
-                 empty: Optional[str] = None, arrays: str = "auto", timeout: float = 10.0,
+                 empty: Optional[str] = None, gain: Optional[str] = None, recall: Optional[str] = None,
+                 discount: Optional[str] = None, arrays: str = "auto", timeout: float = 10.0,
                  isolation: str = "auto", max_examples: int = 60, atol: float = 1e-6, rtol: float = 1e-5,
                  target: Optional[str] = None, derandomize: bool = True, known_deviations: Sequence[str] = (),
                  only: Sequence[str] = (), shrink_budget: int = 150, warmup_timeout: Optional[float] = None):
@@ -94,7 +97,8 @@ class Session:
         self.target = target or _name_of(func)
         self.adapter = ad.get_adapter(adapter, func)
         self.protocol = protocol or ad.DEFAULT_PROTOCOL[adapter]
-        self.overrides = {"ties": ties, "ap_rule": ap_rule, "ap_at_k": ap_at_k, "empty": empty}
+        self.overrides = {"ties": ties, "ap_rule": ap_rule, "ap_at_k": ap_at_k, "empty": empty, "gain": gain,
+                          "recall": recall, "discount": discount}
         for name, value in self.overrides.items():
             if value is not None and value not in OPTION_VALUES[name]:
                 raise ad.UsageError(f"--{name.replace('_', '-')}: expected one of {list(OPTION_VALUES[name])}, "
@@ -114,7 +118,7 @@ class Session:
         self.known = list(known_deviations)
         self.only = list(only)
         self.cache = ReferenceCache()
-        self.predictor = Predictor(self.cache, self.adapter.name, self.adapter.per_query)
+        self.predictor = Predictor(self.cache, self.adapter.name, self.adapter.per_query, self.adapter.fields)
         self.eliminator = Eliminator(self.predictor, atol, rtol, check_cmc_length=self._passes_max_rank())
         # the protocol as a candidate; a CMC of either length rule conforms (both are conventions)
         self.protocol_candidate = Candidate(self.convention, None)
@@ -150,7 +154,8 @@ class Session:
 
     # -- the candidate space of this adapter ------------------------------------------------
     def dims(self, any_k: bool) -> List[str]:
-        dims = [d for d in OPTION_VALUES if any_k or d != "ap_at_k"]
+        """The options the adapter's values depend on (``Adapter.options``; AP@k's only with a cut-off)."""
+        dims = [d for d in OPTION_VALUES if d in self.adapter.options and (any_k or d != "ap_at_k")]
         if self.adapter.name == "reid" and self._passes_max_rank():
             dims.append("cmc_length")
         return dims
@@ -158,14 +163,18 @@ class Session:
     def candidate_space(self, any_k: bool):
         """(conventions, CMC length rules) that identification starts from."""
         bases = REID_PRESETS if self.adapter.name == "reid" else (PLAIN_BASE,)
-        ties = ("stable",) if self.adapter.name == "oxford" else TIE_CANDIDATES
-        ap_at_k = OPTION_VALUES["ap_at_k"] if any_k else ("hits",)
+        values = {name: tuple(vals) for name, vals in OPTION_VALUES.items()}
+        values["ties"] = ("stable",) if self.adapter.name == "oxford" else TIE_CANDIDATES
+        values["ap_at_k"] = OPTION_VALUES["ap_at_k"] if any_k else ("hits",)
         # skip_no_hit differs from skip only in a mean over queries with a cut-off
-        empties = tuple(e for e in OPTION_VALUES["empty"]
-                        if e != "skip_no_hit" or (any_k and not self.adapter.per_query))
+        values["empty"] = tuple(e for e in OPTION_VALUES["empty"]
+                                if e != "skip_no_hit" or (any_k and not self.adapter.per_query))
+        for name in values:  # an option the adapter's values do not depend on stays at the protocol's value
+            if name not in self.adapter.options:
+                values[name] = (getattr(self.convention, name),)
         # a function that chooses its own max_rank is compared on the common prefix: no length rule
         cmc = CMC_LENGTHS if self.adapter.name == "reid" and self._passes_max_rank() else (None,)
-        return conventions(bases, ties, OPTION_VALUES["ap_rule"], ap_at_k, empties), cmc
+        return conventions(bases, values), cmc
 
     # -- calling ----------------------------------------------------------------------------
     def _runner(self) -> Runner:
@@ -216,7 +225,7 @@ class Session:
 
     @property
     def convention_text(self) -> str:
-        return self.convention.label(list(OPTION_VALUES))
+        return self.convention.label([d for d in self.dims(True) if d in OPTION_VALUES])
 
     def adapter_calls(self, case: Case) -> List[ad.Call]:
         """The adapter's calls for ``case``; :class:`~.adapters.Skip` when it cannot express it."""
@@ -274,7 +283,7 @@ class Session:
             pred = self.prediction(ev, call, reading, cand)
             if pred is None:
                 continue
-            main = "AP" if self.adapter.per_query else "mAP"
+            main = self.adapter.main_field
             ref = exact_value(pred.get(main))
             if cand is None:
                 ev.reference[(main, q)] = ref
@@ -320,7 +329,7 @@ class Session:
 
     def _metric_name(self, q: Optional[int], metric: str) -> str:
         if self.adapter.per_query:
-            return f"AP of query {q}"
+            return f"{metric} of query {q}"
         return metric
 
     def evaluate(self, case: Case) -> Evaluation:
@@ -335,13 +344,15 @@ class Session:
         ev.mismatches = self.compare(ev)
         return ev
 
-    def user_value(self, ev: Evaluation, metric: str = "mAP"):
-        """The user's mAP (aggregate adapters) or list of per-query APs (one-query adapters)."""
+    def user_value(self, ev: Evaluation, metric: Optional[str] = None):
+        """The user's main value (mAP, nDCG...: aggregate adapters) or list of per-query APs
+        (one-query adapters)."""
+        metric = metric or self.adapter.main_field
         if self.adapter.per_query:
             vals: List[Optional[float]] = [None] * ev.case.n_queries
             for call, reading in zip(ev.calls, ev.readings):
                 if reading is not None:
-                    vals[call.query] = reading.values.get("AP")
+                    vals[call.query] = reading.values.get(metric)
             return vals
         if not ev.readings or ev.readings[0] is None:
             return None
