@@ -1,8 +1,9 @@
 """TREC runs and qrels (files or ranx-style dicts) evaluated with trec_eval's semantics.
 
 ``evaluate_run`` reproduces trec_eval's ``map``, ``P_k``, ``recall_k``, ``Rprec``,
-``recip_rank`` and ``ndcg`` / ``ndcg_cut_k`` with any implementation of the engine.  The conventions, each read in usnistgov/trec_eval
-(tags v9.0.8 and v10.0; file names below are from there):
+``recip_rank`` and ``ndcg`` / ``ndcg_cut_k`` with any implementation of the engine.  The
+conventions, each read in usnistgov/trec_eval (tags v9.0.8 and v10.0; file names below are
+from there):
 
 Which queries
     A query is evaluated when it has results in the run and judgments in the qrels.
