@@ -149,3 +149,31 @@ def test_real_sklearn_ndcg_score_is_identified_as_sklearn_ndcg():
     best = _best(ident)
     assert best.conv.ties == "expected" and best.conv.gain == "linear" and best.conv.empty == "zero"
     assert "equally consistent" not in ident.text()
+
+
+# -- pytorch-metric-learning itself --------------------------------------------------------------
+def real_pml_get_accuracy(query, query_labels, reference, reference_labels):
+    """pytorch-metric-learning's AccuracyCalculator as a user calls it (k-NN by its torch
+    Euclidean distance, so faiss is not needed), returning its dict."""
+    import torch
+    from pytorch_metric_learning.distances import LpDistance
+    from pytorch_metric_learning.utils.accuracy_calculator import AccuracyCalculator
+    from pytorch_metric_learning.utils.inference import CustomKNN
+
+    calculator = AccuracyCalculator(include=("mean_average_precision_at_r", "r_precision", "precision_at_1"),
+                                    knn_func=CustomKNN(LpDistance(normalize_embeddings=False)),
+                                    device=torch.device("cpu"))
+    t = [torch.as_tensor(np.asarray(a)) for a in (query, query_labels, reference, reference_labels)]
+    return calculator.get_accuracy(t[0].float(), t[1], t[2].float(), t[3], ref_includes_query=False)
+
+
+def test_real_pml_map_at_r_is_identified_as_pml():
+    """pml's MAP@R, R-precision and precision_at_1 are the pml preset's on every input; its k-NN
+    (torch.topk) orders tied distances by no tie policy, which identify reports as unstable ties
+    (spec §13 pytorch-metric-learning: "ties in k-NN order") rather than naming a policy."""
+    pytest.importorskip("pytorch_metric_learning")
+    pytest.importorskip("torch")
+    report, ident = _ident(real_pml_get_accuracy, "pml")
+    assert ident.preset == "pml" and ident.differences == {"ties": "unstable"}, report.text()
+    assert ident.bug is None and "equally consistent" not in ident.text(), report.text()
+    assert "every value lies between the extreme tie orders" in ident.text()
