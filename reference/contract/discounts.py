@@ -22,59 +22,13 @@ import threading
 from typing import Tuple
 
 import numpy as np
+from retrieval_conformance.reference.contract.double_double import dd_add, dd_div, dd_mul, two_sum
 
 # ln 2 as a double-double (hi + lo)
 _LN2 = (0.6931471805599453, 2.3190468138462996e-17)
 _SERIES_TERMS = 24
-_SPLIT = 134217729.0  # 2**27 + 1, Dekker's splitter
-
-
-def _two_sum(a, b):
-    s = a + b
-    bb = s - a
-    return s, (a - (s - bb)) + (b - bb)
-
-
-def _split(a):
-    c = _SPLIT * a
-    hi = c - (c - a)
-    return hi, a - hi
-
-
-def _two_prod(a, b):
-    p = a * b
-    ah, al = _split(a)
-    bh, bl = _split(b)
-    return p, ((ah * bh - p) + ah * bl + al * bh) + al * bl
-
-
-def _dd_add(x, y):
-    s, e = _two_sum(x[0], y[0])
-    e = e + x[1] + y[1]
-    return _two_sum(s, e)
-
-
-def _dd_mul(x, y):
-    p, e = _two_prod(x[0], y[0])
-    e = e + (x[0] * y[1] + x[1] * y[0])
-    return _two_sum(p, e)
-
-
-def _dd_div(x, y):
-    q1 = x[0] / y[0]
-    r = _dd_add(x, _neg(_dd_mul((q1, q1 * 0.0), y)))
-    q2 = r[0] / y[0]
-    r = _dd_add(r, _neg(_dd_mul((q2, q2 * 0.0), y)))
-    q3 = r[0] / y[0]
-    return _dd_add(_two_sum(q1, q2), (q3, q3 * 0.0))
-
-
-def _neg(x):
-    return -x[0], -x[1]
-
-
 #: 1 / (2j + 1) as double-doubles of Python floats, j = 0 .. _SERIES_TERMS
-_INVERSE_ODD = [_dd_div((1.0, 0.0), (2.0 * j + 1.0, 0.0)) for j in range(_SERIES_TERMS + 1)]
+_INVERSE_ODD = [dd_div((1.0, 0.0), (2.0 * j + 1.0, 0.0)) for j in range(_SERIES_TERMS + 1)]
 
 
 def _log2_dd(x: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
@@ -85,21 +39,21 @@ def _log2_dd(x: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
     e = np.where(big, exp, exp - 1).astype(np.float64)
     zero = m * 0.0
     # t = (m - 1) / (m + 1): m - 1 is exact (Sterbenz), m + 1 as a double-double
-    t = _dd_div((m - 1.0, zero), _two_sum(m, 1.0 + zero))
-    t2 = _dd_mul(t, t)
+    t = dd_div((m - 1.0, zero), two_sum(m, 1.0 + zero))
+    t2 = dd_mul(t, t)
     # atanh(t) / t = sum t^(2j) / (2j + 1), by Horner from the last term
     acc = (zero + _INVERSE_ODD[_SERIES_TERMS][0], zero + _INVERSE_ODD[_SERIES_TERMS][1])
     for j in range(_SERIES_TERMS - 1, -1, -1):
-        acc = _dd_add(_dd_mul(acc, t2), _INVERSE_ODD[j])
-    ln_m = _dd_mul(_dd_mul(acc, t), (zero + 2.0, zero))
-    return _dd_add((e, zero), _dd_div(ln_m, (zero + _LN2[0], zero + _LN2[1])))
+        acc = dd_add(dd_mul(acc, t2), _INVERSE_ODD[j])
+    ln_m = dd_mul(dd_mul(acc, t), (zero + 2.0, zero))
+    return dd_add((e, zero), dd_div(ln_m, (zero + _LN2[0], zero + _LN2[1])))
 
 
 def _compute(n: int) -> np.ndarray:
     ranks = np.arange(1, n + 1, dtype=np.float64)
     log2 = _log2_dd(ranks + 1.0)
     one = (ranks * 0.0 + 1.0, ranks * 0.0)
-    hi, lo = _dd_div(one, log2)
+    hi, lo = dd_div(one, log2)
     return hi + lo  # the double-double rounded once to float64
 
 
