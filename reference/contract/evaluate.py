@@ -247,11 +247,12 @@ def evaluate(
         (1 GiB) is an error that says so.
     ties, ap_rule, ap_at_k, empty, radius, gain, recall, discount
         Overrides of the preset's options (see :class:`Options`).
-    implementation : {"auto", "reference", "numpy", "torch", "c"}
+    implementation : {"auto", "reference", "numpy", "torch", "c", "dask"}
         Who computes; all return the same numbers, and ``result.implementation`` says who did.
         Default ``"auto"``: the fastest available (C, then numpy, then torch; torch is not
         imported unless it is picked).  ``"reference"`` is the slow exact yardstick, the only
-        one that also returns exact ``Fraction`` values (``result.exact``).
+        one that also returns exact ``Fraction`` values (``result.exact``).  ``"dask"`` runs
+        the queries on the current ``dask.distributed`` client (``pip install '.[dask]'``).
     block_size : int, optional
         Queries per block.  Inputs are validated and evaluated one query block at a time
         (a memory-mapped ``distances`` array is read block by block, embeddings and codes give

@@ -90,6 +90,7 @@ _SPECS: Dict[str, str] = {
     "numpy": "retrieval_conformance.implementations.numpy_backend:NumpyImplementation",
     "torch": "retrieval_conformance.implementations.torch_backend:TorchImplementation",
     "c": "retrieval_conformance.implementations.c_backend:CImplementation",
+    "dask": "retrieval_conformance.implementations.dask_backend:DaskImplementation",
 }
 BUILT_IN = tuple(_SPECS)
 #: the entry-point group third-party implementations register under
@@ -110,7 +111,7 @@ def _discover() -> None:
         if point.name not in BUILT_IN:
             _SPECS.setdefault(point.name, point.value)
 #: the built-in implementations' ``speed_rank``, known without importing them
-_BUILT_IN_RANKS = {"c": 0, "numpy": 10, "torch": 20, "reference": 1000}
+_BUILT_IN_RANKS = {"c": 0, "numpy": 10, "torch": 20, "dask": 500, "reference": 1000}
 
 
 def _speed_rank(name: str) -> int:
