@@ -214,6 +214,10 @@ def _expected_ap_dcmh(ops, groups: TieGroups, T, full, R, k: int, rule: str):
         pr = ops.nonzero(part)[0]
         c, n, m, h, J, rows_p = c[pr], n[pr], m[pr], h[pr], J[pr], rows[pr]
         q, pmf = jth_position_pmf(ops, n, m, J)
+        # rows are padded to the longest; a padded column (pmf 0) may lie beyond its group and
+        # the gallery: keep its table lookups at the row's last position (fuzz case 835145)
+        last = (n - m + J)[:, None]
+        q = ops.where(q <= last, q, last)
         c_, h_, J_ = c[:, None] + 0 * q, h[:, None] + 0 * q, J[:, None] + 0 * q
         alpha, beta = alpha_beta(ops, h_, c_ + q, rule)
         A, Bs = _run_sums(ops, T, c_, h_, ops.clip(q - 1, 0, None), rule)

@@ -275,3 +275,25 @@ def test_double_double_quotients_and_row_sums():
         for row in range(8):
             exact = sum(Fraction(int(a), int(b)) for a, b in zip(x.reshape(8, 25)[row], y.reshape(8, 25)[row]))
             assert abs(Fraction(hi[row]) + Fraction(lo[row]) - exact) <= exact / 2 ** 100
+
+
+def test_dcmh_expected_with_groups_of_different_lengths_in_one_block():
+    """Fuzz finding (seed 0, cases 835145 and 959084): under ties="expected" and
+    ap_at_k="dcmh", the position distributions of groups of different lengths are padded to one
+    width, and a padded column looked up the harmonic table beyond the gallery (IndexError in
+    numpy and torch).  The padded columns weigh 0; the values equal the reference's."""
+    import retrieval_conformance as rc
+    from retrieval_conformance.conformance.crosscheck import compare_per_query
+
+    scores = np.array([[0.5, 3.0, 0.5, 3.0, 0.5, 0.5, 3.0, 0.5, 0.5, 3.0, 3.0, 3.0],
+                       [0.5, 3.0, 0.5, 3.0, 0.5, 0.5, 3.0, 3.0, 3.0, 3.0, 3.0, 3.0],
+                       [0.5, 0.5, 0.5, 3.0, 0.5, 3.0, 0.5, 0.5, 0.5, 0.5, 0.5, 3.0],
+                       [0.5, 3.0, 3.0, 3.0, 3.0, 3.0, 3.0, 3.0, 3.0, 3.0, 0.5, 3.0]])
+    kwargs = dict(scores=scores, query_labels=[[0, 1], [1, 0], [0, 1], [0, 1]],
+                  db_labels=[[1, 1], [0, 1], [1, 1], [0, 0], [1, 1], [0, 0], [0, 1], [1, 0], [0, 1], [1, 0],
+                             [0, 0], [0, 0]],
+                  ties="expected", ap_at_k="dcmh", k=3, max_rank=3, empty="zero")
+    ref = rc.evaluate(**kwargs, implementation="reference").per_query
+    for name in ("numpy", "torch"):
+        if name in rc.available_implementations():
+            assert compare_per_query(ref, rc.evaluate(**kwargs, implementation=name).per_query) == []
