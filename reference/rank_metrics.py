@@ -28,7 +28,7 @@ from __future__ import annotations
 from fractions import Fraction
 from typing import Sequence
 
-from retrieval_conformance.reference.contract.discounts import rank_discounts
+from retrieval_conformance.reference.contract.discounts import discount as rank_discount
 from retrieval_conformance.reference.contract.problem import Options
 
 ZERO = Fraction(0)
@@ -42,7 +42,7 @@ def gain(grade: int, rule: str) -> int:
 def discount(r: int, rule: str = "log2") -> Fraction:
     """The discount of 1-based rank ``r`` under ``rule`` (``Options.discount``), exactly: the
     value of the float64 table's entry."""
-    return Fraction(float(rank_discounts(r, rule)[r - 1]))
+    return Fraction(rank_discount(r, rule))
 
 
 def cutoff(opts: Options, n_kept: int) -> int:

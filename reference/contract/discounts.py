@@ -79,8 +79,13 @@ def discount_table(n: int) -> np.ndarray:
     return _table[:n]
 
 
-def discount(rank: int) -> float:
-    """``d(rank)`` for one 1-based rank."""
+def discount(rank: int, rule: str = "log2") -> float:
+    """The discount of one 1-based rank under ``rule`` (the entry of :func:`rank_discounts`),
+    read from the table without building a shifted copy."""
+    if rule == "trec":
+        return 1.0 if rank == 1 else float(discount_table(rank - 1)[rank - 2])
+    if rule != "log2":
+        raise ValueError(f"discount: expected 'log2' or 'trec', got {rule!r}")
     return float(discount_table(rank)[rank - 1])
 
 
