@@ -21,6 +21,7 @@ from .problems import (
     MATRICES,
     PLAIN_PROTOCOLS,
     Case,
+    graded_relevance,
     short_repr,
     torch_or_none,
 )
@@ -223,10 +224,26 @@ def _huge_tie_group(d, kw):
     n = d.integer(1000, 3000)
     rng = np.random.default_rng(d.integer(0, 2**32 - 1))
     out = {key: value for key, value in kw.items() if key not in ARRAYS + ("metric",)}
-    out.update(distances=np.zeros((1, n)), relevance=rng.random((1, n)) < d.choice((0.001, 0.01, 0.5)),
-               ties="expected", protocol=d.choice(PLAIN_PROTOCOLS), max_rank=d.integer(1, 50))
+    relevance = rng.random((1, n)) < d.choice((0.001, 0.01, 0.5))
+    if d.chance(0.3):  # graded: the tie group's mean gain on each position (nDCG)
+        relevance = np.where(relevance, graded_relevance(d, rng, (1, n)), 0)
+    out.update(distances=np.zeros((1, n)), relevance=relevance, ties="expected",
+               protocol=d.choice(PLAIN_PROTOCOLS), max_rank=d.integer(1, 50))
     out.pop("block_size", None)
     return Case(out, f"huge_tie_group:{n}", "value")
+
+
+def _bad_grade(d, kw):
+    """A relevance grade outside 0 .. 52, or not an integer: a named error (spec §2)."""
+    if kw.get("relevance") is None:
+        return None
+    out = dict(kw)
+    grades = np.array(kw["relevance"], dtype=np.float64)
+    bad = d.choice((53, -1, 255, 2.5, np.nan, 1e300, -0.5))
+    grades.flat[d.integer(0, grades.size - 1)] = bad
+    # whole bad grades also as integers (a float bad grade stays float: its cast would be valid)
+    out["relevance"] = grades.astype(np.int64) if bad in (53, -1, 255) and d.chance(0.5) else grades
+    return Case(out, "bad_grade", "error")
 
 
 def _id_pair(d, kw) -> Optional[Tuple[str, str]]:
@@ -325,7 +342,9 @@ CHANGES: Tuple[Change, ...] = (
     Change("bad_protocol", "error", _option("protocol", ("nope", ["reid"], None, 5, "REID ", b"reid"), "error")),
     Change("bad_tie_policy", "error", _option("ties", ("nope", ["stable"], 5, b"stable", {"a": 1}), "error")),
     Change("bad_choice", "error", lambda d, kw: _option(
-        d.choice(("ap_rule", "ap_at_k", "empty", "metric")), ("nope", ["x"], 5, {1}), "error")(d, kw)),
+        d.choice(("ap_rule", "ap_at_k", "empty", "metric", "gain", "discount", "recall")),
+        ("nope", ["x"], 5, {1}), "error")(d, kw)),
+    Change("bad_grade", "error", _bad_grade),
     Change("bad_radius", "error", _option("radius", (-1, np.nan, "1", np.inf, [1], complex(1, 1)), "error")),
     Change("bad_block_size", "error", _option("block_size", (0, -1, 2.5, "3", [2], np.float64(2)), "error")),
     Change("unknown_keyword", "error", _unknown_keyword),

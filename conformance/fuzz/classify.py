@@ -27,7 +27,7 @@ import numpy as np
 import retrieval_conformance as rc
 from retrieval_conformance.conformance.crosscheck import compare_per_query
 from retrieval_conformance.reference.contract.aggregation import NoQueryCountedWarning
-from retrieval_conformance.reference.contract.problem import MEANS
+from retrieval_conformance.reference.contract.problem import MEANS, VALUE_FIELDS
 from retrieval_conformance.reference.contract.validation import LowPrecisionWarning
 
 from .cases import Case
@@ -156,7 +156,8 @@ def _per_query_differences(got, want, fields: Sequence[str]) -> List[str]:
     return out
 
 
-UNCUT_FIELDS = ("ap", "n_relevant", "hits_at_k", "recall_at_k", "cmc", "inp", "r_precision")
+#: per-query fields equal for any two cut-offs beyond the gallery (P@k = H/k divides by k itself)
+UNCUT_FIELDS = ("n_relevant", "cmc") + tuple(f for f in VALUE_FIELDS if f != "precision_at_k")
 
 
 def _twin_differences(case: Case, result, twin_result) -> List[str]:

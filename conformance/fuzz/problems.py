@@ -2,7 +2,7 @@
 
 A problem is small and tie-heavy, with every kind of ranking input (distances, scores, ±1 and
 0/1 codes, embeddings), relevance input (ids, multi-hot rows, a matrix), junk, cameras, and
-every option drawn; a rare one holds a tie group of thousands of items.
+graded relevance, every option drawn; a rare one holds a tie group of thousands of items.
 """
 from __future__ import annotations
 
@@ -13,10 +13,14 @@ import numpy as np
 from retrieval_conformance.reference.contract.conventions import (
     AP_AT_K_DENOMINATORS,
     AP_RULES,
+    DISCOUNTS,
     EMPTY_POLICIES_WITH_A_MEAN,
+    GAINS,
+    RECALL_SENSES,
     TIE_POLICIES,
 )
 from retrieval_conformance.reference.contract.presets import PRESETS
+from retrieval_conformance.reference.contract.validation import MAX_GRADE
 
 # The draws pick from these tuples by index, so their order (the table's and PRESETS') fixes the
 # problem of each case index: a new value or preset, or a reordering, changes a seed's cases.
@@ -106,7 +110,7 @@ def base_problem(d) -> Dict[str, Any]:
             for side in EMBEDDINGS:
                 first = kw[side][:, 0]
                 first[first == 0] = 1.0
-    relevance = d.choice(("ids", "ids", "multi", "matrix"))
+    relevance = d.choice(("ids", "ids", "multi", "matrix", "graded"))
     protocol = d.choice(PLAIN_PROTOCOLS)
     if relevance == "ids":
         kw["query_labels"] = rng.integers(0, 3, size=nq)
@@ -119,8 +123,10 @@ def base_problem(d) -> Dict[str, Any]:
         width = d.integer(1, 3)
         kw["query_labels"] = rng.integers(0, 2, size=(nq, width))
         kw["db_labels"] = rng.integers(0, 2, size=(n, width))
-    else:
+    elif relevance == "matrix":
         kw["relevance"] = rng.random((nq, n)) < 0.4
+    else:
+        kw["relevance"] = graded_relevance(d, rng, (nq, n))
     if d.chance(0.25):
         kw["junk"] = rng.random((nq, n)) < 0.2
     kw["protocol"] = protocol
@@ -136,6 +142,9 @@ def base_options(d, big: bool = False) -> Dict[str, Any]:
         "empty": d.choice(EMPTY_POLICIES_WITH_A_MEAN),  # not "error": a valid problem gives a value
         "max_rank": d.integer(1, 8),
     }
+    for name, vocabulary in (("gain", GAINS), ("discount", DISCOUNTS), ("recall", RECALL_SENSES)):
+        if d.chance(0.4):  # else the preset's
+            out[name] = d.choice(vocabulary)
     if d.chance(0.8):
         out["k"] = None if d.chance(0.3) else d.integer(1, 15)
     if d.chance(0.2):
@@ -144,4 +153,12 @@ def base_options(d, big: bool = False) -> Dict[str, Any]:
         out["block_size"] = d.integer(1, 3)
     return out
 
+
+def graded_relevance(d, rng, shape) -> np.ndarray:
+    """Integer grades 0 .. top (0 = not relevant), top up to the largest allowed grade, in an
+    integer or float dtype (both hold grades)."""
+    top = d.choice((2, 3, MAX_GRADE))
+    grades = rng.integers(0, top + 1, size=shape)
+    grades[rng.random(shape) < 0.5] = 0  # most items are not relevant, as in real judgements
+    return grades.astype(d.choice((np.int64, np.uint8, np.int32, np.float64)))
 
