@@ -79,6 +79,13 @@
 /* copies of a hot counter array, item j updating copy j mod 4: most items hit the same few
  * slots, and one copy would serialise the increments through memory (a power of two) */
 #define RC_INTERLEAVE 4
+/* float path: an item's gap among the sorted relevant distances is read from a table of
+ * buckets over [smallest, largest relevant distance]: about this many buckets per relevant
+ * item (a power of two), at most RC_BUCKETS_MAX (the table stays in L1/L2) and at most ~N */
+#define RC_BUCKETS_PER_RELEVANT 4
+#define RC_BUCKETS_MAX 16384
+/* the float path's skip[] marks junk 1 and the query's relevant items RC_SKIP_RELEVANT */
+#define RC_SKIP_RELEVANT 2
 /* float `grouped` with a cut-off: a max-heap of the k+1 smallest while k+1 <= N'/16 (most
  * items then fail one comparison with the top); larger k: a quickselect over all N' items */
 #define RC_HEAP_SELECT_DIVISOR 16
@@ -307,6 +314,10 @@ typedef struct {
     group *groups;           /* N: groups holding relevant items */
     relitem *rel;            /* N + 1 (float path) */
     double *rd;              /* N: sorted relevant distances (float path) */
+    int64_t *bucket;         /* RC_BUCKETS_MAX + 3 (float path): relevant items in lower buckets */
+    double *bucket_value;    /* RC_BUCKETS_MAX + 2 (float path): a bucket's one relevant distance */
+    int64_t *tie_seen;       /* N + 1 (float path, stable/reverse): relevant items of a run passed */
+    int64_t *tie_last;       /* N + 1 (float path, stable/reverse): its tied items placed so far */
     int64_t *before, *eq;    /* RC_INTERLEAVE (N + 1) and N + 1 (float path) */
     double *sel;             /* N (float path, grouped with k) */
     int64_t *h2;             /* RC_INTERLEAVE x 2 (B + 1) (codes path): per (distance, relevant) */

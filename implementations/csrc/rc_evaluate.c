@@ -9,7 +9,7 @@
 /* ---- per-thread workspace ---------------------------------------------------------------- */
 static void ws_free(workspace *w)
 {
-    free(w->skip); free(w->ranks); free(w->groups); free(w->rel); free(w->rd);
+    free(w->skip); free(w->ranks); free(w->groups); free(w->rel); free(w->rd); free(w->bucket); free(w->bucket_value); free(w->tie_seen); free(w->tie_last);
     free(w->before); free(w->eq); free(w->sel); free(w->h2); free(w->ht); free(w->hr);
     free(w->clt); free(w->rlt); free(w->run); free(w->rinfo); free(w->gr);
     memset(w, 0, sizeof(*w));
@@ -43,9 +43,16 @@ static int ws_alloc(workspace *w, const rc_input *in, const rc_options *o)
     } else {
         w->rel = (relitem *)malloc(N * sizeof(relitem));
         w->rd = (double *)malloc(N * sizeof(double));
+        w->bucket = (int64_t *)malloc((RC_BUCKETS_MAX + 3) * sizeof(int64_t));
+        w->bucket_value = (double *)malloc((RC_BUCKETS_MAX + 2) * sizeof(double));
+        if (o->ties == T_STABLE || o->ties == T_REVERSE) {
+            w->tie_seen = (int64_t *)malloc(N * sizeof(int64_t));
+            w->tie_last = (int64_t *)malloc(N * sizeof(int64_t));
+            if (!w->tie_seen || !w->tie_last) return -1;
+        }
         w->before = (int64_t *)malloc(RC_INTERLEAVE * N * sizeof(int64_t));
-        if (by_group) w->eq = (int64_t *)malloc(N * sizeof(int64_t));
-        if (!w->rel || !w->rd || !w->before || (by_group && !w->eq)) return -1;
+        w->eq = (int64_t *)malloc(N * sizeof(int64_t));
+        if (!w->rel || !w->rd || !w->bucket || !w->bucket_value || !w->before || !w->eq) return -1;
         if (o->ties == T_GROUPED && o->k >= 0) {
             w->sel = (double *)malloc(N * sizeof(double));
             if (!w->sel) return -1;

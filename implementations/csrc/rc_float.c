@@ -1,5 +1,6 @@
 /* rc_float.c -- one query of float32 / float64 distances: the relevant distances sorted, every
- * other item binary-searched among them; `grouped` with a cut-off by a heap or quickselect. */
+ * other item placed among them through a bucket table (binary-searched only inside a bucket
+ * that holds a relevant distance); `grouped` with a cut-off by a heap or quickselect. */
 #include "rc_core.h"
 
 /* relevance of gallery item j to the current query, from whichever input was given */
@@ -112,6 +113,89 @@ static inline int64_t lower_bound_bf(const double *a, int64_t n, double x)
     return (int64_t)(base - a) + (*base < x);
 }
 
+/* ---- the gap of an item among the sorted relevant distances ------------------------------ */
+/* A monotone map of distances to buckets 0 .. nb + 1: 0 below the smallest relevant distance
+ * lo, nb + 1 above the largest hi, 1 .. nb in between by fl(fl(d - lo) * scale).  Rounded
+ * subtraction and multiplication by scale >= 0 never reverse an order, so d1 <= d2 gives
+ * bucket(d1) <= bucket(d2) whatever the rounding (a NaN product, from an overflowing range,
+ * goes to the top bucket: still monotone).  Hence an item in a bucket that holds no relevant
+ * distance lies strictly between the same two relevant distances as its whole bucket: its gap
+ * is read from the table, exact, without a search.  Items and relevant distances go through
+ * this one function, so equal distances always share a bucket. */
+typedef struct { double lo, hi, scale, top; int64_t nb; } bucketmap;
+
+static inline __attribute__((always_inline)) int64_t bucket_of(const bucketmap *m, double d)
+{
+    double t = (d - m->lo) * m->scale;  /* in [0, nb - 1] when lo <= d <= hi (or NaN) */
+    t = t < m->top ? t : m->top;        /* rounding past nb - 1, and NaN, go to the top */
+    return d < m->lo ? 0 : d > m->hi ? m->nb + 1 : 1 + (int64_t)t;
+}
+
+/* bucket map over rd[0 .. G-1] (sorted, G >= 1); first[b] = relevant distances in buckets
+ * below b, for b = 0 .. nb + 2; value[b] = the one relevant distance in bucket b, +inf for
+ * none (every distance is below it), NaN for several different ones; about
+ * RC_BUCKETS_PER_RELEVANT buckets per relevant item */
+static void bucket_setup(const double *rd, int64_t G, int64_t N, int64_t *first, double *value, bucketmap *m)
+{
+    const double range = rd[G - 1] - rd[0];
+    int64_t nb = 1, i, b;
+    while (nb < RC_BUCKETS_PER_RELEVANT * G && nb < N && nb < RC_BUCKETS_MAX) nb <<= 1;
+    m->lo = rd[0];
+    m->hi = rd[G - 1];
+    m->nb = nb;
+    m->top = (double)(nb - 1);
+    m->scale = range > 0 && range <= DBL_MAX ? (double)(nb - 1) / range : 0.0;
+    if (!(m->scale <= DBL_MAX)) m->scale = 0.0;  /* a subnormal range: one bucket */
+    memset(first, 0, (size_t)(nb + 3) * sizeof(int64_t));
+    for (i = 0; i < G; i++) first[bucket_of(m, rd[i]) + 1]++;
+    for (b = 1; b < nb + 3; b++) first[b] += first[b - 1];
+    for (b = 0; b < nb + 2; b++) {
+        const int64_t lo = first[b], hi = first[b + 1];
+        value[b] = lo == hi ? HUGE_VAL : rd[lo] == rd[hi - 1] ? rd[lo] : NAN;
+    }
+}
+
+/* the run of relevant items (start lo, end *hi) whose distance is d, a relevant distance */
+static inline int64_t run_of(const bucketmap *m, const int64_t *first, const double *value, const double *rd,
+                             const relitem *rel, double d, int64_t *hi)
+{
+    const int64_t b = bucket_of(m, d);
+    int64_t lo = first[b];
+    *hi = first[b + 1];
+    if (value[b] != value[b]) {  /* several distances in the bucket */
+        lo += lower_bound_bf(rd + lo, *hi - lo, d);
+        *hi = lower_d(rel, lo, *hi, d, 1);
+    }
+    return lo;
+}
+
+/* stable / reverse: the pass reached relevant item (distance d) of a run; the tied items seen
+ * since the run's previous relevant item stand between the two (in the policy's order) */
+static void tie_snapshot(const bucketmap *m, const int64_t *first, const double *value, const double *rd,
+                         const relitem *rel, double d, int64_t ties, const int64_t *eq, int64_t *seen,
+                         int64_t *last, int64_t *before)
+{
+    int64_t hi, lo = run_of(m, first, value, rd, rel, d, &hi);
+    const int64_t c = seen[lo]++;  /* relevant items of the run before this one, by index */
+    before[ties == T_STABLE ? lo + c : hi - c] += eq[lo] - last[lo];
+    last[lo] = eq[lo];
+}
+
+/* the concrete policies: the items tied with each run (eq[run start]) into before[]:
+ * pessimistic before the run, optimistic after it, stable/reverse those not yet placed by
+ * tie_snapshot after (stable) or before (reverse) every relevant item of the run */
+static void ties_to_before(int64_t ties, const double *rd, int64_t G, const int64_t *eq, const int64_t *last,
+                           int64_t *before)
+{
+    int64_t lo = 0, hi;
+    for (; lo < G; lo = hi) {
+        for (hi = lo + 1; hi < G && rd[hi] == rd[lo]; hi++) continue;
+        if (ties == T_PESSIMISTIC) before[lo] += eq[lo];
+        else if (ties == T_OPTIMISTIC) before[hi] += eq[lo];
+        else before[ties == T_STABLE ? hi : lo] += eq[lo] - last[lo];
+    }
+}
+
 /* column of the first NaN/inf of a row, or -1; the bit test vectorises (an exponent of all
  * ones carries into the sign bit) */
 static int64_t first_nonfinite(const float *x32, const double *x64, int64_t n)
@@ -152,7 +236,9 @@ query_float_body(const rc_input *in, const rc_options *o, const dd *Hh, const dd
     double *rd = w->rd;
     int64_t *before = w->before, *eq = w->eq;
     int64_t j, G = 0, Np, i, bad;
-    double dmax;
+    const int64_t *first = w->bucket;
+    const double *bval = w->bucket_value;
+    bucketmap bm;
     rankin rin;
 
 #define RC_D(jj) (is32 ? (double)D32[jj] : D64[jj])
@@ -175,6 +261,23 @@ query_float_body(const rc_input *in, const rc_options *o, const dd *Hh, const dd
                 rel[G].d = RC_D(j);
                 rel[G].j = j;
                 G++;
+            }
+        }
+    } else if (in->rel_kind == REL_MATRIX) {
+        /* a row of 0/1 flags, mostly 0: eight flags at a time, an all-zero word skipped */
+        const uint8_t *row = in->relevance + q * N;
+        for (j = 0; j < N; j += 8) {
+            const int64_t stop = j + 8 < N ? j + 8 : N;
+            int64_t t;
+            uint64_t word = 1;  /* a short tail is read flag by flag */
+            if (stop - j == 8) memcpy(&word, row + j, sizeof(word));
+            if (!word) continue;
+            for (t = j; t < stop; t++) {
+                if (row[t] && !skip[t]) {
+                    rel[G].d = RC_D(t);
+                    rel[G].j = t;
+                    G++;
+                }
             }
         }
     } else {
@@ -251,11 +354,11 @@ query_float_body(const rc_input *in, const rc_options *o, const dd *Hh, const dd
         rc_metrics_zero(o, res);
         return;
     }
-    for (i = 0; i < G; i++) skip[rel[i].j] = 1;
+    for (i = 0; i < G; i++) skip[rel[i].j] = RC_SKIP_RELEVANT;
     /* relevant items by (distance, index): index descending under "reverse" */
     if (G > 1) qsort(rel, (size_t)G, sizeof(relitem), ties == T_REVERSE ? cmp_rel_desc_index : cmp_rel_asc);
     for (i = 0; i < G; i++) rd[i] = rel[i].d;
-    dmax = rd[G - 1];
+    bucket_setup(rd, G, N, w->bucket, w->bucket_value, &bm);
     rin.disc = in->discounts;
     rin.gr = NULL;
     rin.ideal1 = ideal1;
@@ -275,52 +378,48 @@ query_float_body(const rc_input *in, const rc_options *o, const dd *Hh, const dd
      * (RC_INTERLEAVE) interleaved copies (by j mod 4): most items land in the same few slots (often slot G,
      * past every relevant item), and one counter would serialise them through memory. */
     memset(before, 0, (size_t)(RC_INTERLEAVE * (G + 1)) * sizeof(int64_t));
-    if (ties == T_EXPECTED || ties == T_GROUPED) memset(eq, 0, (size_t)(G + 1) * sizeof(int64_t));
+    memset(eq, 0, (size_t)(G + 1) * sizeof(int64_t));
+    if (ties == T_STABLE || ties == T_REVERSE) {
+        memset(w->tie_seen, 0, (size_t)(G + 1) * sizeof(int64_t));
+        memset(w->tie_last, 0, (size_t)(G + 1) * sizeof(int64_t));
+    }
+    /* One pass in gallery order.  An item below or above every relevant distance of its run
+     * counts in before[]; an item tied with a run counts in eq[run start], whatever the tie
+     * policy (no branch on the data: ties are common and unpredictable); the concrete
+     * policies move eq[] into before[] afterwards.  stable/reverse need to know where a tied
+     * item stands among the run's relevant items by gallery index: the pass meets the run's
+     * relevant items in index order, so at each one the tied items seen since the previous
+     * one (eq now minus eq then) go to the gap between the two. */
     for (j = 0; j < N; j++) {
-        double d;
-        int64_t lo, a, b;
+        double d, v;
+        int64_t lo, hi, b, tie;
         int64_t *bf = before + (j & (RC_INTERLEAVE - 1)) * (G + 1);
-        if (skip[j]) continue;
         d = RC_D(j);
-        if (d > dmax) continue;  /* most items: past every relevant one, they count nowhere */
-        lo = lower_bound_bf(rd, G, d);
-        if (lo == G || rd[lo] != d) {
-            bf[lo]++;
+        if (skip[j]) {
+            if (skip[j] == RC_SKIP_RELEVANT && (ties == T_STABLE || ties == T_REVERSE))
+                tie_snapshot(&bm, first, bval, rd, rel, d, ties, eq, w->tie_seen, w->tie_last, before);
             continue;
         }
-        switch (ties) {  /* d equals the distance of relevant items lo .. hi-1 */
-        case T_STABLE:   /* the item precedes the tied relevant items of larger index */
-            a = lo; b = lower_d(rel, lo, G, d, 1);
-            while (a < b) {
-                int64_t mid = a + (b - a) / 2;
-                if (rel[mid].j < j) a = mid + 1; else b = mid;
-            }
-            bf[a]++;
-            break;
-        case T_REVERSE:  /* run sorted by index descending; precedes those of smaller index */
-            a = lo; b = lower_d(rel, lo, G, d, 1);
-            while (a < b) {
-                int64_t mid = a + (b - a) / 2;
-                if (rel[mid].j > j) a = mid + 1; else b = mid;
-            }
-            bf[a]++;
-            break;
-        case T_OPTIMISTIC:
-            bf[lower_d(rel, lo, G, d, 1)]++;
-            break;
-        case T_PESSIMISTIC:
-            bf[lo]++;
-            break;
-        default:          /* expected, grouped: the item joins the tie group */
-            eq[lo]++;
-            break;
+        b = bucket_of(&bm, d);
+        lo = first[b];
+        hi = first[b + 1];
+        v = bval[b];
+        if (v != v) {  /* several relevant distances share the bucket: search among them */
+            lo += lower_bound_bf(rd + lo, hi - lo, d);
+            tie = lo < hi && rd[lo] == d;
+            hi = lo;
+        } else {       /* one (v) or none (v = +inf): below v gap lo, above v gap hi */
+            tie = d == v;
         }
+        eq[lo] += tie;
+        bf[d > v ? hi : lo] += !tie;  /* (items past every relevant one land in before[G], unread) */
     }
     for (i = 0; i <= G; i++) {
         int64_t c;
         for (c = 1; c < RC_INTERLEAVE; c++) before[i] += before[c * (G + 1) + i];
     }
 #undef RC_D
+    if (ties != T_EXPECTED && ties != T_GROUPED) ties_to_before(ties, rd, G, eq, w->tie_last, before);
     if (ties == T_EXPECTED || ties == T_GROUPED) {
         int64_t acc = 0, eqacc = 0, t = 0, ng = 0, lo = 0, hi;
         group *g = w->groups;
