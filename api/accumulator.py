@@ -17,6 +17,7 @@ on the order of the queries nor on how they were split into blocks.
 """
 from __future__ import annotations
 
+import dataclasses
 from typing import Any, Dict, Optional, Tuple
 
 from retrieval_conformance.reference.contract import registry
@@ -243,12 +244,10 @@ class Accumulator:
         the block is evaluated under ``empty="zero"``: ``"error"`` and the warning when no query
         is counted then come from :meth:`compute`, which sees every query, as one call would.
         """
-        options = self._options
-        result = evaluate(
-            **self._gallery, **block, protocol=self._protocol, k=options.k, max_rank=options.max_rank,
-            ties=options.ties, ap_rule=options.ap_rule, ap_at_k=options.ap_at_k, empty="zero",
-            radius=options.radius, metric=self._metric, implementation=self._implementation,
-        )
+        # every option by its field (a hand-written list once left gain, recall and discount out)
+        options = dict(dataclasses.asdict(self._options), empty="zero")
+        result = evaluate(**self._gallery, **block, protocol=self._protocol, **options, metric=self._metric,
+                          implementation=self._implementation)
         return result.per_query
 
 

@@ -114,7 +114,16 @@ def hashnet_codes(rng, n_q=12, n_g=14):
     return gallery, queries, dict(protocol="hashnet", k=5)
 
 
+def graded_rank_options(rng, n_q=10, n_g=15):
+    """Graded relevance under every non-default nDCG/recall option (the accumulator once
+    evaluated its blocks with the preset's gain, discount and recall)."""
+    queries = dict(scores=rng.integers(0, 4, (n_q, n_g)).astype(np.float64),
+                   relevance=rng.integers(0, 4, (n_q, n_g)) * (rng.random((n_q, n_g)) < 0.4))
+    return {}, queries, dict(k=5, gain="exponential", discount="trec", recall="hit")
+
+
 CASES = {
+    "graded-exponential-trec-hit": graded_rank_options,
     "reid-cameras": reid_cameras,
     "reid-matlab-minus-one": lambda rng: reid_cameras(rng, protocol="reid-matlab"),
     "dcmh-codes-multi-hot-radius": codes_multi_hot,
