@@ -53,6 +53,9 @@ class Accumulator:
     implementation : {"auto", "reference", "numpy", "torch", "c"}
         Who computes; resolved here (``"auto"``: the fastest available) and used for every
         block.  ``"reference"`` also keeps exact ``Fraction`` values (``result.exact``).
+    device : str or torch.device, optional
+        Where torch computes, as in :func:`evaluate` (only with ``implementation="torch"`` or
+        ``"auto"``).
 
     Examples
     --------
@@ -87,6 +90,7 @@ class Accumulator:
         gain: Optional[str] = None,
         recall: Optional[str] = None,
         discount: Optional[str] = None,
+        device=None,
     ) -> None:
         self._options = resolve_options(
             protocol, None if k is _UNSET else k, max_rank, ties, ap_rule, ap_at_k, empty, radius,
@@ -98,7 +102,9 @@ class Accumulator:
             dict(db_labels=db_labels, db_embeddings=db_embeddings, db_codes=db_codes, db_cams=db_cams), protocol
         )
         self._gallery_size = _gallery_size(self._gallery)
-        self._implementation = registry.get(implementation).name
+        impl = registry.get(implementation) if device is None else registry.on_device(implementation, device)
+        self._implementation = impl.name
+        self._device = device
         self.reset()
 
     # -- state ------------------------------------------------------------------------------
@@ -247,7 +253,7 @@ class Accumulator:
         # every option by its field (a hand-written list once left gain, recall and discount out)
         options = dict(dataclasses.asdict(self._options), empty="zero")
         result = evaluate(**self._gallery, **block, protocol=self._protocol, **options, metric=self._metric,
-                          implementation=self._implementation)
+                          implementation=self._implementation, device=self._device)
         return result.per_query
 
 

@@ -73,7 +73,7 @@ def evaluate_main(args) -> int:
             print(f"error: {exc}", file=sys.stderr)
             return 2
         overrides = {key: getattr(args, key) for key in ("ties", "ap_rule", "ap_at_k", "empty", "radius", "gain",
-                                                         "recall", "discount")}
+                                                         "recall", "discount", "device")}
         kwargs = dict(arrays, protocol=args.protocol, max_rank=args.max_rank,
                       implementation=args.implementation, progress=args.progress and not args.quiet, **overrides)
     if args.k is not None:
@@ -228,6 +228,7 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument("--discount", help="nDCG rank discount: log2 (1/log2(r+1), default) or trec")
     e.add_argument("--recall", help="what R@k means: fraction (H(k)/R, default) or hit (a relevant item in the top k)")
     e.add_argument("--implementation", default="auto")
+    e.add_argument("--device", help="where torch computes: cpu, cuda, cuda:1 (with --implementation torch or auto)")
     e.add_argument("--json", action="store_true", help="machine-readable output")
     e.add_argument("--per-query", choices=("text", "json", "csv"),
                    help="one row per query (text: 'metric<TAB>query<TAB>value' lines like trec_eval -q)")

@@ -258,6 +258,33 @@ class TorchImplementation(Implementation):
     def device(self):
         return self._device if self._device is not None else default_device()
 
+    def on_device(self, device) -> "TorchImplementation":
+        """This implementation on ``device`` (``evaluate(device=...)``): a str such as ``"cpu"``,
+        ``"cuda"``, ``"cuda:1"``, or a ``torch.device``; checked here, before any data moves."""
+        reason = self.unavailable_reason()
+        if reason is not None:
+            raise ImplementationUnavailable(reason)
+        torch = _torch()
+        if not isinstance(device, (str, torch.device)):
+            raise TypeError(f"device: expected a torch device name such as 'cpu' or 'cuda:0' (or a torch.device), "
+                            f"got {type(device).__name__} {device!r}")
+        try:
+            place = torch.device(device)
+        except (RuntimeError, ValueError, TypeError) as exc:
+            raise ValueError(f"device: {device!r} is not a torch device ({exc}); expected e.g. 'cpu', 'cuda' or "
+                             "'cuda:1'") from None
+        if place.type == "meta":  # shapes without data: nothing would be computed
+            raise ValueError(f"device: {device!r} holds no data; pass device='cpu' or 'cuda'")
+        if place.type == "cuda" and not torch.cuda.is_available():
+            raise ValueError(f"device: {device!r} asks for CUDA, but torch {torch.__version__} sees no CUDA device "
+                             "on this machine; pass device='cpu' or leave device unset")
+        try:
+            torch.zeros(1, device=place)  # a device this build or machine lacks fails here, not mid-run
+        except (RuntimeError, AssertionError) as exc:
+            raise ValueError(f"device: torch cannot allocate on {device!r} here ({str(exc)[:200]}); pass "
+                             "device='cpu' or leave device unset") from None
+        return TorchImplementation(device=str(place), block_bytes=self.block_bytes)
+
     def prepare(self, problem: Problem) -> PreparedGallery:
         """A store for the gallery's arrays on the device, filled by the first query block."""
         return PreparedGallery(problem)

@@ -38,7 +38,7 @@ from retrieval_conformance.reference.contract.query_blocks import (
     progress_callback,
     query_rows,
 )
-from retrieval_conformance.reference.contract.registry import get
+from retrieval_conformance.reference.contract.registry import get, on_device
 
 
 def _count_given(**inputs: Any) -> list:
@@ -212,6 +212,7 @@ def evaluate(
     gain: Optional[str] = None,
     recall: Optional[str] = None,
     discount: Optional[str] = None,
+    device=None,
 ) -> Result:
     """Evaluate a retrieval run under a named protocol, with any implementation.
 
@@ -253,6 +254,11 @@ def evaluate(
         imported unless it is picked).  ``"reference"`` is the slow exact yardstick, the only
         one that also returns exact ``Fraction`` values (``result.exact``).  ``"dask"`` runs
         the queries on the current ``dask.distributed`` client (``pip install '.[dask]'``).
+    device : str or torch.device, optional
+        Where torch computes (``"cpu"``, ``"cuda"``, ``"cuda:1"``); only with
+        ``implementation="torch"`` or ``"auto"`` (which then means torch).  Default: the
+        environment variable ``RC_TORCH_DEVICE``, else CUDA when present, else the CPU.  The
+        numbers do not depend on the device.
     block_size : int, optional
         Queries per block.  Inputs are validated and evaluated one query block at a time
         (a memory-mapped ``distances`` array is read block by block, embeddings and codes give
@@ -318,7 +324,7 @@ def evaluate(
     gallery_side = dict(db_codes=db_codes, db_embeddings=db_embeddings, db_labels=db_labels,
                         db_cams=db_cams if "same_id_cam" in preset.junk else None, metric=metric,
                         junk_ids=(-1,) if "minus_one" in preset.junk else ())
-    impl = get(implementation)
+    impl = get(implementation) if device is None else on_device(implementation, device)
     # every array argument read as an array once (no copy of numpy arrays, memory maps or CPU
     # tensors), so a scalar, a generator, a ragged list or an exotic tensor is named here
     for side in (query_side, gallery_side):

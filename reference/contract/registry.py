@@ -191,3 +191,27 @@ def get(name: str) -> Implementation:
     if reason is not None:
         raise ImplementationUnavailable(f"implementation {name!r} is unavailable: {reason}")
     return _load(name)
+
+
+def on_device(name: str, device) -> Implementation:
+    """The implementation called ``name`` placed on ``device`` (``evaluate(device=...)``).
+
+    Only implementations with an ``on_device(device)`` method take a device (torch: ``"cpu"``,
+    ``"cuda"``, ``"cuda:1"``, a ``torch.device``); ``"auto"`` picks the fastest available one of
+    those.  Raises ``ValueError`` naming ``device`` when none takes it, or when the device is not
+    one this machine has (the implementation's ``on_device`` says which).
+    """
+    if name == "auto":
+        for candidate in sorted(names(), key=_speed_rank):
+            if unavailable_reason(candidate) is None and hasattr(_load(candidate), "on_device"):
+                return _load(candidate).on_device(device)
+        raise ValueError(
+            f"device: got {device!r}, but no implementation that runs on a device is available here; "
+            "install torch (pip install 'retrieval-conformance[torch]') or leave device unset")
+    impl = get(name)
+    if not hasattr(impl, "on_device"):
+        raise ValueError(
+            f"device: implementation {name!r} runs on the CPU and takes no device (got {device!r}); pass "
+            "device= with implementation='torch' (or 'auto'), or leave device unset")
+    return impl.on_device(device)
+
