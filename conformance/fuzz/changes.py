@@ -20,6 +20,7 @@ from .problems import (
     LABELS,
     MATRICES,
     PLAIN_PROTOCOLS,
+    TIE_POLICIES,
     Case,
     graded_relevance,
     short_repr,
@@ -229,8 +230,47 @@ def _huge_tie_group(d, kw):
         relevance = np.where(relevance, graded_relevance(d, rng, (1, n)), 0)
     out.update(distances=np.zeros((1, n)), relevance=relevance, ties="expected",
                protocol=d.choice(PLAIN_PROTOCOLS), max_rank=d.integer(1, 50))
+    # a cut-off deep inside the group (hypergeometric sums over many terms); not under "dcmh"
+    # or with hundreds of relevant items, where the exact reference needs minutes a case
+    if d.chance(0.3) and out.get("ap_at_k") != "dcmh" and np.count_nonzero(relevance) <= 50:
+        out["k"] = d.integer(1, n)
     out.pop("block_size", None)
     return Case(out, f"huge_tie_group:{n}", "value")
+
+
+def _large_gallery(d, kw):
+    """A gallery of hundreds to thousands of items, its distances on a grid of a few to many
+    levels (some far apart, some a few ulps apart), with many relevant items: the C float
+    path's bucket table with many buckets, buckets holding several relevant distances, and
+    long tie runs, under any tie policy."""
+    n = d.integer(200, 2000)
+    nq = d.integer(1, 2)
+    rng = np.random.default_rng(d.integer(0, 2**32 - 1))
+    levels = d.choice((
+        np.round(rng.random(d.integer(2, 3000)), 3),                   # rounded scores: many ties
+        rng.standard_normal(d.integer(2, 400)) * 10.0 ** d.integer(-300, 300),
+        1.0 + np.arange(d.integer(2, 40)) * 2.0**-52,                 # neighbours a few ulps apart
+        np.array([-1e308, -1.0, 0.0, -0.0, 1e-310, 1.0, 1e308]),     # a range that overflows
+    ))
+    out = {key: value for key, value in kw.items() if key not in ARRAYS + ("metric", "radius")}
+    values = rng.choice(levels, size=(nq, n))
+    if d.chance(0.5):  # float32: levels kept inside its range (an overflow to inf is another change's)
+        big = float(np.finfo(np.float32).max)
+        values = np.clip(values, -big, big).astype(np.float32)
+    out[d.choice(("distances", "scores"))] = values
+    share = d.choice((0.005, 0.05, 0.3, 0.9))
+    if d.chance(0.3):
+        out["relevance"] = graded_relevance(d, rng, (nq, n)) * (rng.random((nq, n)) < share)
+    else:
+        out["relevance"] = rng.random((nq, n)) < share
+    if d.chance(0.3):
+        out["junk"] = rng.random((nq, n)) < 0.1
+    out["protocol"] = d.choice(PLAIN_PROTOCOLS)
+    out["ties"] = d.choice(TIE_POLICIES)
+    if out["ties"] == "expected" and share >= 0.3:
+        out["ties"] = "stable"  # the exact reference on hundreds of relevant items per group: too slow here
+    out.pop("block_size", None)
+    return Case(out, f"large_gallery:{n}", "value")
 
 
 def _bad_grade(d, kw):
@@ -309,6 +349,7 @@ CHANGES: Tuple[Change, ...] = (
     Change("permute_queries", "value", _permute_queries, weight=2),
     Change("block_size", "value", _block_sizes, weight=2),
     Change("huge_tie_group", "value", _huge_tie_group),
+    Change("large_gallery", "value", _large_gallery),
     Change("numpy_integer_options", "value", _option("max_rank", (np.int8(3), np.uint64(7), np.int64(1)), "value")),
     # invalid inputs: a named error, the same from every implementation
     _on_array("object_dtype", "error", _fixed(lambda a: a.astype(object))),
