@@ -102,7 +102,11 @@ def benchmark_function(benchmark, func: Callable, adapter: str, workload: str = 
         def run():
             return [func(*c.args, **c.kwargs) for c in calls]
 
-        outputs = benchmark.pedantic(run, rounds=rounds or 3, iterations=1)
+        from retrieval_conformance.conformance.bench.anchor import anchor_matrix, interleaved, make_anchor
+
+        # interleaved with the anchor, so `retrieval-conformance bench gate` can apply the ratio gate
+        outputs, times = interleaved(benchmark, run, make_anchor(anchor_matrix(w)), rounds or 3)
+        benchmark.extra_info.update(times.extra_info())
         values: Dict[str, Any] = {}
         for call, out in zip(calls, outputs):
             reading = ad.read(out, call).values

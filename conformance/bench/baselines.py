@@ -58,6 +58,9 @@ class BaselineResult:
         Per-query nDCG@k (0 for a query without a relevant item).
     ndcg_at_k : float or None
         Mean nDCG@k over every query.
+    ranking : ndarray (Q, k) or None
+        The gallery indices the baseline ranked first, in its order, when it exposes them
+        (a top-k search): lets a check verify a ranking whose tie order is unspecified.
     """
 
     map: Optional[float] = None
@@ -67,6 +70,7 @@ class BaselineResult:
     semantics: Dict[str, Any] = field(default_factory=dict)
     ndcg: Optional[np.ndarray] = None
     ndcg_at_k: Optional[float] = None
+    ranking: Optional[np.ndarray] = None
 
     @property
     def value(self) -> Optional[float]:

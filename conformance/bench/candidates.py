@@ -1,4 +1,4 @@
-"""What runs on a workload: the implementations and the baselines, their timed rounds and skips.
+"""What runs on a workload: the implementations, the baselines and the peers, their rounds and skips.
 
 :func:`candidate_names` lists them per workload, :func:`make_runner` turns one into a
 no-argument callable, :func:`rounds` and :func:`memory_query_limit` say how it is timed and
@@ -8,10 +8,13 @@ from __future__ import annotations
 
 from typing import Any, Callable, List, Optional
 
+from retrieval_conformance.conformance.bench import peers
 from retrieval_conformance.conformance.bench.workload import Workload
 
 IMPLEMENTATIONS = ("numpy", "c", "torch", "reference")
 BASELINES = ("loop", "full-matrix", "argsort")
+#: other libraries, timed in the same run (:mod:`.peers`)
+PEERS = peers.PEERS
 
 #: Q x N int64 index arrays above this many bytes are not built (they are the failure mode the
 #: streaming evaluation exists to avoid: torchreid at MSMT17 scale, JDAI-CV/fast-reid#404)
@@ -30,22 +33,33 @@ _CODES = ("cifar10-all", "cifar10-1000", "nuswide-5000")
 _GRADED = ("graded-ndcg10",)
 
 
+def _baselines(name: str) -> List[str]:
+    if name in _GRADED:
+        return ["full-matrix"]
+    if name.startswith("scores-") or name.startswith("scaling-"):
+        return []  # score matrices and the scaling series: the peers (plain numpy first) are the baselines
+    return ["loop", "full-matrix"]
+
+
 def candidate_names(workload) -> List[str]:
-    """Implementations, then the baselines that make sense for the workload's input.
+    """Implementations, the baselines that make sense for the workload's input, its peers, the anchor.
 
     ``workload`` is a :class:`Workload` or a name from :data:`WORKLOAD_NAMES`.  The
     per-query AP loop has no graded-relevance counterpart (nDCG has only the full-matrix
-    baseline).
+    baseline); score matrices with binary relevance and the scaling series are compared with
+    the peers of :mod:`.peers` instead.
     """
     name = workload if isinstance(workload, str) else workload.name
-    names = list(IMPLEMENTATIONS) + (["full-matrix"] if name in _GRADED else ["loop", "full-matrix"])
-    if name not in _CODES:
-        names.append("argsort")  # the timing anchor for float inputs (distances, scores): sorting alone
+    names = list(IMPLEMENTATIONS) + _baselines(name) + peers.peer_names(name)
+    if name not in _CODES and not name.startswith("scaling-codes"):
+        names.append("argsort")  # sorting alone, for float inputs (distances, scores)
     return names
 
 
 #: adaptive rounds: about this many seconds of timed rounds, at least/at most this many rounds
 ROUND_BUDGET, MIN_ROUNDS, MAX_ROUNDS = 3.0, 3, 50
+#: the scaling series from this gallery size on runs one round per candidate
+SCALING_ONE_ROUND = 1_000_000
 
 
 def rounds(workload: Workload, candidate: str, probe_seconds: Optional[float] = None) -> Optional[int]:
@@ -64,6 +78,8 @@ def rounds(workload: Workload, candidate: str, probe_seconds: Optional[float] = 
         return 1
     if candidate in ("numpy", "torch") and workload.name in ("nuswide-5000", "msmt17"):
         return 1
+    if workload.name.startswith("scaling-") and workload.n_gallery >= SCALING_ONE_ROUND:
+        return 1  # seconds to a minute each, several sizes in a row: one round, the size is the repetition
     if probe_seconds is None:
         return None
     return int(min(MAX_ROUNDS, max(MIN_ROUNDS, ROUND_BUDGET / max(probe_seconds, 1e-9))))
@@ -96,6 +112,8 @@ def memory_query_limit(workload: Workload, candidate: str, median: Optional[floa
 
 def skip_reason(workload: Workload, candidate: str) -> Optional[str]:
     """Why ``candidate`` is not run on ``workload`` (None: it runs)."""
+    if candidate in PEERS:
+        return peers.skip_reason(workload, candidate)
     if workload.scale == "full" and candidate == "reference" and workload.name != "oxford5k":
         return _FULL_SKIPS[("*", "reference")]
     if candidate in ("full-matrix", "argsort"):
@@ -111,7 +129,7 @@ def make_runner(workload: Workload, candidate: str) -> Callable[[], Any]:
     """A no-argument callable running ``candidate`` on ``workload`` once.
 
     Implementations return a :class:`~retrieval_conformance.reference.contract.problem.Result`;
-    baselines return a :class:`~retrieval_conformance.conformance.bench.baselines.BaselineResult`
+    baselines and peers return a :class:`~retrieval_conformance.conformance.bench.baselines.BaselineResult`
     (``argsort`` returns the index array).  ``"py:module:function"`` calls
     ``function(workload)`` (a lab's own code, e.g. to measure its peak memory).
     """
@@ -131,11 +149,13 @@ def make_runner(workload: Workload, candidate: str) -> Callable[[], Any]:
 
         kwargs = workload.evaluate_kwargs(implementation=candidate)
         return lambda: rc.evaluate(**kwargs)
+    if candidate in PEERS:
+        return peers.make_peer_runner(workload, candidate)
     a = workload.arrays
     if candidate == "argsort" and workload.matrix_key is not None:
         return lambda: bl.bare_argsort(a[workload.matrix_key])
     if workload.kind == "scores":
-        if candidate == "full-matrix":
+        if candidate == "full-matrix" and workload.name in _GRADED:
             return lambda: bl.full_matrix_ndcg(a["scores"], a["relevance"], workload.k)
     elif workload.kind == "codes":
         topk = workload.k if workload.k is not None else workload.n_gallery

@@ -2,15 +2,17 @@
 
 ::
 
-    retrieval-conformance bench run [--compare-fail median:10%] [--save pass|always|never]
+    retrieval-conformance bench run [--gate ratio|median|none] [--floor 0.10] [--noise-k 3] [--depth 5]
+                                    [--compare-fail median:10%] [--save pass|always|never]
                                     [--storage .benchmarks] [--json OUT] [--no-memory] [-k EXPR]
     retrieval-conformance bench report [RUN.json ...]      # default: the latest saved run
+    retrieval-conformance bench gate [RUN.json] [--save]   # the ratio gate on a run of your own tests
     retrieval-conformance bench plot [--out bench-history.png]
 
 (also ``python -m retrieval_conformance.conformance.bench.cli ...``).
 
-``run``: :mod:`.gate`; ``report``: :func:`.report.format_report`; ``plot``:
-:func:`.report.plot_history`; the saved runs: :mod:`.runs`.
+``run``: :mod:`.gate` (the ratio gate: :mod:`.anchor`, :mod:`.ratio`); ``report``:
+:func:`.report.format_report`; ``plot``: :func:`.report.plot_history`; the saved runs: :mod:`.runs`.
 """
 from __future__ import annotations
 
@@ -19,9 +21,10 @@ import os
 import sys
 from typing import Optional, Sequence
 
+from retrieval_conformance.conformance.bench import ratio
 from retrieval_conformance.conformance.bench.gate import gated_run
 from retrieval_conformance.conformance.bench.report import format_report, plot_history
-from retrieval_conformance.conformance.bench.runs import load_run, machine_id, saved_runs
+from retrieval_conformance.conformance.bench.runs import load_run, machine_id, save_run, saved_runs
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -30,15 +33,35 @@ def _parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="command", required=True)
     run = sub.add_parser("run", help="run the benchmarks (pytest-benchmark) with the regression gate")
     run.add_argument("--storage", default=".benchmarks", help="saved runs folder (default .benchmarks)")
-    run.add_argument("--compare-fail", default="median:10%", metavar="EXPR",
-                     help="pytest-benchmark --benchmark-compare-fail expression against the last saved run "
-                          "(default median:10%%; 'none' to switch the gate off)")
+    run.add_argument("--gate", choices=("ratio", "median", "none"), default=None,
+                     help="ratio (default): the candidate/anchor time ratio against the saved history, with a "
+                          "threshold from the measured noise; median: pytest-benchmark's median comparison with "
+                          "the last saved run (--compare-fail); none: no gate")
+    run.add_argument("--floor", type=float, default=ratio.FLOOR,
+                     help="ratio gate: the smallest slowdown that can fail (default %(default)s = 10%%)")
+    run.add_argument("--noise-k", type=float, default=ratio.K_NOISE,
+                     help="ratio gate: fail above this many times the measured noise (default %(default)s)")
+    run.add_argument("--depth", type=int, default=ratio.DEPTH,
+                     help="ratio gate: saved runs whose median ratio is the reference (default %(default)s)")
+    run.add_argument("--compare-fail", default=None, metavar="EXPR",
+                     help="median gate: pytest-benchmark --benchmark-compare-fail expression against the last "
+                          "saved run (default median:10%%); given alone it selects the median gate, 'none' "
+                          "switches the gate off")
     run.add_argument("--save", choices=("pass", "always", "never"), default="pass",
                      help="save the run into the storage: only when it passed (default), always, never")
     run.add_argument("--json", help="also write the run's JSON here")
     run.add_argument("--no-memory", action="store_true", help="skip the peak-memory child processes")
     run.add_argument("-k", dest="select", help="pytest -k expression (e.g. 'market1501')")
     run.add_argument("pytest_args", nargs="*", help="further pytest arguments (after --)")
+    gate = sub.add_parser("gate", help="the ratio gate on one run (a --benchmark-json file, default the latest "
+                                       "saved run) against the saved runs before it")
+    gate.add_argument("path", nargs="?", help="pytest-benchmark JSON file (default: the latest saved run)")
+    gate.add_argument("--storage", default=".benchmarks")
+    gate.add_argument("--floor", type=float, default=ratio.FLOOR)
+    gate.add_argument("--noise-k", type=float, default=ratio.K_NOISE)
+    gate.add_argument("--depth", type=int, default=ratio.DEPTH)
+    gate.add_argument("--save", action="store_true", help="save the run (a JSON file given) into the storage when "
+                                                          "it passed, as the next run's history")
     rep = sub.add_parser("report", help="summarise a run: median, ratios to the baselines, peak memory")
     rep.add_argument("paths", nargs="*", help="pytest-benchmark JSON files (default: the latest saved run)")
     rep.add_argument("--storage", default=".benchmarks")
@@ -67,6 +90,30 @@ def _cmd_report(args) -> int:
     return 0
 
 
+def _cmd_gate(args) -> int:
+    """``bench gate``: exit 1 when a benchmark's ratio to the anchor grew beyond the threshold."""
+    saved = saved_runs(args.storage)
+    path = args.path or (saved[-1] if saved else None)
+    if path is None:
+        print(f"no run to gate: give a pytest-benchmark JSON file, or save runs in {args.storage}", file=sys.stderr)
+        return 2
+    # the saved runs other than the one judged (the latest saved run is judged against those before it)
+    history = [p for p in saved if os.path.abspath(p) != os.path.abspath(path)]
+    try:
+        run = load_run(path)
+        previous = [load_run(p) for p in history]
+    except (OSError, ValueError) as exc:
+        print(f"cannot read a run ({exc})", file=sys.stderr)
+        return 2
+    verdicts = ratio.ratio_gate(run, previous, args.floor, args.noise_k, args.depth)
+    print(ratio.format_verdicts(verdicts, run, args.floor, args.noise_k))
+    if any(v.status == "FAIL" for v in verdicts):
+        return 1
+    if args.save and args.path:
+        print(f"saved as {save_run(args.storage, run)}")
+    return 0
+
+
 def _cmd_plot(args) -> int:
     paths = saved_runs(args.storage)
     if not paths:
@@ -85,7 +132,7 @@ def _cmd_plot(args) -> int:
 def bench_main(argv: Optional[Sequence[str]] = None) -> int:
     """Entry point of ``retrieval-conformance bench``; returns the exit status."""
     args = _parser().parse_args(list(sys.argv[1:] if argv is None else argv))
-    return {"run": gated_run, "report": _cmd_report, "plot": _cmd_plot}[args.command](args)
+    return {"run": gated_run, "report": _cmd_report, "plot": _cmd_plot, "gate": _cmd_gate}[args.command](args)
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -1,12 +1,22 @@
-"""``bench run``: the benchmarks with the regression gate.
+"""``bench run``: the benchmarks with a regression gate.
 
 ``run`` runs ``pytest --pyargs retrieval_conformance.conformance -m benchmark`` with
-``RC_BENCH=1`` and prints the summary.  The gate: when the storage already holds a saved run
-for this machine, ``--benchmark-compare --benchmark-compare-fail=median:10%`` is added (a
-median more than 10% slower than the last saved run fails the command); when it holds none,
-the run becomes the baseline (pytest-benchmark treats a compare-fail without a saved run as
-a usage error).  With ``--save pass`` (default) the run is saved only when it passed, so a
-regression never becomes the next baseline.
+``RC_BENCH=1`` and prints the summary, then applies one of two gates against the runs saved
+for this machine:
+
+* ``--gate ratio`` (default, :mod:`.ratio`): every benchmark was timed interleaved with an
+  anchor (:mod:`.anchor`); its median candidate/anchor ratio is compared with the median of
+  the last ``--depth`` saved runs, and the run fails when it grew by more than
+  ``max(--floor, --noise-k x noise)``, the noise measured from the rounds and the history.
+  Made for shared machines, where the load moves every time but barely moves the ratio.
+* ``--gate median``: pytest-benchmark's own ``--benchmark-compare
+  --benchmark-compare-fail=EXPR`` (default ``median:10%``) against the last saved run; right
+  only on a quiet, dedicated machine.  ``--compare-fail EXPR`` alone selects it.
+
+The first run on a machine has nothing to compare with and becomes the baseline (for the
+median gate pytest-benchmark would call a compare without a saved run a usage error).  With
+``--save pass`` (default) the run is saved only when it passed, so a regression never
+becomes the next baseline.
 """
 from __future__ import annotations
 
@@ -16,8 +26,20 @@ import subprocess
 import sys
 import tempfile
 
+from retrieval_conformance.conformance.bench import ratio
+from retrieval_conformance.conformance.bench.anchor import load_average
 from retrieval_conformance.conformance.bench.report import format_report
 from retrieval_conformance.conformance.bench.runs import load_run, machine_id, save_run, saved_runs
+
+
+def gate_kind(args) -> str:
+    """``ratio``, ``median`` or ``none``: ``--gate``, else what ``--compare-fail`` implies, else ratio."""
+    if getattr(args, "gate", None):
+        return args.gate
+    expr = getattr(args, "compare_fail", None)
+    if expr is None:
+        return "ratio"
+    return "none" if expr.lower() == "none" else "median"
 
 
 def gated_run(args) -> int:
@@ -30,13 +52,20 @@ def gated_run(args) -> int:
     cmd = [sys.executable, "-m", "pytest", "--pyargs", "retrieval_conformance.conformance", "-m", "benchmark",
            "--benchmark-enable", f"--benchmark-storage=file://{storage}", f"--benchmark-json={json_path}",
            "-p", "no:cacheprovider"]
-    gate = args.compare_fail and args.compare_fail.lower() != "none"
-    if gate and previous:
-        cmd += ["--benchmark-compare", f"--benchmark-compare-fail={args.compare_fail}"]
-        print(f"gate: comparing with the last saved run {os.path.basename(previous[-1])} ({args.compare_fail})")
-    elif gate:
+    kind = gate_kind(args)
+    compare_fail = getattr(args, "compare_fail", None) or "median:10%"
+    if kind == "median" and previous:
+        cmd += ["--benchmark-compare", f"--benchmark-compare-fail={compare_fail}"]
+        print(f"gate: comparing with the last saved run {os.path.basename(previous[-1])} ({compare_fail})")
+    elif kind == "ratio" and previous:
+        print(f"gate: ratio to the anchor, against the last {args.depth} saved runs of {len(previous)} "
+              f"(floor {args.floor:.0%}, {args.noise_k:g} x noise)")
+    elif kind != "none":
         print(f"gate: no saved run for {machine_id()} in {storage}: this run becomes the baseline; "
               "later runs are compared with it")
+    load = load_average()
+    if load is not None:
+        print(f"load average at the start: {load[0]:.2f} {load[1]:.2f} {load[2]:.2f} (1, 5, 15 min)")
     if args.select:
         cmd += ["-k", args.select]
     cmd += list(args.pytest_args)
@@ -52,6 +81,13 @@ def gated_run(args) -> int:
         data = load_run(json_path)
         print()
         print(format_report(data))
+        if kind == "ratio" and previous and data["benchmarks"]:
+            history = [load_run(p) for p in previous]
+            verdicts = ratio.ratio_gate(data, history, args.floor, args.noise_k, args.depth)
+            print()
+            print(ratio.format_verdicts(verdicts, data, args.floor, args.noise_k))
+            if status == 0 and any(v.status == "FAIL" for v in verdicts):
+                status = 1
         if args.json:
             with open(args.json, "w") as fh:
                 json.dump(data, fh, indent=2)

@@ -68,6 +68,10 @@ def _memory_child(argv: Sequence[str]) -> int:
         from retrieval_conformance.reference.contract import registry
 
         registry.get(candidate)  # load the library / import torch before measuring
+    elif candidate in C.PEERS:
+        from retrieval_conformance.conformance.bench import peers
+
+        peers.load(candidate)  # import the peer's library before measuring
     run = C.make_runner(w, candidate)
     gc.collect()
     before = _status()

@@ -2,17 +2,26 @@
 
 :func:`format_report` prints, per workload (benchmark group), each candidate's median time,
 its speed ratio to the baselines of the same run (``loop`` = seed 000's per-query loop,
-``full-matrix`` = torchreid's design) and its time relative to a bare ``np.argsort``, the
-peak extra memory measured in a child process (:mod:`.memory`), and the issue's targets
-with PASS/MISS.  :func:`plot_history` draws the median times of the saved runs.
+``full-matrix`` = torchreid's design) and its time relative to a bare ``np.argsort``, its
+median ratio to the interleaved anchor with the run's noise (what the ratio gate reads,
+:mod:`.ratio`), the peak extra memory measured in a child process (:mod:`.memory`), the load
+average during the run, the exponent a of ``time ~ N**a`` over the scaling series
+(:func:`scaling_fits`), and the issue's targets with PASS/MISS.  :func:`plot_history` draws
+the median times of the saved runs.
 """
 from __future__ import annotations
 
+import math
 import os
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from retrieval_conformance.conformance.bench.memory import MiB
+from retrieval_conformance.conformance.bench.ratio import load_range
 from retrieval_conformance.conformance.bench.runs import load_run
+
+#: the order of the candidates in a table and their colours in the plot
+CANDIDATE_ORDER = ["c", "torch", "numpy", "reference", "full-matrix", "loop", "plain-numpy", "sklearn",
+                   "torchmetrics", "ranx", "faiss", "argsort"]
 
 #: the issue's acceptance targets: (description, workload, candidate, kind, reference, bound)
 #: kind "speedup": reference median / candidate median >= bound; "time_ratio": candidate
@@ -55,13 +64,21 @@ def summarise(data: Dict[str, Any]) -> Dict[str, Dict[str, Dict[str, Any]]]:
             "peak_extra_mib": info.get("peak_extra_mib"), "memory_queries": info.get("memory_queries"),
             "workload": _workload(bench), "title": info.get("title", ""), "role": info.get("role", ""),
             "map": info.get("value", info.get("map")), "metric": info.get("metric") or "map",
-            "queries": info.get("queries"),
+            "queries": info.get("queries"), "gallery": info.get("gallery"),
+            "ratio": info.get("ratio_median"), "noise": info.get("ratio_noise"),
         }
     return groups
 
 
 def _fmt_time(t: float) -> str:
     return f"{t * 1e3:.1f} ms" if t < 1 else f"{t:.2f} s"
+
+
+def _fmt_anchor(ratio: Optional[float], noise: Optional[float]) -> str:
+    if ratio is None:
+        return "-"
+    shown = f"{ratio:.3g}"
+    return shown + ("" if noise is None else f" ±{noise:.0%}")
 
 
 def _fmt_ratio(x: Optional[float]) -> str:
@@ -84,8 +101,12 @@ def format_report(data: Dict[str, Any]) -> str:
     commit = data.get("commit_info") or {}
     if commit.get("id"):
         lines.append(f"commit {commit['id'][:12]}{' (dirty)' if commit.get('dirty') else ''}")
+    load = load_range(data)
+    if load is not None:
+        lines.append(f"load average (1 min) during the run: {load[0]:.2f} .. {load[1]:.2f} "
+                     f"on {os.cpu_count() or '?'} cores")
     head = (f"  {'candidate':<13}{'median':>11}{'rounds':>7}{'vs loop':>10}{'vs full-matrix':>16}"
-            f"{'time/argsort':>14}{'peak extra':>13}   ")
+            f"{'time/argsort':>14}{'/anchor ±noise':>16}{'peak extra':>13}   ")
     for group in sorted(groups):
         rows = groups[group]
         first = next(iter(rows.values()))
@@ -95,7 +116,7 @@ def format_report(data: Dict[str, Any]) -> str:
         loop = rows.get("loop", {}).get("median")
         full = rows.get("full-matrix", {}).get("median")
         arg = rows.get("argsort", {}).get("median")
-        order = ["c", "torch", "numpy", "reference", "full-matrix", "loop", "argsort"]
+        order = CANDIDATE_ORDER
         for cand in sorted(rows, key=lambda c: (order.index(c) if c in order else len(order), c)):
             r = rows[cand]
             med = r["median"]
@@ -107,19 +128,65 @@ def format_report(data: Dict[str, Any]) -> str:
                 f"  {cand:<13}{_fmt_time(med):>11}{r['rounds']:>7}"
                 f"{_fmt_ratio(loop / med if loop and cand != 'loop' else None):>10}"
                 f"{_fmt_ratio(full / med if full and cand != 'full-matrix' else None):>16}"
-                f"{_fmt_ratio(med / arg if arg and cand != 'argsort' else None):>14}{mem_s:>13}"
+                f"{_fmt_ratio(med / arg if arg and cand != 'argsort' else None):>14}"
+                f"{_fmt_anchor(r.get('ratio'), r.get('noise')):>16}{mem_s:>13}"
                 f"   {'' if r['map'] is None else format(r['map'], '.4f')}".rstrip())
     lines.append("")
     lines.append("vs loop / vs full-matrix: how many times faster than that baseline in this run; "
                  "time/argsort: median divided by a bare np.argsort of the distance (or score) matrix; "
+                 "/anchor: median over the rounds of the candidate's time divided by the anchor's (np.argsort of "
+                 "2**20 values of the same input, timed before each round) ± the run's noise (half-width of the "
+                 "95% bootstrap interval; none with fewer than 3 rounds), what the ratio gate compares; "
                  "* memory measured on fewer queries (a slow candidate: 100 for the loop, two query blocks "
                  "for an implementation; the peak does not grow with the number of queries)")
+    fits = scaling_fits(groups)
+    if fits:
+        lines.append("")
+        lines.append("scaling (time ~ N**a, least squares in log-log over the gallery sizes run; peak extra memory "
+                     "per size):")
+        for (family, cand), fit in sorted(fits.items()):
+            mem = ", ".join("-" if m is None else f"{m:.0f}" for m in fit["memory_mib"])
+            lines.append(f"  {family:<16}{cand:<13} a = {fit['exponent']:.2f}  "
+                         f"(N = {', '.join(_fmt_size(n) for n in fit['sizes'])}; MiB: {mem})")
     target_lines = check_targets(groups)
     if target_lines:
         lines.append("")
         lines.append("targets (issue 6):")
         lines.extend(target_lines)
     return "\n".join(lines)
+
+
+def _fmt_size(n: int) -> str:
+    return f"{n / 1e6:g}M" if n >= 1_000_000 else f"{n / 1e3:g}k" if n >= 1000 else str(n)
+
+
+def scaling_fits(groups: Dict[str, Dict[str, Dict[str, Any]]]) -> Dict[Tuple[str, str], Dict[str, Any]]:
+    """{(family, candidate): {exponent, sizes, medians, memory_mib}} over the scaling series.
+
+    The exponent a is the least-squares slope of log(median) against log(N) over the gallery
+    sizes of one family (``scaling-floats``, ``scaling-codes``) that the run holds, two at least.
+    """
+    points: Dict[Tuple[str, str], List[Tuple[int, float, Optional[float]]]] = {}
+    for rows in groups.values():
+        for cand, r in rows.items():
+            workload = str(r["workload"])
+            if not workload.startswith("scaling-") or not r.get("gallery") or not r["median"]:
+                continue
+            family = workload.rpartition("-")[0]
+            points.setdefault((family, cand), []).append((int(r["gallery"]), float(r["median"]),
+                                                          r.get("peak_extra_mib")))
+    fits = {}
+    for key, pts in points.items():
+        pts.sort()
+        if len({n for n, _, _ in pts}) < 2:
+            continue
+        xs = [math.log(n) for n, _, _ in pts]
+        ys = [math.log(t) for _, t, _ in pts]
+        mx, my = sum(xs) / len(xs), sum(ys) / len(ys)
+        slope = sum((x - mx) * (y - my) for x, y in zip(xs, ys)) / sum((x - mx) ** 2 for x in xs)
+        fits[key] = {"exponent": slope, "sizes": [n for n, _, _ in pts], "medians": [t for _, t, _ in pts],
+                     "memory_mib": [m for _, _, m in pts]}
+    return fits
 
 
 def check_targets(groups: Dict[str, Dict[str, Dict[str, Any]]]) -> List[str]:
@@ -170,7 +237,7 @@ def plot_history(paths: Sequence[str], out: str) -> str:
         return parts[0] + ("\n" + parts[1][:7] if len(parts) > 2 else "")
 
     runs = [(label(p), load_run(p)) for p in paths]
-    fixed = ["c", "torch", "numpy", "reference", "full-matrix", "loop", "argsort"]
+    fixed = CANDIDATE_ORDER
 
     def colour(cand: str) -> str:  # the same colour for a candidate in every panel
         i = fixed.index(cand) if cand in fixed else len(fixed) + sum(map(ord, cand)) % 3

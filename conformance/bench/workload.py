@@ -15,7 +15,7 @@ import numpy as np
 
 #: one seed per workload family: the same input on every run and every machine
 SEEDS = {"cifar10": 20_100, "nuswide": 20_200, "market1501": 20_300, "msmt17": 20_400, "oxford5k": 20_500,
-         "graded": 20_600}
+         "graded": 20_600, "scores-map": 20_700, "scaling-floats": 20_800, "scaling-codes": 20_900}
 
 #: the (Q, N) matrix of each float-input kind (the ranking input)
 MATRIX_KEYS = {"distances": "distances", "scores": "scores"}

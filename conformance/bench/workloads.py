@@ -18,12 +18,20 @@ msmt17          11,659 x 82,161, ``reid``               float32 distances in a m
 oxford5k        55 x 5,063, trapezoid AP with junk      float32 distances, relevance and junk
 graded-ndcg10   1,000 x 50,000, nDCG@10,                float32 similarity scores rounded to 3
                 ``sklearn-ndcg`` (ties averaged)        decimals (ties), grades 0..3 (TREC-DL-like)
+scores-map      1,000 x 50,000, full mAP (``hashing``)  float32 similarity scores rounded to 3
+                                                        decimals (ties), ~1% relevant per query
+scores-map100   1,000 x 50,000, mAP@100                 the same scores and relevance
+scaling-        100 x N, N = 10k, 100k, 1M, 4M,         float32 scores (few ties), 1% relevant
+floats-<size>   full mAP
+scaling-        100 x N, N = 10k, 100k, 1M, 4M,         64-bit ±1 codes (int8), 100 classes
+codes-<size>    mAP@ALL
 =============== ======================================= =========================================
 
 How the data is structured (so that rankings, ties and the share of relevant items look like
 the real thing, not like uniform noise) is told by the generators, one module per family:
 :mod:`.hashing` (CIFAR-10, NUS-WIDE), :mod:`.reid` (Market-1501, MSMT17),
-:mod:`.landmarks` (Oxford5k) and :mod:`.graded` (graded relevance).  This module names the
+:mod:`.landmarks` (Oxford5k), :mod:`.graded` (graded relevance) and :mod:`.scores` (score
+matrices with binary relevance, the scaling series).  This module names the
 workloads and builds one (:func:`build`); the type is :class:`.workload.Workload`.
 
 Example
@@ -35,11 +43,14 @@ from __future__ import annotations
 
 from typing import Optional
 
-from retrieval_conformance.conformance.bench import graded, hashing, landmarks, reid
+from retrieval_conformance.conformance.bench import graded, hashing, landmarks, reid, scores
 from retrieval_conformance.conformance.bench.workload import SEEDS, Workload  # noqa: F401  (re-exported)
 
+#: the gallery-size series (``time ~ N**a``): one workload per size, named ``<family>-<size>``
+SCALING_FAMILIES = ("scaling-floats", "scaling-codes")
+SCALING_NAMES = tuple(f"{family}-{size}" for family in SCALING_FAMILIES for size in scores.SCALING_SIZES)
 WORKLOAD_NAMES = ("cifar10-all", "cifar10-1000", "nuswide-5000", "market1501", "msmt17", "oxford5k",
-                  "graded-ndcg10")
+                  "graded-ndcg10", "scores-map", "scores-map100") + SCALING_NAMES
 SCALES = ("full", "smoke")
 
 
@@ -71,4 +82,9 @@ def build(name: str, scale: str = "full", directory: Optional[str] = None) -> Wo
         return reid.msmt17(scale, directory)
     if name == "graded-ndcg10":
         return graded.graded_ndcg10(scale)
+    if name in ("scores-map", "scores-map100"):
+        return scores.scores_map(scale, None if name == "scores-map" else 100, name)
+    if name in SCALING_NAMES:
+        family, _, size = name.rpartition("-")
+        return (scores.scaling_floats if family == "scaling-floats" else scores.scaling_codes)(scale, size)
     return landmarks.oxford5k(scale)

@@ -98,7 +98,8 @@ def test_report_and_plot_commands(tmp_path, capsys):
 @pytest.mark.slow
 def test_gate_saves_first_then_compares(tmp_path, capsys):
     """First run: no saved run, so no compare (a usage error otherwise) and the run is saved.
-    A saved run that was much faster makes the next run fail, and a failed run is not saved."""
+    A saved run that was much faster makes the next run fail under either gate (the ratio gate by
+    default, the median gate when asked), and a failed run is not saved."""
     from retrieval_conformance.conformance.bench import cli, runs
 
     storage = str(tmp_path / "store")
@@ -112,12 +113,43 @@ def test_gate_saves_first_then_compares(tmp_path, capsys):
 
     expected = {"argsort"} | ({"c"} if registry.unavailable_reason("c") is None else set())
     assert {b["extra_info"]["candidate"] for b in data["benchmarks"]} == expected
-    for b in data["benchmarks"]:  # pretend the saved run was 100x faster
+    for b in data["benchmarks"]:  # the ratio to the anchor and the load are recorded per benchmark
+        info = b["extra_info"]
+        assert len(info["ratios"]) == b["stats"]["rounds"] == len(info["anchor_times"]) >= 3
+        assert info["ratio_noise"] is not None and len(info["loadavg"]) == 3
+    for b in data["benchmarks"]:  # pretend the saved run was 100x faster, in ratio and in time
+        b["extra_info"]["ratio_median"] /= 100
         for key in ("min", "max", "mean", "median"):
             b["stats"][key] /= 100
     with open(first, "w") as fh:
         json.dump(data, fh)
     assert cli.bench_main(args) != 0
     out = capsys.readouterr().out
+    assert "ratio gate: FAILED" in out and "not saved" in out
+    assert cli.bench_main(args + ["--gate", "median"]) != 0
+    out = capsys.readouterr().out
     assert "comparing with the last saved run 0001_" in out and "not saved" in out
     assert len(runs.saved_runs(storage)) == 1
+
+
+def test_report_shows_the_anchor_ratio_the_load_and_the_scaling_exponent():
+    from retrieval_conformance.conformance.bench.report import format_report, scaling_fits, summarise
+
+    sizes = {"10k": 10_000, "100k": 100_000, "1m": 1_000_000, "4m": 4_000_000}
+    # c grows like N, plain numpy like N**1.2 (synthetic medians)
+    run = _fake_run({f"scaling-floats-{s}": {"c": 1e-6 * n, "plain-numpy": 1e-7 * n ** 1.2} for s, n in sizes.items()},
+                    memory={(f"scaling-floats-{s}", "c"): n / 1e5 for s, n in sizes.items()})
+    for bench in run["benchmarks"]:
+        info = bench["extra_info"]
+        info["gallery"] = sizes[info["workload"].rsplit("-", 1)[1]]
+        info.update({"ratio_median": 2.5, "ratio_noise": 0.04, "loadavg": [3.5, 2.0, 1.0],
+                     "loadavg_before": [2.25, 2.0, 1.0]})
+    fits = scaling_fits(summarise(run))
+    assert fits[("scaling-floats", "c")]["exponent"] == pytest.approx(1.0)
+    assert fits[("scaling-floats", "plain-numpy")]["exponent"] == pytest.approx(1.2)
+    text = format_report(run)
+    assert "load average (1 min) during the run: 2.25 .. 3.50" in text
+    assert "2.5 ±4%" in text and "/anchor ±noise" in text
+    assert "scaling-floats  c             a = 1.00  (N = 10k, 100k, 1M, 4M; MiB: 0, 1, 10, 40)" in text
+    one = _fake_run({"scaling-codes-10k": {"c": 0.1}})  # a single size: no fit
+    assert scaling_fits(summarise(one)) == {}

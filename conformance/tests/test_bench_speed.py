@@ -1,7 +1,11 @@
 """Speed benchmarks at real dataset scales (pytest-benchmark) and their tiny smoke versions.
 
-Every workload of :mod:`.bench.workloads` is a benchmark group; every implementation and the
-baselines of :mod:`.bench.baselines` run in it.  Results are checked AFTER timing:
+Every workload of :mod:`.bench.workloads` is a benchmark group; every implementation, the
+baselines of :mod:`.bench.baselines` and the installed peers of :mod:`.bench.peers` run in it.
+Each is timed interleaved with an anchor (:mod:`.bench.anchor`: anchor, candidate, anchor,
+candidate, ...); the per-round candidate/anchor ratios, their median, the run's noise and
+the load average go into ``extra_info`` for the ratio gate (:mod:`.bench.ratio`).  Results
+are checked AFTER timing:
 
 * implementations, against the exact reference on one or two queries, and on every query
   against the numpy implementation (itself proven equal to the reference by the
@@ -9,7 +13,10 @@ baselines of :mod:`.bench.baselines` run in it.  Results are checked AFTER timin
   take hours at full scale (it runs whole only on Oxford5k and in the smoke versions);
 * baselines, against the same implementation under the conventions the baseline computes
   (``BaselineResult.semantics``); a baseline whose tie order is unspecified (numpy's default
-  argsort, as torchreid) must lie between the ``pessimistic`` and ``optimistic`` values.
+  argsort, as torchreid) must lie between the ``pessimistic`` and ``optimistic`` values;
+* peers, by :func:`.bench.verify.check_peer`: equal to ours under the conventions they name,
+  and where their tie order is unspecified, within the tie bounds, through their own ranking
+  when they expose it, and equal on a tie-free copy of some queries.
 
 Full scale runs only with ``RC_BENCH=1`` (``tox -e bench``); without it those tests are
 skipped and the smoke versions (not marked ``benchmark``, so a gate never compares their
@@ -29,7 +36,9 @@ from typing import Any, Dict, Optional, Tuple
 import numpy as np
 import pytest
 import retrieval_conformance as rc
+from retrieval_conformance.conformance.bench import anchor as A
 from retrieval_conformance.conformance.bench import candidates as C
+from retrieval_conformance.conformance.bench import verify
 from retrieval_conformance.conformance.bench import workloads as W
 from retrieval_conformance.conformance.bench.baselines import BaselineResult
 from retrieval_conformance.conformance.crosscheck import compare_per_query
@@ -56,6 +65,7 @@ class _Store:
         self.workloads: Dict[Tuple[str, str], W.Workload] = {}
         self.saved: Dict[Tuple[str, str], str] = {}
         self.truth: Dict[Tuple, Any] = {}
+        self.anchors: Dict[Tuple[str, str], Any] = {}
 
     def get(self, name: str, scale: str) -> W.Workload:
         key = (name, scale)
@@ -69,6 +79,13 @@ class _Store:
         if key not in self.saved:
             self.saved[key] = w.save(w.directory or os.path.join(self.root, f"{w.name}-{w.scale}"))
         return self.saved[key]
+
+    def anchor(self, w: W.Workload):
+        """The workload's timing anchor (its input built once)."""
+        key = (w.name, w.scale)
+        if key not in self.anchors:
+            self.anchors[key] = A.make_anchor(A.anchor_matrix(w))
+        return self.anchors[key]
 
     def close(self) -> None:
         for w in self.workloads.values():
@@ -190,6 +207,19 @@ def check_baseline(store: _Store, w: W.Workload, name: str, result: Any) -> None
 # ---------------------------------------------------------------------------------------------
 # the benchmarks
 # ---------------------------------------------------------------------------------------------
+def check_peer(store: _Store, w: W.Workload, name: str, result: BaselineResult) -> None:
+    def evaluate(workload: W.Workload, **overrides) -> rc.Result:
+        if workload is w:  # the benchmark's own input: the session's cached truth
+            return _truth(store, w, **overrides)
+        return verify.default_evaluate(workload, **overrides)  # a derived input (tie-free, forced order)
+
+    assert verify.check_peer(w, name, result, evaluate) == []
+
+
+def _role(candidate: str) -> str:
+    return "implementation" if candidate in C.IMPLEMENTATIONS else "peer" if candidate in C.PEERS else "baseline"
+
+
 def _run(benchmark, store: _Store, w: W.Workload, candidate: str) -> None:
     if candidate in C.IMPLEMENTATIONS:
         require_implementation(candidate)
@@ -199,17 +229,24 @@ def _run(benchmark, store: _Store, w: W.Workload, candidate: str) -> None:
     benchmark.group = w.group
     benchmark.extra_info.update(w.extra_info())
     benchmark.extra_info["candidate"] = candidate
-    benchmark.extra_info["role"] = "implementation" if candidate in C.IMPLEMENTATIONS else "baseline"
+    benchmark.extra_info["role"] = _role(candidate)
     runner = C.make_runner(w, candidate)
+    anchor = store.anchor(w)
     n_rounds = C.rounds(w, candidate)
-    if n_rounds is None:  # a fast run: one untimed probe (also a warm-up) sets the rounds
+    if n_rounds is None:  # a fast run: one untimed probe (also a warm-up, of the anchor too) sets the rounds
+        anchor()
         start = time.perf_counter()
         runner()
         n_rounds = C.rounds(w, candidate, probe_seconds=time.perf_counter() - start)
-    result = benchmark.pedantic(runner, rounds=n_rounds, iterations=1, warmup_rounds=0)
+    result, times = A.interleaved(benchmark, runner, anchor, n_rounds)
+    benchmark.extra_info.update(times.extra_info())
     if candidate in C.IMPLEMENTATIONS:
         check_implementation(store, w, candidate, result)
         benchmark.extra_info["value"] = float(getattr(result, w.metric))
+    elif candidate in C.PEERS:
+        check_peer(store, w, candidate, result)
+        benchmark.extra_info["value"] = float(result.value)
+        benchmark.extra_info["peer_conventions"] = result.semantics.get("note", "")
     else:
         check_baseline(store, w, candidate, result)
         if isinstance(result, BaselineResult):

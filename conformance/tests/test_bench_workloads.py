@@ -13,7 +13,7 @@ from retrieval_conformance.conformance.bench import workloads as W
 #: spec §12 standard sizes
 STANDARD_SHAPES = {"cifar10-all": (1000, 54_000), "cifar10-1000": (1000, 54_000), "nuswide-5000": (2100, 193_734),
                    "market1501": (3368, 15_913), "msmt17": (11_659, 82_161), "oxford5k": (55, 5063),
-                   "graded-ndcg10": (1000, 50_000)}
+                   "graded-ndcg10": (1000, 50_000), "scores-map": (1000, 50_000), "scores-map100": (1000, 50_000)}
 
 
 @pytest.mark.parametrize("name", ["cifar10-1000", "market1501", "oxford5k"])
@@ -173,3 +173,91 @@ def test_graded_candidates():
     assert (np.diff(np.take_along_axis(w.arrays["scores"], order, axis=1), axis=1) >= 0).all()
     with pytest.raises(ValueError, match="candidate: expected"):
         C.make_runner(w, "loop")
+
+
+def test_scores_map_smoke_structure():
+    """Rounded positive scores with ties, every query with a relevant item, relevant items scored higher."""
+    w = W.build("scores-map", "smoke")
+    w100 = W.build("scores-map100", "smoke")
+    assert (w.kind, w.protocol, w.k, w.metric, w100.k) == ("scores", "hashing", None, "map", 40)
+    s, rel = w.arrays["scores"], w.arrays["relevance"]
+    np.testing.assert_array_equal(s, w100.arrays["scores"])  # one input, two metrics
+    assert s.dtype == np.float32 and rel.dtype == bool and (s == np.round(s, 3)).all() and s.min() > 0
+    assert rel.any(axis=1).all() and s[rel].mean() > s[~rel].mean()
+    assert any(np.unique(row).size < row.size for row in s)  # ties
+    stable = rc.evaluate(**w.evaluate_kwargs(implementation="reference"))
+    grouped = rc.evaluate(**w.evaluate_kwargs(implementation="reference", ties="grouped"))
+    assert stable.map != grouped.map  # the tie policy matters here (sklearn computes the grouped one)
+
+
+@pytest.mark.slow
+def test_scores_map_full_scale_share_and_ties():
+    w = W.build("scores-map", "full")
+    assert (w.n_queries, w.n_gallery) == STANDARD_SHAPES["scores-map"]
+    per_query = w.arrays["relevance"].sum(1)
+    assert 400 <= np.median(per_query) <= 600 and per_query.min() >= 1  # ~1% relevant
+    top = np.sort(np.partition(-w.arrays["scores"], (99, 100), axis=1)[:, :101], axis=1)
+    assert (top[:, 99] == top[:, 100]).mean() > 0.5  # k=100 cuts a tie group on most queries
+
+
+def test_scaling_series_names_sizes_and_inputs():
+    from retrieval_conformance.conformance.bench import scores
+
+    assert W.SCALING_NAMES[:4] == ("scaling-floats-10k", "scaling-floats-100k", "scaling-floats-1m",
+                                   "scaling-floats-4m")
+    assert list(scores.SCALING_SIZES.values()) == [10_000, 100_000, 1_000_000, 4_000_000]
+    floats = W.build("scaling-floats-1m", "smoke")
+    codes = W.build("scaling-codes-4m", "smoke")
+    assert (floats.n_queries, floats.n_gallery) == (4, scores.SMOKE_SIZES["1m"])
+    assert (codes.n_queries, codes.n_gallery) == (4, scores.SMOKE_SIZES["4m"])
+    assert codes.arrays["db_codes"].dtype == np.int8 and set(np.unique(codes.arrays["db_codes"])) == {-1, 1}
+    assert codes.arrays["db_labels"].ndim == 1 and codes.k is None and floats.k is None
+    with pytest.raises(ValueError, match="size: expected"):
+        scores.scaling_floats("smoke", "2m")
+
+
+def test_scaling_full_scale_smallest_size_and_blockwise_codes(monkeypatch):
+    from retrieval_conformance.conformance.bench import scores
+
+    floats = W.build("scaling-floats-10k", "full")
+    assert (floats.n_queries, floats.n_gallery) == (100, 10_000)
+    assert 0.005 < floats.arrays["relevance"].mean() < 0.03
+    codes = W.build("scaling-codes-10k", "full")
+    assert codes.arrays["db_codes"].shape == (10_000, 64) and len(np.unique(codes.arrays["db_labels"])) == 100
+    monkeypatch.setattr(scores, "CODE_BLOCK", 4096)  # three blocks: the same classes, codes still ±1
+    blocked = W.build("scaling-codes-10k", "full")
+    np.testing.assert_array_equal(blocked.arrays["db_labels"], codes.arrays["db_labels"])
+    assert set(np.unique(blocked.arrays["db_codes"])) == {-1, 1}
+
+
+def test_anchor_is_a_fixed_slice_of_the_same_input():
+    from retrieval_conformance.conformance.bench import anchor as A
+
+    w = W.build("market1501", "smoke")
+    m = A.anchor_matrix(w)
+    assert A.anchor_rows(w) == w.n_queries and m.shape == w.arrays["distances"].shape  # smoke: every row
+    np.testing.assert_array_equal(m, w.arrays["distances"])
+
+    class Big:
+        n_queries, n_gallery = 100, 4_000_000
+
+    assert A.anchor_rows(Big()) == 1
+    Big.n_gallery = 50_000
+    assert A.anchor_rows(Big()) == A.ANCHOR_ELEMENTS // 50_000
+    codes = W.build("cifar10-1000", "smoke")
+    hamming = A.anchor_matrix(codes)
+    assert hamming.shape == (codes.n_queries, codes.n_gallery) and hamming.max() <= 64 and hamming.min() >= 0
+    order = A.make_anchor(hamming)()
+    assert (np.diff(np.take_along_axis(hamming, order, axis=1), axis=1) >= 0).all()
+
+
+def test_interleaved_timing_without_the_benchmark_fixture():
+    """The smoke path (fixture disabled): one round of each, the ratio and the load recorded."""
+    from retrieval_conformance.conformance.bench import anchor as A
+
+    calls = []
+    result, times = A.interleaved(None, lambda: calls.append("candidate") or 7, lambda: calls.append("anchor"), 5)
+    assert result == 7 and calls == ["anchor", "candidate"]
+    info = times.extra_info()
+    assert info["ratio_rounds"] == 1 and info["ratio_noise"] is None and len(info["ratios"]) == 1
+    assert info["loadavg"] is None or len(info["loadavg"]) == 3
