@@ -164,8 +164,14 @@ def block_metrics(ops, key_s, rel_s, n_kept, options: Options, row0: int = 0, gr
             out = expected_metrics(ops, groups, R, n_kept, options, gains)
         else:
             out = ranked_metrics(ops, rel_s, groups, R, n_kept, options, row0, grade_s)
+    return finish_metrics(out, R, options)
+
+
+def finish_metrics(out: Dict[str, object], R, options: Options) -> Dict[str, object]:
+    """The per-query values of the metric kernels' dict: the hit rate made R@k under
+    ``recall="hit"`` (spec §7 recall=hit), ``n_relevant`` = R added."""
     hit = out.pop("hit")
-    if options.recall == "hit":  # spec §7 recall=hit: R@k is the hit rate
+    if options.recall == "hit":
         out["recall_at_k"] = hit
     out["n_relevant"] = R
     return out
@@ -174,8 +180,12 @@ def block_metrics(ops, key_s, rel_s, n_kept, options: Options, row0: int = 0, gr
 def radius_values(ops, within, rel, R):
     """precision/recall within a radius (spec §7 precision within Hamming radius):
     ``within`` = non-junk with d <= radius (B, N), ``rel`` = relevant non-junk; 0 when R = 0."""
-    n_within = ops.sum(within, 1)
-    rel_within = ops.sum(within & rel, 1)
+    return radius_from_counts(ops, ops.sum(within, 1), ops.sum(within & rel, 1), R)
+
+
+def radius_from_counts(ops, n_within, rel_within, R):
+    """precision/recall within a radius from the per-query counts of non-junk items within it
+    (``n_within``) and of relevant ones (``rel_within``); 0 when R = 0."""
     has = R > 0
     precision = ops.where(has, safe_div(ops, rel_within, n_within), 0.0)
     recall = safe_div(ops, rel_within, R)

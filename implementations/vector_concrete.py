@@ -106,26 +106,37 @@ def ranked_metrics(ops, rel_s, groups, R, n_kept, options: Options, row0: int,
     if ties in INDEX_ORDERS:
         rows, cols = ops.nonzero(rel_s)
         grades = None if grade_s is None else grade_s[rows, cols]
-        return _item_metrics(ops, rows, cols + 1, None, R, n_kept, options, N, grades)
+        return item_metrics(ops, rows, cols + 1, None, R, n_kept, options, N, grades)
+    grades = None if grade_s is None else grade_s.reshape(-1)[groups.rel_flat]
+    return group_metrics(ops, groups, R, n_kept, options, row0, grades)
+
+
+def group_metrics(ops, groups, R, n_kept, options: Options, row0: int, grades=None) -> Dict[str, object]:
+    """Metrics under ``optimistic``, ``pessimistic`` or ``grouped`` from the groups that hold
+    relevant items alone (:class:`~.vector_tie_groups.TieGroups`, or any object with its
+    attributes): ``grades`` are the relevant items' grades in the order of ``groups.rel_flat``
+    (None: binary relevance).  Under ``grouped`` with a cut-off, a cut-off inside a tie group
+    raises the reference's error (``row0``: the index of the first row, for its message)."""
+    ties = options.ties
     if ties == "grouped" and options.k is not None:
         check_grouped_cutoff(ops, groups, n_kept, options.k, row0)
-    grades = None if grade_s is None else grade_s.reshape(-1)[groups.rel_flat]
-    if ties in CONCRETE_POLICIES:  # optimistic or pessimistic (the index orders returned above)
+    if ties in CONCRETE_POLICIES and ties not in INDEX_ORDERS:
         rows, ranks, g = groups.relevant_items("first" if ties == "optimistic" else "last")
         if grades is not None:  # a group's relevant items ranked by grade (spec §4)
             grades = order_in_groups(ops, grades, g, ties)
-        return _item_metrics(ops, rows, ranks, None, R, n_kept, options, N, grades)
+        return item_metrics(ops, rows, ranks, None, R, n_kept, options, groups.table_size, grades)
     if ties == "grouped":
         rows, ranks, g = groups.relevant_items("end")
-        return _item_metrics(ops, rows, ranks, (groups.h[g] + groups.m[g], groups.h[g]),
-                             R, n_kept, options, N, grades)
+        return item_metrics(ops, rows, ranks, (groups.h[g] + groups.m[g], groups.h[g]),
+                            R, n_kept, options, groups.table_size, grades)
     raise ValueError(f"ties: unknown tie policy {ties!r}")
 
 
-def _item_metrics(ops, rows, ranks, grouped, R, n_kept, options: Options, big_n: int,
-                  grades=None) -> Dict[str, object]:
+def item_metrics(ops, rows, ranks, grouped, R, n_kept, options: Options, big_n: int,
+                 grades=None) -> Dict[str, object]:
     """Metrics from the relevant items of each row in ranked order (row-major lists).
 
+    ``big_n``: at least the largest rank (the gallery size; the discount table is read up to it).
     ``ranks`` is each item's 1-based rank (under ``grouped`` the group's end rank, and then
     ``grouped`` = (h + m, h) of the item's group, for its term); ``grades`` their grades
     (None: binary relevance).  Also nDCG, RR, AP@R and the hit rate

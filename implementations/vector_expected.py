@@ -112,10 +112,11 @@ def expected_metrics(ops, groups: TieGroups, R, n_kept, options: Options, gains=
     rounded once); P@k, R@k and R-precision are one division of exact integers.  ``gains``:
     the int64 gain of every relevant item, in the order of ``groups.rel_flat`` (graded
     relevance; None for binary), for nDCG (:mod:`.vector_rank_metrics`)."""
-    B, N = groups.B, groups.N
+    B = groups.B
     k, rule = options.k, options.ap_rule
     has = R > 0
-    T = ops.cached(("harmonic", N), lambda: _harmonic_table(ops, N))
+    size = groups.table_size  # every rank a table is read at (<= N)
+    T = ops.cached(("harmonic", size), lambda: _harmonic_table(ops, size))
     # groups without a relevant item contribute nothing to AP: work on the others only
     c, n, m, h = groups.c, groups.n, groups.m, groups.h
     full = _group_expected_sum(ops, T, c, n, m, h, n, rule)

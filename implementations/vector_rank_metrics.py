@@ -191,7 +191,8 @@ def expected_rank_metrics(ops, groups, R, n_kept, options: Options, gains=None) 
     k = options.k
     has = R > 0
     K = n_kept if k is None else ops.clip(n_kept, None, k)
-    Dc = discount_prefix(ops, N, options.discount)
+    size = groups.table_size  # every rank a table is read at (<= N)
+    Dc = discount_prefix(ops, size, options.discount)
     c, n = groups.c, groups.n
     inside = ops.clip(K[groups.rows] - c, 0, None)
     inside = ops.where(inside < n, inside, n)
@@ -208,4 +209,4 @@ def expected_rank_metrics(ops, groups, R, n_kept, options: Options, gains=None) 
         gains_pad[rows, i0] = ops.f64(gains)
     L = R if k is None else ops.clip(R, None, k)
     rr, hit = _first_group(ops, groups, K)
-    return {"ndcg": _ndcg(ops, dcg, ideal_dcg(ops, gains_pad, L, N, options), has), "rr": rr, "hit": hit}
+    return {"ndcg": _ndcg(ops, dcg, ideal_dcg(ops, gains_pad, L, size, options), has), "rr": rr, "hit": hit}

@@ -16,12 +16,15 @@ class TieGroups:
     flat array), so a group's extent is two ``searchsorted`` calls and the relevant items
     before any position another two.  Only the groups that hold relevant items (few) are
     listed explicitly: ``rows, c, n, m, h`` (row-major, closest first), ``ordinal`` = index
-    of the group among its row's relevant groups.
+    of the group among its row's relevant groups.  ``table_size``: the largest rank the
+    per-rank tables (harmonic sums, discounts) must reach (here N; a group list made from counts
+    may hold less: the tables' values do not depend on their length).
     """
 
     def __init__(self, ops, key_s, rel_s):
         B, N = rel_s.shape
         self.ops, self.B, self.N = ops, B, N
+        self.table_size = N
         start = ops.full((B, N), True, "bool")
         start[:, 1:] = key_s[:, 1:] != key_s[:, :-1]
         self.gid = ops.cumsum_i32(start.reshape(-1))  # flat, non-decreasing (B*N < 2**31)
