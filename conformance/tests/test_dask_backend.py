@@ -7,13 +7,13 @@ from __future__ import annotations
 
 import ast
 import logging
-import os
 import subprocess
 import sys
 
 import numpy as np
 import pytest
 import retrieval_conformance as rc
+from retrieval_conformance.conformance.support.dask_support import a_worker_killed
 from retrieval_conformance.reference.contract import registry
 from retrieval_conformance.reference.contract.problem import ARRAY_FIELDS
 
@@ -195,23 +195,6 @@ def test_a_direct_call_without_evaluate(cluster):
         DaskImplementation(chunk_queries=0)
 
 
-class KillOnce(distributed.WorkerPlugin if distributed is not None else object):
-    """Ends the worker process that starts the first chunk (the one that removes the flag file)."""
-
-    name = "rc-kill-once"
-
-    def __init__(self, flag: str):
-        self.flag = flag
-
-    def transition(self, key, start, finish, **kwargs):
-        if finish == "executing" and str(key).startswith("rc-dask-chunk-"):
-            try:
-                os.remove(self.flag)
-            except FileNotFoundError:
-                return
-            os._exit(1)
-
-
 @pytest.mark.parametrize("allowed_failures", [3, 0], ids=["rerun", "killed-worker"])
 def test_a_worker_killed_mid_run(cluster, chunked, tmp_path, allowed_failures):
     """The scheduler reruns the lost chunk elsewhere (the identical result), or, allowed no
@@ -219,21 +202,10 @@ def test_a_worker_killed_mid_run(cluster, chunked, tmp_path, allowed_failures):
     local, client = cluster
     kwargs = problem("ties-expected", seed=8, n_q=60)
     want = rc.evaluate(**kwargs, implementation=LOCAL)
-    flag = tmp_path / "kill"
-    flag.touch()
-    before = local.scheduler.allowed_failures
-    local.scheduler.allowed_failures = allowed_failures
-    register = getattr(client, "register_plugin", None) or client.register_worker_plugin
-    register(KillOnce(str(flag)))
-    try:
+    with a_worker_killed(local, client, "rc-dask-chunk-", tmp_path, allowed_failures):
         if allowed_failures:
             assert_identical(rc.evaluate(**kwargs, implementation=chunked(3)), want)
         else:
             with pytest.raises(DaskEvaluationError, match=r"could not be computed on the cluster \(KilledWorker"):
                 rc.evaluate(**kwargs, implementation=chunked(3))
-        assert not flag.exists()  # a worker did die
-    finally:
-        local.scheduler.allowed_failures = before
-        client.unregister_worker_plugin(KillOnce.name)
-        client.wait_for_workers(2, timeout=120)
     assert_identical(rc.evaluate(**kwargs, implementation="dask"), want)  # the cluster still works

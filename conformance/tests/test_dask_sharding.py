@@ -8,12 +8,12 @@ On a LocalCluster of two worker processes; skipped where ``dask.distributed`` is
 from __future__ import annotations
 
 import logging
-import os
 from dataclasses import replace
 
 import numpy as np
 import pytest
 import retrieval_conformance as rc
+from retrieval_conformance.conformance.support.dask_support import a_worker_killed
 from retrieval_conformance.conformance.support.problems import random_options, tie_heavy_problem
 from retrieval_conformance.reference.contract import registry
 from retrieval_conformance.reference.contract.conventions import TIE_POLICIES
@@ -287,23 +287,6 @@ def test_the_automatic_rule_and_bad_arguments(cluster):
 
 
 # -- a worker killed mid-run -----------------------------------------------------------------------------
-class KillOnce(distributed.WorkerPlugin if distributed is not None else object):
-    """Ends the worker process that starts the first shard task (the one that removes the flag file)."""
-
-    name = "rc-kill-once-sharded"
-
-    def __init__(self, flag: str):
-        self.flag = flag
-
-    def transition(self, key, start, finish, **kwargs):
-        if finish == "executing" and str(key).startswith("rc-dask-shard-"):
-            try:
-                os.remove(self.flag)
-            except FileNotFoundError:
-                return
-            os._exit(1)
-
-
 @pytest.mark.parametrize("allowed_failures", [3, 0], ids=["rerun", "killed-worker"])
 def test_a_worker_killed_mid_run(cluster, sharded, tmp_path, allowed_failures):
     """The scheduler reruns the lost tasks (their parts are remade from their tasks, every gallery
@@ -311,22 +294,11 @@ def test_a_worker_killed_mid_run(cluster, sharded, tmp_path, allowed_failures):
     local, client = cluster
     kwargs = edge_problem("expected")
     want = outcome(kwargs, LOCAL)
-    flag = tmp_path / "kill"
-    flag.touch()
-    before = local.scheduler.allowed_failures
-    local.scheduler.allowed_failures = allowed_failures
-    register = getattr(client, "register_plugin", None) or client.register_worker_plugin
-    register(KillOnce(str(flag)))
-    try:
+    with a_worker_killed(local, client, "rc-dask-shard-", tmp_path, allowed_failures):
         if allowed_failures:
             got = outcome(kwargs, sharded(3, 2))
             assert not differences(got, want)
         else:
             with pytest.raises(DaskEvaluationError, match=r"could not be computed on the cluster \(KilledWorker"):
                 rc.evaluate(**kwargs, implementation=sharded(3, 2))
-        assert not flag.exists()  # a worker did die
-    finally:
-        local.scheduler.allowed_failures = before
-        client.unregister_worker_plugin(KillOnce.name)
-        client.wait_for_workers(2, timeout=120)
     assert not differences(outcome(kwargs, sharded(3, 2)), want)  # the cluster still works
