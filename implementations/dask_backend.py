@@ -163,6 +163,12 @@ def _require_client():
     return client
 
 
+def _same_gallery(sources: tuple, problem: Problem) -> bool:
+    """Whether ``problem`` holds the very gallery arrays ``sources`` (by identity, in
+    ``GALLERY_FIELDS`` order): a prepared gallery serves only the evaluation it was made for."""
+    return all(a is getattr(problem, name) for a, name in zip(sources, GALLERY_FIELDS))
+
+
 class ScatteredGallery:
     """The gallery arrays of one evaluation, scattered to every worker once (what
     :meth:`DaskImplementation.prepare` returns).  Bound to the arrays it was made from (by
@@ -177,8 +183,7 @@ class ScatteredGallery:
         self.futures: Dict[str, object] = dict(zip(names, futures))
 
     def matches(self, problem: Problem, client) -> bool:
-        return client is self.client and all(
-            a is getattr(problem, name) for a, name in zip(self._sources, GALLERY_FIELDS))
+        return client is self.client and _same_gallery(self._sources, problem)
 
 
 class ShardedGallery:
@@ -200,8 +205,7 @@ class ShardedGallery:
             client.replicate(scattered, n=min(SHARD_REPLICAS, max(1, len(client.nthreads()))))
 
     def matches(self, problem: Problem, client, bounds: List[Tuple[int, int]]) -> bool:
-        return client is self.client and bounds == self.bounds and all(
-            a is getattr(problem, name) for a, name in zip(self._sources, GALLERY_FIELDS))
+        return client is self.client and bounds == self.bounds and _same_gallery(self._sources, problem)
 
 
 def gallery_bytes(problem: Problem) -> int:

@@ -52,8 +52,7 @@ from dataclasses import dataclass, fields, replace
 from typing import Dict, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
-from retrieval_conformance.implementations.numpy_backend import NumpyOps
-from retrieval_conformance.implementations.numpy_backend import _NumpySource as NumpySource
+from retrieval_conformance.implementations.numpy_backend import NumpyOps, NumpySource
 from retrieval_conformance.implementations.vector_blocks import (
     BLOCK_BYTES,
     finish_metrics,
@@ -65,7 +64,7 @@ from retrieval_conformance.implementations.vector_concrete import (
     grouped_cutoff_error,
     item_metrics,
 )
-from retrieval_conformance.implementations.vector_expected import _harmonic_table, expected_metrics
+from retrieval_conformance.implementations.vector_expected import expected_metrics, harmonic_table
 from retrieval_conformance.implementations.vector_rank_metrics import discount_prefix, discounts, item_gains
 from retrieval_conformance.implementations.vector_tie_groups import TieGroups
 from retrieval_conformance.reference.contract.conventions import INDEX_ORDERS
@@ -376,7 +375,7 @@ class TableOps(NumpyOps):
     _builders = {
         "discounts": lambda rule, size: discounts(NumpyOps(), size, rule),
         "discount_prefix": lambda rule, size: discount_prefix(NumpyOps(), size, rule),
-        "harmonic": lambda size: _harmonic_table(NumpyOps(), size),
+        "harmonic": lambda size: harmonic_table(NumpyOps(), size),
     }
 
     def __init__(self, limit: int):

@@ -181,7 +181,7 @@ def hamming_block(q_words: np.ndarray, db_words: np.ndarray) -> np.ndarray:
     return out
 
 
-class _NumpySource:
+class NumpySource:
     """Distances, relevance and junk of query blocks, as numpy arrays."""
 
     def __init__(self, problem: Problem, gallery: PreparedGallery):
@@ -227,4 +227,4 @@ class NumpyImplementation(Implementation):
                 progress: Optional[Callable[[int, int], None]] = None, state: object = None) -> PerQuery:
         """Per-query metrics of ``problem`` under ``options`` (see ``vector_blocks``);
         ``progress(done, total)`` after every block of queries; ``state`` from :meth:`prepare`."""
-        return compute_in_blocks(NumpyOps(), problem, options, _NumpySource, self.block_bytes, progress, state)
+        return compute_in_blocks(NumpyOps(), problem, options, NumpySource, self.block_bytes, progress, state)

@@ -42,7 +42,7 @@ from retrieval_conformance.implementations.vector_tie_groups import TieGroups
 from retrieval_conformance.reference.contract.problem import Options
 
 
-def _harmonic_table(ops, N: int):
+def harmonic_table(ops, N: int):
     """T[x] = Σ_{r=1..x} 1/r for x = 0..N as a double-double (1-D), so that every sum of
     1/r over a run of ranks is a difference T[b] - T[a] with ~1e-30 absolute error."""
     r = ops.f64(ops.arange(N) + 1)[None, :]
@@ -116,7 +116,7 @@ def expected_metrics(ops, groups: TieGroups, R, n_kept, options: Options, gains=
     k, rule = options.k, options.ap_rule
     has = R > 0
     size = groups.table_size  # every rank a table is read at (<= N)
-    T = ops.cached(("harmonic", size), lambda: _harmonic_table(ops, size))
+    T = ops.cached(("harmonic", size), lambda: harmonic_table(ops, size))
     # groups without a relevant item contribute nothing to AP: work on the others only
     c, n, m, h = groups.c, groups.n, groups.m, groups.h
     full = _group_expected_sum(ops, T, c, n, m, h, n, rule)
