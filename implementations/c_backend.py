@@ -11,9 +11,11 @@ What the C code does per query (spec §4, §12), never sorting the whole gallery
   all and of relevant non-junk items per distance.  Concrete tie policies get the relevant
   items' ranks from a counting sort done in the same pass; ``expected`` and ``grouped``
   need only the per-distance counts.
-* Float distances: the G relevant distances are sorted and every other item is
-  binary-searched among them, ``O(N log G)``; the tie policy decides where an item at a
-  relevant item's exact distance goes.
+* Float distances (or similarity scores, read as they are and negated inside C): the G
+  relevant distances are sorted and every other item is placed among them in one pass through
+  a bucket table, ``O(N + G log G)``; the tie policy decides where an item at a relevant
+  item's exact distance goes.  With a cut-off k only the items up to the L-th smallest
+  distance are placed, L = max(k, R, max_rank) (the prefix path; ``cpu_features`` bit 2).
 * Relevance and junk come from labels (single ids compared as int64; multi-hot labels packed
   to uint64 words and ANDed) or from the boolean matrices, one query at a time: no
   ``Q x N`` matrix is ever built.
@@ -29,7 +31,7 @@ could make the C code read out of bounds reaches it.
 from __future__ import annotations
 
 import ctypes
-from typing import Callable, Optional
+from typing import Callable, Optional, Tuple
 
 import numpy as np
 from retrieval_conformance.implementations import c_library
@@ -40,6 +42,7 @@ from retrieval_conformance.implementations.c_library import (  # noqa: F401 (re-
     _RULES,
     _TIES,
     ABI_VERSION,
+    ALL_FEATURES,
     D_CODES,
     D_F32,
     D_F64,
@@ -67,6 +70,8 @@ from retrieval_conformance.implementations.c_library import (  # noqa: F401 (re-
     output_struct,
     thread_count,
 )
+from retrieval_conformance.reference.contract.arrays import CHUNK_ITEMS
+from retrieval_conformance.reference.contract.codes import padding_is_zero, word_count
 from retrieval_conformance.reference.contract.conventions import DISCOUNTS
 from retrieval_conformance.reference.contract.cutoffs import within_gallery
 from retrieval_conformance.reference.contract.discounts import rank_discounts
@@ -108,6 +113,35 @@ def _array(name: str, arr, dtype, shape) -> np.ndarray:
     if arr.dtype != dtype:
         raise TypeError(f"{name}: expected dtype {np.dtype(dtype)}, got dtype={arr.dtype}")
     return np.ascontiguousarray(arr)
+
+
+def _gallery_words(problem: Problem, N: int, n_bits: int) -> np.ndarray:
+    """The gallery's codes as C reads them: ``db_words`` checked (dtype, shape, and no bit set
+    past the code, which would make a distance exceed the histograms' B + 1 bins), or
+    ``db_bits`` packed."""
+    if problem.db_words is None:
+        return _pack_bits("db_bits", _array("db_bits", problem.db_bits, np.uint8, (N, n_bits)))
+    words = _array("db_words", problem.db_words, np.uint64, (N, word_count(n_bits)))
+    if not padding_is_zero(words, n_bits):
+        raise ValueError(f"db_words: expected every bit past the first {n_bits} of a code to be 0")
+    return words
+
+
+def _id_runs(db_ids: np.ndarray, order: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
+    """The distinct gallery ids, sorted, and where the run of each starts in ``db_ids[order]``
+    (then N): a query's slice of ``order`` is ``starts[searchsorted(ids, id, "left")]`` up to
+    ``starts[searchsorted(ids, id, "right")]``, as in the sorted ids, which are never held whole."""
+    ids, starts, last = [np.zeros(0, dtype=np.int64)], [], None
+    for first in range(0, order.shape[0], CHUNK_ITEMS):
+        chunk = db_ids[order[first:first + CHUNK_ITEMS]]
+        new = np.flatnonzero(chunk[1:] != chunk[:-1]) + 1
+        if last is None or chunk[0] != last:
+            new = np.concatenate([[0], new])
+        ids.append(chunk[new])
+        starts.append(new + first)
+        last = chunk[-1]
+    starts.append([order.shape[0]])
+    return np.concatenate(ids, dtype=np.int64), np.concatenate(starts, dtype=np.int64)
 
 
 def _check_options(options: Options) -> None:
@@ -182,6 +216,8 @@ class CImplementation(Implementation):
 
     name = "c"
     speed_rank = 0
+    reads_packed_codes = True  # the gallery's codes packed once, by validation: no (N, B) bytes
+    reads_scores = True  # negated inside C: no negated copy of a score matrix
 
     def __init__(self, num_threads: Optional[int] = None):
         self.num_threads = num_threads
@@ -223,32 +259,35 @@ class CImplementation(Implementation):
         # ranking input
         keep = {}  # arrays that must stay alive during the C calls
         gallery = gallery_store(state, problem)
-        if problem.distances is not None:
-            D = problem.distances
+        negated = 0
+        if problem.distances is not None or problem.scores is not None:
+            # scores are read as they are and negated inside C (exact): no copy of the matrix
+            name, D = ("distances", problem.distances) if problem.distances is not None else ("scores", problem.scores)
+            negated = int(name == "scores")
             if not isinstance(D, np.ndarray) or D.dtype not in (np.float32, np.float64):
                 raise TypeError(
-                    "distances: expected a float32 or float64 numpy array, got "
+                    f"{name}: expected a float32 or float64 numpy array, got "
                     f"{getattr(D, 'dtype', type(D).__name__)}"
                 )
-            keep["D"] = _array("distances", D, D.dtype, (Q, N))
+            keep["D"] = _array(name, D, D.dtype, (Q, N))
             dist_kind = D_F32 if D.dtype == np.float32 else D_F64
             n_bits = words = 0
-        elif problem.query_bits is not None and problem.db_bits is not None:
-            qb, db = problem.query_bits, problem.db_bits
+        elif problem.query_bits is not None and (problem.db_bits is not None or problem.db_words is not None):
+            qb = problem.query_bits
             if not isinstance(qb, np.ndarray) or qb.ndim != 2 or qb.shape[0] != Q:
                 raise ValueError(f"query_bits: expected shape ({Q}, B), got {getattr(qb, 'shape', None)}")
             n_bits = qb.shape[1]
             if n_bits < 1:
                 raise ValueError("query_bits: expected at least one bit per code, got 0")
             qb = _array("query_bits", qb, np.uint8, (Q, n_bits))
-            keep["qc"], keep["dc"] = _pack_bits("query_bits", qb), gallery.get("dc", lambda: _pack_bits(
-                "db_bits", _array("db_bits", db, np.uint8, (N, n_bits))))
+            keep["qc"] = _pack_bits("query_bits", qb)
+            keep["dc"] = gallery.get("dc", lambda: _gallery_words(problem, N, n_bits))
             words = keep["qc"].shape[1]
             dist_kind = D_CODES
             if N >= 2**32:  # the counting sort packs a position below 2^32 with its distance
                 raise ValueError(f"db_bits: at most 2**32 - 1 gallery items with codes, got {N}")
         else:
-            raise ValueError("problem: expected distances, or query_bits with db_bits")
+            raise ValueError("problem: expected distances, or query_bits with db_bits or db_words")
 
         # relevance input
         label_words = 0
@@ -263,12 +302,15 @@ class CImplementation(Implementation):
                 keep["dl"] = gallery.get("dl", lambda: _array("db_labels", dl, np.int64, (N,)))
                 rel_kind, single = REL_IDS, True
                 # the items of each id, found without a Q x N comparison: gallery indices
-                # sorted stably by id, and each query's slice of them
-                keep["order"] = gallery.get("order", lambda: np.ascontiguousarray(
-                    np.argsort(keep["dl"], kind="stable"), dtype=np.int64))
-                ids_sorted = gallery.get("ids_sorted", lambda: keep["dl"][keep["order"]])
-                keep["id_start"] = np.ascontiguousarray(np.searchsorted(ids_sorted, keep["ql"], "left"), dtype=np.int64)
-                keep["id_stop"] = np.ascontiguousarray(np.searchsorted(ids_sorted, keep["ql"], "right"), dtype=np.int64)
+                # sorted stably by id, and each query's slice of them.  The float path reads
+                # its relevant items there and camera junk its same-id items; Hamming codes
+                # compare ids item by item, so without cameras they need no such index (N int64)
+                if dist_kind != D_CODES or problem.query_cams is not None:
+                    keep["order"] = gallery.get("order", lambda: np.ascontiguousarray(
+                        np.argsort(keep["dl"], kind="stable"), dtype=np.int64))
+                    ids, starts = gallery.get("id_runs", lambda: _id_runs(keep["dl"], keep["order"]))
+                    keep["id_start"] = starts[np.searchsorted(ids, keep["ql"], "left")]
+                    keep["id_stop"] = starts[np.searchsorted(ids, keep["ql"], "right")]
             elif getattr(ql, "ndim", 0) == 2:
                 L = ql.shape[1]
                 ql = _array("query_labels", ql, np.uint8, (Q, L))
@@ -325,7 +367,7 @@ class CImplementation(Implementation):
             stop = min(Q, start + BLOCK_QUERIES)
             inp = _Input(
                 n_queries=stop - start, n_gallery=N, dist_kind=dist_kind,
-                distances=row_ptr("D", start),
+                distances=row_ptr("D", start), negated=negated,
                 query_codes=row_ptr("qc", start), db_codes=_ptr(keep.get("dc")),
                 code_words=words, n_bits=n_bits,
                 rel_kind=rel_kind, relevance=row_ptr("rel", start),
@@ -347,19 +389,20 @@ class CImplementation(Implementation):
             if rc == RC_ERR_ARGS:
                 raise ValueError("C implementation: inconsistent arguments (this is a bug in c_backend.py)")
             if rc == RC_ERR_QUERY:
-                self._raise_for_status(status[start:stop], err_a[start:stop], err_b[start:stop], start, options)
+                self._raise_for_status(status[start:stop], err_a[start:stop], err_b[start:stop], start, options,
+                                       "scores" if negated else "distances")
             if progress is not None:
                 progress(stop, Q)
 
         return PerQuery(**out)
 
     @staticmethod
-    def _raise_for_status(status, err_a, err_b, offset: int, options: Options) -> None:
+    def _raise_for_status(status, err_a, err_b, offset: int, options: Options, ranking: str = "distances") -> None:
         bad = np.flatnonzero(status == Q_NONFINITE)
         if bad.size:
             q = int(bad[0])
             raise ValueError(
-                f"distances: expected finite values, found a non-finite value at "
+                f"{ranking}: expected finite values, found a non-finite value at "
                 f"[{offset + q}, {int(err_a[q])}]; replace NaN/inf (e.g. by a large distance) "
                 "before evaluating"
             )

@@ -21,6 +21,7 @@ import os
 from typing import Dict, Optional
 
 import numpy as np
+from retrieval_conformance.reference.contract.codes import pack_words
 from retrieval_conformance.reference.contract.conventions import GAINS, RECALL_SENSES
 from retrieval_conformance.reference.contract.problem import (
     AP_AT_K_DENOMINATORS,
@@ -32,7 +33,7 @@ from retrieval_conformance.reference.contract.problem import (
 from retrieval_conformance.reference.contract.registry import ImplementationUnavailable
 
 MODULE = "retrieval_conformance.implementations._rc_core"
-ABI_VERSION = 7  # must equal RC_ABI_VERSION in csrc/rc_core.h
+ABI_VERSION = 8  # must equal RC_ABI_VERSION in csrc/rc_core.h
 NOT_BUILT = (
     "C library not built (no compiler at install, or RC_BUILD_C=0); reinstall with a "
     "compiler: RC_BUILD_C=1 pip install ..."
@@ -51,7 +52,7 @@ assert (set(_GAINS), set(_RECALLS)) == (set(GAINS), set(RECALL_SENSES))
 D_F64, D_F32, D_CODES = 0, 1, 2
 REL_MATRIX, REL_IDS, REL_MULTI = 0, 1, 2
 RC_OK, RC_ERR_QUERY, RC_ERR_NOMEM, RC_ERR_ARGS = 0, 1, 2, 3
-Q_OK, Q_GROUPED_K, Q_NONFINITE = 0, 1, 2
+Q_OK, Q_GROUPED_K, Q_NONFINITE, Q_NOMEM = 0, 1, 2, 3
 
 _p = ctypes.c_void_p
 _i64 = ctypes.c_int64
@@ -60,7 +61,7 @@ _i64 = ctypes.c_int64
 class _Input(ctypes.Structure):
     _fields_ = [
         ("n_queries", _i64), ("n_gallery", _i64),
-        ("dist_kind", _i64), ("distances", _p),
+        ("dist_kind", _i64), ("distances", _p), ("negated", _i64),
         ("query_codes", _p), ("db_codes", _p), ("code_words", _i64), ("n_bits", _i64),
         ("rel_kind", _i64), ("relevance", _p),
         ("query_ids", _p), ("db_ids", _p),
@@ -189,11 +190,14 @@ def _require():
     return lib
 
 
-_FEATURE_MASK = 3
+#: every feature (``RC_FEATURE_ALL``): bit 0 popcnt, bit 1 fma, bit 2 the float prefix path
+ALL_FEATURES = 7
+_FEATURE_MASK = ALL_FEATURES
 
 
 def cpu_features(mask: Optional[int] = None) -> int:
-    """CPU features the C code can use here (bit 0 popcnt, bit 1 fma).
+    """CPU features the C code can use here (bit 0 popcnt, bit 1 fma), and bit 2: the float
+    prefix path (a cut-off places only the items up to the L-th smallest distance; always there).
 
     With ``mask``, the C code uses only the features in ``mask`` from now on (tests compare
     the generic and the accelerated paths; results are identical).  Returns the features
@@ -249,10 +253,6 @@ def thread_count(num_threads: Optional[int] = None) -> int:
 
 
 def _pack_bits(name: str, bits: np.ndarray) -> np.ndarray:
-    """(rows, B) 0/1 uint8 -> (rows, ceil(B/64)) uint64, bit b of row r in word b // 64."""
-    rows, B = bits.shape
-    words = max(1, -(-B // 64))
-    packed = np.packbits(bits != 0, axis=1, bitorder="little")
-    out = np.zeros((rows, words * 8), dtype=np.uint8)
-    out[:, : packed.shape[1]] = packed
-    return np.ascontiguousarray(out).view("<u8").astype(np.uint64, copy=False)
+    """(rows, B) 0/1 uint8 -> (rows, ceil(B/64)) uint64, bit b of row r in word b // 64
+    (``codes.pack_words``: a chunk of rows at a time, no whole-array temporary)."""
+    return pack_words(bits)

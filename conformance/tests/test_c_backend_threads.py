@@ -57,13 +57,13 @@ def test_generic_and_accelerated_paths_agree(c_backend, ties):
         for p in medium_problems().values():
             for rule in RULES:
                 o = Options(ties=ties, ap_rule=rule)
-                c_backend.cpu_features(3)
+                c_backend.cpu_features(c_backend.ALL_FEATURES)
                 fast = impl.compute(p, o)
                 c_backend.cpu_features(0)
                 generic = impl.compute(p, o)
                 assert same_bits(fast, generic, f"{o}") == []
     finally:
-        c_backend.cpu_features(3)
+        c_backend.cpu_features(c_backend.ALL_FEATURES)
 
 
 def test_query_blocks_do_not_change_results(c_backend, monkeypatch):

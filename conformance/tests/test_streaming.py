@@ -44,6 +44,31 @@ def test_memory_mapped_distances_and_embeddings_stream(tmp_path):
     assert [done for done, _ in calls] == sorted(done for done, _ in calls)
 
 
+@pytest.mark.parametrize("ranking", ["scores", "embeddings"])
+def test_a_block_is_released_before_the_next_is_made(monkeypatch, ranking):
+    # a block's distances (negated scores, computed embedding distances) are as large as the
+    # block budget: two alive at once would double the peak
+    import weakref
+
+    from retrieval_conformance.reference.contract import evaluate as ev
+
+    made, alive = [], []
+    original = ev.build_problem
+
+    def watched(**kwargs):
+        alive.extend(ref() is not None for ref in made)
+        problem = original(**kwargs)
+        made.append(weakref.ref(problem.distances))
+        return problem
+
+    monkeypatch.setattr(ev, "build_problem", watched)
+    rng = np.random.default_rng(5)
+    ranking_input = (dict(scores=rng.random((7, 30))) if ranking == "scores" else
+                     dict(query_embeddings=rng.normal(size=(7, 4)), db_embeddings=rng.normal(size=(30, 4))))
+    rc.evaluate(**ranking_input, relevance=rng.random((7, 30)) < 0.3, block_size=3, implementation="numpy")
+    assert len(made) == 3 and not any(alive)
+
+
 def test_block_errors_say_where(capsys):
     dist = np.zeros((5, 3))
     dist[3, 1] = np.nan

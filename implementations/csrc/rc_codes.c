@@ -25,14 +25,21 @@ any_common(const uint64_t *a, const uint64_t *b, int64_t W)
  * invariant tests and its variables in registers */
 #define RC_CODES_LOOP1(DIST, REL, JUNK)                                                        \
     do {                                                                                \
-        if (record) {                                                                   \
+        if (record) {   /* RC_INTERLEAVE running counts, summed at a relevant item */   \
             for (j = 0; j < N; j++) {                                                   \
                 int64_t d_;                                                             \
                 if (JUNK) continue;                                                       \
                 d_ = (DIST);                                                            \
-                /* branch-free: write, keep if relevant; s < 2^32 (N < 2^32) */         \
-                ri[nr] = (uint64_t)d_ << RC_RINFO_SHIFT | (uint64_t)ht[d_]++;           \
-                nr += (REL);                                                            \
+                if (REL) {                                                              \
+                    int64_t c_, s_ = 0;                                                 \
+                    if (nr == w->rinfo_cap &&                                           \
+                        grow((void **)&w->rinfo, &w->rinfo_cap, max64(2 * nr, 1024), sizeof(uint64_t))) \
+                        return -1;                                                      \
+                    for (c_ = 0; c_ < RC_INTERLEAVE; c_++) s_ += h2[c_ * H1 + d_];       \
+                    /* s < 2^32 (N < 2^32) */                                           \
+                    w->rinfo[nr++] = (uint64_t)d_ << RC_RINFO_SHIFT | (uint64_t)s_;     \
+                }                                                                       \
+                h2[(j & (RC_INTERLEAVE - 1)) * H1 + d_]++;                              \
             }                                                                           \
         } else {        /* RC_INTERLEAVE histograms: no chain through one counter */    \
             for (j = 0; j < N; j++) {                                                   \
@@ -68,20 +75,20 @@ any_common(const uint64_t *a, const uint64_t *b, int64_t W)
         }                                                                               \
     } while (0)
 
-/* The distance pass over the gallery, with no data-dependent branch except junk.
+/* The distance pass over the gallery; returns the relevant items found (-1: no memory).
  * record = 0: histogram h2[2 d + relevant] (all the expected / grouped / optimistic /
- *   pessimistic policies need).
+ *   pessimistic policies need), with no data-dependent branch except junk.
  * record = 1 (stable, reverse): a counting sort in one pass: every relevant item records its
  *   distance d and s = the number of non-junk items at distance d before it in gallery order
- *   (ht[d] as a running count). */
+ *   (running counts per distance, in RC_INTERLEAVE copies by j mod 4: distances cluster, and
+ *   one counter would chain consecutive items through memory; a relevant item sums them). */
 static inline __attribute__((always_inline)) int64_t
 codes_pass(const rc_input *in, int64_t q, workspace *w, const uint8_t *jk, int record)
 {
     const int64_t N = in->n_gallery, W = in->code_words;
     const uint64_t *qc = in->query_codes + q * W, *db = in->db_codes;
-    int64_t *ht = w->ht, *h2 = w->h2;
-    uint64_t *ri = w->rinfo;
-    const int64_t H2 = 2 * in->n_bits + 2;
+    int64_t *h2 = w->h2;
+    const int64_t H2 = 2 * in->n_bits + 2, H1 = in->n_bits + 1;
     int64_t j, nr = 0;
     if (W == 1) {
         const uint64_t q0 = qc[0];
@@ -112,7 +119,7 @@ static int64_t codes_pass_generic(const rc_input *in, int64_t q, workspace *w, c
 static void codes_grades(const rc_input *in, int64_t q, workspace *w, const uint8_t *jk, int64_t ties)
 {
     const int64_t N = in->n_gallery, W = in->code_words, B = in->n_bits;
-    const uint8_t *row = in->relevance + q * N, *grow = in->grades + q * N;
+    const uint8_t *row = in->relevance + q * N, *grades_row = in->grades + q * N;
     const uint64_t *qc = in->query_codes + q * W, *db = in->db_codes;
     const int record = ties == T_STABLE || ties == T_REVERSE;
     int64_t *run = w->run, j, i = 0, d;
@@ -120,21 +127,21 @@ static void codes_grades(const rc_input *in, int64_t q, workspace *w, const uint
     for (j = 0; j < N; j++) {
         if (!row[j] || (jk && jk[j])) continue;
         d = record ? (int64_t)(w->rinfo[i++] >> RC_RINFO_SHIFT) : popcount_words(qc, db + j * W, W);
-        if (ties == T_REVERSE) w->gr[run[d]--] = grow[j];
-        else w->gr[run[d]++] = grow[j];
+        if (ties == T_REVERSE) w->gr[run[d]--] = grades_row[j];
+        else w->gr[run[d]++] = grades_row[j];
     }
     if (ties == T_OPTIMISTIC || ties == T_PESSIMISTIC)
         for (d = 0; d <= B; d++)
             if (w->hr[d] > 1) rc_sort_grades(w->gr + w->rlt[d], w->hr[d], ties == T_OPTIMISTIC);
 }
 
-void rc_query_codes(const rc_input *in, const rc_options *o, const dd *Hh, const dd *ideal1,
+void rc_query_codes(const rc_input *in, const rc_options *o, const dd *Hh,
                     int64_t q, workspace *w, qres *res, rc_output *out, int use_popcnt)
 {
     const int64_t B = in->n_bits, ties = o->ties;
     int64_t *ht = w->ht, *hr = w->hr, *h2 = w->h2, *clt = w->clt, *rlt = w->rlt;
-    const uint64_t *ri = w->rinfo;
-    int64_t *run = w->run, *rk = w->ranks;
+    const uint64_t *ri;
+    int64_t *run = w->run, *rk;
     const int record = ties == T_STABLE || ties == T_REVERSE;
     const uint8_t *jk = NULL;
     int64_t d, R = 0, Np = 0, Rb = 0, i;
@@ -144,8 +151,7 @@ void rc_query_codes(const rc_input *in, const rc_options *o, const dd *Hh, const
         rc_build_junk(in, q, w->skip);
         jk = w->skip;
     }
-    if (record) memset(ht, 0, (size_t)(B + 1) * sizeof(int64_t));
-    else memset(h2, 0, (size_t)(RC_INTERLEAVE * (2 * B + 2)) * sizeof(int64_t));
+    memset(h2, 0, (size_t)(RC_INTERLEAVE * (2 * B + 2)) * sizeof(int64_t));
 #ifdef RC_HAVE_POPCNT_DISPATCH
     if (use_popcnt) R = codes_pass_popcnt(in, q, w, jk, record);
     else R = codes_pass_generic(in, q, w, jk, record);
@@ -153,7 +159,17 @@ void rc_query_codes(const rc_input *in, const rc_options *o, const dd *Hh, const
     (void)use_popcnt;
     R = codes_pass_generic(in, q, w, jk, record);
 #endif
+    if (R < 0) {
+        out->status[q] = Q_NOMEM;
+        return;
+    }
+    ri = w->rinfo;
     if (record) {
+        for (d = 0; d <= B; d++) {
+            int64_t c;
+            ht[d] = 0;
+            for (c = 0; c < RC_INTERLEAVE; c++) ht[d] += h2[c * (B + 1) + d];
+        }
         memset(hr, 0, (size_t)(B + 1) * sizeof(int64_t));
         for (i = 0; i < R; i++) hr[ri[i] >> RC_RINFO_SHIFT]++;
     } else {
@@ -198,9 +214,29 @@ void rc_query_codes(const rc_input *in, const rc_options *o, const dd *Hh, const
         rc_metrics_zero(o, res);
         return;
     }
+    {   /* room for the R relevant items: ranks or groups, and grades (the same in every query
+         * of a call, so one capacity serves them) */
+        const int by_group = ties == T_EXPECTED || ties == T_GROUPED;
+        int64_t cap_g = w->g_cap, cap_rk = w->g_cap, cap_gr = w->g_cap;
+        if ((by_group && grow((void **)&w->groups, &cap_g, R, sizeof(group))) ||
+            (!by_group && grow((void **)&w->ranks, &cap_rk, R, sizeof(int64_t))) ||
+            (in->grades && grow((void **)&w->gr, &cap_gr, R, 1))) {
+            out->status[q] = Q_NOMEM;
+            return;
+        }
+        w->g_cap = max64(w->g_cap, R);
+        rk = w->ranks;
+    }
     rin.disc = in->discounts;
     rin.gr = NULL;
-    rin.ideal1 = ideal1;
+    rin.ideal1 = NULL;
+    if (!in->grades) {
+        if (rc_ideal_upto(w, in->discounts, R)) {
+            out->status[q] = Q_NOMEM;
+            return;
+        }
+        rin.ideal1 = w->ideal1;
+    }
     if (in->grades) {
         codes_grades(in, q, w, jk, ties);
         rin.gr = w->gr;

@@ -18,10 +18,14 @@
  *     histograms of total and relevant items; concrete ranks come from a counting sort done
  *     in the same pass (each relevant item remembers how many items of its distance came
  *     before it); `expected` and `grouped` need only the histograms.
- *   - Float distances (rc_float.c): the G relevant distances are sorted, every other item is
- *     binary-searched among them (O(N log G); most items are past the farthest relevant one
- *     and cost one comparison), and the tie policy decides where an item at a relevant
- *     item's exact distance goes.  A row is first checked for NaN/inf (vectorised).
+ *   - Float distances (rc_float.c; similarity scores are read as they are and negated, exactly):
+ *     the G relevant distances are sorted (a radix sort, rc_order.c) and every other item is
+ *     placed among them in one pass, through a monotone bucket table (a search only inside a
+ *     bucket holding several relevant distances), counting per gap; the tie policy decides
+ *     where an item at a relevant item's exact distance goes.  With a cut-off, only the items
+ *     up to the L-th smallest distance are placed (the prefix path: L = max(k, R, max_rank),
+ *     found by sampling and one vectorised filter pass) and the last relevant item's rank
+ *     comes from counts over the row.  A row is first checked for NaN/inf (vectorised).
  *   - `grouped` with a cut-off k: is k strictly inside a tie group?  Hamming: from the
  *     histogram; floats: the k+1 smallest distances in a heap (small k) or a three-way
  *     quickselect.
@@ -44,8 +48,8 @@
  * put in rank order, and a tie group sorted by grade under optimistic / pessimistic), IDCG
  * counts the grades (at most RC_MAX_GRADE) and sums from the highest (rc_rank.c).
  *
- * Units: rc_input.c, rc_metrics.c, rc_expected.c, rc_rank.c, rc_float.c, rc_codes.c,
- * rc_evaluate.c.
+ * Units: rc_input.c, rc_metrics.c, rc_expected.c, rc_rank.c, rc_order.c, rc_float.c,
+ * rc_codes.c, rc_evaluate.c.
  * Functions shared between units are declared below with RC_INTERNAL (hidden visibility):
  * the library exports only the entry points of rc_evaluate.c, declared at the end.
  */
@@ -58,7 +62,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define RC_ABI_VERSION 7  /* must equal ABI_VERSION in c_library.py */
+#define RC_ABI_VERSION 8  /* must equal ABI_VERSION in c_library.py */
 
 /* internal functions shared between units stay out of the library's exported symbols */
 #if defined(__GNUC__) && !defined(_WIN32)
@@ -79,16 +83,30 @@
 /* copies of a hot counter array, item j updating copy j mod 4: most items hit the same few
  * slots, and one copy would serialise the increments through memory (a power of two) */
 #define RC_INTERLEAVE 4
+/* ... while the copies fit in this many bytes (an L1 cache): a larger table spreads the items
+ * over many slots, and four copies would only quadruple its cache misses */
+#define RC_INTERLEAVE_BYTES 32768
 /* float path: an item's gap among the sorted relevant distances is read from a table of
  * buckets over [smallest, largest relevant distance]: about this many buckets per relevant
- * item (a power of two), at most RC_BUCKETS_MAX (the table stays in L1/L2) and at most ~N */
+ * item (a power of two), at most RC_BUCKETS_MAX (the table, 16 bytes a bucket, stays in L2)
+ * and at most ~N */
 #define RC_BUCKETS_PER_RELEVANT 4
-#define RC_BUCKETS_MAX 16384
+#define RC_BUCKETS_MAX 65536
 /* the float path's skip[] marks junk 1 and the query's relevant items RC_SKIP_RELEVANT */
 #define RC_SKIP_RELEVANT 2
 /* float `grouped` with a cut-off: a max-heap of the k+1 smallest while k+1 <= N'/16 (most
  * items then fail one comparison with the top); larger k: a quickselect over all N' items */
 #define RC_HEAP_SELECT_DIVISOR 16
+/* float path with a cut-off (the prefix path, rc_float.c): used when the L ranks the metrics
+ * read are at most 1/RC_PREFIX_DIVISOR of the N' items and N >= RC_PREFIX_MIN_N; the pivot
+ * comes from RC_PREFIX_SAMPLE items of the row, aimed at RC_PREFIX_AIM x L items below it */
+#define RC_PREFIX_DIVISOR 8
+#define RC_PREFIX_MIN_N 4096
+#define RC_PREFIX_SAMPLE 1024
+#define RC_PREFIX_AIM 2
+/* items per block of the prefix path's filter: a block with no item below the pivot costs
+ * one vectorised comparison per item */
+#define RC_PREFIX_BLOCK 32
 /* Hamming counting sort: an entry is distance << 32 | items before it at that distance;
  * the count is < N < 2^32 and fits the low 32 bits */
 #define RC_RINFO_SHIFT 32
@@ -109,7 +127,8 @@
 /* CPU features (bits of rc_set_features' mask and result, as c_backend.cpu_features) */
 #define RC_FEATURE_POPCNT 1  /* bit 0: hardware popcount for Hamming distances */
 #define RC_FEATURE_FMA 2     /* bit 1: fused multiply-add for exact division remainders */
-#define RC_FEATURE_ALL (RC_FEATURE_POPCNT | RC_FEATURE_FMA)  /* default: use what the CPU has */
+#define RC_FEATURE_PREFIX 4  /* bit 2: the float prefix path (not a CPU feature: tests turn it off) */
+#define RC_FEATURE_ALL (RC_FEATURE_POPCNT | RC_FEATURE_FMA | RC_FEATURE_PREFIX)  /* default: all */
 /* the highest relevance grade (validation.MAX_GRADE): 2^52 - 1, its exponential gain, and any
  * sum of up to 2^53 such gains are exact in a double-double */
 #define RC_MAX_GRADE 52
@@ -135,7 +154,7 @@ enum { RECALL_FRACTION = 0, RECALL_HIT = 1 };
 /* return codes of rc_evaluate */
 enum { RC_OK = 0, RC_ERR_QUERY = 1, RC_ERR_NOMEM = 2, RC_ERR_ARGS = 3 };
 /* per-query status codes */
-enum { Q_OK = 0, Q_GROUPED_K = 1, Q_NONFINITE = 2 };
+enum { Q_OK = 0, Q_GROUPED_K = 1, Q_NONFINITE = 2, Q_NOMEM = 3 };
 /* The scalar per-query values, in the order of the contract's VALUE_FIELDS
  * (reference/contract/problem.py; a test compares the names, c_library.py the count at load).
  * They index qres.v and rc_output.values, which rc_evaluate.c checks, zeroes and copies in
@@ -151,6 +170,8 @@ typedef struct {
     int64_t n_queries, n_gallery;
     int64_t dist_kind;                      /* D_F64, D_F32 or D_CODES */
     const void *distances;                  /* (Q, N) float64 or float32 */
+    int64_t negated;                        /* 1: distances holds similarity scores; the
+                                             * distance is their negation (exact) */
     const uint64_t *query_codes;            /* (Q, code_words) packed bits */
     const uint64_t *db_codes;               /* (N, code_words) */
     int64_t code_words, n_bits;
@@ -163,8 +184,9 @@ typedef struct {
     const uint8_t *junk;                    /* (Q, N) 0/1 or NULL */
     const int64_t *query_cams, *db_cams;    /* (Q,), (N,) or NULL; needs single ids */
     const uint8_t *gallery_junk;            /* (N,) 0/1 or NULL (junk ids) */
-    /* single ids only: the gallery indices sorted by id (stably), and per query the slice
-     * [id_start, id_stop) of db_order holding the items with the query's id */
+    /* single ids only (and with codes only for camera junk): the gallery indices sorted by
+     * id (stably), and per query the slice [id_start, id_stop) of db_order holding the items
+     * with the query's id */
     const int64_t *db_order, *id_start, *id_stop;
     const uint8_t *grades;                  /* (Q, N) grades 0 .. RC_MAX_GRADE (REL_MATRIX), or
                                              * NULL: binary relevance (every relevant grade 1) */
@@ -306,26 +328,41 @@ static inline int64_t max64(int64_t a, int64_t b) { return a > b ? a : b; }
 
 /* ---- per-thread workspace and per-query results ----------------------------------------- */
 typedef struct { double d; int64_t j; } relitem;
+typedef struct { double value; int64_t first; } bucketent;  /* float path: rc_float.c bucket_setup */
 typedef struct { int64_t c, n, m, h; } group;   /* before, size, relevant, relevant before */
 
+/* Arrays of the relevant items are sized by G (or R), the query's relevant items: grown on
+ * demand, never shrunk, so memory follows the largest G seen, not the gallery. */
 typedef struct {
     uint8_t *skip;           /* N: junk (and, in the float pass, relevant) items */
-    int64_t *ranks;          /* N: 1-based ranks of the relevant items, ascending */
-    group *groups;           /* N: groups holding relevant items */
-    relitem *rel;            /* N + 1 (float path) */
-    double *rd;              /* N: sorted relevant distances (float path) */
-    int64_t *bucket;         /* RC_BUCKETS_MAX + 3 (float path): relevant items in lower buckets */
-    double *bucket_value;    /* RC_BUCKETS_MAX + 2 (float path): a bucket's one relevant distance */
-    int64_t *tie_seen;       /* N + 1 (float path, stable/reverse): relevant items of a run passed */
-    int64_t *tie_last;       /* N + 1 (float path, stable/reverse): its tied items placed so far */
-    int64_t *before, *eq;    /* RC_INTERLEAVE (N + 1) and N + 1 (float path) */
-    double *sel;             /* N (float path, grouped with k) */
-    int64_t *h2;             /* RC_INTERLEAVE x 2 (B + 1) (codes path): per (distance, relevant) */
+    int64_t *ranks;          /* G: 1-based ranks of the relevant items, ascending */
+    group *groups;           /* G: groups holding relevant items */
+    relitem *rel;            /* G + 1 (float path) */
+    double *rd;              /* G: sorted relevant distances (float path) */
+    bucketent *bucket;       /* nb + 3 <= RC_BUCKETS_MAX + 3 (float path): the bucket table */
+    int64_t bucket_cap;
+    int64_t *tie_seen;       /* G + 1 (float path, stable/reverse): relevant items of a run passed */
+    int64_t *tie_last;       /* G + 1 (float path, stable/reverse): its tied items placed so far */
+    int64_t *before, *eq;    /* G + 1 each (float path): items in each gap / tied with each run */
+    int64_t *runs;           /* 2 (G + 1) (float path): the run [lo, hi) of the k-th relevant item */
+    uint32_t *cnt;           /* RC_INTERLEAVE x 2 (G + 1) (float path): the pass's counters */
+    int64_t rel_cap, g_cap;  /* float path: capacity of rel; of the other G-sized arrays */
+    double *sel;             /* grown on demand (float path): grouped-k selection, prefix pivot */
+    relitem *cand;           /* grown on demand (float path): the prefix path's items */
+    relitem *rtmp;           /* grown on demand (float path): the radix sort's other buffer */
+    int64_t sel_cap, cand_cap, rtmp_cap;
+    int prefix;              /* the prefix path is enabled (RC_FEATURE_PREFIX) */
+    int64_t *h2;             /* RC_INTERLEAVE x 2 (B + 1) (codes path): per (distance, relevant),
+                              * or (stable / reverse) RC_INTERLEAVE running counts per distance */
     int64_t *ht, *hr;        /* B + 1: totals and relevant per distance */
     int64_t *clt, *rlt;      /* B + 1: items / relevant items at smaller distance */
     int64_t *run;            /* B + 1: counting-sort cursors */
-    uint64_t *rinfo;         /* N + 1 (codes path): distance << 32 | items before it */
-    uint8_t *gr;             /* N + 1 (graded relevance): the relevant items' grades, rank order */
+    uint64_t *rinfo;         /* R (codes path, grown on demand): distance << 32 | items before it */
+    int64_t rinfo_cap;
+    uint8_t *gr;             /* G (graded relevance): the relevant items' grades, rank order */
+    dd *ideal1;              /* binary relevance: IDCG of L items, L = 0 .. ideal_n - 1 (rc_rank.c) */
+    int64_t ideal_n, ideal_cap;
+    ddacc ideal_acc;         /* the sum d(1) + ... + d(ideal_n - 1), continued on demand */
 } workspace;
 
 typedef struct {
@@ -335,13 +372,35 @@ typedef struct {
 
 /* what the rank metrics read besides ranks or groups: the discount table d(1..), the
  * relevant items' grades in rank order (NULL: binary relevance) and, for binary relevance,
- * the IDCG of L relevant items, ideal1[L] = d(1) + ... + d(L) (summed once per call exactly as
- * a query would sum it, so the bits are the same) */
+ * the IDCG of L relevant items, ideal1[L] = d(1) + ... + d(L) for L <= R (rc_ideal_upto) */
 typedef struct {
     const double *disc;
     const uint8_t *gr;
     const dd *ideal1;
 } rankin;
+
+/* grow a workspace array to hold n elements (never shrinks); 0 when it holds them, -1 when
+ * there is no memory (the array is then unchanged) */
+static inline int grow(void **arr, int64_t *cap, int64_t n, size_t size)
+{
+    void *p;
+    if (n <= *cap) return 0;
+    p = realloc(*arr, (size_t)n * size);
+    if (!p) return -1;
+    *arr = p;
+    *cap = n;
+    return 0;
+}
+
+/* an unsigned key in the order of the doubles (-0.0 as +0.0: they are equal distances, so
+ * they must keep their index order, as the comparison sort kept it) */
+static inline uint64_t rc_order_key(double d)
+{
+    uint64_t b;
+    d += 0.0;  /* -0.0 + 0.0 = +0.0 (round to nearest); kept under IEEE semantics */
+    memcpy(&b, &d, sizeof(b));
+    return b ^ ((b >> 63) ? ~UINT64_C(0) : UINT64_C(1) << 63);
+}
 
 /* ---- internal functions shared between units -------------------------------------------- */
 /* rc_input.c: is there any junk input; the junk of query q (jk[j] = 1), returns how many */
@@ -370,14 +429,19 @@ RC_INTERNAL void rc_rank_grouped(const group *g, int64_t ng, int64_t R, int64_t 
 RC_INTERNAL void rc_rank_expected(const group *g, int64_t ng, int64_t R, int64_t Np,
                                   const rc_options *o, const rankin *ri, qres *res);
 RC_INTERNAL void rc_sort_grades(uint8_t *a, int64_t n, int descending);
-RC_INTERNAL void rc_ideal_binary(const double *disc, int64_t n, dd *ideal1);
+RC_INTERNAL int rc_ideal_upto(workspace *w, const double *disc, int64_t n);
+
+/* rc_order.c: relevant items a[0..n) sorted by distance, stably (tmp: n more); the k-th
+ * smallest (1-based) of a[0..n) (permuted); the same with the counts below and equal to it */
+RC_INTERNAL void rc_sort_by_distance(relitem *a, relitem *tmp, int64_t n);
+RC_INTERNAL double rc_kth_smallest(double *a, int64_t n, int64_t k);
+RC_INTERNAL void rc_kth_counts(double *a, int64_t n, int64_t k, int64_t *lt, int64_t *eq);
 
 /* rc_float.c and rc_codes.c: one query of float distances / of Hamming codes */
-RC_INTERNAL void rc_query_float(const rc_input *in, const rc_options *o, const dd *Hh,
-                                const dd *ideal1, int64_t q, workspace *w, qres *res, rc_output *out);
-RC_INTERNAL void rc_query_codes(const rc_input *in, const rc_options *o, const dd *Hh,
-                                const dd *ideal1, int64_t q, workspace *w, qres *res, rc_output *out,
-                                int use_popcnt);
+RC_INTERNAL void rc_query_float(const rc_input *in, const rc_options *o, const dd *Hh, int64_t q,
+                                workspace *w, qres *res, rc_output *out);
+RC_INTERNAL void rc_query_codes(const rc_input *in, const rc_options *o, const dd *Hh, int64_t q,
+                                workspace *w, qres *res, rc_output *out, int use_popcnt);
 
 /* ---- the exported entry points (rc_evaluate.c; c_backend.py binds them by name) ---------- */
 int64_t rc_abi_version(void);

@@ -9,26 +9,19 @@
 /* ---- per-thread workspace ---------------------------------------------------------------- */
 static void ws_free(workspace *w)
 {
-    free(w->skip); free(w->ranks); free(w->groups); free(w->rel); free(w->rd); free(w->bucket); free(w->bucket_value); free(w->tie_seen); free(w->tie_last);
-    free(w->before); free(w->eq); free(w->sel); free(w->h2); free(w->ht); free(w->hr);
+    free(w->skip); free(w->ranks); free(w->groups); free(w->rel); free(w->rd); free(w->bucket); free(w->tie_seen); free(w->tie_last);
+    free(w->before); free(w->eq); free(w->sel); free(w->cand); free(w->rtmp); free(w->cnt); free(w->ideal1); free(w->runs); free(w->h2); free(w->ht); free(w->hr);
     free(w->clt); free(w->rlt); free(w->run); free(w->rinfo); free(w->gr);
     memset(w, 0, sizeof(*w));
 }
 
-static int ws_alloc(workspace *w, const rc_input *in, const rc_options *o)
+/* the arrays whose size does not depend on the query: the junk / skip mask (N bytes) and
+ * fixed tables; the arrays of relevant items grow per query (grow()) */
+static int ws_alloc(workspace *w, const rc_input *in)
 {
-    size_t N = (size_t)in->n_gallery + 1;
     memset(w, 0, sizeof(*w));
-    const int by_group = o->ties == T_EXPECTED || o->ties == T_GROUPED;
-    w->skip = (uint8_t *)malloc(N);
+    w->skip = (uint8_t *)malloc((size_t)in->n_gallery + 1);
     if (!w->skip) return -1;
-    if (by_group) w->groups = (group *)malloc(N * sizeof(group));
-    else w->ranks = (int64_t *)malloc(N * sizeof(int64_t));
-    if (!w->groups && !w->ranks) return -1;
-    if (in->grades) {
-        w->gr = (uint8_t *)malloc(N);
-        if (!w->gr) return -1;
-    }
     if (in->dist_kind == D_CODES) {
         size_t B = (size_t)in->n_bits + 1;
         w->h2 = (int64_t *)malloc(RC_INTERLEAVE * 2 * B * sizeof(int64_t));
@@ -37,27 +30,8 @@ static int ws_alloc(workspace *w, const rc_input *in, const rc_options *o)
         w->clt = (int64_t *)malloc(B * sizeof(int64_t));
         w->rlt = (int64_t *)malloc(B * sizeof(int64_t));
         w->run = (int64_t *)malloc(B * sizeof(int64_t));
-        if (o->ties == T_STABLE || o->ties == T_REVERSE) w->rinfo = (uint64_t *)malloc(N * sizeof(uint64_t));
         if (!w->h2 || !w->ht || !w->hr || !w->clt || !w->rlt || !w->run) return -1;
-        if ((o->ties == T_STABLE || o->ties == T_REVERSE) && !w->rinfo) return -1;
-    } else {
-        w->rel = (relitem *)malloc(N * sizeof(relitem));
-        w->rd = (double *)malloc(N * sizeof(double));
-        w->bucket = (int64_t *)malloc((RC_BUCKETS_MAX + 3) * sizeof(int64_t));
-        w->bucket_value = (double *)malloc((RC_BUCKETS_MAX + 2) * sizeof(double));
-        if (o->ties == T_STABLE || o->ties == T_REVERSE) {
-            w->tie_seen = (int64_t *)malloc(N * sizeof(int64_t));
-            w->tie_last = (int64_t *)malloc(N * sizeof(int64_t));
-            if (!w->tie_seen || !w->tie_last) return -1;
-        }
-        w->before = (int64_t *)malloc(RC_INTERLEAVE * N * sizeof(int64_t));
-        w->eq = (int64_t *)malloc(N * sizeof(int64_t));
-        if (!w->rel || !w->rd || !w->bucket || !w->bucket_value || !w->before || !w->eq) return -1;
-        if (o->ties == T_GROUPED && o->k >= 0) {
-            w->sel = (double *)malloc(N * sizeof(double));
-            if (!w->sel) return -1;
-        }
-    }
+    }  /* the float path's arrays all grow per query */
     return 0;
 }
 
@@ -85,7 +59,7 @@ int64_t rc_set_features(int64_t mask)
 #ifdef RC_HAVE_FMA_DISPATCH
     if (__builtin_cpu_supports("fma")) have |= RC_FEATURE_FMA;
 #endif
-    return have;
+    return have | RC_FEATURE_PREFIX;  /* not a CPU feature: always there */
 }
 
 int64_t rc_max_threads(void)
@@ -134,7 +108,10 @@ static int check_args(const rc_input *in, const rc_options *o, const rc_output *
     } else {
         return -1;
     }
-    if (in->rel_kind == REL_IDS && (!in->db_order || !in->id_start || !in->id_stop)) return -1;
+    /* the id index: the float path's relevant items, camera junk's same-id items */
+    if (in->rel_kind == REL_IDS && (in->dist_kind != D_CODES || in->query_cams) &&
+        (!in->db_order || !in->id_start || !in->id_stop))
+        return -1;
     if (in->query_cams && (!in->db_cams || in->rel_kind != REL_IDS)) return -1;
     return 0;
 }
@@ -145,8 +122,8 @@ static int check_args(const rc_input *in, const rc_options *o, const rc_output *
 int64_t rc_evaluate(const rc_input *in, const rc_options *o, rc_output *out, int64_t num_threads)
 {
     const int64_t Q = in ? in->n_queries : 0, N = in ? in->n_gallery : 0;
-    dd *Hh = NULL, *ideal1 = NULL;
-    int fail = 0, any_status = 0, use_popcnt = 0;
+    dd *Hh = NULL;
+    int fail = 0, any_status = 0, any_nomem = 0, use_popcnt = 0, use_prefix = 0;
     int64_t q;
     if (check_args(in, o, out)) return RC_ERR_ARGS;
     if (Q == 0) return RC_OK;
@@ -157,31 +134,25 @@ int64_t rc_evaluate(const rc_input *in, const rc_options *o, rc_output *out, int
         Hh[0] = DD_ZERO;
         for (j = 1; j <= N + 1; j++) Hh[j] = dd_add(Hh[j - 1], dd_ratio(1.0, (double)j));
     }
-    if (!in->grades) {  /* binary relevance: IDCG of L relevant items, L = 0 .. N */
-        ideal1 = (dd *)malloc((size_t)(N + 1) * sizeof(dd));
-        if (!ideal1) {
-            free(Hh);
-            return RC_ERR_NOMEM;
-        }
-        rc_ideal_binary(in->discounts, N, ideal1);
-    }
     {
         int64_t have = rc_set_features(rc_feature_mask) & rc_feature_mask;
         use_popcnt = (int)((have & RC_FEATURE_POPCNT) != 0);
         rc_use_fma = (int)((have & RC_FEATURE_FMA) != 0);
+        use_prefix = (int)((have & RC_FEATURE_PREFIX) != 0);
     }
 #ifdef _OPENMP
     if (num_threads <= 0) num_threads = omp_get_max_threads();
     if (num_threads > Q) num_threads = Q;
     /* if(): one thread runs the loop without touching the OpenMP thread pool (which does not
      * survive fork(): c_backend.py asks for one thread in a forked child) */
-#pragma omp parallel num_threads((int)num_threads) reduction(| : any_status) if (num_threads > 1)
+#pragma omp parallel num_threads((int)num_threads) reduction(| : any_status, any_nomem) if (num_threads > 1)
 #else
     (void)num_threads;
 #endif
     {
         workspace w;
-        int mine = ws_alloc(&w, in, o);
+        int mine = ws_alloc(&w, in);
+        w.prefix = use_prefix;
         if (mine) {
 #ifdef _OPENMP
 #pragma omp atomic write
@@ -200,10 +171,11 @@ int64_t rc_evaluate(const rc_input *in, const rc_options *o, rc_output *out, int
             /* a value no kernel sets on some path is 0, never stack garbage */
             memset(res.v, 0, sizeof(res.v));
             res.cmc = out->cmc + q * o->max_rank;
-            if (in->dist_kind == D_CODES) rc_query_codes(in, o, Hh, ideal1, q, &w, &res, out, use_popcnt);
-            else rc_query_float(in, o, Hh, ideal1, q, &w, &res, out);
+            if (in->dist_kind == D_CODES) rc_query_codes(in, o, Hh, q, &w, &res, out, use_popcnt);
+            else rc_query_float(in, o, Hh, q, &w, &res, out);
             if (out->status[q] != Q_OK) {
                 any_status |= 1;
+                any_nomem |= out->status[q] == Q_NOMEM;  /* a workspace that could not grow */
                 continue;
             }
             for (v = 0; v < RC_N_VALUES; v++) out->values[v][q] = res.v[v];
@@ -211,7 +183,6 @@ int64_t rc_evaluate(const rc_input *in, const rc_options *o, rc_output *out, int
         ws_free(&w);
     }
     free(Hh);
-    free(ideal1);
-    if (fail) return RC_ERR_NOMEM;
+    if (fail || any_nomem) return RC_ERR_NOMEM;
     return any_status ? RC_ERR_QUERY : RC_OK;
 }

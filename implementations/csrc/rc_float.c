@@ -1,7 +1,12 @@
-/* rc_float.c -- one query of float32 / float64 distances: the relevant distances sorted, every
- * other item placed among them through a bucket table (binary-searched only inside a bucket
- * that holds a relevant distance); `grouped` with a cut-off by a heap or quickselect. */
+/* rc_float.c -- one query of float32 / float64 distances (or similarity scores, read negated):
+ * the relevant distances sorted, every other item placed among them through a bucket table
+ * (binary-searched only inside a bucket that holds a relevant distance); with a cut-off, only
+ * the items up to the L-th smallest distance are placed (the prefix path); `grouped` with a
+ * cut-off by a heap or quickselect. */
 #include "rc_core.h"
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 
 /* relevance of gallery item j to the current query, from whichever input was given */
 typedef struct {
@@ -35,58 +40,7 @@ static inline __attribute__((always_inline)) int64_t relsrc_get(const relsrc *r,
     }
 }
 
-/* ---- grouped with a cut-off: is k strictly inside a tie group? -------------------------- */
-/* Three-way quickselect: the k-th smallest (1-based) of a[0..n-1] (permuted); returns how
- * many values are below it and equal to it.  Values outside the active range are strictly
- * below or above every value inside it, so the counts are those of the whole array. */
-static void kth_counts(double *a, int64_t n, int64_t k, int64_t *lt, int64_t *eq)
-{
-    int64_t lo = 0, hi = n;
-    const int64_t target = k - 1;
-    for (;;) {
-        double x = a[lo], y = a[lo + (hi - lo) / 2], z = a[hi - 1], p, tmp;
-        int64_t i = lo, l = lo, g = hi;
-        p = (x < y) ? ((y < z) ? y : ((x < z) ? z : x)) : ((x < z) ? x : ((y < z) ? z : y));
-        while (i < g) {
-            if (a[i] < p) {
-                tmp = a[i]; a[i] = a[l]; a[l] = tmp;
-                i++; l++;
-            } else if (a[i] > p) {
-                g--;
-                tmp = a[i]; a[i] = a[g]; a[g] = tmp;
-            } else {
-                i++;
-            }
-        }
-        if (target < l) {
-            hi = l;
-        } else if (target >= g) {
-            lo = g;
-        } else {
-            *lt = l;
-            *eq = g - l;
-            return;
-        }
-    }
-}
-
 /* ---- float distances: one query ----------------------------------------------------------- */
-static int cmp_rel_asc(const void *pa, const void *pb)
-{
-    const relitem *a = (const relitem *)pa, *b = (const relitem *)pb;
-    if (a->d < b->d) return -1;
-    if (a->d > b->d) return 1;
-    return (a->j > b->j) - (a->j < b->j);
-}
-
-static int cmp_rel_desc_index(const void *pa, const void *pb)
-{
-    const relitem *a = (const relitem *)pa, *b = (const relitem *)pb;
-    if (a->d < b->d) return -1;
-    if (a->d > b->d) return 1;
-    return (a->j < b->j) - (a->j > b->j);
-}
-
 /* first index in rel[lo..hi) whose distance is >= d (or > d when strict) */
 static inline int64_t lower_d(const relitem *rel, int64_t lo, int64_t hi, double d, int strict)
 {
@@ -115,70 +69,101 @@ static inline int64_t lower_bound_bf(const double *a, int64_t n, double x)
 
 /* ---- the gap of an item among the sorted relevant distances ------------------------------ */
 /* A monotone map of distances to buckets 0 .. nb + 1: 0 below the smallest relevant distance
- * lo, nb + 1 above the largest hi, 1 .. nb in between by fl(fl(d - lo) * scale).  Rounded
- * subtraction and multiplication by scale >= 0 never reverse an order, so d1 <= d2 gives
- * bucket(d1) <= bucket(d2) whatever the rounding (a NaN product, from an overflowing range,
- * goes to the top bucket: still monotone).  Hence an item in a bucket that holds no relevant
+ * lo, 1 .. nb from lo on by 1 + trunc(fl(fl(d - lo) * scale)) clamped to [0, nb - 1], plus one
+ * above the largest hi.  Rounded subtraction and multiplication by scale >= 0 never reverse an
+ * order, so d1 <= d2 gives bucket(d1) <= bucket(d2) whatever the rounding (a NaN product, from
+ * an overflowing range, goes to the top: still monotone; an item above hi lands past every
+ * bucket that holds a relevant distance).  Hence an item in a bucket that holds no relevant
  * distance lies strictly between the same two relevant distances as its whole bucket: its gap
  * is read from the table, exact, without a search.  Items and relevant distances go through
- * this one function, so equal distances always share a bucket. */
+ * this one function, so equal distances always share a bucket.  No branch: which side of lo
+ * and hi an item falls is a coin flip for the branch predictor. */
 typedef struct { double lo, hi, scale, top; int64_t nb; } bucketmap;
 
 static inline __attribute__((always_inline)) int64_t bucket_of(const bucketmap *m, double d)
 {
-    double t = (d - m->lo) * m->scale;  /* in [0, nb - 1] when lo <= d <= hi (or NaN) */
-    t = t < m->top ? t : m->top;        /* rounding past nb - 1, and NaN, go to the top */
-    return d < m->lo ? 0 : d > m->hi ? m->nb + 1 : 1 + (int64_t)t;
+    double t = (d - m->lo) * m->scale;
+    t = t < m->top ? t : m->top;  /* rounding past nb - 1, and NaN, go to the top */
+    t = t > 0.0 ? t : 0.0;        /* below lo (masked to bucket 0 below) */
+    return ((1 + (int64_t)t) & -(int64_t)(d >= m->lo)) + (int64_t)(d > m->hi);
 }
 
-/* bucket map over rd[0 .. G-1] (sorted, G >= 1); first[b] = relevant distances in buckets
- * below b, for b = 0 .. nb + 2; value[b] = the one relevant distance in bucket b, +inf for
- * none (every distance is below it), NaN for several different ones; about
- * RC_BUCKETS_PER_RELEVANT buckets per relevant item */
-static void bucket_setup(const double *rd, int64_t G, int64_t N, int64_t *first, double *value, bucketmap *m)
+/* the number of buckets for G relevant items among N: about RC_BUCKETS_PER_RELEVANT per
+ * relevant item (a power of two), at most RC_BUCKETS_MAX and about N */
+static int64_t bucket_count(int64_t G, int64_t N)
+{
+    int64_t nb = 1;
+    while (nb < RC_BUCKETS_PER_RELEVANT * G && nb < N && nb < RC_BUCKETS_MAX) nb <<= 1;
+    return nb;
+}
+
+/* bucket map over rd[0 .. G-1] (sorted, G >= 1) into t[0 .. nb + 2]: t[b].first = relevant
+ * distances in buckets below b; t[b].value = the one relevant distance in bucket b, +inf for
+ * none (every distance is below it), NaN for several different ones.  One entry holds both,
+ * so an item reads one cache line (two at a line's end) */
+static void bucket_setup(const double *rd, int64_t G, int64_t nb, bucketent *t, bucketmap *m)
 {
     const double range = rd[G - 1] - rd[0];
-    int64_t nb = 1, i, b;
-    while (nb < RC_BUCKETS_PER_RELEVANT * G && nb < N && nb < RC_BUCKETS_MAX) nb <<= 1;
+    int64_t i, b;
     m->lo = rd[0];
     m->hi = rd[G - 1];
     m->nb = nb;
     m->top = (double)(nb - 1);
     m->scale = range > 0 && range <= DBL_MAX ? (double)(nb - 1) / range : 0.0;
     if (!(m->scale <= DBL_MAX)) m->scale = 0.0;  /* a subnormal range: one bucket */
-    memset(first, 0, (size_t)(nb + 3) * sizeof(int64_t));
-    for (i = 0; i < G; i++) first[bucket_of(m, rd[i]) + 1]++;
-    for (b = 1; b < nb + 3; b++) first[b] += first[b - 1];
+    for (b = 0; b < nb + 3; b++) t[b].first = 0;
+    for (i = 0; i < G; i++) t[bucket_of(m, rd[i]) + 1].first++;
+    for (b = 1; b < nb + 3; b++) t[b].first += t[b - 1].first;
     for (b = 0; b < nb + 2; b++) {
-        const int64_t lo = first[b], hi = first[b + 1];
-        value[b] = lo == hi ? HUGE_VAL : rd[lo] == rd[hi - 1] ? rd[lo] : NAN;
+        const int64_t lo = t[b].first, hi = t[b + 1].first;
+        t[b].value = lo == hi ? HUGE_VAL : rd[lo] == rd[hi - 1] ? rd[lo] : NAN;
     }
+    t[nb + 2].value = HUGE_VAL;
 }
 
 /* the run of relevant items (start lo, end *hi) whose distance is d, a relevant distance */
-static inline int64_t run_of(const bucketmap *m, const int64_t *first, const double *value, const double *rd,
-                             const relitem *rel, double d, int64_t *hi)
+static inline int64_t run_of(const bucketmap *m, const bucketent *t, const double *rd, const relitem *rel,
+                             double d, int64_t *hi)
 {
     const int64_t b = bucket_of(m, d);
-    int64_t lo = first[b];
-    *hi = first[b + 1];
-    if (value[b] != value[b]) {  /* several distances in the bucket */
+    int64_t lo = t[b].first;
+    *hi = t[b + 1].first;
+    if (t[b].value != t[b].value) {  /* several distances in the bucket */
         lo += lower_bound_bf(rd + lo, *hi - lo, d);
         *hi = lower_d(rel, lo, *hi, d, 1);
     }
     return lo;
 }
 
-/* stable / reverse: the pass reached relevant item (distance d) of a run; the tied items seen
- * since the run's previous relevant item stand between the two (in the policy's order) */
-static void tie_snapshot(const bucketmap *m, const int64_t *first, const double *value, const double *rd,
-                         const relitem *rel, double d, int64_t ties, const int64_t *eq, int64_t *seen,
-                         int64_t *last, int64_t *before)
+/* the pass's counters, in nc copies: copy c (items j with j mod nc = c) holds slot 2 g for the
+ * items in gap g (closer than relevant item g, farther than g - 1) and slot 2 g + 1 for the
+ * items tied with the run of relevant items starting at g; 32 bits, folded into the int64
+ * before[] and eq[] every RC_COUNT_CHUNK items */
+#define RC_COUNT_CHUNK ((int64_t)1 << 30)
+
+static void fold_counts(uint32_t *cnt, int64_t nc, int64_t G, int64_t *before, int64_t *eq)
 {
-    int64_t hi, lo = run_of(m, first, value, rd, rel, d, &hi);
+    const int64_t S = 2 * (G + 1);
+    int64_t g, c;
+    for (c = 0; c < nc; c++) {
+        for (g = 0; g <= G; g++) {
+            before[g] += cnt[c * S + 2 * g];
+            eq[g] += cnt[c * S + 2 * g + 1];
+        }
+    }
+    memset(cnt, 0, (size_t)(nc * S) * sizeof(uint32_t));
+}
+
+/* stable / reverse: the pass reached a relevant item of the run rel[lo .. hi); the tied items
+ * seen since the run's previous relevant item stand between the two (in the policy's order) */
+static void tie_snapshot(int64_t lo, int64_t hi, int64_t ties, const int64_t *eq, const uint32_t *cnt, int64_t nc,
+                         int64_t G, int64_t *seen, int64_t *last, int64_t *before)
+{
+    int64_t now = eq[lo], c2;
     const int64_t c = seen[lo]++;  /* relevant items of the run before this one, by index */
-    before[ties == T_STABLE ? lo + c : hi - c] += eq[lo] - last[lo];
-    last[lo] = eq[lo];
+    for (c2 = 0; c2 < nc; c2++) now += cnt[c2 * 2 * (G + 1) + 2 * lo + 1];
+    before[ties == T_STABLE ? lo + c : hi - c] += now - last[lo];
+    last[lo] = now;
 }
 
 /* the concrete policies: the items tied with each run (eq[run start]) into before[]:
@@ -225,23 +210,203 @@ static int64_t first_nonfinite(const float *x32, const double *x64, int64_t n)
     return -1;
 }
 
+
+/* ---- the prefix path: a cut-off whose metrics read only the first L ranks ---------------- */
+/* With a cut-off k (any AP@k denominator but dcmh, which reads the first min(k, R) relevant
+ * items wherever they are), every metric reads ranks up to L = max(k, R, max_rank) and, for
+ * INP, the rank of the last relevant item: AP@k, P@k, R@k, nDCG@k, RR@k and the CMC read ranks
+ * <= max(k, max_rank), R-precision and AP@R ranks <= R (spec §7).  So only the items at
+ * distance <= tau, the L-th smallest distance, need to be placed among the relevant ones:
+ * every item tied with a relevant item at distance <= tau is among them, so those relevant
+ * items get their exact ranks (or groups).  A relevant item beyond tau gets a rank (or group
+ * start) that counts only those items: too small, but past L, where no metric reads it; the
+ * last relevant item's exact rank (or group) is then set from three counts over the row. */
+
+/* the pivot: a distance with about RC_PREFIX_AIM x L of the Np items at or below it, from a
+ * sample spread over the row (rank estimates only: a wrong guess costs a retry or the full
+ * pass, never a wrong number) */
+static double prefix_pivot(const float *D32, const double *D64, int is32, int neg, int64_t N, int64_t Np,
+                           int64_t L, double *buf)
+{
+    const int64_t S = RC_PREFIX_SAMPLE;
+    int64_t s, t;
+    for (s = 0; s < S; s++) {
+        const int64_t j = (int64_t)(((double)s + 0.5) * (double)N / (double)S);
+        const double x = is32 ? (double)D32[j] : D64[j];
+        buf[s] = neg ? -x : x;
+    }
+    t = (int64_t)((double)RC_PREFIX_AIM * (double)L * (double)S / (double)Np) + 8;
+    if (t > S) t = S;
+    return rc_kth_smallest(buf, S, t);
+}
+
+/* bit t set: item t of x[0 .. RC_PREFIX_BLOCK) is at distance <= p (x as the row holds it;
+ * -x <= p is x >= -p, exactly, for scores) */
+static inline uint32_t block_mask32(const float *x, float p, int neg)
+{
+    uint32_t m = 0;
+    int t;
+#if defined(__SSE2__)
+    const __m128 pv = _mm_set1_ps(neg ? -p : p);
+    for (t = 0; t < RC_PREFIX_BLOCK; t += 4) {
+        const __m128 v = _mm_loadu_ps(x + t);
+        m |= (uint32_t)_mm_movemask_ps(neg ? _mm_cmpge_ps(v, pv) : _mm_cmple_ps(v, pv)) << t;
+    }
+#else
+    for (t = 0; t < RC_PREFIX_BLOCK; t++) m |= (uint32_t)(neg ? -x[t] <= p : x[t] <= p) << t;
+#endif
+    return m;
+}
+
+static inline uint32_t block_mask64(const double *x, double p, int neg)
+{
+    uint32_t m = 0;
+    int t;
+#if defined(__SSE2__)
+    const __m128d pv = _mm_set1_pd(neg ? -p : p);
+    for (t = 0; t < RC_PREFIX_BLOCK; t += 2) {
+        const __m128d v = _mm_loadu_pd(x + t);
+        m |= (uint32_t)_mm_movemask_pd(neg ? _mm_cmpge_pd(v, pv) : _mm_cmple_pd(v, pv)) << t;
+    }
+#else
+    for (t = 0; t < RC_PREFIX_BLOCK; t++) m |= (uint32_t)(neg ? -x[t] <= p : x[t] <= p) << t;
+#endif
+    return m;
+}
+
+/* the non-junk items at distance <= p, in gallery order, into cand[0 .. n); returns n, or -1
+ * when more than cap.  Blocks of RC_PREFIX_BLOCK items are compared at once into a bit mask
+ * (most blocks hold few such items), and only its set bits are visited. */
+static inline __attribute__((always_inline)) int64_t
+prefix_filter(const float *D32, const double *D64, const int is32, const int neg, int64_t N, double p,
+              const uint8_t *junk_mask, relitem *cand, int64_t cap)
+{
+    int64_t j0, n = 0;
+    const int64_t full = N - N % RC_PREFIX_BLOCK;
+    for (j0 = 0; j0 < N; j0 += RC_PREFIX_BLOCK) {
+        uint32_t m = 0;
+        if (j0 < full) {
+            m = is32 ? block_mask32(D32 + j0, (float)p, neg) : block_mask64(D64 + j0, p, neg);
+        } else {  /* the short last block */
+            int64_t t;
+            for (t = 0; j0 + t < N; t++) {
+                const double x = is32 ? (double)D32[j0 + t] : D64[j0 + t];
+                m |= (uint32_t)((neg ? -x : x) <= p) << t;
+            }
+        }
+        while (m) {
+            const int64_t j = j0 + __builtin_ctz(m);
+            m &= m - 1;
+            if (junk_mask && junk_mask[j] == 1) continue;
+            if (n == cap) return -1;
+            cand[n].d = neg ? -(is32 ? (double)D32[j] : D64[j]) : (is32 ? (double)D32[j] : D64[j]);
+            cand[n].j = j;
+            n++;
+        }
+    }
+    return n;
+}
+
+/* counts over the non-junk items for the relevant item ranked last (distance dl, index jl):
+ * below[0] items closer, below[1] items at dl with index < jl, below[2] items at dl.  Plain
+ * counting loops the compiler vectorises: float32 compared as float32 (dl is one of the row's
+ * values, so exact), 32-bit counters over chunks of at most 2^30 items. */
 static inline __attribute__((always_inline)) void
-query_float_body(const rc_input *in, const rc_options *o, const dd *Hh, const dd *ideal1, int64_t q,
+last_counts(const float *D32, const double *D64, const int is32, const int neg, int64_t N, double dl, int64_t jl,
+            const uint8_t *junk_mask, int64_t *below)
+{
+    const int64_t chunk = (int64_t)1 << 30;
+    const double x64 = neg ? -dl : dl;  /* dl as the row holds it */
+    const float x32 = (float)x64;
+    int64_t lt = 0, eq[2] = {0, 0}, part, c0;
+    for (part = 0; part < 2; part++) {
+        const int64_t lo = part ? jl : 0, hi = part ? N : jl;
+        for (c0 = lo; c0 < hi; c0 += chunk) {
+            const int64_t c1 = hi - c0 > chunk ? c0 + chunk : hi;
+            uint32_t l = 0, e = 0;
+            int64_t j;
+            /* closer: below dl, or above it for scores */
+            if (is32 && !junk_mask) {
+                for (j = c0; j < c1; j++) { l += neg ? D32[j] > x32 : D32[j] < x32; e += D32[j] == x32; }
+            } else if (is32) {
+                for (j = c0; j < c1; j++) {
+                    const uint32_t keep = junk_mask[j] != 1;
+                    l += keep & (neg ? D32[j] > x32 : D32[j] < x32);
+                    e += keep & (D32[j] == x32);
+                }
+            } else if (!junk_mask) {
+                for (j = c0; j < c1; j++) { l += neg ? D64[j] > x64 : D64[j] < x64; e += D64[j] == x64; }
+            } else {
+                for (j = c0; j < c1; j++) {
+                    const uint32_t keep = junk_mask[j] != 1;
+                    l += keep & (neg ? D64[j] > x64 : D64[j] < x64);
+                    e += keep & (D64[j] == x64);
+                }
+            }
+            lt += l;
+            eq[part] += e;
+        }
+    }
+    below[0] = lt;
+    below[1] = eq[0];
+    below[2] = eq[0] + eq[1];
+}
+
+/* room for G relevant items in every G-sized array of the float path (0, or -1: no memory) */
+static int grow_relevant(workspace *w, int64_t G, int graded)
+{
+    const int64_t n = G + 1;
+    int64_t cap = w->g_cap;
+    if (n <= cap) return 0;
+    if (grow((void **)&w->rd, &cap, n, sizeof(double))) return -1;
+#define RC_GROW(field, size)                                          \
+    do {                                                              \
+        cap = w->g_cap;                                               \
+        if (grow((void **)&w->field, &cap, n, size)) return -1;       \
+    } while (0)
+    RC_GROW(ranks, sizeof(int64_t));
+    RC_GROW(groups, sizeof(group));
+    RC_GROW(tie_seen, sizeof(int64_t));
+    RC_GROW(tie_last, sizeof(int64_t));
+    RC_GROW(before, sizeof(int64_t));
+    RC_GROW(eq, sizeof(int64_t));
+    RC_GROW(runs, 2 * sizeof(int64_t));
+    if (graded) RC_GROW(gr, 1);
+    cap = RC_INTERLEAVE * 2 * w->g_cap;
+    if (grow((void **)&w->cnt, &cap, RC_INTERLEAVE * 2 * n, sizeof(uint32_t))) return -1;
+#undef RC_GROW
+    w->g_cap = n;
+    return 0;
+}
+
+/* room for rel[0 .. G] (doubling, so a query grows it O(log G) times) */
+static inline int rel_room(workspace *w, int64_t G)
+{
+    return G < w->rel_cap ? 0 : grow((void **)&w->rel, &w->rel_cap, max64(2 * w->rel_cap, G + 1024), sizeof(relitem));
+}
+
+static inline __attribute__((always_inline)) void
+query_float_body(const rc_input *in, const rc_options *o, const dd *Hh, int64_t q,
                  workspace *w, qres *res, rc_output *out, const float *D32, const double *D64,
-                 const int is32)
+                 const int is32, const int neg)
 {
     const int64_t N = in->n_gallery, ties = o->ties;
     uint8_t *skip = w->skip;
-    relitem *rel = w->rel;
-    double *rd = w->rd;
-    int64_t *before = w->before, *eq = w->eq;
+    relitem *rel;
+    double *rd;
+    int64_t *before, *eq;
+    uint32_t *cnt;
+    int64_t nc;  /* copies of the pass's counters: RC_INTERLEAVE while they fit in L1, else 1 */
     int64_t j, G = 0, Np, i, bad;
-    const int64_t *first = w->bucket;
-    const double *bval = w->bucket_value;
+    const bucketent *tab;
     bucketmap bm;
     rankin rin;
+    int64_t n_red = -1;  /* the prefix path: items cand[0 .. n_red) placed; -1: every item */
+    int64_t last[3] = {0, 0, 0}; /* the prefix path: last_counts() of the last relevant item */
+    int last_beyond = 0; /* the prefix path: the last relevant item lies beyond tau */
+    const int junk_in = rc_has_junk(in);
 
-#define RC_D(jj) (is32 ? (double)D32[jj] : D64[jj])
+#define RC_D(jj) (neg ? -(is32 ? (double)D32[jj] : D64[jj]) : (is32 ? (double)D32[jj] : D64[jj]))
     if (is32) D32 += q * N; else D64 += q * N;
     bad = first_nonfinite(is32 ? D32 : NULL, D64, N);
     if (bad >= 0) {  /* NaN or inf (the front end rejects them) */
@@ -249,12 +414,17 @@ query_float_body(const rc_input *in, const rc_options *o, const dd *Hh, const dd
         out->err_a[q] = bad;
         return;
     }
-    Np = N - (rc_has_junk(in) ? rc_build_junk(in, q, skip) : (memset(skip, 0, (size_t)N), 0));
+    Np = N - (junk_in ? rc_build_junk(in, q, skip) : (memset(skip, 0, (size_t)N), 0));
 
-    /* the relevant non-junk items, in gallery order */
+    /* the relevant non-junk items, in gallery order (rel grows as they are found) */
+#define RC_NOMEM() do { out->status[q] = Q_NOMEM; return; } while (0)
+    if (rel_room(w, 0)) RC_NOMEM();
+    rel = w->rel;
     if (in->rel_kind == REL_IDS) {
         const int64_t *ord = in->db_order;
         int64_t t;
+        if (rel_room(w, in->id_stop[q] - in->id_start[q])) RC_NOMEM();
+        rel = w->rel;
         for (t = in->id_start[q]; t < in->id_stop[q]; t++) {
             j = ord[t];
             if (!skip[j]) {
@@ -266,24 +436,47 @@ query_float_body(const rc_input *in, const rc_options *o, const dd *Hh, const dd
     } else if (in->rel_kind == REL_MATRIX) {
         /* a row of 0/1 flags, mostly 0: eight flags at a time, an all-zero word skipped */
         const uint8_t *row = in->relevance + q * N;
-        for (j = 0; j < N; j += 8) {
-            const int64_t stop = j + 8 < N ? j + 8 : N;
+        const int64_t full = N - N % 8;
+        for (j = 0; j < full; j += 8) {
+            uint64_t word;
+            memcpy(&word, row + j, sizeof(word));
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+            while (word) {  /* flag t is byte t of the word: visit the non-zero bytes */
+                const int bit = __builtin_ctzll(word) & ~7;
+                const int64_t t = j + (bit >> 3);
+                word &= ~((uint64_t)0xff << bit);
+#else
             int64_t t;
-            uint64_t word = 1;  /* a short tail is read flag by flag */
-            if (stop - j == 8) memcpy(&word, row + j, sizeof(word));
             if (!word) continue;
-            for (t = j; t < stop; t++) {
-                if (row[t] && !skip[t]) {
+            for (t = j; t < j + 8; t++) {
+                if (!row[t]) continue;
+#endif
+                if (!skip[t]) {
+                    if (rel_room(w, G)) RC_NOMEM();
+                    rel = w->rel;
                     rel[G].d = RC_D(t);
                     rel[G].j = t;
                     G++;
                 }
             }
         }
+        for (j = full; j < N; j++) {  /* the short tail, flag by flag */
+            if (row[j] && !skip[j]) {
+                if (rel_room(w, G)) RC_NOMEM();
+                rel = w->rel;
+                rel[G].d = RC_D(j);
+                rel[G].j = j;
+                G++;
+            }
+        }
     } else {
         relsrc src;
         relsrc_init(&src, in, q);
         for (j = 0; j < N; j++) {  /* branch-free filter: write always, advance if kept */
+            if (G + 1 >= w->rel_cap) {
+                if (rel_room(w, G + 1)) RC_NOMEM();
+                rel = w->rel;
+            }
             rel[G].d = RC_D(j);
             rel[G].j = j;
             G += relsrc_get(&src, j) & !skip[j];
@@ -301,6 +494,8 @@ query_float_body(const rc_input *in, const rc_options *o, const dd *Hh, const dd
     if (ties == T_GROUPED && o->k >= 0 && o->k < Np) {
         int64_t n_sel = 0, lt = 0, ne = 0;
         const int64_t k = o->k;
+        if (grow((void **)&w->sel, &w->sel_cap, k + 1 <= Np / RC_HEAP_SELECT_DIVISOR ? k + 1 : Np, sizeof(double)))
+            RC_NOMEM();
         if (k + 1 <= Np / RC_HEAP_SELECT_DIVISOR) {
             /* a small k: keep the k+1 smallest distances in a max-heap (most items fail the
              * first comparison); k is inside a group iff the k-th and (k+1)-th are equal */
@@ -341,7 +536,7 @@ query_float_body(const rc_input *in, const rc_options *o, const dd *Hh, const dd
         } else {
             for (j = 0; j < N; j++)
                 if (!skip[j]) w->sel[n_sel++] = RC_D(j);
-            kth_counts(w->sel, n_sel, k, &lt, &ne);
+            rc_kth_counts(w->sel, n_sel, k, &lt, &ne);
         }
         if (lt < k && k < lt + ne) {
             out->status[q] = Q_GROUPED_K;
@@ -354,17 +549,87 @@ query_float_body(const rc_input *in, const rc_options *o, const dd *Hh, const dd
         rc_metrics_zero(o, res);
         return;
     }
+    if (grow_relevant(w, G, in->grades != NULL)) RC_NOMEM();
+    rd = w->rd;
+    before = w->before;
+    eq = w->eq;
+    cnt = w->cnt;
     for (i = 0; i < G; i++) skip[rel[i].j] = RC_SKIP_RELEVANT;
-    /* relevant items by (distance, index): index descending under "reverse" */
-    if (G > 1) qsort(rel, (size_t)G, sizeof(relitem), ties == T_REVERSE ? cmp_rel_desc_index : cmp_rel_asc);
+    /* relevant items by (distance, index): index descending under "reverse" (they were
+     * gathered in index order; a stable sort by distance keeps it, or its reverse).  The sort
+     * carries each item's place k in gallery order (in .j; the indices wait in ranks[], unused
+     * until the end), so that the pass, which meets the relevant items in that order, finds
+     * the run of the k-th in runs[2 k], runs[2 k + 1] without a search. */
+    for (i = 0; i < G; i++) {
+        w->ranks[i] = rel[i].j;
+        rel[i].j = i;
+    }
+    if (ties == T_REVERSE)
+        for (i = 0; i < G / 2; i++) { relitem t = rel[i]; rel[i] = rel[G - 1 - i]; rel[G - 1 - i] = t; }
+    if (G > 1) {
+        if (grow((void **)&w->rtmp, &w->rtmp_cap, G, sizeof(relitem))) RC_NOMEM();
+        rc_sort_by_distance(rel, w->rtmp, G);
+    }
+    {
+        int64_t lo = 0, hi;
+        for (; lo < G; lo = hi) {
+            for (hi = lo + 1; hi < G && rel[hi].d == rel[lo].d; hi++) continue;
+            for (i = lo; i < hi; i++) {
+                const int64_t k = rel[i].j;
+                w->runs[2 * k] = lo;
+                w->runs[2 * k + 1] = hi;
+                rel[i].j = w->ranks[k];
+            }
+        }
+    }
     for (i = 0; i < G; i++) rd[i] = rel[i].d;
-    bucket_setup(rd, G, N, w->bucket, w->bucket_value, &bm);
+    if (w->prefix && o->k >= 0 && o->ap_at_k != K_DCMH && N >= RC_PREFIX_MIN_N) {
+        /* the prefix path: the items at distance <= tau, the L-th smallest */
+        const int64_t L = max64(max64(o->k, G), o->max_rank);
+        if (L * RC_PREFIX_DIVISOR <= Np) {
+            const uint8_t *jm = junk_in ? skip : NULL;
+            const int64_t cap = RC_PREFIX_AIM * 4 * L + 16 * (Np / RC_PREFIX_SAMPLE) + 64;
+            if (grow((void **)&w->cand, &w->cand_cap, cap, sizeof(relitem)) ||
+                grow((void **)&w->sel, &w->sel_cap, max64(cap, RC_PREFIX_SAMPLE), sizeof(double)))
+                RC_NOMEM();
+            {
+                const double p = prefix_pivot(D32, D64, is32, neg, N, Np, L, w->sel);
+                const int64_t n_c = prefix_filter(D32, D64, is32, neg, N, p, jm, w->cand, cap);
+                if (n_c >= L) {  /* else too few (or, -1, too many) below the pivot: every item */
+                    int64_t t;
+                    double tau;
+                    for (t = 0; t < n_c; t++) w->sel[t] = w->cand[t].d;
+                    tau = rc_kth_smallest(w->sel, n_c, L);
+                    for (t = n_red = 0; t < n_c; t++) {  /* keep those at most tau, in order */
+                        const relitem c = w->cand[t];
+                        w->cand[n_red] = c;
+                        n_red += c.d <= tau;
+                    }
+                    last_beyond = rd[G - 1] > tau;
+                    if (last_beyond) last_counts(D32, D64, is32, neg, N, rd[G - 1], rel[G - 1].j, jm, last);
+                }
+            }
+        }
+    }
+    {
+        const int64_t nb = bucket_count(G, N);
+        if (grow((void **)&w->bucket, &w->bucket_cap, nb + 3, sizeof(bucketent))) RC_NOMEM();
+        bucket_setup(rd, G, nb, w->bucket, &bm);
+        tab = w->bucket;
+    }
     rin.disc = in->discounts;
     rin.gr = NULL;
-    rin.ideal1 = ideal1;
+    rin.ideal1 = NULL;
+    if (!in->grades) {
+        if (rc_ideal_upto(w, in->discounts, G)) {
+            out->status[q] = Q_NOMEM;
+            return;
+        }
+        rin.ideal1 = w->ideal1;
+    }
     if (in->grades) {  /* the grades in rank order; a tie run by grade under opt./pess. */
-        const uint8_t *grow = in->grades + q * N;
-        for (i = 0; i < G; i++) w->gr[i] = grow[rel[i].j];
+        const uint8_t *grades_row = in->grades + q * N;
+        for (i = 0; i < G; i++) w->gr[i] = grades_row[rel[i].j];
         if (ties == T_OPTIMISTIC || ties == T_PESSIMISTIC) {
             int64_t lo = 0, hi;
             for (; lo < G; lo = hi) {
@@ -374,11 +639,14 @@ query_float_body(const rc_input *in, const rc_options *o, const dd *Hh, const dd
         }
         rin.gr = w->gr;
     }
-    /* before[i] += 1 for an item preceding relevant items i, i+1, ... but not i-1.  Four
-     * (RC_INTERLEAVE) interleaved copies (by j mod 4): most items land in the same few slots (often slot G,
-     * past every relevant item), and one counter would serialise them through memory. */
-    memset(before, 0, (size_t)(RC_INTERLEAVE * (G + 1)) * sizeof(int64_t));
+    /* before[g]: items in gap g (preceding relevant items g, g+1, ... but not g-1); counted
+     * in RC_INTERLEAVE copies (by j mod 4) while G is small: most items then land in the same
+     * few slots (often slot 2 G, past every relevant item), and one counter would serialise
+     * them through memory */
+    memset(before, 0, (size_t)(G + 1) * sizeof(int64_t));
     memset(eq, 0, (size_t)(G + 1) * sizeof(int64_t));
+    nc = RC_INTERLEAVE * 2 * (G + 1) * (int64_t)sizeof(uint32_t) <= RC_INTERLEAVE_BYTES ? RC_INTERLEAVE : 1;
+    memset(cnt, 0, (size_t)(nc * 2 * (G + 1)) * sizeof(uint32_t));
     if (ties == T_STABLE || ties == T_REVERSE) {
         memset(w->tie_seen, 0, (size_t)(G + 1) * sizeof(int64_t));
         memset(w->tie_last, 0, (size_t)(G + 1) * sizeof(int64_t));
@@ -390,35 +658,58 @@ query_float_body(const rc_input *in, const rc_options *o, const dd *Hh, const dd
      * item stands among the run's relevant items by gallery index: the pass meets the run's
      * relevant items in index order, so at each one the tied items seen since the previous
      * one (eq now minus eq then) go to the gap between the two. */
-    for (j = 0; j < N; j++) {
-        double d, v;
-        int64_t lo, hi, b, tie;
-        int64_t *bf = before + (j & (RC_INTERLEAVE - 1)) * (G + 1);
-        d = RC_D(j);
-        if (skip[j]) {
-            if (skip[j] == RC_SKIP_RELEVANT && (ties == T_STABLE || ties == T_REVERSE))
-                tie_snapshot(&bm, first, bval, rd, rel, d, ties, eq, w->tie_seen, w->tie_last, before);
-            continue;
+#define RC_PLACE(jj, dd_)                                                                          \
+    do {                                                                                           \
+        const int64_t j_ = (jj);                                                                   \
+        const double d = (dd_);                                                                    \
+        double v;                                                                                  \
+        int64_t lo, hi, b, tie;                                                                    \
+        if (skip[j_]) {                                                                            \
+            if (skip[j_] == RC_SKIP_RELEVANT && (ties == T_STABLE || ties == T_REVERSE)) {         \
+                int64_t rlo, rhi;                                                                  \
+                if (n_red < 0) { /* every item: the relevant ones come in gallery order */         \
+                    rlo = w->runs[2 * kk];                                                         \
+                    rhi = w->runs[2 * kk + 1];                                                     \
+                    kk++;                                                                          \
+                } else {                                                                           \
+                    rlo = run_of(&bm, tab, rd, rel, d, &rhi);                                      \
+                }                                                                                  \
+                tie_snapshot(rlo, rhi, ties, eq, cnt, nc, G, w->tie_seen, w->tie_last, before);    \
+            }                                                                                      \
+            break;                                                                                 \
+        }                                                                                          \
+        b = bucket_of(&bm, d);                                                                     \
+        lo = tab[b].first;                                                                         \
+        hi = tab[b + 1].first;                                                                     \
+        v = tab[b].value;                                                                          \
+        if (v != v) { /* several relevant distances share the bucket: search among them */        \
+            lo += lower_bound_bf(rd + lo, hi - lo, d);                                             \
+            tie = lo < hi && rd[lo] == d;                                                          \
+            hi = lo;                                                                               \
+        } else { /* one (v) or none (v = +inf): below v gap lo, above v gap hi */                  \
+            tie = d == v;                                                                          \
+        }                                                                                          \
+        /* a tied item has d == v, so d > v is false: slot 2 lo + 1 */                          \
+        cnt[(j_ & (nc - 1)) * 2 * (G + 1) + 2 * (d > v ? hi : lo) + tie]++;                    \
+    } while (0)
+    {
+        const int64_t n_items = n_red < 0 ? N : n_red;
+        int64_t kk = 0;  /* relevant items met so far (the whole pass) */
+        const relitem *cand = w->cand;
+        int64_t c0;
+        for (c0 = 0; c0 < n_items; c0 += RC_COUNT_CHUNK) {
+            const int64_t c1 = n_items - c0 > RC_COUNT_CHUNK ? c0 + RC_COUNT_CHUNK : n_items;
+            if (n_red < 0) {
+                for (j = c0; j < c1; j++) RC_PLACE(j, RC_D(j));
+            } else {
+                for (i = c0; i < c1; i++) RC_PLACE(cand[i].j, cand[i].d);
+            }
+            fold_counts(cnt, nc, G, before, eq);
         }
-        b = bucket_of(&bm, d);
-        lo = first[b];
-        hi = first[b + 1];
-        v = bval[b];
-        if (v != v) {  /* several relevant distances share the bucket: search among them */
-            lo += lower_bound_bf(rd + lo, hi - lo, d);
-            tie = lo < hi && rd[lo] == d;
-            hi = lo;
-        } else {       /* one (v) or none (v = +inf): below v gap lo, above v gap hi */
-            tie = d == v;
-        }
-        eq[lo] += tie;
-        bf[d > v ? hi : lo] += !tie;  /* (items past every relevant one land in before[G], unread) */
     }
-    for (i = 0; i <= G; i++) {
-        int64_t c;
-        for (c = 1; c < RC_INTERLEAVE; c++) before[i] += before[c * (G + 1) + i];
-    }
+#undef RC_PLACE
 #undef RC_D
+#undef RC_NOMEM
     if (ties != T_EXPECTED && ties != T_GROUPED) ties_to_before(ties, rd, G, eq, w->tie_last, before);
     if (ties == T_EXPECTED || ties == T_GROUPED) {
         int64_t acc = 0, eqacc = 0, t = 0, ng = 0, lo = 0, hi;
@@ -435,6 +726,10 @@ query_float_body(const rc_input *in, const rc_options *o, const dd *Hh, const dd
             ng++;
             lo = hi;
         }
+        if (last_beyond) {  /* the last group, from the counts over the whole row */
+            g[ng - 1].c = last[0];
+            g[ng - 1].n = last[2];
+        }
         if (ties == T_EXPECTED) rc_metrics_expected(g, ng, G, Np, o, &rin, Hh, res);
         else rc_metrics_grouped(g, ng, G, Np, o, &rin, res);
     } else {
@@ -443,15 +738,29 @@ query_float_body(const rc_input *in, const rc_options *o, const dd *Hh, const dd
             acc += before[i];
             w->ranks[i] = i + 1 + acc;
         }
+        if (last_beyond) {  /* the last relevant item's rank, from the counts over the whole row */
+            int64_t m = 1;  /* relevant items of its run */
+            while (m < G && rd[G - 1 - m] == rd[G - 1]) m++;
+            w->ranks[G - 1] = ties == T_STABLE ? last[0] + last[1] + 1
+                            : ties == T_REVERSE ? last[0] + (last[2] - last[1] - 1) + 1
+                            : ties == T_PESSIMISTIC ? last[0] + last[2]
+                            : last[0] + m;  /* optimistic: the run's relevant items come first */
+        }
         rc_metrics_ranks(w->ranks, G, Np, o, &rin, res);
     }
 }
 
-void rc_query_float(const rc_input *in, const rc_options *o, const dd *Hh, const dd *ideal1,
-                    int64_t q, workspace *w, qres *res, rc_output *out)
+void rc_query_float(const rc_input *in, const rc_options *o, const dd *Hh, int64_t q,
+                    workspace *w, qres *res, rc_output *out)
 {
-    if (in->dist_kind == D_F32)
-        query_float_body(in, o, Hh, ideal1, q, w, res, out, (const float *)in->distances, NULL, 1);
-    else
-        query_float_body(in, o, Hh, ideal1, q, w, res, out, NULL, (const double *)in->distances, 0);
+    /* one copy of the body per input type and sign: the inner loops branch on neither */
+    const float *D32 = (const float *)in->distances;
+    const double *D64 = (const double *)in->distances;
+    if (in->dist_kind == D_F32) {
+        if (in->negated) query_float_body(in, o, Hh, q, w, res, out, D32, NULL, 1, 1);
+        else query_float_body(in, o, Hh, q, w, res, out, D32, NULL, 1, 0);
+    } else {
+        if (in->negated) query_float_body(in, o, Hh, q, w, res, out, NULL, D64, 0, 1);
+        else query_float_body(in, o, Hh, q, w, res, out, NULL, D64, 0, 0);
+    }
 }

@@ -26,16 +26,26 @@ static dd gain_sum(const uint8_t *gr, int64_t m, int64_t rule)
     return acc_get(s);
 }
 
-/* ideal1[L] = d(1) + ... + d(L), L = 0 .. n: the IDCG of L relevant items of grade 1 */
-void rc_ideal_binary(const double *disc, int64_t n, dd *ideal1)
+/* ideal1[L] = d(1) + ... + d(L), L = 0 .. n: the IDCG of L relevant items of grade 1, in the
+ * thread's workspace, extended on demand (the sums continue one accumulator, so each entry has
+ * the bits of one pass from d(1), whatever the order of the queries): memory follows the
+ * largest R seen, not the gallery.  0, or -1 when there is no memory. */
+int rc_ideal_upto(workspace *w, const double *disc, int64_t n)
 {
-    ddacc s = {0.0, 0.0};
     int64_t i;
-    ideal1[0] = DD_ZERO;
-    for (i = 0; i < n; i++) {
-        acc_add(&s, dd_make(disc[i]));
-        ideal1[i + 1] = acc_get(s);
+    if (n < w->ideal_n) return 0;
+    if (grow((void **)&w->ideal1, &w->ideal_cap, max64(n + 1, 2 * w->ideal_cap), sizeof(dd))) return -1;
+    if (w->ideal_n == 0) {
+        w->ideal_acc.s = w->ideal_acc.c = 0.0;
+        w->ideal1[0] = DD_ZERO;
+        w->ideal_n = 1;
     }
+    for (i = w->ideal_n; i <= n; i++) {
+        acc_add(&w->ideal_acc, dd_make(disc[i - 1]));
+        w->ideal1[i] = acc_get(w->ideal_acc);
+    }
+    w->ideal_n = n + 1;
+    return 0;
 }
 
 /* IDCG@K: the R relevant grades (gr, NULL: all 1, from ideal1) from the highest at ranks

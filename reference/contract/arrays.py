@@ -6,7 +6,7 @@ refused here, naming the argument.
 """
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -93,8 +93,33 @@ def shown(value: Any, limit: int = 60) -> str:
 
 
 def position_text(arr: np.ndarray, mask: np.ndarray) -> str:
-    idx = np.argwhere(mask)[0]
-    return "[" + ", ".join(str(int(i)) for i in idx) + "]"
+    return index_text(np.argwhere(mask)[0])
+
+
+def index_text(index: Sequence[int]) -> str:
+    """An array index as messages show it: ``[3, 17]``."""
+    return "[" + ", ".join(str(int(i)) for i in index) + "]"
+
+
+#: elements a whole-array check reads at a time, so that its temporaries (a boolean mask per
+#: test) stay this small however large the array is
+CHUNK_ITEMS = 1 << 18
+
+
+def first_where(arr: np.ndarray, test: Callable[[np.ndarray], np.ndarray]) -> Optional[Tuple[int, ...]]:
+    """The index of the first element (in row-major order, as ``np.argwhere`` lists them) for
+    which the vectorised ``test`` is true, or None; ``arr`` is read ``CHUNK_ITEMS`` elements at a
+    time, whatever its memory layout."""
+    seen = 0
+    with np.nditer(arr, flags=["external_loop", "buffered", "zerosize_ok"], order="C",
+                   buffersize=CHUNK_ITEMS) as chunks:
+        for chunk in chunks:
+            hit = test(chunk)
+            i = int(hit.argmax())
+            if hit[i]:
+                return tuple(int(j) for j in np.unravel_index(seen + i, arr.shape))
+            seen += chunk.shape[0]
+    return None
 
 
 def check_ndim(name: str, arr: np.ndarray, ndim: int, what: str) -> None:

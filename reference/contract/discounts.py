@@ -49,12 +49,30 @@ def _log2_dd(x: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
     return dd_add((e, zero), dd_div(ln_m, (zero + _LN2[0], zero + _LN2[1])))
 
 
-def _compute(n: int) -> np.ndarray:
-    ranks = np.arange(1, n + 1, dtype=np.float64)
+def _compute(stop: int, start: int = 0) -> np.ndarray:
+    """``d(r)`` for the ranks ``start + 1 .. stop``."""
+    ranks = np.arange(start + 1, stop + 1, dtype=np.float64)
     log2 = _log2_dd(ranks + 1.0)
     one = (ranks * 0.0 + 1.0, ranks * 0.0)
     hi, lo = dd_div(one, log2)
     return hi + lo  # the double-double rounded once to float64
+
+
+#: ranks computed at a time: the double-double temporaries take ~260 bytes per rank, so a whole
+#: gallery at once would cost ~1 GB at 4,000,000 items
+_CHUNK = 1 << 14
+
+
+def _grown(table: np.ndarray, n: int) -> np.ndarray:
+    """``table`` extended to ``n`` entries, the new ranks computed ``_CHUNK`` at a time (each
+    entry depends on its rank alone, so the chunks give the same bits as one pass)."""
+    grown = np.empty(n, dtype=np.float64)
+    grown[:table.shape[0]] = table
+    for start in range(table.shape[0], n, _CHUNK):
+        stop = min(n, start + _CHUNK)
+        grown[start:stop] = _compute(stop, start)
+    grown.flags.writeable = False
+    return grown
 
 
 _lock = threading.Lock()
@@ -73,9 +91,7 @@ def discount_table(n: int) -> np.ndarray:
         return _table[:n]
     with _lock:
         if n > _table.shape[0]:
-            grown = _compute(max(n, 2 * _table.shape[0], 1024))
-            grown.flags.writeable = False
-            _table = grown
+            _table = _grown(_table, max(n, 2 * _table.shape[0], 1024))
     return _table[:n]
 
 

@@ -14,6 +14,7 @@ from typing import Any, Optional
 import numpy as np
 from retrieval_conformance.reference.contract import validation as v
 from retrieval_conformance.reference.contract.aggregation import aggregate
+from retrieval_conformance.reference.contract.arrays import first_where
 from retrieval_conformance.reference.contract.conventions import DISCOUNTS, GAINS, RECALL_SENSES
 from retrieval_conformance.reference.contract.cutoffs import compute_within_gallery
 from retrieval_conformance.reference.contract.embeddings import METRICS, embedding_distances
@@ -63,6 +64,8 @@ def build_problem(
     row0: int = 0,
     gallery: Optional[Gallery] = None,
     codes_signed: bool = False,
+    keep_scores: bool = False,
+    packed_codes: bool = False,
 ) -> Problem:
     """Validate and normalise the inputs of :func:`evaluate` into a :class:`Problem`.
 
@@ -70,6 +73,10 @@ def build_problem(
     ``gallery``: the gallery side already prepared by :func:`.gallery.prepare_gallery` (the same
     arrays as the ``db_*`` arguments): only the query side is checked, against it.
     ``codes_signed``: a query row outside this block holds a -1, so the codes are ±1 codes.
+    ``keep_scores``: similarity scores stay scores (``Problem.scores``), for an implementation
+    that reads them (``Implementation.reads_scores``), instead of a negated copy.
+    ``packed_codes``: the gallery's codes as packed words (``Problem.db_words``) instead of
+    ``db_bits``, for an implementation that reads them (``Implementation.reads_packed_codes``).
     """
     ranking_inputs = _count_given(
         distances=distances, scores=scores, query_codes=query_codes, db_codes=db_codes,
@@ -81,9 +88,11 @@ def build_problem(
             "give exactly one ranking input: distances=, scores=, query_codes= with db_codes=, or "
             f"query_embeddings= with db_embeddings=; got {ranking_inputs or 'none'}"
         )
-    dist = query_bits = db_bits = None
+    dist = sims = query_bits = db_side = None
     if distances is not None:
         dist = v.float_matrix("distances", distances, "queries x gallery")
+    elif scores is not None and keep_scores:
+        sims = v.float_matrix("scores", scores, "queries x gallery")
     elif scores is not None:
         # similarity ranks descending; negation is exact, so the ranking is unchanged
         dist = np.ascontiguousarray(-v.float_matrix("scores", scores, "queries x gallery"))
@@ -91,8 +100,8 @@ def build_problem(
         if query_codes is None or db_codes is None:
             missing = "db_codes" if db_codes is None else "query_codes"
             raise ValueError(f"{missing}: expected codes together with {ranking_inputs[0]}")
-        query_bits, db_bits = (gallery.codes_pair(query_codes, codes_signed) if gallery is not None
-                               else v.codes_pair(query_codes, db_codes, codes_signed))
+        query_bits, db_side = (gallery.codes_pair(query_codes, codes_signed, packed_codes) if gallery is not None
+                               else v.codes_pair(query_codes, db_codes, codes_signed, packed_codes))
     else:
         if query_embeddings is None or db_embeddings is None:
             missing = "db_embeddings" if db_embeddings is None else "query_embeddings"
@@ -100,11 +109,12 @@ def build_problem(
         checked = gallery is not None and gallery.embeddings is not None
         dist = embedding_distances(query_embeddings, gallery.embeddings if checked else db_embeddings, metric,
                                    row0=row0, db_checked=checked)
-    n_q, n_g = (dist.shape if dist is not None else (query_bits.shape[0], db_bits.shape[0]))
+    matrix = dist if dist is not None else sims
+    n_q, n_g = (matrix.shape if matrix is not None else (query_bits.shape[0], db_side.shape[0]))
     if n_q == 0:
         raise ValueError(f"{ranking_inputs[0]}: expected at least one query (row), got 0")
     if n_g == 0:
-        where = "column" if dist is not None and ranking_inputs[0] in ("distances", "scores") else "row"
+        where = "column" if matrix is not None and ranking_inputs[0] in ("distances", "scores") else "row"
         name = ranking_inputs[-1]
         raise ValueError(f"{name}: expected at least one gallery item ({where}), got an empty gallery")
 
@@ -140,10 +150,11 @@ def build_problem(
     junk_ids = tuple(int(i) for i in junk_ids)
     if junk_ids and (ql is None or ql.ndim != 1):
         junk_ids = ()  # id-based junk needs single ids; with other inputs it has nothing to act on
+    db_bits, db_words = (None, db_side) if packed_codes else (db_side, None)
     return Problem(
-        n_queries=int(n_q), n_gallery=int(n_g), distances=dist, query_bits=query_bits, db_bits=db_bits,
+        n_queries=int(n_q), n_gallery=int(n_g), distances=dist, scores=sims, query_bits=query_bits, db_bits=db_bits,
         relevance=rel, grades=grades, query_labels=ql, db_labels=dl, junk=junk_mask, query_cams=qc, db_cams=dc,
-        junk_ids=junk_ids,
+        junk_ids=junk_ids, db_words=db_words,
     )
 
 
@@ -354,8 +365,11 @@ def evaluate(
         # each block is validated and evaluated on its own: queries are independent, so
         # the result is identical to one block, while memory stays bounded
         block = {key: query_rows(value, start, stop) for key, value in query_side.items()}
+        problem = None  # the previous block's arrays (negated scores, distances) go before the next's are made
         try:
-            problem = build_problem(**block, **gallery_side, row0=start, gallery=gallery, codes_signed=codes_signed)
+            problem = build_problem(**block, **gallery_side, row0=start, gallery=gallery, codes_signed=codes_signed,
+                                    keep_scores=getattr(impl, "reads_scores", False),
+                                    packed_codes=getattr(impl, "reads_packed_codes", False))
         except (ValueError, TypeError) as exc:
             if per_block < n_q:
                 raise type(exc)(f"{exc} (in the query block starting at row {start})") from None
@@ -373,10 +387,11 @@ def evaluate(
 
 
 def _holds_minus_one(codes) -> bool:
-    """Whether numeric codes hold a -1 anywhere (anything else is left to the block's checks)."""
+    """Whether numeric codes hold a -1 anywhere (anything else is left to the block's checks);
+    read in chunks, like every whole-array check."""
     if codes is None or getattr(codes, "dtype", np.dtype(object)).kind not in "fiub":
         return False
-    return bool((codes == -1).any())
+    return first_where(codes, lambda chunk: chunk == -1) is not None
 
 
 def _report_from(report, first: int, done: int, total: int) -> None:

@@ -1,12 +1,13 @@
 """The gallery side of an evaluation, validated once for every query block (§0 gallery).
 
 ``evaluate`` streams query blocks against one gallery.  What depends only on the gallery (its
-codes as bits, its ids as int64 or the vocabulary of its string ids, its multi-hot rows, its
-embeddings) is checked and converted here once; each block then checks only its query side and
-how it fits the gallery.  Whatever does not fit (another code format, strings on one side only,
-another number of bits or labels, any invalid value) goes to the pair checks of
-``validation``/``ids`` with the user's gallery array, so the error is word for word the one a
-single call raises, and a gallery that cannot be prepared is simply checked per block as before.
+codes as packed words, unpacked to bits only for implementations that read bits; its ids as
+int64 or the vocabulary of its string ids, its multi-hot rows, its embeddings) is checked and
+converted here once; each block then checks only its query side and how it fits the gallery.
+Whatever does not fit (another code format, strings on one side only, another number of bits
+or labels, any invalid value) goes to the pair checks of ``validation``/``ids`` with the user's
+gallery array, so the error is word for word the one a single call raises, and a gallery that
+cannot be prepared is simply checked per block as before.
 """
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from typing import Any, Dict, Optional, Tuple
 import numpy as np
 from retrieval_conformance.reference.contract import validation as v
 from retrieval_conformance.reference.contract.arrays import to_numpy
+from retrieval_conformance.reference.contract.codes import CodeScan, scan_codes, unpack_words
 from retrieval_conformance.reference.contract.ids import exact_ids, is_text
 
 __all__ = ["Gallery", "prepare_gallery"]
@@ -23,10 +25,16 @@ __all__ = ["Gallery", "prepare_gallery"]
 
 @dataclass
 class _Codes:
-    bits: np.ndarray  # (N, B) uint8
-    minus_one: bool  # some code is -1: the codes are ±1 whatever the query side holds
-    signed_ok: bool  # every value in {-1, +1}
-    binary_ok: bool  # every value in {0, 1}
+    scan: CodeScan  # the packed words, and whether the values are ±1 or 0/1 codes
+    bits: Optional[np.ndarray] = None  # (N, B) uint8, unpacked once if an implementation reads bits
+
+    def side(self, packed: bool) -> np.ndarray:
+        """The gallery as the implementation reads it: the packed words, or the bits."""
+        if packed:
+            return self.scan.words
+        if self.bits is None:
+            self.bits = unpack_words(self.scan.words, self.scan.n_bits)
+        return self.bits
 
 
 @dataclass
@@ -47,16 +55,16 @@ class Gallery:
     cams: Optional[_Ids] = None
 
     # -- one query block against the prepared gallery ------------------------------------
-    def codes_pair(self, query_codes: Any, signed_elsewhere: bool = False) -> Tuple[np.ndarray, np.ndarray]:
-        """``validation.codes_pair(query_codes, db_codes, signed_elsewhere)``, with the gallery
-        side done once."""
-        c, q = self.codes, _numeric_matrix(query_codes)
-        if c is not None and q is not None and q.shape[1] == c.bits.shape[1] > 0:
-            signed = c.minus_one or signed_elsewhere or bool((q == -1).any())
-            fits = ((q == -1) | (q == 1)) if signed else ((q == 0) | (q == 1))
-            if fits.all() and (c.signed_ok if signed else c.binary_ok):
-                return np.ascontiguousarray(q > 0, dtype=np.uint8), c.bits
-        return v.codes_pair(query_codes, self.raw["db_codes"], signed_elsewhere)
+    def codes_pair(self, query_codes: Any, signed_elsewhere: bool = False,
+                   packed: bool = False) -> Tuple[np.ndarray, np.ndarray]:
+        """``validation.codes_pair(query_codes, db_codes, signed_elsewhere, packed)``, with the
+        gallery side done once."""
+        c, q = self.codes, _code_scan(query_codes)
+        if c is not None and q is not None and q.n_bits == c.scan.n_bits > 0:
+            signed = c.scan.minus_one or signed_elsewhere or q.minus_one
+            if q.first_invalid(signed) is None and c.scan.first_invalid(signed) is None:
+                return unpack_words(q.words, q.n_bits), c.side(packed)
+        return v.codes_pair(query_codes, self.raw["db_codes"], signed_elsewhere, packed)
 
     def labels_pair(self, query_labels: Any) -> Tuple[np.ndarray, np.ndarray]:
         """``ids.labels_pair(query_labels, db_labels)``, with the gallery side done once."""
@@ -87,10 +95,9 @@ def prepare_gallery(gallery_side: Dict[str, Any]) -> Gallery:
     g = Gallery(raw=dict(gallery_side))
     db_codes, db_labels, db_cams = (gallery_side.get(k) for k in ("db_codes", "db_labels", "db_cams"))
     if db_codes is not None:
-        d = _numeric_matrix(db_codes)
-        if d is not None:
-            g.codes = _Codes(bits=np.ascontiguousarray(d > 0, dtype=np.uint8), minus_one=bool((d == -1).any()),
-                             signed_ok=bool(((d == -1) | (d == 1)).all()), binary_ok=bool(((d == 0) | (d == 1)).all()))
+        scan = _code_scan(db_codes)
+        if scan is not None:
+            g.codes = _Codes(scan)
     if gallery_side.get("db_embeddings") is not None:
         g.embeddings = _quietly(v.float_matrix, "db_embeddings", gallery_side["db_embeddings"],
                                 "one embedding per gallery item")
@@ -120,14 +127,14 @@ def _array(value: Any) -> Optional[np.ndarray]:
     return _quietly(to_numpy, "", value)
 
 
-def _numeric_matrix(value: Any) -> Optional[np.ndarray]:
-    """Codes as a finite numeric 2-D array, or None (left to ``validation.codes_pair``)."""
+def _code_scan(value: Any) -> Optional[CodeScan]:
+    """The scan of codes given as a finite numeric 2-D array, or None (left to
+    ``validation.codes_pair``)."""
     arr = _array(value)
     if arr is None or arr.ndim != 2 or arr.dtype.kind not in "fiub":
         return None
-    if arr.dtype.kind == "f" and not np.isfinite(arr).all():
-        return None
-    return arr
+    scan = scan_codes(arr)
+    return scan if scan.nonfinite is None else None
 
 
 def _prepared_ids(name: str, arr: np.ndarray, camera: bool = False) -> Optional[_Ids]:

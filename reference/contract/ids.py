@@ -119,7 +119,7 @@ def exact_ids(name: str, arr: np.ndarray) -> np.ndarray:
     """
     kind = arr.dtype.kind
     if kind in "bi":  # every signed integer type is at most 64 bits wide
-        return np.ascontiguousarray(arr.astype(np.int64))
+        return np.ascontiguousarray(arr.astype(np.int64, copy=False))  # int64 ids are used as they are
     if kind == "u":
         too_big = arr > INT64_MAX
         if too_big.any():

@@ -78,8 +78,15 @@ class Problem:
 
     * ``distances``: (Q, N) float32 or float64, finite; smaller is closer.  Similarity
       scores arrive here negated (negation is exact in floating point).
+    * ``scores``: the same for an implementation that reads scores itself
+      (``Implementation.reads_scores``): (Q, N) float32 or float64, finite, larger is closer;
+      the ranking is that of ``distances = -scores``.
     * ``query_bits`` / ``db_bits``: (Q, B) and (N, B) uint8 in {0, 1}; the distance is the
       Hamming distance (±1 codes are mapped to bits, +1 -> 1, -1 -> 0, which keeps it).
+      ``db_words`` may replace ``db_bits``: the same bits packed, (N, ceil(B/64)) uint64, bit b
+      of a code in word b // 64 at bit b % 64, the bits past B zero (``codes.pack_words``);
+      ``evaluate`` gives that, and no ``db_bits``, to an implementation that reads packed codes
+      (``Implementation.reads_packed_codes``): 64-bit codes take 8 bytes per item instead of 64.
 
     Exactly one relevance input is set:
 
@@ -101,6 +108,7 @@ class Problem:
     n_queries: int
     n_gallery: int
     distances: Optional[np.ndarray] = None
+    scores: Optional[np.ndarray] = None
     query_bits: Optional[np.ndarray] = None
     db_bits: Optional[np.ndarray] = None
     relevance: Optional[np.ndarray] = None
@@ -111,6 +119,7 @@ class Problem:
     query_cams: Optional[np.ndarray] = None
     db_cams: Optional[np.ndarray] = None
     junk_ids: Tuple[int, ...] = ()
+    db_words: Optional[np.ndarray] = None
 
     @property
     def multi_label(self) -> bool:

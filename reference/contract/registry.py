@@ -27,11 +27,17 @@ class Implementation:
     """Base class.  Subclasses set ``name`` and ``speed_rank`` and override :meth:`compute`.
 
     ``speed_rank``: lower is faster; ``implementation="auto"`` picks the available one with
-    the lowest rank.
+    the lowest rank.  ``reads_scores``: ``evaluate`` hands similarity scores over as
+    ``Problem.scores`` instead of negating them into ``Problem.distances`` (a copy of the
+    whole matrix that such an implementation does not need).  ``reads_packed_codes``: a gallery
+    of binary codes is handed over packed (``Problem.db_words``) and not as ``db_bits`` (one
+    byte per bit, which such an implementation would only pack again).
     """
 
     name: str = ""
     speed_rank: int = 100
+    reads_scores: bool = False
+    reads_packed_codes: bool = False
 
     def unavailable_reason(self) -> Optional[str]:
         """None when the implementation can run here, else a sentence saying why not."""
@@ -74,7 +80,8 @@ class PreparedGallery:
 
 def _gallery_sources(problem: Problem) -> tuple:
     """(the gallery arrays, compared by identity; the gallery's other facts, compared by value)"""
-    return (problem.db_bits, problem.db_labels, problem.db_cams), (problem.junk_ids, problem.n_gallery)
+    return ((problem.db_bits, problem.db_words, problem.db_labels, problem.db_cams),
+            (problem.junk_ids, problem.n_gallery))
 
 
 

@@ -14,10 +14,13 @@ from retrieval_conformance.reference.contract.arrays import (
     ID_ARGUMENTS,
     array_input,
     check_ndim,
+    first_where,
+    index_text,
     position_text,
     shown,
     to_numpy,
 )
+from retrieval_conformance.reference.contract.codes import scan_codes, unpack_words
 from retrieval_conformance.reference.contract.ids import INT64_MAX, exact_ids, id_vector, joint_ids, labels_pair
 
 __all__ = [  # the names callers use; arrays.py and ids.py hold the first two steps
@@ -32,12 +35,21 @@ MAX_GRADE = 52
 
 
 def check_finite(name: str, arr: np.ndarray) -> None:
-    if arr.dtype.kind == "f" and not np.isfinite(arr).all():
-        bad = ~np.isfinite(arr)
-        raise ValueError(
-            f"{name}: expected finite values, found {arr[bad].flat[0]} at {position_text(arr, bad)}; "
-            "replace NaN/inf (e.g. by a large distance) before evaluating"
-        )
+    """No NaN or inf in a float array; read in chunks, so no array-sized mask is built."""
+    if arr.dtype.kind == "f":
+        at = first_where(arr, _not_finite)
+        if at is not None:
+            raise ValueError(_nonfinite_message(name, arr, at))
+
+
+def _not_finite(chunk: np.ndarray) -> np.ndarray:
+    return ~np.isfinite(chunk)
+
+
+def _nonfinite_message(name: str, arr: np.ndarray, at: Tuple[int, ...]) -> str:
+    """The error of :func:`check_finite`, for the first non-finite value of ``arr``, at ``at``."""
+    return (f"{name}: expected finite values, found {arr[at]} at {index_text(at)}; "
+            "replace NaN/inf (e.g. by a large distance) before evaluating")
 
 
 def float_matrix(name: str, value: Any, what: str) -> np.ndarray:
@@ -133,46 +145,49 @@ def relevance_matrix(name: str, value: Any, shape: Tuple[int, int],
     return relevant, np.ascontiguousarray(arr.astype(np.int64))
 
 
-def codes_pair(query_codes: Any, db_codes: Any, signed_elsewhere: bool = False) -> Tuple[np.ndarray, np.ndarray]:
+def codes_pair(query_codes: Any, db_codes: Any, signed_elsewhere: bool = False,
+               packed: bool = False) -> Tuple[np.ndarray, np.ndarray]:
     """Binary codes in {-1, +1} or {0, 1} -> uint8 bits (+1 -> 1, -1 -> 0; Hamming is kept).
 
     ``sign(0) = 0`` leaves zeros in "±1" codes (thuml/DPH#3); such codes are rejected
     rather than guessed at (spec §1).  The codes are ±1 codes when a -1 is anywhere: in these
     arrays, or (``signed_elsewhere``) in query rows of another block of the same evaluation, so
     the verdict on a 0 never depends on how the queries are blocked.
+
+    Returns the (Q, B) and (N, B) bits; with ``packed``, the gallery instead as (N, ceil(B/64))
+    uint64 words (``codes.pack_words``' layout, what the C implementation reads).  Each array
+    is read in chunks of rows (``codes.scan_codes``): no temporary grows with the gallery.
     """
-    out = []
     arrays = {"query_codes": to_numpy("query_codes", query_codes), "db_codes": to_numpy("db_codes", db_codes)}
+    scans = {}
     for name, arr in arrays.items():
         check_ndim(name, arr, 2, "one binary code per row")
         if arr.dtype.kind not in "fiub":
             raise TypeError(f"{name}: expected numeric codes in {{-1,+1}} or {{0,1}}, got dtype={arr.dtype}")
-        check_finite(name, arr)
-    signed = signed_elsewhere or any((a == -1).any() for a in arrays.values())
-    for name, arr in arrays.items():
-        allowed = (arr == -1) | (arr == 1) if signed else (arr == 0) | (arr == 1)
-        if not allowed.all():
-            bad = ~allowed
-            value = arr[bad].flat[0]
-            hint = ""
-            if signed and value == 0:
-                hint = (
-                    "; a 0 in ±1 codes usually comes from sign(0) = 0 (np.sign/torch.sign): "
-                    "binarise with np.where(x >= 0, 1, -1)"
-                )
-            expected = "{-1, +1}" if signed else "{-1, +1} or {0, 1}"
-            raise ValueError(
-                f"{name}: expected codes in {expected}, found {value} at {position_text(arr, bad)}{hint}"
-            )
-        out.append(np.ascontiguousarray(arr > 0, dtype=np.uint8))
-    q, d = out
-    if q.shape[1] != d.shape[1]:
-        raise ValueError(
-            f"db_codes: expected {q.shape[1]} bits per code like query_codes, got {d.shape[1]}"
-        )
-    if q.shape[1] == 0:
+        scans[name] = scan_codes(arr)
+        if scans[name].nonfinite is not None:
+            raise ValueError(_nonfinite_message(name, arr, scans[name].nonfinite))
+    signed = signed_elsewhere or any(scan.minus_one for scan in scans.values())
+    for name, scan in scans.items():
+        at = scan.first_invalid(signed)
+        if at is not None:
+            raise ValueError(_invalid_code_message(name, arrays[name][at], at, signed))
+    q, d = scans.values()
+    if q.n_bits != d.n_bits:
+        raise ValueError(f"db_codes: expected {q.n_bits} bits per code like query_codes, got {d.n_bits}")
+    if q.n_bits == 0:
         raise ValueError("query_codes: expected at least one bit per code, got 0")
-    return q, d
+    return unpack_words(q.words, q.n_bits), d.words if packed else unpack_words(d.words, d.n_bits)
+
+
+def _invalid_code_message(name: str, value: Any, at: Tuple[int, ...], signed: bool) -> str:
+    """The error for a code ``value`` at index ``at`` outside {-1, +1} (``signed``) or {0, 1}."""
+    hint = ""
+    if signed and value == 0:
+        hint = ("; a 0 in ±1 codes usually comes from sign(0) = 0 (np.sign/torch.sign): "
+                "binarise with np.where(x >= 0, 1, -1)")
+    expected = "{-1, +1}" if signed else "{-1, +1} or {0, 1}"
+    return f"{name}: expected codes in {expected}, found {value} at {index_text(at)}{hint}"
 
 
 def cams_pair(query_cams: Any, db_cams: Any, n_queries: int, n_gallery: int) -> Tuple[np.ndarray, np.ndarray]:

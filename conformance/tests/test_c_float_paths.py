@@ -1,0 +1,143 @@
+"""The C float path's shortcuts give the numbers of the whole computation.
+
+* The prefix path (``csrc/rc_float.c``): with a cut-off k (AP@k by hits, R or min(k, R)), only
+  the items up to the L-th smallest distance, L = max(k, R, max_rank), are placed among the
+  relevant ones, and the last relevant item's rank comes from counts over the row.  It runs when
+  the gallery has at least ``RC_PREFIX_MIN_N`` (4096) items and L is at most 1/8 of them: the
+  problems below are built so (few relevant items, small k).  Compared bit for bit with the
+  same library with the prefix path turned off (``cpu_features`` bit 2), and with the exact
+  reference on a few queries.
+* Similarity scores go to C as they are (``Problem.scores``, negated inside C): equal to the
+  negated distances, bit for bit, and a NaN is named as ``scores``.
+* The relevant items are sorted by a radix sort on the doubles' bits: -0.0 and +0.0 are one
+  distance, so their items keep index order (reverse index order under ``reverse``).
+
+Skipped when the library is not built, or fails with ``RC_REQUIRE=c``.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from retrieval_conformance.conformance.crosscheck import compare_per_query, same_bits
+from retrieval_conformance.conformance.support.c_test_support import TIES
+from retrieval_conformance.reference.contract.problem import Options, Problem
+
+#: the prefix path off: popcnt and fma only
+WITHOUT_PREFIX = 3
+
+
+def _prefix_problem(rng, n_gallery: int, levels: int, junk: bool, graded: bool, dtype) -> Problem:
+    """A few queries over ``n_gallery`` items on ``levels`` distance values (ties across the
+    cut), about 1% relevant, junk and grades on request."""
+    Q = 3
+    D = rng.integers(0, levels, size=(Q, n_gallery)).astype(dtype) / levels
+    rel = rng.random((Q, n_gallery)) < 0.01
+    rel[:, rng.integers(0, n_gallery)] = True  # at least one relevant item per query
+    grades = np.where(rel, rng.integers(1, 5, size=(Q, n_gallery)), 0).astype(np.int64) if graded else None
+    mask = rng.random((Q, n_gallery)) < 0.03 if junk else None
+    return Problem(n_queries=Q, n_gallery=n_gallery, distances=D, relevance=rel, grades=grades, junk=mask)
+
+
+def _both_paths(c_backend, p: Problem, o: Options):
+    impl = c_backend.CImplementation(num_threads=1)
+    try:
+        c_backend.cpu_features(c_backend.ALL_FEATURES)
+        prefix = impl.compute(p, o)
+        c_backend.cpu_features(WITHOUT_PREFIX)
+        whole = impl.compute(p, o)
+    finally:
+        c_backend.cpu_features(c_backend.ALL_FEATURES)
+    return prefix, whole
+
+
+@pytest.mark.parametrize("ties", TIES)
+def test_prefix_path_equals_the_whole_pass(c_backend, ties):
+    """Every field, every tie policy and AP@k denominator, ties across the cut, junk, grades."""
+    rng = np.random.default_rng(500 + TIES.index(ties))
+    compared = 0
+    for case in range(12):
+        p = _prefix_problem(rng, int(rng.integers(4096, 9000)), int(rng.choice([7, 60, 1000, 10**6])),
+                            junk=case % 3 == 0, graded=case % 4 == 1, dtype=(np.float32, np.float64)[case % 2])
+        for k in (1, 10, int(rng.integers(2, 300))):
+            for den in ("hits", "r", "min_k_r"):
+                o = Options(ties=ties, k=k, ap_at_k=den, max_rank=int(rng.choice([0, 5, 50])),
+                            ap_rule=("precision_sum", "trapezoid")[k % 2])
+                try:
+                    prefix, whole = _both_paths(c_backend, p, o)
+                except ValueError:  # grouped with k inside a tie group: both paths say so
+                    assert ties == "grouped"
+                    continue
+                assert same_bits(prefix, whole, f"case {case} {o}") == []
+                compared += 1
+    assert compared >= (20 if ties == "grouped" else 50)  # grouped: many k fall inside a tie group
+
+
+@pytest.mark.parametrize("ties", ["stable", "reverse", "expected", "pessimistic"])
+def test_prefix_path_matches_the_reference(cimpl, ties):
+    """The exact yardstick on one query of a gallery large enough for the prefix path, with
+    the last relevant item far beyond the cut (its rank comes from the counts)."""
+    from retrieval_conformance.reference.backend import ReferenceImplementation
+
+    rng = np.random.default_rng(600 + TIES.index(ties))
+    N = 4500
+    D = (rng.integers(0, 40, size=(1, N)) / 40).astype(np.float64)
+    rel = np.zeros((1, N), bool)
+    rel[0, rng.choice(N, 12, replace=False)] = True
+    rel[0, int(np.argmax(D[0]))] = True  # a relevant item among the farthest
+    p = Problem(n_queries=1, n_gallery=N, distances=D, relevance=rel)
+    for k in (5, 100):
+        o = Options(ties=ties, k=k, max_rank=20)
+        ref = ReferenceImplementation().compute(p, o)
+        assert compare_per_query(ref, cimpl.compute(p, o), label=f"k={k}: ") == []
+
+
+def test_scores_read_in_c_equal_negated_distances(c_backend):
+    rng = np.random.default_rng(7)
+    S = np.round(rng.standard_normal((4, 5000)), 2).astype(np.float32)
+    S[0, :50] = 0.0  # -0.0 as distances
+    rel = rng.random((4, 5000)) < 0.02
+    impl = c_backend.CImplementation(num_threads=1)
+    for o in (Options(), Options(k=10), Options(ties="reverse", k=100), Options(ties="expected")):
+        a = impl.compute(Problem(n_queries=4, n_gallery=5000, scores=S, relevance=rel), o)
+        b = impl.compute(Problem(n_queries=4, n_gallery=5000, distances=-S, relevance=rel), o)
+        assert same_bits(a, b, f"{o}") == []
+
+
+def test_evaluate_hands_scores_to_c_without_a_copy(c_backend):
+    """``evaluate(scores=...)`` with C: the same result as numpy, and the Problem C sees holds
+    the caller's scores (no negated copy)."""
+    import retrieval_conformance as rc
+    from retrieval_conformance.reference.contract.evaluate import build_problem
+
+    rng = np.random.default_rng(8)
+    S = rng.random((5, 300)).astype(np.float32)
+    rel = rng.random((5, 300)) < 0.1
+    c = rc.evaluate(scores=S, relevance=rel, protocol="hashing", k=20, implementation="c")
+    n = rc.evaluate(scores=S, relevance=rel, protocol="hashing", k=20, implementation="numpy")
+    assert same_bits(c.per_query, n.per_query, "c vs numpy") == []
+    p = build_problem(scores=S, relevance=rel, keep_scores=True)
+    assert p.distances is None and np.shares_memory(p.scores, S)
+
+
+def test_nonfinite_scores_are_named_scores(c_backend):
+    S = np.ones((2, 10), np.float32)
+    S[1, 3] = np.nan
+    p = Problem(n_queries=2, n_gallery=10, scores=S, relevance=np.ones((2, 10), bool))
+    with pytest.raises(ValueError, match=r"scores: expected finite values, found a non-finite value at \[1, 3\]"):
+        c_backend.CImplementation().compute(p, Options())
+
+
+@pytest.mark.parametrize("ties", ["stable", "reverse", "optimistic", "expected"])
+def test_signed_zero_distances_are_one_tie_group(cimpl, ties):
+    """More relevant items than the insertion-sort limit (32), on -0.0, +0.0 and 1.0, graded:
+    which relevant item takes which rank of a tie run shows in nDCG."""
+    from retrieval_conformance.reference.backend import ReferenceImplementation
+
+    rng = np.random.default_rng(9)
+    D = rng.choice(np.array([-0.0, 0.0, 1.0]), size=(2, 120))
+    rel = rng.random((2, 120)) < 0.6
+    grades = np.where(rel, rng.integers(1, 6, size=(2, 120)), 0).astype(np.int64)
+    p = Problem(n_queries=2, n_gallery=120, distances=D, relevance=rel, grades=grades)
+    o = Options(ties=ties)
+    ref = ReferenceImplementation().compute(p, o)
+    assert compare_per_query(ref, cimpl.compute(p, o)) == []
