@@ -227,15 +227,9 @@ void rc_query_codes(const rc_input *in, const rc_options *o, const dd *Hh,
         w->g_cap = max64(w->g_cap, R);
         rk = w->ranks;
     }
-    rin.disc = in->discounts;
-    rin.gr = NULL;
-    rin.ideal1 = NULL;
-    if (!in->grades) {
-        if (rc_ideal_upto(w, in->discounts, R)) {
-            out->status[q] = Q_NOMEM;
-            return;
-        }
-        rin.ideal1 = w->ideal1;
+    if (rc_rankin_init(&rin, w, in, R)) {
+        out->status[q] = Q_NOMEM;
+        return;
     }
     if (in->grades) {
         codes_grades(in, q, w, jk, ties);

@@ -430,6 +430,7 @@ RC_INTERNAL void rc_rank_expected(const group *g, int64_t ng, int64_t R, int64_t
                                   const rc_options *o, const rankin *ri, qres *res);
 RC_INTERNAL void rc_sort_grades(uint8_t *a, int64_t n, int descending);
 RC_INTERNAL int rc_ideal_upto(workspace *w, const double *disc, int64_t n);
+RC_INTERNAL int rc_rankin_init(rankin *ri, workspace *w, const rc_input *in, int64_t R);
 
 /* rc_order.c: relevant items a[0..n) sorted by distance, stably (tmp: n more); the k-th
  * smallest (1-based) of a[0..n) (permuted); the same with the counts below and equal to it */

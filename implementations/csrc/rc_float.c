@@ -307,42 +307,79 @@ prefix_filter(const float *D32, const double *D64, const int is32, const int neg
     return n;
 }
 
+/* over x[0 .. n): *l += items closer than t (below it; above it for scores), *e += items
+ * equal to t, leaving out the junk (jm byte 1; jm NULL: none).  SSE2 where there is SSE2
+ * (four floats a step, the counts in 32-bit lanes: n < 2^31 per call), else plain loops. */
+static void count_closer32(const float *x, int64_t n, float t, int neg, const uint8_t *jm, uint32_t *l, uint32_t *e)
+{
+    int64_t j = 0;
+    uint32_t cl = 0, ce = 0;
+#if defined(__SSE2__)
+    const __m128 tv = _mm_set1_ps(t);
+    const __m128i one = _mm_set1_epi32(1), zero = _mm_setzero_si128();
+    __m128i al = zero, ae = zero;
+    uint32_t lanes[4];
+    for (; j + 4 <= n; j += 4) {
+        const __m128 v = _mm_loadu_ps(x + j);
+        __m128i lt = _mm_castps_si128(neg ? _mm_cmpgt_ps(v, tv) : _mm_cmplt_ps(v, tv));
+        __m128i eq = _mm_castps_si128(_mm_cmpeq_ps(v, tv));
+        if (jm) {  /* four mask bytes to four lanes; a lane equal to 1 is junk */
+            int32_t b4;
+            __m128i m;
+            memcpy(&b4, jm + j, sizeof(b4));
+            m = _mm_unpacklo_epi16(_mm_unpacklo_epi8(_mm_cvtsi32_si128(b4), zero), zero);
+            m = _mm_cmpeq_epi32(m, one);
+            lt = _mm_andnot_si128(m, lt);
+            eq = _mm_andnot_si128(m, eq);
+        }
+        al = _mm_sub_epi32(al, lt);  /* a true lane is -1 */
+        ae = _mm_sub_epi32(ae, eq);
+    }
+    _mm_storeu_si128((__m128i *)lanes, al);
+    cl = lanes[0] + lanes[1] + lanes[2] + lanes[3];
+    _mm_storeu_si128((__m128i *)lanes, ae);
+    ce = lanes[0] + lanes[1] + lanes[2] + lanes[3];
+#endif
+    for (; j < n; j++) {
+        const uint32_t keep = jm ? jm[j] != 1 : 1;
+        cl += keep & (uint32_t)(neg ? x[j] > t : x[j] < t);
+        ce += keep & (uint32_t)(x[j] == t);
+    }
+    *l += cl;
+    *e += ce;
+}
+
+static void count_closer64(const double *x, int64_t n, double t, int neg, const uint8_t *jm, uint32_t *l, uint32_t *e)
+{
+    int64_t j;
+    uint32_t cl = 0, ce = 0;
+    for (j = 0; j < n; j++) {
+        const uint32_t keep = jm ? jm[j] != 1 : 1;
+        cl += keep & (uint32_t)(neg ? x[j] > t : x[j] < t);
+        ce += keep & (uint32_t)(x[j] == t);
+    }
+    *l += cl;
+    *e += ce;
+}
+
 /* counts over the non-junk items for the relevant item ranked last (distance dl, index jl):
- * below[0] items closer, below[1] items at dl with index < jl, below[2] items at dl.  Plain
- * counting loops the compiler vectorises: float32 compared as float32 (dl is one of the row's
- * values, so exact), 32-bit counters over chunks of at most 2^30 items. */
-static inline __attribute__((always_inline)) void
-last_counts(const float *D32, const double *D64, const int is32, const int neg, int64_t N, double dl, int64_t jl,
-            const uint8_t *junk_mask, int64_t *below)
+ * below[0] items closer, below[1] items at dl with index < jl, below[2] items at dl.  float32
+ * is compared as float32 (dl is one of the row's values, so exact); chunks of at most 2^30
+ * items keep the 32-bit counts exact. */
+static void last_counts(const float *D32, const double *D64, int is32, int neg, int64_t N, double dl, int64_t jl,
+                        const uint8_t *junk_mask, int64_t *below)
 {
     const int64_t chunk = (int64_t)1 << 30;
     const double x64 = neg ? -dl : dl;  /* dl as the row holds it */
-    const float x32 = (float)x64;
     int64_t lt = 0, eq[2] = {0, 0}, part, c0;
     for (part = 0; part < 2; part++) {
         const int64_t lo = part ? jl : 0, hi = part ? N : jl;
         for (c0 = lo; c0 < hi; c0 += chunk) {
-            const int64_t c1 = hi - c0 > chunk ? c0 + chunk : hi;
+            const int64_t n = (hi - c0 > chunk ? c0 + chunk : hi) - c0;
+            const uint8_t *jm = junk_mask ? junk_mask + c0 : NULL;
             uint32_t l = 0, e = 0;
-            int64_t j;
-            /* closer: below dl, or above it for scores */
-            if (is32 && !junk_mask) {
-                for (j = c0; j < c1; j++) { l += neg ? D32[j] > x32 : D32[j] < x32; e += D32[j] == x32; }
-            } else if (is32) {
-                for (j = c0; j < c1; j++) {
-                    const uint32_t keep = junk_mask[j] != 1;
-                    l += keep & (neg ? D32[j] > x32 : D32[j] < x32);
-                    e += keep & (D32[j] == x32);
-                }
-            } else if (!junk_mask) {
-                for (j = c0; j < c1; j++) { l += neg ? D64[j] > x64 : D64[j] < x64; e += D64[j] == x64; }
-            } else {
-                for (j = c0; j < c1; j++) {
-                    const uint32_t keep = junk_mask[j] != 1;
-                    l += keep & (neg ? D64[j] > x64 : D64[j] < x64);
-                    e += keep & (D64[j] == x64);
-                }
-            }
+            if (is32) count_closer32(D32 + c0, n, (float)x64, neg, jm, &l, &e);
+            else count_closer64(D64 + c0, n, x64, neg, jm, &l, &e);
             lt += l;
             eq[part] += e;
         }
@@ -617,15 +654,9 @@ query_float_body(const rc_input *in, const rc_options *o, const dd *Hh, int64_t 
         bucket_setup(rd, G, nb, w->bucket, &bm);
         tab = w->bucket;
     }
-    rin.disc = in->discounts;
-    rin.gr = NULL;
-    rin.ideal1 = NULL;
-    if (!in->grades) {
-        if (rc_ideal_upto(w, in->discounts, G)) {
-            out->status[q] = Q_NOMEM;
-            return;
-        }
-        rin.ideal1 = w->ideal1;
+    if (rc_rankin_init(&rin, w, in, G)) {
+        out->status[q] = Q_NOMEM;
+        return;
     }
     if (in->grades) {  /* the grades in rank order; a tie run by grade under opt./pess. */
         const uint8_t *grades_row = in->grades + q * N;

@@ -48,6 +48,20 @@ int rc_ideal_upto(workspace *w, const double *disc, int64_t n)
     return 0;
 }
 
+/* what the rank metrics of a query with R relevant items read (the grades, if any, are set by
+ * the caller once in rank order); 0, or -1 when there is no memory for the IDCG table */
+int rc_rankin_init(rankin *ri, workspace *w, const rc_input *in, int64_t R)
+{
+    ri->disc = in->discounts;
+    ri->gr = NULL;
+    ri->ideal1 = NULL;
+    if (!in->grades) {
+        if (rc_ideal_upto(w, in->discounts, R)) return -1;
+        ri->ideal1 = w->ideal1;
+    }
+    return 0;
+}
+
 /* IDCG@K: the R relevant grades (gr, NULL: all 1, from ideal1) from the highest at ranks
  * 1 .. min(K, R); grades are at most RC_MAX_GRADE, so counting them sorts them */
 static dd ideal_dcg(const rankin *ri, int64_t R, int64_t K, int64_t rule)
