@@ -85,6 +85,14 @@ def rounds(workload: Workload, candidate: str, probe_seconds: Optional[float] = 
     return int(min(MAX_ROUNDS, max(MIN_ROUNDS, ROUND_BUDGET / max(probe_seconds, 1e-9))))
 
 
+def warm_up(workload: Workload, candidate: str) -> bool:
+    """Whether the one timed round of ``candidate`` follows an untimed call (as the probe of a
+    fast run does): the large scaling sizes, whose single round would otherwise also time what a
+    process does once per gallery size (the rank-discount table: about 2.6 s at 4M items)
+    and cold caches, which the exponent of time against N is not about."""
+    return workload.name.startswith("scaling-") and workload.n_gallery >= SCALING_ONE_ROUND
+
+
 #: a candidate slower than this (median, seconds) has its peak memory measured on fewer queries
 MEMORY_SUBSET_AFTER = 20.0
 

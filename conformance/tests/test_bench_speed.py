@@ -238,6 +238,9 @@ def _run(benchmark, store: _Store, w: W.Workload, candidate: str) -> None:
         start = time.perf_counter()
         runner()
         n_rounds = C.rounds(w, candidate, probe_seconds=time.perf_counter() - start)
+    elif C.warm_up(w, candidate):  # the one round of a large scaling size is not a process's first call
+        anchor()
+        runner()
     result, times = A.interleaved(benchmark, runner, anchor, n_rounds)
     benchmark.extra_info.update(times.extra_info())
     if candidate in C.IMPLEMENTATIONS:
