@@ -242,7 +242,8 @@ def _large_gallery(d, kw):
     """A gallery of hundreds to thousands of items, its distances on a grid of a few to many
     levels (some far apart, some a few ulps apart), with many relevant items: the C float
     path's bucket table with many buckets, buckets holding several relevant distances, and
-    long tie runs, under any tie policy."""
+    long tie runs, under any tie policy; with a cut-off, from 1024 items on, its prefix path
+    (only the items up to the L-th smallest distance placed)."""
     n = d.integer(200, 2000)
     nq = d.integer(1, 2)
     rng = np.random.default_rng(d.integer(0, 2**32 - 1))
@@ -269,6 +270,8 @@ def _large_gallery(d, kw):
     out["ties"] = d.choice(TIE_POLICIES)
     if out["ties"] == "expected" and share >= 0.3:
         out["ties"] = "stable"  # the exact reference on hundreds of relevant items per group: too slow here
+    if d.chance(0.5):
+        out["k"] = d.integer(1, 120)
     out.pop("block_size", None)
     return Case(out, f"large_gallery:{n}", "value")
 

@@ -3,7 +3,7 @@
 * The prefix path (``csrc/rc_float.c``): with a cut-off k (AP@k by hits, R or min(k, R)), only
   the items up to the L-th smallest distance, L = max(k, R, max_rank), are placed among the
   relevant ones, and the last relevant item's rank comes from counts over the row.  It runs when
-  the gallery has at least ``RC_PREFIX_MIN_N`` (4096) items and L is at most 1/8 of them: the
+  the gallery has at least ``RC_PREFIX_MIN_N`` (1024) items and L is at most 1/8 of them: the
   problems below are built so (few relevant items, small k).  Compared bit for bit with the
   same library with the prefix path turned off (``cpu_features`` bit 2), and with the exact
   reference on a few queries.

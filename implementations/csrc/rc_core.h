@@ -101,7 +101,7 @@
  * read are at most 1/RC_PREFIX_DIVISOR of the N' items and N >= RC_PREFIX_MIN_N; the pivot
  * comes from RC_PREFIX_SAMPLE items of the row, aimed at RC_PREFIX_AIM x L items below it */
 #define RC_PREFIX_DIVISOR 8
-#define RC_PREFIX_MIN_N 4096
+#define RC_PREFIX_MIN_N 1024  /* at least RC_PREFIX_SAMPLE: the sample never repeats an item */
 #define RC_PREFIX_SAMPLE 1024
 #define RC_PREFIX_AIM 2
 /* items per block of the prefix path's filter: a block with no item below the pivot costs

@@ -649,7 +649,7 @@ query_float_body(const rc_input *in, const rc_options *o, const dd *Hh, int64_t 
         }
     }
     {
-        const int64_t nb = bucket_count(G, N);
+        const int64_t nb = bucket_count(G, n_red < 0 ? N : n_red);  /* no more buckets than items placed */
         if (grow((void **)&w->bucket, &w->bucket_cap, nb + 3, sizeof(bucketent))) RC_NOMEM();
         bucket_setup(rd, G, nb, w->bucket, &bm);
         tab = w->bucket;
