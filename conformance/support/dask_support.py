@@ -1,4 +1,5 @@
-"""What the dask tests share: a worker that dies in the middle of an evaluation.
+"""What the dask tests share: their skip mark, the local yardstick, a two-process cluster and a
+worker that dies in the middle of an evaluation.
 
 The plugin lives in an importable module (not in a test file), so that the workers unpickle it
 by reference; without ``distributed`` it is a plain class the tests never use (they skip).
@@ -6,14 +7,34 @@ by reference; without ``distributed`` it is a plain class the tests never use (t
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
+
+import pytest
+from retrieval_conformance.reference.contract import registry
 
 try:
     import distributed
 except ImportError:  # the tests that need it are skipped
     distributed = None
 
-__all__ = ["KillOnce", "a_worker_killed"]
+__all__ = ["LOCAL", "KillOnce", "a_worker_killed", "local_cluster", "requires_distributed"]
+
+#: the dask tests' mark: collected and skipped without distributed (not a module-level skip: the
+#: harness's pytest route counts items)
+requires_distributed = pytest.mark.skipif(distributed is None,
+                                          reason="dask.distributed is not installed ([dask] extra)")
+
+#: what the workers compute with, and what the dask results must equal bit for bit
+LOCAL = "c" if registry.unavailable_reason("c") is None else "numpy"
+
+
+@contextlib.contextmanager
+def local_cluster():
+    """(LocalCluster, Client): two worker processes of one thread each, closed at the end."""
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None,
+                                  silence_logs=logging.CRITICAL) as local, distributed.Client(local) as client:
+        yield local, client
 
 
 class KillOnce(distributed.WorkerPlugin if distributed is not None else object):

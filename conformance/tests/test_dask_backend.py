@@ -6,30 +6,24 @@ Skipped where ``dask.distributed`` is not installed (tox's minimal environment).
 from __future__ import annotations
 
 import ast
-import logging
 import subprocess
 import sys
 
 import numpy as np
 import pytest
 import retrieval_conformance as rc
-from retrieval_conformance.conformance.support.dask_support import a_worker_killed
+from retrieval_conformance.conformance.support.dask_support import (
+    LOCAL,
+    a_worker_killed,
+    local_cluster,
+    requires_distributed,
+)
+from retrieval_conformance.implementations.dask_backend import DaskEvaluationError, DaskImplementation
 from retrieval_conformance.reference.contract import registry
 from retrieval_conformance.reference.contract.problem import ARRAY_FIELDS
 
-try:
-    import distributed
-except ImportError:  # collected and skipped (not a module-level skip: the harness's pytest route counts items)
-    distributed = None
-pytestmark = pytest.mark.skipif(distributed is None, reason="dask.distributed is not installed ([dask] extra)")
+pytestmark = requires_distributed
 
-from retrieval_conformance.implementations.dask_backend import (  # noqa: E402
-    DaskEvaluationError,
-    DaskImplementation,
-)
-
-#: what the workers compute with, and what the dask results must equal bit for bit
-LOCAL = "c" if registry.unavailable_reason("c") is None else "numpy"
 #: Result fields compared (means and per-query arrays)
 RESULT_FIELDS = ("map", "ap", "precision_at_k", "recall_at_k", "cmc", "minp", "inp", "r_precision", "ndcg_at_k",
                  "mrr", "map_at_r", "counted", "precision_at_radius", "recall_at_radius")
@@ -70,9 +64,8 @@ def test_unavailable_without_a_client_and_dask_imported_lazily():
 @pytest.fixture(scope="module")
 def cluster():
     """(LocalCluster, Client): two worker processes of one thread each, closed at the end."""
-    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None,
-                                  silence_logs=logging.CRITICAL) as local, distributed.Client(local) as client:
-        yield local, client
+    with local_cluster() as pair:
+        yield pair
 
 
 @pytest.fixture

@@ -7,34 +7,28 @@ On a LocalCluster of two worker processes; skipped where ``dask.distributed`` is
 """
 from __future__ import annotations
 
-import logging
 from dataclasses import replace
 
 import numpy as np
 import pytest
 import retrieval_conformance as rc
-from retrieval_conformance.conformance.support.dask_support import a_worker_killed
+from retrieval_conformance.conformance.support.dask_support import (
+    LOCAL,
+    a_worker_killed,
+    local_cluster,
+    requires_distributed,
+)
 from retrieval_conformance.conformance.support.problems import random_options, tie_heavy_problem
+from retrieval_conformance.implementations.dask_backend import DaskEvaluationError, DaskImplementation
+from retrieval_conformance.implementations.dask_shards import shard_bounds
 from retrieval_conformance.reference.contract import registry
 from retrieval_conformance.reference.contract.conventions import TIE_POLICIES
 from retrieval_conformance.reference.contract.cutoffs import clip_to_gallery
 from retrieval_conformance.reference.contract.presets import PRESETS
 from retrieval_conformance.reference.contract.problem import ARRAY_FIELDS
 
-try:
-    import distributed
-except ImportError:  # collected and skipped (not a module-level skip: the harness's pytest route counts items)
-    distributed = None
-pytestmark = pytest.mark.skipif(distributed is None, reason="dask.distributed is not installed ([dask] extra)")
+pytestmark = requires_distributed
 
-from retrieval_conformance.implementations.dask_backend import (  # noqa: E402
-    DaskEvaluationError,
-    DaskImplementation,
-)
-from retrieval_conformance.implementations.dask_shards import shard_bounds  # noqa: E402
-
-#: the yardstick: the C implementation on the whole problem (numpy where C is not built)
-LOCAL = "c" if registry.unavailable_reason("c") is None else "numpy"
 SHARDS = (1, 2, 3, 7)
 REID = ("reid", "reid-matlab")
 
@@ -42,9 +36,8 @@ REID = ("reid", "reid-matlab")
 @pytest.fixture(scope="module")
 def cluster():
     """(LocalCluster, Client): two worker processes of one thread each, closed at the end."""
-    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None,
-                                  silence_logs=logging.CRITICAL) as local, distributed.Client(local) as client:
-        yield local, client
+    with local_cluster() as pair:
+        yield pair
 
 
 @pytest.fixture
