@@ -217,14 +217,15 @@ void rc_query_codes(const rc_input *in, const rc_options *o, const dd *Hh,
     {   /* room for the R relevant items: ranks or groups, and grades (the same in every query
          * of a call, so one capacity serves them) */
         const int by_group = ties == T_EXPECTED || ties == T_GROUPED;
-        int64_t cap_g = w->g_cap, cap_rk = w->g_cap, cap_gr = w->g_cap;
-        if ((by_group && grow((void **)&w->groups, &cap_g, R, sizeof(group))) ||
-            (!by_group && grow((void **)&w->ranks, &cap_rk, R, sizeof(int64_t))) ||
-            (in->grades && grow((void **)&w->gr, &cap_gr, R, 1))) {
-            out->status[q] = Q_NOMEM;
-            return;
+        if (R > w->g_cap) {
+            if ((by_group ? resize((void **)&w->groups, (size_t)R * sizeof(group))
+                          : resize((void **)&w->ranks, (size_t)R * sizeof(int64_t))) ||
+                (in->grades && resize((void **)&w->gr, (size_t)R))) {
+                out->status[q] = Q_NOMEM;
+                return;
+            }
+            w->g_cap = R;
         }
-        w->g_cap = max64(w->g_cap, R);
         rk = w->ranks;
     }
     if (rc_rankin_init(&rin, w, in, R)) {

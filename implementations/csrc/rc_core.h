@@ -379,15 +379,21 @@ typedef struct {
     const dd *ideal1;
 } rankin;
 
+/* *arr resized to bytes (0), or left as it was (-1: no memory) */
+static inline int resize(void **arr, size_t bytes)
+{
+    void *p = realloc(*arr, bytes);
+    if (!p) return -1;
+    *arr = p;
+    return 0;
+}
+
 /* grow a workspace array to hold n elements (never shrinks); 0 when it holds them, -1 when
  * there is no memory (the array is then unchanged) */
 static inline int grow(void **arr, int64_t *cap, int64_t n, size_t size)
 {
-    void *p;
     if (n <= *cap) return 0;
-    p = realloc(*arr, (size_t)n * size);
-    if (!p) return -1;
-    *arr = p;
+    if (resize(arr, (size_t)n * size)) return -1;
     *cap = n;
     return 0;
 }

@@ -392,27 +392,18 @@ static void last_counts(const float *D32, const double *D64, int is32, int neg, 
 /* room for G relevant items in every G-sized array of the float path (0, or -1: no memory) */
 static int grow_relevant(workspace *w, int64_t G, int graded)
 {
-    const int64_t n = G + 1;
-    int64_t cap = w->g_cap;
-    if (n <= cap) return 0;
-    if (grow((void **)&w->rd, &cap, n, sizeof(double))) return -1;
-#define RC_GROW(field, size)                                          \
-    do {                                                              \
-        cap = w->g_cap;                                               \
-        if (grow((void **)&w->field, &cap, n, size)) return -1;       \
-    } while (0)
-    RC_GROW(ranks, sizeof(int64_t));
-    RC_GROW(groups, sizeof(group));
-    RC_GROW(tie_seen, sizeof(int64_t));
-    RC_GROW(tie_last, sizeof(int64_t));
-    RC_GROW(before, sizeof(int64_t));
-    RC_GROW(eq, sizeof(int64_t));
-    RC_GROW(runs, 2 * sizeof(int64_t));
-    if (graded) RC_GROW(gr, 1);
-    cap = RC_INTERLEAVE * 2 * w->g_cap;
-    if (grow((void **)&w->cnt, &cap, RC_INTERLEAVE * 2 * n, sizeof(uint32_t))) return -1;
-#undef RC_GROW
-    w->g_cap = n;
+    const size_t n = (size_t)G + 1;
+    if (G + 1 <= w->g_cap) return 0;
+    /* one capacity for all of them: each is resized to n elements (realloc keeps the old one
+     * on failure, and the capacity stays the old one until every array has grown) */
+    if (resize((void **)&w->rd, n * sizeof(double)) || resize((void **)&w->ranks, n * sizeof(int64_t)) ||
+        resize((void **)&w->groups, n * sizeof(group)) || resize((void **)&w->tie_seen, n * sizeof(int64_t)) ||
+        resize((void **)&w->tie_last, n * sizeof(int64_t)) || resize((void **)&w->before, n * sizeof(int64_t)) ||
+        resize((void **)&w->eq, n * sizeof(int64_t)) || resize((void **)&w->runs, 2 * n * sizeof(int64_t)) ||
+        (graded && resize((void **)&w->gr, n)) ||
+        resize((void **)&w->cnt, RC_INTERLEAVE * 2 * n * sizeof(uint32_t)))
+        return -1;
+    w->g_cap = G + 1;
     return 0;
 }
 
@@ -428,6 +419,8 @@ query_float_body(const rc_input *in, const rc_options *o, const dd *Hh, int64_t 
                  const int is32, const int neg)
 {
     const int64_t N = in->n_gallery, ties = o->ties;
+    /* stable / reverse: tied items are placed among a run's relevant items by gallery index */
+    const int snapshots = ties == T_STABLE || ties == T_REVERSE;
     uint8_t *skip = w->skip;
     relitem *rel;
     double *rd;
@@ -596,10 +589,13 @@ query_float_body(const rc_input *in, const rc_options *o, const dd *Hh, int64_t 
      * gathered in index order; a stable sort by distance keeps it, or its reverse).  The sort
      * carries each item's place k in gallery order (in .j; the indices wait in ranks[], unused
      * until the end), so that the pass, which meets the relevant items in that order, finds
-     * the run of the k-th in runs[2 k], runs[2 k + 1] without a search. */
-    for (i = 0; i < G; i++) {
-        w->ranks[i] = rel[i].j;
-        rel[i].j = i;
+     * the run of the k-th in runs[2 k], runs[2 k + 1] without a search (stable / reverse:
+     * the only policies that look a run up during the pass). */
+    if (snapshots) {
+        for (i = 0; i < G; i++) {
+            w->ranks[i] = rel[i].j;
+            rel[i].j = i;
+        }
     }
     if (ties == T_REVERSE)
         for (i = 0; i < G / 2; i++) { relitem t = rel[i]; rel[i] = rel[G - 1 - i]; rel[G - 1 - i] = t; }
@@ -607,7 +603,7 @@ query_float_body(const rc_input *in, const rc_options *o, const dd *Hh, int64_t 
         if (grow((void **)&w->rtmp, &w->rtmp_cap, G, sizeof(relitem))) RC_NOMEM();
         rc_sort_by_distance(rel, w->rtmp, G);
     }
-    {
+    if (snapshots) {
         int64_t lo = 0, hi;
         for (; lo < G; lo = hi) {
             for (hi = lo + 1; hi < G && rel[hi].d == rel[lo].d; hi++) continue;
@@ -678,7 +674,7 @@ query_float_body(const rc_input *in, const rc_options *o, const dd *Hh, int64_t 
     memset(eq, 0, (size_t)(G + 1) * sizeof(int64_t));
     nc = RC_INTERLEAVE * 2 * (G + 1) * (int64_t)sizeof(uint32_t) <= RC_INTERLEAVE_BYTES ? RC_INTERLEAVE : 1;
     memset(cnt, 0, (size_t)(nc * 2 * (G + 1)) * sizeof(uint32_t));
-    if (ties == T_STABLE || ties == T_REVERSE) {
+    if (snapshots) {
         memset(w->tie_seen, 0, (size_t)(G + 1) * sizeof(int64_t));
         memset(w->tie_last, 0, (size_t)(G + 1) * sizeof(int64_t));
     }
@@ -696,7 +692,7 @@ query_float_body(const rc_input *in, const rc_options *o, const dd *Hh, int64_t 
         double v;                                                                                  \
         int64_t lo, hi, b, tie;                                                                    \
         if (skip[j_]) {                                                                            \
-            if (skip[j_] == RC_SKIP_RELEVANT && (ties == T_STABLE || ties == T_REVERSE)) {         \
+            if (skip[j_] == RC_SKIP_RELEVANT && snapshots) {                                       \
                 int64_t rlo, rhi;                                                                  \
                 if (n_red < 0) { /* every item: the relevant ones come in gallery order */         \
                     rlo = w->runs[2 * kk];                                                         \
