@@ -91,11 +91,11 @@ def build_problem(
     dist = sims = query_bits = db_side = None
     if distances is not None:
         dist = v.float_matrix("distances", distances, "queries x gallery")
-    elif scores is not None and keep_scores:
-        sims = v.float_matrix("scores", scores, "queries x gallery")
     elif scores is not None:
-        # similarity ranks descending; negation is exact, so the ranking is unchanged
-        dist = np.ascontiguousarray(-v.float_matrix("scores", scores, "queries x gallery"))
+        sims = v.float_matrix("scores", scores, "queries x gallery")
+        if not keep_scores:
+            # similarity ranks descending; negation is exact, so the ranking is unchanged
+            dist, sims = np.ascontiguousarray(-sims), None
     elif query_codes is not None or db_codes is not None:
         if query_codes is None or db_codes is None:
             missing = "db_codes" if db_codes is None else "query_codes"
