@@ -190,14 +190,16 @@ def _require():
     return lib
 
 
-#: every feature (``RC_FEATURE_ALL``): bit 0 popcnt, bit 1 fma, bit 2 the float prefix path
-ALL_FEATURES = 7
+#: every feature (``RC_FEATURE_ALL``): bit 0 popcnt, bit 1 fma, bit 2 the float prefix path,
+#: bit 3 avx2 (the float path's filter)
+ALL_FEATURES = 15
 _FEATURE_MASK = ALL_FEATURES
 
 
 def cpu_features(mask: Optional[int] = None) -> int:
-    """CPU features the C code can use here (bit 0 popcnt, bit 1 fma), and bit 2: the float
-    prefix path (a cut-off places only the items up to the L-th smallest distance; always there).
+    """CPU features the C code can use here (bit 0 popcnt, bit 1 fma, bit 3 avx2), and bit 2:
+    the float prefix path (only the items up to the L-th smallest distance, or up to the
+    farthest relevant item, are placed; always there).
 
     With ``mask``, the C code uses only the features in ``mask`` from now on (tests compare
     the generic and the accelerated paths; results are identical).  Returns the features

@@ -7,6 +7,12 @@
   problems below are built so (few relevant items, small k).  Compared bit for bit with the
   same library with the prefix path turned off (``cpu_features`` bit 2), and with the exact
   reference on a few queries.
+* The bounded pass (the same file), with or without a cut-off: an item farther than the
+  farthest relevant item changes no rank, so only the items up to it are placed when they are
+  at most 1/8 of the gallery (ReID and landmark queries: well under 1%).  Compared bit for bit
+  with the whole pass, and with the reference.
+* The filter of both paths compares with AVX2 where the CPU has it (``cpu_features`` bit 3),
+  else SSE2: the two give the same arrays.
 * Similarity scores go to C as they are (``Problem.scores``, negated inside C): equal to the
   negated distances, bit for bit, and a NaN is named as ``scores``.
 * The relevant items are sorted by a radix sort on the doubles' bits: -0.0 and +0.0 are one
@@ -22,8 +28,10 @@ from retrieval_conformance.conformance.crosscheck import compare_per_query, same
 from retrieval_conformance.conformance.support.c_test_support import TIES
 from retrieval_conformance.reference.contract.problem import Options, Problem
 
-#: the prefix path off: popcnt and fma only
+#: the prefix path (and the bounded pass) off: popcnt and fma only
 WITHOUT_PREFIX = 3
+#: every feature but AVX2: the filter compares with SSE2
+WITHOUT_AVX2 = 7
 
 
 def _prefix_problem(rng, n_gallery: int, levels: int, junk: bool, graded: bool, dtype) -> Problem:
@@ -38,10 +46,11 @@ def _prefix_problem(rng, n_gallery: int, levels: int, junk: bool, graded: bool, 
     return Problem(n_queries=Q, n_gallery=n_gallery, distances=D, relevance=rel, grades=grades, junk=mask)
 
 
-def _both_paths(c_backend, p: Problem, o: Options):
+def _both_paths(c_backend, p: Problem, o: Options, fast: int = 0):
+    """The result with every feature (``fast``: with these instead) and with the whole pass."""
     impl = c_backend.CImplementation(num_threads=1)
     try:
-        c_backend.cpu_features(c_backend.ALL_FEATURES)
+        c_backend.cpu_features(fast or c_backend.ALL_FEATURES)
         prefix = impl.compute(p, o)
         c_backend.cpu_features(WITHOUT_PREFIX)
         whole = impl.compute(p, o)
@@ -50,10 +59,57 @@ def _both_paths(c_backend, p: Problem, o: Options):
     return prefix, whole
 
 
+def _near_problem(rng, n_gallery: int, levels: int, junk: bool, graded: bool, dtype, scores: bool) -> Problem:
+    """Queries whose relevant items are among the nearest ~4% (the bounded pass places only the
+    items up to the farthest of them), ties across the farthest relevant distance, and one query
+    whose relevant items reach the far end (the filter gives up: the whole pass)."""
+    Q = 4
+    D = rng.integers(0, levels, size=(Q, n_gallery)).astype(dtype) / levels
+    rel = np.zeros((Q, n_gallery), bool)
+    for q in range(Q - 1):
+        near = np.flatnonzero(D[q] <= np.quantile(D[q], 0.04))
+        rel[q, rng.choice(near, size=min(near.size, int(rng.integers(1, 40))), replace=False)] = True
+    rel[Q - 1] = rng.random(n_gallery) < 0.01
+    rel[Q - 1, int(np.argmax(D[Q - 1]))] = True
+    grades = np.where(rel, rng.integers(1, 5, size=(Q, n_gallery)), 0).astype(np.int64) if graded else None
+    mask = (rng.random((Q, n_gallery)) < 0.03) & ~rel if junk else None
+    ranking = {"scores": -D} if scores else {"distances": D}
+    return Problem(n_queries=Q, n_gallery=n_gallery, relevance=rel, grades=grades, junk=mask, **ranking)
+
+
 @pytest.mark.parametrize("ties", TIES)
-def test_prefix_path_equals_the_whole_pass(c_backend, ties):
-    """Every field, every tie policy and AP@k denominator, ties across the cut, junk, grades."""
+@pytest.mark.parametrize("fast", ["all", "sse2"])
+def test_bounded_pass_equals_the_whole_pass(c_backend, ties, fast):
+    """Every field and tie policy, without a cut-off and with the cut-offs the prefix path does
+    not take (k beyond 1/8 of the gallery, AP@k by dcmh), ties at the farthest relevant distance,
+    junk, grades, scores; with the AVX2 filter and with the SSE2 one."""
+    rng = np.random.default_rng(700 + TIES.index(ties))
+    mask = c_backend.ALL_FEATURES if fast == "all" else WITHOUT_AVX2
+    compared = 0
+    for case in range(8):
+        n = int(rng.integers(1024, 6000))
+        p = _near_problem(rng, n, int(rng.choice([9, 80, 5000, 10**6])), junk=case % 3 == 0,
+                          graded=case % 4 == 1, dtype=(np.float32, np.float64)[case % 2], scores=case % 5 == 2)
+        for k, den in ((None, "hits"), (n // 2, "r"), (int(rng.integers(1, 50)), "dcmh")):
+            o = Options(ties=ties, k=k, ap_at_k=den, max_rank=int(rng.choice([0, 5, 50])),
+                        ap_rule=("precision_sum", "trapezoid")[case % 2])
+            try:
+                bounded, whole = _both_paths(c_backend, p, o, mask)
+            except ValueError:  # grouped with k inside a tie group: both paths say so
+                assert ties == "grouped"
+                continue
+            assert same_bits(bounded, whole, f"case {case} {o}") == []
+            compared += 1
+    assert compared >= (8 if ties == "grouped" else 20)  # grouped: some k fall inside a tie group
+
+
+@pytest.mark.parametrize("ties", TIES)
+@pytest.mark.parametrize("fast", ["all", "sse2"])
+def test_prefix_path_equals_the_whole_pass(c_backend, ties, fast):
+    """Every field, every tie policy and AP@k denominator, ties across the cut, junk, grades;
+    with the AVX2 filter and with the SSE2 one."""
     rng = np.random.default_rng(500 + TIES.index(ties))
+    mask = c_backend.ALL_FEATURES if fast == "all" else WITHOUT_AVX2
     compared = 0
     for case in range(12):
         p = _prefix_problem(rng, int(rng.integers(4096, 9000)), int(rng.choice([7, 60, 1000, 10**6])),
@@ -63,13 +119,26 @@ def test_prefix_path_equals_the_whole_pass(c_backend, ties):
                 o = Options(ties=ties, k=k, ap_at_k=den, max_rank=int(rng.choice([0, 5, 50])),
                             ap_rule=("precision_sum", "trapezoid")[k % 2])
                 try:
-                    prefix, whole = _both_paths(c_backend, p, o)
+                    prefix, whole = _both_paths(c_backend, p, o, mask)
                 except ValueError:  # grouped with k inside a tie group: both paths say so
                     assert ties == "grouped"
                     continue
                 assert same_bits(prefix, whole, f"case {case} {o}") == []
                 compared += 1
     assert compared >= (20 if ties == "grouped" else 50)  # grouped: many k fall inside a tie group
+
+
+@pytest.mark.parametrize("ties", ["stable", "reverse", "expected", "optimistic"])
+def test_bounded_pass_matches_the_reference(cimpl, ties):
+    """The exact yardstick on ReID-like queries: a few relevant items near the top, items tied
+    with the farthest of them, junk."""
+    from retrieval_conformance.reference.backend import ReferenceImplementation
+
+    rng = np.random.default_rng(800 + TIES.index(ties))
+    p = _near_problem(rng, 2100, 50, junk=True, graded=False, dtype=np.float32, scores=False)
+    for o in (Options(ties=ties, max_rank=10), Options(ties=ties, k=1500, ap_at_k="r")):
+        ref = ReferenceImplementation().compute(p, o)
+        assert compare_per_query(ref, cimpl.compute(p, o), label=f"{o}: ") == []
 
 
 @pytest.mark.parametrize("ties", ["stable", "reverse", "expected", "pessimistic"])

@@ -25,7 +25,11 @@
  *     where an item at a relevant item's exact distance goes.  With a cut-off, only the items
  *     up to the L-th smallest distance are placed (the prefix path: L = max(k, R, max_rank),
  *     found by sampling and one vectorised filter pass) and the last relevant item's rank
- *     comes from counts over the row.  A row is first checked for NaN/inf (vectorised).
+ *     comes from counts over the row.  Without a cut-off (or when the prefix path does not
+ *     apply), only the items up to the farthest relevant distance are placed when they are
+ *     at most 1/8 of the row (the bounded pass: a farther item changes no rank; ReID and
+ *     landmark queries place well under 1%).  The filter compares with AVX2 where the CPU
+ *     has it.  A row is first checked for NaN/inf (vectorised).
  *   - `grouped` with a cut-off k: is k strictly inside a tie group?  Hamming: from the
  *     histogram; floats: the k+1 smallest distances in a heap (small k) or a three-way
  *     quickselect.
@@ -128,7 +132,8 @@
 #define RC_FEATURE_POPCNT 1  /* bit 0: hardware popcount for Hamming distances */
 #define RC_FEATURE_FMA 2     /* bit 1: fused multiply-add for exact division remainders */
 #define RC_FEATURE_PREFIX 4  /* bit 2: the float prefix path (not a CPU feature: tests turn it off) */
-#define RC_FEATURE_ALL (RC_FEATURE_POPCNT | RC_FEATURE_FMA | RC_FEATURE_PREFIX)  /* default: all */
+#define RC_FEATURE_AVX2 8    /* bit 3: AVX2 compares in the float path's filter */
+#define RC_FEATURE_ALL (RC_FEATURE_POPCNT | RC_FEATURE_FMA | RC_FEATURE_PREFIX | RC_FEATURE_AVX2)  /* default: all */
 /* the highest relevance grade (validation.MAX_GRADE): 2^52 - 1, its exponential gain, and any
  * sum of up to 2^53 such gains are exact in a double-double */
 #define RC_MAX_GRADE 52
@@ -138,6 +143,7 @@
 /* accelerated variants compiled where the compiler can target them (runtime dispatch) */
 #if defined(__GNUC__) && defined(__x86_64__)
 #define RC_HAVE_FMA_DISPATCH 1
+#define RC_HAVE_AVX2_DISPATCH 1
 #endif
 #if defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__))
 #define RC_HAVE_POPCNT_DISPATCH 1
@@ -412,9 +418,11 @@ static inline uint64_t rc_order_key(double d)
 /* rc_input.c: is there any junk input; the junk of query q (jk[j] = 1), returns how many */
 RC_INTERNAL int rc_has_junk(const rc_input *in);
 RC_INTERNAL int64_t rc_build_junk(const rc_input *in, int64_t q, uint8_t *jk);
+RC_INTERNAL int64_t rc_count_bytes(const uint8_t *p, int64_t n);
 
 /* rc_metrics.c: every metric from concrete ranks, from `grouped` tie groups, or all zero */
 RC_INTERNAL extern int rc_use_fma;  /* set once by rc_evaluate before the parallel region */
+RC_INTERNAL extern int rc_use_avx2; /* likewise (rc_float.c's filter) */
 RC_INTERNAL void rc_metrics_ranks(const int64_t *rk, int64_t R, int64_t Np, const rc_options *o,
                                   const rankin *ri, qres *res);
 RC_INTERNAL void rc_metrics_grouped(const group *g, int64_t ng, int64_t R, int64_t Np,

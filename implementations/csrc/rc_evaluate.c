@@ -41,7 +41,7 @@ int64_t rc_abi_version(void) { return RC_ABI_VERSION; }
 /* how many scalar per-query values rc_output.values holds (c_library.py checks it at load) */
 int64_t rc_n_values(void) { return RC_N_VALUES; }
 
-/* CPU features used when present: bit 0 popcnt, bit 1 fma (RC_FEATURE_*).  rc_set_features(mask) limits
+/* CPU features used when present: bit 0 popcnt, bit 1 fma, bit 3 avx2 (RC_FEATURE_*).  rc_set_features(mask) limits
  * them to mask (tests compare the generic and the accelerated code paths); returns the
  * features this CPU has. */
 static int64_t rc_feature_mask = RC_FEATURE_ALL;
@@ -58,6 +58,9 @@ int64_t rc_set_features(int64_t mask)
 #endif
 #ifdef RC_HAVE_FMA_DISPATCH
     if (__builtin_cpu_supports("fma")) have |= RC_FEATURE_FMA;
+#endif
+#ifdef RC_HAVE_AVX2_DISPATCH
+    if (__builtin_cpu_supports("avx2")) have |= RC_FEATURE_AVX2;
 #endif
     return have | RC_FEATURE_PREFIX;  /* not a CPU feature: always there */
 }
@@ -138,6 +141,7 @@ int64_t rc_evaluate(const rc_input *in, const rc_options *o, rc_output *out, int
         int64_t have = rc_set_features(rc_feature_mask) & rc_feature_mask;
         use_popcnt = (int)((have & RC_FEATURE_POPCNT) != 0);
         rc_use_fma = (int)((have & RC_FEATURE_FMA) != 0);
+        rc_use_avx2 = (int)((have & RC_FEATURE_AVX2) != 0);
         use_prefix = (int)((have & RC_FEATURE_PREFIX) != 0);
     }
 #ifdef _OPENMP

@@ -1,11 +1,15 @@
 /* rc_float.c -- one query of float32 / float64 distances (or similarity scores, read negated):
  * the relevant distances sorted, every other item placed among them through a bucket table
  * (binary-searched only inside a bucket that holds a relevant distance); with a cut-off, only
- * the items up to the L-th smallest distance are placed (the prefix path); `grouped` with a
- * cut-off by a heap or quickselect. */
+ * the items up to the L-th smallest distance are placed (the prefix path), else, when they are
+ * few, only the items up to the farthest relevant distance (the bounded pass); `grouped` with
+ * a cut-off by a heap or quickselect. */
 #include "rc_core.h"
 #if defined(__SSE2__)
 #include <emmintrin.h>
+#endif
+#ifdef RC_HAVE_AVX2_DISPATCH
+#include <immintrin.h>
 #endif
 
 /* relevance of gallery item j to the current query, from whichever input was given */
@@ -274,19 +278,55 @@ static inline uint32_t block_mask64(const double *x, double p, int neg)
     return m;
 }
 
+#ifdef RC_HAVE_AVX2_DISPATCH
+/* the same masks, eight floats (four doubles) a step */
+__attribute__((target("avx2"))) static inline uint32_t block_mask32_avx2(const float *x, float p, int neg)
+{
+    const __m256 pv = _mm256_set1_ps(neg ? -p : p);
+    uint32_t m = 0;
+    int t;
+    for (t = 0; t < RC_PREFIX_BLOCK; t += 8) {
+        const __m256 v = _mm256_loadu_ps(x + t);
+        m |= (uint32_t)_mm256_movemask_ps(neg ? _mm256_cmp_ps(v, pv, _CMP_GE_OQ) : _mm256_cmp_ps(v, pv, _CMP_LE_OQ))
+             << t;
+    }
+    return m;
+}
+
+__attribute__((target("avx2"))) static inline uint32_t block_mask64_avx2(const double *x, double p, int neg)
+{
+    const __m256d pv = _mm256_set1_pd(neg ? -p : p);
+    uint32_t m = 0;
+    int t;
+    for (t = 0; t < RC_PREFIX_BLOCK; t += 4) {
+        const __m256d v = _mm256_loadu_pd(x + t);
+        m |= (uint32_t)_mm256_movemask_pd(neg ? _mm256_cmp_pd(v, pv, _CMP_GE_OQ) : _mm256_cmp_pd(v, pv, _CMP_LE_OQ))
+             << t;
+    }
+    return m;
+}
+#endif
+
 /* the non-junk items at distance <= p, in gallery order, into cand[0 .. n); returns n, or -1
  * when more than cap.  Blocks of RC_PREFIX_BLOCK items are compared at once into a bit mask
- * (most blocks hold few such items), and only its set bits are visited. */
+ * (most blocks hold few such items), and only its set bits are visited.  avx2: the AVX2
+ * masks (only in the copy compiled for AVX2, prefix_filter_avx2). */
 static inline __attribute__((always_inline)) int64_t
-prefix_filter(const float *D32, const double *D64, const int is32, const int neg, int64_t N, double p,
-              const uint8_t *junk_mask, relitem *cand, int64_t cap)
+prefix_filter_body(const float *D32, const double *D64, const int is32, const int neg, int64_t N, double p,
+                   const uint8_t *junk_mask, relitem *cand, int64_t cap, const int avx2)
 {
     int64_t j0, n = 0;
     const int64_t full = N - N % RC_PREFIX_BLOCK;
+    (void)avx2;
     for (j0 = 0; j0 < N; j0 += RC_PREFIX_BLOCK) {
         uint32_t m = 0;
         if (j0 < full) {
-            m = is32 ? block_mask32(D32 + j0, (float)p, neg) : block_mask64(D64 + j0, p, neg);
+#ifdef RC_HAVE_AVX2_DISPATCH
+            if (avx2)
+                m = is32 ? block_mask32_avx2(D32 + j0, (float)p, neg) : block_mask64_avx2(D64 + j0, p, neg);
+            else
+#endif
+                m = is32 ? block_mask32(D32 + j0, (float)p, neg) : block_mask64(D64 + j0, p, neg);
         } else {  /* the short last block */
             int64_t t;
             for (t = 0; j0 + t < N; t++) {
@@ -305,6 +345,29 @@ prefix_filter(const float *D32, const double *D64, const int is32, const int neg
         }
     }
     return n;
+}
+
+#ifdef RC_HAVE_AVX2_DISPATCH
+__attribute__((target("avx2"))) static int64_t
+prefix_filter_avx2(const float *D32, const double *D64, int is32, int neg, int64_t N, double p,
+                   const uint8_t *junk_mask, relitem *cand, int64_t cap)
+{
+    if (is32) return neg ? prefix_filter_body(D32, NULL, 1, 1, N, p, junk_mask, cand, cap, 1)
+                         : prefix_filter_body(D32, NULL, 1, 0, N, p, junk_mask, cand, cap, 1);
+    return neg ? prefix_filter_body(NULL, D64, 0, 1, N, p, junk_mask, cand, cap, 1)
+               : prefix_filter_body(NULL, D64, 0, 0, N, p, junk_mask, cand, cap, 1);
+}
+#endif
+
+/* prefix_filter_body with AVX2 where the CPU has it (rc_use_avx2), else SSE2 / plain C */
+static inline __attribute__((always_inline)) int64_t
+prefix_filter(const float *D32, const double *D64, const int is32, const int neg, int64_t N, double p,
+              const uint8_t *junk_mask, relitem *cand, int64_t cap)
+{
+#ifdef RC_HAVE_AVX2_DISPATCH
+    if (rc_use_avx2) return prefix_filter_avx2(D32, D64, is32, neg, N, p, junk_mask, cand, cap);
+#endif
+    return prefix_filter_body(D32, D64, is32, neg, N, p, junk_mask, cand, cap, 0);
 }
 
 /* over x[0 .. n): *l += items closer than t (below it; above it for scores), *e += items
@@ -349,6 +412,42 @@ static void count_closer32(const float *x, int64_t n, float t, int neg, const ui
     *e += ce;
 }
 
+#ifdef RC_HAVE_AVX2_DISPATCH
+/* count_closer32, eight floats a step (the SSE2 loop's lanes, twice as wide); n < 2^31 */
+__attribute__((target("avx2"))) static void
+count_closer32_avx2(const float *x, int64_t n, float t, int neg, const uint8_t *jm, uint32_t *l, uint32_t *e)
+{
+    const __m256 tv = _mm256_set1_ps(t);
+    const __m256i one = _mm256_set1_epi32(1);
+    __m256i al = _mm256_setzero_si256(), ae = _mm256_setzero_si256();
+    uint32_t lanes[8], cl = 0, ce = 0;
+    int64_t j = 0;
+    int c;
+    for (; j + 8 <= n; j += 8) {
+        const __m256 v = _mm256_loadu_ps(x + j);
+        __m256i lt = _mm256_castps_si256(neg ? _mm256_cmp_ps(v, tv, _CMP_GT_OQ) : _mm256_cmp_ps(v, tv, _CMP_LT_OQ));
+        __m256i eq = _mm256_castps_si256(_mm256_cmp_ps(v, tv, _CMP_EQ_OQ));
+        if (jm) {  /* eight mask bytes to eight lanes; a lane equal to 1 is junk */
+            int64_t b8;
+            __m256i m;
+            memcpy(&b8, jm + j, sizeof(b8));
+            m = _mm256_cmpeq_epi32(_mm256_cvtepu8_epi32(_mm_cvtsi64_si128(b8)), one);
+            lt = _mm256_andnot_si256(m, lt);
+            eq = _mm256_andnot_si256(m, eq);
+        }
+        al = _mm256_sub_epi32(al, lt);  /* a true lane is -1 */
+        ae = _mm256_sub_epi32(ae, eq);
+    }
+    _mm256_storeu_si256((__m256i *)lanes, al);
+    for (c = 0; c < 8; c++) cl += lanes[c];
+    _mm256_storeu_si256((__m256i *)lanes, ae);
+    for (c = 0; c < 8; c++) ce += lanes[c];
+    *l += cl;
+    *e += ce;
+    if (j < n) count_closer32(x + j, n - j, t, neg, jm ? jm + j : NULL, l, e);  /* the tail */
+}
+#endif
+
 static void count_closer64(const double *x, int64_t n, double t, int neg, const uint8_t *jm, uint32_t *l, uint32_t *e)
 {
     int64_t j;
@@ -378,6 +477,10 @@ static void last_counts(const float *D32, const double *D64, int is32, int neg, 
             const int64_t n = (hi - c0 > chunk ? c0 + chunk : hi) - c0;
             const uint8_t *jm = junk_mask ? junk_mask + c0 : NULL;
             uint32_t l = 0, e = 0;
+#ifdef RC_HAVE_AVX2_DISPATCH
+            if (is32 && rc_use_avx2) count_closer32_avx2(D32 + c0, n, (float)x64, neg, jm, &l, &e);
+            else
+#endif
             if (is32) count_closer32(D32 + c0, n, (float)x64, neg, jm, &l, &e);
             else count_closer64(D64 + c0, n, x64, neg, jm, &l, &e);
             lt += l;
@@ -643,6 +746,18 @@ query_float_body(const rc_input *in, const rc_options *o, const dd *Hh, int64_t 
                 }
             }
         }
+    }
+    if (w->prefix && n_red < 0 && N >= RC_PREFIX_MIN_N) {
+        /* the bounded pass: an item farther than the farthest relevant item stands behind every
+         * relevant item under every tie policy, so it changes no rank, group or metric (it
+         * counts only in Np).  Only the items at distance <= rd[G - 1] are placed, when they
+         * are at most 1/RC_PREFIX_DIVISOR of the row; the filter gives up as soon as they are
+         * more, so a row whose relevant items reach far costs a fraction of a SIMD pass. */
+        const int64_t cap = Np / RC_PREFIX_DIVISOR;
+        int64_t n_c;
+        if (grow((void **)&w->cand, &w->cand_cap, cap + 1, sizeof(relitem))) RC_NOMEM();
+        n_c = prefix_filter(D32, D64, is32, neg, N, rd[G - 1], junk_in ? skip : NULL, w->cand, cap);
+        if (n_c >= 0) n_red = n_c;
     }
     {
         const int64_t nb = bucket_count(G, n_red < 0 ? N : n_red);  /* no more buckets than items placed */

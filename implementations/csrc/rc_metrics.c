@@ -48,6 +48,7 @@ sum_terms_fma(const int64_t *rk, int64_t n, int64_t rule, ddacc *acc)
 #endif
 
 int rc_use_fma = 0;  /* set once by rc_evaluate before the parallel region */
+int rc_use_avx2 = 0; /* likewise */
 
 static void sum_terms(const int64_t *rk, int64_t n, int64_t rule, ddacc *acc)
 {
