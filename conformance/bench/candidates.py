@@ -58,8 +58,10 @@ def candidate_names(workload) -> List[str]:
 
 #: adaptive rounds: about this many seconds of timed rounds, at least/at most this many rounds
 ROUND_BUDGET, MIN_ROUNDS, MAX_ROUNDS = 3.0, 3, 50
-#: the scaling series from this gallery size on runs one round per candidate
-SCALING_ONE_ROUND = 1_000_000
+#: the scaling series from this gallery size on: seconds per round; the untimed probe decides
+#: between SCALING_ROUNDS rounds (a probe of at most SCALING_ROUND_LIMIT seconds) and one
+SCALING_LARGE = 1_000_000
+SCALING_ROUNDS, SCALING_ROUND_LIMIT = 3, 10.0
 
 
 def rounds(workload: Workload, candidate: str, probe_seconds: Optional[float] = None) -> Optional[int]:
@@ -70,7 +72,9 @@ def rounds(workload: Workload, candidate: str, probe_seconds: Optional[float] = 
     a 40-second run is as informative as it gets, and the whole run stays within minutes.
     Otherwise this returns None until the time of one untimed probe run is known, then
     ``clamp(ROUND_BUDGET / probe_seconds, MIN_ROUNDS, MAX_ROUNDS)``: many rounds for
-    millisecond runs, whose medians are noisy, and at least three for the rest.
+    millisecond runs, whose medians are noisy, and at least three for the rest.  The scaling
+    series from ``SCALING_LARGE`` items on takes ``SCALING_ROUNDS`` rounds when the probe took
+    at most ``SCALING_ROUND_LIMIT`` seconds, else one.
     """
     if workload.scale == "smoke":
         return 1
@@ -78,19 +82,13 @@ def rounds(workload: Workload, candidate: str, probe_seconds: Optional[float] = 
         return 1
     if candidate in ("numpy", "torch") and workload.name in ("nuswide-5000", "msmt17"):
         return 1
-    if workload.name.startswith("scaling-") and workload.n_gallery >= SCALING_ONE_ROUND:
-        return 1  # seconds to a minute each, several sizes in a row: one round, the size is the repetition
     if probe_seconds is None:
         return None
+    if workload.name.startswith("scaling-") and workload.n_gallery >= SCALING_LARGE:
+        # seconds to a minute a round, several sizes in a row: the median of a few rounds where
+        # a round takes seconds (a single 4M round of C varied by 7% between runs), else one
+        return SCALING_ROUNDS if probe_seconds <= SCALING_ROUND_LIMIT else 1
     return int(min(MAX_ROUNDS, max(MIN_ROUNDS, ROUND_BUDGET / max(probe_seconds, 1e-9))))
-
-
-def warm_up(workload: Workload, candidate: str) -> bool:
-    """Whether the one timed round of ``candidate`` follows an untimed call (as the probe of a
-    fast run does): the large scaling sizes, whose single round would otherwise also time what a
-    process does once per gallery size (the rank-discount table: about 2.6 s at 4M items)
-    and cold caches, which the exponent of time against N is not about."""
-    return workload.name.startswith("scaling-") and workload.n_gallery >= SCALING_ONE_ROUND
 
 
 #: a candidate slower than this (median, seconds) has its peak memory measured on fewer queries

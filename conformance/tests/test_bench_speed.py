@@ -233,14 +233,14 @@ def _run(benchmark, store: _Store, w: W.Workload, candidate: str) -> None:
     runner = C.make_runner(w, candidate)
     anchor = store.anchor(w)
     n_rounds = C.rounds(w, candidate)
-    if n_rounds is None:  # a fast run: one untimed probe (also a warm-up, of the anchor too) sets the rounds
+    if n_rounds is None:
+        # one untimed probe sets the rounds; it is also a warm-up (of the anchor too), so no
+        # timed round pays what a process does once per gallery size (the rank-discount table:
+        # about 2.6 s at 4M items) or cold caches
         anchor()
         start = time.perf_counter()
         runner()
         n_rounds = C.rounds(w, candidate, probe_seconds=time.perf_counter() - start)
-    elif C.warm_up(w, candidate):  # the one round of a large scaling size is not a process's first call
-        anchor()
-        runner()
     result, times = A.interleaved(benchmark, runner, anchor, n_rounds)
     benchmark.extra_info.update(times.extra_info())
     if candidate in C.IMPLEMENTATIONS:

@@ -165,6 +165,15 @@ def test_rounds_fast_runs_get_many_slow_runs_one():
     assert C.rounds(Fake("market1501", "smoke"), "c") == 1
 
 
+def test_rounds_of_the_large_scaling_sizes_follow_their_probe():
+    class Scaling:
+        name, scale, n_gallery = "scaling-floats-4m", "full", 4_000_000
+
+    assert C.rounds(Scaling(), "c") is None  # a probe (and warm-up) first
+    assert C.rounds(Scaling(), "c", probe_seconds=4.0) == C.SCALING_ROUNDS
+    assert C.rounds(Scaling(), "numpy", probe_seconds=60.0) == 1
+
+
 def test_graded_candidates():
     assert C.candidate_names("graded-ndcg10") == list(C.IMPLEMENTATIONS) + ["full-matrix", "argsort"]
     w = W.build("graded-ndcg10", "smoke")

@@ -141,6 +141,21 @@ def test_bounded_pass_matches_the_reference(cimpl, ties):
         assert compare_per_query(ref, cimpl.compute(p, o), label=f"{o}: ") == []
 
 
+@pytest.mark.parametrize("ties", ["stable", "reverse", "expected"])
+def test_a_bucket_table_beyond_64k_buckets(cimpl, ties):
+    """20,000 relevant items among 120,000 (a table of 2^17 buckets, as a 4M gallery's), some
+    buckets holding several relevant distances, ties: bit for bit the numpy implementation's."""
+    from retrieval_conformance.implementations.numpy_backend import NumpyImplementation
+
+    rng = np.random.default_rng(21)
+    N = 120_000
+    D = np.concatenate([rng.integers(0, 4000, (1, N)) / 4000, rng.standard_normal((1, N))]).astype(np.float32)
+    rel = rng.random((2, N)) < 1 / 6
+    p = Problem(n_queries=2, n_gallery=N, distances=D, relevance=rel)
+    o = Options(ties=ties)
+    assert same_bits(NumpyImplementation().compute(p, o), cimpl.compute(p, o), f"{o}") == []
+
+
 @pytest.mark.parametrize("ties", ["stable", "reverse", "expected", "pessimistic"])
 def test_prefix_path_matches_the_reference(cimpl, ties):
     """The exact yardstick on one query of a gallery large enough for the prefix path, with
