@@ -370,7 +370,7 @@ class CImplementation(Implementation):
             stop = min(Q, start + BLOCK_QUERIES)
             inp = _Input(
                 n_queries=stop - start, n_gallery=N, dist_kind=dist_kind,
-                distances=row_ptr("D", start), negated=negated,
+                distances=row_ptr("D", start), negated=negated, finite=int(bool(problem.finite)),
                 query_codes=row_ptr("qc", start), db_codes=_ptr(keep.get("dc")),
                 code_words=words, n_bits=n_bits,
                 rel_kind=rel_kind, relevance=row_ptr("rel", start),

@@ -33,7 +33,7 @@ from retrieval_conformance.reference.contract.problem import (
 from retrieval_conformance.reference.contract.registry import ImplementationUnavailable
 
 MODULE = "retrieval_conformance.implementations._rc_core"
-ABI_VERSION = 8  # must equal RC_ABI_VERSION in csrc/rc_core.h
+ABI_VERSION = 9  # must equal RC_ABI_VERSION in csrc/rc_core.h
 NOT_BUILT = (
     "C library not built (no compiler at install, or RC_BUILD_C=0); reinstall with a "
     "compiler: RC_BUILD_C=1 pip install ..."
@@ -61,7 +61,7 @@ _i64 = ctypes.c_int64
 class _Input(ctypes.Structure):
     _fields_ = [
         ("n_queries", _i64), ("n_gallery", _i64),
-        ("dist_kind", _i64), ("distances", _p), ("negated", _i64),
+        ("dist_kind", _i64), ("distances", _p), ("negated", _i64), ("finite", _i64),
         ("query_codes", _p), ("db_codes", _p), ("code_words", _i64), ("n_bits", _i64),
         ("rel_kind", _i64), ("relevance", _p),
         ("query_ids", _p), ("db_ids", _p),

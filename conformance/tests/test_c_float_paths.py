@@ -203,6 +203,32 @@ def test_evaluate_hands_scores_to_c_without_a_copy(c_backend):
     assert p.distances is None and np.shares_memory(p.scores, S)
 
 
+@pytest.mark.parametrize("ties", ["stable", "reverse", "expected"])
+def test_a_checked_row_is_not_read_twice_and_gives_the_same_numbers(cimpl, ties):
+    """``Problem.finite`` (set by ``build_problem``): without a cut-off and with few relevant
+    items C skips its own read of the row (ids with cameras, a relevance row), or reads it
+    later (many relevant items, or the bounded pass gives up); the arrays are those of the
+    unchecked Problem, which C checks first."""
+    import dataclasses
+
+    rng = np.random.default_rng(31)
+    N = 6000
+    D = rng.integers(0, 500, size=(6, N)).astype(np.float32)
+    ids, cams = rng.integers(0, 400, N), rng.integers(0, 6, N)
+    qid = ids[rng.choice(N, 6)]
+    D[:, :] = np.where(ids[None, :] == qid[:, None], D * 0.01, D)  # ReID-like: the matches are near
+    rel = rng.random((6, N)) < np.array([0.001, 0.001, 0.05, 0.05, 0.3, 0.0005])[:, None]
+    rel[:, 0] = True
+    problems = [Problem(n_queries=6, n_gallery=N, distances=D, query_labels=qid.astype(np.int64),
+                        db_labels=ids.astype(np.int64), query_cams=rng.integers(0, 6, 6).astype(np.int64),
+                        db_cams=cams.astype(np.int64)),
+                Problem(n_queries=6, n_gallery=N, scores=-D, relevance=rel)]
+    for p in problems:
+        for o in (Options(ties=ties), Options(ties=ties, k=N // 2, ap_at_k="r")):
+            checked = cimpl.compute(dataclasses.replace(p, finite=True), o)
+            assert same_bits(checked, cimpl.compute(p, o), f"{o}") == []
+
+
 def test_nonfinite_scores_are_named_scores(c_backend):
     S = np.ones((2, 10), np.float32)
     S[1, 3] = np.nan

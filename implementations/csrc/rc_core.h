@@ -66,7 +66,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define RC_ABI_VERSION 8  /* must equal ABI_VERSION in c_library.py */
+#define RC_ABI_VERSION 9  /* must equal ABI_VERSION in c_library.py */
 
 /* internal functions shared between units stay out of the library's exported symbols */
 #if defined(__GNUC__) && !defined(_WIN32)
@@ -114,6 +114,10 @@
 /* items per block of the prefix path's filter: a block with no item below the pivot costs
  * one vectorised comparison per item */
 #define RC_PREFIX_BLOCK 32
+/* float path: a checked row (rc_input.finite) without a cut-off skips the up-front read of the
+ * row when its relevant non-junk items (from ids or a relevance row) are at most
+ * 1/RC_FEW_RELEVANT of it */
+#define RC_FEW_RELEVANT 256
 /* Hamming counting sort: an entry is distance << 32 | items before it at that distance;
  * the count is < N < 2^32 and fits the low 32 bits */
 #define RC_RINFO_SHIFT 32
@@ -181,6 +185,9 @@ typedef struct {
     const void *distances;                  /* (Q, N) float64 or float32 */
     int64_t negated;                        /* 1: distances holds similarity scores; the
                                              * distance is their negation (exact) */
+    int64_t finite;                         /* 1: the caller checked distances for NaN/inf
+                                             * (Problem.finite): the row check is skipped
+                                             * where it would only read the row again */
     const uint64_t *query_codes;            /* (Q, code_words) packed bits */
     const uint64_t *db_codes;               /* (N, code_words) */
     int64_t code_words, n_bits;

@@ -154,7 +154,7 @@ def build_problem(
     return Problem(
         n_queries=int(n_q), n_gallery=int(n_g), distances=dist, scores=sims, query_bits=query_bits, db_bits=db_bits,
         relevance=rel, grades=grades, query_labels=ql, db_labels=dl, junk=junk_mask, query_cams=qc, db_cams=dc,
-        junk_ids=junk_ids, db_words=db_words,
+        junk_ids=junk_ids, db_words=db_words, finite=matrix is not None,
     )
 
 

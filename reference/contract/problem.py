@@ -103,6 +103,10 @@ class Problem:
       with the query's id and the query's camera is junk (ReID protocol).
     * ``junk_ids``: gallery items whose id is in this tuple are junk for every query
       (Market-1501's id -1).
+
+    ``finite``: True when ``distances`` / ``scores`` were checked for NaN and inf before this
+    Problem was made (``build_problem`` does); an implementation may then skip its own check.
+    A Problem made directly has False, and C checks every row.
     """
 
     n_queries: int
@@ -120,6 +124,7 @@ class Problem:
     db_cams: Optional[np.ndarray] = None
     junk_ids: Tuple[int, ...] = ()
     db_words: Optional[np.ndarray] = None
+    finite: bool = False
 
     @property
     def multi_label(self) -> bool:
