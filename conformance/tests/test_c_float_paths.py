@@ -128,6 +128,18 @@ def test_prefix_path_equals_the_whole_pass(c_backend, ties, fast):
     assert compared >= (20 if ties == "grouped" else 50)  # grouped: many k fall inside a tie group
 
 
+@pytest.mark.parametrize("ties", ["stable", "expected"])
+def test_prefix_path_with_a_large_cut_off(c_backend, ties):
+    """k = 5,000 of 60,000 items: ~10,000 candidates below the pivot, past the selection's
+    small-input bucket count (RC_SELECT_FEW = 8,192), and a sample of 1,024 below it."""
+    rng = np.random.default_rng(41)
+    for dtype in (np.float32, np.float64):
+        p = _prefix_problem(rng, 60_000, 30_000, junk=True, graded=False, dtype=dtype)
+        o = Options(ties=ties, k=5000, max_rank=10)
+        prefix, whole = _both_paths(c_backend, p, o)
+        assert same_bits(prefix, whole, f"{o} {dtype.__name__}") == []
+
+
 @pytest.mark.parametrize("ties", ["stable", "reverse", "expected", "optimistic"])
 def test_bounded_pass_matches_the_reference(cimpl, ties):
     """The exact yardstick on ReID-like queries: a few relevant items near the top, items tied

@@ -3,12 +3,13 @@
  * selection, and a three-way quickselect that also counts the ties) (used by rc_float.c). */
 #include "rc_core.h"
 
-/* a[0..n) by distance, stably (equal distances keep their order); tmp holds n items.  Eight
- * passes of one byte, a pass skipped when every key has the same byte there (float32 values
- * have 29 zero low bits in a double). */
+/* a[0..n) by distance, stably (equal distances keep their order); tmp holds n items.  A pass
+ * of one byte for each byte in which some keys differ (one scan finds them: float32 values
+ * have 29 zero low bits in a double, and distances of one scale share their top bits). */
 void rc_sort_by_distance(relitem *a, relitem *tmp, int64_t n)
 {
     int64_t cnt[256], i, pass;
+    uint64_t differ = 0, first;
     relitem *src = a, *dst = tmp;
     if (n <= RC_SMALL_RUN) {  /* insertion sort */
         for (i = 1; i < n; i++) {
@@ -19,12 +20,14 @@ void rc_sort_by_distance(relitem *a, relitem *tmp, int64_t n)
         }
         return;
     }
+    first = rc_order_key(a[0].d);
+    for (i = 1; i < n; i++) differ |= rc_order_key(a[i].d) ^ first;
     for (pass = 0; pass < 8; pass++) {
         const int shift = 8 * (int)pass;
         int64_t b, sum = 0;
+        if (!((differ >> shift) & 0xff)) continue;  /* one byte value: nothing to order */
         memset(cnt, 0, sizeof(cnt));
         for (i = 0; i < n; i++) cnt[(rc_order_key(src[i].d) >> shift) & 0xff]++;
-        if (cnt[(rc_order_key(src[0].d) >> shift) & 0xff] == n) continue;  /* one byte value: no move */
         for (b = 0; b < 256; b++) {
             const int64_t c = cnt[b];
             cnt[b] = sum;
@@ -37,13 +40,18 @@ void rc_sort_by_distance(relitem *a, relitem *tmp, int64_t n)
 }
 
 /* the k-th smallest (1-based) of a[0 .. n) (permuted): a radix selection on rc_order_key(),
- * 2^RC_SELECT_BITS buckets over the keys' range per round, so the loops have no
- * data-dependent branch (a quickselect's comparisons are coin flips for the branch predictor) */
+ * 2^RC_SELECT_BITS buckets over the keys' range per round (2^RC_SELECT_BITS_FEW for fewer
+ * than RC_SELECT_FEW values, where clearing and scanning 2,048 counters would cost more than
+ * the values), so the loops have no data-dependent branch (a quickselect's comparisons are
+ * coin flips for the branch predictor) */
 #define RC_SELECT_BITS 11
+#define RC_SELECT_BITS_FEW 8
+#define RC_SELECT_FEW 8192
 double rc_kth_smallest(double *a, int64_t n, int64_t k)
 {
     int64_t cnt[1 << RC_SELECT_BITS];
     for (;;) {
+        const int bits = n < RC_SELECT_FEW ? RC_SELECT_BITS_FEW : RC_SELECT_BITS;
         uint64_t lo = UINT64_MAX, hi = 0, span;
         int64_t i, b, m, shift = 0;
         for (i = 0; i < n; i++) {
@@ -52,8 +60,8 @@ double rc_kth_smallest(double *a, int64_t n, int64_t k)
             hi = key > hi ? key : hi;
         }
         if (lo == hi) return a[0];  /* all equal (as distances) */
-        for (span = (hi - lo) >> RC_SELECT_BITS; span; span >>= 1) shift++;
-        memset(cnt, 0, sizeof(cnt));
+        for (span = (hi - lo) >> bits; span; span >>= 1) shift++;
+        memset(cnt, 0, sizeof(int64_t) << bits);
         for (i = 0; i < n; i++) cnt[(rc_order_key(a[i]) - lo) >> shift]++;
         for (b = 0; k > cnt[b]; b++) k -= cnt[b];
         for (i = m = 0; i < n; i++) {  /* keep bucket b's values */
