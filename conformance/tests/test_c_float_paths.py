@@ -59,6 +59,18 @@ def _both_paths(c_backend, p: Problem, o: Options, fast: int = 0):
     return prefix, whole
 
 
+def _paths_agree(c_backend, p: Problem, o: Options, fast: int, label: str) -> int:
+    """1 when the path taken with ``fast`` gives the whole pass's arrays, bit for bit; 0 when
+    the options are refused (grouped with k inside a tie group)."""
+    try:
+        taken, whole = _both_paths(c_backend, p, o, fast)
+    except ValueError:
+        assert o.ties == "grouped"
+        return 0
+    assert same_bits(taken, whole, label) == []
+    return 1
+
+
 def _near_problem(rng, n_gallery: int, levels: int, junk: bool, graded: bool, dtype, scores: bool) -> Problem:
     """Queries whose relevant items are among the nearest ~4% (the bounded pass places only the
     items up to the farthest of them), ties across the farthest relevant distance, and one query
@@ -93,13 +105,7 @@ def test_bounded_pass_equals_the_whole_pass(c_backend, ties, fast):
         for k, den in ((None, "hits"), (n // 2, "r"), (int(rng.integers(1, 50)), "dcmh")):
             o = Options(ties=ties, k=k, ap_at_k=den, max_rank=int(rng.choice([0, 5, 50])),
                         ap_rule=("precision_sum", "trapezoid")[case % 2])
-            try:
-                bounded, whole = _both_paths(c_backend, p, o, mask)
-            except ValueError:  # grouped with k inside a tie group: both paths say so
-                assert ties == "grouped"
-                continue
-            assert same_bits(bounded, whole, f"case {case} {o}") == []
-            compared += 1
+            compared += _paths_agree(c_backend, p, o, mask, f"case {case} {o}")
     assert compared >= (8 if ties == "grouped" else 20)  # grouped: some k fall inside a tie group
 
 
@@ -118,13 +124,7 @@ def test_prefix_path_equals_the_whole_pass(c_backend, ties, fast):
             for den in ("hits", "r", "min_k_r"):
                 o = Options(ties=ties, k=k, ap_at_k=den, max_rank=int(rng.choice([0, 5, 50])),
                             ap_rule=("precision_sum", "trapezoid")[k % 2])
-                try:
-                    prefix, whole = _both_paths(c_backend, p, o, mask)
-                except ValueError:  # grouped with k inside a tie group: both paths say so
-                    assert ties == "grouped"
-                    continue
-                assert same_bits(prefix, whole, f"case {case} {o}") == []
-                compared += 1
+                compared += _paths_agree(c_backend, p, o, mask, f"case {case} {o}")
     assert compared >= (20 if ties == "grouped" else 50)  # grouped: many k fall inside a tie group
 
 
@@ -135,9 +135,7 @@ def test_prefix_path_with_a_large_cut_off(c_backend, ties):
     rng = np.random.default_rng(41)
     for dtype in (np.float32, np.float64):
         p = _prefix_problem(rng, 60_000, 30_000, junk=True, graded=False, dtype=dtype)
-        o = Options(ties=ties, k=5000, max_rank=10)
-        prefix, whole = _both_paths(c_backend, p, o)
-        assert same_bits(prefix, whole, f"{o} {dtype.__name__}") == []
+        assert _paths_agree(c_backend, p, Options(ties=ties, k=5000, max_rank=10), 0, dtype.__name__) == 1
 
 
 @pytest.mark.parametrize("ties", ["stable", "reverse", "expected", "optimistic"])
