@@ -66,7 +66,6 @@ from retrieval_conformance.implementations.c_library import (  # noqa: F401 (re-
     _load,
     _Options,
     _Output,
-    _pack_bits,
     _require,
     cpu_features,
     max_threads,
@@ -74,7 +73,7 @@ from retrieval_conformance.implementations.c_library import (  # noqa: F401 (re-
     thread_count,
 )
 from retrieval_conformance.reference.contract.arrays import CHUNK_ITEMS
-from retrieval_conformance.reference.contract.codes import padding_is_zero, word_count
+from retrieval_conformance.reference.contract.codes import pack_words, padding_is_zero, word_count
 from retrieval_conformance.reference.contract.conventions import DISCOUNTS
 from retrieval_conformance.reference.contract.cutoffs import within_gallery
 from retrieval_conformance.reference.contract.discounts import rank_discounts
@@ -123,7 +122,7 @@ def _gallery_words(problem: Problem, N: int, n_bits: int) -> np.ndarray:
     past the code, which would make a distance exceed the histograms' B + 1 bins), or
     ``db_bits`` packed."""
     if problem.db_words is None:
-        return _pack_bits("db_bits", _array("db_bits", problem.db_bits, np.uint8, (N, n_bits)))
+        return pack_words(_array("db_bits", problem.db_bits, np.uint8, (N, n_bits)))
     words = _array("db_words", problem.db_words, np.uint64, (N, word_count(n_bits)))
     if not padding_is_zero(words, n_bits):
         raise ValueError(f"db_words: expected every bit past the first {n_bits} of a code to be 0")
@@ -283,7 +282,7 @@ class CImplementation(Implementation):
             if n_bits < 1:
                 raise ValueError("query_bits: expected at least one bit per code, got 0")
             qb = _array("query_bits", qb, np.uint8, (Q, n_bits))
-            keep["qc"] = _pack_bits("query_bits", qb)
+            keep["qc"] = pack_words(qb)
             keep["dc"] = gallery.get("dc", lambda: _gallery_words(problem, N, n_bits))
             words = keep["qc"].shape[1]
             dist_kind = D_CODES
@@ -317,9 +316,8 @@ class CImplementation(Implementation):
             elif getattr(ql, "ndim", 0) == 2:
                 L = ql.shape[1]
                 ql = _array("query_labels", ql, np.uint8, (Q, L))
-                keep["qlb"] = _pack_bits("query_labels", ql)
-                keep["dlb"] = gallery.get("dlb", lambda: _pack_bits("db_labels", _array("db_labels", dl, np.uint8,
-                                                                                         (N, L))))
+                keep["qlb"] = pack_words(ql)
+                keep["dlb"] = gallery.get("dlb", lambda: pack_words(_array("db_labels", dl, np.uint8, (N, L))))
                 label_words = keep["qlb"].shape[1]
                 rel_kind = REL_MULTI
             else:

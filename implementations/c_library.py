@@ -21,7 +21,6 @@ import os
 from typing import Dict, Optional
 
 import numpy as np
-from retrieval_conformance.reference.contract.codes import pack_words
 from retrieval_conformance.reference.contract.conventions import GAINS, RECALL_SENSES
 from retrieval_conformance.reference.contract.problem import (
     AP_AT_K_DENOMINATORS,
@@ -253,8 +252,3 @@ def thread_count(num_threads: Optional[int] = None) -> int:
         raise ValueError(f"{name}: expected a positive integer, got {num_threads!r}")
     return int(num_threads)
 
-
-def _pack_bits(name: str, bits: np.ndarray) -> np.ndarray:
-    """(rows, B) 0/1 uint8 -> (rows, ceil(B/64)) uint64, bit b of row r in word b // 64
-    (``codes.pack_words``: a chunk of rows at a time, no whole-array temporary)."""
-    return pack_words(bits)

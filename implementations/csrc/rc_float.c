@@ -45,6 +45,15 @@ static inline __attribute__((always_inline)) int64_t relsrc_get(const relsrc *r,
 }
 
 /* ---- float distances: one query ----------------------------------------------------------- */
+/* the distance of item j of a row: the value as stored, negated when the row holds similarity
+ * scores (exact); is32 and neg are constants of each compiled copy of the callers */
+static inline __attribute__((always_inline)) double
+row_dist(const float *D32, const double *D64, const int is32, const int neg, int64_t j)
+{
+    const double x = is32 ? (double)D32[j] : D64[j];
+    return neg ? -x : x;
+}
+
 /* first index in rel[lo..hi) whose distance is >= d (or > d when strict) */
 static inline int64_t lower_d(const relitem *rel, int64_t lo, int64_t hi, double d, int strict)
 {
@@ -234,11 +243,8 @@ static double prefix_pivot(const float *D32, const double *D64, int is32, int ne
 {
     const int64_t S = RC_PREFIX_SAMPLE;
     int64_t s, t;
-    for (s = 0; s < S; s++) {
-        const int64_t j = (int64_t)(((double)s + 0.5) * (double)N / (double)S);
-        const double x = is32 ? (double)D32[j] : D64[j];
-        buf[s] = neg ? -x : x;
-    }
+    for (s = 0; s < S; s++)  /* S spread items */
+        buf[s] = row_dist(D32, D64, is32, neg, (int64_t)(((double)s + 0.5) * (double)N / (double)S));
     t = (int64_t)((double)RC_PREFIX_AIM * (double)L * (double)S / (double)Np) + 8;
     if (t > S) t = S;
     return rc_kth_smallest(buf, S, t);
@@ -329,17 +335,14 @@ prefix_filter_body(const float *D32, const double *D64, const int is32, const in
                 m = is32 ? block_mask32(D32 + j0, (float)p, neg) : block_mask64(D64 + j0, p, neg);
         } else {  /* the short last block */
             int64_t t;
-            for (t = 0; j0 + t < N; t++) {
-                const double x = is32 ? (double)D32[j0 + t] : D64[j0 + t];
-                m |= (uint32_t)((neg ? -x : x) <= p) << t;
-            }
+            for (t = 0; j0 + t < N; t++) m |= (uint32_t)(row_dist(D32, D64, is32, neg, j0 + t) <= p) << t;
         }
         while (m) {
             const int64_t j = j0 + __builtin_ctz(m);
             m &= m - 1;
             if (junk_mask && junk_mask[j] == 1) continue;
             if (n == cap) return -1;
-            cand[n].d = neg ? -(is32 ? (double)D32[j] : D64[j]) : (is32 ? (double)D32[j] : D64[j]);
+            cand[n].d = row_dist(D32, D64, is32, neg, j);
             cand[n].j = j;
             n++;
         }
@@ -539,7 +542,7 @@ query_float_body(const rc_input *in, const rc_options *o, const dd *Hh, int64_t 
     int last_beyond = 0; /* the prefix path: the last relevant item lies beyond tau */
     const int junk_in = rc_has_junk(in);
 
-#define RC_D(jj) (neg ? -(is32 ? (double)D32[jj] : D64[jj]) : (is32 ? (double)D32[jj] : D64[jj]))
+#define RC_D(jj) row_dist(D32, D64, is32, neg, (jj))
     if (is32) D32 += q * N; else D64 += q * N;
     /* NaN or inf: the front end rejects them (in->finite), so the check here guards a
      * Problem made without it.  It also reads the row into the cache at full bandwidth, which
@@ -551,9 +554,10 @@ query_float_body(const rc_input *in, const rc_options *o, const dd *Hh, int64_t 
      * With ids, the query's id slice says how many; a relevance row gives the relevant items'
      * indices first and their distances after that decision; labels are compared item by
      * item, reading every distance anyway. */
-    int check_now = !in->finite || o->k >= 0 || in->rel_kind == REL_MULTI ||
-                    (in->rel_kind == REL_IDS && (in->id_stop[q] - in->id_start[q]) * RC_FEW_RELEVANT > N);
-    bad = check_now ? first_nonfinite(is32 ? D32 : NULL, D64, N) : -1;
+    /* row_read: the row has been read through (the check here, or a read ahead later) */
+    int row_read = !in->finite || o->k >= 0 || in->rel_kind == REL_MULTI ||
+                   (in->rel_kind == REL_IDS && (in->id_stop[q] - in->id_start[q]) * RC_FEW_RELEVANT > N);
+    bad = row_read ? first_nonfinite(is32 ? D32 : NULL, D64, N) : -1;
     if (bad >= 0) {
         out->status[q] = Q_NONFINITE;
         out->err_a[q] = bad;
@@ -624,9 +628,9 @@ query_float_body(const rc_input *in, const rc_options *o, const dd *Hh, int64_t 
         }
     }
     if (in->rel_kind == REL_MATRIX) {
-        if (!check_now && G * RC_FEW_RELEVANT > N) {
+        if (!row_read && G * RC_FEW_RELEVANT > N) {
             (void)first_nonfinite(is32 ? D32 : NULL, D64, N);  /* the row, read ahead */
-            check_now = 1;
+            row_read = 1;
         }
         for (i = 0; i < G; i++) rel[i].d = RC_D(rel[i].j);
     }
@@ -774,17 +778,14 @@ query_float_body(const rc_input *in, const rc_options *o, const dd *Hh, int64_t 
         n_c = prefix_filter(D32, D64, is32, neg, N, rd[G - 1], junk_in ? skip : NULL, w->cand, cap);
         if (n_c >= 0) n_red = n_c;
     }
-    if (n_red < 0 && !check_now) (void)first_nonfinite(is32 ? D32 : NULL, D64, N);  /* the row, read ahead */
+    if (n_red < 0 && !row_read) (void)first_nonfinite(is32 ? D32 : NULL, D64, N);  /* the row, read ahead */
     {
         const int64_t nb = bucket_count(G, n_red < 0 ? N : n_red);  /* no more buckets than items placed */
         if (grow((void **)&w->bucket, &w->bucket_cap, nb + 3, sizeof(bucketent))) RC_NOMEM();
         bucket_setup(rd, G, nb, w->bucket, &bm);
         tab = w->bucket;
     }
-    if (rc_rankin_init(&rin, w, in, G)) {
-        out->status[q] = Q_NOMEM;
-        return;
-    }
+    if (rc_rankin_init(&rin, w, in, G)) RC_NOMEM();
     if (in->grades) {  /* the grades in rank order; a tie run by grade under opt./pess. */
         const uint8_t *grades_row = in->grades + q * N;
         for (i = 0; i < G; i++) w->gr[i] = grades_row[rel[i].j];
