@@ -7,6 +7,11 @@ import sys
 from typing import List, Optional
 
 from retrieval_conformance.array_files import EVALUATE_ARRAYS, ArrayBudget, read_array_file
+from retrieval_conformance.reference.contract.command_line import (
+    CommandParser,
+    non_negative_int,
+    run_command,
+)
 
 
 def _load(target: str):
@@ -195,14 +200,25 @@ def presets_main(args) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="retrieval-conformance", description=__doc__)
+    from retrieval_conformance import __version__
+    from retrieval_conformance.reference.contract.spec import SPEC_VERSION
+
+    parser = CommandParser(prog="retrieval-conformance", description=__doc__,
+                           epilog="Exit status: 0 done, 1 a negative verdict or lost output, 2 usage error, "
+                                  "130 interrupted, 141 the reader of the output went away (| head).")
+    parser.add_argument("--version", action="version",
+                        version=f"%(prog)s {__version__} (specification {SPEC_VERSION})")
     sub = parser.add_subparsers(dest="command", required=True)
 
     g = sub.add_parser("golden", help="check every implementation against the golden cases and the reference")
-    g.add_argument("--implementations", nargs="*", help="names to check (default: all registered)")
-    g.add_argument("--require", nargs="*", default=[], help="fail if one of these is unavailable")
-    g.add_argument("--random", type=int, default=200, help="generated cross-check problems (0 to skip)")
-    g.add_argument("--seed", type=int, default=0)
+    g.add_argument("--implementations", nargs="*", metavar="NAME",
+                   help="registered names to check (default: all registered); an unknown name is an error")
+    g.add_argument("--require", nargs="*", default=[], metavar="NAME",
+                   help="exit 1 if one of these is unavailable here; an unknown name is an error")
+    g.add_argument("--random", type=non_negative_int, default=200, metavar="N",
+                   help="generated cross-check problems (0 to skip; default 200)")
+    g.add_argument("--seed", type=non_negative_int, default=0, metavar="N",
+                   help="seed of the generated problems (default 0)")
     g.set_defaults(func=_by_name("retrieval_conformance.conformance.main_job:golden_main"))
 
     e = sub.add_parser("evaluate", help="evaluate arrays from .npy/.npz files, or a TREC run against qrels")
@@ -249,6 +265,16 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _run(argv: Optional[List[str]]) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    # subcommands with their own argument parsing, provided by their modules
+    if argv and argv[0] in DELEGATED:
+        module, function, _ = DELEGATED[argv[0]]
+        return _load(f"{module}:{function}")(argv[1:])
+    args = build_parser().parse_args(argv)
+    return args.func(args)
+
+
 #: subcommands that parse their own arguments: name -> (module, function, help)
 DELEGATED = {
     "compare": ("retrieval_conformance.comparison", "compare_main",
@@ -265,19 +291,9 @@ DELEGATED = {
 
 
 def main(argv: Optional[List[str]] = None) -> int:
-    argv = list(sys.argv[1:] if argv is None else argv)
-    # subcommands with their own argument parsing, provided by their modules
-    if argv and argv[0] in DELEGATED:
-        module, function, _ = DELEGATED[argv[0]]
-        return _load(f"{module}:{function}")(argv[1:])
-    args = build_parser().parse_args(argv)
-    try:
-        return args.func(args)
-    except BrokenPipeError:  # the reader went away (| head): not an error of ours
-        import os
-
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        return 0
+    """``retrieval-conformance ...``: the exit status (the table of ``reference/contract/command_line.py``:
+    0, 1, 2 usage error, 130 interrupted, 141 closed pipe), never a traceback at an edge."""
+    return run_command(_run, argv)
 
 
 if __name__ == "__main__":

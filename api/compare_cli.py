@@ -27,13 +27,16 @@ from retrieval_conformance.compare_arguments import (
 from retrieval_conformance.compare_runs import compare
 from retrieval_conformance.compare_stats import CORRECTIONS
 from retrieval_conformance.compare_tables import format_p, json_ready
+from retrieval_conformance.reference.contract.command_line import CommandParser
 from retrieval_conformance.reference.contract.evaluate import evaluate
+from retrieval_conformance.reference.contract.registry import ImplementationUnavailable
+from retrieval_conformance.reference.contract.spec import SPEC_VERSION
 
 __all__ = ["compare_main"]
 
 
 def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
+    p = CommandParser(
         prog="retrieval-conformance compare",
         description="Evaluate runs (.npz files of evaluate()'s arrays) and compare each with the first one, "
                     "query by query: paired permutation test, paired t-test, bootstrap interval of the "
@@ -156,13 +159,14 @@ def compare_main(argv: Optional[Sequence[str]] = None) -> int:
             warnings.simplefilter("ignore")  # e.g. no query counted: the table says NaN
             result = compare(runs, metrics=metrics, baseline=args.baseline, n_resamples=args.resamples,
                              confidence=args.confidence, seed=args.seed, correction=args.correction)
-    except (ValueError, TypeError) as exc:
+    except (ValueError, TypeError, ImplementationUnavailable) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     worse = [(row, margin) for metric, margin in gates
              for row in result.regressions(margin, alpha=args.alpha, metric=metric)]
     if args.json:
         payload = result.to_dict()
+        payload["spec_version"] = SPEC_VERSION
         if gates:
             payload["regressions"] = [json_ready(dict(asdict(r), margin=m)) for r, m in worse]
         print(json.dumps(payload, indent=2))

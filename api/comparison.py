@@ -30,8 +30,6 @@ other only downward, in this order:
 """
 from __future__ import annotations
 
-import sys
-
 from retrieval_conformance.compare_arguments import METRICS
 from retrieval_conformance.compare_cli import compare_main
 from retrieval_conformance.compare_runs import compare
@@ -41,4 +39,6 @@ from retrieval_conformance.compare_tables import Comparison, ComparisonRow
 __all__ = ["Comparison", "ComparisonRow", "compare", "compare_main", "holm", "CORRECTIONS", "METRICS", "TESTS"]
 
 if __name__ == "__main__":  # pragma: no cover
-    sys.exit(compare_main())
+    from retrieval_conformance.reference.contract.command_line import exit_with
+
+    exit_with(compare_main)

@@ -24,14 +24,19 @@ def golden_main(args) -> int:
     from retrieval_conformance.conformance.crosscheck import crosscheck
     from retrieval_conformance.reference.contract import registry
 
-    names = args.implementations or registry.names()
+    try:
+        names = _checked_names(args)
+    except ValueError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
     status = {n: registry.unavailable_reason(n) for n in names}
     usable = [n for n in names if status[n] is None]
     for n in names:
         if status[n] is not None:
             print(f"unavailable: {status[n]}")
-            if n in (args.require or []):
-                print(f"error: implementation {n!r} is required (--require) but unavailable")
+            if n in args.require:
+                print(f"error: --require: implementation {n!r} is required but unavailable here: {status[n]}",
+                      file=sys.stderr)
                 return 1
     cases = golden.load_cases()
     width = max(len(c["id"]) for c in cases)
@@ -71,6 +76,23 @@ def golden_main(args) -> int:
                 print(f"    {line}")
     print(f"\n{'FAILED' if failures else 'PASSED'}: {failures} mismatch(es)")
     return 1 if failures else 0
+
+
+def _checked_names(args) -> list:
+    """The implementations to check: every name given registered, every required one checked.
+
+    A typo must not turn the gate into one that checks nothing and passes (ValueError instead).
+    """
+    from retrieval_conformance.reference.contract import registry
+
+    given = registry.check_names("--implementations", args.implementations or [])
+    required = registry.check_names("--require", args.require or [])
+    names = given or registry.names()
+    left_out = [n for n in required if n not in names]
+    if left_out:
+        raise ValueError(f"--require: {left_out[0]!r} is required but not among --implementations "
+                         f"({', '.join(names)}); add it there or drop it from --require")
+    return names
 
 
 def _landmark_golden(args) -> int:

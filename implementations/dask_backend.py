@@ -100,6 +100,7 @@ from retrieval_conformance.implementations.dask_shards import (
     shard_statistics,
 )
 from retrieval_conformance.reference.contract.cutoffs import within_gallery
+from retrieval_conformance.reference.contract.install_hints import install_hint
 from retrieval_conformance.reference.contract.problem import Options, PerQuery, Problem, zero_arrays
 from retrieval_conformance.reference.contract.registry import (
     Implementation,
@@ -108,7 +109,7 @@ from retrieval_conformance.reference.contract.registry import (
     unavailable_reason,
 )
 
-INSTALL = "pip install 'retrieval-conformance[dask]'"
+INSTALL = install_hint("dask")
 NOT_INSTALLED = f"dask.distributed is not installed; {INSTALL}"
 NO_CLIENT = ("no dask.distributed client is running; start one before evaluating (from distributed import "
              "Client; client = Client() for a local cluster, or Client('scheduler-address:8786')): "

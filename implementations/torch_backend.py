@@ -23,13 +23,12 @@ from typing import Callable, Optional
 import numpy as np
 from retrieval_conformance.implementations.vector_blocks import compute_in_blocks
 from retrieval_conformance.reference.contract.cutoffs import within_gallery
+from retrieval_conformance.reference.contract.install_hints import install_hint
 from retrieval_conformance.reference.contract.problem import Options, PerQuery, Problem
 from retrieval_conformance.reference.contract.registry import Implementation, ImplementationUnavailable, PreparedGallery
 
 TORCH_VERSION = "2.13.0"
-_MISSING = (
-    f"torch is not installed; pip install 'retrieval-conformance[torch]' (torch=={TORCH_VERSION})"
-)
+_MISSING = f"torch is not installed; {install_hint('torch')}, torch=={TORCH_VERSION}"
 
 
 def _torch():
@@ -165,6 +164,41 @@ def default_device() -> str:
     return "cuda" if torch.cuda.is_available() else "cpu"
 
 
+def checked_device(device, argument: str, remedy: str):
+    """``device`` as a ``torch.device`` this machine can allocate on; else ``ValueError`` (or
+    ``TypeError``) naming ``argument``, what was given and ``remedy``."""
+    torch = _torch()
+    if not isinstance(device, (str, torch.device)):
+        raise TypeError(f"{argument}: expected a torch device name such as 'cpu' or 'cuda:0' (or a torch.device), "
+                        f"got {type(device).__name__} {device!r}")
+    try:
+        place = torch.device(device)
+    except (RuntimeError, ValueError, TypeError) as exc:
+        raise ValueError(f"{argument}: {device!r} is not a torch device ({exc}); expected e.g. 'cpu', 'cuda' or "
+                         f"'cuda:1'; {remedy}") from None
+    if place.type == "meta":  # shapes without data: nothing would be computed
+        raise ValueError(f"{argument}: {device!r} holds no data; {remedy}")
+    if place.type == "cuda" and not torch.cuda.is_available():
+        raise ValueError(f"{argument}: {device!r} asks for CUDA, but torch {torch.__version__} sees no CUDA device "
+                         f"on this machine; {remedy}")
+    try:
+        torch.zeros(1, device=place)  # a device this build or machine lacks fails here, not mid-run
+    except (RuntimeError, AssertionError) as exc:
+        raise ValueError(f"{argument}: torch cannot allocate on {device!r} here ({str(exc)[:200]}); {remedy}") from None
+    return place
+
+
+@functools.lru_cache(maxsize=8)
+def _environment_device_problem(env: str) -> Optional[str]:
+    """Why ``RC_TORCH_DEVICE=env`` cannot be used here (None when it can); checked once per value."""
+    try:
+        checked_device(env, "RC_TORCH_DEVICE", "set RC_TORCH_DEVICE=cpu, or unset it (then CUDA if present, else "
+                                               "the CPU)")
+    except (ValueError, TypeError) as exc:
+        return str(exc)
+    return None
+
+
 class _TorchSource:
     """Distances, relevance and junk of query blocks, built on the device."""
 
@@ -252,6 +286,9 @@ class TorchImplementation(Implementation):
             _torch()
         except ImportError:
             return _MISSING
+        env = os.environ.get("RC_TORCH_DEVICE")
+        if self._device is None and env:
+            return _environment_device_problem(env)
         return None
 
     @property
@@ -261,28 +298,11 @@ class TorchImplementation(Implementation):
     def on_device(self, device) -> "TorchImplementation":
         """This implementation on ``device`` (``evaluate(device=...)``): a str such as ``"cpu"``,
         ``"cuda"``, ``"cuda:1"``, or a ``torch.device``; checked here, before any data moves."""
-        reason = self.unavailable_reason()
-        if reason is not None:
-            raise ImplementationUnavailable(reason)
-        torch = _torch()
-        if not isinstance(device, (str, torch.device)):
-            raise TypeError(f"device: expected a torch device name such as 'cpu' or 'cuda:0' (or a torch.device), "
-                            f"got {type(device).__name__} {device!r}")
         try:
-            place = torch.device(device)
-        except (RuntimeError, ValueError, TypeError) as exc:
-            raise ValueError(f"device: {device!r} is not a torch device ({exc}); expected e.g. 'cpu', 'cuda' or "
-                             "'cuda:1'") from None
-        if place.type == "meta":  # shapes without data: nothing would be computed
-            raise ValueError(f"device: {device!r} holds no data; pass device='cpu' or 'cuda'")
-        if place.type == "cuda" and not torch.cuda.is_available():
-            raise ValueError(f"device: {device!r} asks for CUDA, but torch {torch.__version__} sees no CUDA device "
-                             "on this machine; pass device='cpu' or leave device unset")
-        try:
-            torch.zeros(1, device=place)  # a device this build or machine lacks fails here, not mid-run
-        except (RuntimeError, AssertionError) as exc:
-            raise ValueError(f"device: torch cannot allocate on {device!r} here ({str(exc)[:200]}); pass "
-                             "device='cpu' or leave device unset") from None
+            _torch()
+        except ImportError:
+            raise ImplementationUnavailable(_MISSING) from None
+        place = checked_device(device, "device", "pass device='cpu' or leave device unset")
         return TorchImplementation(device=str(place), block_bytes=self.block_bytes)
 
     def prepare(self, problem: Problem) -> PreparedGallery:

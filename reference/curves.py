@@ -10,6 +10,7 @@ from fractions import Fraction
 from typing import List, Optional, Sequence, Tuple
 
 from retrieval_conformance.reference.contract.conventions import CONCRETE_POLICIES
+from retrieval_conformance.reference.contract.install_hints import install_hint
 from retrieval_conformance.reference.per_query import expected_hits
 from retrieval_conformance.reference.ranking import ranked_relevance, tie_groups
 
@@ -142,6 +143,6 @@ def _pyplot():
         import matplotlib.pyplot as plt
     except ImportError:
         raise ImportError(
-            "plotting needs matplotlib: pip install 'retrieval-conformance[plot]'"
+            "plotting needs matplotlib: " + install_hint("plot")
         ) from None
     return plt

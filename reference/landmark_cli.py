@@ -100,7 +100,9 @@ def compute_ap_main(argv: Optional[Sequence[str]] = None, *, stdout: Optional[IO
 
 def main() -> None:  # pragma: no cover - thin wrapper
     """``python -m retrieval_conformance.reference.landmark_cli GTQUERY RANKEDLIST``."""
-    sys.exit(compute_ap_main(sys.argv[1:]))
+    from retrieval_conformance.reference.contract.command_line import exit_with
+
+    exit_with(compute_ap_main)
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -56,7 +56,7 @@ def main(args) -> int:
     try:
         found = spec.lookup(query)
     except KeyError as exc:
-        sys.stderr.write(f"retrieval-conformance explain: {exc.args[0]}\n")
+        sys.stderr.write(f"error: explain: {exc.args[0]}\n")
         return EXIT_UNKNOWN
     sys.stdout.write("\n".join(text.rstrip("\n") + "\n" for _, text in found))
     return 0
@@ -64,11 +64,15 @@ def main(args) -> int:
 
 def run(argv: Optional[List[str]] = None) -> int:
     """Stand-alone entry point: ``python -m retrieval_conformance.reference.spec_cli [CLAUSE]``."""
-    parser = argparse.ArgumentParser(prog="retrieval-conformance")
+    from retrieval_conformance.reference.contract.command_line import CommandParser
+
+    parser = CommandParser(prog="retrieval-conformance")
     add_parser(parser.add_subparsers(dest="command", required=True))
     args = parser.parse_args(["explain", *(sys.argv[1:] if argv is None else argv)])
     return main(args)
 
 
 if __name__ == "__main__":
-    sys.exit(run())
+    from retrieval_conformance.reference.contract.command_line import exit_with
+
+    exit_with(run)

@@ -25,10 +25,17 @@ from retrieval_conformance.conformance.bench import ratio
 from retrieval_conformance.conformance.bench.gate import gated_run
 from retrieval_conformance.conformance.bench.report import format_report, plot_history
 from retrieval_conformance.conformance.bench.runs import load_run, machine_id, save_run, saved_runs
+from retrieval_conformance.reference.contract.command_line import (
+    CommandParser,
+    exit_with,
+    non_negative_number,
+    positive_int,
+)
+from retrieval_conformance.reference.contract.install_hints import install_hint
 
 
 def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="retrieval-conformance bench",
+    p = CommandParser(prog="retrieval-conformance bench",
                                 description="Speed benchmarks at dataset scale, their summary and history.")
     sub = p.add_subparsers(dest="command", required=True)
     run = sub.add_parser("run", help="run the benchmarks (pytest-benchmark) with the regression gate")
@@ -37,11 +44,11 @@ def _parser() -> argparse.ArgumentParser:
                      help="ratio (default): the candidate/anchor time ratio against the saved history, with a "
                           "threshold from the measured noise; median: pytest-benchmark's median comparison with "
                           "the last saved run (--compare-fail); none: no gate")
-    run.add_argument("--floor", type=float, default=ratio.FLOOR,
+    run.add_argument("--floor", type=non_negative_number, default=ratio.FLOOR,
                      help="ratio gate: the smallest slowdown that can fail (default %(default)s = 10%%)")
-    run.add_argument("--noise-k", type=float, default=ratio.K_NOISE,
+    run.add_argument("--noise-k", type=non_negative_number, default=ratio.K_NOISE,
                      help="ratio gate: fail above this many times the measured noise (default %(default)s)")
-    run.add_argument("--depth", type=int, default=ratio.DEPTH,
+    run.add_argument("--depth", type=positive_int, default=ratio.DEPTH,
                      help="ratio gate: saved runs whose median ratio is the reference (default %(default)s)")
     run.add_argument("--compare-fail", default=None, metavar="EXPR",
                      help="median gate: pytest-benchmark --benchmark-compare-fail expression against the last "
@@ -57,9 +64,9 @@ def _parser() -> argparse.ArgumentParser:
                                        "saved run) against the saved runs before it")
     gate.add_argument("path", nargs="?", help="pytest-benchmark JSON file (default: the latest saved run)")
     gate.add_argument("--storage", default=".benchmarks")
-    gate.add_argument("--floor", type=float, default=ratio.FLOOR)
-    gate.add_argument("--noise-k", type=float, default=ratio.K_NOISE)
-    gate.add_argument("--depth", type=int, default=ratio.DEPTH)
+    gate.add_argument("--floor", type=non_negative_number, default=ratio.FLOOR)
+    gate.add_argument("--noise-k", type=non_negative_number, default=ratio.K_NOISE)
+    gate.add_argument("--depth", type=positive_int, default=ratio.DEPTH)
     gate.add_argument("--save", action="store_true", help="save the run (a JSON file given) into the storage when "
                                                           "it passed, as the next run's history")
     rep = sub.add_parser("report", help="summarise a run: median, ratios to the baselines, peak memory")
@@ -74,14 +81,14 @@ def _parser() -> argparse.ArgumentParser:
 def _cmd_report(args) -> int:
     paths = args.paths or saved_runs(args.storage)[-1:]
     if not paths:
-        print(f"no run to report: give a pytest-benchmark JSON file, or save runs in {args.storage} "
+        print(f"error: no run to report: give a pytest-benchmark JSON file, or save runs in {args.storage} "
               "(retrieval-conformance bench run)", file=sys.stderr)
         return 2
     for i, path in enumerate(paths):
         try:
             data = load_run(path)
         except (OSError, ValueError) as exc:
-            print(f"{path}: cannot read ({exc})", file=sys.stderr)
+            print(f"error: {path}: cannot read it as a pytest-benchmark JSON file ({exc})", file=sys.stderr)
             return 2
         if i:
             print()
@@ -95,7 +102,8 @@ def _cmd_gate(args) -> int:
     saved = saved_runs(args.storage)
     path = args.path or (saved[-1] if saved else None)
     if path is None:
-        print(f"no run to gate: give a pytest-benchmark JSON file, or save runs in {args.storage}", file=sys.stderr)
+        print(f"error: no run to gate: give a pytest-benchmark JSON file, or save runs in {args.storage}",
+              file=sys.stderr)
         return 2
     # the saved runs other than the one judged (the latest saved run is judged against those before it)
     history = [p for p in saved if os.path.abspath(p) != os.path.abspath(path)]
@@ -103,7 +111,7 @@ def _cmd_gate(args) -> int:
         run = load_run(path)
         previous = [load_run(p) for p in history]
     except (OSError, ValueError) as exc:
-        print(f"cannot read a run ({exc})", file=sys.stderr)
+        print(f"error: cannot read a run as a pytest-benchmark JSON file ({exc})", file=sys.stderr)
         return 2
     verdicts = ratio.ratio_gate(run, previous, args.floor, args.noise_k, args.depth)
     print(ratio.format_verdicts(verdicts, run, args.floor, args.noise_k))
@@ -117,13 +125,14 @@ def _cmd_gate(args) -> int:
 def _cmd_plot(args) -> int:
     paths = saved_runs(args.storage)
     if not paths:
-        print(f"no saved runs in {os.path.join(args.storage, machine_id())}: nothing to plot", file=sys.stderr)
+        print(f"error: no saved runs in {os.path.join(args.storage, machine_id())}: nothing to plot; "
+              "save runs with retrieval-conformance bench run", file=sys.stderr)
         return 2
     try:
         out = plot_history(paths, args.out)
     except ImportError:
         print("error: bench plot needs matplotlib, which is not installed; install the optional extra: "
-              "pip install 'retrieval-conformance[plot]'", file=sys.stderr)
+              + install_hint("plot"), file=sys.stderr)
         return 2
     print(f"wrote {out} ({len(paths)} saved runs)")
     return 0
@@ -136,4 +145,4 @@ def bench_main(argv: Optional[Sequence[str]] = None) -> int:
 
 
 if __name__ == "__main__":  # pragma: no cover
-    sys.exit(bench_main())
+    exit_with(bench_main)

@@ -40,6 +40,7 @@ from typing import Any, Callable, Dict, List, Optional
 import numpy as np
 from retrieval_conformance.conformance.bench.baselines import BaselineResult
 from retrieval_conformance.conformance.bench.workload import Workload
+from retrieval_conformance.reference.contract.install_hints import install_hint
 
 PEERS = ("plain-numpy", "sklearn", "torchmetrics", "ranx", "faiss")
 #: the module each peer needs (its import name) and its package on PyPI
@@ -69,7 +70,7 @@ def unavailable_reason(peer: str) -> Optional[str]:
         importlib.import_module(module)
     except Exception as exc:  # ImportError, or a broken install raising something else
         return (f"peer {peer}: {package} is not installed ({type(exc).__name__}: {exc}); "
-                "pip install 'retrieval-conformance[bench]'")
+                + install_hint("bench"))
     return None
 
 

@@ -8,7 +8,9 @@
 
 Exit status: 0 the function conforms (deviations listed in ``--known-deviations`` allowed; with
 ``--identify``: a convention matches every input), 1 it deviates (``--identify``: no convention
-matches), 2 the function could not be loaded or called (usage error).
+matches), 2 the function could not be loaded or called, or an argument is unusable (usage error:
+the last line on stderr is ``error: ...``); 130 and 141 as every command
+(``reference/contract/command_line.py``).
 """
 from __future__ import annotations
 
@@ -20,11 +22,23 @@ from retrieval_conformance.conformance.harness.adapters import ADAPTERS, UsageEr
 from retrieval_conformance.conformance.harness.entry import check, identify
 from retrieval_conformance.conformance.harness.loading import IMPORT_OUTPUT, load_function, read_known_deviations
 from retrieval_conformance.conformance.harness.report import Report
+from retrieval_conformance.reference.contract.command_line import (
+    CommandParser,
+    exit_with,
+    positive_int,
+    positive_seconds,
+    writable_file,
+)
 from retrieval_conformance.reference.contract.presets import PRESETS
 
+#: options that only ``check`` reads (``identify`` has no use for them and refuses them by name)
+DEFAULT_MAX_EXAMPLES = 60
+CHECK_ONLY = {"max_examples": "--max-examples", "known_deviations": "--known-deviations", "only": "--only",
+              "random": "--random"}
 
-def add_check_arguments(parser: argparse.ArgumentParser) -> None:
-    """The options of ``check`` (for the main CLI's subparser)."""
+
+def add_check_arguments(parser: argparse.ArgumentParser, identify_only: bool = False) -> None:
+    """The options of ``check`` (for the main CLI's subparser); ``identify_only``: those of ``identify``."""
     parser.add_argument("target", help="the function to check, as module:function or path/to/file.py:function")
     parser.add_argument("--adapter", default="hashing-codes", choices=sorted(ADAPTERS),
                         help="the function's signature (default: hashing-codes)")
@@ -39,31 +53,40 @@ def add_check_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--gain", default=None, help="override nDCG's gain (linear, exponential)")
     parser.add_argument("--recall", default=None, help="override what Recall@k means (fraction, hit)")
     parser.add_argument("--discount", default=None, help="override nDCG's rank discount (log2, trec)")
-    parser.add_argument("--identify", action="store_true",
-                        help="name the convention(s) the function follows instead of checking one")
+    if not identify_only:
+        parser.add_argument("--identify", action="store_true",
+                            help="name the convention(s) the function follows instead of checking one")
     parser.add_argument("--junit-xml", metavar="FILE", default=None, help="also write a JUnit XML report")
-    parser.add_argument("--known-deviations", metavar="FILE", default=None,
-                        help="file of accepted check ids (one per line, # comments, globs allowed)")
+    if not identify_only:
+        parser.add_argument("--known-deviations", metavar="FILE", default=None,
+                            help="file of accepted check ids (one per line, # comments, globs allowed)")
     parser.add_argument("--arrays", default="auto", choices=("auto", "numpy", "torch"),
                         help="pass numpy arrays or torch tensors (auto: numpy, torch if numpy fails)")
-    parser.add_argument("--max-examples", type=int, default=60,
-                        help="generated inputs per property check (default 60)")
-    parser.add_argument("--timeout", type=float, default=10.0, help="seconds allowed per call (default 10)")
-    parser.add_argument("--warmup-timeout", type=float, default=None,
+    if not identify_only:
+        parser.add_argument("--max-examples", type=positive_int, default=None, metavar="N",
+                            help="generated inputs per property check (default 60)")
+    parser.add_argument("--timeout", type=positive_seconds, default=10.0, metavar="SECONDS",
+                        help="seconds allowed per call (default 10)")
+    parser.add_argument("--warmup-timeout", type=positive_seconds, default=None, metavar="SECONDS",
                         help="seconds allowed for the first call, which may compile or load (default: "
                              "max(60, 6 x --timeout))")
     parser.add_argument("--isolation", default="auto", choices=("auto", "process", "thread", "none"),
                         help="run the function in a worker process (default where fork exists) or a thread")
-    parser.add_argument("--only", action="append", default=[], metavar="PATTERN",
-                        help="run only the checks whose id matches (glob; repeatable)")
-    parser.add_argument("--random", action="store_true",
-                        help="let hypothesis draw new random inputs (default: derandomized, reproducible)")
+    if not identify_only:
+        parser.add_argument("--only", action="append", default=[], metavar="PATTERN",
+                            help="run only the checks whose id matches (glob; repeatable)")
+        parser.add_argument("--random", action="store_true",
+                            help="let hypothesis draw new random inputs (default: derandomized, reproducible)")
     parser.add_argument("-v", "--verbose", action="store_true", help="snippets and tracebacks for every deviation")
 
 
 def run_check_args(ns: argparse.Namespace, out=None) -> int:
     """Run ``check`` from parsed arguments; print the report; return the exit status."""
     out = out or sys.stdout
+    problem = _unusable_arguments(ns)
+    if problem:
+        print(f"error: {problem}", file=sys.stderr)
+        return 2
     kwargs = dict(adapter=ns.adapter, protocol=ns.protocol, ties=ns.ties, ap_rule=ns.ap_rule, ap_at_k=ns.ap_at_k,
                   empty=ns.empty, gain=ns.gain, recall=ns.recall, discount=ns.discount, arrays=ns.arrays,
                   timeout=ns.timeout, isolation=ns.isolation, target=ns.target,
@@ -71,7 +94,7 @@ def run_check_args(ns: argparse.Namespace, out=None) -> int:
     try:
         func = load_function(ns.target)
         known: List[str] = []
-        if ns.known_deviations:
+        if getattr(ns, "known_deviations", None):
             try:
                 known = read_known_deviations(ns.known_deviations)
             except OSError as exc:
@@ -79,7 +102,8 @@ def run_check_args(ns: argparse.Namespace, out=None) -> int:
         if ns.identify:
             report = identify(func, **kwargs)
         else:
-            report = check(func, max_examples=ns.max_examples, derandomize=not ns.random,
+            examples = DEFAULT_MAX_EXAMPLES if ns.max_examples is None else ns.max_examples
+            report = check(func, max_examples=examples, derandomize=not ns.random,
                            known_deviations=known, only=ns.only, **kwargs)
     except UsageError as exc:
         report = Report(ns.target, ns.adapter, ns.protocol or "-", "-", ns.arrays, usage_error=str(exc))
@@ -87,8 +111,28 @@ def run_check_args(ns: argparse.Namespace, out=None) -> int:
         report.notes.append("importing the target printed or warned: " + IMPORT_OUTPUT[ns.target].strip()[-600:])
     out.write(report.text(verbose=ns.verbose))
     if ns.junit_xml:
-        report.write_junit(ns.junit_xml)
+        try:
+            report.write_junit(ns.junit_xml)
+        except OSError as exc:  # checked before the run, so something changed since: keep the verdict
+            print(f"error: --junit-xml {ns.junit_xml}: cannot write the report ({exc.strerror or exc}); "
+                  "the verdict above stands", file=sys.stderr)
+            return report.exit_code or 2
     return report.exit_code
+
+
+def _unusable_arguments(ns: argparse.Namespace) -> Optional[str]:
+    """Why the arguments cannot run, found before anything runs (None when they can)."""
+    if ns.identify:
+        given = [flag for dest, flag in CHECK_ONLY.items() if getattr(ns, dest, None) not in (None, False, [])]
+        if given:
+            return (f"{given[0]}: applies to check, not to --identify (which runs its own inputs); "
+                    "leave it out or drop --identify")
+    if ns.junit_xml:
+        try:
+            writable_file("--junit-xml", ns.junit_xml)
+        except ValueError as exc:
+            return str(exc)
+    return None
 
 
 def check_main(argv: Optional[Sequence[str]] = None) -> int:
@@ -99,8 +143,8 @@ def check_main(argv: Optional[Sequence[str]] = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv and argv[0] == "check":
         argv = argv[1:]
-    parser = argparse.ArgumentParser(prog="retrieval-conformance check",
-                                     description="Check a metric function against the reference.")
+    parser = CommandParser(prog="retrieval-conformance check",
+                           description="Check a metric function against the reference.", epilog=_EXIT_STATUS)
     add_check_arguments(parser)
     try:
         ns = parser.parse_args(argv)
@@ -109,13 +153,28 @@ def check_main(argv: Optional[Sequence[str]] = None) -> int:
     return run_check_args(ns)
 
 
+_EXIT_STATUS = ("Exit status: 0 conforms, 1 deviates, 2 the function could not be loaded or called, or a usage "
+                "error; 130 interrupted; 141 the reader of the output went away.")
+
+
 def identify_main(argv: Optional[Sequence[str]] = None) -> int:
     """``retrieval-conformance identify TARGET ...``: ``check --identify``, named for what it does."""
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv and argv[0] == "identify":
         argv = argv[1:]
-    return check_main(argv + ["--identify"])
+    parser = CommandParser(prog="retrieval-conformance identify",
+                           description="Name the conventions (and known bugs) a metric function follows: "
+                                       "check --identify.",
+                           epilog="Exit status: 0 a convention matches every input, 1 none does, 2 the function "
+                                  "could not be loaded or called, or a usage error.")
+    add_check_arguments(parser, identify_only=True)
+    try:
+        ns = parser.parse_args(argv)
+    except SystemExit as exc:  # argparse: --help (0) or a usage error (2)
+        return int(exc.code or 0)
+    ns.identify = True
+    return run_check_args(ns)
 
 
 if __name__ == "__main__":  # pragma: no cover
-    sys.exit(check_main())
+    exit_with(check_main)

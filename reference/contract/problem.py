@@ -263,6 +263,15 @@ class Result:
     def n_counted(self) -> int:
         return int(self.counted.sum())
 
+    def __repr__(self) -> str:
+        # a summary of bounded length: the per-query arrays are one attribute away
+        rank1 = float(self.cmc[0]) if self.cmc.size else None
+        o = self.options
+        return (f"Result(protocol={self.protocol!r}, implementation={self.implementation!r}, "
+                f"queries={self.ap.shape[0]}, counted={self.n_counted}, map={self.map!r}, rank1={rank1!r}, "
+                f"minp={self.minp!r}, ndcg_at_k={self.ndcg_at_k!r}, k={o.k!r}, ties={o.ties!r}, "
+                f"ap_rule={o.ap_rule!r}; per query: .ap, .inp, .counted, .per_query)")
+
     def per_query_table(self, query_ids: Optional[Sequence[object]] = None) -> List[Dict[str, object]]:
         """One plain-Python row per query (what ``trec_eval -q`` prints), for text, JSON or CSV.
 
@@ -292,8 +301,11 @@ class Result:
         return rows
 
     def summary(self) -> Dict[str, object]:
-        """Plain-Python summary for reports and ``--json``."""
+        """Plain-Python summary for reports and ``--json``, with the specification version it follows."""
+        from retrieval_conformance.reference.contract.spec import SPEC_VERSION
+
         out = {
+            "spec_version": SPEC_VERSION,
             "protocol": self.protocol,
             "implementation": self.implementation,
             "options": self.options.__dict__,

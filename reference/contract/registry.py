@@ -14,8 +14,9 @@ with :func:`register`.  Built-in names cannot be replaced.
 from __future__ import annotations
 
 import importlib
-from typing import Callable, Dict, List, Optional
+from typing import Callable, Dict, Iterable, List, Optional
 
+from retrieval_conformance.reference.contract.install_hints import install_hint
 from retrieval_conformance.reference.contract.problem import Options, PerQuery, Problem
 
 
@@ -158,11 +159,35 @@ def _load(name: str) -> Implementation:
     return impl
 
 
+def unknown_name_message(argument: str, name: object, auto: bool = True) -> str:
+    """The error for an implementation ``name`` that is not registered, given as ``argument``:
+    names it and lists the registered ones (the message of every entry point)."""
+    known = ", ".join(names()) + (", or 'auto' (the fastest available)" if auto else "")
+    return (f"{argument}: unknown implementation {name!r}; the registered ones are {known} "
+            "(a typo checks nothing, so it is refused)")
+
+
+def check_names(argument: str, given: Iterable[object], auto: bool = False) -> List[str]:
+    """``given`` as a list, every name registered (``"auto"`` too when ``auto``).
+
+    Raises
+    ------
+    ValueError
+        Naming ``argument`` and the first unknown name, and listing the registered names.
+    """
+    _discover()
+    given = list(given)
+    for name in given:
+        if not (isinstance(name, str) and (name in _SPECS or (auto and name == "auto"))):
+            raise ValueError(unknown_name_message(argument, name, auto))
+    return given
+
+
 def unavailable_reason(name: str) -> Optional[str]:
     """None if ``name`` can run here, else why not."""
     _discover()
     if name not in _SPECS:
-        return f"unknown implementation {name!r}; expected one of {names()} or 'auto'"
+        return unknown_name_message("implementation", name)
     try:
         impl = _load(name)
     except ImportError as exc:  # a module that needs a missing optional dependency
@@ -188,12 +213,7 @@ def get(name: str) -> Implementation:
             if unavailable_reason(candidate) is None:
                 return _load(candidate)
         raise ImplementationUnavailable("no implementation can run here")  # the reference always can
-    _discover()
-    if name not in _SPECS:
-        raise ValueError(
-            f"implementation: unknown implementation {name!r}; expected one of "
-            f"{names()} or 'auto'"
-        )
+    check_names("implementation", [name], auto=True)
     reason = unavailable_reason(name)
     if reason is not None:
         raise ImplementationUnavailable(f"implementation {name!r} is unavailable: {reason}")
@@ -214,7 +234,7 @@ def on_device(name: str, device) -> Implementation:
                 return _load(candidate).on_device(device)
         raise ValueError(
             f"device: got {device!r}, but no implementation that runs on a device is available here; "
-            "install torch (pip install 'retrieval-conformance[torch]') or leave device unset")
+            f"install torch ({install_hint('torch')}) or leave device unset")
     impl = get(name)
     if not hasattr(impl, "on_device"):
         raise ValueError(
