@@ -6,7 +6,9 @@ containers are converted element-wise, objects the harness cannot use are kept a
 """
 from __future__ import annotations
 
+import numbers
 from dataclasses import dataclass
+from fractions import Fraction
 from typing import Any, Optional, Tuple
 
 import numpy as np
@@ -105,8 +107,13 @@ def to_plain(obj: Any) -> Any:
 
     Numbers, numpy scalars and arrays, strings and None pass through unchanged.
     """
-    if obj is None or isinstance(obj, (bool, int, float, complex, str, np.generic, np.ndarray)):
+    if obj is None or isinstance(obj, (bool, int, float, complex, str, np.generic, np.ndarray, Fraction)):
         return obj
+    if isinstance(obj, numbers.Real):  # another library's real number: a float crosses processes
+        try:
+            return float(obj)
+        except (TypeError, ValueError, OverflowError):
+            return Opaque(obj)
     if is_tensor(obj):
         try:
             return obj.detach().cpu().numpy()

@@ -25,6 +25,42 @@ def pytest_configure(config):
     # the suite runs with --pyargs from anywhere, so its markers cannot rely on pyproject.toml
     config.addinivalue_line("markers", "slow: long-running checks")
     config.addinivalue_line("markers", "benchmark: speed benchmarks at dataset scale (RC_BENCH=1)")
+    problem = unusable_options(config)
+    if problem:
+        raise pytest.UsageError(problem)
+
+
+def unusable_options(config) -> "str | None":
+    """Why the options (or ``RC_REQUIRE``) cannot run, before anything is collected; None when they can.
+
+    A typo in a gate (``RC_REQUIRE=cee``) would otherwise skip what it was meant to require.
+    """
+    import math
+    import os
+
+    required = [n.strip() for n in os.environ.get("RC_REQUIRE", "").split(",") if n.strip()]
+    if required:
+        from retrieval_conformance.reference.contract import registry
+
+        try:
+            registry.check_names("RC_REQUIRE", required)
+        except ValueError as exc:
+            return str(exc)
+    try:
+        adapter, examples, timeout = (config.getoption(name) for name in (
+            "--adapter", "--conformance-max-examples", "--conformance-timeout"))
+    except ValueError:  # the options are not ours to read (added by the conftest later)
+        return None
+    if adapter != "hashing-codes":
+        from retrieval_conformance.conformance.harness.adapters import ADAPTERS
+
+        if adapter not in ADAPTERS:
+            return f"--adapter: unknown adapter {adapter!r}; expected one of {', '.join(sorted(ADAPTERS))}"
+    if examples < 1:
+        return f"--conformance-max-examples: expected a whole number >= 1, got {examples}"
+    if not (math.isfinite(timeout) and timeout > 0):
+        return f"--conformance-timeout: expected a number of seconds > 0 (e.g. 10), got {timeout}"
+    return None
 
 
 LAB_CHECKS_MODULE = "test_harness_impl.py"
@@ -50,7 +86,7 @@ def add_options(parser):
     group.addoption("--impl", default=None, metavar="MODULE:FUNCTION",
                     help="the metric function to check (module:function or path/to/file.py:function)")
     group.addoption("--adapter", default="hashing-codes", metavar="NAME",
-                    help="its signature: hashing-codes, distances-relevance, reid, oxford, sklearn, torchmetrics")
+                    help="its signature (retrieval-conformance check --help lists every adapter)")
     group.addoption("--protocol", default=None, metavar="PRESET",
                     help="preset to check against (default: the adapter's usual one)")
     group.addoption("--arrays", default="auto", choices=("auto", "numpy", "torch"),

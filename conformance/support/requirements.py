@@ -14,6 +14,7 @@ from retrieval_conformance.reference.contract import registry
 
 def required_names() -> set:
     names = {n.strip() for n in os.environ.get("RC_REQUIRE", "").split(",") if n.strip()}
+    registry.check_names("RC_REQUIRE", sorted(names))  # a typo would skip what it was meant to require
     for name in registry.names():
         if os.environ.get(f"RC_REQUIRE_{name.upper()}") == "1":
             names.add(name)

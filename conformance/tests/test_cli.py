@@ -16,10 +16,22 @@ def test_golden_report_passes_and_lists_every_case(capsys):
 
 
 def test_golden_requires_named_implementations(capsys):
-    code = main(["golden", "--implementations", "reference", "nonexistent", "--require", "nonexistent",
-                 "--random", "0"])
+    from retrieval_conformance.reference.contract import registry
+
+    class Missing(registry.Implementation):
+        name = "missing-here"
+
+        def unavailable_reason(self):
+            return "its library is not installed"
+
+    registry.register("missing-here", Missing)
+    try:
+        code = main(["golden", "--implementations", "reference", "missing-here", "--require", "missing-here",
+                     "--random", "0"])
+    finally:
+        registry.unregister("missing-here")
     assert code == 1
-    assert "required" in capsys.readouterr().out
+    assert "--require: implementation 'missing-here' is required but unavailable" in capsys.readouterr().err
 
 
 def test_evaluate_from_npz_json_and_text(tmp_path, capsys):

@@ -120,7 +120,11 @@ def run_command(main: Callable[[Optional[List[str]]], int], argv: Optional[Seque
         return EXIT_FAILED
     sys.stdout = _GuardedStream(real)  # type: ignore[assignment]
     try:
-        status = main(None if argv is None else list(argv))
+        try:
+            status = main(None if argv is None else list(argv))
+        except SystemExit:  # argparse's --help, --version and usage errors: their output counts too
+            sys.stdout.flush()
+            raise
         sys.stdout.flush()
         return int(status or 0)
     except OutputLost as lost:
