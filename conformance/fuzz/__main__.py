@@ -11,6 +11,7 @@ import json
 import os
 import signal
 import sys
+import time
 import traceback
 from typing import List, Optional
 
@@ -64,6 +65,31 @@ def show_case(seed: int, index: int, implementations: Optional[List[str]]) -> in
     return 0 if outcome.clean else 1
 
 
+def cli_campaign(cases: int, seed: int, seconds: float, quiet: bool) -> int:
+    """``--cli N``: N argument vectors; 0 when each ended as the commands document, else 1."""
+    from .cli_vectors import run_cli_campaign
+
+    if cases < 1:
+        print(f"error: --cli: expected a positive number of vectors, got {cases}", file=sys.stderr)
+        return 2
+
+    def progress(done: int, total: int) -> None:
+        if not quiet:
+            sys.stderr.write(f"\rvectors {done}/{total}   ")
+            sys.stderr.flush()
+
+    start = time.monotonic()
+    findings = run_cli_campaign(cases, seed, seconds, progress)
+    if not quiet:
+        sys.stderr.write("\n")
+    print(f"command-line vectors, seed {seed}: {cases} in {time.monotonic() - start:.0f} s, "
+          f"{len(findings)} finding(s)")
+    for finding in findings[:50]:
+        print(f"  retrieval-conformance {' '.join(map(repr, finding.argv))}: status {finding.status}: "
+              f"{finding.detail}")
+    return 1 if findings else 0
+
+
 def main(argv: Optional[List[str]] = None) -> int:
     # a terminated campaign still stops its worker processes (SystemExit runs the cleanup)
     signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(143))
@@ -82,9 +108,13 @@ def main(argv: Optional[List[str]] = None) -> int:
     parser.add_argument("--case", type=int, help="show one case and what every implementation does with it")
     parser.add_argument("--json", help="write the report to this file")
     parser.add_argument("--quiet", action="store_true", help="no progress line")
+    parser.add_argument("--cli", type=int, metavar="N",
+                        help="instead: N argument vectors of the command line (cli_vectors.py)")
     args = parser.parse_args(argv)
     if args.case is not None:
         return show_case(args.seed, args.case, args.implementations)
+    if args.cli is not None:
+        return cli_campaign(args.cli, args.seed, args.timeout or 120.0, args.quiet)
     profile = PROFILES[args.profile]
     cases = args.cases if args.cases is not None else profile.cases
     if cases < 1:

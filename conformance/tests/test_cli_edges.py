@@ -1,0 +1,271 @@
+"""Every edge of the command line ends in an exit status and at most a line, never a traceback.
+
+The table of exit statuses is in ``reference/contract/command_line.py``: 1 when standard output
+is closed or full, 141 when its reader went away, 130 on Ctrl-C, 2 (last line ``error: ...``)
+for an unusable argument.
+"""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pytest
+from retrieval_conformance.cli import main
+from retrieval_conformance.reference.contract.command_line import (
+    EXIT_BROKEN_PIPE,
+    EXIT_FAILED,
+    EXIT_INTERRUPTED,
+    run_command,
+)
+
+COMMAND = [sys.executable, "-m", "retrieval_conformance.cli"]
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory):
+    """Two small runs for evaluate and compare."""
+    folder = tmp_path_factory.mktemp("runs")
+    rng = np.random.default_rng(0)
+    paths = []
+    for name in ("a", "b"):
+        path = folder / f"{name}.npz"
+        np.savez(path, distances=rng.random((6, 9)), query_labels=np.arange(6) % 3, db_labels=np.arange(9) % 3)
+        paths.append(str(path))
+    return paths
+
+
+def every_subcommand(runs):
+    """One argument vector per subcommand (and the top level) that writes to standard output."""
+    return {
+        "top-help": ["--help"],
+        "version": ["--version"],
+        "golden": ["golden", "--implementations", "reference", "--random", "0"],
+        "evaluate": ["evaluate", "--npz", runs[0], "--implementation", "numpy"],
+        "compare": ["compare", *runs, "--resamples", "100", "--implementation", "numpy"],
+        "check": ["check", "no_such_module_here:f"],  # a usage-error report, written to stdout
+        "identify": ["identify", "no_such_module_here:f"],
+        "bench": ["bench", "--help"],
+        "compute-ap": ["compute-ap"],  # the program's usage, on stdout
+        "presets": ["presets"],
+        "explain": ["explain"],
+    }
+
+
+def _run(argv, stdout, **kwargs):
+    return subprocess.run(COMMAND + argv, stdout=stdout, stderr=subprocess.PIPE, timeout=300, **kwargs)
+
+
+def _closed_pipe():
+    """The write end of a pipe whose reader has gone (as after ``| head -1``)."""
+    read_end, write_end = os.pipe()
+    os.close(read_end)
+    return write_end
+
+
+@pytest.mark.parametrize("where", ["closed", "broken-pipe", "full"])
+def test_every_subcommand_with_lost_output(runs, where):
+    failures = []
+    for name, argv in every_subcommand(runs).items():
+        if where == "closed":
+            proc = _run(argv, None, pass_fds=(), close_fds=True, preexec_fn=lambda: os.close(1))
+        elif where == "broken-pipe":
+            fd = _closed_pipe()
+            try:
+                proc = _run(argv, fd)
+            finally:
+                os.close(fd)
+        else:
+            if not os.path.exists("/dev/full"):
+                pytest.skip("no /dev/full here")
+            with open("/dev/full", "w") as full:
+                proc = _run(argv, full)
+        err = proc.stderr.decode("utf-8", "replace")
+        want = EXIT_BROKEN_PIPE if where == "broken-pipe" else EXIT_FAILED
+        lines = err.strip().splitlines()
+        if "Traceback" in err or "Exception ignored" in err or proc.returncode != want:
+            failures.append(f"{name}: status {proc.returncode}, stderr {err[-400:]!r}")
+        elif where == "broken-pipe" and err.strip():
+            failures.append(f"{name}: a closed pipe is silent, got {err!r}")
+        elif where != "broken-pipe" and not lines[-1].startswith("error: "):
+            failures.append(f"{name}: expected one 'error:' line, got {err!r}")
+    assert not failures, "\n".join(failures)
+
+
+@pytest.mark.parametrize("module", [
+    "retrieval_conformance.conformance.harness.cli",
+    "retrieval_conformance.conformance.bench.cli",
+    "retrieval_conformance.comparison",
+    "retrieval_conformance.reference.spec_cli",
+    "retrieval_conformance.reference.landmark_cli",
+])
+def test_python_m_mains_share_the_wrapper(module):
+    fd = _closed_pipe()
+    try:
+        proc = subprocess.run([sys.executable, "-m", module, "--help"], stdout=fd, stderr=subprocess.PIPE,
+                              timeout=120)
+    finally:
+        os.close(fd)
+    # (runpy may warn that the harness package imported its cli first: not about the output)
+    assert proc.returncode == EXIT_BROKEN_PIPE and b"Traceback" not in proc.stderr, proc.stderr[-400:]
+    assert b"Exception ignored" not in proc.stderr
+
+
+def test_ctrl_c_exits_130_with_one_line():
+    proc = subprocess.Popen(COMMAND + ["golden", "--implementations", "numpy", "--random", "1000000"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    try:
+        proc.stdout.readline()  # running: past the imports, into the golden cases
+        time.sleep(0.5)
+        proc.send_signal(signal.SIGINT)
+        start = time.monotonic()
+        _, err = proc.communicate(timeout=60)
+    finally:
+        proc.kill()
+    assert proc.returncode == EXIT_INTERRUPTED
+    assert time.monotonic() - start < 30
+    text = err.decode()
+    assert "Traceback" not in text and text.strip().splitlines()[-1].startswith("interrupted")
+
+
+def test_run_command_keeps_the_status_and_restores_stdout(capsys):
+    before = sys.stdout
+    assert run_command(lambda argv: print("x") or 1, []) == 1
+    assert sys.stdout is before and capsys.readouterr().out == "x\n"
+
+    def interrupted(argv):
+        raise KeyboardInterrupt
+
+    assert run_command(interrupted, []) == EXIT_INTERRUPTED
+    assert capsys.readouterr().err.startswith("interrupted")
+
+
+# usage errors: (argv, what the error line must name); runs is substituted for "RUN"
+USAGE_ERRORS = [
+    (["golden", "--implementations", "nmupy"], "--implementations: unknown implementation 'nmupy'"),
+    (["golden", "--require", "cee"], "--require: unknown implementation 'cee'"),
+    (["golden", "--implementations", "numpy", "--require", "c"], "--require: 'c' is required but not among"),
+    (["golden", "--seed", "-1"], "argument --seed: expected a whole number >= 0, got '-1'"),
+    (["golden", "--random", "-1"], "argument --random: expected a whole number >= 0, got '-1'"),
+    (["check", "m:f", "--timeout", "0"], "argument --timeout: expected a number of seconds > 0"),
+    (["check", "m:f", "--timeout", "-1"], "argument --timeout: expected a number of seconds > 0"),
+    (["check", "m:f", "--timeout", "nan"], "argument --timeout: expected a number of seconds > 0"),
+    (["check", "m:f", "--warmup-timeout", "inf"], "argument --warmup-timeout: expected a number of seconds"),
+    (["check", "m:f", "--max-examples", "0"], "argument --max-examples: expected a whole number >= 1"),
+    (["check", "m:f", "--max-examples", "-5"], "argument --max-examples: expected a whole number >= 1"),
+    (["check", "m:f", "--junit-xml", "/no/such/folder/out.xml"], "--junit-xml /no/such/folder/out.xml: cannot"),
+    (["check", "m:f", "--identify", "--max-examples", "5"], "--max-examples: applies to check, not to"),
+    (["identify", "m:f", "--max-examples", "5"], "unrecognized arguments: --max-examples 5"),
+    (["compare", "RUN", "RUN", "--names", "a", "b", "--implementation", "dask"], "'dask' is unavailable"),
+    (["compare", "RUN", "RUN", "--names", "a", "b", "--implementation", "nmupy"], "unknown implementation 'nmupy'"),
+    (["evaluate", "--npz", "RUN", "--implementation", "nmupy"], "unknown implementation 'nmupy'"),
+    (["bench", "gate", "--depth", "0"], "argument --depth: expected a whole number >= 1"),
+    (["bench", "gate", "--floor", "nan"], "argument --floor: expected a finite number >= 0"),
+    (["explain", "no-such-clause"], "error: explain:"),
+    (["nonsense"], "invalid choice: 'nonsense'"),
+]
+
+
+@pytest.mark.parametrize("argv, named", USAGE_ERRORS, ids=[" ".join(a) for a, _ in USAGE_ERRORS])
+def test_usage_errors_end_in_one_error_line(runs, capsys, argv, named):
+    argv = [runs[0] if word == "RUN" else word for word in argv]
+    try:
+        status = main(argv)
+    except SystemExit as exc:  # argparse's own exit, as the console script sees it
+        status = exc.code
+    err = capsys.readouterr().err
+    assert status == 2, err
+    last = err.strip().splitlines()[-1]
+    assert last.startswith("error: ") and named in last, last
+
+
+def test_unknown_implementation_lists_the_registered_ones():
+    import retrieval_conformance as rc
+
+    with pytest.raises(ValueError, match=r"implementation: unknown implementation 'nmupy'; the registered ones "
+                                         r"are reference, numpy, torch, c, dask"):
+        rc.evaluate(distances=np.zeros((1, 2)), relevance=np.ones((1, 2)), implementation="nmupy")
+
+
+def test_require_with_a_typo_fails_the_pytest_session(tmp_path):
+    (tmp_path / "test_one.py").write_text("def test_nothing():\n    pass\n")
+    env = dict(os.environ, RC_REQUIRE="numpy,cee")
+    proc = subprocess.run([sys.executable, "-m", "pytest", "-q", str(tmp_path)], capture_output=True, text=True,
+                          env=env, timeout=120, cwd=tmp_path)
+    assert proc.returncode == 4, proc.stdout + proc.stderr  # pytest's usage error
+    assert "RC_REQUIRE: unknown implementation 'cee'" in proc.stderr
+
+
+def test_unwritable_junit_after_the_run_keeps_the_verdict(tmp_path, capsys, monkeypatch):
+    from retrieval_conformance.conformance.harness.report import Report
+
+    def fail(self, path):
+        raise PermissionError(13, "Permission denied")
+
+    monkeypatch.setattr(Report, "write_junit", fail)
+    status = main(["check", "no_such_module_here:f", "--junit-xml", str(tmp_path / "out.xml")])
+    err = capsys.readouterr().err
+    assert status == 2 and "the verdict above stands" in err.strip().splitlines()[-1]
+
+
+def test_torch_device_from_the_environment_that_is_missing(monkeypatch, runs, capsys):
+    pytest.importorskip("torch")
+    import torch
+
+    if torch.cuda.is_available() and torch.cuda.device_count() > 7:
+        pytest.skip("this machine has a cuda:7")
+    monkeypatch.setenv("RC_TORCH_DEVICE", "cuda:7")
+    assert main(["evaluate", "--npz", runs[0], "--implementation", "torch"]) == 2
+    assert "RC_TORCH_DEVICE: 'cuda:7'" in capsys.readouterr().err
+    monkeypatch.setenv("RC_TORCH_DEVICE", "cpu")
+    assert main(["evaluate", "--npz", runs[0], "--implementation", "torch", "--quiet"]) == 0
+
+
+def test_version_identify_help_and_spec_version(runs, capsys):
+    from retrieval_conformance import __version__
+    from retrieval_conformance.reference.contract.spec import SPEC_VERSION
+
+    with pytest.raises(SystemExit) as exit_info:
+        main(["--version"])
+    assert exit_info.value.code == 0 and __version__ in capsys.readouterr().out
+    assert main(["identify", "--help"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("usage: retrieval-conformance identify") and "[--identify]" not in out
+    assert "--max-examples" not in out and "--timeout" in out
+    assert main(["evaluate", "--npz", runs[0], "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["spec_version"] == SPEC_VERSION
+    assert main(["compare", *runs, "--names", "a", "b", "--resamples", "100", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["spec_version"] == SPEC_VERSION
+
+
+def test_result_repr_is_short_with_the_arrays_one_attribute_away():
+    import retrieval_conformance as rc
+
+    rng = np.random.default_rng(1)
+    res = rc.evaluate(distances=rng.random((500, 40)), query_labels=rng.integers(0, 5, 500),
+                      db_labels=rng.integers(0, 5, 40), protocol="hashing", implementation="numpy")
+    text = repr(res)
+    assert len(text) < 400 and "queries=500" in text and f"map={res.map!r}" in text
+    assert res.ap.shape == (500,)
+
+
+def test_install_hints_say_what_works_from_a_checkout():
+    from retrieval_conformance.reference.contract.install_hints import install_hint
+
+    assert install_hint("plot") == ("pip install 'retrieval-conformance[plot]' (from a checkout of the source: "
+                                    "pip install '.[plot]')")
+
+
+def test_check_reads_a_fraction_as_a_number():
+    from fractions import Fraction
+
+    from retrieval_conformance.conformance.harness.outcome import Opaque, to_plain
+
+    assert to_plain(Fraction(1, 3)) == Fraction(1, 3)
+    assert to_plain(np.float32(0.5)) == 0.5
+    assert isinstance(to_plain(object()), Opaque)
