@@ -269,3 +269,36 @@ def test_check_reads_a_fraction_as_a_number():
     assert to_plain(Fraction(1, 3)) == Fraction(1, 3)
     assert to_plain(np.float32(0.5)) == 0.5
     assert isinstance(to_plain(object()), Opaque)
+
+
+def test_cli_vectors_find_nothing_in_a_short_campaign():
+    from retrieval_conformance.conformance.fuzz.cli_vectors import run_cli_campaign
+
+    findings = run_cli_campaign(25, seed=0)
+    assert not findings, "\n".join(f"{f.argv}: {f.status}: {f.detail}" for f in findings)
+
+
+@pytest.mark.parametrize("behaviour, detail", [
+    ("raise", "ZeroDivisionError"),
+    ("status-7", "undocumented exit status"),
+    ("bare-2", "without a last line 'error: ...'"),
+    ("traceback", "a traceback on stderr"),
+])
+def test_cli_vectors_report_what_they_look_for(monkeypatch, behaviour, detail):
+    from retrieval_conformance import cli
+    from retrieval_conformance.conformance.fuzz.cli_vectors import run_argv
+
+    def broken(argv):
+        if behaviour == "raise":
+            return 1 // 0
+        if behaviour == "status-7":
+            return 7
+        if behaviour == "traceback":
+            sys.stderr.write("Traceback (most recent call last):\n  ...\n")
+            return 1
+        sys.stderr.write("something went wrong\n")
+        return 2
+
+    monkeypatch.setattr(cli, "main", broken)
+    finding = run_argv(["presets"])
+    assert finding is not None and detail in finding.detail
