@@ -110,6 +110,9 @@ def run_check_args(ns: argparse.Namespace, out=None) -> int:
     if ns.verbose and IMPORT_OUTPUT.get(ns.target):
         report.notes.append("importing the target printed or warned: " + IMPORT_OUTPUT[ns.target].strip()[-600:])
     out.write(report.text(verbose=ns.verbose))
+    if report.exit_code == 2:  # the report says why on stdout; scripts read the last line of stderr
+        why = report.usage_error if report.usage_error is not None else "nothing could be compared (see the report)"
+        print(f"error: {' '.join(str(why).split())[:500]}", file=sys.stderr)
     if ns.junit_xml:
         try:
             report.write_junit(ns.junit_xml)

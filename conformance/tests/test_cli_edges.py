@@ -159,6 +159,8 @@ USAGE_ERRORS = [
     (["check", "m:f", "--max-examples", "0"], "argument --max-examples: expected a whole number >= 1"),
     (["check", "m:f", "--max-examples", "-5"], "argument --max-examples: expected a whole number >= 1"),
     (["check", "m:f", "--junit-xml", "/no/such/folder/out.xml"], "--junit-xml /no/such/folder/out.xml: cannot"),
+    (["check", "no_such_module_here:f"], "no_such_module_here"),
+    (["identify", "no_such_module_here:f"], "no_such_module_here"),
     (["check", "m:f", "--identify", "--max-examples", "5"], "--max-examples: applies to check, not to"),
     (["identify", "m:f", "--max-examples", "5"], "unrecognized arguments: --max-examples 5"),
     (["compare", "RUN", "RUN", "--names", "a", "b", "--implementation", "dask"], "'dask' is unavailable"),
