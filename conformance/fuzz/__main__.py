@@ -153,4 +153,6 @@ def main(argv: Optional[List[str]] = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    from retrieval_conformance.reference.contract.command_line import exit_with
+
+    exit_with(main)

@@ -304,3 +304,16 @@ def test_cli_vectors_report_what_they_look_for(monkeypatch, behaviour, detail):
     monkeypatch.setattr(cli, "main", broken)
     finding = run_argv(["presets"])
     assert finding is not None and detail in finding.detail
+
+
+def test_check_passes_a_function_returning_exact_fractions(tmp_path, capsys):
+    """The reference's exact mAP, returned as a Fraction from a worker process, conforms."""
+    (tmp_path / "exact_map.py").write_text(
+        "import retrieval_conformance as rc\n"
+        "def calc_map(qB, rB, query_labels, db_labels):\n"
+        "    res = rc.evaluate(query_codes=qB, db_codes=rB, query_labels=query_labels, db_labels=db_labels,\n"
+        "                      protocol='hashing', implementation='reference')\n"
+        "    return res.exact.map\n")
+    status = main(["check", f"{tmp_path / 'exact_map.py'}:calc_map", "--only", "golden/*", "--isolation", "process"])
+    out = capsys.readouterr().out
+    assert status == 0, out[-1500:]
