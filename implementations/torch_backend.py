@@ -28,7 +28,7 @@ from retrieval_conformance.reference.contract.problem import Options, PerQuery, 
 from retrieval_conformance.reference.contract.registry import Implementation, ImplementationUnavailable, PreparedGallery
 
 TORCH_VERSION = "2.13.0"
-_MISSING = f"torch is not installed; {install_hint('torch')}, torch=={TORCH_VERSION}"
+_MISSING = f"torch is not installed (torch=={TORCH_VERSION} is the version tested); {install_hint('torch')}"
 
 
 def _torch():

@@ -155,7 +155,8 @@ def test_torch_unavailable_reason(monkeypatch):
     """Without torch the implementation says why and how to install it."""
     monkeypatch.setitem(sys.modules, "torch", None)  # import torch -> ImportError
     assert TorchImplementation().unavailable_reason() == (
-        "torch is not installed; pip install 'retrieval-conformance[torch]' (torch==2.13.0)"
+        "torch is not installed (torch==2.13.0 is the version tested); pip install 'retrieval-conformance[torch]' "
+        "(from a checkout of the source: pip install '.[torch]')"
     )
     monkeypatch.undo()
     if TorchImplementation().unavailable_reason() is None:
