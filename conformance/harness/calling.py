@@ -8,6 +8,7 @@ report are told from the harness's by this module's file (:func:`trim_fault_repo
 from __future__ import annotations
 
 import os
+import signal
 import sys
 import time
 import traceback
@@ -117,6 +118,9 @@ def _single_threaded_after_fork() -> None:  # pragma: no cover - runs in the chi
 
 
 def worker_main(conn, func: Callable, arrays: str, files: Tuple[Any, Any]) -> None:  # pragma: no cover - child
+    # Ctrl-C reaches the whole process group: the parent answers it (exit 130, one line) and
+    # stops this daemon worker; a traceback from here would only bury that line
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     _single_threaded_after_fork()
     try:  # a segfault's Python traceback goes to fd 2, i.e. into the capture file during a call
         import faulthandler

@@ -133,6 +133,36 @@ def test_ctrl_c_exits_130_with_one_line():
     assert "Traceback" not in text and text.strip().splitlines()[-1].startswith("interrupted")
 
 
+def test_ctrl_c_while_check_runs_the_function_in_a_worker(tmp_path):
+    """The worker processes get the Ctrl-C too (one process group): only the parent's line shows."""
+    started = tmp_path / "started"
+    (tmp_path / "slow_map.py").write_text(
+        "import pathlib, time\n"
+        "def calc_map(qB, rB, query_labels, db_labels):\n"
+        f"    pathlib.Path({str(started)!r}).touch()\n"
+        "    time.sleep(0.5)\n"
+        "    return 0.5\n")
+
+    def as_a_terminal():
+        os.setpgrp()
+        signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+    proc = subprocess.Popen(COMMAND + ["check", f"{tmp_path / 'slow_map.py'}:calc_map", "--isolation", "process"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, preexec_fn=as_a_terminal)
+    try:
+        deadline = time.monotonic() + 120
+        while not started.exists() and time.monotonic() < deadline and proc.poll() is None:
+            time.sleep(0.1)
+        time.sleep(0.2)
+        os.killpg(proc.pid, signal.SIGINT)  # what a terminal's Ctrl-C does
+        _, err = proc.communicate(timeout=60)
+    finally:
+        proc.kill()
+    text = err.decode()
+    assert proc.returncode == EXIT_INTERRUPTED, text[-1000:]
+    assert "Traceback" not in text and text.strip().splitlines() == ["interrupted (Ctrl-C); nothing more was done"]
+
+
 def test_run_command_keeps_the_status_and_restores_stdout(capsys):
     before = sys.stdout
     assert run_command(lambda argv: print("x") or 1, []) == 1
