@@ -28,7 +28,7 @@ from retrieval_conformance.conformance.bench.runs import load_run, machine_id, s
 
 
 def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="retrieval-conformance bench",
+    p = argparse.ArgumentParser(allow_abbrev=False, prog="retrieval-conformance bench",
                                 description="Speed benchmarks at dataset scale, their summary and history.")
     sub = p.add_subparsers(dest="command", required=True)
     run = sub.add_parser("run", help="run the benchmarks (pytest-benchmark) with the regression gate")
@@ -70,6 +70,8 @@ def _parser() -> argparse.ArgumentParser:
     plot = sub.add_parser("plot", help="plot the history of the saved runs (needs matplotlib: the 'plot' extra)")
     plot.add_argument("--storage", default=".benchmarks")
     plot.add_argument("--out", default="bench-history.png")
+    for subparser in sub.choices.values():  # a flag is taken by its own name, never by a prefix of it
+        subparser.allow_abbrev = False
     return p
 
 
