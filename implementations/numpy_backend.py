@@ -17,9 +17,9 @@ import sys
 from typing import Callable, Optional
 
 import numpy as np
-from retrieval_conformance.implementations.vector.relevance_blocks import junk_block, relevance_block
 from retrieval_conformance.implementations.vector.blocks import compute_in_blocks
 from retrieval_conformance.implementations.vector.double_double import fast_two_sum
+from retrieval_conformance.implementations.vector.relevance_blocks import junk_block, relevance_block
 from retrieval_conformance.reference.contract.cutoffs import within_gallery
 from retrieval_conformance.reference.contract.problem import Options, PerQuery, Problem
 from retrieval_conformance.reference.contract.registry import Implementation, PreparedGallery
