@@ -251,7 +251,7 @@ DELEGATED = {
                  "name the conventions (and known bugs) your metric function follows: check --identify"),
     "bench": ("retrieval_conformance.conformance.bench.cli", "bench_main",
               "speed benchmarks at dataset scale with peers, a ratio regression gate (run, gate, report, plot)"),
-    "compute-ap": ("retrieval_conformance.reference.landmark_cli", "compute_ap_main",
+    "compute-ap": ("retrieval_conformance.reference.landmark.cli", "compute_ap_main",
                    "the VGG compute_ap program for Oxford/Paris ranked lists"),
 }
 
