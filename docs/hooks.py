@@ -39,8 +39,8 @@ def generated_tables() -> str:
     from retrieval_conformance.reference.landmark import LANDMARK_PROTOCOLS
 
     options = _table(
-        ["option", "value", "clause", "meaning", "used by"],
-        [(f"`{c.option}`", f"`{c.value}`", f"`{c.clause}`", c.meaning, c.used_by) for c in CONVENTIONS],
+        ["option=value (clause)", "meaning", "used by"],
+        [(f"`{c.option}={c.value}` ({c.clause.split()[0]})", c.meaning, c.used_by) for c in CONVENTIONS],
     )
     presets = _table(
         ["preset", "ties", "ap_rule", "ap_at_k", "empty", "junk", "k", "gain", "discount", "recall", "matches"],
