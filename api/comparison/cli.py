@@ -18,15 +18,15 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 from retrieval_conformance.array_files import ArrayBudget, read_array_file
-from retrieval_conformance.compare_arguments import (
+from retrieval_conformance.comparison.arguments import (
     canonical_metric,
     check_level,
     check_resamples,
     result_metric_labels,
 )
-from retrieval_conformance.compare_runs import compare
-from retrieval_conformance.compare_stats import CORRECTIONS
-from retrieval_conformance.compare_tables import format_p, json_ready
+from retrieval_conformance.comparison.runs import compare
+from retrieval_conformance.comparison.stats import CORRECTIONS
+from retrieval_conformance.comparison.tables import format_p, json_ready
 from retrieval_conformance.reference.contract.evaluate import evaluate
 
 __all__ = ["compare_main"]

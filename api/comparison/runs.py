@@ -1,9 +1,9 @@
 """``compare(runs)``: every run against the baseline, metric by metric, query by query.
 
 :func:`compare` checks its arguments, pairs each run with the baseline on the queries
-both count, runs the tests of :mod:`retrieval_conformance.compare_stats` on each pair,
+both count, runs the tests of :mod:`retrieval_conformance.comparison.stats` on each pair,
 applies the multiple-comparison correction and returns a
-:class:`~retrieval_conformance.compare_tables.Comparison`.
+:class:`~retrieval_conformance.comparison.tables.Comparison`.
 """
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from dataclasses import replace
 from typing import Any, Dict, List, Mapping, Optional, Sequence
 
 import numpy as np
-from retrieval_conformance.compare_arguments import (
+from retrieval_conformance.comparison.arguments import (
     check_choice,
     check_level,
     check_names,
@@ -19,7 +19,7 @@ from retrieval_conformance.compare_arguments import (
     check_seed,
     per_query_values,
 )
-from retrieval_conformance.compare_stats import (
+from retrieval_conformance.comparison.stats import (
     CORRECTIONS,
     TESTS,
     bootstrap_interval,
@@ -27,7 +27,7 @@ from retrieval_conformance.compare_stats import (
     paired_t_p,
     permutation_p,
 )
-from retrieval_conformance.compare_tables import Comparison, ComparisonRow
+from retrieval_conformance.comparison.tables import Comparison, ComparisonRow
 from retrieval_conformance.reference.contract.aggregation import float_mean
 
 __all__ = ["compare"]

@@ -11,7 +11,7 @@ from dataclasses import asdict, dataclass
 from typing import Any, Dict, List, Optional, Set, Tuple
 
 import numpy as np
-from retrieval_conformance.compare_arguments import (
+from retrieval_conformance.comparison.arguments import (
     canonical_metric,
     check_choice,
     check_digits,
@@ -19,7 +19,7 @@ from retrieval_conformance.compare_arguments import (
     check_names,
     check_non_negative,
 )
-from retrieval_conformance.compare_stats import TEST_LABELS, TESTS
+from retrieval_conformance.comparison.stats import TEST_LABELS, TESTS
 
 __all__ = ["Comparison", "ComparisonRow", "format_p", "json_ready"]
 

@@ -19,24 +19,24 @@ Command line (``retrieval-conformance compare``)::
 This module is the place to import from; the work is done in modules that import each
 other only downward, in this order:
 
-* :mod:`~retrieval_conformance.compare_stats`: the paired tests, :func:`holm`, and the
+* :mod:`~retrieval_conformance.comparison.stats`: the paired tests, :func:`holm`, and the
   names of the tests and corrections;
-* :mod:`~retrieval_conformance.compare_arguments`: the checks of the arguments, the
+* :mod:`~retrieval_conformance.comparison.arguments`: the checks of the arguments, the
   metric names, every run's per-query values;
-* :mod:`~retrieval_conformance.compare_tables`: :class:`ComparisonRow`,
+* :mod:`~retrieval_conformance.comparison.tables`: :class:`ComparisonRow`,
   :class:`Comparison` and their text, markdown, LaTeX and JSON output;
-* :mod:`~retrieval_conformance.compare_runs`: :func:`compare`;
-* :mod:`~retrieval_conformance.compare_cli`: :func:`compare_main`, the command line.
+* :mod:`~retrieval_conformance.comparison.runs`: :func:`compare`;
+* :mod:`~retrieval_conformance.comparison.cli`: :func:`compare_main`, the command line.
 """
 from __future__ import annotations
 
 import sys
 
-from retrieval_conformance.compare_arguments import METRICS
-from retrieval_conformance.compare_cli import compare_main
-from retrieval_conformance.compare_runs import compare
-from retrieval_conformance.compare_stats import CORRECTIONS, TESTS, holm
-from retrieval_conformance.compare_tables import Comparison, ComparisonRow
+from retrieval_conformance.comparison.arguments import METRICS
+from retrieval_conformance.comparison.cli import compare_main
+from retrieval_conformance.comparison.runs import compare
+from retrieval_conformance.comparison.stats import CORRECTIONS, TESTS, holm
+from retrieval_conformance.comparison.tables import Comparison, ComparisonRow
 
 __all__ = ["Comparison", "ComparisonRow", "compare", "compare_main", "holm", "CORRECTIONS", "METRICS", "TESTS"]
 
