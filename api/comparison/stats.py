@@ -1,11 +1,12 @@
-"""The paired tests behind :func:`retrieval_conformance.compare`, and the Holm correction.
+"""The statistics behind :func:`retrieval_conformance.compare`: tests, intervals, corrections, effect size.
 
-Each test takes one metric's values on the n >= 2 queries counted in both runs, ``run``
-(:math:`b_i`) and ``base`` (:math:`a_i`), and looks at the mean of the per-query
-differences :math:`d_i = b_i - a_i` with scipy: the paired permutation test, the paired
-t-test and the bootstrap interval.  The t-test and the interval also return a note when
-they meet a degenerate case, saying what was done.  scipy is imported on first use, not
-with the package.
+Each paired test takes one metric's values on the n >= 2 queries counted in both runs,
+``run`` (:math:`b_i`) and ``base`` (:math:`a_i`), and looks at the mean of the per-query
+differences :math:`d_i = b_i - a_i`: the paired t-test and the bootstrap interval (scipy),
+the paired permutation test (:mod:`~retrieval_conformance.comparison.resampling`) and the
+effect size :func:`cohens_dz`.  One run alone gets an interval of its mean
+(:func:`mean_intervals`).  Each also returns a note when it meets a degenerate case, saying
+what was done.  scipy is imported on first use, not with the package.
 
 This module also holds the vocabulary of tests and corrections (:data:`TESTS`,
 :data:`TEST_LABELS`, :data:`CORRECTIONS`) that the rest of ``compare`` uses.
@@ -16,9 +17,10 @@ import warnings
 from typing import Dict, NamedTuple, Optional, Sequence, Tuple
 
 import numpy as np
+from retrieval_conformance.comparison.resampling import permutation_p
 
-__all__ = ["CORRECTIONS", "TESTS", "TEST_LABELS", "PairedTestLabel", "bootstrap_interval", "holm",
-           "paired_t_p", "permutation_p"]
+__all__ = ["CORRECTIONS", "TESTS", "TEST_LABELS", "MeanInterval", "PairedTestLabel", "adjust", "benjamini_hochberg",
+           "bootstrap_interval", "cohens_dz", "holm", "mean_intervals", "paired_t_p", "permutation_p"]
 
 
 class PairedTestLabel(NamedTuple):
@@ -43,8 +45,9 @@ TEST_LABELS: Dict[str, PairedTestLabel] = {
 }
 #: the tests ``compare`` can run, by name
 TESTS = tuple(TEST_LABELS)
-#: the multiple-comparison corrections ``compare`` can apply (None: no correction)
-CORRECTIONS = (None, "holm")
+#: the multiple-comparison corrections ``compare`` can apply (None: no correction):
+#: Holm--Bonferroni (family-wise error rate) and Benjamini--Hochberg (false discovery rate)
+CORRECTIONS = (None, "holm", "bh")
 #: values held at once by one batch of resamples (bounds the memory of the scipy calls)
 _BATCH_VALUES = 2**20
 
@@ -70,6 +73,50 @@ def holm(pvalues: Sequence[float]) -> np.ndarray:
     return out
 
 
+def benjamini_hochberg(pvalues: Sequence[float]) -> np.ndarray:
+    r"""Benjamini--Hochberg adjusted p-values (NaN stays NaN and is not counted in m).
+
+    With the m p-values sorted, :math:`p_{(1)} \le \dots \le p_{(m)}`,
+
+    .. math:: \tilde p_{(i)} = \min_{j \ge i} \min\bigl(1, \tfrac{m}{j}\, p_{(j)}\bigr)
+
+    and rejecting where :math:`\tilde p < \alpha` keeps the expected share of false
+    discoveries among the rejections at alpha (for independent or positively dependent
+    tests).  Returned in the input order.
+    """
+    p = np.asarray(pvalues, dtype=np.float64)
+    out = np.full(p.shape, np.nan)
+    idx = np.flatnonzero(~np.isnan(p))
+    order = idx[np.argsort(p[idx], kind="stable")]
+    m = order.size
+    running = 1.0
+    for i in range(m - 1, -1, -1):
+        running = min(running, min(1.0, m / (i + 1) * p[order[i]]))
+        out[order[i]] = running
+    return out
+
+
+def adjust(pvalues: Sequence[float], correction: Optional[str]) -> np.ndarray:
+    """The p-values after ``correction`` (one of :data:`CORRECTIONS`; None: unchanged)."""
+    if correction is None:
+        return np.asarray(pvalues, dtype=np.float64)
+    return holm(pvalues) if correction == "holm" else benjamini_hochberg(pvalues)
+
+
+def cohens_dz(run: np.ndarray, base: np.ndarray) -> Tuple[float, Optional[str]]:
+    r"""Paired effect size: Cohen's :math:`d_z = \bar d / s_d`, and a note, or None.
+
+    :math:`s_d` is the sample standard deviation of the differences (n - 1 in the
+    denominator), the same as the paired t-test's, so :math:`t = d_z \sqrt n`.  Rough
+    reading (Cohen): 0.2 small, 0.5 medium, 0.8 large.  NaN with a note when every
+    difference is equal (no spread) or n < 2.
+    """
+    d = run - base
+    if d.shape[0] < 2 or np.ptp(d) == 0:
+        return float("nan"), "every difference is equal: effect size d_z undefined"
+    return float(np.mean(d) / np.std(d, ddof=1)), None
+
+
 def _mean_difference(x, y, axis=-1):
     """The statistic of every test here: the mean of the paired differences (vectorized)."""
     return np.mean(x - y, axis=axis)
@@ -78,26 +125,6 @@ def _mean_difference(x, y, axis=-1):
 def _batch(n: int) -> int:
     """Resamples per scipy batch for n pairs (at most ``_BATCH_VALUES`` values at once)."""
     return max(1, _BATCH_VALUES // max(n, 1))
-
-
-def permutation_p(run: np.ndarray, base: np.ndarray, n_resamples: int, seed: Optional[int]) -> Tuple[float, bool]:
-    """Two-sided paired permutation test of the mean difference (scipy, sign flips).
-
-    Returns
-    -------
-    p : float
-        The p-value of ``scipy.stats.permutation_test(..., permutation_type="samples")``
-        with a fresh ``numpy.random.default_rng(seed)``.
-    exact : bool
-        True when scipy enumerated all ``2**n`` sign flips (``2**n <= n_resamples``).
-    """
-    from scipy import stats
-
-    n = run.shape[0]
-    res = stats.permutation_test((run, base), _mean_difference, permutation_type="samples",
-                                 vectorized=True, n_resamples=n_resamples, alternative="two-sided",
-                                 batch=_batch(n), rng=np.random.default_rng(seed))
-    return float(res.pvalue), n <= 62 and 2**n <= n_resamples
 
 
 def paired_t_p(run: np.ndarray, base: np.ndarray) -> Tuple[float, Optional[str]]:
@@ -116,6 +143,52 @@ def paired_t_p(run: np.ndarray, base: np.ndarray) -> Tuple[float, Optional[str]]
     if np.ptp(run - base) == 0:
         return p, "every difference is equal (no variance): t-test p-value is 0"
     return p, None
+
+
+class MeanInterval(NamedTuple):
+    """One run's mean on one metric with its two confidence intervals (:func:`mean_intervals`)."""
+
+    n_queries: int
+    mean: float
+    t_low: float
+    t_high: float
+    bootstrap_low: float
+    bootstrap_high: float
+    bootstrap_method: str
+
+
+def mean_intervals(values: np.ndarray, confidence: float, n_resamples: int, seed: Optional[int]) -> MeanInterval:
+    r"""Confidence intervals of one run's mean over its queries (for "mean ± half-width" in a paper).
+
+    * t interval: :math:`\bar x \pm t_{(1+c)/2,\,n-1}\, s / \sqrt n` with s the sample
+      standard deviation (``scipy.stats.t``); the half-width is what a paper prints after ±;
+    * bootstrap interval: ``scipy.stats.bootstrap`` of the mean resampling queries, BCa, or
+      percentile when BCa is degenerate (every value equal).
+
+    NaN bounds when n < 2.
+    """
+    from scipy import stats
+
+    n = values.shape[0]
+    mean = float(np.mean(values)) if n else float("nan")
+    if n < 2:
+        return MeanInterval(n, mean, float("nan"), float("nan"), float("nan"), float("nan"), "none")
+    half = float(stats.t.ppf((1 + confidence) / 2, n - 1) * np.std(values, ddof=1) / np.sqrt(n))
+    low = high = float("nan")
+    method = "none"
+    for method in ("BCa", "percentile"):
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            ci = stats.bootstrap((values,), np.mean, vectorized=True, n_resamples=n_resamples,
+                                 confidence_level=confidence, method=method, batch=_batch(n),
+                                 rng=np.random.default_rng(seed)).confidence_interval
+        low, high = float(ci.low), float(ci.high)
+        degenerate = any(issubclass(w.category, stats.DegenerateDataWarning) for w in caught)
+        if np.isfinite([low, high]).all() and not (degenerate and method == "BCa"):
+            break
+    else:
+        low, high, method = float("nan"), float("nan"), "none"
+    return MeanInterval(n, mean, mean - half, mean + half, low, high, method)
 
 
 def bootstrap_interval(run: np.ndarray, base: np.ndarray, n_resamples: int, confidence: float,

@@ -1,25 +1,32 @@
 """What :func:`retrieval_conformance.compare` returns, and its tables.
 
-:class:`ComparisonRow` holds one run against the baseline on one metric; :class:`Comparison`
-holds every row with the settings of the call, decides regressions and writes the rows as
-plain text, markdown, a LaTeX (booktabs) table or a JSON-ready dict.
+:class:`ComparisonRow` holds one run against another (the baseline) on one metric;
+:class:`Comparison` holds every row, every run's mean with its intervals and the settings
+of the call, decides regressions and writes plain text, markdown, a LaTeX (booktabs) table
+(:mod:`~retrieval_conformance.comparison.formatting`) or a JSON-ready dict.
 """
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass
-from typing import Any, Dict, List, Optional, Set, Tuple
+from dataclasses import asdict, dataclass, field
+from typing import Any, Dict, List, Optional, Tuple
 
-import numpy as np
 from retrieval_conformance.comparison.arguments import (
-    canonical_metric,
     check_choice,
     check_digits,
     check_level,
     check_names,
     check_non_negative,
 )
-from retrieval_conformance.comparison.stats import TEST_LABELS, TESTS
+from retrieval_conformance.comparison.formatting import (
+    format_p,
+    json_ready,
+    latex_table,
+    md_escape,
+    percent_text,
+)
+from retrieval_conformance.comparison.metrics import canonical_metric
+from retrieval_conformance.comparison.stats import TEST_LABELS, TESTS, MeanInterval
 
 __all__ = ["Comparison", "ComparisonRow", "format_p", "json_ready"]
 
@@ -53,6 +60,8 @@ class ComparisonRow:
         ``correction`` is None).  Significance and regressions use these.
     permutation_exact : bool
         True when the permutation test enumerated all ``2**n`` sign flips.
+    effect_size : float
+        Paired Cohen's ``d_z = mean(d) / sd(d)`` of the differences (NaN when undefined).
     notes : tuple of str
         What was done about a degenerate case (all differences 0, BCa degenerate, ...).
     """
@@ -73,6 +82,7 @@ class ComparisonRow:
     p_permutation_adjusted: Optional[float]
     p_t_adjusted: Optional[float]
     permutation_exact: bool
+    effect_size: float = float("nan")
     notes: Tuple[str, ...] = ()
 
     def p_value(self, test: str = "permutation", adjusted: bool = True) -> Optional[float]:
@@ -101,12 +111,21 @@ class Comparison:
     metrics : dict
         Metric name -> display label, in the order asked.
     means : dict
-        Run -> metric -> the run's own mean over the queries *it* counts (what ``evaluate``
-        reports); the tables of runs (:meth:`to_latex`) show these.
+        Run -> metric -> the run's own mean over the paired queries *it* counts (what
+        ``evaluate`` reports when no query was dropped); the tables of runs show these.
     n_queries : int
-        Queries of every run (counted or not).
-    tests, n_resamples, confidence, seed, correction
+        Paired queries: those every run answers (counted or not).
+    tests, n_resamples, confidence, seed, correction, pairs
         The settings of the call.
+    intervals : dict
+        Run -> metric -> :class:`~.stats.MeanInterval`: the mean with its t and bootstrap
+        intervals.
+    dropped : dict
+        Run -> how many of its queries were left out because not every run answers them.
+    not_counted : dict
+        Run -> metric -> paired queries whose per-query value was NaN (not counted).
+    query_ids : list or None
+        The paired queries' ids (None: paired by position).
     """
 
     rows: List[ComparisonRow]
@@ -120,9 +139,14 @@ class Comparison:
     confidence: float
     seed: Optional[int]
     correction: Optional[str] = None
+    pairs: str = "baseline"
+    intervals: Dict[str, Dict[str, MeanInterval]] = field(default_factory=dict)
+    dropped: Dict[str, int] = field(default_factory=dict)
+    not_counted: Dict[str, Dict[str, int]] = field(default_factory=dict)
+    query_ids: Optional[List[Any]] = None
 
     @property
-    def _primary(self) -> str:
+    def primary_test(self) -> str:
         """The test behind the markers: the permutation test if run, else the t-test."""
         return "permutation" if "permutation" in self.tests or not self.tests else self.tests[0]
 
@@ -132,14 +156,15 @@ class Comparison:
     def __str__(self) -> str:
         return self.to_text()
 
-    def row(self, run: str, metric: str) -> ComparisonRow:
-        """The row of ``run`` against the baseline on ``metric``."""
+    def row(self, run: str, metric: str, baseline: Optional[str] = None) -> ComparisonRow:
+        """The row of ``run`` against ``baseline`` (default: the comparison's baseline) on ``metric``."""
         key = self._metric_key(metric)
+        against = self.baseline if baseline is None else baseline
         for r in self.rows:
-            if r.run == run and r.metric == key:
+            if r.metric == key and (r.run, r.baseline) in ((run, against), (against, run)):
                 return r
-        raise KeyError(f"no row for run {run!r} and metric {metric!r}; runs compared: "
-                       f"{[n for n in self.runs if n != self.baseline]}, metrics: {list(self.metrics)}")
+        raise KeyError(f"no row for run {run!r} against {against!r} and metric {metric!r}; pairs compared: "
+                       f"{sorted({(r.run, r.baseline) for r in self.rows})}, metrics: {list(self.metrics)}")
 
     # -- decisions --------------------------------------------------------------------
     def regressions(self, margin: float, alpha: float = 0.05,
@@ -173,24 +198,47 @@ class Comparison:
 
     # -- output -----------------------------------------------------------------------
     def to_dict(self) -> Dict[str, Any]:
-        """JSON-ready summary: the settings, every run's means and every row (NaN as None)."""
+        """JSON-ready summary: the settings, every run's means and intervals, every row (NaN as None)."""
         return json_ready({
             "baseline": self.baseline,
             "runs": list(self.runs),
             "metrics": dict(self.metrics),
             "queries": self.n_queries,
+            "query_ids": self.query_ids,
+            "dropped": self.dropped,
+            "not_counted": self.not_counted,
+            "pairs": self.pairs,
             "tests": list(self.tests),
             "n_resamples": self.n_resamples,
             "confidence": self.confidence,
             "seed": self.seed,
             "correction": self.correction,
             "means": self.means,
+            "intervals": {run: {m: one._asdict() for m, one in per.items()} for run, per in self.intervals.items()},
             "rows": [asdict(r) for r in self.rows],
         })
 
     def _header(self) -> List[str]:
-        lines = [f"Paired comparison with baseline {self.baseline!r}: {self.n_queries} queries; each row uses "
-                 "the queries counted in both runs (column n)."]
+        level = percent_text(self.confidence)
+        if self.query_ids is None:
+            pairing = f"{self.n_queries} queries, paired by position"
+        else:
+            pairing = f"{self.n_queries} queries, paired by query id"
+        lines = [f"Runs {', '.join(repr(r) for r in self.runs)}: {pairing}."]
+        dropped = {r: d for r, d in self.dropped.items() if d}
+        if dropped:
+            lines.append("Queries not answered by every run were dropped: " +
+                         ", ".join(f"{d} from {r!r}" for r, d in dropped.items()) + ".")
+        nan = [f"{n} {self.metrics[m]} in {r!r}" for r, per in self.not_counted.items() for m, n in per.items() if n]
+        if nan:
+            lines.append("NaN per-query values, not counted: " + ", ".join(nan) + ".")
+        lines.append(f"Each run: mean over the queries it counts, ± half-width of the {level} t interval, and the "
+                     f"{level} bootstrap interval (BCa, {self.n_resamples} resamples, seed {self.seed}).")
+        if not self.rows:
+            return lines
+        against = f"baseline {self.baseline!r}" if self.pairs == "baseline" else "every earlier run (column vs)"
+        lines.append(f"Each row: a run against {against} on the queries counted in both (column n); d_z: paired "
+                     "Cohen's d, mean difference / its standard deviation.")
         tests = []
         if "permutation" in self.tests:
             floor = format_p(min(1.0, 2 / (self.n_resamples + 1)))
@@ -200,35 +248,55 @@ class Comparison:
         if "t" in self.tests:
             tests.append(f"paired {TEST_LABELS['t'].name} (two-sided)")
         if tests:
-            holm_text = f", Holm-adjusted over {self._family_size()} tests" if self.correction == "holm" else ""
-            lines.append("p-values: " + "; ".join(tests) + holm_text + ".")
-        lines.append(f"CI: {_percent(self.confidence)} bootstrap interval of the mean difference (BCa, "
+            adjusted = {"holm": "Holm", "bh": "Benjamini-Hochberg"}
+            family = f", {adjusted[self.correction]}-adjusted over {self._family_size()} tests" \
+                if self.correction else ""
+            lines.append("p-values: " + "; ".join(tests) + family + ".")
+        lines.append(f"CI: {level} bootstrap interval of the mean difference (BCa, "
                      f"{self.n_resamples} resamples, seed {self.seed}).")
         return lines
 
     def _family_size(self) -> int:
-        """How many rows have a p-value of the test behind the markers (the family Holm adjusts over)."""
-        raw = [r.p_value(self._primary, adjusted=False) for r in self.rows]
+        """How many rows have a p-value of the test behind the markers (the family adjusted over)."""
+        raw = [r.p_value(self.primary_test, adjusted=False) for r in self.rows]
         return sum(1 for p in raw if p is not None and not math.isnan(p))
 
-    def _table(self, digits: int, alpha: float) -> Tuple[List[str], List[List[str]]]:
-        """The header and the cells of the table of :meth:`to_text` and :meth:`to_markdown`."""
-        head = ["run", "metric", "n", "baseline", "run mean", "difference", f"{_percent(self.confidence)} CI"]
+    def _run_table(self, digits: int) -> Tuple[List[str], List[List[str]], set]:
+        """Every run's mean with its intervals: header, cells, right-aligned columns."""
+        level = percent_text(self.confidence)
+        head = ["run", "metric", "n", "mean", "±", f"{level} t CI", f"{level} bootstrap CI"]
+        body = []
+        for run in self.runs:
+            for metric, label in self.metrics.items():
+                one = self.intervals[run][metric]
+                half = one.t_high - one.mean
+                t_ci = "-" if math.isnan(half) else f"[{one.t_low:.{digits}f}, {one.t_high:.{digits}f}]"
+                boot = "-" if one.bootstrap_method == "none" else \
+                    f"[{one.bootstrap_low:.{digits}f}, {one.bootstrap_high:.{digits}f}]"
+                body.append([run, label, str(one.n_queries), "-" if math.isnan(one.mean) else f"{one.mean:.{digits}f}",
+                             "-" if math.isnan(half) else f"{half:.{digits}f}", t_ci, boot])
+        return head, body, {2, 3, 4}
+
+    def _table(self, digits: int, alpha: float) -> Tuple[List[str], List[List[str]], set]:
+        """The rows against the baseline: header, cells, right-aligned columns."""
+        level = percent_text(self.confidence)
+        head = ["run", "vs", "metric", "n", "vs mean", "run mean", "difference", f"{level} CI", "d_z"]
         head += [TEST_LABELS[t].column for t in self.tests]
         if self.tests:
             head.append("sig.")
         body = []
         for r in self.rows:
             ci = "-" if r.ci_method == "none" else f"[{r.ci_low:+.{digits}f}, {r.ci_high:+.{digits}f}]"
-            cells = [r.run, r.label, str(r.n_queries), f"{r.mean_baseline:.{digits}f}",
-                     f"{r.mean_run:.{digits}f}", f"{r.difference:+.{digits}f}", ci]
+            cells = [r.run, r.baseline, r.label, str(r.n_queries), f"{r.mean_baseline:.{digits}f}",
+                     f"{r.mean_run:.{digits}f}", f"{r.difference:+.{digits}f}", ci,
+                     "-" if math.isnan(r.effect_size) else f"{r.effect_size:+.2f}"]
             cells += [format_p(r.p_value(t)) for t in self.tests]
             if self.tests:
-                cells.append("*" if r.significant(alpha, self._primary) else "")
+                cells.append("*" if r.significant(alpha, self.primary_test) else "")
             if r.notes:
-                cells[1] += f" [{self._note_number(r)}]"
+                cells[2] += f" [{self._note_number(r)}]"
             body.append(cells)
-        return head, body
+        return head, body, {3, 4, 5, 6, 8} | set(range(9, len(head)))
 
     def _noted_rows(self) -> List[ComparisonRow]:
         """The rows with notes; the footer numbers them from 1, in this order."""
@@ -239,52 +307,58 @@ class Comparison:
 
     def _footer(self, alpha: float) -> List[str]:
         lines = []
-        if self.tests:
-            adjusted = " (Holm-adjusted)" if self.correction else ""
-            lines.append(f"* {TEST_LABELS[self._primary].name} p < {alpha:g}{adjusted}.")
+        if self.tests and self.rows:
+            adjusted = " (adjusted)" if self.correction else ""
+            lines.append(f"* {TEST_LABELS[self.primary_test].name} p < {alpha:g}{adjusted}.")
         for i, r in enumerate(self._noted_rows(), 1):
-            lines.append(f"[{i}] {r.run} {r.label}: " + "; ".join(r.notes))
+            lines.append(f"[{i}] {r.run} vs {r.baseline} {r.label}: " + "; ".join(r.notes))
         return lines
 
-    def to_text(self, digits: int = 4, alpha: float = 0.05) -> str:
-        """Plain-text table: one line per run and metric, with the settings and notes.
+    def _tables(self, digits: int, alpha: float):
+        digits = check_digits(digits)
+        tables = [self._run_table(digits)]
+        if self.rows:
+            tables.append(self._table(digits, alpha))
+        return tables
 
-        ``digits``: decimals of the means, differences and interval; ``alpha``: the level
+    def to_text(self, digits: int = 4, alpha: float = 0.05) -> str:
+        """Plain text: every run's mean with its intervals, then one line per pair of runs and metric.
+
+        ``digits``: decimals of the means, differences and intervals; ``alpha``: the level
         behind the ``*`` of the ``sig.`` column (the permutation test's corrected p-value,
         or the t-test's when only it was run).
         """
         alpha = check_level("alpha", alpha)
-        head, body = self._table(check_digits(digits), alpha)
-        widths = [max(len(row[j]) for row in [head] + body) for j in range(len(head))]
-        right = _right_aligned(len(head))
+        out = self._header()
+        for head, body, right in self._tables(digits, alpha):
+            widths = [max(len(row[j]) for row in [head] + body) for j in range(len(head))]
 
-        def line(cells):
-            return "  ".join(c.rjust(w) if j in right else c.ljust(w)
-                             for j, (c, w) in enumerate(zip(cells, widths))).rstrip()
+            def line(cells, widths=widths, right=right):
+                return "  ".join(c.rjust(w) if j in right else c.ljust(w)
+                                 for j, (c, w) in enumerate(zip(cells, widths))).rstrip()
 
-        out = self._header() + ["", line(head), line(["-" * w for w in widths])]
-        out += [line(row) for row in body]
+            out += ["", line(head), line(["-" * w for w in widths])] + [line(row) for row in body]
         return "\n".join(out + [""] + self._footer(alpha)).rstrip() + "\n"
 
     def to_markdown(self, digits: int = 4, alpha: float = 0.05) -> str:
-        """GitHub-flavoured markdown: the table of :meth:`to_text`, with the settings below it."""
+        """GitHub-flavoured markdown: the tables of :meth:`to_text`, with the settings below them."""
         alpha = check_level("alpha", alpha)
-        head, body = self._table(check_digits(digits), alpha)
-        right = _right_aligned(len(head))
-        out = ["| " + " | ".join(head) + " |",
-               "|" + "|".join("---:" if j in right else "---" for j in range(len(head))) + "|"]
-        out += ["| " + " | ".join(_md_escape(c) for c in row) + " |" for row in body]
-        notes = [_md_escape(line) for line in self._header() + self._footer(alpha)]
-        return "\n".join(out) + "\n\n" + "\n\n".join(notes) + "\n"
+        out: List[str] = []
+        for head, body, right in self._tables(digits, alpha):
+            out += ["| " + " | ".join(md_escape(c) for c in head) + " |",
+                    "|" + "|".join("---:" if j in right else "---" for j in range(len(head))) + "|"]
+            out += ["| " + " | ".join(md_escape(c) for c in row) + " |" for row in body] + [""]
+        notes = [md_escape(line) for line in self._header() + self._footer(alpha)]
+        return "\n".join(out) + "\n" + "\n\n".join(notes) + "\n"
 
     def to_latex(self, alpha: float = 0.05, test: Optional[str] = None, digits: Optional[int] = None,
-                 percent: bool = False, marker: str = r"\dagger") -> str:
+                 percent: bool = False, marker: str = r"\dagger", plus_minus: bool = False) -> str:
         r"""A booktabs table for papers: runs as rows, metrics as columns.
 
-        Each cell is the run's mean (its own, as ``evaluate`` reports it); a run's cell
-        carries ``$^{\dagger}$`` when it differs significantly from the baseline on that
-        metric: the (corrected) p-value of ``test`` is below ``alpha``.  A footnote row says
-        which test, alpha and correction.  Needs ``\usepackage{booktabs}``.
+        Each cell is the run's mean; with ``plus_minus``, ``\pm`` the half-width of its t
+        interval; a run's cell carries ``$^{\dagger}$`` when it differs significantly from
+        the baseline on that metric (the corrected p-value of ``test`` below ``alpha``).  A
+        footnote row says which test, alpha and correction.  Needs ``\usepackage{booktabs}``.
 
         Parameters
         ----------
@@ -298,82 +372,8 @@ class Comparison:
             Show values times 100.
         marker : str
             LaTeX math for the marker (``r"\dagger"``, ``"*"``, ...).
+        plus_minus : bool
+            Follow each mean with ``\pm`` the half-width of its t interval.
         """
-        alpha = check_level("alpha", alpha)
-        test = self._primary if test is None else check_choice("test", test, self.tests)
-        digits = check_digits((2 if percent else 4) if digits is None else digits)
-        scale = 100.0 if percent else 1.0
-        cols = len(self.metrics) + 1
-        lines = [r"\begin{tabular}{l" + "c" * len(self.metrics) + "}", r"\toprule",
-                 " & ".join(["Run"] + [_latex_escape(lab) + (r" (\%)" if percent else "")
-                                       for lab in self.metrics.values()]) + r" \\",
-                 r"\midrule"]
-        for run in self.runs:
-            name = _latex_escape(run) + (" (baseline)" if run == self.baseline else "")
-            cells = [name]
-            for metric in self.metrics:
-                value = self.means[run][metric]
-                cell = "--" if math.isnan(value) else f"{value * scale:.{digits}f}"
-                if run != self.baseline and self.tests and self.row(run, metric).significant(alpha, test):
-                    cell += f"$^{{{marker}}}$"
-                cells.append(cell)
-            lines.append(" & ".join(cells) + r" \\")
-        lines.append(r"\bottomrule")
-        if self.tests:
-            name = f"paired {TEST_LABELS[test].name}"
-            holm_text = ", Holm--Bonferroni corrected" if self.correction == "holm" else ""
-            pairs = sorted({r.n_queries for r in self.rows})
-            over = (f"{pairs[0]} queries" if len(pairs) == 1 else "the queries counted in both runs")
-            lines.append(rf"\multicolumn{{{cols}}}{{l}}{{\footnotesize ${{}}^{{{marker}}}$ significantly "
-                         rf"different from {_latex_escape(self.baseline)} ({name}, two-sided, "
-                         rf"$p < {alpha:g}${holm_text}; {over}).}} \\")
-        lines.append(r"\end{tabular}")
-        return "\n".join(lines) + "\n"
-
-
-# -- formatting helpers ----------------------------------------------------------------
-def _right_aligned(n_columns: int) -> Set[int]:
-    """The columns of numbers in :meth:`Comparison._table`: n, the means, the difference, p-values, sig."""
-    return {2, 3, 4, 5} | set(range(7, n_columns))
-
-
-def _percent(confidence: float) -> str:
-    return f"{100 * confidence:g}%"
-
-
-def format_p(p: Optional[float]) -> str:
-    """A p-value in a table: ``-`` when missing or NaN, 4 decimals, or 2 digits below 0.001."""
-    if p is None or math.isnan(p):
-        return "-"
-    if p == 0:
-        return "0"
-    return f"{p:.4f}" if p >= 1e-3 else f"{p:.1e}"
-
-
-def _md_escape(text: str) -> str:
-    return text.replace("|", r"\|").replace("*", r"\*")
-
-
-_LATEX_SPECIAL = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_",
-                  "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}"}
-
-
-def _latex_escape(text: str) -> str:
-    return "".join(_LATEX_SPECIAL.get(c, c) for c in text)
-
-
-def json_ready(value: Any) -> Any:
-    """NaN and inf as None, tuples as lists, numpy scalars as Python numbers."""
-    if isinstance(value, dict):
-        return {str(k): json_ready(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [json_ready(v) for v in value]
-    if isinstance(value, (np.floating, float)):
-        return float(value) if math.isfinite(value) else None
-    if isinstance(value, np.integer):
-        return int(value)
-    if isinstance(value, np.bool_):
-        return bool(value)
-    return value
-
-
+        return latex_table(self, alpha=alpha, test=test, digits=digits, percent=percent, marker=marker,
+                           plus_minus=plus_minus)
