@@ -226,7 +226,8 @@ def pair_runs(runs: Any, metrics: Any) -> PairedRuns:
     if any(dropped.values()):
         warnings.warn(f"compare: runs answer different queries; paired on the {len(common)} queries every run "
                       "answers, dropped " + ", ".join(f"{d} of {lengths[n]} from {n!r}" for n, d in dropped.items()) +
-                      " (for TREC runs, evaluate_run(..., complete=True) evaluates every qrels query, as trec_eval -c)",
+                      " (TREC runs: evaluate_run(..., complete=True), or compare --complete, evaluates every "
+                      "qrels query as trec_eval -c does)",
                       UserWarning, stacklevel=3)
     values: Dict[str, Dict[str, Tuple[np.ndarray, np.ndarray]]] = {n: {} for n in names}
     not_counted: Dict[str, Dict[str, int]] = {n: {} for n in names}

@@ -109,10 +109,12 @@ def cohens_dz(run: np.ndarray, base: np.ndarray) -> Tuple[float, Optional[str]]:
     :math:`s_d` is the sample standard deviation of the differences (n - 1 in the
     denominator), the same as the paired t-test's, so :math:`t = d_z \sqrt n`.  Rough
     reading (Cohen): 0.2 small, 0.5 medium, 0.8 large.  NaN with a note when every
-    difference is equal (no spread) or n < 2.
+    difference is equal (no spread beyond the rounding of the subtraction) or n < 2.
     """
     d = run - base
-    if d.shape[0] < 2 or np.ptp(d) == 0:
+    # differences equal but for the rounding of b_i - a_i (a constant shift): no spread either
+    noise = 16 * np.finfo(np.float64).eps * float(np.max(np.abs(np.concatenate((run, base))), initial=0.0))
+    if d.shape[0] < 2 or np.ptp(d) <= noise:
         return float("nan"), "every difference is equal: effect size d_z undefined"
     return float(np.mean(d) / np.std(d, ddof=1)), None
 

@@ -232,8 +232,8 @@ class Comparison:
         nan = [f"{n} {self.metrics[m]} in {r!r}" for r, per in self.not_counted.items() for m, n in per.items() if n]
         if nan:
             lines.append("NaN per-query values, not counted: " + ", ".join(nan) + ".")
-        lines.append(f"Each run: mean over the queries it counts, ± half-width of the {level} t interval, and the "
-                     f"{level} bootstrap interval (BCa, {self.n_resamples} resamples, seed {self.seed}).")
+        lines.append(f"Each run: mean over the paired queries it counts, ± half-width of the {level} t interval, "
+                     f"and the {level} bootstrap interval (BCa, {self.n_resamples} resamples, seed {self.seed}).")
         if not self.rows:
             return lines
         against = f"baseline {self.baseline!r}" if self.pairs == "baseline" else "every earlier run (column vs)"
