@@ -144,6 +144,9 @@ def metric_values(run: Any, name: str, run_name: str) -> Tuple[str, np.ndarray, 
     if res is None and needs is not None and not is_trec(_first(run)):
         raise ValueError(f"metrics: {name!r} needs {'a cut-off' if needs == 'k' else needs}, but run {run_name!r} "
                          f"was evaluated with {needs}=None; evaluate with {needs}=... or drop it")
+    if res is None and is_trec(_first(run)) and _COUNTS.match(name) and name in _first(run).extras["trec_eval"]:
+        raise ValueError(f"metrics: {name!r} is a count summed over queries, with no per-query values to pair; "
+                         f"compare a measure ({list(run_metrics(run))})")
     if res is None:
         offered = list(run_metrics(run)) + ([] if is_trec(_first(run)) else ["rank1", "rank5", "..."])
         hint = " (cut-offs: evaluate_run(..., k=(5, 10)))" if is_trec(_first(run)) else ""
