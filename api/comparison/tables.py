@@ -249,9 +249,10 @@ class Comparison:
             tests.append(f"paired {TEST_LABELS['t'].name} (two-sided)")
         if tests:
             adjusted = {"holm": "Holm", "bh": "Benjamini-Hochberg"}
-            family = f", {adjusted[self.correction]}-adjusted over {self._family_size()} tests" \
+            size = self._family_size()
+            family = f" ({adjusted[self.correction]}-adjusted over {size} row{'' if size == 1 else 's'})" \
                 if self.correction else ""
-            lines.append("p-values: " + "; ".join(tests) + family + ".")
+            lines.append(f"p-values{family}: " + "; ".join(tests) + ".")
         lines.append(f"CI: {level} bootstrap interval of the mean difference (BCa, "
                      f"{self.n_resamples} resamples, seed {self.seed}).")
         return lines

@@ -133,6 +133,6 @@ def test_all_pairs_with_a_correction_over_the_family():
     raw = [r.p_t for r in cmp.rows]
     assert [r.p_t_adjusted for r in cmp.rows] == pytest.approx(benjamini_hochberg(raw).tolist(), rel=1e-15)
     assert cmp.row("B", "ndcg", baseline="C") is cmp.rows[2]
-    assert "Benjamini-Hochberg-adjusted over 3 tests" in cmp.to_text()
+    assert "p-values (Benjamini-Hochberg-adjusted over 3 rows)" in cmp.to_text()
     with pytest.raises(ValueError, match="pairs: expected one of"):
         rc.compare(runs, pairs="some")

@@ -121,7 +121,7 @@ def test_cli_complete_evaluates_every_qrels_topic(trec_files, capsys):
     assert cli_main(argv) == 0
     captured = capsys.readouterr()
     assert "20 queries, paired by query id" in captured.out and "warning" not in captured.err
-    assert "Holm-adjusted over 1 tests" in captured.out
+    assert "p-values (Holm-adjusted over 1 row)" in captured.out
 
 
 def test_cli_text_markdown_and_latex_tables(trec_files, capsys):
