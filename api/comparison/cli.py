@@ -29,6 +29,7 @@ from retrieval_conformance.comparison.runs import PAIRS, compare
 from retrieval_conformance.comparison.stats import CORRECTIONS
 from retrieval_conformance.comparison.trec_runs import DEFAULT_TREC_METRICS, evaluate_trec_runs, split_metrics
 from retrieval_conformance.reference.contract.evaluate import evaluate
+from retrieval_conformance.reference.contract.registry import ImplementationUnavailable
 
 __all__ = ["compare_main"]
 
@@ -209,6 +210,9 @@ def compare_main(argv: Optional[Sequence[str]] = None) -> int:
                              pairs=args.pairs)
     except (ValueError, TypeError) as exc:
         print(f"error: {exc}", file=sys.stderr)
+        return 2
+    except ImplementationUnavailable as exc:  # e.g. dask without a client: the message says what to do
+        print(f"error: --implementation {args.implementation}: {exc}", file=sys.stderr)
         return 2
     for w in caught:  # the dropped queries; numpy's warnings on empty means are the tables' "-"
         if issubclass(w.category, UserWarning):

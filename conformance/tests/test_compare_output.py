@@ -159,3 +159,19 @@ def test_cli_usage_errors_exit_2(npz_runs, tmp_path, capsys, case, message):
     captured = capsys.readouterr()
     assert message.format(tmp=tmp_path) in captured.err
     assert "Traceback" not in captured.err and captured.out == ""
+
+
+def test_cli_unavailable_implementation_is_a_named_error(npz_runs, capsys):
+    # dask without a running client (or without dask): an error saying what to do, not a traceback
+    from retrieval_conformance.reference.contract.registry import get
+
+    try:
+        get("dask")
+        pytest.skip("a dask client is running in this process")
+    except Exception:
+        pass
+    argv = [npz_runs["A"], npz_runs["B"], "--shared", npz_runs["labels"], "--protocol", "reid",
+            "--implementation", "dask"]
+    assert compare_main(argv) == 2
+    err = capsys.readouterr().err
+    assert "error: --implementation dask: implementation 'dask' is unavailable" in err and "Traceback" not in err
