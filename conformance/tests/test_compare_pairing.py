@@ -12,6 +12,8 @@ import warnings
 import numpy as np
 import pytest
 import retrieval_conformance as rc
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from retrieval_conformance.reference.contract.conventions import OPTIONS, values
 
 QRELS = {"1": {"a": 1, "b": 0, "c": 1}, "2": {"a": 1, "d": 1}, "3": {"b": 1}, "4": {"c": 1, "e": 1}}
@@ -149,3 +151,37 @@ def test_nan_values_are_reported_not_dropped_silently():
     assert cmp.rows[0].n_queries == 1
     assert "NaN per-query values, not counted: 1 ndcg in 'a', 2 ndcg in 'b'." in cmp.to_text()
     assert cmp.to_dict()["not_counted"] == {"a": {"ndcg": 1}, "b": {"ndcg": 2}}
+
+
+# -- generated inputs: a named error or the right pairing, never anything else -------------
+_VALUES = st.one_of(st.floats(0, 1), st.sampled_from([np.nan, np.inf, -np.inf, 0.0, 1.0]))
+_RUN = st.dictionaries(st.sampled_from([f"q{i}" for i in range(8)]), _VALUES, max_size=8)
+
+
+@settings(max_examples=150, deadline=None)
+@given(runs=st.lists(_RUN, min_size=1, max_size=3), as_arrays=st.booleans())
+def test_generated_runs_pair_by_id_or_fail_by_name(runs, as_arrays):
+    named = {f"r{i}": (list(run.values()) if as_arrays else run) for i, run in enumerate(runs)}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            cmp = rc.compare(named, metrics="m", n_resamples=64, tests=("permutation", "t"))
+        except ValueError as exc:
+            assert str(exc).startswith(("runs", "runs[")), exc
+            return
+    # the queries every run answers (positions for arrays), in the first run's order
+    if as_arrays:
+        common = list(range(len(runs[0])))
+        aligned = [list(run.values()) for run in runs]
+    else:
+        common = [q for q in runs[0] if all(q in run for run in runs[1:])]
+        aligned = [[run[q] for q in common] for run in runs]
+    assert cmp.n_queries == len(common)
+    values = np.array(aligned, dtype=np.float64).reshape(len(runs), len(common))
+    assert not np.isinf(values).any()  # an infinite value is refused, never dropped
+    for i, name in enumerate(named):
+        assert cmp.not_counted[name]["m"] == int(np.isnan(values[i]).sum())
+    for row in cmp.rows:
+        i, j = list(named).index(row.run), list(named).index(row.baseline)
+        assert row.n_queries == int((~np.isnan(values[i]) & ~np.isnan(values[j])).sum())
+        assert row.p_permutation is not None and (np.isnan(row.p_permutation) or 0 < row.p_permutation <= 1)
