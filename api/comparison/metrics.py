@@ -155,7 +155,8 @@ def metric_values(run: Any, name: str, run_name: str) -> Tuple[str, np.ndarray, 
         values = _trec_values(res, key)
         if values is None:
             raise ValueError(f"metrics: run {run_name!r} reports {key!r} only as a mean, with no per-query values "
-                             "to pair; compare another measure")
+                             "to pair (looked in result.extras['trec_eval_per_query'] and the PerQuery fields); "
+                             "compare another measure")
     elif _RANK.match(key):
         rank, cmc = int(key[4:]), res.per_query.cmc
         if not 1 <= rank <= cmc.shape[1]:
