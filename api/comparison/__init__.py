@@ -39,8 +39,6 @@ downward, in this order:
 """
 from __future__ import annotations
 
-import sys
-
 from retrieval_conformance.comparison.cli import compare_main
 from retrieval_conformance.comparison.metrics import run_metrics
 from retrieval_conformance.comparison.resampling import permutation_p
@@ -58,6 +56,3 @@ from retrieval_conformance.comparison.tables import Comparison, ComparisonRow
 
 __all__ = ["Comparison", "ComparisonRow", "MeanInterval", "benjamini_hochberg", "cohens_dz", "compare",
            "compare_main", "holm", "mean_intervals", "permutation_p", "run_metrics", "CORRECTIONS", "PAIRS", "TESTS"]
-
-if __name__ == "__main__":  # pragma: no cover
-    sys.exit(compare_main())
