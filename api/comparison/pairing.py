@@ -183,6 +183,16 @@ def _positions(names: Sequence[str], ids: Dict[str, Optional[List[Any]]],
     return common, {n: np.array([index[n][q] for q in common], dtype=np.int64) for n in names}
 
 
+def _keyed(value: Any) -> Any:
+    """A one-dimensional object with an index (a pandas Series of per-query values) as a mapping
+    ``{query id: value}``, so it pairs by its index, never by position."""
+    if isinstance(value, (Result, ResultsAtK, Mapping, np.ndarray)):
+        return value
+    if getattr(value, "ndim", None) == 1 and callable(getattr(value, "to_dict", None)):
+        return dict(value.to_dict())
+    return value
+
+
 def pair_runs(runs: Any, metrics: Any) -> PairedRuns:
     """Check the runs and line their per-query values up by query id.
 
@@ -202,6 +212,7 @@ def pair_runs(runs: Any, metrics: Any) -> PairedRuns:
         When queries are dropped because not every run answers them (how many, per run).
     """
     names = _check_runs(runs)
+    runs = {name: _keyed(runs[name]) for name in names}
     kind_result = isinstance(runs[names[0]], (Result, ResultsAtK))
     if kind_result:
         _check_definitions(runs, names)

@@ -78,7 +78,8 @@ def compare(runs: Mapping[str, Any], *, metrics: Any = None, baseline: Optional[
         queries in the same order), what :func:`retrieval_conformance.evaluate_run`
         returned (a ``Result``, or a ``ResultsAtK`` for several cut-offs; paired by qid), or
         per-query values of one metric: a 1-D array (paired by position) or a mapping
-        ``{query id: value}`` (paired by id); higher is better.  Every ``Result`` run must
+        ``{query id: value}`` or a pandas Series (paired by id, the Series by its index);
+        higher is better.  Every ``Result`` run must
         have one definition: the same protocol, every ``Options`` field (ties, ap_rule, k,
         ap_at_k, empty, gain, discount, recall, max_rank, ...) and a TREC run's
         relevance_level, complete and score_dtype.  A query counts when the run's

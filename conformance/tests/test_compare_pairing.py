@@ -65,6 +65,29 @@ def test_mappings_pair_by_key_in_the_first_runs_order():
     assert (row.mean_baseline, row.mean_run) == (0.75, 0.875)
 
 
+class _Series:
+    """What compare reads of a pandas Series: one dimension, values by index (``to_dict``), an array."""
+
+    ndim = 1
+
+    def __init__(self, data):
+        self._data = dict(data)
+
+    def to_dict(self):
+        return dict(self._data)
+
+    def __array__(self, dtype=None, copy=None):
+        return np.array(list(self._data.values()), dtype=dtype)
+
+
+def test_a_series_pairs_by_its_index_not_by_position():
+    a = _Series({"q1": 0.2, "q2": 0.4, "q3": 0.6})
+    b = _Series({"q3": 0.9, "q1": 0.3})  # another order, and no result for q2
+    with pytest.warns(UserWarning, match="dropped 1 of 3 from 'a', 0 of 2 from 'b'"):
+        cmp = rc.compare({"a": a, "b": b}, metrics="ndcg", n_resamples=100)
+    assert cmp.query_ids == ["q1", "q3"] and cmp.rows[0].difference == pytest.approx(0.2, abs=1e-15)
+
+
 def test_runs_with_and_without_ids_or_repeated_ids_are_refused():
     with pytest.raises(TypeError, match=r"runs\['b'\]: has no query ids while runs\['a'\] has"):
         rc.compare({"a": {"1": 0.5, "2": 0.1}, "b": [0.5, 0.1]})
