@@ -211,3 +211,14 @@ def test_generated_runs_pair_by_id_or_fail_by_name(runs, as_arrays):
         i, j = list(named).index(row.run), list(named).index(row.baseline)
         assert row.n_queries == int((~np.isnan(values[i]) & ~np.isnan(values[j])).sum())
         assert row.p_permutation is not None and (np.isnan(row.p_permutation) or 0 < row.p_permutation <= 1)
+
+
+def test_several_cut_offs_of_evaluate_are_refused_with_what_to_pass():
+    rng = np.random.default_rng(4)
+    at_k = rc.evaluate(scores=rng.normal(size=(6, 20)), relevance=rng.random((6, 20)) < 0.3, k=(5, 10),
+                       implementation="numpy")
+    with pytest.raises(TypeError, match=r"runs\['A'\]: a ResultsAtK of evaluate\(\) holds one mAP per cut-off .* "
+                                        r"e.g. res\[10\]"):
+        rc.compare({"A": at_k, "B": at_k})
+    cmp = rc.compare({"A": at_k[10], "B": at_k[10]}, metrics=["map", "ndcg"], n_resamples=50)
+    assert list(cmp.metrics.values()) == ["mAP@10", "nDCG@10"]
