@@ -20,10 +20,11 @@ from typing import Optional, Tuple
 
 import numpy as np
 
-__all__ = ["MAX_EXACT_QUERIES", "permutation_p"]
+__all__ = ["permutation_p"]
 
-#: the largest n enumerated exactly (2**n null sums held at once: 8 MiB at n = 20)
-MAX_EXACT_QUERIES = 20
+#: queries whose 2**n sign sums one table holds; the exact test walks the other queries' sums
+#: against it, so its memory stays at 8 MiB for any n
+_TABLE_QUERIES = 20
 #: sign bits drawn at once by one chunk of random resamples (bounds memory at any n)
 _CHUNK_BITS = 1 << 23
 #: the tolerance of scipy.stats.permutation_test, in units of float64 epsilon
@@ -38,12 +39,23 @@ def _null_sums_exact(d: np.ndarray) -> np.ndarray:
     return sums
 
 
-def _observed_sum(d: np.ndarray) -> float:
-    """The all-plus sum in the order :func:`_null_sums_exact` adds, so it is one of the null sums."""
-    total = 0.0
-    for value in d:
-        total = total + float(value)
-    return total
+def _exact_counts(d: np.ndarray) -> Tuple[int, int, int]:
+    """Over all 2**n sign vectors: (#sums <= observed, #sums >= observed, 2**n), within the tolerance.
+
+    The sums of the first queries fill one table; each sign vector of the remaining queries
+    adds its sum to the whole table.  The observed sum is the all-plus entry, computed by
+    the same additions, so it is one of the null sums to the last bit.
+    """
+    table = _null_sums_exact(d[:_TABLE_QUERIES])
+    rest = _null_sums_exact(d[_TABLE_QUERIES:])
+    observed = rest[0] + table[0]
+    gamma = abs(observed) * _TOLERANCE_EPS * np.finfo(np.float64).eps
+    less = greater = 0
+    for offset in rest:
+        null = offset + table
+        less += int(np.count_nonzero(null <= observed + gamma))
+        greater += int(np.count_nonzero(null >= observed - gamma))
+    return less, greater, table.shape[0] * rest.shape[0]
 
 
 #: bit j of byte value v, for every v: the flips one random byte encodes
@@ -98,14 +110,12 @@ def permutation_p(run: np.ndarray, base: np.ndarray, n_resamples: int, seed: Opt
     n = d.shape[0]
     if n == 0:
         return float("nan"), False
-    exact = n <= MAX_EXACT_QUERIES and 2**n <= n_resamples
-    if exact:
-        null, observed = _null_sums_exact(d), _observed_sum(d)
-    else:
-        null = _null_sums_random(d, n_resamples, np.random.default_rng(seed))
-        observed = float(np.sum(d))
+    if 2**n <= n_resamples:  # every sign vector, as scipy does when they fit the budget
+        less, greater, total = _exact_counts(d)
+        return float(min(1.0, 2.0 * min(less / total, greater / total))), True
+    null = _null_sums_random(d, n_resamples, np.random.default_rng(seed))
+    observed = float(np.sum(d))
     gamma = abs(observed) * _TOLERANCE_EPS * np.finfo(np.float64).eps
-    adjustment = 0 if exact else 1
-    p_less = (np.count_nonzero(null <= observed + gamma) + adjustment) / (null.shape[0] + adjustment)
-    p_greater = (np.count_nonzero(null >= observed - gamma) + adjustment) / (null.shape[0] + adjustment)
-    return float(min(1.0, 2.0 * min(p_less, p_greater))), exact
+    p_less = (np.count_nonzero(null <= observed + gamma) + 1) / (null.shape[0] + 1)
+    p_greater = (np.count_nonzero(null >= observed - gamma) + 1) / (null.shape[0] + 1)
+    return float(min(1.0, 2.0 * min(p_less, p_greater))), False

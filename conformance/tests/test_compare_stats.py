@@ -56,6 +56,24 @@ def test_exact_permutation_p_equals_enumeration_by_hand():
     assert permutation_p(b, a, 1023, 0)[1] is False  # 2**10 > 1023: resampled
 
 
+def test_exact_test_over_a_split_table_is_the_same_test(monkeypatch):
+    # beyond 20 queries the exact test walks the sums of the other queries against one table:
+    # the same counts as one table of every sign vector (checked at n = 12 and n = 21, split and not)
+    for n, split in ((12, 3), (21, 7)):
+        b, a = _pairs(n, n, grid=10)
+        monkeypatch.setattr(resampling, "_TABLE_QUERIES", 64)
+        whole = permutation_p(b, a, 2**n, None)
+        monkeypatch.setattr(resampling, "_TABLE_QUERIES", split)
+        assert permutation_p(b, a, 2**n, None) == whole and whole[1]
+    monkeypatch.setattr(resampling, "_TABLE_QUERIES", 3)
+    b, a = _pairs(10, 4, grid=5)
+    d = b - a
+    null = np.array([np.dot(s, d) for s in itertools.product((1, -1), repeat=d.size)])
+    obs, tol = d.sum(), abs(d.sum()) * 1e-12
+    expected = min(1.0, 2 * min(np.mean(null <= obs + tol), np.mean(null >= obs - tol)))
+    assert permutation_p(b, a, 1024, None) == (pytest.approx(expected, abs=1e-15), True)
+
+
 @pytest.mark.parametrize("n, effect", [(25, 0.0), (60, 0.05), (200, 0.02), (3000, 0.004)])
 def test_resampled_permutation_p_agrees_with_scipy(n, effect):
     rng = np.random.default_rng(n)
