@@ -13,7 +13,7 @@ A run is one of:
   (``num_*``); the per-query values of a name come from ``result.extras["trec_eval_per_query"]``
   when it holds that name (where a measure without a ``PerQuery`` field keeps them), else
   from the ``PerQuery`` field the measure is (``map``: ``ap``, ``P_k``:
-  ``precision_at_k``, ...);
+  ``precision_at_k``, ...; ``success_k``: the CMC at k);
 * a ``ResultsAtK`` (several cut-offs): the union of its results' metrics (``P_5`` and
   ``P_10``);
 * per-query values of one metric: a 1-D array (the position is the query id) or a mapping
@@ -104,7 +104,10 @@ def _trec_values(res: Result, name: str) -> Optional[np.ndarray]:
         return np.asarray(extra[name], dtype=np.float64)
     if name not in res.extras["trec_eval"] or _COUNTS.match(name):
         return None
-    measure = re.sub(r"_\d+$", "", name)
+    measure, _, cutoff = name.rpartition("_") if re.search(r"_\d+$", name) else (name, "", "")
+    if measure == "success" and 1 <= int(cutoff) <= res.per_query.cmc.shape[1]:
+        # success@k (a relevant document in the top k) is the CMC of the retrieved list at k
+        return np.asarray(res.per_query.cmc[:, int(cutoff) - 1], dtype=np.float64)
     field_name = TREC_FIELDS.get(measure)
     return None if field_name is None else np.asarray(getattr(res.per_query, field_name), dtype=np.float64)
 

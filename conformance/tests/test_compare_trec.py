@@ -85,6 +85,15 @@ def test_a_measure_kept_only_in_extras_is_found_by_name(trec_files):
     assert cmp.means["B"]["bpref"] == pytest.approx(runs["B"].per_query.r_precision.mean() * 0.5, abs=1e-15)
 
 
+def test_success_at_k_is_read_from_the_cmc(trec_files):
+    runs = _runs(trec_files, k=10)
+    for res in runs.values():  # a measure evaluate_run may report: a relevant document in the top 5
+        res.extras["trec_eval"]["success_5"] = float(res.per_query.cmc[:, 4].mean())
+    cmp = rc.compare(runs, metrics="success_5", n_resamples=100)
+    assert cmp.means["A"]["success_5"] == pytest.approx(runs["A"].extras["trec_eval"]["success_5"], abs=1e-15)
+    assert cmp.means["A"]["success_5"] != pytest.approx(runs["A"].per_query.cmc[:, 0].mean(), abs=1e-15)
+
+
 def test_unknown_trec_measure_lists_the_offered_ones(trec_files):
     with pytest.raises(ValueError, match=r"metrics: unknown metric 'P_20' for run 'A'; it offers \['map'"):
         rc.compare(_runs(trec_files, k=10), metrics="P_20")
