@@ -244,7 +244,7 @@ def build_parser() -> argparse.ArgumentParser:
 #: subcommands that parse their own arguments: name -> (module, function, help)
 DELEGATED = {
     "compare": ("retrieval_conformance.comparison", "compare_main",
-                "paired significance of metric differences between runs (permutation, t-test, bootstrap)"),
+                "compare runs (.npz, or TREC runs with --qrels) query by query: intervals, paired tests, effect sizes"),
     "check": ("retrieval_conformance.conformance.harness.cli", "check_main",
               "check your own metric function against the reference, and name its conventions"),
     "identify": ("retrieval_conformance.conformance.harness.cli", "identify_main",
