@@ -35,7 +35,7 @@ __all__ = ["compare_main"]
 
 
 def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
+    p = argparse.ArgumentParser(allow_abbrev=False,
         prog="retrieval-conformance compare",
         description="Evaluate runs (.npz files of evaluate()'s arrays, or TREC run files with --qrels) and compare "
                     "them query by query (paired by query id): each run's mean with t and bootstrap intervals; "
