@@ -66,7 +66,7 @@ def run(argv: Optional[List[str]] = None) -> int:
     """Stand-alone entry point: ``python -m retrieval_conformance.reference.spec_cli [CLAUSE]``."""
     from retrieval_conformance.reference.contract.command_line import CommandParser
 
-    parser = CommandParser(prog="retrieval-conformance")
+    parser = CommandParser(allow_abbrev=False, prog="retrieval-conformance")
     add_parser(parser.add_subparsers(dest="command", required=True))
     args = parser.parse_args(["explain", *(sys.argv[1:] if argv is None else argv)])
     return main(args)

@@ -22,6 +22,7 @@ from retrieval_conformance.conformance.harness.adapters import ADAPTERS, UsageEr
 from retrieval_conformance.conformance.harness.entry import check, identify
 from retrieval_conformance.conformance.harness.loading import IMPORT_OUTPUT, load_function, read_known_deviations
 from retrieval_conformance.conformance.harness.report import Report
+from retrieval_conformance.reference.contract import options_table
 from retrieval_conformance.reference.contract.command_line import (
     CommandParser,
     exit_with,
@@ -31,8 +32,10 @@ from retrieval_conformance.reference.contract.command_line import (
 )
 from retrieval_conformance.reference.contract.presets import PRESETS
 
-#: options that only ``check`` reads (``identify`` has no use for them and refuses them by name)
 DEFAULT_MAX_EXAMPLES = 60
+_EXIT_STATUS = ("Exit status: 0 conforms, 1 deviates, 2 the function could not be loaded or called, or a usage "
+                "error; 130 interrupted; 141 the reader of the output went away.")
+#: options that only ``check`` reads (``identify`` has no use for them and refuses them by name)
 CHECK_ONLY = {"max_examples": "--max-examples", "known_deviations": "--known-deviations", "only": "--only",
               "random": "--random"}
 
@@ -46,13 +49,8 @@ def add_check_arguments(parser: argparse.ArgumentParser, identify_only: bool = F
                         help=f"preset to check against: {', '.join(PRESETS)}; with "
                              "--adapter oxford: oxford, roxford-easy, roxford-medium, roxford-hard, gldv2 "
                              "(default: the adapter's usual one)")
-    parser.add_argument("--ties", default=None, help="override the preset's tie policy")
-    parser.add_argument("--ap-rule", default=None, help="override the preset's AP rule")
-    parser.add_argument("--ap-at-k", default=None, help="override what AP@k divides by")
-    parser.add_argument("--empty", default=None, help="override the empty-query policy")
-    parser.add_argument("--gain", default=None, help="override nDCG's gain (linear, exponential)")
-    parser.add_argument("--recall", default=None, help="override what Recall@k means (fraction, hit)")
-    parser.add_argument("--discount", default=None, help="override nDCG's rank discount (log2, trec)")
+    # the convention overrides (--ties, --ap-rule, ...), generated from the one options table
+    options_table.add_arguments(parser, "check-cli", skip=("protocol",))
     if not identify_only:
         parser.add_argument("--identify", action="store_true",
                             help="name the convention(s) the function follows instead of checking one")
@@ -87,10 +85,9 @@ def run_check_args(ns: argparse.Namespace, out=None) -> int:
     if problem:
         print(f"error: {problem}", file=sys.stderr)
         return 2
-    kwargs = dict(adapter=ns.adapter, protocol=ns.protocol, ties=ns.ties, ap_rule=ns.ap_rule, ap_at_k=ns.ap_at_k,
-                  empty=ns.empty, gain=ns.gain, recall=ns.recall, discount=ns.discount, arrays=ns.arrays,
-                  timeout=ns.timeout, isolation=ns.isolation, target=ns.target,
-                  warmup_timeout=ns.warmup_timeout)
+    kwargs = dict(adapter=ns.adapter, protocol=ns.protocol, arrays=ns.arrays, timeout=ns.timeout,
+                  isolation=ns.isolation, target=ns.target, warmup_timeout=ns.warmup_timeout,
+                  **{name: getattr(ns, name) for name in options_table.CONVENTION_OPTIONS})
     try:
         func = load_function(ns.target)
         known: List[str] = []
@@ -138,6 +135,14 @@ def _unusable_arguments(ns: argparse.Namespace) -> Optional[str]:
     return None
 
 
+def check_parser() -> argparse.ArgumentParser:
+    """The parser of ``check``: no abbreviated flags (``--k`` must not pass for ``--known-deviations``)."""
+    parser = CommandParser(allow_abbrev=False, prog="retrieval-conformance check",
+                           description="Check a metric function against the reference.", epilog=_EXIT_STATUS)
+    add_check_arguments(parser)
+    return parser
+
+
 def check_main(argv: Optional[Sequence[str]] = None) -> int:
     """Entry point: ``check_main(["mylab.eval:calc_map", "--adapter", "hashing-codes"])`` -> exit status.
 
@@ -146,9 +151,7 @@ def check_main(argv: Optional[Sequence[str]] = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv and argv[0] == "check":
         argv = argv[1:]
-    parser = CommandParser(prog="retrieval-conformance check",
-                           description="Check a metric function against the reference.", epilog=_EXIT_STATUS)
-    add_check_arguments(parser)
+    parser = check_parser()
     try:
         ns = parser.parse_args(argv)
     except SystemExit as exc:  # argparse: --help (0) or a usage error (2)
@@ -156,16 +159,12 @@ def check_main(argv: Optional[Sequence[str]] = None) -> int:
     return run_check_args(ns)
 
 
-_EXIT_STATUS = ("Exit status: 0 conforms, 1 deviates, 2 the function could not be loaded or called, or a usage "
-                "error; 130 interrupted; 141 the reader of the output went away.")
-
-
 def identify_main(argv: Optional[Sequence[str]] = None) -> int:
     """``retrieval-conformance identify TARGET ...``: ``check --identify``, named for what it does."""
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv and argv[0] == "identify":
         argv = argv[1:]
-    parser = CommandParser(prog="retrieval-conformance identify",
+    parser = CommandParser(allow_abbrev=False, prog="retrieval-conformance identify",
                            description="Name the conventions (and known bugs) a metric function follows: "
                                        "check --identify.",
                            epilog="Exit status: 0 a convention matches every input, 1 none does, 2 the function "

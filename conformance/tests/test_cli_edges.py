@@ -101,7 +101,7 @@ def test_every_subcommand_with_lost_output(runs, where):
     "retrieval_conformance.conformance.bench.cli",
     "retrieval_conformance.comparison",
     "retrieval_conformance.reference.spec_cli",
-    "retrieval_conformance.reference.landmark_cli",
+    "retrieval_conformance.reference.landmark.cli",
 ])
 def test_python_m_mains_share_the_wrapper(module):
     fd = _closed_pipe()
