@@ -9,7 +9,8 @@ import sys
 import time
 
 
-def _progress(done: int, total: int, label: str, stream=sys.stderr) -> None:
+def _progress(done: int, total: int, label: str, stream=None) -> None:
+    stream = sys.stderr if stream is None else stream  # at call time: the stderr of this run, not of the import
     if stream.isatty() or done == total:
         stream.write(f"\r{label}: {done}/{total}")
         if done == total:
