@@ -24,6 +24,8 @@ from retrieval_conformance.reference.contract.command_line import (
 )
 
 COMMAND = [sys.executable, "-m", "retrieval_conformance.cli"]
+#: closing a child's stdout, process groups and SIGALRM (the fuzz's time limit) are POSIX
+posix_only = pytest.mark.skipif(os.name != "posix", reason="POSIX file descriptors and signals")
 
 
 @pytest.fixture(scope="module")
@@ -67,6 +69,7 @@ def _closed_pipe():
     return write_end
 
 
+@posix_only
 @pytest.mark.parametrize("where", ["closed", "broken-pipe", "full"])
 def test_every_subcommand_with_lost_output(runs, where):
     failures = []
@@ -103,6 +106,7 @@ def test_every_subcommand_with_lost_output(runs, where):
     "retrieval_conformance.reference.spec_cli",
     "retrieval_conformance.reference.landmark.cli",
 ])
+@posix_only
 def test_python_m_mains_share_the_wrapper(module):
     fd = _closed_pipe()
     try:
@@ -115,6 +119,7 @@ def test_python_m_mains_share_the_wrapper(module):
     assert b"Exception ignored" not in proc.stderr
 
 
+@posix_only
 def test_ctrl_c_exits_130_with_one_line():
     proc = subprocess.Popen(COMMAND + ["golden", "--implementations", "numpy", "--random", "1000000"],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE,
@@ -133,6 +138,7 @@ def test_ctrl_c_exits_130_with_one_line():
     assert "Traceback" not in text and text.strip().splitlines()[-1].startswith("interrupted")
 
 
+@posix_only
 def test_ctrl_c_while_check_runs_the_function_in_a_worker(tmp_path):
     """The worker processes get the Ctrl-C too (one process group): only the parent's line shows."""
     started = tmp_path / "started"
@@ -303,6 +309,7 @@ def test_check_reads_a_fraction_as_a_number():
     assert isinstance(to_plain(object()), Opaque)
 
 
+@posix_only
 def test_cli_vectors_find_nothing_in_a_short_campaign():
     from retrieval_conformance.conformance.fuzz.cli_vectors import run_cli_campaign
 
@@ -316,6 +323,7 @@ def test_cli_vectors_find_nothing_in_a_short_campaign():
     ("bare-2", "without a last line 'error: ...'"),
     ("traceback", "a traceback on stderr"),
 ])
+@posix_only
 def test_cli_vectors_report_what_they_look_for(monkeypatch, behaviour, detail):
     from retrieval_conformance import cli
     from retrieval_conformance.conformance.fuzz.cli_vectors import run_argv
