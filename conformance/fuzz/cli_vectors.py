@@ -30,7 +30,9 @@ GARBAGE = ["", "-1", "0", "nan", "inf", "-inf", "1e400", "9" * 30, "x", "\x00", 
 FLAGS: Dict[str, Dict[str, Sequence[str]]] = {
     "golden": {"--implementations": ["reference", "numpy", "nmupy", "c"], "--require": ["reference", "cee"],
                "--random": ["0", "1", "-1"], "--seed": ["0", "3", "-1"]},
-    "evaluate": {"--npz": ["FILE:run", "FILE:garbage", "FILE:dir"], "--protocol": ["hashing", "reid", "nope"],
+    "evaluate": {"--npz": ["FILE:run", "FILE:garbage", "FILE:dir"], "--run": ["FILE:trec", "FILE:garbage"],
+                 "--qrels": ["FILE:qrels", "FILE:garbage", "FILE:missing"], "--relevance-level": ["1", "-2", "x"],
+                 "--protocol": ["hashing", "reid", "nope"],
                  "--k": ["1", "5", "all", "1,5", "0"], "--max-rank": ["1", "5", "0", "-3"],
                  "--ties": ["stable", "average", "bogus"], "--ap-rule": ["precision_sum", "bogus"],
                  "--empty": ["zero", "exclude", "bogus"], "--radius": ["1", "-1", "nan"],
@@ -42,7 +44,9 @@ FLAGS: Dict[str, Dict[str, Sequence[str]]] = {
                 "--metrics": ["map", "rank1", "bogus"], "--json": [], "--markdown": [], "--latex": [],
                 "--fail-if-worse": ["map:0.01", "map:-1", "bogus"], "--alpha": ["0.05", "0", "2", "nan"],
                 "--resamples": ["50", "0", "-2"], "--seed": ["0", "-1"], "--confidence": ["0.9", "1"],
-                "--names": ["a b", "a a"], "--shared": ["FILE:garbage"]},
+                "--names": ["a b", "a a"], "--shared": ["FILE:garbage"], "--qrels": ["FILE:qrels", "FILE:garbage"],
+                "--pairs": ["all", "baseline", "bogus"], "--relevance-level": ["1", "-1", "x"], "--complete": [],
+                "--correction": ["holm", "bogus"], "--plus-minus": [], "--baseline": ["a", "nope"]},
     "check": {"--adapter": ["hashing-codes", "reid", "nope"], "--protocol": ["hashing", "nope"],
               "--ties": ["stable", "bogus"], "--timeout": ["5", "0", "-1", "nan"],
               "--max-examples": ["1", "0", "-5"], "--only": ["nothing-matches*", "call/*"],
@@ -61,7 +65,7 @@ FLAGS: Dict[str, Dict[str, Sequence[str]]] = {
 POSITIONALS: Dict[str, Sequence[str]] = {
     "check": ["TARGET", "no_such_module:f", "garbage", ""],
     "identify": ["TARGET", "no_such_module:f"],
-    "compare": ["FILE:run", "FILE:run2", "FILE:garbage", "FILE:missing"],
+    "compare": ["FILE:run", "FILE:run2", "FILE:garbage", "FILE:missing", "FILE:trec"],
     "compute-ap": ["FILE:missing", "FILE:garbage", "x"],
     "explain": ["ties=stable", "4", "nonsense", "§99"],
 }
@@ -121,6 +125,12 @@ def make_files(folder: str) -> Dict[str, str]:
         path = os.path.join(folder, f"{key}.npz")
         np.savez(path, distances=rng.random((4, 6)), query_labels=np.arange(4) % 2, db_labels=np.arange(6) % 2)
         files["FILE:" + key] = path
+    trec, qrels = os.path.join(folder, "run.trec"), os.path.join(folder, "qrels.txt")
+    with open(trec, "w", encoding="utf-8") as f:
+        f.write("q1 Q0 d1 1 2.0 t\nq1 Q0 d2 2 1.0 t\nq2 Q0 d1 1 0.5 t\n")
+    with open(qrels, "w", encoding="utf-8") as f:
+        f.write("q1 0 d2 1\nq2 0 d3 2\n")
+    files.update({"FILE:trec": trec, "FILE:qrels": qrels})
     garbage = os.path.join(folder, "garbage.npz")
     with open(garbage, "wb") as f:
         f.write(b"PK\x03\x04 not a zip \xff\xfe")
