@@ -228,6 +228,8 @@ def test_unknown_implementation_lists_the_registered_ones():
     with pytest.raises(ValueError, match=r"implementation: unknown implementation 'nmupy'; the registered ones "
                                          r"are reference, numpy, torch, c, dask"):
         rc.evaluate(distances=np.zeros((1, 2)), relevance=np.ones((1, 2)), implementation="nmupy")
+    with pytest.raises(ValueError, match="implementation: unknown implementation 'nmupy'"):
+        rc.Accumulator(implementation="nmupy")
 
 
 def test_require_with_a_typo_fails_the_pytest_session(tmp_path):
