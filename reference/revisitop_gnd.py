@@ -10,7 +10,7 @@ import io
 from typing import Any, Dict, List, Tuple, Union
 
 import numpy as np
-from retrieval_conformance.reference.files import (
+from retrieval_conformance.reference.readers.limits import (
     MAX_ARRAY_BYTES,
     MAX_DEPTH,
     MAX_FILE_BYTES,

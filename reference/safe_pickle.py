@@ -15,7 +15,7 @@ import pickle
 from typing import Any, Callable, Dict, Optional, Tuple, Union
 
 import numpy as np
-from retrieval_conformance.reference.files import (
+from retrieval_conformance.reference.readers.limits import (
     MAX_ARRAY_BYTES,
     MAX_DEPTH,
     MAX_FILE_BYTES,
