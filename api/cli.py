@@ -2,11 +2,12 @@
 from __future__ import annotations
 
 import argparse
-import json
 import sys
-from typing import List, Optional
+from typing import List, Optional, Tuple
 
+from retrieval_conformance import strict_json
 from retrieval_conformance.array_files import EVALUATE_ARRAYS, ArrayBudget, read_array_file
+from retrieval_conformance.reference.readers.text import read_text_lines
 
 
 def _load(target: str):
@@ -46,27 +47,88 @@ def _load_arrays(args) -> dict:
     return arrays
 
 
+#: options of ``evaluate`` for arrays, as ``rc.evaluate`` keywords: with ``--run`` each one is passed to
+#: ``rc.evaluate_run`` when it takes that keyword, and refused by name when it does not
+ARRAY_OPTIONS = ("protocol", "ties", "ap_rule", "ap_at_k", "empty", "radius", "gain", "recall", "discount", "device",
+                 "progress")
+#: options that only mean something for a TREC run
+RUN_ONLY_OPTIONS = ("complete", "relevance_level")
+
+
+def _flag(dest: str) -> str:
+    return "--" + dest.replace("_", "-")
+
+
+def _given(args, dest: str) -> bool:
+    value = getattr(args, dest)
+    return value is not None and value is not False
+
+
+def _check_combination(args, trec: bool) -> Optional[str]:
+    """The first option that does not apply to this kind of input, as an ``error: ...`` text, or None."""
+    if trec:
+        if args.run is None or args.qrels is None:
+            return (f"{'--run' if args.run is None else '--qrels'}: a TREC run is evaluated against qrels; "
+                    "give both --run RUN and --qrels QRELS")
+        for dest in ("npz", "max_array_bytes") + EVALUATE_ARRAYS:
+            if _given(args, dest):
+                return (f"{_flag(dest)}: arrays are not read with --run (the run and the qrels are the input); "
+                        f"drop {_flag(dest)} or evaluate the arrays without --run/--qrels")
+    else:
+        for dest in RUN_ONLY_OPTIONS:
+            if _given(args, dest):
+                return f"{_flag(dest)}: applies to a TREC run only; give --run RUN --qrels QRELS, or drop {_flag(dest)}"
+    if args.query_ids is not None and not args.per_query:
+        return "--query-ids: names the rows of --per-query; add --per-query text|json|csv, or drop --query-ids"
+    if args.quiet and (args.json or args.per_query):
+        return f"--quiet: prints only mAP as text; drop it with {'--json' if args.json else '--per-query'}"
+    return None
+
+
+def _run_options(args) -> Tuple[dict, Optional[str]]:
+    """Keywords of ``rc.evaluate_run`` from the options given, or the ``error: ...`` text of one it does not take."""
+    import inspect
+
+    import retrieval_conformance as rc
+
+    accepted = inspect.signature(rc.evaluate_run).parameters
+    kwargs = dict(max_rank=args.max_rank, implementation=args.implementation)
+    for dest, value in (("complete", args.complete), ("relevance_level", args.relevance_level)):
+        if _given(args, dest):
+            kwargs[dest] = value
+    for dest in ARRAY_OPTIONS:
+        if not _given(args, dest):
+            continue
+        if dest not in accepted:
+            return kwargs, (f"{_flag(dest)}: not an option of a TREC run evaluation (rc.evaluate_run takes "
+                            f"{', '.join(_flag(name) for name in ARRAY_OPTIONS + RUN_ONLY_OPTIONS if name in accepted)}"
+                            f"); drop {_flag(dest)}, or evaluate arrays without --run/--qrels")
+        kwargs[dest] = args.progress and not args.quiet if dest == "progress" else getattr(args, dest)
+    return kwargs, None
+
+
 def evaluate_main(args) -> int:
     """``evaluate``: print the metrics of the arrays given; 0, or 2 for unusable input.
 
     A missing, unreadable or hostile file (garbage, truncated zip, object arrays, a header
     declaring more data than the file holds or than ``--max-array-bytes``), an unusable
-    ``--k`` or arrays that ``evaluate`` rejects print ``error: <what, which option or file,
-    what to do>`` on stderr and return 2.
+    ``--k``, an option that does not apply to the input (``--discount`` with ``--run`` when
+    ``evaluate_run`` has no such keyword, ``--complete`` without ``--run``) or arrays that
+    ``evaluate`` rejects print ``error: <what, which option or file, what to do>`` on stderr
+    and return 2: no option is ever ignored.
     """
     import retrieval_conformance as rc
 
     # every failure of the input prints one line, "error: ...", and exits with 2 (a usage
     # error), never a traceback
     trec = args.run is not None or args.qrels is not None
-    if trec:
-        if args.run is None or args.qrels is None:
-            print(f"error: {'--run' if args.run is None else '--qrels'}: a TREC run is evaluated against qrels; "
-                  "give both --run RUN and --qrels QRELS", file=sys.stderr)
-            return 2
-        kwargs = dict(max_rank=args.max_rank, implementation=args.implementation, complete=args.complete,
-                      relevance_level=args.relevance_level)
-    else:
+    problem = _check_combination(args, trec)
+    if problem is None and trec:
+        kwargs, problem = _run_options(args)
+    if problem is not None:
+        print(f"error: {problem}", file=sys.stderr)
+        return 2
+    if not trec:
         try:
             arrays = _load_arrays(args)
         except ValueError as exc:
@@ -74,7 +136,7 @@ def evaluate_main(args) -> int:
             return 2
         overrides = {key: getattr(args, key) for key in ("ties", "ap_rule", "ap_at_k", "empty", "radius", "gain",
                                                          "recall", "discount", "device")}
-        kwargs = dict(arrays, protocol=args.protocol, max_rank=args.max_rank,
+        kwargs = dict(arrays, protocol=args.protocol or "hashing", max_rank=args.max_rank,
                       implementation=args.implementation, progress=args.progress and not args.quiet, **overrides)
     if args.k is not None:
         cutoffs = _parse_k(args.k)
@@ -105,7 +167,7 @@ def evaluate_main(args) -> int:
             summary = {key: dict(one, trec_eval=r.extras["trec_eval"]) for (key, one), r in
                        zip(summary.items(), results)} if isinstance(res, rc.ResultsAtK) else \
                 dict(summary, trec_eval=res.extras["trec_eval"])
-        print(json.dumps(summary, indent=2, default=str))
+        print(strict_json.dumps(summary, indent=2, default=str))
         return 0
     for one in results:
         if args.quiet:
@@ -156,10 +218,12 @@ def _print_per_query(res, fmt: str, ids_path: Optional[str]) -> int:
     query_ids = res.extras.get("query_ids")  # a TREC run's qids
     if ids_path:
         try:
-            with open(ids_path, encoding="utf-8") as f:
-                query_ids = [line.rstrip("\n") for line in f if line.strip()]
+            query_ids = read_text_lines(ids_path)
+        except ValueError as exc:  # FIFO, device, too large, not UTF-8: the message names the file
+            print(f"error: --query-ids {exc}; pass a text file with one query id per line", file=sys.stderr)
+            return 2
         except OSError as exc:
-            print(f"error: --query-ids {ids_path}: cannot read it ({exc.strerror}); pass a text file with "
+            print(f"error: --query-ids {ids_path}: cannot read it ({exc.strerror or exc}); pass a text file with "
                   "one query id per line", file=sys.stderr)
             return 2
     try:
@@ -168,7 +232,7 @@ def _print_per_query(res, fmt: str, ids_path: Optional[str]) -> int:
         print(f"error: --query-ids {ids_path}: {exc}", file=sys.stderr)
         return 2
     if fmt == "json":
-        print(json.dumps({"summary": res.summary(), "queries": rows}, indent=1, default=str))
+        print(strict_json.dumps({"summary": res.summary(), "queries": rows}, indent=1, default=str))
     elif fmt == "csv":
         writer = csv.DictWriter(sys.stdout, fieldnames=list(rows[0]), lineterminator="\n")
         writer.writeheader()
@@ -209,11 +273,11 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument("--run", help="a TREC run file (qid Q0 docno rank score tag), evaluated as trec_eval does")
     e.add_argument("--qrels", help="the TREC qrels file for --run (qid iter docno rel)")
     e.add_argument("--complete", action="store_true", help="with --run: trec_eval -c (every qrels query counts)")
-    e.add_argument("--relevance-level", type=int, default=1, help="with --run: least relevant grade (trec_eval -l)")
+    e.add_argument("--relevance-level", type=int, help="with --run: least relevant grade (trec_eval -l; default 1)")
     e.add_argument("--npz", help="an .npz holding arrays named like evaluate()'s arguments")
     for key in EVALUATE_ARRAYS:
         e.add_argument("--" + key.replace("_", "-"), dest=key, help=f"{key} as a .npy file")
-    e.add_argument("--protocol", default="hashing")
+    e.add_argument("--protocol", help="a preset (default hashing for arrays; with --run only if evaluate_run takes it)")
     e.add_argument("--k", help="cut-off: an integer, several (1,5,10,100: each reported), or 'all'")
     e.add_argument("--max-array-bytes", type=int, metavar="N",
                    help="refuse input arrays larger than N bytes in total, checked from the "
@@ -229,7 +293,8 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument("--recall", help="what R@k means: fraction (H(k)/R, default) or hit (a relevant item in the top k)")
     e.add_argument("--implementation", default="auto")
     e.add_argument("--device", help="where torch computes: cpu, cuda, cuda:1 (with --implementation torch or auto)")
-    e.add_argument("--json", action="store_true", help="machine-readable output")
+    e.add_argument("--json", action="store_true",
+                   help="machine-readable output (strict JSON: NaN/inf as null, listed under 'non_finite')")
     e.add_argument("--per-query", choices=("text", "json", "csv"),
                    help="one row per query (text: 'metric<TAB>query<TAB>value' lines like trec_eval -q)")
     e.add_argument("--query-ids", metavar="FILE", help="query ids for --per-query, one per line (default 0..Q-1)")
