@@ -36,6 +36,9 @@ def read_array_file(option: str, path: str, budget: ArrayBudget, archive: bool) 
     except FileRefusedError as exc:
         if exc.limit == "max_bytes":  # the reader's advice names its keyword; ours the flag
             raise ValueError(f"{option} {exc.path}: {exc.reason}; raise the limit with --max-array-bytes N") from None
+        if exc.limit == "max_elements":  # no flag: 2**31 elements is past any array of 2 GiB of bytes
+            raise ValueError(f"{option} {exc.path}: {exc.reason}; evaluate the data in smaller parts "
+                             "(rc.Accumulator)") from None
         raise ValueError(f"{option} {exc}") from None
     except FileNotFoundError:
         raise ValueError(f"{option} {path}: no such file; check the path") from None

@@ -31,6 +31,10 @@ or the process (each limit is a keyword argument of the readers that apply it):
     Total bytes of the numpy arrays one file may produce.  For ``.npy``/``.npz`` files the
     size each header declares is checked against this limit and against the data actually
     present before any array is allocated.
+``MAX_ARRAY_ELEMENTS`` = 2**31 (``max_elements`` for ``.npy``/``.npz``)
+    Most elements of the arrays one file may produce, counted from the headers before
+    anything is allocated: the byte limit alone lets through an array whose items take no
+    bytes (numpy's ``<U0``), which costs nothing to read and gigabytes to sort.
 ``MAX_DEPTH`` = 32 (``max_depth``)
     Deepest nesting of containers in a pickle.
 ``MAX_NPZ_MEMBERS`` = 1024 (``max_members``)
@@ -58,6 +62,7 @@ PathLike = Union[str, "os.PathLike[str]"]
 
 __all__ = [
     "MAX_ARRAY_BYTES",
+    "MAX_ARRAY_ELEMENTS",
     "MAX_DEPTH",
     "MAX_FILE_BYTES",
     "MAX_IDS",
@@ -73,6 +78,7 @@ MAX_LINES = 10**7
 MAX_ITEMS = 10**7
 MAX_IDS = 10**7
 MAX_ARRAY_BYTES = 2 << 30
+MAX_ARRAY_ELEMENTS = 1 << 31
 MAX_DEPTH = 32
 MAX_NPZ_MEMBERS = 1024
 

@@ -1,7 +1,8 @@
 """Reading ``.npy`` and ``.npz`` files of plain arrays (:func:`read_npy`, :func:`read_npz`).
 
-Headers are checked before numpy allocates anything: a plain dtype only, and a declared
-size within the limit and backed by the data present (see
+Headers are checked before numpy allocates anything: a plain dtype whose items take at least
+one byte, every dimension within numpy's index range, and a declared size within the byte and
+element limits and backed by the data present (see
 :mod:`retrieval_conformance.reference.readers.limits`).
 """
 from __future__ import annotations
@@ -16,6 +17,7 @@ import numpy as np
 from retrieval_conformance.reference.readers.limits import (
     _PLAIN_KINDS,
     MAX_ARRAY_BYTES,
+    MAX_ARRAY_ELEMENTS,
     MAX_NPZ_MEMBERS,
     FileRefusedError,
     PathLike,
@@ -29,6 +31,9 @@ __all__ = ["read_npy", "read_npz"]
 # numpy's own default bound on a .npy header (np.lib.format, max_header_size)
 _MAX_NPY_HEADER = 10000
 _NPY_MAGIC = b"\x93NUMPY"
+# numpy indexes with intp: a larger dimension (or a product of the non-zero ones beyond it)
+# makes numpy raise OverflowError or "array is too big", even when another dimension is 0
+_MAX_DIMENSION = int(np.iinfo(np.intp).max)
 
 
 def _npy_header(fp: Any, where: str) -> Tuple[Tuple[int, ...], bool, Any, int]:
@@ -68,11 +73,26 @@ def _npy_header(fp: Any, where: str) -> Tuple[Tuple[int, ...], bool, Any, int]:
                          "and str arrays (object arrays would need pickle)")
     if not all(type(d) is int and d >= 0 for d in shape):
         raise ValueError(f"{where}: malformed .npy shape")
+    if math.prod(d for d in shape if d) > _MAX_DIMENSION:
+        raise ValueError(f"{where}: .npy shape {_clip(str(shape), 80)} is beyond numpy's index range "
+                         f"({_MAX_DIMENSION:,} elements): forged or corrupt")
+    if dtype.itemsize == 0:
+        raise ValueError(f"{where}: dtype {dtype.str} has items of 0 bytes (every item an empty string): "
+                         "not an array of ids or values; save the array with numpy's own dtype for it")
     return shape, fortran, dtype, len(_NPY_MAGIC) + 2 + width + header_len
 
 
 def _declared_bytes(shape: Tuple[int, ...], dtype: Any) -> int:
     return math.prod(shape) * dtype.itemsize
+
+
+def _too_many(where: str, shape: Tuple[int, ...], dtype: Any, count: int, total: int,
+              max_elements: int) -> FileRefusedError:
+    what = f"array of shape {shape} and dtype {dtype.str} ({count:,} elements)"
+    if total > count:
+        what += f", {total:,} with the arrays before it,"
+    return FileRefusedError(where, f"{what} beyond the limit of {max_elements:,} elements",
+                            "pass max_elements=... to read larger arrays", limit="max_elements")
 
 
 def _too_large(where: str, shape: Tuple[int, ...], dtype: Any, nbytes: int, total: int,
@@ -84,7 +104,7 @@ def _too_large(where: str, shape: Tuple[int, ...], dtype: Any, nbytes: int, tota
                             "pass max_bytes=... to read larger arrays", limit="max_bytes")
 
 
-def read_npy(path: PathLike, *, max_bytes: int = MAX_ARRAY_BYTES) -> Any:
+def read_npy(path: PathLike, *, max_bytes: int = MAX_ARRAY_BYTES, max_elements: int = MAX_ARRAY_ELEMENTS) -> Any:
     """A plain array from a ``.npy`` file, refusing before allocation what cannot be right.
 
     ``numpy.load(path, allow_pickle=False)`` allocates whatever size the header declares
@@ -100,15 +120,18 @@ def read_npy(path: PathLike, *, max_bytes: int = MAX_ARRAY_BYTES) -> Any:
         :mod:`retrieval_conformance.reference.readers.limits`).
     max_bytes : int
         Largest array (default :data:`MAX_ARRAY_BYTES`, 2 GiB).
+    max_elements : int
+        Most elements (default :data:`MAX_ARRAY_ELEMENTS`, 2**31).
 
     Raises
     ------
     FileNotFoundError, IsADirectoryError, OSError
         When the file cannot be opened.
     FileRefusedError
-        For a FIFO or device, or an array beyond ``max_bytes``.
+        For a FIFO or device, or an array beyond ``max_bytes`` or ``max_elements``.
     ValueError
-        For anything but a plain ``.npy`` array, or fewer data bytes than declared.
+        For anything but a plain ``.npy`` array (object, structured or zero-size items, a
+        shape beyond numpy's index range), or fewer data bytes than declared.
     """
     where = os.fsdecode(os.fspath(path))
     f = _open_regular(path)
@@ -118,6 +141,9 @@ def read_npy(path: PathLike, *, max_bytes: int = MAX_ARRAY_BYTES) -> Any:
         nbytes = _declared_bytes(shape, dtype)
         if nbytes > max_bytes:
             raise _too_large(where, shape, dtype, nbytes, nbytes, max_bytes)
+        count = math.prod(shape)
+        if count > max_elements:
+            raise _too_many(where, shape, dtype, count, count, max_elements)
         size = os.fstat(f.fileno()).st_size
         if offset + nbytes > size:
             raise ValueError(f"{where}: the header declares {_size(nbytes)} of data (shape "
@@ -130,8 +156,8 @@ def read_npy(path: PathLike, *, max_bytes: int = MAX_ARRAY_BYTES) -> Any:
             raise ValueError(f"{where}: {str(exc)[:200]}") from None
 
 
-def read_npz(path: PathLike, *, max_bytes: int = MAX_ARRAY_BYTES,
-             max_members: int = MAX_NPZ_MEMBERS) -> Dict[str, Any]:
+def read_npz(path: PathLike, *, max_bytes: int = MAX_ARRAY_BYTES, max_members: int = MAX_NPZ_MEMBERS,
+             max_elements: int = MAX_ARRAY_ELEMENTS) -> Dict[str, Any]:
     """The arrays of an ``.npz`` file, checked before any is allocated.
 
     Every member must be a plain ``.npy`` array (``name.npy``, returned as ``name``).  For
@@ -149,6 +175,8 @@ def read_npz(path: PathLike, *, max_bytes: int = MAX_ARRAY_BYTES,
         Most bytes of all arrays together (default :data:`MAX_ARRAY_BYTES`, 2 GiB).
     max_members : int
         Most arrays (default :data:`MAX_NPZ_MEMBERS`).
+    max_elements : int
+        Most elements of all arrays together (default :data:`MAX_ARRAY_ELEMENTS`, 2**31).
 
     Returns
     -------
@@ -160,11 +188,12 @@ def read_npz(path: PathLike, *, max_bytes: int = MAX_ARRAY_BYTES,
     FileNotFoundError, IsADirectoryError, OSError
         When the file cannot be opened.
     FileRefusedError
-        For a FIFO or device, or arrays beyond ``max_bytes``.
+        For a FIFO or device, or arrays beyond ``max_bytes`` or ``max_elements``.
     ValueError
         For a file that is not a zip archive of plain ``.npy`` arrays (garbage, truncated,
-        encrypted, object arrays, duplicate or non-``.npy`` members, fewer data bytes than
-        declared); the message names the member.
+        encrypted, object arrays, zero-size items, shapes beyond numpy's index range,
+        duplicate or non-``.npy`` members, fewer data bytes than declared); the message
+        names the member.
     """
     where = os.fsdecode(os.fspath(path))
     f = _open_regular(path)
@@ -187,6 +216,7 @@ def read_npz(path: PathLike, *, max_bytes: int = MAX_ARRAY_BYTES,
                                        limit="max_members")
             plan = []
             total = 0
+            elements = 0
             for info in infos:
                 member = f"{where}[{_clip(info.filename, 80)}]"
                 if not info.filename.endswith(".npy"):
@@ -207,6 +237,10 @@ def read_npz(path: PathLike, *, max_bytes: int = MAX_ARRAY_BYTES,
                 total += nbytes
                 if total > max_bytes:
                     raise _too_large(member, shape, dtype, nbytes, total, max_bytes)
+                count = math.prod(shape)
+                elements += count
+                if elements > max_elements:
+                    raise _too_many(member, shape, dtype, count, elements, max_elements)
                 if offset + nbytes > info.file_size:
                     raise ValueError(
                         f"{member}: the header declares {_size(nbytes)} of data (shape {shape}, "
