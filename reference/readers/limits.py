@@ -40,6 +40,11 @@ or the process (each limit is a keyword argument of the readers that apply it):
 ``MAX_NPZ_MEMBERS`` = 1024 (``max_members``)
     Most arrays in one ``.npz`` file.
 
+Text files compressed with gzip (first bytes ``1f 8b``) are read by :func:`_read_text_data`
+for the readers that accept them (TREC runs and qrels, JSON Lines): ``max_bytes`` then bounds
+the *decompressed* bytes, so a few kilobytes inflating to gigabytes (a gzip bomb) are refused
+as a plain file of that size would be, after at most ``max_bytes + 1`` bytes are produced.
+
 Only regular files are read, after following symbolic links: a FIFO would block forever
 and a device such as ``/dev/zero`` never ends.  Such a file, or one beyond a limit, raises
 :class:`FileRefusedError` (a ``ValueError``); a directory keeps reading as an empty file in
@@ -54,6 +59,7 @@ import errno
 import io
 import os
 import stat
+import zlib
 from typing import Any, Optional, Union
 
 import numpy as np
@@ -243,3 +249,46 @@ def _read_file(path: PathLike, max_bytes: int, *, empty_dir: bool = False) -> by
                 path, f"{_size(size)}, more than the limit of {_size(max_bytes)}",
                 "pass max_bytes=... to read a larger file", limit="max_bytes")
         return _read_bounded(f, max_bytes, os.fspath(path), size)
+
+
+GZIP_MAGIC = b"\x1f\x8b"
+
+
+def _gunzip_bounded(data: bytes, max_bytes: int, path: Any) -> bytes:
+    """The decompressed bytes of gzip ``data`` (every member), at most ``max_bytes`` of them."""
+    parts = []
+    total = 0
+    rest = data
+    while rest:
+        inflater = zlib.decompressobj(wbits=31)  # 31: a gzip header and trailer
+        try:
+            while True:
+                # max_length bounds each call's output: a bomb never inflates past the limit + 1
+                chunk = inflater.decompress(rest, min(_READ_CHUNK, max_bytes + 1 - total))
+                rest = inflater.unconsumed_tail
+                parts.append(chunk)
+                total += len(chunk)
+                if total > max_bytes:
+                    raise FileRefusedError(
+                        path, f"decompresses to more than the limit of {_size(max_bytes)}",
+                        "pass max_bytes=... to read a larger file", limit="max_bytes")
+                if inflater.eof or not chunk and not rest:
+                    break
+        except zlib.error as exc:
+            raise ValueError(f"{os.fsdecode(path)}: not a readable gzip file ({exc}); expected gzip-compressed "
+                             "text or plain text") from None
+        if not inflater.eof:
+            raise ValueError(f"{os.fsdecode(path)}: truncated gzip file (the compressed data ends early); "
+                             "expected a whole gzip file")
+        rest = inflater.unused_data
+        if rest.strip(b"\0") == b"":  # padding after the last member, as gzip itself allows
+            break
+    return b"".join(parts)
+
+
+def _read_text_data(path: PathLike, max_bytes: int) -> bytes:
+    """The bytes of a regular text file, decompressed when it is gzip, within ``max_bytes`` either way."""
+    data = _read_file(path, max_bytes)
+    if data.startswith(GZIP_MAGIC):
+        return _gunzip_bounded(data, max_bytes, os.fspath(path))
+    return data

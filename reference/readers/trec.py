@@ -33,12 +33,25 @@ Where we differ from trec_eval, always by refusing or by accepting a harmless la
 * a repeated (qid, docno) pair is an error naming both lines in both files.  trec_eval
   stops with ``duplicate docs`` too, but only once the query is evaluated; ranx's readers
   keep the last line silently;
-* a NUL byte is an error (trec_eval's files "may contain no NULL characters").
+* a NUL byte is an error (trec_eval's files "may contain no NULL characters");
+* a file starting with a UTF-8 byte-order mark is an error: trec_eval reads the mark as
+  part of the first query id, which then matches no query of the other file, and the
+  numbers change without a word.  Line ends ``\r\n`` are read as trec_eval reads them
+  (``\r`` is whitespace), so they need no change.
+
+Compressed and other layouts: a file whose first bytes are gzip's (``1f 8b``) is
+decompressed first, within the same ``max_bytes`` (counted on the decompressed bytes, so a
+gzip bomb is refused as a plain file of that size); a file named ``*.jsonl`` or ``*.ndjson``
+(``.gz`` allowed after it) is JSON Lines, one ``{"qid": ..., "docid": ..., "score": ...}``
+object per line (:func:`~.tables.read_json_lines`).
 
 :func:`as_run` and :func:`as_qrels` take a path (read as above), a ranx-style dict
-(``{qid: {docno: score}}``, ``{qid: {docno: grade}}``) or an object with ``to_dict()``
-returning one (``ranx.Run``, ``ranx.Qrels``), and return checked dicts: ``str`` ids, finite
-real scores, integer grades; a query with no entry is dropped, as a query without lines.
+(``{qid: {docno: score}}``, ``{qid: {docno: grade}}``), a DataFrame with query, document
+and value columns (``qid, docid, score`` / ``qid, docid, relevance`` or the ranx and
+ir_measures names, :func:`~.tables.read_table`; pandas is never imported), or an object
+with ``to_dict()`` returning a dict (``ranx.Run``, ``ranx.Qrels``), and return checked
+dicts: ``str`` ids, finite real scores, integer grades; a query with no entry is dropped,
+as a query without lines.
 
 Every error is a ``ValueError`` naming the file, the line and what was expected; files
 are opened and read as :func:`~retrieval_conformance.reference.readers.limits._read_file` does, so a
@@ -62,8 +75,9 @@ from retrieval_conformance.reference.readers.limits import (
     FileRefusedError,
     PathLike,
     _clip,
-    _read_file,
+    _read_text_data,
 )
+from retrieval_conformance.reference.readers.tables import is_json_lines, is_table, read_json_lines, read_table
 
 __all__ = ["SCORE_DTYPES", "as_qrels", "as_run", "id_bytes", "read_qrels", "read_run"]
 
@@ -73,6 +87,8 @@ _NUMBER = re.compile(rb"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
 _INTEGER = re.compile(rb"[+-]?[0-9]+")
 #: grades must fit in int64 (trec_eval stores them in a C ``long``)
 _GRADE_LIMIT = 2**63
+_BOM = b"\xef\xbb\xbf"
+_OTHER = {"run": "qrels", "qrels": "run"}
 
 
 def id_bytes(name: str) -> bytes:
@@ -94,7 +110,11 @@ def _path_text(path: PathLike) -> str:
 
 def _lines(path: PathLike, what: str, max_bytes: int, max_lines: int) -> Iterator[Tuple[int, List[bytes]]]:
     """``(line number, fields)`` of every line of the file that holds data (1-based numbers)."""
-    data = _read_file(path, max_bytes)
+    data = _read_text_data(path, max_bytes)
+    if data.startswith(_BOM):
+        raise ValueError(f"{_path_text(path)}: line 1: starts with a UTF-8 byte-order mark; trec_eval would read "
+                         f"it as part of the first query id, which then matches no {_OTHER[what]} query: remove "
+                         "the mark (save as UTF-8 without BOM)")
     n = data.count(b"\n") + (0 if data.endswith(b"\n") or not data else 1)
     if n > max_lines:
         raise FileRefusedError(path, f"more than {max_lines:,} lines ({n:,})",
@@ -167,6 +187,8 @@ def read_run(path: PathLike, *, max_bytes: int = MAX_FILE_BYTES,
     --------
     A file holding ``301 Q0 FT911-3 1 12.5 bm25`` reads as ``{"301": {"FT911-3": 12.5}}``.
     """
+    if is_json_lines(path):
+        return read_json_lines(path, "run", max_bytes=max_bytes, max_lines=max_lines)
     run: Dict[str, Dict[str, float]] = {}
     for number, parts in _lines(path, "run", max_bytes, max_lines):
         if len(parts) < 6:
@@ -221,6 +243,8 @@ def read_qrels(path: PathLike, *, max_bytes: int = MAX_FILE_BYTES,
     --------
     ``301 0 FT911-3 2`` and ``301 0 FT911-7 -1`` read as ``{"301": {"FT911-3": 2, "FT911-7": -1}}``.
     """
+    if is_json_lines(path):
+        return read_json_lines(path, "qrels", max_bytes=max_bytes, max_lines=max_lines)
     qrels: Dict[str, Dict[str, int]] = {}
     for number, parts in _lines(path, "qrels", max_bytes, max_lines):
         if len(parts) != 4:
@@ -246,6 +270,8 @@ def read_qrels(path: PathLike, *, max_bytes: int = MAX_FILE_BYTES,
 def _mapping(value: Any, name: str, reader) -> Mapping:
     if isinstance(value, (str, bytes, os.PathLike)):
         return reader(value)
+    if is_table(value):  # a DataFrame: its to_dict() is by column, never a run
+        return read_table(value, name)
     if not isinstance(value, Mapping) and callable(getattr(value, "to_dict", None)):
         value = value.to_dict()  # a ranx Run or Qrels
     if not isinstance(value, Mapping):
