@@ -64,6 +64,28 @@ def show_case(seed: int, index: int, implementations: Optional[List[str]]) -> in
     return 0 if outcome.clean else 1
 
 
+def _files_main(args) -> int:
+    """``--target files``: the file readers' campaign, in this process (:mod:`.files`)."""
+    from .files import run_file_campaign
+
+    cases = args.cases if args.cases is not None else (1_000_000 if args.profile == "long" else 10_000)
+    if cases < 1:
+        print(f"error: --cases: expected a positive number, got {cases}", file=sys.stderr)
+        return 2
+    report = run_file_campaign(seed=args.seed, cases=cases, start=args.start, timeout=args.timeout or 20.0)
+    print(f"file fuzz campaign, seed {args.seed}: {report.cases} cases ({args.start}..{args.start + cases - 1}) "
+          f"in {report.seconds:.1f} s; " + ", ".join(f"{k} {n}" for k, n in sorted(report.kinds.items())))
+    for kind, count in sorted(report.counts.items(), key=lambda kv: -kv[1]):
+        print(f"  {kind:<17} {count}")
+    if not report.findings:
+        print("PASSED: 0 wrong values, 0 unnamed errors, 0 hangs")
+        return 0
+    print(f"FAILED: {len(report.findings)} finding(s)")
+    for index, kind, outcome, detail in report.findings[:50]:
+        print(f"  case {index} [{kind}] {outcome}: {detail[:300]}")
+    return 1
+
+
 def main(argv: Optional[List[str]] = None) -> int:
     # a terminated campaign still stops its worker processes (SystemExit runs the cleanup)
     signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(143))
@@ -82,7 +104,11 @@ def main(argv: Optional[List[str]] = None) -> int:
     parser.add_argument("--case", type=int, help="show one case and what every implementation does with it")
     parser.add_argument("--json", help="write the report to this file")
     parser.add_argument("--quiet", action="store_true", help="no progress line")
+    parser.add_argument("--target", choices=("evaluate", "files"), default="evaluate",
+                        help="evaluate's inputs (default), or files: .npy/.npz headers and TREC lines")
     args = parser.parse_args(argv)
+    if args.target == "files":
+        return _files_main(args)
     if args.case is not None:
         return show_case(args.seed, args.case, args.implementations)
     profile = PROFILES[args.profile]

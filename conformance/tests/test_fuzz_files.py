@@ -1,0 +1,56 @@
+"""The file fuzz campaign: ``.npy``/``.npz`` headers and TREC lines read cleanly, and the campaign finds bugs.
+
+``RC_FUZZ=long`` runs 200,000 cases instead of 1,000; the campaign alone:
+``python -m retrieval_conformance.conformance.fuzz --target files --cases N``.
+"""
+from __future__ import annotations
+
+import os
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from retrieval_conformance.conformance.fuzz.__main__ import main as fuzz_main
+from retrieval_conformance.conformance.fuzz.draw import HypothesisDraw
+from retrieval_conformance.conformance.fuzz.files import classify_file_case, draw_file_case, run_file_campaign
+
+CASES = 200_000 if os.environ.get("RC_FUZZ") == "long" else 1000
+
+
+def test_file_campaign_is_clean():
+    report = run_file_campaign(seed=0, cases=CASES)
+    assert report.cases == CASES
+    assert not report.findings, report.findings[:10]
+    assert set(report.kinds) == {"npy", "npz", "run", "qrels", "run.jsonl"}
+    assert report.counts["value"] > CASES // 6 and report.counts["named_error"] > CASES // 4
+
+
+@given(st.data())
+@settings(deadline=None, max_examples=100)
+def test_generated_file_cases_are_clean(data):
+    case = draw_file_case(HypothesisDraw(data))
+    outcome = classify_file_case(case)
+    assert outcome.clean, f"{outcome.kind}: {outcome.detail}\n{case.kind} {case.data[:300]!r}"
+
+
+def test_the_campaign_finds_a_reader_that_lets_a_bom_through(monkeypatch):
+    """With the byte-order-mark check disabled, a marked file reads as other query ids: a finding."""
+    import retrieval_conformance.reference.readers.trec as trec
+
+    monkeypatch.setattr(trec, "_BOM", b"\0never")
+    report = run_file_campaign(seed=0, cases=300)
+    assert any(kind == "wrong_number" and "byte-order mark" in detail for _, _, kind, detail in report.findings)
+
+
+def test_the_campaign_finds_an_unbounded_shape(monkeypatch):
+    """Without the index-range check a shape (0, 2**64) reaches numpy: an OverflowError finding."""
+    import retrieval_conformance.reference.readers.npy as npy
+
+    monkeypatch.setattr(npy, "_MAX_DIMENSION", float("inf"))
+    report = run_file_campaign(seed=0, cases=1000)
+    assert any("OverflowError" in detail for _, _, _, detail in report.findings)
+
+
+def test_command_line_target(capsys):
+    assert fuzz_main(["--target", "files", "--cases", "50", "--quiet"]) == 0
+    out = capsys.readouterr().out
+    assert "file fuzz campaign, seed 0: 50 cases" in out and "PASSED" in out
