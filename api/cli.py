@@ -6,7 +6,7 @@ import sys
 from typing import List, Optional, Tuple
 
 from retrieval_conformance import strict_json
-from retrieval_conformance.array_files import EVALUATE_ARRAYS, ArrayBudget, read_array_file
+from retrieval_conformance.array_files import EVALUATE_ARRAYS, ArrayBudget, read_array_file, read_search_file
 from retrieval_conformance.reference.readers.text import read_text_lines
 
 
@@ -66,14 +66,25 @@ def _given(args, dest: str) -> bool:
 
 def _check_combination(args, trec: bool) -> Optional[str]:
     """The first option that does not apply to this kind of input, as an ``error: ...`` text, or None."""
+    if args.search_metric is not None and args.search is None:
+        return "--search-metric: says how the D of --search ranks; give --search FILE, or drop --search-metric"
     if trec:
-        if args.run is None or args.qrels is None:
+        if args.search is not None:
+            if args.run is not None:
+                return "--run: give a run file or a search (--search), not both"
+            if args.search_metric is None:
+                return ("--search-metric: required with --search: l2 (D is a distance, smaller is closer, "
+                        "faiss METRIC_L2) or inner_product (larger is closer)")
+            array_options = ("npz",) + EVALUATE_ARRAYS
+        elif args.run is None or args.qrels is None:
             return (f"{'--run' if args.run is None else '--qrels'}: a TREC run is evaluated against qrels; "
                     "give both --run RUN and --qrels QRELS")
-        for dest in ("npz", "max_array_bytes") + EVALUATE_ARRAYS:
+        else:
+            array_options = ("npz", "max_array_bytes") + EVALUATE_ARRAYS
+        for dest in array_options:
             if _given(args, dest):
-                return (f"{_flag(dest)}: arrays are not read with --run (the run and the qrels are the input); "
-                        f"drop {_flag(dest)} or evaluate the arrays without --run/--qrels")
+                return (f"{_flag(dest)}: arrays are not read with --run or --search (the run and the qrels are the "
+                        f"input); drop {_flag(dest)} or evaluate the arrays without --run/--qrels/--search")
     else:
         for dest in RUN_ONLY_OPTIONS:
             if _given(args, dest):
@@ -121,13 +132,22 @@ def evaluate_main(args) -> int:
 
     # every failure of the input prints one line, "error: ...", and exits with 2 (a usage
     # error), never a traceback
-    trec = args.run is not None or args.qrels is not None
+    trec = args.run is not None or args.qrels is not None or args.search is not None
     problem = _check_combination(args, trec)
     if problem is None and trec:
         kwargs, problem = _run_options(args)
     if problem is not None:
         print(f"error: {problem}", file=sys.stderr)
         return 2
+    run, qrels = args.run, args.qrels
+    if args.search is not None:
+        try:
+            run, from_labels = read_search_file(args.search, args.search_metric, ArrayBudget(args.max_array_bytes),
+                                                qrels_given=qrels is not None)
+        except ValueError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 2
+        qrels = qrels if from_labels is None else from_labels
     if not trec:
         try:
             arrays = _load_arrays(args)
@@ -151,7 +171,7 @@ def evaluate_main(args) -> int:
                   file=sys.stderr)
             return 2
     try:
-        res = rc.evaluate_run(args.run, args.qrels, **kwargs) if trec else rc.evaluate(**kwargs)
+        res = rc.evaluate_run(run, qrels, **kwargs) if trec else rc.evaluate(**kwargs)
     except (ValueError, TypeError, rc.ImplementationUnavailable) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
@@ -270,8 +290,14 @@ def build_parser() -> argparse.ArgumentParser:
     g.set_defaults(func=_by_name("retrieval_conformance.conformance.main_job:golden_main"))
 
     e = sub.add_parser("evaluate", help="evaluate arrays from .npy/.npz files, or a TREC run against qrels")
-    e.add_argument("--run", help="a TREC run file (qid Q0 docno rank score tag), evaluated as trec_eval does")
-    e.add_argument("--qrels", help="the TREC qrels file for --run (qid iter docno rel)")
+    e.add_argument("--run", help="a TREC run file (qid Q0 docno rank score tag; .gz, or .jsonl as JSON Lines), "
+                                 "evaluated as trec_eval does")
+    e.add_argument("--qrels", help="the TREC qrels file for --run (qid iter docno rel); .gz and .jsonl read too")
+    e.add_argument("--search", metavar="NPZ",
+                   help="nearest-neighbour results as a run: an .npz of faiss's D and I (-1: none), with "
+                        "query_labels and db_labels (same label: relevant) or --qrels, optional query_ids, db_ids")
+    e.add_argument("--search-metric", choices=("l2", "inner_product"),
+                   help="with --search: how D ranks (l2: smaller is closer; inner_product: larger is closer)")
     e.add_argument("--complete", action="store_true", help="with --run: trec_eval -c (every qrels query counts)")
     e.add_argument("--relevance-level", type=int, help="with --run: least relevant grade (trec_eval -l; default 1)")
     e.add_argument("--npz", help="an .npz holding arrays named like evaluate()'s arguments")

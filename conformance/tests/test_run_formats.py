@@ -7,6 +7,8 @@ it into the first query id), CRLF is read as trec_eval reads it.
 from __future__ import annotations
 
 import gzip
+import json
+import re
 import subprocess
 import sys
 import time
@@ -215,3 +217,61 @@ def test_bad_search_inputs_are_named(call, message):
         call()
     with pytest.raises(TypeError):
         run_from_search([[0.1]], [[0]])  # no default direction: metric must be given
+
+
+# ----------------------------------------------------------------------------- the command line
+def test_cli_reads_gzip_and_json_lines(tmp_path, capsys):
+    from retrieval_conformance.cli import main
+
+    (tmp_path / "a.run.gz").write_bytes(gzip.compress(RUN))
+    (tmp_path / "a.qrels.jsonl").write_text('{"qid": "q1", "docid": "d2", "relevance": 1}\n'
+                                            '{"qid": "q1", "docid": "d4", "relevance": 2}\n'
+                                            '{"qid": "q2", "docid": "d9", "relevance": 1}\n')
+    assert main(["evaluate", "--run", str(tmp_path / "a.run.gz"), "--qrels", str(tmp_path / "a.qrels.jsonl"),
+                 "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["trec_eval"]["map"] == float(MAP)
+
+
+def test_cli_evaluates_a_search_file(tmp_path, capsys):
+    """The hand case of test_search_results_and_labels_by_hand, from an .npz as faiss leaves it."""
+    from retrieval_conformance.cli import main
+
+    path = tmp_path / "search.npz"
+    np.savez(path, D=np.array([[0.1, 0.2, 0.3, np.inf]], dtype=np.float32), I=np.array([[1, 0, 2, -1]]),
+             query_labels=np.array([5]), db_labels=np.array([5, 7, 5]))
+    assert main(["evaluate", "--search", str(path), "--search-metric", "l2", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["trec_eval"]["map"] == 7 / 12
+    assert main(["evaluate", "--search", str(path), "--search-metric", "inner_product", "--json"]) == 0
+    # larger is closer: rows 2, 0, 1 -> both relevant first, AP 1
+    assert json.loads(capsys.readouterr().out)["trec_eval"]["map"] == 1.0
+    qrels = tmp_path / "q.txt"
+    qrels.write_text("0 0 1 1\n")
+    np.savez(tmp_path / "plain.npz", D=np.array([[0.1, 0.2]]), I=np.array([[1, 0]]))
+    assert main(["evaluate", "--search", str(tmp_path / "plain.npz"), "--search-metric", "l2", "--qrels", str(qrels),
+                 "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["trec_eval"]["map"] == 1.0
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--search-metric", "l2"], "--search-metric: says how the D of --search ranks"),
+    (["--search", "{search}"], "--search-metric: required with --search"),
+    (["--search", "{search}", "--search-metric", "l2", "--run", "x.run"], "--run: give a run file or a search"),
+    (["--search", "{search}", "--search-metric", "l2", "--qrels", "q.txt"], "--qrels: {search} holds query_labels"),
+    (["--search", "{plain}", "--search-metric", "l2"], "no query_labels and db_labels, and no --qrels"),
+    (["--search", "{search}", "--search-metric", "l2", "--npz", "a.npz"], "--npz: arrays are not read"),
+    (["--search", "{bad}", "--search-metric", "l2"], r"--search {bad}: indices\[0, 0\]: 9 is not a database row"),
+    (["--search", "{nod}", "--search-metric", "l2"], "--search {nod}: no array D"),
+])
+def test_cli_search_errors_are_named(argv, message, tmp_path, capsys):
+    from retrieval_conformance.cli import main
+
+    paths = {name: str(tmp_path / f"{name}.npz") for name in ("search", "plain", "bad", "nod")}
+    np.savez(paths["search"], D=np.zeros((1, 2)), I=np.array([[0, 1]]), query_labels=[1], db_labels=[1, 2])
+    np.savez(paths["plain"], D=np.zeros((1, 2)), I=np.array([[0, 1]]))
+    np.savez(paths["bad"], D=np.zeros((1, 1)), I=np.array([[9]]), query_labels=[1], db_labels=[1, 2])
+    np.savez(paths["nod"], I=np.array([[0]]))
+    argv = [a.format(**paths) for a in argv]
+    assert main(["evaluate", *argv]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and err.count("\n") == 1
+    assert re.search(message.format(**paths), err), err
