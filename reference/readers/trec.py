@@ -307,8 +307,9 @@ def as_run(run: Any, score_dtype: str = "float64") -> Dict[str, Dict[str, float]
 
     Parameters
     ----------
-    run : path, dict, or object with ``to_dict()``
-        A path is read with :func:`read_run`.  Ids must be ``str``; scores real numbers
+    run : path, dict, DataFrame, or object with ``to_dict()``
+        A path is read with :func:`read_run` (plain, gzip or JSON Lines), a DataFrame with
+        :func:`~.tables.read_table`.  Ids must be ``str``; scores real numbers
         (bools are refused), finite once rounded to ``score_dtype``.
     score_dtype : {"float64", "float32"}
         Scores are rounded to this precision (float32: trec_eval 9.0.8's C ``float``) and
@@ -353,7 +354,8 @@ def _float_or_inf(score: Any) -> float:
 def as_qrels(qrels: Any) -> Dict[str, Dict[str, int]]:
     """A qrels file, ranx-style dict or ``ranx.Qrels`` as a checked ``{qid: {docno: int grade}}``.
 
-    A path is read with :func:`read_qrels`; ids must be ``str`` and grades integers
+    A path is read with :func:`read_qrels` (plain, gzip or JSON Lines), a DataFrame with
+    :func:`~.tables.read_table`; ids must be ``str`` and grades integers
     (Python or numpy; bools and floats are refused).  Queries without any judgment are left
     out, as a query without lines.
     """
