@@ -68,15 +68,35 @@ def _files_main(args) -> int:
     """``--target files``: the file readers' campaign, in this process (:mod:`.files`)."""
     from .files import run_file_campaign
 
+    for flag, value in (("--implementations", args.implementations), ("--workers", args.workers),
+                        ("--case", args.case)):
+        if value is not None:  # the readers have no implementations; the campaign runs in this process
+            print(f"error: {flag}: not used with --target files; drop it", file=sys.stderr)
+            return 2
     cases = args.cases if args.cases is not None else (1_000_000 if args.profile == "long" else 10_000)
     if cases < 1:
         print(f"error: --cases: expected a positive number, got {cases}", file=sys.stderr)
         return 2
-    report = run_file_campaign(seed=args.seed, cases=cases, start=args.start, timeout=args.timeout or 20.0)
+
+    def progress(report) -> None:
+        if not args.quiet and report.cases % 1000 == 0:
+            sys.stderr.write(f"\rcases {report.cases}/{cases}, findings {len(report.findings)}   ")
+            sys.stderr.flush()
+
+    report = run_file_campaign(seed=args.seed, cases=cases, start=args.start, timeout=args.timeout or 20.0,
+                               progress=progress)
+    if not args.quiet:
+        sys.stderr.write("\n")
     print(f"file fuzz campaign, seed {args.seed}: {report.cases} cases ({args.start}..{args.start + cases - 1}) "
           f"in {report.seconds:.1f} s; " + ", ".join(f"{k} {n}" for k, n in sorted(report.kinds.items())))
     for kind, count in sorted(report.counts.items(), key=lambda kv: -kv[1]):
         print(f"  {kind:<17} {count}")
+    if args.json:
+        data = {"target": "files", "seed": args.seed, "start": args.start, "cases": report.cases,
+                "seconds": round(report.seconds, 1), "outcomes": dict(report.counts), "kinds": dict(report.kinds),
+                "findings": [dict(zip(("index", "kind", "outcome", "detail"), f)) for f in report.findings]}
+        with open(args.json, "w") as f:
+            json.dump(data, f, indent=1)
     if not report.findings:
         print("PASSED: 0 wrong values, 0 unnamed errors, 0 hangs")
         return 0

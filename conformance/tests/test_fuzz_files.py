@@ -5,6 +5,7 @@
 """
 from __future__ import annotations
 
+import json
 import os
 
 from hypothesis import given, settings
@@ -50,7 +51,13 @@ def test_the_campaign_finds_an_unbounded_shape(monkeypatch):
     assert any("OverflowError" in detail for _, _, _, detail in report.findings)
 
 
-def test_command_line_target(capsys):
-    assert fuzz_main(["--target", "files", "--cases", "50", "--quiet"]) == 0
+def test_command_line_target(tmp_path, capsys):
+    report = tmp_path / "files.json"
+    assert fuzz_main(["--target", "files", "--cases", "50", "--quiet", "--json", str(report)]) == 0
     out = capsys.readouterr().out
     assert "file fuzz campaign, seed 0: 50 cases" in out and "PASSED" in out
+    data = json.loads(report.read_text())
+    assert data["cases"] == 50 and data["findings"] == [] and sum(data["outcomes"].values()) == 50
+    for argv in (["--workers", "2"], ["--implementations", "numpy"], ["--case", "3"]):
+        assert fuzz_main(["--target", "files", "--cases", "5", *argv]) == 2
+        assert capsys.readouterr().err.startswith(f"error: {argv[0]}: not used with --target files")
