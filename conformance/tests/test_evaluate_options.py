@@ -9,6 +9,7 @@ from __future__ import annotations
 import functools
 import json
 import os
+import threading
 
 import numpy as np
 import pytest
@@ -135,6 +136,7 @@ def test_query_ids_file_is_read_within_limits(kind, npz, tmp_path, capsys):
     path = tmp_path / "ids.txt"
     if kind == "fifo":
         os.mkfifo(path)  # a plain open() would wait for a writer forever
+        _unblock_later(str(path))
     elif kind == "device":
         path = "/dev/zero"
     elif kind == "not utf-8":
@@ -152,6 +154,20 @@ def test_query_ids_file_is_read_within_limits(kind, npz, tmp_path, capsys):
     reason = {"fifo": "a FIFO", "device": "a character device", "not utf-8": "line 2: byte 0xff is not UTF-8",
               "nul": "line 2: NUL byte"}[kind]
     assert reason in captured.err
+
+
+def _unblock_later(path, seconds: float = 10.0) -> threading.Timer:
+    """If a reader regresses to a plain open() of the FIFO, it blocks: a writer opened later lets it
+    return, so the test fails on its assertion instead of hanging the suite."""
+    def open_writer():
+        try:
+            os.close(os.open(path, os.O_WRONLY | os.O_NONBLOCK))
+        except OSError:  # nobody is blocked on it: the reader refused it, as it should
+            pass
+    timer = threading.Timer(seconds, open_writer)
+    timer.daemon = True
+    timer.start()
+    return timer
 
 
 def test_json_output_is_strict_with_nan_as_null(tmp_path, capsys):

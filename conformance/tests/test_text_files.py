@@ -6,6 +6,7 @@ A plain ``open()`` waits forever on a FIFO, grows to ``MemoryError`` on ``/dev/z
 from __future__ import annotations
 
 import os
+import threading
 
 import pytest
 from retrieval_conformance.conformance.bench.runs import load_run
@@ -16,10 +17,25 @@ from retrieval_conformance.reference.readers.text import TextFileError, read_tex
 READERS = {"known deviations": read_known_deviations, "bench run": load_run, "text": read_text_file}
 
 
+def _unblock_later(path, seconds: float = 10.0) -> threading.Timer:
+    """If a reader regresses to a plain open() of the FIFO, it blocks: a writer opened later lets it
+    return, so the test fails on its assertion instead of hanging the suite."""
+    def open_writer():
+        try:
+            os.close(os.open(path, os.O_WRONLY | os.O_NONBLOCK))
+        except OSError:  # nobody is blocked on it: the reader refused it, as it should
+            pass
+    timer = threading.Timer(seconds, open_writer)
+    timer.daemon = True
+    timer.start()
+    return timer
+
+
 def _hostile(tmp_path, kind):
     path = tmp_path / "file"
     if kind == "fifo":
         os.mkfifo(path)
+        _unblock_later(str(path))
     elif kind == "device":
         return "/dev/zero"
     elif kind == "not utf-8":
