@@ -333,6 +333,20 @@ def test_element_counts_are_bounded_as_well_as_bytes(tmp_path, capsys):
         readers.read_npy(tmp_path / "one.npy", max_elements=5)
 
 
+def test_evaluate_names_the_element_limit(tmp_path, capsys):
+    """Past 2**31 elements even a byte budget raised with --max-array-bytes stops: the header alone tells."""
+    path = tmp_path / "flags.npy"
+    path.write_bytes(_npy_header((2**31 + 1,), "|b1"))
+    relevance = tmp_path / "rel.npy"
+    np.save(relevance, np.array([[0, 1]]))
+    assert main(["evaluate", "--distances", str(path), "--relevance", str(relevance),
+                 "--max-array-bytes", str(2**33)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"error: --distances {path}: array of shape (2147483649,) and dtype |b1 "
+                          "(2,147,483,649 elements) beyond the limit of 2,147,483,648 elements; evaluate the data in "
+                          "smaller parts"), err
+
+
 def test_evaluate_limits_all_arrays_together(tmp_path, capsys):
     npz = _good_npz(tmp_path / "run.npz")  # 24 + 24 bytes
     base = ["evaluate", "--npz", str(npz), "--implementation", "reference", "--json"]

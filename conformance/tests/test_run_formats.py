@@ -113,6 +113,14 @@ def test_json_lines_read_as_the_trec_files(tmp_path):
     assert _map(run, qrels) == MAP
 
 
+def test_json_lines_drop_a_byte_order_mark_and_read_crlf(tmp_path):
+    """Before the first object a mark cannot join an id (the line is JSON): it is dropped, as RFC 8259 allows."""
+    path = tmp_path / "a.jsonl"
+    path.write_bytes(b'\xef\xbb\xbf{"qid": "q1", "docid": "d1", "score": 1}\r\n'
+                     b'{"qid": "q1", "docid": "d2", "score": 0}\r\n')
+    assert read_run(path) == {"q1": {"d1": 1, "d2": 0}}
+
+
 @pytest.mark.parametrize("line, message", [
     ('{"qid": "1", "docid": "a", "score": NaN}', r"line 1: not a JSON object \(NaN is not JSON"),
     ('["1", "a", 1.0]', r"line 1: expected a JSON object per line, got list"),
