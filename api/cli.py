@@ -91,6 +91,8 @@ def _check_combination(args, trec: bool) -> Optional[str]:
                 return f"{_flag(dest)}: applies to a TREC run only; give --run RUN --qrels QRELS, or drop {_flag(dest)}"
     if args.query_ids is not None and not args.per_query:
         return "--query-ids: names the rows of --per-query; add --per-query text|json|csv, or drop --query-ids"
+    if args.json and args.per_query:
+        return "--json: the per-query table has its own JSON form; give --per-query json, or drop --json"
     if args.quiet and (args.json or args.per_query):
         return f"--quiet: prints only mAP as text; drop it with {'--json' if args.json else '--per-query'}"
     return None
@@ -139,6 +141,11 @@ def evaluate_main(args) -> int:
     if problem is not None:
         print(f"error: {problem}", file=sys.stderr)
         return 2
+    try:  # read before evaluating: a bad file is refused before any work
+        query_ids = _read_query_ids(args.query_ids) if args.query_ids is not None else None
+    except ValueError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
     run, qrels = args.run, args.qrels
     if args.search is not None:
         try:
@@ -179,7 +186,7 @@ def evaluate_main(args) -> int:
         print(f"error: {exc.filename}: {exc.strerror or exc}; check the path", file=sys.stderr)
         return 2
     if args.per_query:
-        return _print_per_query(res, args.per_query, args.query_ids)
+        return _print_per_query(res, args.per_query, args.query_ids, query_ids)
     results = list(res.values()) if isinstance(res, rc.ResultsAtK) else [res]
     if args.json:
         summary = res.summary()
@@ -231,21 +238,22 @@ def _print_result(res) -> None:
               f"recall {res.recall_at_radius:.6f}")
 
 
-def _print_per_query(res, fmt: str, ids_path: Optional[str]) -> int:
+def _read_query_ids(path: str) -> List[str]:
+    """The ids of ``--query-ids``, read within limits; a ``ValueError`` naming the option and the file."""
+    try:
+        return read_text_lines(path)
+    except ValueError as exc:  # FIFO, device, too large, not UTF-8: the message names the file
+        raise ValueError(f"--query-ids {exc}; pass a text file with one query id per line") from None
+    except OSError as exc:
+        raise ValueError(f"--query-ids {path}: cannot read it ({exc.strerror or exc}); pass a text file with "
+                         "one query id per line") from None
+
+
+def _print_per_query(res, fmt: str, ids_path: Optional[str], ids: Optional[List[str]]) -> int:
     """One row per query (like ``trec_eval -q``), as text, JSON or CSV."""
     import csv
 
-    query_ids = res.extras.get("query_ids")  # a TREC run's qids
-    if ids_path:
-        try:
-            query_ids = read_text_lines(ids_path)
-        except ValueError as exc:  # FIFO, device, too large, not UTF-8: the message names the file
-            print(f"error: --query-ids {exc}; pass a text file with one query id per line", file=sys.stderr)
-            return 2
-        except OSError as exc:
-            print(f"error: --query-ids {ids_path}: cannot read it ({exc.strerror or exc}); pass a text file with "
-                  "one query id per line", file=sys.stderr)
-            return 2
+    query_ids = ids if ids is not None else res.extras.get("query_ids")  # a TREC run's qids
     try:
         rows = res.per_query_table(query_ids)
     except ValueError as exc:

@@ -71,7 +71,7 @@ def _files_main(args) -> int:
     for flag, value in (("--implementations", args.implementations), ("--workers", args.workers),
                         ("--case", args.case)):
         if value is not None:  # the readers have no implementations; the campaign runs in this process
-            print(f"error: {flag}: not used with --target files; drop it", file=sys.stderr)
+            print(f"error: {flag}: not used with --target {args.target}; drop it", file=sys.stderr)
             return 2
     cases = args.cases if args.cases is not None else (1_000_000 if args.profile == "long" else 10_000)
     if cases < 1:
@@ -84,15 +84,16 @@ def _files_main(args) -> int:
             sys.stderr.flush()
 
     report = run_file_campaign(seed=args.seed, cases=cases, start=args.start, timeout=args.timeout or 20.0,
-                               progress=progress)
+                               progress=progress, target=args.target)
     if not args.quiet:
         sys.stderr.write("\n")
-    print(f"file fuzz campaign, seed {args.seed}: {report.cases} cases ({args.start}..{args.start + cases - 1}) "
-          f"in {report.seconds:.1f} s; " + ", ".join(f"{k} {n}" for k, n in sorted(report.kinds.items())))
+    kinds = ", ".join(f"{k} {n}" for k, n in sorted(report.kinds.items()))
+    print(f"{args.target} fuzz campaign, seed {args.seed}: {report.cases} cases "
+          f"({args.start}..{args.start + cases - 1}) in {report.seconds:.1f} s; {kinds}")
     for kind, count in sorted(report.counts.items(), key=lambda kv: -kv[1]):
         print(f"  {kind:<17} {count}")
     if args.json:
-        data = {"target": "files", "seed": args.seed, "start": args.start, "cases": report.cases,
+        data = {"target": args.target, "seed": args.seed, "start": args.start, "cases": report.cases,
                 "seconds": round(report.seconds, 1), "outcomes": dict(report.counts), "kinds": dict(report.kinds),
                 "findings": [dict(zip(("index", "kind", "outcome", "detail"), f)) for f in report.findings]}
         with open(args.json, "w") as f:
@@ -124,10 +125,11 @@ def main(argv: Optional[List[str]] = None) -> int:
     parser.add_argument("--case", type=int, help="show one case and what every implementation does with it")
     parser.add_argument("--json", help="write the report to this file")
     parser.add_argument("--quiet", action="store_true", help="no progress line")
-    parser.add_argument("--target", choices=("evaluate", "files"), default="evaluate",
-                        help="evaluate's inputs (default), or files: .npy/.npz headers and TREC lines")
+    parser.add_argument("--target", choices=("evaluate", "files", "evaluate-argv"), default="evaluate",
+                        help="evaluate's inputs (default), files (.npy/.npz headers, TREC lines) or evaluate-argv "
+                             "(argument vectors of the evaluate command)")
     args = parser.parse_args(argv)
-    if args.target == "files":
+    if args.target in ("files", "evaluate-argv"):
         return _files_main(args)
     if args.case is not None:
         return show_case(args.seed, args.case, args.implementations)

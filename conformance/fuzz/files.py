@@ -287,9 +287,24 @@ class _Timeout(Exception):
     pass
 
 
+def _target(name: str):
+    """``(draw, classify)`` of a target: ``files`` (here) or ``evaluate-argv`` (:mod:`.evaluate_argv`)."""
+    if name == "files":
+        return draw_file_case, classify_file_case
+    if name == "evaluate-argv":
+        from .evaluate_argv import classify_argv_case, draw_argv_case
+
+        return draw_argv_case, classify_argv_case
+    raise ValueError(f"target: expected files or evaluate-argv, got {name!r}")
+
+
 def run_file_campaign(seed: int = 0, cases: int = 1000, start: int = 0, timeout: float = 20.0,
-                      progress: Optional[Callable[[FileReport], None]] = None) -> FileReport:
-    """Cases ``start .. start + cases - 1`` of ``seed``, in this process, each within ``timeout`` seconds."""
+                      progress: Optional[Callable[[FileReport], None]] = None, target: str = "files") -> FileReport:
+    """Cases ``start .. start + cases - 1`` of ``seed``, in this process, each within ``timeout`` seconds.
+
+    ``target`` picks the generator: ``files`` (readers) or ``evaluate-argv`` (the ``evaluate`` command).
+    """
+    draw, classify = _target(target)
     report = FileReport(seed)
     t0 = time.monotonic()
     can_alarm = hasattr(signal, "SIGALRM")
@@ -300,11 +315,11 @@ def run_file_campaign(seed: int = 0, cases: int = 1000, start: int = 0, timeout:
     previous = signal.signal(signal.SIGALRM, alarm) if can_alarm else None
     try:
         for index in range(start, start + cases):
-            case = draw_file_case(RandomDraw(case_rng(seed, index)))
+            case = draw(RandomDraw(case_rng(seed, index)))
             if can_alarm:
                 signal.setitimer(signal.ITIMER_REAL, timeout)
             try:
-                outcome = classify_file_case(case)
+                outcome = classify(case)
             except _Timeout:
                 outcome = Outcome("hang", f"no answer within {timeout:g} s")
             finally:
@@ -312,9 +327,9 @@ def run_file_campaign(seed: int = 0, cases: int = 1000, start: int = 0, timeout:
                     signal.setitimer(signal.ITIMER_REAL, 0)
             report.cases += 1
             report.counts[outcome.kind] += 1
-            report.kinds[case.kind] += 1
+            report.kinds[case.change] += 1
             if not outcome.clean:
-                report.findings.append((index, case.kind, outcome.kind, outcome.detail))
+                report.findings.append((index, case.change, outcome.kind, outcome.detail))
             if progress is not None:
                 progress(report)
     finally:

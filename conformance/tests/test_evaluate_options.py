@@ -123,6 +123,17 @@ def test_query_ids_without_per_query_and_quiet_with_json_are_refused(npz, tmp_pa
     assert capsys.readouterr().err.startswith("error: --query-ids: names the rows of --per-query")
     assert main(["evaluate", "--npz", npz, "--quiet", "--json"]) == 2
     assert capsys.readouterr().err.startswith("error: --quiet:")
+    assert main(["evaluate", "--npz", npz, "--json", "--per-query", "csv"]) == 2  # once: csv, --json dropped
+    assert capsys.readouterr().err.startswith("error: --json: the per-query table has its own JSON form")
+
+
+def test_query_ids_are_read_before_evaluating(npz, tmp_path, capsys):
+    """A bad --query-ids file is refused before any work: no progress or warning before the one error line."""
+    bad = tmp_path / "ids.txt"
+    bad.write_bytes(b"\xff\n")
+    assert main(["evaluate", "--npz", npz, "--per-query", "csv", "--query-ids", str(bad), "--progress"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"error: --query-ids {bad}: line 1") and err.count("\n") == 1, err
 
 
 def test_protocol_default_for_arrays_is_still_hashing(npz, capsys):

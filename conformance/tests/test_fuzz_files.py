@@ -51,11 +51,29 @@ def test_the_campaign_finds_an_unbounded_shape(monkeypatch):
     assert any("OverflowError" in detail for _, _, _, detail in report.findings)
 
 
+def test_evaluate_argv_campaign_is_clean():
+    cases = CASES // 5
+    report = run_file_campaign(seed=0, cases=cases, target="evaluate-argv")
+    assert not report.findings, report.findings[:10]
+    assert report.counts["value"] > cases // 10 and report.counts["named_error"] > cases // 4
+
+
+def test_the_argv_campaign_finds_bare_nan_in_json(monkeypatch):
+    """With json.dumps in place of the strict writer, --json prints NaN for a run without relevant items."""
+    import json as plain_json
+
+    import retrieval_conformance.strict_json as strict_json
+
+    monkeypatch.setattr(strict_json, "dumps", lambda obj, **kwargs: plain_json.dumps(obj, **kwargs))
+    report = run_file_campaign(seed=1, cases=1000, target="evaluate-argv")
+    assert any("not strict JSON (NaN)" in detail for _, _, _, detail in report.findings)
+
+
 def test_command_line_target(tmp_path, capsys):
     report = tmp_path / "files.json"
     assert fuzz_main(["--target", "files", "--cases", "50", "--quiet", "--json", str(report)]) == 0
     out = capsys.readouterr().out
-    assert "file fuzz campaign, seed 0: 50 cases" in out and "PASSED" in out
+    assert "files fuzz campaign, seed 0: 50 cases" in out and "PASSED" in out
     data = json.loads(report.read_text())
     assert data["cases"] == 50 and data["findings"] == [] and sum(data["outcomes"].values()) == 50
     for argv in (["--workers", "2"], ["--implementations", "numpy"], ["--case", "3"]):
