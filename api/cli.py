@@ -7,6 +7,7 @@ from typing import List, Optional, Tuple
 
 from retrieval_conformance import strict_json
 from retrieval_conformance.array_files import EVALUATE_ARRAYS, ArrayBudget, read_array_file, read_search_file
+from retrieval_conformance.reference.contract import options_table
 from retrieval_conformance.reference.readers.text import read_text_lines
 
 
@@ -47,10 +48,12 @@ def _load_arrays(args) -> dict:
     return arrays
 
 
-#: options of ``evaluate`` for arrays, as ``rc.evaluate`` keywords: with ``--run`` each one is passed to
-#: ``rc.evaluate_run`` when it takes that keyword, and refused by name when it does not
-ARRAY_OPTIONS = ("protocol", "ties", "ap_rule", "ap_at_k", "empty", "radius", "gain", "recall", "discount", "device",
-                 "progress")
+#: options that a TREC run evaluation always takes (``rc.evaluate_run`` has these keywords)
+RUN_OPTIONS = ("k", "max_rank", "implementation")
+#: the other options of ``evaluate`` (the options table's, and --progress): with ``--run`` each one is
+#: passed to ``rc.evaluate_run`` when it takes that keyword, and refused by name when it does not
+ARRAY_OPTIONS = tuple(o.name for o in options_table.taken_by("evaluate-cli") if o.name not in RUN_OPTIONS) + (
+    "progress",)
 #: options that only mean something for a TREC run
 RUN_ONLY_OPTIONS = ("complete", "relevance_level")
 
@@ -161,10 +164,10 @@ def evaluate_main(args) -> int:
         except ValueError as exc:
             print(f"error: {exc}", file=sys.stderr)
             return 2
-        overrides = {key: getattr(args, key) for key in ("ties", "ap_rule", "ap_at_k", "empty", "radius", "gain",
-                                                         "recall", "discount", "device")}
-        kwargs = dict(arrays, protocol=args.protocol or "hashing", max_rank=args.max_rank,
-                      implementation=args.implementation, progress=args.progress and not args.quiet, **overrides)
+        # every option of the table but k (parsed below) goes to evaluate as it was given
+        options = {o.name: getattr(args, o.name) for o in options_table.taken_by("evaluate-cli") if o.name != "k"}
+        options["protocol"] = options["protocol"] or "hashing"  # None: not given (refused or passed on with --run)
+        kwargs = dict(arrays, progress=args.progress and not args.quiet, **options)
     if args.k is not None:
         cutoffs = _parse_k(args.k)
         if cutoffs is None:
@@ -287,7 +290,7 @@ def presets_main(args) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="retrieval-conformance", description=__doc__)
+    parser = argparse.ArgumentParser(allow_abbrev=False, prog="retrieval-conformance", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
 
     g = sub.add_parser("golden", help="check every implementation against the golden cases and the reference")
@@ -311,22 +314,12 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument("--npz", help="an .npz holding arrays named like evaluate()'s arguments")
     for key in EVALUATE_ARRAYS:
         e.add_argument("--" + key.replace("_", "-"), dest=key, help=f"{key} as a .npy file")
-    e.add_argument("--protocol", help="a preset (default hashing for arrays; with --run only if evaluate_run takes it)")
-    e.add_argument("--k", help="cut-off: an integer, several (1,5,10,100: each reported), or 'all'")
     e.add_argument("--max-array-bytes", type=int, metavar="N",
                    help="refuse input arrays larger than N bytes in total, checked from the "
                         "file headers before loading (default 2 GiB)")
-    e.add_argument("--max-rank", type=int, default=50)
-    e.add_argument("--ties")
-    e.add_argument("--ap-rule")
-    e.add_argument("--ap-at-k")
-    e.add_argument("--empty")
-    e.add_argument("--radius", type=float)
-    e.add_argument("--gain", help="nDCG gain of a grade: linear (default) or exponential (2**g - 1)")
-    e.add_argument("--discount", help="nDCG rank discount: log2 (1/log2(r+1), default) or trec")
-    e.add_argument("--recall", help="what R@k means: fraction (H(k)/R, default) or hit (a relevant item in the top k)")
-    e.add_argument("--implementation", default="auto")
-    e.add_argument("--device", help="where torch computes: cpu, cuda, cuda:1 (with --implementation torch or auto)")
+    # every evaluation option from the one options table (flags, choices and help); --protocol has no
+    # default here so that one given with --run is seen (arrays: hashing)
+    options_table.add_arguments(e, "evaluate-cli", defaults={"max_rank": 50, "implementation": "auto"})
     e.add_argument("--json", action="store_true",
                    help="machine-readable output (strict JSON: NaN/inf as null, listed under 'non_finite')")
     e.add_argument("--per-query", choices=("text", "json", "csv"),
@@ -345,20 +338,22 @@ def build_parser() -> argparse.ArgumentParser:
     # listed in --help; main() hands their arguments to their own parsers
     for name, (_, _, text) in DELEGATED.items():
         sub.add_parser(name, help=text, add_help=False)
+    for subparser in sub.choices.values():  # a flag is taken by its own name, never by a prefix of it
+        subparser.allow_abbrev = False
     return parser
 
 
 #: subcommands that parse their own arguments: name -> (module, function, help)
 DELEGATED = {
     "compare": ("retrieval_conformance.comparison", "compare_main",
-                "paired significance of metric differences between runs (permutation, t-test, bootstrap)"),
+                "compare runs (.npz, or TREC runs with --qrels) query by query: intervals, paired tests, effect sizes"),
     "check": ("retrieval_conformance.conformance.harness.cli", "check_main",
               "check your own metric function against the reference, and name its conventions"),
     "identify": ("retrieval_conformance.conformance.harness.cli", "identify_main",
                  "name the conventions (and known bugs) your metric function follows: check --identify"),
     "bench": ("retrieval_conformance.conformance.bench.cli", "bench_main",
               "speed benchmarks at dataset scale with peers, a ratio regression gate (run, gate, report, plot)"),
-    "compute-ap": ("retrieval_conformance.reference.landmark_cli", "compute_ap_main",
+    "compute-ap": ("retrieval_conformance.reference.landmark.cli", "compute_ap_main",
                    "the VGG compute_ap program for Oxford/Paris ranked lists"),
 }
 
