@@ -108,7 +108,7 @@ def build_problem(
             raise ValueError(f"{missing}: expected embeddings together with {ranking_inputs[0]}")
         checked = gallery is not None and gallery.embeddings is not None
         dist = embedding_distances(query_embeddings, gallery.embeddings if checked else db_embeddings, metric,
-                                   row0=row0, db_checked=checked)
+                                   row0=row0, db_checked=checked, sliced=gallery.embedding_slices if checked else None)
     matrix = dist if dist is not None else sims
     n_q, n_g = (matrix.shape if matrix is not None else (query_bits.shape[0], db_side.shape[0]))
     if n_q == 0:
