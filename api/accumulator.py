@@ -23,7 +23,7 @@ from typing import Any, Dict, Optional, Tuple
 from retrieval_conformance.reference.contract import registry
 from retrieval_conformance.reference.contract import validation as v
 from retrieval_conformance.reference.contract.aggregation import aggregate
-from retrieval_conformance.reference.contract.embeddings import METRICS
+from retrieval_conformance.reference.contract.embeddings import METRICS, SliceCache, embedding_distances
 from retrieval_conformance.reference.contract.evaluate import evaluate, resolve_options
 from retrieval_conformance.reference.contract.presets import get_preset
 from retrieval_conformance.reference.contract.problem import Options, PerQuery, Result
@@ -105,6 +105,9 @@ class Accumulator:
         impl = registry.get(implementation) if device is None else registry.on_device(implementation, device)
         self._implementation = impl.name
         self._device = device
+        # db_embeddings checked and cut into exact slices once, at the first block of embeddings
+        self._db_embeddings: Optional[Any] = None
+        self._db_slices: SliceCache = {}
         self.reset()
 
     # -- state ------------------------------------------------------------------------------
@@ -252,9 +255,28 @@ class Accumulator:
         """
         # every option by its field (a hand-written list once left gain, recall and discount out)
         options = dict(dataclasses.asdict(self._options), empty="zero")
-        result = evaluate(**self._gallery, **block, protocol=self._protocol, **options, metric=self._metric,
+        gallery = self._gallery
+        if self._embeddings_only(block):
+            # the distances evaluate would compute, with the gallery's slices made once for every block
+            block = dict(block, distances=self._embedding_distances(block.pop("query_embeddings")))
+            gallery = {name: value for name, value in gallery.items() if name != "db_embeddings"}
+        result = evaluate(**gallery, **block, protocol=self._protocol, **options, metric=self._metric,
                           implementation=self._implementation, device=self._device)
         return result.per_query
+
+    def _embeddings_only(self, block: Dict[str, Any]) -> bool:
+        """A block whose one ranking input is a matrix of query embeddings, against db_embeddings
+        (anything else goes to ``evaluate`` as it is, which names what is wrong)."""
+        rankings = [name for name in ("query_embeddings", "query_codes", "distances", "scores") if name in block]
+        return (rankings == ["query_embeddings"] and "db_embeddings" in self._gallery
+                and block["query_embeddings"].ndim == 2)
+
+    def _embedding_distances(self, query_embeddings):
+        if self._db_embeddings is None:
+            self._db_embeddings = v.float_matrix("db_embeddings", self._gallery["db_embeddings"],
+                                                 "one embedding per gallery item")
+        return embedding_distances(query_embeddings, self._db_embeddings, self._metric,
+                                   db_checked=True, sliced=self._db_slices)
 
 
 def _gallery_arrays(given: Dict[str, Any], protocol: str) -> Dict[str, Any]:

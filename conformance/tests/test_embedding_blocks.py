@@ -143,3 +143,21 @@ def test_the_fuzz_change_finds_block_dependent_distances():
                            ["reference", "numpy"])
         assert outcome.kind == "value", outcome
     assert seen == {1, 2, 3, 7}
+
+
+def test_accumulator_slices_the_gallery_once(monkeypatch):
+    """Batches of one query against 100,000 items: slicing the gallery at every update was 10x
+    the distances themselves; the accumulator keeps the slices (its gallery is not to change)."""
+    from retrieval_conformance.reference.contract import embeddings
+
+    sliced_rows = []
+    real = embeddings.slice_rows
+    monkeypatch.setattr(embeddings, "slice_rows", lambda x, *a: sliced_rows.append(len(x)) or real(x, *a))
+    q, d, ql, dl = near_tied(2, n_q=5, n_g=50)
+    acc = rc.Accumulator(db_embeddings=d, db_labels=dl, implementation="numpy")
+    for i in range(5):
+        acc.update(query_embeddings=q[i:i + 1], query_labels=ql[i:i + 1])
+    assert sliced_rows.count(50) == 1 and sliced_rows.count(1) == 5
+    acc.reset()  # the gallery stays, and so do its slices
+    acc.update(query_embeddings=q, query_labels=ql)
+    assert sliced_rows.count(50) == 1
