@@ -25,6 +25,7 @@ from retrieval_conformance.reference.contract import validation as v
 from retrieval_conformance.reference.contract.aggregation import aggregate
 from retrieval_conformance.reference.contract.embeddings import METRICS, SliceCache, embedding_distances
 from retrieval_conformance.reference.contract.evaluate import evaluate, resolve_options
+from retrieval_conformance.reference.contract.precision import EMBEDDINGS, precision_of, precisions, warn_low_precision
 from retrieval_conformance.reference.contract.presets import get_preset
 from retrieval_conformance.reference.contract.problem import Options, PerQuery, Result
 from retrieval_conformance.reference.contract.query_blocks import check_cmc_size
@@ -98,6 +99,7 @@ class Accumulator:
         )
         self._protocol = protocol
         self._metric = v.choice("metric", metric, METRICS)
+        self._db_precision = precision_of(db_embeddings)  # before a bfloat16 tensor is read as float32
         self._gallery = _gallery_arrays(
             dict(db_labels=db_labels, db_embeddings=db_embeddings, db_codes=db_codes, db_cams=db_cams), protocol
         )
@@ -180,11 +182,12 @@ class Accumulator:
                      scores=scores, query_labels=query_labels, query_cams=query_cams,
                      relevance=relevance, junk=junk)
         start = self._n_queries
+        kinds = precisions(block)  # before a bfloat16 tensor is read as float32
         try:
             block = {name: v.array_input(name, value) for name, value in block.items() if value is not None}
             seen = self._check_code_kind(block.get("query_codes"), start)
             n_gallery = self._check_gallery_columns(block)
-            per_query = self._evaluate_block(block)
+            per_query = self._evaluate_block(block, kinds)
             # the per-query CMC rows of every query so far, as one evaluate call would check them
             check_cmc_size(start + per_query.ap.shape[0], n_gallery, self._options.max_rank)
         except (ValueError, TypeError) as exc:
@@ -246,7 +249,7 @@ class Accumulator:
             )
         return seen
 
-    def _evaluate_block(self, block: Dict[str, Any]) -> PerQuery:
+    def _evaluate_block(self, block: Dict[str, Any], kinds: Dict[str, str]) -> PerQuery:
         """Per-query values of one block, from ``evaluate`` with the accumulator's options.
 
         Per-query values do not depend on the empty-query policy (``aggregate`` applies it), so
@@ -256,6 +259,18 @@ class Accumulator:
         # every option by its field (a hand-written list once left gain, recall and discount out)
         options = dict(dataclasses.asdict(self._options), empty="zero")
         gallery = self._gallery
+        if self._db_precision is not None and "query_embeddings" in block:
+            kinds = dict(kinds, db_embeddings=self._db_precision)
+        # evaluate warns about what it sees: not a bfloat16 tensor read as float32 here, nor the
+        # embeddings whose distances are computed here
+        seen_by_evaluate = ("float16", "longdouble")
+        if self._embeddings_only(block):
+            warn_low_precision({name: kind for name, kind in kinds.items() if name in EMBEDDINGS},
+                               dict(block, db_embeddings=self._gallery["db_embeddings"]),
+                               lambda q, d: embedding_distances(q, d, self._metric))
+            kinds = {name: kind for name, kind in kinds.items() if name not in EMBEDDINGS}
+        warn_low_precision({name: kind for name, kind in kinds.items() if kind not in seen_by_evaluate}, block,
+                           lambda q, d: embedding_distances(q, d, self._metric))
         if self._embeddings_only(block):
             # the distances evaluate would compute, with the gallery's slices made once for every block
             block = dict(block, distances=self._embedding_distances(block.pop("query_embeddings")))

@@ -19,6 +19,7 @@ from retrieval_conformance.reference.contract.conventions import DISCOUNTS, GAIN
 from retrieval_conformance.reference.contract.cutoffs import compute_within_gallery
 from retrieval_conformance.reference.contract.embeddings import METRICS, embedding_distances
 from retrieval_conformance.reference.contract.gallery import Gallery, prepare_gallery
+from retrieval_conformance.reference.contract.precision import precisions, warn_low_precision
 from retrieval_conformance.reference.contract.presets import get_preset
 from retrieval_conformance.reference.contract.problem import (
     AP_AT_K_DENOMINATORS,
@@ -336,6 +337,7 @@ def evaluate(
                         db_cams=db_cams if "same_id_cam" in preset.junk else None, metric=metric,
                         junk_ids=(-1,) if "minus_one" in preset.junk else ())
     impl = get(implementation) if device is None else on_device(implementation, device)
+    kinds = precisions({**query_side, **gallery_side})  # before the conversion reads bfloat16 as float32
     # every array argument read as an array once (no copy of numpy arrays, memory maps or CPU
     # tensors), so a scalar, a generator, a ragged list or an exotic tensor is named here
     for side in (query_side, gallery_side):
@@ -351,6 +353,7 @@ def evaluate(
         if value is not None and hasattr(value, "__len__") and len(value) != n_q:
             shape = getattr(value, "shape", (len(value),))
             raise ValueError(f"{key}: expected {n_q} rows (one per query), got shape {tuple(shape)}")
+    warn_low_precision(kinds, {**query_side, **gallery_side}, lambda q, d: embedding_distances(q, d, metric))
     per_block = block_rows(n_q, n_g, block_size)
     report = progress_callback(progress, n_q)
     parts = []
