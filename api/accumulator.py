@@ -176,7 +176,8 @@ class Accumulator:
             The block's cameras (with ``db_cams``) and an explicit (queries, gallery) junk mask.
 
         A block that fails validation raises (naming the argument and where the block starts)
-        and leaves the accumulator as it was.
+        and leaves the accumulator as it was.  A block of no queries (every given array with 0
+        rows, as the last batch of a sharded loader can be) changes nothing.
         """
         block = dict(query_embeddings=query_embeddings, query_codes=query_codes, distances=distances,
                      scores=scores, query_labels=query_labels, query_cams=query_cams,
@@ -187,6 +188,8 @@ class Accumulator:
             block = {name: v.array_input(name, value) for name, value in block.items() if value is not None}
             seen = self._check_code_kind(block.get("query_codes"), start)
             n_gallery = self._check_gallery_columns(block)
+            if _no_queries(block):
+                return
             per_query = self._evaluate_block(block, kinds)
             # the per-query CMC rows of every query so far, as one evaluate call would check them
             check_cmc_size(start + per_query.ap.shape[0], n_gallery, self._options.max_rank)
@@ -292,6 +295,14 @@ class Accumulator:
                                                  "one embedding per gallery item")
         return embedding_distances(query_embeddings, self._db_embeddings, self._metric,
                                    db_checked=True, sliced=self._db_slices)
+
+
+def _no_queries(block: Dict[str, Any]) -> bool:
+    """A block with exactly one ranking input and 0 rows in every array given (anything else,
+    0 rows included, goes to ``evaluate``, which names what is wrong)."""
+    rankings = [name for name in ("query_embeddings", "query_codes", "distances", "scores") if name in block]
+    return (len(rankings) == 1 and block[rankings[0]].ndim == 2
+            and all(arr.ndim >= 1 and arr.shape[0] == 0 for arr in block.values()))
 
 
 def _gallery_arrays(given: Dict[str, Any], protocol: str) -> Dict[str, Any]:

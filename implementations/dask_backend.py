@@ -25,8 +25,9 @@ What it does with one block of queries (a :class:`Problem`):
   chunk's query index is shifted to the block's, and the failure of the first query in order wins
   (the remaining chunks are cancelled as soon as every chunk before the failing one is done);
 * a chunk the cluster cannot compute (its worker died more often than the scheduler's
-  ``allowed-failures``, a lost scattered gallery, a cancelled task) raises
-  :class:`DaskEvaluationError`: never a partial or wrong result.  A single lost worker costs
+  ``allowed-failures``, a lost scattered gallery, a cancelled task, the client closed during the
+  evaluation) raises :class:`DaskEvaluationError`: never a partial or wrong result, never one of
+  distributed's own errors.  A single lost worker costs
   nothing: the scheduler reruns its tasks on the others.
 
 **Gallery shards** (``DaskImplementation(gallery_shards=S)``, a count or a list of sizes; by default
@@ -156,11 +157,54 @@ def current_client() -> Tuple[Optional[object], Optional[str]]:
     return client, None
 
 
-def _require_client():
+def _require_client(state=None):
+    """The current client; :class:`ImplementationUnavailable` without one, or
+    :class:`DaskEvaluationError` when ``state`` (a gallery this evaluation scattered) shows that the
+    client it started with has gone since."""
     client, reason = current_client()
     if client is None:
+        if state is not None:
+            raise DaskEvaluationError(f"{CLOSED} ({reason}); no partial result is returned")
         raise ImplementationUnavailable(f"implementation 'dask' is unavailable: {reason}")
     return client
+
+
+#: what a client closed during an evaluation raises (as DaskEvaluationError)
+CLOSED = "implementation 'dask': the dask.distributed client was closed during the evaluation"
+
+
+def _closed(client) -> bool:
+    return getattr(client, "status", "running") != "running"
+
+
+def _on_cluster(client, run: Callable[[], PerQuery]) -> PerQuery:
+    """``run()``, with what a client closed meanwhile makes distributed raise (``ClosedClientError``,
+    ``RuntimeError: IOLoop is closed``, a cancelled future) raised as :class:`DaskEvaluationError`;
+    the queries' own errors, on a running client, pass as they are."""
+    try:
+        return run()
+    except (KeyboardInterrupt, SystemExit):
+        raise
+    except Exception as exc:  # noqa: BLE001 (distributed's errors have no common base class)
+        if not _closed(client):
+            raise
+        cause = exc.__cause__ if isinstance(exc, DaskEvaluationError) and exc.__cause__ is not None else exc
+        raise DaskEvaluationError(f"{CLOSED} ({type(cause).__name__}: {str(cause)[:200]}); no partial result is "
+                                  "returned") from cause
+
+
+def _cancel(client, futures: list) -> None:
+    """Cancel the unfinished ``futures`` (cleanup: a closed client has nothing left to cancel)."""
+    pending = [f for f in futures if not f.done()]
+    if not pending or _closed(client):
+        return
+    try:
+        client.cancel(pending)
+    except (KeyboardInterrupt, SystemExit):
+        raise
+    except Exception:  # noqa: BLE001 (closed while cancelling: the error being raised matters, not this)
+        if not _closed(client):
+            raise
 
 
 def _same_gallery(sources: tuple, problem: Problem) -> bool:
@@ -326,7 +370,8 @@ class DaskImplementation(Implementation):
         worker, or as shards."""
         client = _require_client()
         bounds = self.shards(problem)
-        return ScatteredGallery(problem, client) if bounds is None else ShardedGallery(problem, client, bounds)
+        return _on_cluster(client, lambda: ScatteredGallery(problem, client) if bounds is None else
+                           ShardedGallery(problem, client, bounds))
 
     def chunk_rows(self, problem: Problem, client, shards: int = 1) -> int:
         """Queries per task for ``problem`` on ``client``'s cluster (the widest of ``shards``
@@ -352,15 +397,21 @@ class DaskImplementation(Implementation):
 
         Raises what the local implementation raises for the first failing query (its message
         naming the query's index in ``problem``), :class:`DaskEvaluationError` when the cluster
-        cannot compute a chunk, :class:`ImplementationUnavailable` without a current client.
+        cannot compute a chunk or the client is closed during the evaluation,
+        :class:`ImplementationUnavailable` without a current client at its start.
         """
-        client = _require_client()
+        client = _require_client(state if isinstance(state, (ScatteredGallery, ShardedGallery)) else None)
         n_q = int(problem.n_queries)
         if n_q == 0:
             return PerQuery(**zero_arrays(0, options))
         bounds = self.shards(problem)
         if bounds is not None:
-            return self._compute_sharded(problem, options, progress, state, client, bounds)
+            return _on_cluster(client, lambda: self._compute_sharded(problem, options, progress, state, client, bounds))
+        return _on_cluster(client, lambda: self._compute_whole(problem, options, progress, state, client))
+
+    def _compute_whole(self, problem: Problem, options: Options, progress, state, client) -> PerQuery:
+        """The chunks of queries against the gallery scattered whole (module docstring)."""
+        n_q = int(problem.n_queries)
         gallery = state if isinstance(state, ScatteredGallery) and state.matches(problem, client) else \
             ScatteredGallery(problem, client)
         size = self.chunk_rows(problem, client)
@@ -372,7 +423,7 @@ class DaskImplementation(Implementation):
         try:
             return PerQuery.concat(_gather_in_order(futures, bounds, progress, n_q))
         finally:
-            client.cancel([f for f in futures if not f.done()])
+            _cancel(client, futures)
 
 
     def _compute_sharded(self, problem: Problem, options: Options, progress, state, client,
@@ -431,7 +482,7 @@ class _ShardedRun:
         return future
 
     def cancel(self) -> None:
-        self.client.cancel([f for futures in self.live.values() for f in futures if not f.done()])
+        _cancel(self.client, [f for futures in self.live.values() for f in futures])
 
     def _release(self, i: int) -> None:
         """Forget chunk ``i``'s tasks and statistics: its parts leave the workers' memory."""
