@@ -19,7 +19,7 @@ from retrieval_conformance.conformance.support.dask_support import (
     local_cluster,
     requires_distributed,
 )
-from retrieval_conformance.implementations.dask_backend import DaskEvaluationError, DaskImplementation
+from retrieval_conformance.implementations.dask import DaskEvaluationError, DaskImplementation
 from retrieval_conformance.reference.contract import registry
 from retrieval_conformance.reference.contract.problem import ARRAY_FIELDS
 
@@ -37,7 +37,7 @@ def test_unavailable_without_a_client_and_dask_imported_lazily():
         "import sys\n"
         "import retrieval_conformance as rc\n"
         "from retrieval_conformance.reference.contract import registry\n"
-        "import retrieval_conformance.implementations.dask_backend\n"
+        "import retrieval_conformance.implementations.dask\n"
         "first = registry.unavailable_reason('dask')\n"
         "auto = registry.get('auto').name\n"
         "lazy = sorted(m for m in sys.modules if m.split('.')[0] in ('dask', 'distributed'))\n"
