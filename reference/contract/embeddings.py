@@ -69,10 +69,13 @@ def embedding_distances(query_embeddings, db_embeddings, metric: str = "euclidea
             items = gallery.rows(lo, hi)
             dot = cross_dots(queries, items)  # q·r / 2**(e_q + e_r)
             if metric == "euclidean":
-                sq = (np.ldexp(queries.norms, 2 * queries.exponent)[:, None]
-                      + np.ldexp(items.norms, 2 * items.exponent)[None, :]
-                      - 2.0 * np.ldexp(dot, queries.exponent[:, None] + items.exponent[None, :]))
-                out[:, lo:hi] = np.sqrt(np.maximum(sq, 0))
+                # scaling by powers of two, a row vector at a time (no (Q, N) matrix of exponents)
+                dot *= np.ldexp(2.0, queries.exponent)[:, None]
+                dot *= np.ldexp(1.0, items.exponent)[None, :]
+                sq = np.ldexp(queries.norms, 2 * queries.exponent)[:, None] - dot
+                sq += np.ldexp(items.norms, 2 * items.exponent)[None, :]
+                np.maximum(sq, 0, out=sq)
+                out[:, lo:hi] = np.sqrt(sq, out=sq)
             else:  # the powers of two cancel: cosine never overflows
                 out[:, lo:hi] = 1 - dot / (np.sqrt(queries.norms)[:, None] * np.sqrt(items.norms)[None, :])
     _check_overflow(np.isfinite(out), q.dtype, metric, row0)
