@@ -161,3 +161,14 @@ def test_accumulator_slices_the_gallery_once(monkeypatch):
     acc.reset()  # the gallery stays, and so do its slices
     acc.update(query_embeddings=q, query_labels=ql)
     assert sliced_rows.count(50) == 1
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_a_query_in_the_gallery_is_at_distance_zero(dtype):
+    """The same slices on both sides: |q|^2 + |q|^2 - 2 q·q is exactly 0, for any magnitudes."""
+    rng = np.random.default_rng(4)
+    q = (rng.standard_normal((6, 50)) * np.exp2(rng.integers(-20, 20, (6, 1)))).astype(dtype)
+    d = np.vstack([rng.standard_normal((10, 50)).astype(dtype), q[::-1]])
+    dist = embedding_distances(q, d)
+    assert np.all(dist[np.arange(6), 15 - np.arange(6)] == 0)
+    assert np.all(dist[:, :10] > 0)
