@@ -172,3 +172,15 @@ def test_a_query_in_the_gallery_is_at_distance_zero(dtype):
     dist = embedding_distances(q, d)
     assert np.all(dist[np.arange(6), 15 - np.arange(6)] == 0)
     assert np.all(dist[:, :10] > 0)
+
+
+def test_float32_rows_are_cut_as_their_float64_copies():
+    """float32 rows are cut in float32: the same slices, exponents and norms as through float64,
+    for rows spanning 2**120, a zero row, subnormals and float32's largest value."""
+    rng = np.random.default_rng(5)
+    x = (rng.standard_normal((300, 40)) * np.exp2(rng.integers(-60, 60, (300, 40)))).astype(np.float32)
+    x[0], x[1, :5], x[2, 0] = 0, np.float32(1e-45), np.float32(3e38)
+    for plan in ((2, 22), (3, 22), (4, 16)):
+        narrow, wide = embedding_dots.slice_rows(x, *plan), embedding_dots.slice_rows(x.astype(np.float64), *plan)
+        assert all(np.array_equal(a, b) for a, b in zip(narrow.slices, wide.slices)), plan
+        assert np.array_equal(narrow.exponent, wide.exponent) and np.array_equal(narrow.norms, wide.norms), plan
