@@ -17,6 +17,8 @@ import numpy as np
 
 #: rows whose ties a warning counts (a bound on the work a warning may cost)
 COUNTED_ROWS = 64
+#: long double values sorted at a time (a chunk of rows)
+CHUNK_VALUES = 2**22
 #: significant bits of the narrow floats
 NARROW_BITS = {"float16": 11, "bfloat16": 8}
 
@@ -48,7 +50,7 @@ def warn_low_precision(kinds: Dict[str, str], arrays: Dict[str, Any],
         if name in RANKED and kind in NARROW_BITS:
             warn_narrow(name, kind, np.asarray(arr[:COUNTED_ROWS], dtype=np.float64))
         elif name in RANKED:
-            warn_longdouble(name, merged_by_rounding(np.asarray(arr)), 0, len(arr))
+            warn_longdouble(name, merged_by_rounding(arr), 0, len(arr))
         elif kind in NARROW_BITS:
             try:
                 dist = distances_of(arrays["query_embeddings"][:COUNTED_ROWS], arrays["db_embeddings"])
@@ -56,7 +58,10 @@ def warn_low_precision(kinds: Dict[str, str], arrays: Dict[str, Any],
                 continue  # invalid embeddings: their error comes, in order, from the evaluation
             warn_narrow(name, kind, dist, of="distances computed from them")
         else:
-            warn_longdouble(name, 0, int((arr != np.asarray(arr, dtype=np.float64)).sum()), len(arr))
+            step = max(1, CHUNK_VALUES // max(arr.shape[1], 1))
+            changed = sum(int((arr[lo:lo + step] != arr[lo:lo + step].astype(np.float64)).sum())
+                          for lo in range(0, len(arr), step))
+            warn_longdouble(name, 0, changed, len(arr))
 
 
 def precision_of(value: Any) -> Optional[str]:
@@ -86,12 +91,16 @@ def tied_values(rows: np.ndarray) -> int:
 
 def merged_by_rounding(wide: np.ndarray) -> int:
     """Values of a 2-D long double array that rounding to float64 makes equal to a distinct
-    neighbour of their row (rounding is monotone, so the sorted order is kept)."""
+    neighbour of their row (rounding is monotone, so the sorted order is kept); read a chunk of
+    rows at a time, so a memory-mapped matrix is never sorted whole."""
     if wide.ndim != 2 or wide.shape[1] < 2:
         return 0
-    ordered = np.sort(wide, axis=1)
-    rounded = ordered.astype(np.float64)
-    return int(((rounded[:, 1:] == rounded[:, :-1]) & (ordered[:, 1:] != ordered[:, :-1])).sum())
+    merged, step = 0, max(1, CHUNK_VALUES // wide.shape[1])
+    for lo in range(0, wide.shape[0], step):
+        ordered = np.sort(np.asarray(wide[lo:lo + step]), axis=1)
+        rounded = ordered.astype(np.float64)
+        merged += int(((rounded[:, 1:] == rounded[:, :-1]) & (ordered[:, 1:] != ordered[:, :-1])).sum())
+    return merged
 
 
 def warn_narrow(name: str, kind: str, values: np.ndarray, of: str = "values") -> None:
