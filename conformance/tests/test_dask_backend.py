@@ -216,7 +216,7 @@ def test_a_client_closed_mid_run_raises_our_error(shards, block_size):
     kw = dict(distances=rng.random((20, 50)), query_labels=rng.integers(0, 3, 20), db_labels=rng.integers(0, 3, 50))
     registry.register("dask-closing", lambda: DaskImplementation(chunk_queries=2, gallery_shards=shards))
     try:
-        with distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=False, dashboard_address=None,
+        with distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=False, dashboard_address=":0",
                                       silence_logs=logging.CRITICAL) as local:
             client = distributed.Client(local)
 

@@ -27,6 +27,7 @@ from retrieval_conformance.reference.contract.aggregation import float_mean
 from retrieval_conformance.reference.contract.conventions import TIE_POLICIES
 from retrieval_conformance.reference.contract.embeddings import embedding_distances
 from retrieval_conformance.reference.contract.evaluate import build_problem
+from retrieval_conformance.reference.contract.precision import LowPrecisionWarning
 from retrieval_conformance.reference.contract.problem import Options
 from retrieval_conformance.reference.contract.validation import MAX_RANK_LIMIT
 
@@ -334,13 +335,15 @@ def test_a_million_cutoffs_are_refused_at_once():
 
 @pytest.mark.parametrize("name", IMPLS)
 def test_bfloat16_tensors_are_read_exactly(name):
-    """bfloat16 values are float32 values: the result equals the float32 tensor's."""
+    """bfloat16 values are float32 values: the result equals the float32 tensor's (and the
+    low precision is said: 8 significant bits tie what float32 tells apart)."""
     require_implementation(name)
     torch = _torch()
     values = torch.tensor([[0.5, 1.0, 1.0, 3.0], [2.0, 0.25, 2.0, 0.5]])
     kw = dict(query_labels=[1, 2], db_labels=[1, 2, 1, 2], ties="expected")
     want = rc.evaluate(distances=values, **kw, implementation=name)
-    got = rc.evaluate(distances=values.to(torch.bfloat16), **kw, implementation=name)
+    with pytest.warns(LowPrecisionWarning, match=r"distances: bfloat16 .*\(4 values tied with another of their row"):
+        got = rc.evaluate(distances=values.to(torch.bfloat16), **kw, implementation=name)
     assert got.map == want.map and np.array_equal(got.cmc, want.cmc)
 
 
