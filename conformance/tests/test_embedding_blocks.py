@@ -184,3 +184,14 @@ def test_float32_rows_are_cut_as_their_float64_copies():
         narrow, wide = embedding_dots.slice_rows(x, *plan), embedding_dots.slice_rows(x.astype(np.float64), *plan)
         assert all(np.array_equal(a, b) for a, b in zip(narrow.slices, wide.slices)), plan
         assert np.array_equal(narrow.exponent, wide.exponent) and np.array_equal(narrow.norms, wide.norms), plan
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_slices_held_as_float32_give_the_same_bits(monkeypatch, dtype):
+    """A large gallery's slices are held as float32 (half the memory): the same distances."""
+    rng = np.random.default_rng(6)
+    q, d = rng.standard_normal((5, 64)).astype(dtype), rng.standard_normal((700, 64)).astype(dtype)
+    held64 = embedding_distances(q, d)
+    monkeypatch.setattr(embedding_dots, "FLOAT64_SLICE_BYTES", 0)
+    assert embedding_dots.slice_rows(d, 2, 22).slices[0].dtype == np.float32
+    assert np.array_equal(embedding_distances(q, d), held64)

@@ -31,6 +31,9 @@ import numpy as np
 KEPT_BITS = {np.dtype(np.float32): 40, np.dtype(np.float64): 60}
 #: float64 values per temporary of one chunk of gallery items (64 MiB)
 CHUNK_VALUES = 2**23
+#: slices of rows up to this many bytes in float64 are held as float64 (ready for BLAS); larger
+#: ones as float32 (exact as well), half the memory, converted a chunk of items at a time
+FLOAT64_SLICE_BYTES = 2**28
 
 
 def slice_plan(dim: int, dtype: np.dtype) -> Tuple[int, int]:
@@ -51,8 +54,9 @@ def slice_plan(dim: int, dtype: np.dtype) -> Tuple[int, int]:
 class SlicedRows:
     """Rows cut into exact slices: ``row = 2**e (s_0 2**-w + s_1 2**-2w + ...)``, truncated.
 
-    ``slices[i]``: (rows, dim) integers of at most ``w`` bits and a sign, held as float32 (exact
-    below ``2**24``; half the memory of float64); ``exponent``: each row's ``e``; ``norms``:
+    ``slices[i]``: (rows, dim) integers of at most ``w`` bits and a sign, held as float64 up to
+    ``FLOAT64_SLICE_BYTES`` (ready for BLAS), else as float32 (exact below ``2**24``; half the
+    memory, converted a chunk at a time); ``exponent``: each row's ``e``; ``norms``:
     each row's ``|row|^2 / 4**e`` from the slices, as :func:`cross_dots` would give it.
     """
 
@@ -77,7 +81,8 @@ def slice_rows(x: np.ndarray, n_slices: int, width: int) -> SlicedRows:
     """
     n_rows, dim = x.shape
     work = np.float32 if x.dtype == np.float32 else np.float64
-    slices = [np.empty((n_rows, dim), dtype=np.float32) for _ in range(n_slices)]
+    store = np.float64 if n_rows * dim * n_slices * 8 <= FLOAT64_SLICE_BYTES else np.float32
+    slices = [np.empty((n_rows, dim), dtype=store) for _ in range(n_slices)]
     exponent = np.zeros(n_rows, dtype=np.int64)
     norms = np.empty(n_rows)
     step = max(1, CHUNK_VALUES // max(dim, 1))
@@ -90,7 +95,8 @@ def slice_rows(x: np.ndarray, n_slices: int, width: int) -> SlicedRows:
             part = rest * work(2.0 ** (i * width))
             np.rint(part, out=part)
             slices[i - 1][lo:lo + step] = part
-            parts.append(part.astype(np.float64))  # integers: exact; their sums need float64
+            # integers, exact in either dtype; their sums need float64
+            parts.append(slices[i - 1][lo:lo + step] if store is np.float64 else part.astype(np.float64))
             part *= work(2.0 ** (-i * width))
             rest -= part
         norms[lo:lo + step] = _join_levels([_self_level(parts, c) for c in range(n_slices)], width)
@@ -120,8 +126,8 @@ def cross_dots(a: SlicedRows, b: SlicedRows) -> np.ndarray:
     Level ``c`` sums the BLAS products of the slice pairs ``(i, c - i)``: each product and their
     sum are integers below ``2**53``, exact whatever order BLAS adds in.
     """
-    left = [s.astype(np.float64) for s in a.slices]
-    right = [s.astype(np.float64) for s in b.slices]
+    left = [np.asarray(s, dtype=np.float64) for s in a.slices]  # no copy of float64 slices
+    right = [np.asarray(s, dtype=np.float64) for s in b.slices]
     levels = []
     for c in range(len(left)):
         level = left[0] @ right[c].T
