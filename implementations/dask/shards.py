@@ -32,8 +32,8 @@ partition the gallery), so the sums over shards are the counts of the whole gall
 of a relevant item is ``1 +`` the items ahead of it, a group's ``c`` and ``n`` are sums of
 counts.  Distances are compared as integer keys that preserve their order and ties (-0.0 ties
 with 0.0).  The client then computes the metrics with the numpy implementation's own kernels
-(:func:`retrieval_conformance.implementations.vector.concrete.item_metrics`, :func:`retrieval_conformance.implementations.vector.concrete.group_metrics`,
-:func:`retrieval_conformance.implementations.vector.expected.expected_metrics`) from the ranks, or from :class:`.merge.CountedTieGroups`
+(``vector.concrete.item_metrics``, ``vector.concrete.group_metrics``,
+``vector.expected.expected_metrics``) from the ranks, or from :class:`.merge.CountedTieGroups`
 (the relevant groups, with the counts above), in the order the numpy implementation feeds them:
 the same operations on the same numbers, hence the numpy implementation's bits.  These are C's
 bits too on every problem the tests draw; the one difference found is C's own: INP under
