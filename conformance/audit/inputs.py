@@ -1,0 +1,157 @@
+"""The user's data as the audit holds it, and one cached ``rc.evaluate`` per distinct option set.
+
+The audit takes the inputs of ``evaluate`` (one ranking input, one relevance input, cameras,
+junk).  :class:`Evaluator` evaluates them under any preset and options through the fast
+implementations and keeps every result, so each distinct option set is computed once however
+many tables, candidates and findings read it.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Dict, Optional, Tuple
+
+import numpy as np
+
+#: the ranking inputs of ``evaluate``, in the order they are looked for
+RANKING_INPUTS = ("distances", "scores", "query_codes", "query_embeddings")
+#: every array argument the audit accepts (the ``evaluate`` arguments that describe the data)
+DATA_ARGUMENTS = ("distances", "scores", "query_codes", "db_codes", "query_embeddings", "db_embeddings", "metric",
+                  "relevance", "query_labels", "db_labels", "query_cams", "db_cams", "junk")
+
+
+@dataclass
+class AuditData:
+    """The data of one audit: the ``evaluate`` arguments that describe it, as given."""
+
+    arrays: Dict[str, Any]
+
+    @classmethod
+    def from_arguments(cls, **given: Any) -> "AuditData":
+        unknown = sorted(set(given) - set(DATA_ARGUMENTS))
+        if unknown:
+            raise TypeError(f"{unknown[0]}: not a data argument of audit; expected some of {list(DATA_ARGUMENTS)}")
+        arrays = {key: value for key, value in given.items() if value is not None}
+        kinds = [key for key in RANKING_INPUTS if key in arrays]
+        if len(kinds) != 1:
+            raise ValueError("give exactly one ranking input: distances=, scores=, query_codes= with db_codes=, "
+                             f"or query_embeddings= with db_embeddings=; got {kinds or 'none'}")
+        for key in ("distances", "scores", "query_codes", "db_codes", "query_embeddings", "db_embeddings"):
+            if key in arrays:
+                arrays[key] = _as_array(key, arrays[key])
+        return cls(arrays)
+
+    @property
+    def kind(self) -> str:
+        """``distances``, ``scores``, ``codes`` or ``embeddings``."""
+        key = next(k for k in RANKING_INPUTS if k in self.arrays)
+        return key.replace("query_", "")
+
+    @property
+    def has_cams(self) -> bool:
+        return "query_cams" in self.arrays and "db_cams" in self.arrays
+
+    @property
+    def single_ids(self) -> bool:
+        return "query_labels" in self.arrays and np.ndim(self.arrays["query_labels"]) == 1
+
+    @property
+    def multi_hot(self) -> bool:
+        return "query_labels" in self.arrays and np.ndim(self.arrays["query_labels"]) == 2
+
+    @property
+    def shape(self) -> Tuple[int, int]:
+        a = self.arrays
+        if self.kind in ("distances", "scores"):
+            return tuple(np.shape(a[self.kind]))
+        side = "codes" if self.kind == "codes" else "embeddings"
+        return (len(a[f"query_{side}"]), len(a[f"db_{side}"]))
+
+    def arguments(self, cams: bool, **replaced: Any) -> Dict[str, Any]:
+        """The ``evaluate`` arguments of the data (cameras only where the preset reads them)."""
+        out = {key: value for key, value in self.arrays.items()
+               if cams or key not in ("query_cams", "db_cams")}
+        out.update(replaced)
+        return out
+
+    def descending(self) -> Dict[str, Any]:
+        """The ranking input sorted the wrong way (spec §11 ``descending``), as ``evaluate`` arguments;
+        None for embeddings (their distance cannot be reversed through an argument)."""
+        a = self.arrays
+        if self.kind == "distances":
+            return {"scores": a["distances"]}
+        if self.kind == "scores":
+            return {"distances": a["scores"]}
+        if self.kind == "codes":
+            codes = np.asarray(a["query_codes"])
+            flipped = -codes if (codes < 0).any() else 1 - codes  # the Hamming distance becomes bits - H
+            return {"query_codes": flipped, "db_codes": a["db_codes"]}
+        return None
+
+    def ranking_only(self) -> Dict[str, Any]:
+        """Just the ranking input (``distances``, or codes / embeddings with their metric)."""
+        keys = {"distances": ("distances",), "scores": ("scores",), "codes": ("query_codes", "db_codes"),
+                "embeddings": ("query_embeddings", "db_embeddings", "metric")}[self.kind]
+        return {key: self.arrays[key] for key in keys if key in self.arrays}
+
+
+def _as_array(name: str, value: Any) -> Any:
+    """numpy arrays and memory maps as they are; a torch tensor on the CPU as its numpy view;
+    anything else through ``np.asarray`` (evaluate's own checks name what is wrong)."""
+    if isinstance(value, np.ndarray):
+        return value
+    if type(value).__module__.startswith("torch"):
+        try:
+            return value.detach().cpu().numpy()
+        except (TypeError, RuntimeError):  # bfloat16 has no numpy dtype
+            return value.detach().cpu().float().numpy()
+    try:
+        return np.asarray(value)
+    except (ValueError, TypeError) as exc:
+        raise ValueError(f"{name}: could not be read as an array ({exc}); pass a numpy array") from None
+
+
+@dataclass
+class Evaluator:
+    """``rc.evaluate`` on the audit's data, one call per distinct option set, every result kept.
+
+    ``run(protocol, variant, **options)`` returns a :class:`~retrieval_conformance.Result`, or
+    the message of the ``ValueError`` a convention raises where it has no value (grouped ties
+    with a cut-off inside a tie group).  ``variant`` names the data as a modelled bug sees it
+    (``descending``, ``exact-labels``); its arguments come from ``variants``.
+    """
+
+    data: AuditData
+    implementation: str = "auto"
+    max_rank: int = 50
+    calls: int = 0
+    variants: Dict[str, Optional[Dict[str, Any]]] = field(default_factory=dict)
+    _cache: Dict[Tuple, Any] = field(default_factory=dict)
+
+    def run(self, protocol: str, variant: str = "", **options: Any):
+        key = (protocol, variant, tuple(sorted(options.items())))
+        if key in self._cache:
+            return self._cache[key]
+        import retrieval_conformance as rc
+        from retrieval_conformance.reference.contract.presets import get_preset
+
+        cams = "same_id_cam" in get_preset(protocol).junk
+        replaced = self.variants.get(variant) or {}
+        arguments = self.data.arguments(cams, **replaced)
+        if variant == "descending":  # the reversed ranking input replaces the given one
+            for name in RANKING_INPUTS + ("db_codes", "db_embeddings"):
+                if name not in replaced:
+                    arguments.pop(name, None)
+        if "relevance" in replaced:
+            arguments.pop("query_labels", None), arguments.pop("db_labels", None)
+        if (cams and not self.data.has_cams and "junk" not in arguments and self.data.single_ids):
+            arguments["junk"] = np.zeros(self.data.shape, bool)  # a ReID preset without cameras: no camera junk
+        self.calls += 1
+        try:
+            result = rc.evaluate(**arguments, protocol=protocol, max_rank=self.max_rank,
+                                 implementation=self.implementation, **options)
+        except ValueError as exc:
+            if "tie group" not in str(exc):
+                raise
+            result = str(exc)
+        self._cache[key] = result
+        return result
