@@ -120,6 +120,7 @@ def match(values: Values, protocol: str, declared: Dict[str, str], reported: Seq
                 nearest, nearest_gap = entry, gap
         if matches:
             break
+    matches = _merge_empty(matches)
     matches.sort(key=lambda e: (e["cost"], e["changed"], e["label"]))
     return {"reported": [{"metric": r.metric.name, "text": r.text, "low": r.value - r.half,
                           "high": r.value + r.half} for r in reported],
@@ -139,6 +140,25 @@ def _entry(found: Found, reported: Sequence[Reported], intervals, gap: float, de
             "values": {r.metric.name: {"low": iv[0], "high": iv[1], "shown": (
                 r.shown(iv[0]) if iv[0] == iv[1] else f"{r.shown(iv[0])} .. {r.shown(iv[1])}")}
                 for r, iv in zip(reported, intervals)}}
+
+
+def _merge_empty(matches: List[Dict[str, Any]]) -> List[Dict[str, Any]]:
+    """One entry for candidates that differ only in the empty-query policy and give the same values
+    (every query has a relevant item, so the policies agree): ``empty=zero|skip``."""
+    merged: Dict[Any, Dict[str, Any]] = {}
+    for e in matches:
+        opts = {n: v for n, v in e["options"].items() if n != "empty"}
+        key = (tuple(sorted(opts.items())), tuple(e["bugs"]),
+               tuple((m, v["low"], v["high"]) for m, v in sorted(e["values"].items())))
+        if key in merged:
+            kept = merged[key]
+            kept["options"]["empty"] += "|" + e["options"]["empty"]
+            kept["label"] = kept["label"].replace(f"empty={kept['options']['empty'].rsplit('|', 1)[0]}",
+                                                  f"empty={kept['options']['empty']}")
+            kept["changed"] = min(kept["changed"], e["changed"])
+        else:
+            merged[key] = dict(e, options=dict(e["options"]))
+    return list(merged.values())
 
 
 def reported_values(reported: Sequence[Reported]) -> Optional[List[Dict[str, Any]]]:
