@@ -190,6 +190,8 @@ class Values:
             if metric.source != "ap":
                 return None
             which, how = first.variant.split(",")
+            if which == "first-hit" and any((h > 0).tolist() != (hits[0] > 0).tolist() for h in hits):
+                return None  # which query has the first hit depends on the tie order
             cond = {"first": np.ones(lo.size, bool), "first-relevant": n_rel > 0, "first-hit": hits[0] > 0}[which]
             if not cond.any():
                 return (0.0, 0.0)

@@ -9,7 +9,8 @@ candidate, so they narrow the set together.
 Candidates come from the harness stage by stage, simplest first (:mod:`.harness_link`): the
 search stops after the first stage with a match, so a bug is named only when no plainer
 description reproduces the numbers; within a stage, candidates closest to the declared
-protocol come first.  When none matches, the nearest candidate is reported with its distance.
+protocol come first.  A candidate whose value is only known to lie in [0, 1] (an unstable order
+where the hits in the top k change with it) says nothing and is counted, not listed.  When none matches, the nearest candidate is reported with its distance.
 """
 from __future__ import annotations
 
@@ -98,9 +99,9 @@ def match(values: Values, protocol: str, declared: Dict[str, str], reported: Seq
           max_cost: int = 2) -> Dict[str, Any]:
     """Every candidate of the first stage that reproduces all reported numbers, or the nearest."""
     if not reported:
-        return {"reported": [], "matches": [], "nearest": None, "searched": 0, "not_searched": 0}
+        return {"reported": [], "matches": [], "nearest": None, "searched": 0, "not_searched": 0, "uninformative": 0}
     metrics = [r.metric for r in reported]
-    searched = skipped = 0
+    searched = skipped = uninformative = 0
     nearest, nearest_gap = None, math.inf
     matches: List[Dict[str, Any]] = []
     stage_reached = 0
@@ -110,6 +111,9 @@ def match(values: Values, protocol: str, declared: Dict[str, str], reported: Seq
             intervals = [values.value(found, r.metric) for r in reported]
             if any(iv is None for iv in intervals):
                 skipped += needs_exact(found) and not values.exact_allowed
+                continue
+            if any(iv[1] - iv[0] >= 1.0 for iv in intervals):
+                uninformative += 1  # an interval spanning [0, 1]: it says nothing about the number
                 continue
             searched += 1
             gap = max(r.distance(iv) for r, iv in zip(reported, intervals))
@@ -126,6 +130,7 @@ def match(values: Values, protocol: str, declared: Dict[str, str], reported: Seq
                           "high": r.value + r.half} for r in reported],
             "matches": matches[:LISTED], "more": max(0, len(matches) - LISTED), "n_matches": len(matches),
             "nearest": None if matches else nearest, "searched": searched, "not_searched": skipped,
+            "uninformative": uninformative,
             "stages": stage_reached + 1}
 
 
