@@ -162,17 +162,18 @@ def render(d: Dict[str, Any]) -> str:
 <html lang="en"><head><meta charset="utf-8"><title>retrieval-conformance audit</title><style>{CSS}</style></head>
 <body>
 <h1>Audit of an evaluation</h1>
-<p class="meta">{d['data']['queries']:,} queries &times; {d['data']['gallery']:,} gallery items ({_e(d['data']['kind'])});
+<p class="meta">{d['data']['queries']:,} queries &times; {d['data']['gallery']:,} gallery items
+({_e(d['data']['kind'])});
 declared protocol <b>{_e(d['protocol'])}</b>: k={_e(dec['k'])}, ties={_e(dec['ties'])}, ap_rule={_e(dec['ap_rule'])},
 ap_at_k={_e(dec['ap_at_k'])}, empty={_e(dec['empty'])}, junk={_e(dec['junk'])}.
 Specification {_e(d['specification_version'])}; values in percent.</p>
 <h2>1. The number under every convention</h2>
-<p class="note">Every order of tied items gives a value inside the bar (spec &sect;4): its width is how much of the number
-is tie order alone.</p>
+<p class="note">Every order of tied items gives a value inside the bar (spec &sect;4): its width is how much
+of the number is tie order alone.</p>
 {tie_chart(d)}
 {_conventions_table(d)}
-<p class="note">Highlighted: the declared protocol. Each axis varies one option with the declared protocol's others held;
-presets are evaluated at the declared cut-off.</p>
+<p class="note">Highlighted: the declared protocol. Each axis varies one option with the declared protocol's
+others held; presets are evaluated at the declared cut-off.</p>
 {histogram(pq['spread'], f"Per-query spread of {d['metrics'][pq['metric']]} between the pessimistic and optimistic "
                          f"orders (points); {pq['moved']} of {pq['queries']} queries move")}
 <table><tr><th>query</th><th>pessimistic</th><th>optimistic</th><th class="l">why it moves</th></tr>{movers}</table>
@@ -180,7 +181,8 @@ presets are evaluated at the declared cut-off.</p>
 {_reproduced(d['reproduced'])}
 <h2>3. What makes the numbers fragile</h2>
 {_findings(d)}
-<p class="note">{d['cost']['evaluations']} evaluations ({_e(d['cost']['implementation'])}), {d['cost']['seconds']:.2f} s.</p>
+<p class="note">{d['cost']['evaluations']} evaluations ({_e(d['cost']['implementation'])}),
+{d['cost']['seconds']:.2f} s.</p>
 {notes}
 </body></html>
 """

@@ -10,7 +10,8 @@ Candidates come from the harness stage by stage, simplest first (:mod:`.harness_
 search stops after the first stage with a match, so a bug is named only when no plainer
 description reproduces the numbers; within a stage, candidates closest to the declared
 protocol come first.  A candidate whose value is only known to lie in [0, 1] (an unstable order
-where the hits in the top k change with it) says nothing and is counted, not listed.  When none matches, the nearest candidate is reported with its distance.
+where the hits in the top k change with it) says nothing and is counted, not listed.  When none
+matches, the nearest candidate is reported with its distance.
 """
 from __future__ import annotations
 

@@ -6,10 +6,11 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Mapping, Optional, Union
 
+from retrieval_conformance.conformance.audit import fail_if, report_html, report_text
 from retrieval_conformance.conformance.audit import findings as fd
 from retrieval_conformance.conformance.audit import reported as rp
 from retrieval_conformance.conformance.audit import table as tb
-from retrieval_conformance.conformance.audit.harness_link import Values
+from retrieval_conformance.conformance.audit.harness_link import EXACT_CELLS, Values
 from retrieval_conformance.conformance.audit.inputs import AuditData, Evaluator
 from retrieval_conformance.conformance.audit.metrics import METRICS, headline
 
@@ -46,20 +47,14 @@ class Audit:
                 "notes": self.notes}
 
     def to_text(self) -> str:
-        from retrieval_conformance.conformance.audit.report_text import render
-
-        return render(self.to_dict())
+        return report_text.render(self.to_dict())
 
     def to_html(self) -> str:
-        from retrieval_conformance.conformance.audit.report_html import render
-
-        return render(self.to_dict())
+        return report_html.render(self.to_dict())
 
     def failures(self, conditions) -> List[str]:
         """The ``fail_if`` conditions this audit meets (see :mod:`.fail_if`)."""
-        from retrieval_conformance.conformance.audit.fail_if import failures
-
-        return failures(self.to_dict(), conditions)
+        return fail_if.failures(self.to_dict(), conditions)
 
 
 def audit(distances=None, scores=None, query_codes=None, db_codes=None, relevance=None, query_labels=None,
@@ -143,14 +138,9 @@ def audit(distances=None, scores=None, query_codes=None, db_codes=None, relevanc
         if reproduced["not_searched"]:
             notes.append(f"{reproduced['not_searched']} candidates with a bug modelled on the ranks themselves "
                          "were not searched: their exact predictions run on data of at most "
-                         f"{values_cells()} query-gallery pairs")
+                         f"{EXACT_CELLS:,} query-gallery pairs")
     return Audit(protocol=protocol, declared=declared, shape=(n_q, n_g), kind=data.kind,
                  metrics=[m.name for m in metrics], rows=rows, tie_intervals=intervals, movers=movers,
                  reproduced=reproduced, findings=findings, evaluations=ev.calls,
                  seconds=time.perf_counter() - start, implementation=first.implementation, notes=notes)
 
-
-def values_cells() -> str:
-    from retrieval_conformance.conformance.audit.harness_link import EXACT_CELLS
-
-    return f"{EXACT_CELLS:,}"

@@ -26,7 +26,6 @@ from retrieval_conformance.conformance.audit.metrics import METRICS
 from retrieval_conformance.conformance.audit.reported import parse
 
 
-
 def _seed000(case_id: str):
     from retrieval_conformance import golden
 
