@@ -100,7 +100,8 @@ def _low_precision(data: AuditData, dist: np.ndarray) -> Optional[str]:
             for d in ROUNDING_DECIMALS:
                 scaled = finite * 10 ** d
                 if np.all(np.abs(scaled - np.round(scaled)) <= 1e-6 * np.maximum(1, np.abs(scaled))):
-                    return (f"{key} are rounded to {d} decimals (as a run file printed with %.{d}f): "
+                    return (f"{key} are rounded to {d} decimal{'s' if d > 1 else ''} (as a run file printed "
+                            f"with %.{d}f): "
                             "items closer than that tie")
     return None
 

@@ -43,44 +43,49 @@ def _marker(shape: str, x: float, y: float, colour: str, ring: bool) -> str:
 
 
 def tie_chart(d: Dict[str, Any]) -> str:
-    """One row per metric on a shared 0-100 axis: the interval bar and the policies' markers."""
+    """One row per metric, each on its own scale (the interval is often a few points of a 0-100
+    axis): the interval bar from the pessimistic to the optimistic order and the policies' markers,
+    the scale's ends under the row and the interval in a column on the right."""
     names = [m for m in d["metrics"] if d["tie_intervals"][m]["low"] is not None]
-    width, left, right, row = 900, 110, 20, 34
-    height = 40 + row * len(names)
-    span = width - left - right
-
-    def x(v: float) -> float:
-        return left + span * v
-
+    width, left, plot, row = 900, 110, 600, 44
+    height = 16 + row * len(names)
+    declared = d["declared"]["ties"]
     parts = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" role="img" '
              f'aria-label="tie intervals">']
-    for tick in range(0, 101, 10):
-        parts.append(f'<line x1="{x(tick / 100):.1f}" y1="14" x2="{x(tick / 100):.1f}" y2="{height - 18}" '
-                     'stroke="#e6e9ef"/>')
-        parts.append(f'<text x="{x(tick / 100):.1f}" y="{height - 4}" text-anchor="middle">{tick}</text>')
-    declared = d["declared"]["ties"]
     for i, name in enumerate(names):
         iv = d["tie_intervals"][name]
-        y = 30 + i * row
+        shown = [v for v in [iv["low"], iv["high"], *iv["values"].values()] if v is not None]
+        lo, hi = min(shown), max(shown)
+        pad = max((hi - lo) * 0.08, 0.002)
+        lo, hi = max(0.0, lo - pad), min(1.0, hi + pad)
+
+        def x(v: float, lo=lo, hi=hi) -> float:
+            return left + plot * (v - lo) / (hi - lo)
+
+        y = 20 + i * row
         parts.append(f'<text x="{left - 8}" y="{y + 4}" text-anchor="end">{_e(d["metrics"][name])}</text>')
+        parts.append(f'<line x1="{left}" y1="{y}" x2="{left + plot}" y2="{y}" stroke="#e6e9ef"/>')
         parts.append(f'<rect x="{x(iv["low"]):.1f}" y="{y - 7}" width="{max(x(iv["high"]) - x(iv["low"]), 1.5):.1f}" '
-                     f'height="14" fill="#dbe7fb" stroke="#7aa2e3"/>')
-        parts.append(f'<title>{_e(d["metrics"][name])}: {pct(iv["low"])} .. {pct(iv["high"])}</title>')
+                     f'height="14" fill="#dbe7fb" stroke="#7aa2e3"><title>{_e(d["metrics"][name])}: '
+                     f'{pct(iv["low"])} .. {pct(iv["high"])}</title></rect>')
         for policy, (shape, colour) in MARKERS.items():
             v = iv["values"].get(policy)
             if v is not None:
                 parts.append(_marker(shape, x(v), y, colour, policy == declared))
-        label = f'{pct(iv["low"])} .. {pct(iv["high"])}'
-        parts.append(f'<text x="{min(x(iv["high"]) + 8, width - 90):.1f}" y="{y + 4}">{label}</text>')
+        parts.append(f'<text x="{left}" y="{y + 20}" fill="#5a6475">{100 * lo:.2f}</text>'
+                     f'<text x="{left + plot}" y="{y + 20}" text-anchor="end">{100 * hi:.2f}</text>')
+        width_text = "" if iv["width"] is None else f' ({100 * iv["width"]:.2f} points)'
+        parts.append(f'<text x="{left + plot + 16}" y="{y + 4}">{pct(iv["low"])} .. {pct(iv["high"])}'
+                     f'{width_text}</text>')
     parts.append("</svg>")
     legend = "".join(f'<span style="color:{c}">&#9679; {p}</span>' for p, (_, c) in MARKERS.items())
-    return ("".join(parts) + f'<div class="legend note">bar: pessimistic .. optimistic order; {legend}'
-            f'<span>ringed: the declared policy ({_e(declared)})</span></div>')
+    return ("".join(parts) + f'<div class="legend note">bar: pessimistic .. optimistic order (each row on its '
+            f'own scale); {legend}<span>ringed: the declared policy ({_e(declared)})</span></div>')
 
 
 def histogram(values: List[float], title: str, bins: int = 20) -> str:
     """Counts of per-query values in equal bins from 0 to their maximum (an SVG bar chart)."""
-    width, height, left, bottom = 900, 180, 50, 30
+    width, height, left, bottom = 900, 180, 50, 30  # x axis in points of the metric
     top = max(values) if values else 0.0
     if top <= 0:
         return f'<p class="note">{_e(title)}: every query has the same value under every tie order.</p>'

@@ -162,6 +162,8 @@ def _merge_empty(matches: List[Dict[str, Any]]) -> List[Dict[str, Any]]:
             kept["label"] = kept["label"].replace(f"empty={kept['options']['empty'].rsplit('|', 1)[0]}",
                                                   f"empty={kept['options']['empty']}")
             kept["changed"] = min(kept["changed"], e["changed"])
+            # the policies agree here, so no one empty-query clause is the cause
+            kept["clauses"] = [c for c in kept["clauses"] if not c.startswith("spec §8 empty=")]
         else:
             merged[key] = dict(e, options=dict(e["options"]))
     return list(merged.values())
