@@ -163,10 +163,15 @@ def _merge_empty(matches: List[Dict[str, Any]]) -> List[Dict[str, Any]]:
                                                   f"empty={kept['options']['empty']}")
             kept["changed"] = min(kept["changed"], e["changed"])
             # the policies agree here, so no one empty-query clause is the cause
-            kept["clauses"] = [c for c in kept["clauses"] if not c.startswith("spec §8 empty=")]
+            kept["clauses"] = _shared(kept, e)
         else:
             merged[key] = dict(e, options=dict(e["options"]))
     return list(merged.values())
+
+
+def _shared(a: Dict[str, Any], b: Dict[str, Any]) -> List[str]:
+    """The clauses two merged candidates have in common (their empty-query clauses differ)."""
+    return [c for c in a["clauses"] if c in b["clauses"]]
 
 
 def reported_values(reported: Sequence[Reported]) -> Optional[List[Dict[str, Any]]]:
