@@ -157,6 +157,19 @@ def _findings(d: Dict[str, Any]) -> str:
             + "".join(rows) + "</table>")
 
 
+def _by_convention(conv: Dict[str, Any]) -> str:
+    shares = ", ".join(f"{_e(axis)} {n}" for axis, n in conv["by_axis"].items())
+    rows = "".join(f'<tr><td>{q["query"]}</td><td>{pct(q["declared"])}</td><td>{pct(q["low"])} .. {pct(q["high"])}'
+                   f'</td><td class="l">{_e(q["axis"])}</td><td class="l">{_e(q["why"])}</td></tr>'
+                   for q in conv["top"])
+    empty = (f'<p class="note">{conv["n_empty"]} queries without a relevant item '
+             f'({_e(", ".join(map(str, conv["empty"])))}{", ..." if conv["n_empty"] > len(conv["empty"]) else ""}): '
+             f'{_e(conv["empty_why"])}.</p>') if conv["n_empty"] else ""
+    return (f'<p class="note">By any convention axis: {conv["moved_by_any"]} of {conv["queries"]} queries move '
+            f'({shares}). The queries that move most:</p><table><tr><th>query</th><th>declared</th>'
+            f'<th>range</th><th class="l">axis</th><th class="l">why</th></tr>{rows}</table>{empty}')
+
+
 def render(d: Dict[str, Any]) -> str:
     dec = d["declared"]
     pq = d["per_query"]
@@ -182,6 +195,7 @@ others held; presets are evaluated at the declared cut-off.</p>
 {histogram(pq['spread'], f"Per-query spread of {d['metrics'][pq['metric']]} between the pessimistic and optimistic "
                          f"orders (points); {pq['moved']} of {pq['queries']} queries move")}
 <table><tr><th>query</th><th>pessimistic</th><th>optimistic</th><th class="l">why it moves</th></tr>{movers}</table>
+{_by_convention(pq['by_convention'])}
 <h2>2. Which conventions reproduce the reported numbers</h2>
 {_reproduced(d['reproduced'])}
 <h2>3. What makes the numbers fragile</h2>

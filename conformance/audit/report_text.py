@@ -42,6 +42,15 @@ def render(d: Dict[str, Any]) -> str:
                   f"({d['metrics'][pq['metric']]}); the most:"]
     for q in pq["top"][:5]:
         lines.append(f"     query {q['query']:>6}: {pct(q['pessimistic'])} .. {pct(q['optimistic'])}  ({q['why']})")
+    conv = pq["by_convention"]
+    shares = ", ".join(f"{axis} {n}" for axis, n in conv["by_axis"].items())
+    lines += [f"   per query, by any convention: {conv['moved_by_any']} of {conv['queries']} move ({shares}); "
+              "the most:"]
+    for q in conv["top"][:5]:
+        lines.append(f"     query {q['query']:>6}: {pct(q['low'])} .. {pct(q['high'])} by {q['axis']}  ({q['why']})")
+    if conv["n_empty"]:
+        lines.append(f"   {conv['n_empty']} queries ({', '.join(map(str, conv['empty']))}"
+                     f"{', ...' if conv['n_empty'] > len(conv['empty']) else ''}): {conv['empty_why']}")
     lines += ["", "2. Which conventions reproduce the reported numbers"]
     lines += _reproduced(d["reproduced"])
     lines += ["", "3. What makes the numbers fragile"]

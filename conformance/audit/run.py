@@ -8,6 +8,7 @@ from typing import Any, Dict, List, Mapping, Optional, Union
 
 from retrieval_conformance.conformance.audit import fail_if, report_html, report_text
 from retrieval_conformance.conformance.audit import findings as fd
+from retrieval_conformance.conformance.audit import movers as mv
 from retrieval_conformance.conformance.audit import reported as rp
 from retrieval_conformance.conformance.audit import table as tb
 from retrieval_conformance.conformance.audit.harness_link import EXACT_CELLS, Values
@@ -62,7 +63,7 @@ def audit(distances=None, scores=None, query_codes=None, db_codes=None, relevanc
           metric: str = "euclidean", protocol: str = "hashing", k: Optional[int] = None, max_rank: int = 50,
           ties: Optional[str] = None, ap_rule: Optional[str] = None, ap_at_k: Optional[str] = None,
           empty: Optional[str] = None, reported: Union[str, Mapping[str, Any], None] = None,
-          implementation: str = "auto", max_cost: int = 2) -> Audit:
+          implementation: str = "auto", max_cost: int = 2, run=None, qrels=None) -> Audit:
     """Audit an evaluation: every headline metric under every convention, the conventions (and known
     bugs) that reproduce reported numbers, and what in the data makes the numbers fragile.
 
@@ -84,6 +85,8 @@ def audit(distances=None, scores=None, query_codes=None, db_codes=None, relevanc
     max_cost : int
         How much a candidate for a reported number may assume (one per known bug, one for an
         unstable tie order): 0, 1 or 2.
+    run, qrels
+        Refused: a TREC run ranks only the documents it retrieved (see ``evaluate(run=, qrels=)``).
 
     Returns
     -------
@@ -96,6 +99,10 @@ def audit(distances=None, scores=None, query_codes=None, db_codes=None, relevanc
     ties='optimistic']`` (spec §4): every order of tied items gives a value inside it.
     """
     start = time.perf_counter()
+    if run is not None or qrels is not None:
+        # a run ranks only the documents it retrieved, which a queries x gallery matrix cannot say
+        raise ValueError("run: TREC runs and qrels are not audited; evaluate them with rc.evaluate(run=, qrels=), "
+                         "or audit a scores matrix over every judged and retrieved document with a relevance matrix")
     if max_cost not in (0, 1, 2):
         raise ValueError(f"max_cost: expected 0, 1 or 2 (how much a candidate may assume), got {max_cost!r}")
     data = AuditData.from_arguments(
@@ -118,6 +125,7 @@ def audit(distances=None, scores=None, query_codes=None, db_codes=None, relevanc
     rows = tb.convention_rows(ev, protocol, declared, metrics, data.single_ids)
     intervals = tb.tie_intervals(rows, metrics)
     movers = tb.tie_movers(ev, protocol, declared, main)
+    movers["by_convention"] = mv.query_movers(ev, protocol, declared, main, data.single_ids)
     findings = fd.tie_findings(data, intervals, movers, main)
     findings += fd.leakage_findings(ev, protocol, dict(held, k=k), main)
     findings += fd.empty_findings(rows, first.per_query, main)

@@ -321,3 +321,29 @@ def test_audit_cost_workload_runs_and_traces_its_own_number():
         row = measure(name, "smoke")
         assert row["evaluations"] > 10 and row["ratio"] > 0
         assert row["reproduced"] >= 1  # the workload's own mAP, printed to 4 digits, is traced to a convention
+
+
+def test_per_query_movers_name_the_convention_and_the_data():
+    rng = np.random.default_rng(8)
+    n_q, n_g = 10, 80
+    q_ids, g_ids = np.arange(n_q), rng.integers(0, n_q, n_g)
+    q_cams, g_cams = np.zeros(n_q, int), np.ones(n_g, int)
+    dist = rng.random((n_q, n_g)) + 1.0  # continuous: no ties
+    same = np.flatnonzero(g_ids == 3)[:1]
+    planted = np.arange(70, 75)
+    g_ids[planted], g_cams[planted] = 3, 0  # five same-id same-camera items of query 3 ...
+    dist[3, planted] = 0.01  # ... ranked first: relevant without the junk rule, junk with it
+    dist[3, same] = 1.9
+    q_ids[9] = 99  # no relevant item
+    a = rc.audit(distances=dist, query_labels=q_ids, db_labels=g_ids, query_cams=q_cams, db_cams=g_cams,
+                 protocol="reid")
+    conv = a.movers["by_convention"]
+    first = conv["top"][0]
+    assert first["query"] == 3 and first["axis"] == "junk" and "5 gallery items" in first["why"]
+    assert conv["by_axis"]["ties"] == 0 and conv["n_empty"] == 1 and conv["empty"] == [9]
+    assert "query      3" in a.to_text()
+
+
+def test_trec_runs_are_refused_by_name():
+    with pytest.raises(ValueError, match="run: TREC runs"):
+        rc.audit(run={"q": {"d": 1.0}}, qrels={"q": {"d": 1}})
