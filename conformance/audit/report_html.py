@@ -139,6 +139,9 @@ def _reproduced(r: Dict[str, Any]) -> str:
         rows.append(f'<tr><td class="l">{_e(e["label"])}<div class="note">{why}</div></td>{cells}'
                     f'<td class="l note">{_e("; ".join(e["clauses"]))}</td></tr>')
     more = f'<p class="note">... and {r["more"]} more in the JSON report.</p>' if r.get("more") else ""
+    if r.get("uninformative"):
+        more += (f'<p class="note">{r["uninformative"]} candidates only bound the number by [0, 1] (an unstable '
+                 "order whose hits in the top k change with it) and are not listed.</p>")
     return (lead + f'<table><tr><th class="l">candidate</th>{head}<th class="l">clauses</th></tr>'
             + "".join(rows) + "</table>" + more)
 

@@ -69,6 +69,11 @@ def render(d: Dict[str, Any]) -> str:
 def _reproduced(r: Dict[str, Any]) -> List[str]:
     if not r.get("reported"):
         return ["   (no reported numbers given: --reported map=0.6026,rank1=88.2%)"]
+    return _matches(r) + ([f"   {r['uninformative']} candidates only bound the number by [0, 1] (an unstable order "
+                           "whose hits in the top k change with it) and are not listed"] if r["uninformative"] else [])
+
+
+def _matches(r: Dict[str, Any]) -> List[str]:
     wanted = ", ".join(f"{x['metric']}={x['text']}" for x in r["reported"])
     if not r["matches"]:
         out = [f"   none of {r['searched']} candidates reproduces {wanted}"]

@@ -109,6 +109,8 @@ def test_several_numbers_narrow_the_set_and_none_is_said_plainly():
     one = rc.audit(distances=dist, relevance=rel, reported="map=0.0001")
     assert one.reproduced["n_matches"] == 0 and one.reproduced["nearest"] is not None
     assert "none of" in one.to_text()
+    # an unstable order with the last item dropped only says "somewhere in [0, 1]": counted, not listed
+    assert one.reproduced["uninformative"] > 0 and "bound the number by [0, 1]" in one.to_text()
     res = rc.evaluate(distances=dist, relevance=rel, ties="stable")
     alone = rc.audit(distances=dist, relevance=rel, reported={"map": f"{res.map:.1f}"})
     both = rc.audit(distances=dist, relevance=rel, reported={"map": f"{res.map:.1f}", "mrr": f"{res.mrr:.3f}"})
