@@ -1,5 +1,5 @@
-"""Command line: ``retrieval-conformance {golden,evaluate,compare,check,identify,audit,bench,compute-ap,presets,
-explain}``."""
+"""Command line: ``retrieval-conformance COMMAND`` (golden, evaluate, compare, check, identify, audit, bench,
+compute-ap, presets, explain)."""
 from __future__ import annotations
 
 import argparse
