@@ -7,10 +7,12 @@ many tables, candidates and findings read it.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import warnings
+from dataclasses import dataclass, field, replace
 from typing import Any, Dict, Optional, Tuple
 
 import numpy as np
+from retrieval_conformance.reference.contract.aggregation import aggregate
 
 #: the ranking inputs of ``evaluate``, in the order they are looked for
 RANKING_INPUTS = ("distances", "scores", "query_codes", "query_embeddings")
@@ -112,12 +114,16 @@ def _as_array(name: str, value: Any) -> Any:
 
 @dataclass
 class Evaluator:
-    """``rc.evaluate`` on the audit's data, one call per distinct option set, every result kept.
+    """``rc.evaluate`` on the audit's data, one call per distinct evaluation, every result kept.
 
-    ``run(protocol, variant, **options)`` returns a :class:`~retrieval_conformance.Result`, or
-    the message of the ``ValueError`` a convention raises where it has no value (grouped ties
+    ``run(protocol, variant, k=..., **options)`` returns a :class:`~retrieval_conformance.Result`,
+    or the message of the ``ValueError`` a convention raises where it has no value (grouped ties
     with a cut-off inside a tie group).  ``variant`` names the data as a modelled bug sees it
-    (``descending``, ``exact-labels``); its arguments come from ``variants``.
+    (``descending``, ``exact-labels``, ``no-self-matches``...); its arguments come from ``variants``.
+
+    Two calls share one evaluation when they resolve to the same options and junk rules (two
+    presets that differ only in name, or only in the empty-query policy): the per-query values
+    do not depend on the empty-query policy, which is applied by aggregating them again.
     """
 
     data: AuditData
@@ -127,10 +133,23 @@ class Evaluator:
     variants: Dict[str, Optional[Dict[str, Any]]] = field(default_factory=dict)
     _cache: Dict[Tuple, Any] = field(default_factory=dict)
 
-    def run(self, protocol: str, variant: str = "", **options: Any):
-        key = (protocol, variant, tuple(sorted(options.items())))
-        if key in self._cache:
-            return self._cache[key]
+    def run(self, protocol: str, variant: str = "", k: Optional[int] = None, **options: Any):
+        from retrieval_conformance.reference.contract.evaluate import resolve_options
+        from retrieval_conformance.reference.contract.presets import get_preset
+
+        resolved = resolve_options(protocol, k=k, max_rank=self.max_rank, **options)  # named errors
+        junk = get_preset(protocol).junk
+        key = (junk, variant, replace(resolved, empty="zero"))
+        if key not in self._cache:
+            self._cache[key] = self._evaluate(protocol, variant, replace(resolved, empty="zero"))
+        base = self._cache[key]
+        if isinstance(base, str) or resolved.empty == "zero":
+            return base
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # no query counted: every mean is NaN, shown as "-"
+            return aggregate(base.per_query, resolved, protocol, base.implementation, n_gallery=self.data.shape[1])
+
+    def _evaluate(self, protocol: str, variant: str, options):
         import retrieval_conformance as rc
         from retrieval_conformance.reference.contract.presets import get_preset
 
@@ -146,12 +165,12 @@ class Evaluator:
         if (cams and not self.data.has_cams and "junk" not in arguments and self.data.single_ids):
             arguments["junk"] = np.zeros(self.data.shape, bool)  # a ReID preset without cameras: no camera junk
         self.calls += 1
+        named = {name: getattr(options, name) for name in ("ties", "ap_rule", "ap_at_k", "empty", "radius", "gain",
+                                                           "recall", "discount")}
         try:
-            result = rc.evaluate(**arguments, protocol=protocol, max_rank=self.max_rank,
-                                 implementation=self.implementation, **options)
+            return rc.evaluate(**arguments, protocol=protocol, k=options.k, max_rank=options.max_rank,
+                               implementation=self.implementation, **named)
         except ValueError as exc:
             if "tie group" not in str(exc):
                 raise
-            result = str(exc)
-        self._cache[key] = result
-        return result
+            return str(exc)

@@ -12,14 +12,11 @@ order alone can move; ``stable``, ``reverse``, ``expected`` and ``grouped`` are 
 """
 from __future__ import annotations
 
-import warnings
-from dataclasses import replace
 from typing import Any, Dict, List, Optional
 
 import numpy as np
 from retrieval_conformance.conformance.audit.inputs import Evaluator
 from retrieval_conformance.conformance.audit.metrics import Metric
-from retrieval_conformance.reference.contract.aggregation import aggregate
 from retrieval_conformance.reference.contract.conventions import (
     AP_AT_K_DENOMINATORS,
     AP_RULES,
@@ -52,14 +49,6 @@ def _values(result, metrics: List[Metric]) -> Dict[str, Optional[float]]:
     return {m.name: m.value(result) for m in metrics}
 
 
-def _with_empty(result, empty: str):
-    """``result`` aggregated again under another empty-query policy (no new evaluation)."""
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # no query counted: every mean is NaN, shown as "-"
-        return aggregate(result.per_query, replace(result.options, empty=empty), result.protocol,
-                         result.implementation, n_gallery=None)
-
-
 def _row(axis: str, value: str, options: Dict[str, Any], result, metrics: List[Metric], declared: bool
          ) -> Dict[str, Any]:
     if isinstance(result, str):
@@ -89,9 +78,8 @@ def convention_rows(ev: Evaluator, protocol: str, declared: Dict[str, Any], metr
             options = dict(held, **{axis: value})
             result = ev.run(protocol, k=k, **options)
             rows.append(_row(axis, value, options, result, metrics, value == declared[axis]))
-    base = ev.run(protocol, k=k, **held)
-    for value in EMPTY_POLICIES_WITH_A_MEAN:
-        result = base if isinstance(base, str) else _with_empty(base, value)
+    for value in EMPTY_POLICIES_WITH_A_MEAN:  # aggregated again from one evaluation
+        result = ev.run(protocol, k=k, **dict(held, empty=value))
         rows.append(_row("empty", value, dict(held, empty=value), result, metrics, value == declared["empty"]))
     if single_ids:
         for rule, preset in JUNK_RULES.items():
