@@ -98,12 +98,18 @@ def _low_precision(data: AuditData, dist: np.ndarray) -> Optional[str]:
         finite = dist[np.isfinite(dist)]
         if finite.size and np.any(finite != np.round(finite)):
             for d in ROUNDING_DECIMALS:
-                scaled = finite * 10 ** d
-                if np.all(np.abs(scaled - np.round(scaled)) <= 1e-6 * np.maximum(1, np.abs(scaled))):
+                # a few thousand values rule most roundings out before all are read
+                if all(_on_grid(part, d) for part in (finite[:4096], finite)):
                     return (f"{key} are rounded to {d} decimal{'s' if d > 1 else ''} (as a run file printed "
                             f"with %.{d}f): "
                             "items closer than that tie")
     return None
+
+
+def _on_grid(values: np.ndarray, decimals: int) -> bool:
+    """Whether every value is a multiple of 10**-decimals (up to the float error of printing it)."""
+    scaled = values * 10 ** decimals
+    return bool(np.all(np.abs(scaled - np.round(scaled)) <= 1e-6 * np.maximum(1, np.abs(scaled))))
 
 
 def leakage_findings(ev: Evaluator, protocol: str, options: Dict[str, Any], metric: Metric) -> List[Dict[str, Any]]:

@@ -74,21 +74,24 @@ def _reasons(ev: Evaluator, base, k: Optional[int]):
     """axis -> (query -> why it moves along that axis), in the data's terms."""
     pq = base.per_query
     data = ev.data
-    junk_counts = None
-    if data.single_ids and data.has_cams:
-        a = data.arrays
+    a = data.arrays
+
+    def junk_count(qi: int) -> Optional[int]:
+        """Gallery items with query ``qi``'s id and camera (None without cameras)."""
+        if not (data.single_ids and data.has_cams):
+            return None
         q, g = np.asarray(a["query_labels"]).ravel(), np.asarray(a["db_labels"]).ravel()
         qc, gc = np.asarray(a["query_cams"]).ravel(), np.asarray(a["db_cams"]).ravel()
-        junk_counts = ((q[:, None] == g[None, :]) & (qc[:, None] == gc[None, :])).sum(1)
+        return int(((g == q[qi]) & (gc == qc[qi])).sum())
 
     def ties(qi: int) -> str:
         return "relevant and non-relevant items share a distance" + (
             f" (a tie group may straddle the cut-off k={k})" if k is not None else "")
 
     def junk(qi: int) -> str:
-        if junk_counts is not None:
-            return (f"{int(junk_counts[qi])} gallery items share its id and camera: junk under the ReID rules, "
-                    "relevant without them")
+        n = junk_count(qi)
+        if n is not None:
+            return f"{n} gallery items share its id and camera: junk under the ReID rules, relevant without them"
         return "the junk rule changes which items count"
 
     def ap_rule(qi: int) -> str:
