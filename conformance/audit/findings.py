@@ -137,9 +137,11 @@ def leakage_findings(ev: Evaluator, protocol: str, options: Dict[str, Any], metr
     dupes = _duplicate_items(data)
     if dupes is not None and dupes.any():
         ev.variants["no-duplicates"] = {"junk": junk0 | dupes[None, :]}
+        note = ("; in hashing equal codes are usually different images (they tie), so this measures how much "
+                "of the number rests on repeated codes" if data.kind == "codes" else "")
         out.append({"kind": "duplicates", "title": "identical gallery items",
                     "detail": f"{int(dupes.sum())} of {n_g} gallery items repeat an earlier item exactly "
-                              f"(identical {data.kind})",
+                              f"(identical {data.kind}){note}",
                     "count": int(dupes.sum()), "share": float(dupes.mean()),
                     "effect": _effect(metric, base, ev.run(protocol, "no-duplicates", **options),
                                       "with every repeat removed (first copy kept)")})
@@ -167,8 +169,6 @@ def _duplicate_items(data: AuditData) -> Optional[np.ndarray]:
     if key is None:
         return None
     g = np.asarray(data.arrays[key])
-    if data.kind == "codes":
-        return None  # equal codes are the ties of hashing, not copies of an image
     _, first = np.unique(g, axis=0, return_index=True)
     out = np.ones(g.shape[0], bool)
     out[first] = False

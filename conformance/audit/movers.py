@@ -64,6 +64,7 @@ def query_movers(ev: Evaluator, protocol: str, declared: Dict[str, Any], metric:
            for q in order]
     empty = np.flatnonzero(n_rel == 0)
     return {"metric": metric.name, "queries": int(values.size), "moved_by_any": int(moved.size),
+            "declared_values": [float(v) for v in values[n_rel > 0]],
             "by_axis": {axis: int(((r > 0) & (n_rel > 0)).sum()) for axis, r in ranges.items()},
             "top": top, "empty": [int(q) for q in empty[:LISTED]], "n_empty": int(empty.size),
             "empty_why": ("no relevant (non-junk) gallery item: 0 under empty='zero', left out under 'skip', "

@@ -83,12 +83,13 @@ def tie_chart(d: Dict[str, Any]) -> str:
             f'own scale); {legend}<span>ringed: the declared policy ({_e(declared)})</span></div>')
 
 
-def histogram(values: List[float], title: str, bins: int = 20) -> str:
-    """Counts of per-query values in equal bins from 0 to their maximum (an SVG bar chart)."""
+def histogram(values: List[float], title: str, bins: int = 20, top: Optional[float] = None) -> str:
+    """Counts of per-query values in equal bins from 0 to ``top`` (default: their maximum), an SVG bar chart."""
     width, height, left, bottom = 900, 180, 50, 30  # x axis in points of the metric
-    top = max(values) if values else 0.0
-    if top <= 0:
-        return f'<p class="note">{_e(title)}: every query has the same value under every tie order.</p>'
+    if top is None:
+        top = max(values) if values else 0.0
+    if not values or top <= 0:
+        return f'<p class="note">{_e(title)}: {"no query" if not values else "every value is 0"}.</p>'
     counts = [0] * bins
     for v in values:
         counts[min(int(v / top * bins), bins - 1)] += 1
@@ -160,7 +161,7 @@ def _findings(d: Dict[str, Any]) -> str:
             + "".join(rows) + "</table>")
 
 
-def _by_convention(conv: Dict[str, Any]) -> str:
+def _by_convention(conv: Dict[str, Any], title: str) -> str:
     shares = ", ".join(f"{_e(axis)} {n}" for axis, n in conv["by_axis"].items())
     rows = "".join(f'<tr><td>{q["query"]}</td><td>{pct(q["declared"])}</td><td>{pct(q["low"])} .. {pct(q["high"])}'
                    f'</td><td class="l">{_e(q["axis"])}</td><td class="l">{_e(q["why"])}</td></tr>'
@@ -168,8 +169,10 @@ def _by_convention(conv: Dict[str, Any]) -> str:
     empty = (f'<p class="note">{conv["n_empty"]} queries without a relevant item '
              f'({_e(", ".join(map(str, conv["empty"])))}{", ..." if conv["n_empty"] > len(conv["empty"]) else ""}): '
              f'{_e(conv["empty_why"])}.</p>') if conv["n_empty"] else ""
-    return (f'<p class="note">By any convention axis: {conv["moved_by_any"]} of {conv["queries"]} queries move '
-            f'({shares}). The queries that move most:</p><table><tr><th>query</th><th>declared</th>'
+    values = histogram(conv["declared_values"], f"Per-query {title} under the declared protocol (queries with a "
+                                                 "relevant item), in percent", top=1.0)
+    return (values + f'<p class="note">By any convention axis: {conv["moved_by_any"]} of {conv["queries"]} '
+            f'queries move ({shares}). The queries that move most:</p><table><tr><th>query</th><th>declared</th>'
             f'<th>range</th><th class="l">axis</th><th class="l">why</th></tr>{rows}</table>{empty}')
 
 
@@ -198,7 +201,7 @@ others held; presets are evaluated at the declared cut-off.</p>
 {histogram(pq['spread'], f"Per-query spread of {d['metrics'][pq['metric']]} between the pessimistic and optimistic "
                          f"orders (points); {pq['moved']} of {pq['queries']} queries move")}
 <table><tr><th>query</th><th>pessimistic</th><th>optimistic</th><th class="l">why it moves</th></tr>{movers}</table>
-{_by_convention(pq['by_convention'])}
+{_by_convention(pq['by_convention'], d['metrics'][pq['metric']])}
 <h2>2. Which conventions reproduce the reported numbers</h2>
 {_reproduced(d['reproduced'])}
 <h2>3. What makes the numbers fragile</h2>

@@ -349,3 +349,18 @@ def test_per_query_movers_name_the_convention_and_the_data():
 def test_trec_runs_are_refused_by_name():
     with pytest.raises(ValueError, match="run: TREC runs"):
         rc.audit(run={"q": {"d": 1.0}}, qrels={"q": {"d": 1}})
+
+
+def test_duplicate_codes_found_with_the_effect_of_deleting_them():
+    rng = np.random.default_rng(9)
+    qB, dB = rng.choice([-1, 1], (8, 32)), rng.choice([-1, 1], (50, 32))
+    qL, dL = np.eye(4)[rng.integers(0, 4, 8)], np.eye(4)[rng.integers(0, 4, 50)]
+    repeat = [3, 3, 17, 40]  # item 3 twice more, 17 and 40 once more
+    a = rc.audit(query_codes=qB, db_codes=np.concatenate([dB, dB[repeat]]), query_labels=qL,
+                 db_labels=np.concatenate([dL, dL[repeat]]))
+    found = {f["kind"]: f for f in a.findings}
+    assert found["duplicates"]["count"] == len(repeat)
+    clean = rc.evaluate(query_codes=qB, db_codes=dB, query_labels=qL, db_labels=dL)
+    assert found["duplicates"]["effect"]["without"] == pytest.approx(clean.map, abs=1e-12)
+    assert "self_matches" not in found  # equal codes are ties, not copies of a query
+    assert a.to_html().count("<svg") == 3  # the tie chart and two per-query histograms
