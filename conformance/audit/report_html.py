@@ -102,7 +102,8 @@ def histogram(values: List[float], title: str, bins: int = 20, top: Optional[flo
         parts.append(f'<rect x="{left + i * bar + 1:.1f}" y="{height - bottom - h:.1f}" width="{bar - 2:.1f}" '
                      f'height="{h:.1f}" fill="#7aa2e3"><title>{c} queries</title></rect>')
     for i in range(0, bins + 1, 5):
-        parts.append(f'<text x="{left + i * bar:.1f}" y="{height - 12}" text-anchor="middle">'
+        anchor = "end" if i == bins else "middle"
+        parts.append(f'<text x="{left + i * bar:.1f}" y="{height - 12}" text-anchor="{anchor}">'
                      f'{100 * top * i / bins:.1f}</text>')
     parts.append(f'<text x="{left - 6}" y="16" text-anchor="end">{peak}</text>'
                  f'<text x="{left - 6}" y="{height - bottom}" text-anchor="end">0</text></svg>')
