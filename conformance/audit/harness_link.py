@@ -92,8 +92,9 @@ def stages(data: AuditData, protocol: str, k: Optional[int], metrics: Sequence[M
     convs = [c.with_(gain=declared.gain, recall=declared.recall, discount=declared.discount)
              for c in hc.conventions(bases, values)]
     sources = {m.source for m in metrics}
+    # a printed percent is read as one (reported.parse), so the percent bug never explains a number
     bugs = [b for b in hc.applicable_bugs(True, data.multi_hot, k is not None, k is None, junk=data.single_ids)
-            if not b.metrics or any(_corrupts(b, s) for s in sources)]
+            if (not b.metrics or any(_corrupts(b, s) for s in sources)) and b.id != "percent"]
     for stage in (hc.staged(convs, [None], bugs, declared, max_cost=max_cost)):
         yield [Found(c, hc.cost(c)) for c in stage]
 
