@@ -85,7 +85,17 @@ def test_known_convention_traced_back():
     assert best["options"]["ties"] == "stable" and best["options"]["ap_at_k"] == "r" and not best["bugs"]
 
 
-@pytest.mark.parametrize("bug", ["divided-by-k", "last-item-dropped"])
+def _previous_hit_trapezoid(order_rel: np.ndarray) -> float:
+    """The trapezoid whose left side is the precision at the previous hit (1 before the first)."""
+    ranks = np.flatnonzero(order_rel) + 1
+    old, total = 1.0, 0.0
+    for i, r in enumerate(ranks, start=1):
+        total += (old + i / r) / 2
+        old = i / r
+    return total / ranks.size if ranks.size else 0.0
+
+
+@pytest.mark.parametrize("bug", ["divided-by-k", "last-item-dropped", "previous-hit-trapezoid"])
 def test_known_bug_traced_back(bug):
     dist, rel = _tied_problem(seed=5)
     order = np.argsort(dist, axis=1, kind="stable")
@@ -93,9 +103,12 @@ def test_known_bug_traced_back(bug):
     if bug == "divided-by-k":
         k = 10
         aps = [_ap_by_hand(rel[q, order[q]], k, divide_by=k) for q in range(n_q)]
-    else:  # gnd[0:-1]: the last ranked item never counts
+    elif bug == "last-item-dropped":  # gnd[0:-1]: the last ranked item never counts
         k = None
         aps = [_ap_by_hand(rel[q, order[q]][:-1]) for q in range(n_q)]
+    else:  # modelled on the ranks: the harness's exact prediction, on data this small
+        k = None
+        aps = [_previous_hit_trapezoid(rel[q, order[q]]) for q in range(n_q)]
     published = f"{np.mean(aps):.5f}"
     a = rc.audit(distances=dist, relevance=rel, k=k, reported=f"map={published}")
     assert a.reproduced["n_matches"] >= 1
@@ -364,3 +377,16 @@ def test_duplicate_codes_found_with_the_effect_of_deleting_them():
     assert found["duplicates"]["effect"]["without"] == pytest.approx(clean.map, abs=1e-12)
     assert "self_matches" not in found  # equal codes are ties, not copies of a query
     assert a.to_html().count("<svg") == 3  # the tie chart and two per-query histograms
+
+
+def test_rank_bugs_beyond_the_exact_budget_are_said_not_searched(monkeypatch):
+    from retrieval_conformance.conformance.audit import harness_link
+
+    dist, rel = _tied_problem(seed=5)
+    order = np.argsort(dist, axis=1, kind="stable")
+    published = f"{np.mean([_previous_hit_trapezoid(rel[q, order[q]]) for q in range(len(dist))]):.5f}"
+    monkeypatch.setattr(harness_link, "EXACT_CELLS", 10)
+    a = rc.audit(distances=dist, relevance=rel, reported=f"map={published}")
+    assert a.reproduced["not_searched"] > 0
+    assert not any("previous-hit-trapezoid" in m["label"] for m in a.reproduced["matches"])
+    assert any("not searched" in note for note in a.notes) and "not searched" in a.to_text()
