@@ -91,7 +91,7 @@ def _low_precision(data: AuditData, dist: np.ndarray) -> Optional[str]:
     if data.kind == "codes":
         return None
     key = data.kind if data.kind in ("distances", "scores") else "query_embeddings"
-    dtype = str(getattr(data.arrays[key], "dtype", ""))
+    dtype = data.dtypes.get(key, "")
     if dtype in ("float16", "bfloat16"):
         return f"{key} are {dtype} (11 or 8 significant bits): nearby values collapse into ties"
     if data.kind in ("distances", "scores"):

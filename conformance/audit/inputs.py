@@ -26,6 +26,8 @@ class AuditData:
     """The data of one audit: the ``evaluate`` arguments that describe it, as given."""
 
     arrays: Dict[str, Any]
+    #: the dtype each array was given in ("float16", "bfloat16"...), before any conversion
+    dtypes: Dict[str, str] = field(default_factory=dict)
 
     @classmethod
     def from_arguments(cls, **given: Any) -> "AuditData":
@@ -37,10 +39,12 @@ class AuditData:
         if len(kinds) != 1:
             raise ValueError("give exactly one ranking input: distances=, scores=, query_codes= with db_codes=, "
                              f"or query_embeddings= with db_embeddings=; got {kinds or 'none'}")
+        dtypes = {}
         for key in ("distances", "scores", "query_codes", "db_codes", "query_embeddings", "db_embeddings"):
             if key in arrays:
+                dtypes[key] = str(getattr(arrays[key], "dtype", "")).replace("torch.", "")
                 arrays[key] = _as_array(key, arrays[key])
-        return cls(arrays)
+        return cls(arrays, dtypes)
 
     @property
     def kind(self) -> str:
@@ -165,11 +169,15 @@ class Evaluator:
         if (cams and not self.data.has_cams and "junk" not in arguments and self.data.single_ids):
             arguments["junk"] = np.zeros(self.data.shape, bool)  # a ReID preset without cameras: no camera junk
         self.calls += 1
+        quiet = self.calls > 1  # a warning about the data (low precision...) is given once, not per evaluation
         named = {name: getattr(options, name) for name in ("ties", "ap_rule", "ap_at_k", "empty", "radius", "gain",
                                                            "recall", "discount")}
         try:
-            return rc.evaluate(**arguments, protocol=protocol, k=options.k, max_rank=options.max_rank,
-                               implementation=self.implementation, **named)
+            with warnings.catch_warnings():
+                if quiet:
+                    warnings.simplefilter("ignore")
+                return rc.evaluate(**arguments, protocol=protocol, k=options.k, max_rank=options.max_rank,
+                                   implementation=self.implementation, **named)
         except ValueError as exc:
             if "tie group" not in str(exc):
                 raise

@@ -15,6 +15,7 @@ import json
 import os
 import subprocess
 import sys
+import warnings
 
 import numpy as np
 import pytest
@@ -390,3 +391,20 @@ def test_rank_bugs_beyond_the_exact_budget_are_said_not_searched(monkeypatch):
     assert a.reproduced["not_searched"] > 0
     assert not any("previous-hit-trapezoid" in m["label"] for m in a.reproduced["matches"])
     assert any("not searched" in note for note in a.notes) and "not searched" in a.to_text()
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_half_precision_input_is_a_finding(dtype):
+    rng = np.random.default_rng(0)
+    dist, rel = rng.random((20, 100)), rng.random((20, 100)) < 0.2
+    if dtype == "bfloat16":
+        torch = pytest.importorskip("torch")
+        given = torch.tensor(dist).to(torch.bfloat16)
+    else:
+        given = dist.astype(np.float16)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        a = rc.audit(distances=given, relevance=rel)
+    found = {f["kind"]: f for f in a.findings}
+    assert dtype in found["low_precision"]["detail"]
+    assert len([w for w in caught if "significant bits" in str(w.message)]) <= 1  # said once, not per evaluation
