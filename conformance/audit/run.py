@@ -14,6 +14,7 @@ from retrieval_conformance.conformance.audit import table as tb
 from retrieval_conformance.conformance.audit.harness_link import EXACT_CELLS, Values
 from retrieval_conformance.conformance.audit.inputs import AuditData, Evaluator
 from retrieval_conformance.conformance.audit.metrics import METRICS, headline
+from retrieval_conformance.conformance.harness.expected import Convention
 
 
 @dataclass
@@ -105,6 +106,7 @@ def audit(distances=None, scores=None, query_codes=None, db_codes=None, relevanc
                          "or audit a scores matrix over every judged and retrieved document with a relevance matrix")
     if max_cost not in (0, 1, 2):
         raise ValueError(f"max_cost: expected 0, 1 or 2 (how much a candidate may assume), got {max_cost!r}")
+    numbers = rp.parse(reported)  # refused before any work
     data = AuditData.from_arguments(
         distances=distances, scores=scores, query_codes=query_codes, db_codes=db_codes, relevance=relevance,
         query_labels=query_labels, db_labels=db_labels, query_cams=query_cams, db_cams=db_cams, junk=junk,
@@ -121,6 +123,10 @@ def audit(distances=None, scores=None, query_codes=None, db_codes=None, relevanc
     declared["junk"] = tb.junk_rule(protocol)
     n_q, n_g = data.shape
     metrics = headline(k, n_g)
+    for number in numbers:
+        if number.metric.name not in [m.name for m in metrics]:
+            why = "needs a cut-off: pass k=" if number.metric.needs_k else f"needs a gallery of {number.metric.rank}"
+            raise ValueError(f"reported: {number.metric.name} {why} (got k={k}, {n_g} gallery items)")
     main = METRICS["map"]
     rows = tb.convention_rows(ev, protocol, declared, metrics, data.single_ids)
     intervals = tb.tie_intervals(rows, metrics)
@@ -133,11 +139,8 @@ def audit(distances=None, scores=None, query_codes=None, db_codes=None, relevanc
         findings += fd.reid_findings(ev, rows, main)
     findings += fd.label_findings(data)
     notes = []
-    numbers = rp.parse(reported)
     reproduced = {"reported": []}
     if numbers:
-        from retrieval_conformance.conformance.harness.expected import Convention
-
         conv = Convention.from_protocol(protocol, **overrides)
         values = Values(ev, k, max_rank)
         target = {"preset": conv.base, "ties": conv.ties, "ap_rule": conv.ap_rule, "ap_at_k": conv.ap_at_k,

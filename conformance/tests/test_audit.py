@@ -326,6 +326,10 @@ def test_bad_arguments_are_named():
         rc.audit(**args, protocol="nope")
     with pytest.raises(ValueError, match="ties"):
         rc.audit(**args, ties="sideways")
+    with pytest.raises(ValueError, match="reported: precision_at_k needs a cut-off"):
+        rc.audit(**args, reported="p@k=0.5")
+    with pytest.raises(ValueError, match="reported: rank10 needs a gallery of 10"):
+        rc.audit(**args, reported="rank10=0.5")
     with pytest.raises(ValueError, match="ranking input"):
         rc.audit(relevance=np.ones((2, 2), bool))
 
