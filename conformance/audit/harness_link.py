@@ -73,6 +73,13 @@ class Found:
             [hc.meaning("ties", UNSTABLE)] if self.candidate.conv.ties == UNSTABLE else [])
 
 
+def declared_target(protocol: str, overrides: Dict[str, str]) -> Dict[str, str]:
+    """The declared protocol as a candidate's options (the base preset carries the junk rules)."""
+    conv = Convention.from_protocol(protocol, **overrides)
+    return {"preset": conv.base, "ties": conv.ties, "ap_rule": conv.ap_rule, "ap_at_k": conv.ap_at_k,
+            "empty": conv.empty}
+
+
 def stages(data: AuditData, protocol: str, k: Optional[int], metrics: Sequence[Metric],
            max_cost: int = 2) -> Iterable[List[Found]]:
     """The harness's candidates for this data, stage by stage (what they assume: 0, 1, 2).

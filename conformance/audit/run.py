@@ -11,10 +11,9 @@ from retrieval_conformance.conformance.audit import findings as fd
 from retrieval_conformance.conformance.audit import movers as mv
 from retrieval_conformance.conformance.audit import reported as rp
 from retrieval_conformance.conformance.audit import table as tb
-from retrieval_conformance.conformance.audit.harness_link import EXACT_CELLS, Values
+from retrieval_conformance.conformance.audit.harness_link import EXACT_CELLS, Values, declared_target
 from retrieval_conformance.conformance.audit.inputs import AuditData, Evaluator
 from retrieval_conformance.conformance.audit.metrics import METRICS, headline
-from retrieval_conformance.conformance.harness.expected import Convention
 
 
 @dataclass
@@ -141,11 +140,8 @@ def audit(distances=None, scores=None, query_codes=None, db_codes=None, relevanc
     notes = []
     reproduced = {"reported": []}
     if numbers:
-        conv = Convention.from_protocol(protocol, **overrides)
         values = Values(ev, k, max_rank)
-        target = {"preset": conv.base, "ties": conv.ties, "ap_rule": conv.ap_rule, "ap_at_k": conv.ap_at_k,
-                  "empty": conv.empty}
-        reproduced = rp.match(values, protocol, target, numbers, max_cost)
+        reproduced = rp.match(values, protocol, declared_target(protocol, overrides), numbers, max_cost)
         if reproduced["not_searched"]:
             notes.append(f"{reproduced['not_searched']} candidates with a bug modelled on the ranks themselves "
                          "were not searched: their exact predictions run on data of at most "
