@@ -412,3 +412,12 @@ def test_half_precision_input_is_a_finding(dtype):
     found = {f["kind"]: f for f in a.findings}
     assert dtype in found["low_precision"]["detail"]
     assert len([w for w in caught if "significant bits" in str(w.message)]) <= 1  # said once, not per evaluation
+
+
+def test_only_the_harness_link_imports_the_harness():
+    import retrieval_conformance.conformance.audit as audit_package
+
+    folder = os.path.dirname(audit_package.__file__)
+    importers = sorted(name for name in os.listdir(folder) if name.endswith(".py")
+                       and "conformance.harness" in open(os.path.join(folder, name), encoding="utf-8").read())
+    assert importers == ["harness_link.py"]
