@@ -22,7 +22,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--npz", help="an .npz holding arrays named like evaluate()'s arguments")
     for key in EVALUATE_ARRAYS:
         p.add_argument("--" + key.replace("_", "-"), dest=key, help=f"{key} as a .npy file")
-    p.add_argument("--metric", default="euclidean", help="distance of embeddings: euclidean or cosine")
+    p.add_argument("--metric", help="distance of embeddings: euclidean (default) or cosine")
     p.add_argument("--protocol", default="hashing", help="the declared preset (retrieval-conformance presets)")
     p.add_argument("--k", help="the declared cut-off: an integer, or 'all' (default) for the whole gallery")
     p.add_argument("--max-rank", type=int, default=50)
@@ -62,7 +62,10 @@ def audit_main(argv: Optional[List[str]] = None) -> int:
             raise ValueError(f"--npz: array {unknown[0]!r} is not an evaluate() argument; expected names from "
                              f"{list(EVALUATE_ARRAYS)}")
         if "query_embeddings" in arrays:
-            arrays["metric"] = args.metric
+            arrays["metric"] = args.metric or "euclidean"
+        elif args.metric is not None:
+            raise ValueError(f"--metric: {args.metric!r} applies to embeddings (--query-embeddings and "
+                             "--db-embeddings); the arrays given have their own distances")
         result = audit(**arrays, protocol=args.protocol, k=k, max_rank=args.max_rank, ties=args.ties,
                        ap_rule=args.ap_rule, ap_at_k=args.ap_at_k, empty=args.empty, reported=args.reported,
                        implementation=args.implementation, max_cost=args.max_cost)

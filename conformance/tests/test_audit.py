@@ -316,6 +316,8 @@ def test_command_exit_codes(tmp_path):
     assert bad.returncode == 2 and bad.stderr.startswith("error: --fail-if:")
     bad = subprocess.run(cmd + ["--reported", "map=x"], capture_output=True, text=True)
     assert bad.returncode == 2 and bad.stderr.startswith("error: --reported:")
+    bad = subprocess.run(cmd + ["--metric", "cosine"], capture_output=True, text=True)
+    assert bad.returncode == 2 and bad.stderr.startswith("error: --metric:")
 
 
 def test_bad_arguments_are_named():
