@@ -106,6 +106,9 @@ def audit(distances=None, scores=None, query_codes=None, db_codes=None, relevanc
     if max_cost not in (0, 1, 2):
         raise ValueError(f"max_cost: expected 0, 1 or 2 (how much a candidate may assume), got {max_cost!r}")
     numbers = rp.parse(reported)  # refused before any work
+    if metric != "euclidean" and query_embeddings is None:
+        raise ValueError(f"metric: {metric!r} applies to embeddings (query_embeddings= and db_embeddings=); "
+                         "the ranking input given has its own distances")
     data = AuditData.from_arguments(
         distances=distances, scores=scores, query_codes=query_codes, db_codes=db_codes, relevance=relevance,
         query_labels=query_labels, db_labels=db_labels, query_cams=query_cams, db_cams=db_cams, junk=junk,

@@ -332,6 +332,8 @@ def test_bad_arguments_are_named():
         rc.audit(**args, reported="p@k=0.5")
     with pytest.raises(ValueError, match="reported: rank10 needs a gallery of 10"):
         rc.audit(**args, reported="rank10=0.5")
+    with pytest.raises(ValueError, match="metric: 'cosine' applies to embeddings"):
+        rc.audit(**args, metric="cosine")
     with pytest.raises(ValueError, match="ranking input"):
         rc.audit(relevance=np.ones((2, 2), bool))
 
