@@ -26,7 +26,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--protocol", default="hashing", help="the declared preset (retrieval-conformance presets)")
     p.add_argument("--k", help="the declared cut-off: an integer, or 'all' (default) for the whole gallery")
     p.add_argument("--max-rank", type=int, default=50)
-    for option in ("ties", "ap-rule", "ap-at-k", "empty"):
+    for option in ("ties", "ap-rule", "ap-at-k", "empty", "gain", "discount", "recall"):
         p.add_argument("--" + option, help=f"override of the preset's {option.replace('-', '_')}")
     p.add_argument("--reported", help="published numbers to trace, e.g. map=0.6026,rank1=88.2%%")
     p.add_argument("--max-cost", type=int, default=2,
@@ -67,7 +67,8 @@ def audit_main(argv: Optional[List[str]] = None) -> int:
             raise ValueError(f"--metric: {args.metric!r} applies to embeddings (--query-embeddings and "
                              "--db-embeddings); the arrays given have their own distances")
         result = audit(**arrays, protocol=args.protocol, k=k, max_rank=args.max_rank, ties=args.ties,
-                       ap_rule=args.ap_rule, ap_at_k=args.ap_at_k, empty=args.empty, reported=args.reported,
+                       ap_rule=args.ap_rule, ap_at_k=args.ap_at_k, empty=args.empty, gain=args.gain,
+                       discount=args.discount, recall=args.recall, reported=args.reported,
                        implementation=args.implementation, max_cost=args.max_cost)
     except (ValueError, TypeError) as exc:
         message = str(exc)

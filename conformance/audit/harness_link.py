@@ -81,13 +81,13 @@ def declared_target(protocol: str, overrides: Dict[str, str]) -> Dict[str, str]:
 
 
 def stages(data: AuditData, protocol: str, k: Optional[int], metrics: Sequence[Metric],
-           max_cost: int = 2) -> Iterable[List[Found]]:
+           max_cost: int = 2, overrides: Optional[Dict[str, str]] = None) -> Iterable[List[Found]]:
     """The harness's candidates for this data, stage by stage (what they assume: 0, 1, 2).
 
     The AP rule and AP@k denominator are searched only when a reported metric is an AP
     (they change nothing else); the bases are the presets whose junk rules differ.
     """
-    declared = Convention.from_protocol(protocol)
+    declared = Convention.from_protocol(protocol, **(overrides or {}))
     bases = ["hashing", "reid", "reid-matlab"] if data.single_ids else ["hashing"]
     if declared.base not in bases:
         bases.insert(0, declared.base)
@@ -128,9 +128,10 @@ def needs_exact(found: Found) -> bool:
 class Values:
     """Candidates' values on the user's data (``value(found, metric)``: an interval, or None)."""
 
-    def __init__(self, ev: Evaluator, k: Optional[int], max_rank: int):
+    def __init__(self, ev: Evaluator, k: Optional[int], max_rank: int, overrides: Optional[Dict[str, str]] = None):
         self.ev = ev
         self.k = k
+        self.overrides = dict(overrides or {})  # the declared protocol's options besides its preset
         self.max_rank = max_rank
         n_q, n_g = ev.data.shape
         self.n_gallery = n_g
@@ -143,7 +144,8 @@ class Values:
 
     # -- fast ---------------------------------------------------------------------------------
     def _run(self, conv, variant: str, k: Optional[int], ap_at_k: Optional[str] = None):
-        options = dict(ties=conv.ties, ap_rule=conv.ap_rule, ap_at_k=ap_at_k or conv.ap_at_k, empty="zero")
+        options = dict(ties=conv.ties, ap_rule=conv.ap_rule, ap_at_k=ap_at_k or conv.ap_at_k, empty="zero",
+                       gain=conv.gain, discount=conv.discount, recall=conv.recall)
         if k is None:
             options["ap_at_k"] = "hits"  # irrelevant without a cut-off: one evaluation serves all
         return self.ev.run(conv.base, variant, k=k, **options)

@@ -14,7 +14,7 @@ from typing import Any, Dict, List, Optional
 import numpy as np
 from retrieval_conformance.conformance.audit.inputs import Evaluator
 from retrieval_conformance.conformance.audit.metrics import Metric
-from retrieval_conformance.conformance.audit.table import JUNK_RULES
+from retrieval_conformance.conformance.audit.table import HELD, JUNK_RULES
 from retrieval_conformance.reference.contract.conventions import (
     AP_AT_K_DENOMINATORS,
     AP_RULES,
@@ -33,7 +33,7 @@ def _per_query(ev: Evaluator, protocol: str, k: Optional[int], options: Dict[str
 
 def query_movers(ev: Evaluator, protocol: str, declared: Dict[str, Any], metric: Metric, single_ids: bool
                  ) -> Dict[str, Any]:
-    held = {name: declared[name] for name in ("ties", "ap_rule", "ap_at_k", "empty")}
+    held = {name: declared[name] for name in HELD}
     k = declared["k"]
     base = _per_query(ev, protocol, k, held)
     n_rel = np.asarray(base.per_query.n_relevant)

@@ -106,7 +106,8 @@ def match(values: Values, protocol: str, declared: Dict[str, str], reported: Seq
     nearest, nearest_gap = None, math.inf
     matches: List[Dict[str, Any]] = []
     stage_reached = 0
-    for stage_cost, stage in enumerate(stages(values.ev.data, protocol, values.k, metrics, max_cost)):
+    for stage_cost, stage in enumerate(stages(values.ev.data, protocol, values.k, metrics, max_cost,
+                                              values.overrides)):
         stage_reached = stage_cost
         for found in stage:
             intervals = [values.value(found, r.metric) for r in reported]

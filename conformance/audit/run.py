@@ -6,6 +6,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Mapping, Optional, Union
 
+import numpy as np
 from retrieval_conformance.conformance.audit import fail_if, report_html, report_text
 from retrieval_conformance.conformance.audit import findings as fd
 from retrieval_conformance.conformance.audit import movers as mv
@@ -62,7 +63,8 @@ def audit(distances=None, scores=None, query_codes=None, db_codes=None, relevanc
           db_labels=None, query_cams=None, db_cams=None, junk=None, *, query_embeddings=None, db_embeddings=None,
           metric: str = "euclidean", protocol: str = "hashing", k: Optional[int] = None, max_rank: int = 50,
           ties: Optional[str] = None, ap_rule: Optional[str] = None, ap_at_k: Optional[str] = None,
-          empty: Optional[str] = None, reported: Union[str, Mapping[str, Any], None] = None,
+          empty: Optional[str] = None, gain: Optional[str] = None, discount: Optional[str] = None,
+          recall: Optional[str] = None, reported: Union[str, Mapping[str, Any], None] = None,
           implementation: str = "auto", max_cost: int = 2, run=None, qrels=None) -> Audit:
     """Audit an evaluation: every headline metric under every convention, the conventions (and known
     bugs) that reproduce reported numbers, and what in the data makes the numbers fragile.
@@ -72,7 +74,7 @@ def audit(distances=None, scores=None, query_codes=None, db_codes=None, relevanc
     distances, scores, query_codes + db_codes, query_embeddings + db_embeddings, relevance,
     query_labels + db_labels, query_cams + db_cams, junk, metric
         The data, exactly as :func:`retrieval_conformance.evaluate` takes it.
-    protocol, k, ties, ap_rule, ap_at_k, empty
+    protocol, k, ties, ap_rule, ap_at_k, empty, gain, discount, recall
         The declared protocol (a preset of spec §9, its cut-off and overrides): marked in every
         table, held while one convention axis varies.  ``k`` None is the whole gallery.
     max_rank : int
@@ -115,10 +117,11 @@ def audit(distances=None, scores=None, query_codes=None, db_codes=None, relevanc
         query_embeddings=query_embeddings, db_embeddings=db_embeddings,
         metric=metric if query_embeddings is not None else None)
     overrides = {name: value for name, value in (("ties", ties), ("ap_rule", ap_rule), ("ap_at_k", ap_at_k),
-                                                 ("empty", empty)) if value is not None}
+                                                 ("empty", empty), ("gain", gain), ("discount", discount),
+                                                 ("recall", recall)) if value is not None}
     ev = Evaluator(data, implementation=implementation, max_rank=max_rank)
     declared = tb.declared_options(protocol, k, overrides)
-    held = {name: declared[name] for name in ("ties", "ap_rule", "ap_at_k", "empty")}
+    held = {name: declared[name] for name in tb.HELD}
     first = ev.run(protocol, k=k, **held)  # validates everything once, with evaluate's own errors
     if isinstance(first, str):
         raise ValueError(first)
@@ -130,7 +133,9 @@ def audit(distances=None, scores=None, query_codes=None, db_codes=None, relevanc
             why = "needs a cut-off: pass k=" if number.metric.needs_k else f"needs a gallery of {number.metric.rank}"
             raise ValueError(f"reported: {number.metric.name} {why} (got k={k}, {n_g} gallery items)")
     main = METRICS["map"]
-    rows = tb.convention_rows(ev, protocol, declared, metrics, data.single_ids)
+    graded = "relevance" in data.arrays and np.asarray(data.arrays["relevance"]).dtype.kind in "iuf" and bool(
+        (np.asarray(data.arrays["relevance"]) > 1).any())
+    rows = tb.convention_rows(ev, protocol, declared, metrics, data.single_ids, graded)
     intervals = tb.tie_intervals(rows, metrics)
     movers = tb.tie_movers(ev, protocol, declared, main)
     movers["by_convention"] = mv.query_movers(ev, protocol, declared, main, data.single_ids)
@@ -143,7 +148,7 @@ def audit(distances=None, scores=None, query_codes=None, db_codes=None, relevanc
     notes = []
     reproduced = {"reported": []}
     if numbers:
-        values = Values(ev, k, max_rank)
+        values = Values(ev, k, max_rank, overrides)
         reproduced = rp.match(values, protocol, declared_target(protocol, overrides), numbers, max_cost)
         if reproduced["not_searched"]:
             notes.append(f"{reproduced['not_searched']} candidates with a bug modelled on the ranks themselves "

@@ -20,7 +20,10 @@ from retrieval_conformance.conformance.audit.metrics import Metric
 from retrieval_conformance.reference.contract.conventions import (
     AP_AT_K_DENOMINATORS,
     AP_RULES,
+    DISCOUNTS,
     EMPTY_POLICIES_WITH_A_MEAN,
+    GAINS,
+    RECALL_SENSES,
     TIE_POLICIES,
 )
 from retrieval_conformance.reference.contract.presets import PRESETS, get_preset
@@ -29,6 +32,8 @@ from retrieval_conformance.reference.contract.presets import PRESETS, get_preset
 TIE_ORDER = ("pessimistic", "optimistic", "stable", "reverse", "expected", "grouped")
 #: the junk rules of the presets, each with a preset that applies exactly it
 JUNK_RULES = {"none": "hashing", "same_id_cam": "reid", "same_id_cam+minus_one": "reid-matlab"}
+#: the options the declared protocol holds while one axis varies
+HELD = ("ties", "ap_rule", "ap_at_k", "empty", "gain", "discount", "recall")
 #: how many queries the per-query tables list
 MOVERS = 10
 
@@ -36,7 +41,7 @@ MOVERS = 10
 def declared_options(protocol: str, k: Optional[int], overrides: Dict[str, str]) -> Dict[str, Any]:
     """The options the user declared: the preset's, with their overrides, at their cut-off."""
     p = get_preset(protocol)
-    out = {name: overrides.get(name) or getattr(p, name) for name in ("ties", "ap_rule", "ap_at_k", "empty")}
+    out = {name: overrides.get(name) or getattr(p, name) for name in HELD}
     out["k"] = k
     return out
 
@@ -59,10 +64,11 @@ def _row(axis: str, value: str, options: Dict[str, Any], result, metrics: List[M
 
 
 def convention_rows(ev: Evaluator, protocol: str, declared: Dict[str, Any], metrics: List[Metric],
-                    single_ids: bool) -> List[Dict[str, Any]]:
-    """Every preset, then each axis with the declared protocol's other options held."""
+                    single_ids: bool, graded: bool = False) -> List[Dict[str, Any]]:
+    """Every preset, then each axis with the declared protocol's other options held (nDCG's gain
+    only with graded relevance, Recall@k's sense only with a cut-off)."""
     k = declared["k"]
-    held = {name: declared[name] for name in ("ties", "ap_rule", "ap_at_k", "empty")}
+    held = {name: declared[name] for name in HELD}
     rows = []
     for name, preset in PRESETS.items():
         if "same_id_cam" in preset.junk and not single_ids:
@@ -73,6 +79,11 @@ def convention_rows(ev: Evaluator, protocol: str, declared: Dict[str, Any], metr
     axes = {"ties": TIE_POLICIES, "ap_rule": AP_RULES}
     if k is not None:
         axes["ap_at_k"] = AP_AT_K_DENOMINATORS
+    axes["discount"] = DISCOUNTS
+    if graded:
+        axes["gain"] = GAINS
+    if k is not None:
+        axes["recall"] = RECALL_SENSES
     for axis, values in axes.items():
         for value in values:
             options = dict(held, **{axis: value})
@@ -103,7 +114,7 @@ def tie_intervals(rows: List[Dict[str, Any]], metrics: List[Metric]) -> Dict[str
 
 def tie_movers(ev: Evaluator, protocol: str, declared: Dict[str, Any], metric: Metric) -> Dict[str, Any]:
     """The queries whose value tie order moves most, and why (per-query pessimistic vs optimistic)."""
-    held = {name: declared[name] for name in ("ties", "ap_rule", "ap_at_k", "empty")}
+    held = {name: declared[name] for name in HELD}
     k = declared["k"]
     low = ev.run(protocol, k=k, **dict(held, ties="pessimistic"))
     high = ev.run(protocol, k=k, **dict(held, ties="optimistic"))

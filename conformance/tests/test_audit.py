@@ -425,3 +425,18 @@ def test_only_the_harness_link_imports_the_harness():
     importers = sorted(name for name in os.listdir(folder) if name.endswith(".py")
                        and "conformance.harness" in open(os.path.join(folder, name), encoding="utf-8").read())
     assert importers == ["harness_link.py"]
+
+
+def test_graded_trec_run_ndcg_traced_with_its_discount():
+    rng = np.random.default_rng(12)
+    scores = np.round(rng.random((15, 60)), 1)  # ties
+    grades = rng.integers(0, 4, (15, 60)) * (rng.random((15, 60)) < 0.3)
+    grades[:, 0] = 2
+    res = rc.evaluate(scores=scores, relevance=grades, protocol="trec")
+    a = rc.audit(scores=scores, relevance=grades, protocol="trec", reported={"ndcg": f"{res.ndcg_at_k:.4f}"})
+    axes = {(r["axis"], r["value"]) for r in a.rows}
+    assert {("discount", "log2"), ("discount", "trec"), ("gain", "linear"), ("gain", "exponential")} <= axes
+    declared = next(r for r in a.rows if r["axis"] == "discount" and r["declared"])
+    assert declared["value"] == "trec" and declared["values"]["ndcg"] == pytest.approx(res.ndcg_at_k, abs=1e-12)
+    first = a.reproduced["matches"][0]
+    assert first["options"]["ties"] == "reverse" and not first["bugs"], first["label"]
