@@ -88,7 +88,7 @@ def stages(data: AuditData, protocol: str, k: Optional[int], metrics: Sequence[M
     (they change nothing else); the bases are the presets whose junk rules differ.
     """
     declared = Convention.from_protocol(protocol, **(overrides or {}))
-    bases = ["hashing", "reid", "reid-matlab"] if data.single_ids else ["hashing"]
+    bases = ["hashing", "reid", "reid-matlab"] if data.camera_rules else ["hashing"]
     if declared.base not in bases:
         bases.insert(0, declared.base)
     aps = any(m.source == "ap" for m in metrics)

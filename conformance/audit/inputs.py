@@ -61,6 +61,12 @@ class AuditData:
         return "query_labels" in self.arrays and np.ndim(self.arrays["query_labels"]) == 1
 
     @property
+    def camera_rules(self) -> bool:
+        """Whether the ReID presets apply: single ids with cameras, or with an explicit junk mask
+        (``evaluate`` refuses them otherwise, rather than silently removing no junk)."""
+        return self.single_ids and (self.has_cams or "junk" in self.arrays)
+
+    @property
     def multi_hot(self) -> bool:
         return "query_labels" in self.arrays and np.ndim(self.arrays["query_labels"]) == 2
 
@@ -166,8 +172,6 @@ class Evaluator:
                     arguments.pop(name, None)
         if "relevance" in replaced:
             arguments.pop("query_labels", None), arguments.pop("db_labels", None)
-        if (cams and not self.data.has_cams and "junk" not in arguments and self.data.single_ids):
-            arguments["junk"] = np.zeros(self.data.shape, bool)  # a ReID preset without cameras: no camera junk
         self.calls += 1
         quiet = self.calls > 1  # a warning about the data (low precision...) is given once, not per evaluation
         named = {name: getattr(options, name) for name in ("ties", "ap_rule", "ap_at_k", "empty", "radius", "gain",

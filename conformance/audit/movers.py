@@ -31,7 +31,7 @@ def _per_query(ev: Evaluator, protocol: str, k: Optional[int], options: Dict[str
     return None if isinstance(result, str) else result
 
 
-def query_movers(ev: Evaluator, protocol: str, declared: Dict[str, Any], metric: Metric, single_ids: bool
+def query_movers(ev: Evaluator, protocol: str, declared: Dict[str, Any], metric: Metric, camera_rules: bool
                  ) -> Dict[str, Any]:
     held = {name: declared[name] for name in HELD}
     k = declared["k"]
@@ -43,7 +43,7 @@ def query_movers(ev: Evaluator, protocol: str, declared: Dict[str, Any], metric:
                              "ap_rule": [(protocol, dict(held, ap_rule=r)) for r in AP_RULES]}
     if k is not None:
         axes["ap_at_k"] = [(protocol, dict(held, ap_at_k=d)) for d in AP_AT_K_DENOMINATORS]
-    if single_ids:
+    if camera_rules:
         axes["junk"] = [(preset, held) for preset in JUNK_RULES.values()]
     ranges, lows, highs = {}, {}, {}
     for axis, runs in axes.items():

@@ -135,10 +135,10 @@ def audit(distances=None, scores=None, query_codes=None, db_codes=None, relevanc
     main = METRICS["map"]
     graded = "relevance" in data.arrays and np.asarray(data.arrays["relevance"]).dtype.kind in "iuf" and bool(
         (np.asarray(data.arrays["relevance"]) > 1).any())
-    rows = tb.convention_rows(ev, protocol, declared, metrics, data.single_ids, graded)
+    rows = tb.convention_rows(ev, protocol, declared, metrics, data.camera_rules, graded)
     intervals = tb.tie_intervals(rows, metrics)
     movers = tb.tie_movers(ev, protocol, declared, main)
-    movers["by_convention"] = mv.query_movers(ev, protocol, declared, main, data.single_ids)
+    movers["by_convention"] = mv.query_movers(ev, protocol, declared, main, data.camera_rules)
     findings = fd.tie_findings(data, intervals, movers, main)
     findings += fd.leakage_findings(ev, protocol, dict(held, k=k), main)
     findings += fd.empty_findings(rows, first.per_query, main)

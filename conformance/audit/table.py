@@ -64,15 +64,15 @@ def _row(axis: str, value: str, options: Dict[str, Any], result, metrics: List[M
 
 
 def convention_rows(ev: Evaluator, protocol: str, declared: Dict[str, Any], metrics: List[Metric],
-                    single_ids: bool, graded: bool = False) -> List[Dict[str, Any]]:
+                    camera_rules: bool, graded: bool = False) -> List[Dict[str, Any]]:
     """Every preset, then each axis with the declared protocol's other options held (nDCG's gain
     only with graded relevance, Recall@k's sense only with a cut-off)."""
     k = declared["k"]
     held = {name: declared[name] for name in HELD}
     rows = []
     for name, preset in PRESETS.items():
-        if "same_id_cam" in preset.junk and not single_ids:
-            continue  # a camera junk rule needs single ids
+        if "same_id_cam" in preset.junk and not camera_rules:
+            continue  # a camera junk rule needs single ids with cameras (or an explicit junk mask)
         result = ev.run(name, k=k)
         options = {n: getattr(preset, n) for n in held}
         rows.append(_row("preset", name, dict(options, junk=junk_rule(name)), result, metrics, name == protocol))
@@ -92,7 +92,7 @@ def convention_rows(ev: Evaluator, protocol: str, declared: Dict[str, Any], metr
     for value in EMPTY_POLICIES_WITH_A_MEAN:  # aggregated again from one evaluation
         result = ev.run(protocol, k=k, **dict(held, empty=value))
         rows.append(_row("empty", value, dict(held, empty=value), result, metrics, value == declared["empty"]))
-    if single_ids:
+    if camera_rules:
         for rule, preset in JUNK_RULES.items():
             result = ev.run(preset, k=k, **held)
             rows.append(_row("junk", rule, dict(held, junk=rule), result, metrics, rule == junk_rule(protocol)))

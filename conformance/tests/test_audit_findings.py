@@ -115,3 +115,16 @@ def test_half_precision_input_is_a_finding(dtype):
     found = {f["kind"]: f for f in a.findings}
     assert dtype in found["low_precision"]["detail"]
     assert len([w for w in caught if "significant bits" in str(w.message)]) <= 1  # said once, not per evaluation
+
+
+def test_reid_protocol_without_cameras_is_refused_as_evaluate_refuses_it():
+    rng = np.random.default_rng(3)
+    ids_q, ids_g = rng.integers(0, 5, 6), rng.integers(0, 5, 30)
+    dist = rng.random((6, 30))
+    with pytest.raises(ValueError, match="query_cams"):
+        rc.audit(distances=dist, query_labels=ids_q, db_labels=ids_g, protocol="reid")
+    a = rc.audit(distances=dist, query_labels=ids_q, db_labels=ids_g)  # hashing: the ReID presets need cameras
+    assert not any(r["axis"] == "junk" or r["value"].startswith("reid") for r in a.rows)
+    explicit = rc.audit(distances=dist, query_labels=ids_q, db_labels=ids_g, protocol="reid",
+                        junk=np.zeros((6, 30), bool))
+    assert any(r["axis"] == "junk" for r in explicit.rows)
