@@ -26,6 +26,9 @@ _EXPORTS: Dict[str, str] = {
     # the harness (conformance/harness) checks a user's function against the reference
     "check_function": "retrieval_conformance.conformance.harness:check",
     "identify": "retrieval_conformance.conformance.harness:identify",
+    # the audit (conformance/audit): every convention, reported numbers traced, fragility found
+    "audit": "retrieval_conformance.conformance.audit:audit",
+    "Audit": "retrieval_conformance.conformance.audit:Audit",
     "build_problem": "retrieval_conformance.reference.contract.evaluate:build_problem",
     "resolve_options": "retrieval_conformance.reference.contract.evaluate:resolve_options",
     "available_implementations": "retrieval_conformance.reference.contract.registry:available",

@@ -1,4 +1,5 @@
-"""Command line: ``retrieval-conformance {golden,evaluate,compare,check,identify,bench,compute-ap,presets,explain}``."""
+"""Command line: ``retrieval-conformance COMMAND`` (golden, evaluate, compare, check, identify, audit, bench,
+compute-ap, presets, explain)."""
 from __future__ import annotations
 
 import argparse
@@ -351,6 +352,8 @@ DELEGATED = {
               "check your own metric function against the reference, and name its conventions"),
     "identify": ("retrieval_conformance.conformance.harness.cli", "identify_main",
                  "name the conventions (and known bugs) your metric function follows: check --identify"),
+    "audit": ("retrieval_conformance.conformance.audit.cli", "audit_main",
+              "audit an evaluation: every convention's number, the conventions behind reported numbers, fragility"),
     "bench": ("retrieval_conformance.conformance.bench.cli", "bench_main",
               "speed benchmarks at dataset scale with peers, a ratio regression gate (run, gate, report, plot)"),
     "compute-ap": ("retrieval_conformance.reference.landmark.cli", "compute_ap_main",
