@@ -225,7 +225,8 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument("--empty")
     e.add_argument("--radius", type=float)
     e.add_argument("--gain", help="nDCG gain of a grade: linear (default) or exponential (2**g - 1)")
-    e.add_argument("--discount", help="nDCG rank discount: log2 (1/log2(r+1), default) or trec")
+    e.add_argument("--discount", help="nDCG rank discount: log2 (1/log2(r+1), default; trec_eval >= 9.0.4) "
+                   "or trec_eval_9.0a3 (ranks 1 and 2 undiscounted)")
     e.add_argument("--recall", help="what R@k means: fraction (H(k)/R, default) or hit (a relevant item in the top k)")
     e.add_argument("--implementation", default="auto")
     e.add_argument("--device", help="where torch computes: cpu, cuda, cuda:1 (with --implementation torch or auto)")

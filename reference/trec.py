@@ -38,8 +38,8 @@ Measures (per query; R as above, H(k) relevant documents in the top k, n retriev
     (``m_recall.c``).  ``Rprec``: H(R)/R, 0 if R = 0 (``m_Rprec.c``).  ``recip_rank``:
     1 / the rank of the first relevant retrieved document, 0 if none (``m_recip_rank.c``).
     ``ndcg`` (``ndcg_cut_k`` with k): the qrels grades as gains, whatever the relevance
-    level; the first document undiscounted, the one at rank r >= 2 divided by log2(r)
-    (``m_ndcg.c``; spec §7 discount=trec); the ideal from every positively judged
+    level; the document at rank r divided by log2(r + 1) (``m_ndcg.c`` since 9.0.4; spec
+    §7 discount=log2); the ideal from every positively judged
     document, 0 when there is none.  Means are plain means over the evaluated queries
     (``meas_avg.c``).
 
@@ -185,7 +185,7 @@ def _engine_calls(queries: Sequence[_Query], k: Optional[int], max_rank: int,
             relevance[row, :n] = [g if rel else 0 for g, rel in zip(q.grades, q.relevant)]
         missing = sorted((g for d, g in q.judged.items() if g >= q.level and d not in q.retrieved), reverse=True)
         relevance[row, width:width + len(missing)] = missing
-    common = dict(ties="stable", ap_rule="precision_sum", ap_at_k="r", empty="zero", discount="trec",
+    common = dict(ties="stable", ap_rule="precision_sum", ap_at_k="r", empty="zero", discount="log2",
                   implementation=implementation)
     full = evaluate(scores=scores, relevance=relevance, k=width, max_rank=1, **common)
     listed = evaluate(scores=scores[:, :width], relevance=relevance[:, :width], k=k, max_rank=max_rank, **common)
@@ -363,7 +363,7 @@ def _result(queries: List[_Query], left_out: Dict[str, List[str]], k: Optional[i
             implementation: str, settings: Dict[str, object]) -> Result:
     pq, name = _per_query(queries, k, max_rank, implementation)
     options = Options(ties="stable", ap_rule="precision_sum", k=k, ap_at_k="r", empty="zero", max_rank=max_rank,
-                      discount="trec")
+                      discount="log2")
     result = aggregate(pq, options, "trec", name)
     measures: Dict[str, object] = {
         "num_q": len(queries),
