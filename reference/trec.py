@@ -65,6 +65,7 @@ from retrieval_conformance.reference.contract import validation as v
 from retrieval_conformance.reference.contract.aggregation import aggregate
 from retrieval_conformance.reference.contract.evaluate import MAX_CUTOFFS, evaluate
 from retrieval_conformance.reference.contract.problem import Options, PerQuery, Result, ResultsAtK
+from retrieval_conformance.reference.run_measures import mean, named_measures
 from retrieval_conformance.reference.trec_files import SCORE_DTYPES, as_qrels, as_run, id_bytes, read_qrels, read_run
 
 __all__ = ["SCORE_DTYPES", "as_qrels", "as_run", "evaluate_run", "read_qrels", "read_run", "trec_order"]
@@ -87,6 +88,7 @@ class _Query:
     relevant: List[bool] = field(init=False)
     n_relevant: int = field(init=False)
     relevant_retrieved: int = field(init=False)
+    n_nonrelevant: int = field(init=False)
     retrieved: set = field(init=False)
 
     def __post_init__(self) -> None:
@@ -95,6 +97,7 @@ class _Query:
         self.relevant = [g is not None and g >= self.level for g in self.grades]
         self.n_relevant = sum(1 for g in self.judged.values() if g >= self.level)
         self.relevant_retrieved = sum(self.relevant)
+        self.n_nonrelevant = sum(1 for g in self.judged.values() if 0 <= g < self.level)
 
     @property
     def n_retrieved(self) -> int:
@@ -124,8 +127,25 @@ def trec_order(docs: Mapping[str, float]) -> List[Tuple[str, float]]:
     return items
 
 
+def _ranked(qid: str, docs: Mapping[str, float], judged: Mapping[str, int], depth: Optional[int],
+            judged_only: bool, ignore_identical_ids: bool) -> List[Tuple[str, float]]:
+    """One query's ranked ``(docno, score)`` pairs after the options, in trec_eval's order of
+    steps (``form_res_rels.c``): rank everything, keep the top ``depth`` (``-M``), then drop the
+    documents without a judgment >= 0 (``-J``).  A document named like the query (BEIR's
+    ``ignore_identical_ids``) is dropped before ranking, as BEIR drops it from the run."""
+    if ignore_identical_ids and qid in docs:
+        docs = {d: score for d, score in docs.items() if d != qid}
+    ranked = trec_order(docs)
+    if depth is not None:
+        ranked = ranked[:depth]
+    if judged_only:
+        ranked = [(d, score) for d, score in ranked if judged.get(d, -1) >= 0]
+    return ranked
+
+
 def _queries(run: Dict[str, Dict[str, float]], qrels: Dict[str, Dict[str, int]], level: int,
-             complete: bool) -> Tuple[List[_Query], Dict[str, List[str]]]:
+             complete: bool, depth: Optional[int] = None, judged_only: bool = False,
+             ignore_identical_ids: bool = False) -> Tuple[List[_Query], Dict[str, List[str]]]:
     """The evaluated queries in trec_eval's order (qid bytes), and the ids left out."""
     wanted = set(qrels) if complete else set(run) & set(qrels)
     if not wanted:
@@ -135,7 +155,7 @@ def _queries(run: Dict[str, Dict[str, float]], qrels: Dict[str, Dict[str, int]],
             "('No queries with both results and relevance info'): check that both use the same query ids")
     queries = []
     for qid in sorted(wanted, key=id_bytes):
-        ranked = trec_order(run.get(qid, {}))
+        ranked = _ranked(qid, run.get(qid, {}), qrels[qid], depth, judged_only, ignore_identical_ids)
         queries.append(_Query(qid, [d for d, _ in ranked], [s for _, s in ranked], qrels[qid], level))
     left_out = {"run_only": sorted(set(run) - set(qrels), key=id_bytes),
                 "qrels_only": sorted(set(qrels) - set(run) - wanted, key=id_bytes)}
@@ -170,8 +190,9 @@ def _chunks(queries: Sequence[_Query]) -> List[List[int]]:
 
 
 def _engine_calls(queries: Sequence[_Query], k: Optional[int], max_rank: int,
-                  implementation: str) -> Tuple[PerQuery, PerQuery, str]:
-    """(per query from the call with phantoms, per query from the retrieved lists, who computed)."""
+                  implementation: str) -> Tuple[PerQuery, PerQuery, PerQuery, str]:
+    """(per query from the call with phantoms, per query from the retrieved lists, per query
+    whose ``ap`` is trec_eval's ``map_cut_k``, who computed)."""
     width = max(max(q.n_retrieved, q.n_relevant, 1) for q in queries)
     phantoms = max(q.n_relevant - q.relevant_retrieved for q in queries)
     scores = np.zeros((len(queries), width + phantoms), dtype=np.float64)
@@ -189,9 +210,13 @@ def _engine_calls(queries: Sequence[_Query], k: Optional[int], max_rank: int,
                   implementation=implementation)
     full = evaluate(scores=scores, relevance=relevance, k=width, max_rank=1, **common)
     listed = evaluate(scores=scores[:, :width], relevance=relevance[:, :width], k=k, max_rank=max_rank, **common)
+    # map_cut_k: AP@k over R with the phantoms (k < width keeps them out of the top k); from
+    # k = width on, every retrieved document is inside the cut and it is the full AP
+    cut = full if k is None or k >= width else evaluate(scores=scores, relevance=relevance, k=k, max_rank=1,
+                                                        **common)
     if (k is not None and k < width) or any(q.level != 1 for q in queries):
         _replace_ndcg(full.per_query, _ndcg_call(queries, k, common))
-    return full.per_query, listed.per_query, full.implementation
+    return full.per_query, listed.per_query, cut.per_query, full.implementation
 
 
 def _ndcg_call(queries: Sequence[_Query], k: Optional[int], common: dict) -> PerQuery:
@@ -221,16 +246,18 @@ def _replace_ndcg(target: PerQuery, source: PerQuery) -> None:
 
 
 def _per_query(queries: Sequence[_Query], k: Optional[int], max_rank: int, implementation: str
-               ) -> Tuple[PerQuery, str]:
-    """trec_eval's per-query values, in the order of ``queries``."""
+               ) -> Tuple[PerQuery, str, list]:
+    """trec_eval's per-query values, in the order of ``queries``, and ``map_cut_k`` (exact
+    ``Fraction`` from the reference, float otherwise)."""
     n = len(queries)
-    ap, rprec, hits, prec, inp, ndcg, rr, ap_at_r = (np.zeros(n) for _ in range(8))
+    ap, rprec, hits, prec, inp, ndcg, rr, ap_at_r, map_cut = (np.zeros(n) for _ in range(9))
+    exact_map_cut: List[Fraction] = [ZERO] * n
     cmc = np.zeros((n, max_rank))
     exact: Optional[Dict[str, List]] = None
     name = implementation
     for chunk in _chunks(queries):
-        full, listed, name = _engine_calls([queries[i] for i in chunk], k, max_rank, implementation)
-        ap[chunk], rprec[chunk] = full.ap, full.r_precision
+        full, listed, cut, name = _engine_calls([queries[i] for i in chunk], k, max_rank, implementation)
+        ap[chunk], rprec[chunk], map_cut[chunk] = full.ap, full.r_precision, cut.ap
         # recip_rank and ndcg read the whole retrieved list (ndcg_cut_k its top k)
         ndcg[chunk], rr[chunk], ap_at_r[chunk] = full.ndcg, full.rr, full.ap_at_r
         hits[chunk], prec[chunk] = listed.hits_at_k, listed.precision_at_k
@@ -241,6 +268,7 @@ def _per_query(queries: Sequence[_Query], k: Optional[int], max_rank: int, imple
                                                        "ndcg", "rr", "ap_at_r")}
                 exact["cmc"] = [[]] * n
             for pos, i in enumerate(chunk):
+                exact_map_cut[i] = cut.exact["ap"][pos]
                 for key in ("ap", "r_precision", "ndcg", "rr", "ap_at_r"):
                     exact[key][i] = full.exact[key][pos]
                 for key in ("hits_at_k", "precision_at_k", "inp", "cmc"):
@@ -258,12 +286,13 @@ def _per_query(queries: Sequence[_Query], k: Optional[int], max_rank: int, imple
     pq = PerQuery(ap=ap, n_relevant=n_relevant, hits_at_k=hits, precision_at_k=prec,
                   recall_at_k=np.array([float(r) for r in recall]), cmc=cmc, inp=inp, r_precision=rprec,
                   ndcg=ndcg, rr=rr, ap_at_r=ap_at_r, exact=exact)
-    return pq, name
+    return pq, name, (exact_map_cut if exact is not None else map_cut.tolist())
 
 
 # --------------------------------------------------------------------------- public
 def evaluate_run(run, qrels, *, k: Union[None, int, Sequence[int]] = None, relevance_level: int = 1,
                  complete: bool = False, score_dtype: str = "float64", max_rank: int = 50,
+                 depth: Optional[int] = None, judged_only: bool = False, ignore_identical_ids: bool = False,
                  implementation: str = "auto") -> Union[Result, ResultsAtK]:
     r"""Evaluate a TREC run against qrels as trec_eval does (``map``, ``P_k``, ``recall_k``, ``Rprec``).
 
@@ -339,8 +368,11 @@ def evaluate_run(run, qrels, *, k: Union[None, int, Sequence[int]] = None, relev
     AP = (1/1 + 2/3) / 3 = 5/9 and P@2 = 1/2.
     """
     level = v.positive_int("relevance_level", relevance_level)
-    if not isinstance(complete, (bool, np.bool_)):
-        raise TypeError(f"complete: expected True or False, got {type(complete).__name__}")
+    for flag, value in (("complete", complete), ("judged_only", judged_only),
+                        ("ignore_identical_ids", ignore_identical_ids)):
+        if not isinstance(value, (bool, np.bool_)):
+            raise TypeError(f"{flag}: expected True or False, got {type(value).__name__}")
+    depth = v.positive_int("depth", depth, allow_none=True)
     score_dtype = v.choice("score_dtype", score_dtype, SCORE_DTYPES)
     max_rank = v.max_rank_value(max_rank)
     cutoffs = None
@@ -352,8 +384,10 @@ def evaluate_run(run, qrels, *, k: Union[None, int, Sequence[int]] = None, relev
             raise ValueError(f"k: expected distinct cut-offs, got {v.shown(list(k))}; e.g. k=(5, 10, 100)")
     else:
         k = v.positive_int("k", k, allow_none=True)
-    queries, left_out = _queries(as_run(run, score_dtype), as_qrels(qrels), level, bool(complete))
-    settings = dict(relevance_level=level, complete=bool(complete), score_dtype=score_dtype)
+    queries, left_out = _queries(as_run(run, score_dtype), as_qrels(qrels), level, bool(complete), depth,
+                                 bool(judged_only), bool(ignore_identical_ids))
+    settings = dict(relevance_level=level, complete=bool(complete), score_dtype=score_dtype, depth=depth,
+                    judged_only=bool(judged_only), ignore_identical_ids=bool(ignore_identical_ids))
     if cutoffs is not None:
         return ResultsAtK((c, _result(queries, left_out, c, max_rank, implementation, settings)) for c in cutoffs)
     return _result(queries, left_out, k, max_rank, implementation, settings)
@@ -361,26 +395,29 @@ def evaluate_run(run, qrels, *, k: Union[None, int, Sequence[int]] = None, relev
 
 def _result(queries: List[_Query], left_out: Dict[str, List[str]], k: Optional[int], max_rank: int,
             implementation: str, settings: Dict[str, object]) -> Result:
-    pq, name = _per_query(queries, k, max_rank, implementation)
+    pq, name, map_cut = _per_query(queries, k, max_rank, implementation)
     options = Options(ties="stable", ap_rule="precision_sum", k=k, ap_at_k="r", empty="zero", max_rank=max_rank,
                       discount="log2")
     result = aggregate(pq, options, "trec", name)
-    measures: Dict[str, object] = {
-        "num_q": len(queries),
-        "num_ret": sum(q.n_retrieved for q in queries),
-        "num_rel": sum(q.n_relevant for q in queries),
-        "num_rel_ret": sum(q.relevant_retrieved for q in queries),
-        "map": result.map,
-        "Rprec": result.r_precision,
-        "recip_rank": result.mrr,
-        "ndcg" if k is None else f"ndcg_cut_{k}": result.ndcg_at_k,
-    }
-    if k is not None:
-        measures[f"P_{k}"] = result.precision_at_k
-        measures[f"recall_{k}"] = result.recall_at_k
+    values = pq.exact if pq.exact is not None else {
+        "ap": pq.ap, "r_precision": pq.r_precision, "rr": pq.rr, "ndcg": pq.ndcg,
+        "precision_at_k": pq.precision_at_k, "recall_at_k": pq.recall_at_k}
+    engine = {"map": values["ap"], "Rprec": values["r_precision"], "recip_rank": values["rr"],
+              "ndcg": values["ndcg"], "P": values["precision_at_k"], "recall": values["recall_at_k"],
+              "map_cut": map_cut, "hits": pq.hits_at_k}
+    per_query = named_measures(k, queries[0].level, [q.grades for q in queries], [q.n_relevant for q in queries],
+                               [q.n_nonrelevant for q in queries], [q.n_retrieved for q in queries], engine)
+    measures: Dict[str, object] = {"num_q": len(queries)}
+    for measure, column in per_query.items():
+        measures[measure] = sum(column) if measure.startswith("num_") else mean(column)
+    if settings["complete"]:  # -c: trec_eval's summary counts every grade > 0, whatever -l (m_num_rel.c)
+        measures["num_rel"] = sum(1 for q in queries for g in q.judged.values() if g > 0)
     result.extras.update(
         query_ids=[q.qid for q in queries],
         trec_eval=measures,
+        trec_eval_per_query={measure: np.array([c if measure.startswith("num_") else float(c) for c in column],
+                                               dtype=np.int64 if measure.startswith("num_") else np.float64)
+                             for measure, column in per_query.items()},
         ranked=[q.docs for q in queries],
         grades=[q.grades for q in queries],
         qrels_grades=[q.judged for q in queries],
@@ -388,4 +425,6 @@ def _result(queries: List[_Query], left_out: Dict[str, List[str]], k: Optional[i
         left_out=left_out,
         **settings,
     )
+    if pq.exact is not None:
+        result.extras["trec_eval_exact"] = {m: column for m, column in per_query.items() if not m.startswith("num_")}
     return result
