@@ -1,9 +1,9 @@
 """TREC runs and qrels (files or ranx-style dicts) evaluated with trec_eval's semantics.
 
-``evaluate_run`` reproduces trec_eval's ``map``, ``P_k``, ``recall_k``, ``Rprec``,
-``recip_rank`` and ``ndcg`` / ``ndcg_cut_k`` with any implementation of the engine.  The
-conventions, each read in usnistgov/trec_eval (tags v9.0.8 and v10.0; file names below are
-from there):
+``evaluate_run`` reproduces trec_eval's ``map``, ``map_cut_k``, ``P_k``, ``recall_k``, ``Rprec``,
+``recip_rank`` and ``ndcg`` / ``ndcg_cut_k`` with any implementation of the engine (``bpref``,
+``success_k``: :mod:`.run_measures`; golden: ``golden/trec_eval.json``).  The conventions,
+each read in usnistgov/trec_eval (tags v9.0.8 and v10.0; file names below are from there):
 
 Which queries
     A query is evaluated when it has results in the run and judgments in the qrels.
@@ -294,7 +294,7 @@ def evaluate_run(run, qrels, *, k: Union[None, int, Sequence[int]] = None, relev
                  complete: bool = False, score_dtype: str = "float64", max_rank: int = 50,
                  depth: Optional[int] = None, judged_only: bool = False, ignore_identical_ids: bool = False,
                  implementation: str = "auto") -> Union[Result, ResultsAtK]:
-    r"""Evaluate a TREC run against qrels as trec_eval does (``map``, ``P_k``, ``recall_k``, ``Rprec``).
+    r"""Evaluate a TREC run against qrels as trec_eval does (``map``, ``map_cut_k``, ``P_k``, ``ndcg_cut_k``, ...).
 
     Parameters
     ----------
@@ -306,8 +306,9 @@ def evaluate_run(run, qrels, *, k: Union[None, int, Sequence[int]] = None, relev
         A TREC qrels file (``qid iter docno rel``, :func:`read_qrels`), a dict
         ``{qid: {docno: grade}}`` with int grades, or an object with ``to_dict()``.
     k : int, sequence of int, or None
-        Cut-off of P@k and recall@k (trec_eval's ``P.k`` and ``recall.k``); it does not cut
-        AP, which is trec_eval's ``map`` for every k.  Several cut-offs (``k=(5, 10)``)
+        Cut-off of trec_eval's ``P_k``, ``recall_k``, ``map_cut_k``, ``ndcg_cut_k`` and
+        ``success_k`` (and of ``R_cap_k``, ``Judged_k``); it does not cut ``map``, which is
+        trec_eval's ``map`` for every k (``map_cut_k`` is the cut one).  Several cut-offs (``k=(5, 10)``)
         return a :class:`ResultsAtK`.  None: no cut-off; ``precision_at_k`` and
         ``recall_at_k`` per query are then trec_eval's ``set_P`` (relevant retrieved /
         retrieved) and ``set_recall`` (relevant retrieved / R), and their means are None.
@@ -320,6 +321,14 @@ def evaluate_run(run, qrels, *, k: Union[None, int, Sequence[int]] = None, relev
         trec_eval 9.0.8 and earlier (scores that differ only beyond float32 tie there).
     max_rank : int
         Length of the CMC (success@j of the retrieved list: a relevant document in the top j).
+    depth : int or None
+        ``trec_eval -M depth``: only the top ``depth`` documents of each ranking count.
+    judged_only : bool
+        ``trec_eval -J``: after ``depth``, documents without a grade >= 0 in the qrels are
+        dropped from each ranking (the others move up).
+    ignore_identical_ids : bool
+        BEIR's ``ignore_identical_ids``: a document whose id equals its query's id is dropped
+        from the run before ranking (the qrels are kept as they are).
     implementation : {"auto", "reference", "numpy", "torch", "c"}
         Who computes (see :func:`~retrieval_conformance.reference.contract.evaluate.evaluate`);
         ``"reference"`` also returns exact ``Fraction`` values in ``result.exact``.
@@ -342,13 +351,19 @@ def evaluate_run(run, qrels, *, k: Union[None, int, Sequence[int]] = None, relev
         ``result.ap`` and ``result.per_query`` hold the per-query values, and
         ``result.per_query_table(result.extras["query_ids"])`` gives trec_eval ``-q`` rows.
         ``result.cmc`` and ``result.minp`` describe the retrieved lists only.
-        ``result.extras`` holds ``query_ids``; ``trec_eval`` (the means under trec_eval's
-        names: ``num_q``, ``num_ret``, ``num_rel``, ``num_rel_ret``, ``map``, ``Rprec``,
-        ``P_k``, ``recall_k``); ``ranked`` (each query's docnos in ranking order) with
-        ``grades`` aligned to it (None: not in the qrels) and ``qrels_grades`` (each
-        query's judgments), for graded measures; ``n_retrieved``; ``left_out``
+        ``result.extras`` holds ``query_ids``; ``trec_eval`` (the summary under trec_eval's
+        names: ``num_q``, ``num_ret``, ``num_rel``, ``num_rel_ret`` (sums), ``map``,
+        ``Rprec``, ``recip_rank``, ``bpref``, ``ndcg`` without k; with k ``ndcg_cut_k``,
+        ``P_k``, ``recall_k``, ``map_cut_k``, ``success_k``, and BEIR's ``R_cap_k`` =
+        H(k)/min(R, k) and ir_measures' ``Judged_k``, means over the evaluated queries);
+        ``trec_eval_per_query`` (the same names but ``num_q``, one float64 or int64 array
+        each, aligned with ``query_ids``: trec_eval ``-q``); with the reference,
+        ``trec_eval_exact`` (the per-query measures as exact ``Fraction``); ``ranked`` (each
+        query's docnos in ranking order) with ``grades`` aligned to it (None: not in the
+        qrels) and ``qrels_grades`` (each query's judgments), for graded measures; ``n_retrieved``; ``left_out``
         (``run_only`` and ``qrels_only`` query ids, as trec_eval ignores them silently);
-        and the options ``relevance_level``, ``complete``, ``score_dtype``.
+        and the options ``relevance_level``, ``complete``, ``score_dtype``, ``depth``,
+        ``judged_only``, ``ignore_identical_ids``.
 
     Raises
     ------

@@ -1,0 +1,77 @@
+"""The run measures trec_eval prints beyond the engine's (spec §7 bpref, §7 success, §7 map_cut)
+and those it lacks (§7 R_cap, §7 Judged), and the run options ``depth`` (-M), ``judged_only``
+(-J) and ``ignore_identical_ids`` (BEIR), on a hand-checked query with every implementation.
+
+The query ``q1``: the run scores q1 5, a 3, b 2, c 1, x 0.5; the qrels grade q1 1, a 0, b 1,
+c 2, y 0, z 1 (x unjudged).  Ranking q1, a, b, c, x; R = 4 (q1, b, c, z); N = 2 judged
+non-relevant (a, y).
+"""
+from __future__ import annotations
+
+from fractions import Fraction as F
+
+import pytest
+from retrieval_conformance.conformance.support.requirements import implementation_params, require_implementation
+from retrieval_conformance.reference.trec import evaluate_run
+
+RUN = {"q1": {"a": 3.0, "b": 2.0, "c": 1.0, "q1": 5.0, "x": 0.5}}
+QRELS = {"q1": {"a": 0, "b": 1, "c": 2, "q1": 1, "y": 0, "z": 1}}
+
+HAND = [
+    # bpref: q1 has no judged non-relevant above it (1); b and c have a above: 1 - min(1, 4)/min(2, 4) = 1/2
+    # each: (1 + 1/2 + 1/2) / 4.  top 5: H = 3; R_cap_5 = 3 / min(4, 5); Judged_5 = 4 judged of 5.
+    ("plain", {}, 5, {"bpref": F(1, 2), "R_cap_5": F(3, 4), "Judged_5": F(4, 5), "success_5": F(1),
+                       "map_cut_5": (F(1) + F(2, 3) + F(3, 4)) / 4, "num_ret": 5}),
+    # top 1 is q1 (relevant): success 1, R_cap_1 = 1 / min(4, 1), map_cut_1 = (1/1) / 4
+    ("plain", {}, 1, {"success_1": F(1), "R_cap_1": F(1), "Judged_1": F(1), "map_cut_1": F(1, 4)}),
+    # q1 dropped from the run (not from the qrels): a, b, c, x; top 1 is a (grade 0)
+    ("self", {"ignore_identical_ids": True}, 1, {"success_1": F(0), "R_cap_1": F(0), "map_cut_1": F(0),
+                                                  "num_ret": 4}),
+    # a, b, c, x: bpref (1/2 + 1/2) / 4; Judged_5 = 3 judged of 5 (divides by k)
+    ("self", {"ignore_identical_ids": True}, 5, {"bpref": F(1, 4), "Judged_5": F(3, 5), "R_cap_5": F(2, 4)}),
+    # -M 2: q1, a; AP = (1/1) / 4
+    ("depth", {"depth": 2}, 5, {"num_ret": 2, "map": F(1, 4), "P_5": F(1, 5), "Judged_5": F(2, 5)}),
+    # -J: x (unjudged) dropped: q1, a, b, c
+    ("judged", {"judged_only": True}, 5, {"num_ret": 4, "Judged_5": F(4, 5),
+                                          "map": (F(1) + F(2, 3) + F(3, 4)) / 4}),
+]
+
+
+@pytest.mark.parametrize("implementation", implementation_params())
+@pytest.mark.parametrize("label, options, k, expected", HAND, ids=[f"{c[0]}-k{c[2]}" for c in HAND])
+def test_hand_checked_measures(label, options, k, expected, implementation):
+    require_implementation(implementation)
+    res = evaluate_run(RUN, QRELS, k=k, implementation=implementation, **options)
+    per_query = res.extras["trec_eval_per_query"]
+    for name, want in expected.items():
+        assert per_query[name][0] == pytest.approx(float(want), abs=1e-15), name
+        assert res.extras["trec_eval"][name] == pytest.approx(float(want), abs=1e-15), name
+        if implementation == "reference" and not name.startswith("num_"):
+            assert res.extras["trec_eval_exact"][name][0] == want, name
+
+
+def test_map_and_map_cut_are_named_apart():
+    """``map`` is never cut (trec_eval's ``map``); ``map_cut_k`` is."""
+    res = evaluate_run(RUN, QRELS, k=1, implementation="reference")
+    measures = res.extras["trec_eval"]
+    assert measures["map"] == float((F(1) + F(2, 3) + F(3, 4)) / 4) and measures["map_cut_1"] == 0.25
+
+
+def test_complete_summary_num_rel_counts_positive_grades_whatever_the_level():
+    """trec_eval -c -l 2: per query num_rel follows -l, the summary counts every grade > 0."""
+    res = evaluate_run(RUN, QRELS, relevance_level=2, complete=True, implementation="reference")
+    assert res.extras["trec_eval_per_query"]["num_rel"].tolist() == [1]
+    assert res.extras["trec_eval"]["num_rel"] == 4  # q1, b, c, z
+    plain = evaluate_run(RUN, QRELS, relevance_level=2, implementation="reference")
+    assert plain.extras["trec_eval"]["num_rel"] == 1
+
+
+@pytest.mark.parametrize("options, error, message", [
+    (dict(depth=0), ValueError, "depth"),
+    (dict(depth=2.5), TypeError, "depth"),
+    (dict(judged_only="yes"), TypeError, "judged_only: expected True or False"),
+    (dict(ignore_identical_ids=1), TypeError, "ignore_identical_ids: expected True or False"),
+])
+def test_bad_run_options_are_named(options, error, message):
+    with pytest.raises(error, match=message):
+        evaluate_run(RUN, QRELS, **options)
