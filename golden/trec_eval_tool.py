@@ -39,6 +39,7 @@ PROGRAMS = {
 }
 
 GENERATED = ("generated.qrels", "generated.run")
+GAINS = "ndcg.0=1,1=3,2=9,3=4.5"
 TEST_FILES = ("qrels.test", "results.test")
 #: (case id, version, input files, trec_eval options); trec_eval 10.0 stops without -c when a
 #: qrels query has no results, as the generated qrels have, so its generated cases use -c
@@ -49,12 +50,21 @@ CASES = [
                        ("-M7", base + ["-M", "7"]))
     if not (version == "10.0" and tag == "-c")
 ] + [
+    # a user gain map (grade 0 given a gain, 3 a gain other than 3); gains 1 apart at least, since
+    # gain_init.c sorts them with a comparator that truncates the difference to an int
+    (f"generated-{version}-gains", version, GENERATED, base + ["-m", GAINS])
+    for version, base in (("9.0.8", []), ("10.0", ["-c"]))
+] + [
     (f"trec_eval-test-{version}", version, TEST_FILES, []) for version in PROGRAMS
 ]
 
 
 def command(flags: Sequence[str], inputs: Sequence[str]) -> List[str]:
-    return ["trec_eval", "-q", *flags, *MEASURE_FLAGS, *inputs]
+    """The command line; a case that gives ``ndcg`` parameters replaces the plain ``ndcg``."""
+    measures = MEASURE_FLAGS
+    if any(flag.startswith("ndcg.") for flag in flags):
+        measures = tuple(f for m in MEASURES if m != "ndcg" for f in ("-m", m))
+    return ["trec_eval", "-q", *flags, *measures, *inputs]
 
 
 def parse(text: str) -> Dict[str, Dict[str, str]]:
@@ -97,7 +107,8 @@ def build_golden(binaries: Dict[str, str], testdata: Path | None) -> dict:
         "schema": 1,
         "source": "trec_eval built from source (usnistgov/trec_eval, 'make' at each tag), run on the generated "
                   "inputs of golden/trec_inputs.py and on trec_eval's own test files; every value as printed "
-                  "(per query with -q, and 'all')",
+                  "(per query with -q, and 'all'); a measure given parameters prints them in its name "
+                  "(ndcg_0=1,1=3,2=9,3=4.5 is ndcg under that gain map)",
         "programs": {v: {k: p[k] for k in ("tag", "commit", "prints_version")} for v, p in PROGRAMS.items()},
         "cases": cases,
     }

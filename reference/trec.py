@@ -57,7 +57,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from fractions import Fraction
-from operator import itemgetter
 from typing import Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
 import numpy as np
@@ -65,7 +64,14 @@ from retrieval_conformance.reference.contract import validation as v
 from retrieval_conformance.reference.contract.aggregation import aggregate
 from retrieval_conformance.reference.contract.evaluate import MAX_CUTOFFS, evaluate
 from retrieval_conformance.reference.contract.problem import Options, PerQuery, Result, ResultsAtK
-from retrieval_conformance.reference.run_measures import mean, named_measures
+from retrieval_conformance.reference.run_measures import (
+    gain_map,
+    mean,
+    named_measures,
+    ndcg_with_gains,
+    ranked,
+    trec_order,
+)
 from retrieval_conformance.reference.trec_files import SCORE_DTYPES, as_qrels, as_run, id_bytes, read_qrels, read_run
 
 __all__ = ["SCORE_DTYPES", "as_qrels", "as_run", "evaluate_run", "read_qrels", "read_run", "trec_order"]
@@ -110,39 +116,6 @@ class _Query:
 
 
 # --------------------------------------------------------------------------- inputs
-def trec_order(docs: Mapping[str, float]) -> List[Tuple[str, float]]:
-    """``(docno, score)`` pairs in trec_eval's order: score descending, then docno descending.
-
-    Docnos compare by their bytes (:func:`~retrieval_conformance.reference.trec_files.id_bytes`),
-    as ``strcmp`` does in trec_eval's ``comp_sim_docno`` (for ASCII ids, ``str`` order is
-    that order).  Python's sort is stable, also with ``reverse=True``, so sorting by docno
-    and then by score gives the compound order.
-    """
-    items = list(docs.items())
-    if all(map(str.isascii, docs)):
-        items.sort(reverse=True)  # docnos are distinct: the tuples compare by docno
-    else:
-        items.sort(key=lambda item: id_bytes(item[0]), reverse=True)
-    items.sort(key=itemgetter(1), reverse=True)
-    return items
-
-
-def _ranked(qid: str, docs: Mapping[str, float], judged: Mapping[str, int], depth: Optional[int],
-            judged_only: bool, ignore_identical_ids: bool) -> List[Tuple[str, float]]:
-    """One query's ranked ``(docno, score)`` pairs after the options, in trec_eval's order of
-    steps (``form_res_rels.c``): rank everything, keep the top ``depth`` (``-M``), then drop the
-    documents without a judgment >= 0 (``-J``).  A document named like the query (BEIR's
-    ``ignore_identical_ids``) is dropped before ranking, as BEIR drops it from the run."""
-    if ignore_identical_ids and qid in docs:
-        docs = {d: score for d, score in docs.items() if d != qid}
-    ranked = trec_order(docs)
-    if depth is not None:
-        ranked = ranked[:depth]
-    if judged_only:
-        ranked = [(d, score) for d, score in ranked if judged.get(d, -1) >= 0]
-    return ranked
-
-
 def _queries(run: Dict[str, Dict[str, float]], qrels: Dict[str, Dict[str, int]], level: int,
              complete: bool, depth: Optional[int] = None, judged_only: bool = False,
              ignore_identical_ids: bool = False) -> Tuple[List[_Query], Dict[str, List[str]]]:
@@ -155,8 +128,8 @@ def _queries(run: Dict[str, Dict[str, float]], qrels: Dict[str, Dict[str, int]],
             "('No queries with both results and relevance info'): check that both use the same query ids")
     queries = []
     for qid in sorted(wanted, key=id_bytes):
-        ranked = _ranked(qid, run.get(qid, {}), qrels[qid], depth, judged_only, ignore_identical_ids)
-        queries.append(_Query(qid, [d for d, _ in ranked], [s for _, s in ranked], qrels[qid], level))
+        pairs = ranked(qid, run.get(qid, {}), qrels[qid], depth, judged_only, ignore_identical_ids)
+        queries.append(_Query(qid, [d for d, _ in pairs], [s for _, s in pairs], qrels[qid], level))
     left_out = {"run_only": sorted(set(run) - set(qrels), key=id_bytes),
                 "qrels_only": sorted(set(qrels) - set(run) - wanted, key=id_bytes)}
     return queries, left_out
@@ -293,7 +266,8 @@ def _per_query(queries: Sequence[_Query], k: Optional[int], max_rank: int, imple
 def evaluate_run(run, qrels, *, k: Union[None, int, Sequence[int]] = None, relevance_level: int = 1,
                  complete: bool = False, score_dtype: str = "float64", max_rank: int = 50,
                  depth: Optional[int] = None, judged_only: bool = False, ignore_identical_ids: bool = False,
-                 implementation: str = "auto") -> Union[Result, ResultsAtK]:
+                 gains: Optional[Mapping[int, float]] = None, implementation: str = "auto"
+                 ) -> Union[Result, ResultsAtK]:
     r"""Evaluate a TREC run against qrels as trec_eval does (``map``, ``map_cut_k``, ``P_k``, ``ndcg_cut_k``, ...).
 
     Parameters
@@ -329,6 +303,9 @@ def evaluate_run(run, qrels, *, k: Union[None, int, Sequence[int]] = None, relev
     ignore_identical_ids : bool
         BEIR's ``ignore_identical_ids``: a document whose id equals its query's id is dropped
         from the run before ranking (the qrels are kept as they are).
+    gains : dict or None
+        nDCG's gain of each grade, ``{grade: gain}`` (``trec_eval -m ndcg.1=3,2=9``; grades left
+        out gain their own value; spec §13 trec_eval); None: the grade is the gain.
     implementation : {"auto", "reference", "numpy", "torch", "c"}
         Who computes (see :func:`~retrieval_conformance.reference.contract.evaluate.evaluate`);
         ``"reference"`` also returns exact ``Fraction`` values in ``result.exact``.
@@ -388,6 +365,7 @@ def evaluate_run(run, qrels, *, k: Union[None, int, Sequence[int]] = None, relev
         if not isinstance(value, (bool, np.bool_)):
             raise TypeError(f"{flag}: expected True or False, got {type(value).__name__}")
     depth = v.positive_int("depth", depth, allow_none=True)
+    exact_gains = gain_map(gains)
     score_dtype = v.choice("score_dtype", score_dtype, SCORE_DTYPES)
     max_rank = v.max_rank_value(max_rank)
     cutoffs = None
@@ -402,7 +380,7 @@ def evaluate_run(run, qrels, *, k: Union[None, int, Sequence[int]] = None, relev
     queries, left_out = _queries(as_run(run, score_dtype), as_qrels(qrels), level, bool(complete), depth,
                                  bool(judged_only), bool(ignore_identical_ids))
     settings = dict(relevance_level=level, complete=bool(complete), score_dtype=score_dtype, depth=depth,
-                    judged_only=bool(judged_only), ignore_identical_ids=bool(ignore_identical_ids))
+                    judged_only=bool(judged_only), ignore_identical_ids=bool(ignore_identical_ids), gains=exact_gains)
     if cutoffs is not None:
         return ResultsAtK((c, _result(queries, left_out, c, max_rank, implementation, settings)) for c in cutoffs)
     return _result(queries, left_out, k, max_rank, implementation, settings)
@@ -411,6 +389,11 @@ def evaluate_run(run, qrels, *, k: Union[None, int, Sequence[int]] = None, relev
 def _result(queries: List[_Query], left_out: Dict[str, List[str]], k: Optional[int], max_rank: int,
             implementation: str, settings: Dict[str, object]) -> Result:
     pq, name, map_cut = _per_query(queries, k, max_rank, implementation)
+    if settings["gains"] is not None:  # the engine's gains are the grades: a gain map is summed here
+        ndcg = [ndcg_with_gains(q.grades, q.judged, settings["gains"], k) for q in queries]
+        pq.ndcg = np.array([float(x) for x in ndcg])
+        if pq.exact is not None:
+            pq.exact["ndcg"] = ndcg
     options = Options(ties="stable", ap_rule="precision_sum", k=k, ap_at_k="r", empty="zero", max_rank=max_rank,
                       discount="log2")
     result = aggregate(pq, options, "trec", name)

@@ -60,7 +60,9 @@ def parse_command(command: str) -> Tuple[Dict[str, object], List[str], str, str]
         elif word in ("-l", "-M", "-m"):
             i += 1
             value = words[i]
-            if word == "-m":
+            if word == "-m" and value.startswith("ndcg.") and "=" in value:  # a gain map: ndcg.1=3,2=9
+                options["gains"] = {int(g): float(v) for g, v in (pair.split("=") for pair in value[5:].split(","))}
+            elif word == "-m":
                 measures.append(value)
             else:
                 options["relevance_level" if word == "-l" else "depth"] = int(value)
@@ -76,10 +78,17 @@ def cutoffs_of(names) -> List[int]:
 
 def ours(run, qrels, cutoffs, implementation, **options) -> Dict[str, Dict[str, float]]:
     """{qid or "all": {trec_eval name: value}} from evaluate_run (one call without a cut-off,
-    one with every cut-off)."""
+    one with every cut-off).  trec_eval applies a gain map (``-m ndcg.1=3``) to ``ndcg`` only,
+    evaluate_run to ``ndcg_cut_k`` as well: with ``gains``, ``ndcg`` comes from a call with
+    them and every other measure from one without."""
+    gains = options.pop("gains", None)
     out: Dict[str, Dict[str, float]] = {}
     results = [evaluate_run(run, qrels, implementation=implementation, **options)]
     results += list(evaluate_run(run, qrels, k=tuple(cutoffs), implementation=implementation, **options).values())
+    if gains is not None:
+        with_gains = evaluate_run(run, qrels, implementation=implementation, gains=gains, **options)
+        assert "ndcg" in with_gains.extras["trec_eval"]
+        results.append(with_gains)  # last: its ndcg replaces the one without gains
     for res in results:
         out.setdefault("all", {}).update(res.extras["trec_eval"])
         for name, column in res.extras["trec_eval_per_query"].items():
@@ -100,7 +109,8 @@ def printed_digits_agree(value: float, printed: str) -> bool:
 def compare(expected: Dict[str, Dict[str, str]], got: Dict[str, Dict[str, float]], names=None) -> List[str]:
     problems = []
     for qid, measures in expected.items():
-        for name, printed in measures.items():
+        for printed_name, printed in measures.items():
+            name = printed_name.split("_")[0] if "=" in printed_name else printed_name  # ndcg_1=3,2=9: ndcg
             if names is not None and name not in names:
                 continue
             if qid not in got or name not in got[qid]:
@@ -125,9 +135,11 @@ def test_golden_names_its_programs_and_every_measure():
     assert set(GOLDEN["programs"]) == {"9.0.8", "10.0"}
     for program in GOLDEN["programs"].values():
         assert re.fullmatch(r"[0-9a-f]{40}", program["commit"]) and program["tag"].startswith("v")
-    wanted = {"num_q", "num_ret", "num_rel", "num_rel_ret", "map", "Rprec", "recip_rank", "ndcg", "bpref"}
+    wanted = {"num_q", "num_ret", "num_rel", "num_rel_ret", "map", "Rprec", "recip_rank", "bpref"}
     wanted |= {f"{m}_{k}" for m in ("P", "recall", "map_cut", "ndcg_cut", "success") for k in (1, 5, 10)}
     for case in GOLDEN["cases"]:
+        gains = [name for name in case["values"]["all"] if name.startswith("ndcg_") and "=" in name]
+        assert ("ndcg" in case["values"]["all"]) != bool(gains), case["id"]
         assert case["command"].startswith("trec_eval -q ") and case["program"] in SCORE_DTYPE, case["id"]
         assert wanted <= set(case["values"]["all"]), (case["id"], wanted - set(case["values"]["all"]))
 

@@ -12,6 +12,7 @@ from fractions import Fraction as F
 
 import pytest
 from retrieval_conformance.conformance.support.requirements import implementation_params, require_implementation
+from retrieval_conformance.reference.contract.discounts import discount_table
 from retrieval_conformance.reference.trec import evaluate_run
 
 RUN = {"q1": {"a": 3.0, "b": 2.0, "c": 1.0, "q1": 5.0, "x": 0.5}}
@@ -75,3 +76,36 @@ def test_complete_summary_num_rel_counts_positive_grades_whatever_the_level():
 def test_bad_run_options_are_named(options, error, message):
     with pytest.raises(error, match=message):
         evaluate_run(RUN, QRELS, **options)
+
+
+def _d(r: int) -> F:
+    """spec §7 discount=log2: the float64 nearest to 1 / log2(r + 1), exactly."""
+    return F(float(discount_table(r)[r - 1]))
+
+
+@pytest.mark.parametrize("implementation", implementation_params())
+def test_gain_map(implementation):
+    """gains {1: 3, 2: 9}: ranked grades 1, 0, 1, 2, unjudged; the ideal 9, 3, 3, 3 (c; b, q1, z)."""
+    require_implementation(implementation)
+    gains = {1: 3, 2: 9}
+    full = evaluate_run(RUN, QRELS, gains=gains, implementation=implementation)
+    want = (3 * _d(1) + 3 * _d(3) + 9 * _d(4)) / (9 * _d(1) + 3 * _d(2) + 3 * _d(3) + 3 * _d(4))
+    assert full.extras["trec_eval"]["ndcg"] == pytest.approx(float(want), abs=1e-15)
+    cut = evaluate_run(RUN, QRELS, k=2, gains=gains, implementation=implementation)
+    assert cut.extras["trec_eval"]["ndcg_cut_2"] == pytest.approx(float(3 / (9 + 3 * _d(2))), abs=1e-15)
+    if implementation == "reference":
+        assert full.extras["trec_eval_exact"]["ndcg"] == [want] and full.per_query.exact["ndcg"] == [want]
+    plain = evaluate_run(RUN, QRELS, implementation=implementation)  # the grades as gains differ
+    assert plain.extras["trec_eval"]["ndcg"] != pytest.approx(float(want))
+
+
+@pytest.mark.parametrize("gains, error, message", [
+    ([1, 3], TypeError, "gains: expected a dict"),
+    ({-1: 2}, ValueError, "gains: expected integer grades >= 0"),
+    ({1.5: 2}, ValueError, "gains: expected integer grades >= 0"),
+    ({1: float("nan")}, ValueError, "gains: expected a finite number as the gain of grade 1"),
+    ({1: "3"}, ValueError, "gains: expected a finite number"),
+])
+def test_bad_gain_maps_are_named(gains, error, message):
+    with pytest.raises(error, match=message):
+        evaluate_run(RUN, QRELS, gains=gains)
