@@ -38,7 +38,7 @@ def add_check_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--empty", default=None, help="override the empty-query policy")
     parser.add_argument("--gain", default=None, help="override nDCG's gain (linear, exponential)")
     parser.add_argument("--recall", default=None, help="override what Recall@k means (fraction, hit)")
-    parser.add_argument("--discount", default=None, help="override nDCG's rank discount (log2, trec)")
+    parser.add_argument("--discount", default=None, help="override nDCG's rank discount (log2, trec_eval_9.0a3)")
     parser.add_argument("--identify", action="store_true",
                         help="name the convention(s) the function follows instead of checking one")
     parser.add_argument("--junit-xml", metavar="FILE", default=None, help="also write a JUnit XML report")
