@@ -38,6 +38,8 @@ PROGRAMS = {
              "prints_version": "trec_eval version 10.0-rc3", "score_dtype": "float64"},
 }
 
+#: the clauses of the specification the printed values pin
+CLAUSES = ("§13 trec_eval", "§7 map_cut", "§7 bpref", "§7 success", "§7 nDCG", "§7 discount=log2", "§7 MRR")
 GENERATED = ("generated.qrels", "generated.run")
 GAINS = "ndcg.0=1,1=3,2=9,3=4.5"
 TEST_FILES = ("qrels.test", "results.test")
@@ -96,10 +98,16 @@ def build_golden(binaries: Dict[str, str], testdata: Path | None) -> dict:
         if version not in binaries or (inputs == TEST_FILES and testdata is None):
             continue
         where = generated if inputs == GENERATED else testdata
+        program = PROGRAMS[version]
         cases.append({
             "id": case_id,
+            "kind": "trec_eval",
+            "clauses": list(CLAUSES),
             "program": f"trec_eval {version}",
             "command": " ".join(command(flags, inputs)),
+            "provenance": f"printed by trec_eval {version} (usnistgov/trec_eval tag {program['tag']}, commit "
+                          f"{program['commit']}, built with 'make'; '-v' prints '{program['prints_version']}'), "
+                          f"run in the folder of its inputs",
             "inputs": "golden/data/trec/" if inputs == GENERATED else "trec_eval's test/ folder (not committed)",
             "values": run_case(binaries[version], flags, inputs, where),
         })

@@ -1,5 +1,6 @@
 """``check --protocol trec`` on a function that calls pytrec_eval (trec_eval's C code): it conforms,
-nDCG included (spec §9 preset=trec discounts every rank by log2(r + 1), as trec_eval since 9.0.4).
+nDCG included (the trec preset discounts every rank by log2(r + 1), as trec_eval since 9.0.4:
+spec §7 discount=log2).
 Skips when ``pytrec_eval`` (``pip install pytrec-eval-terrier``) is not installed."""
 from __future__ import annotations
 
