@@ -8,6 +8,7 @@ not installed.  It only adds options and fixtures: harmless for every other test
 from __future__ import annotations
 
 import pytest
+from retrieval_conformance.reference.contract import options_table
 
 
 def is_registered(pluginmanager) -> bool:
@@ -53,6 +54,8 @@ def add_options(parser):
                     help="its signature: hashing-codes, distances-relevance, reid, oxford, sklearn, torchmetrics")
     group.addoption("--protocol", default=None, metavar="PRESET",
                     help="preset to check against (default: the adapter's usual one)")
+    # the convention overrides (--ties, --ap-rule, ...), generated from the one options table
+    options_table.add_arguments(group, "pytest-plugin", skip=("protocol",))
     group.addoption("--arrays", default="auto", choices=("auto", "numpy", "torch"),
                     help="pass numpy arrays or torch tensors to --impl (auto: torch if numpy fails)")
     group.addoption("--known-deviations", default=None, metavar="FILE",
@@ -78,6 +81,7 @@ def conformance_options(request):
         "max_examples": opt("--conformance-max-examples"),
         "timeout": opt("--conformance-timeout"),
         "require_torch": opt("--require-torch"),
+        "overrides": {name: opt(options_table.BY_NAME[name].flag) for name in options_table.CONVENTION_OPTIONS},
     }
 
 
