@@ -9,6 +9,7 @@ non-relevant (a, y).
 from __future__ import annotations
 
 from fractions import Fraction as F
+from importlib.resources import files
 
 import pytest
 from retrieval_conformance.conformance.support.requirements import implementation_params, require_implementation
@@ -109,3 +110,18 @@ def test_gain_map(implementation):
 def test_bad_gain_maps_are_named(gains, error, message):
     with pytest.raises(error, match=message):
         evaluate_run(RUN, QRELS, gains=gains)
+
+
+@pytest.mark.parametrize("implementation", implementation_params())
+def test_summary_names_the_results_own_means(implementation):
+    """extras["trec_eval"] and the Result's fields are one number each, not two computations."""
+    require_implementation(implementation)
+    data = files("retrieval_conformance.golden") / "data" / "trec"
+    for k in (None, 5):
+        res = evaluate_run(str(data / "generated.run"), str(data / "generated.qrels"), k=k,
+                           implementation=implementation)
+        named = res.extras["trec_eval"]
+        assert (named["map"], named["Rprec"], named["recip_rank"]) == (res.map, res.r_precision, res.mrr)
+        assert named["ndcg" if k is None else f"ndcg_cut_{k}"] == res.ndcg_at_k
+        if k is not None:
+            assert (named[f"P_{k}"], named[f"recall_{k}"]) == (res.precision_at_k, res.recall_at_k)
