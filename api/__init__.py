@@ -56,6 +56,8 @@ _EXPORTS: Dict[str, str] = {
     "read_gt_folder": "retrieval_conformance.reference.readers:read_gt_folder",
     "read_ranked_list": "retrieval_conformance.reference.readers:read_ranked_list",
     "read_revisitop_gnd": "retrieval_conformance.reference.readers:read_revisitop_gnd",
+    "run_from_search": "retrieval_conformance.reference.readers.tables:run_from_search",
+    "qrels_from_labels": "retrieval_conformance.reference.readers.tables:qrels_from_labels",
 }
 
 __all__ = list(_EXPORTS)

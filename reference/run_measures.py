@@ -30,7 +30,7 @@ from operator import itemgetter
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
 from retrieval_conformance.reference.contract.discounts import discount_table
-from retrieval_conformance.reference.trec_files import id_bytes
+from retrieval_conformance.reference.readers.trec import id_bytes
 
 Number = Union[Fraction, float]
 ZERO = Fraction(0)

@@ -64,6 +64,7 @@ from retrieval_conformance.reference.contract import validation as v
 from retrieval_conformance.reference.contract.aggregation import aggregate
 from retrieval_conformance.reference.contract.evaluate import MAX_CUTOFFS, evaluate
 from retrieval_conformance.reference.contract.problem import Options, PerQuery, Result, ResultsAtK
+from retrieval_conformance.reference.contract.validation import MAX_GRADE
 from retrieval_conformance.reference.run_measures import (
     gain_map,
     mean,
@@ -176,9 +177,9 @@ def _engine_calls(queries: Sequence[_Query], k: Optional[int], max_rank: int,
         if n:
             scores[row, :n] = q.scores
             scores[row, n:] = q.scores[-1]  # the lowest score: stable ties keep padding after it
-            relevance[row, :n] = [g if rel else 0 for g, rel in zip(q.grades, q.relevant)]
+            relevance[row, :n] = [min(g, MAX_GRADE) if rel else 0 for g, rel in zip(q.grades, q.relevant)]
         missing = sorted((g for d, g in q.judged.items() if g >= q.level and d not in q.retrieved), reverse=True)
-        relevance[row, width:width + len(missing)] = missing
+        relevance[row, width:width + len(missing)] = np.minimum(missing, MAX_GRADE)
     common = dict(ties="stable", ap_rule="precision_sum", ap_at_k="r", empty="zero", discount="log2",
                   implementation=implementation)
     full = evaluate(scores=scores, relevance=relevance, k=width, max_rank=1, **common)
@@ -206,8 +207,8 @@ def _ndcg_call(queries: Sequence[_Query], k: Optional[int], common: dict) -> Per
         if q.n_retrieved:
             scores[row, :q.n_retrieved] = q.scores
             scores[row, q.n_retrieved:] = q.scores[-1]
-            grades[row, :q.n_retrieved] = [max(g or 0, 0) for g in q.grades]
-        grades[row, width:width + len(missing)] = missing
+            grades[row, :q.n_retrieved] = [min(max(g or 0, 0), MAX_GRADE) for g in q.grades]
+        grades[row, width:width + len(missing)] = np.minimum(missing, MAX_GRADE)
     cut = width if k is None else min(k, width)
     return evaluate(scores=scores, relevance=grades, k=cut, max_rank=1, **common).per_query
 
@@ -389,8 +390,10 @@ def evaluate_run(run, qrels, *, k: Union[None, int, Sequence[int]] = None, relev
 def _result(queries: List[_Query], left_out: Dict[str, List[str]], k: Optional[int], max_rank: int,
             implementation: str, settings: Dict[str, object]) -> Result:
     pq, name, map_cut = _per_query(queries, k, max_rank, implementation)
-    if settings["gains"] is not None:  # the engine's gains are the grades: a gain map is summed here
-        ndcg = [ndcg_with_gains(q.grades, q.judged, settings["gains"], k) for q in queries]
+    # the engine's gains are its grades (at most MAX_GRADE): a gain map, or grades above it as
+    # trec_eval reads them (any integer is its own gain), are summed here
+    if settings["gains"] is not None or any(g > MAX_GRADE for q in queries for g in q.judged.values()):
+        ndcg = [ndcg_with_gains(q.grades, q.judged, settings["gains"] or {}, k) for q in queries]
         pq.ndcg = np.array([float(x) for x in ndcg])
         if pq.exact is not None:
             pq.exact["ndcg"] = ndcg

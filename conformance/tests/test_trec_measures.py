@@ -125,3 +125,23 @@ def test_summary_names_the_results_own_means(implementation):
         assert named["ndcg" if k is None else f"ndcg_cut_{k}"] == res.ndcg_at_k
         if k is not None:
             assert (named[f"P_{k}"], named[f"recall_{k}"]) == (res.precision_at_k, res.recall_at_k)
+
+
+@pytest.mark.parametrize("implementation", implementation_params())
+def test_grades_above_the_engines_limit_are_their_own_gains(implementation, tmp_path):
+    """Grades 53 and 100 (the engine takes 0..52): trec_eval reads any integer grade as its gain.
+    ``trec_eval -q -m ndcg -m ndcg_cut.2 -m map g.qrels g.run``, 9.0.8 and 10.0 built from source,
+    print q1 ndcg 0.2026, ndcg_cut_2 0.0047, map 0.3889; all 0.6013, 0.5024, 0.6944."""
+    require_implementation(implementation)
+    (tmp_path / "g.run").write_text("q1 Q0 d1 1 0.9 t\nq1 Q0 d2 2 0.5 t\nq1 Q0 d3 3 0.4 t\nq2 Q0 d9 1 1.0 t\n")
+    (tmp_path / "g.qrels").write_text("q1 0 d2 1\nq1 0 d4 100\nq1 0 d3 53\nq2 0 d9 1\n")
+    full = evaluate_run(tmp_path / "g.run", tmp_path / "g.qrels", implementation=implementation)
+    cut = evaluate_run(tmp_path / "g.run", tmp_path / "g.qrels", k=2, implementation=implementation)
+    printed = [f"{full.extras['trec_eval_per_query']['ndcg'][0]:.4f}",
+               f"{cut.extras['trec_eval_per_query']['ndcg_cut_2'][0]:.4f}",
+               f"{full.extras['trec_eval']['ndcg']:.4f}", f"{cut.extras['trec_eval']['ndcg_cut_2']:.4f}",
+               f"{full.extras['trec_eval']['map']:.4f}"]
+    assert printed == ["0.2026", "0.0047", "0.6013", "0.5024", "0.6944"]
+    # by hand: ranked grades 0 (d1), 1 (d2), 53 (d3); ideal 100, 53, 1
+    want = (_d(2) + 53 * _d(3)) / (100 * _d(1) + 53 * _d(2) + _d(3))
+    assert full.extras["trec_eval_per_query"]["ndcg"][0] == pytest.approx(float(want), abs=1e-15)
