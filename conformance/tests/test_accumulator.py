@@ -119,7 +119,7 @@ def graded_rank_options(rng, n_q=10, n_g=15):
     evaluated its blocks with the preset's gain, discount and recall)."""
     queries = dict(scores=rng.integers(0, 4, (n_q, n_g)).astype(np.float64),
                    relevance=rng.integers(0, 4, (n_q, n_g)) * (rng.random((n_q, n_g)) < 0.4))
-    return {}, queries, dict(k=5, gain="exponential", discount="trec", recall="hit")
+    return {}, queries, dict(k=5, gain="exponential", discount="trec_eval_9.0a3", recall="hit")
 
 
 CASES = {

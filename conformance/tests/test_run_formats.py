@@ -291,8 +291,6 @@ def test_the_reader_keeps_large_grades_as_written(tmp_path):
     assert read_qrels(tmp_path / "q.txt") == {"q1": {"d2": 100, "d4": 53}}
 
 
-@pytest.mark.xfail(strict=True, reason="evaluate_run hands the grades to evaluate() for nDCG, which takes 0..52 "
-                                       "and names no file, line, qid or docno; reference/trec.py is the measures' code")
 def test_grades_above_52_evaluate_as_trec_eval_reads_them(tmp_path):
     """trec_eval reads any integer grade (its gain); map does not read the grade at all."""
     (tmp_path / "a.run").write_bytes(RUN)

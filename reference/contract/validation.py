@@ -21,6 +21,7 @@ from retrieval_conformance.reference.contract.arrays import (
     to_numpy,
 )
 from retrieval_conformance.reference.contract.codes import scan_codes, unpack_words
+from retrieval_conformance.reference.contract.conventions import RETIRED
 from retrieval_conformance.reference.contract.ids import INT64_MAX, exact_ids, id_vector, joint_ids, labels_pair
 from retrieval_conformance.reference.contract.precision import LowPrecisionWarning
 
@@ -233,6 +234,8 @@ def non_negative_number(name: str, value: Any) -> Optional[float]:
 def choice(name: str, value: Any, allowed: Tuple[str, ...]) -> str:
     if not isinstance(value, str):
         raise TypeError(f"{name}: expected one of {list(allowed)} (a str), got {type(value).__name__}")
+    if (name, value) in RETIRED:
+        raise ValueError(f"{name}: {RETIRED[name, value]}")
     if value not in allowed:
         raise ValueError(f"{name}: expected one of {list(allowed)}, got {shown(value)}")
     return value
