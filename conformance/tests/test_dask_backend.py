@@ -229,3 +229,18 @@ def test_a_client_closed_mid_run_raises_our_error(shards, block_size):
                 rc.evaluate(**kw, implementation="dask-closing", progress=close_at_first, block_size=block_size)
     finally:
         registry.unregister("dask-closing")
+
+
+@pytest.mark.parametrize("chunk", [None, 1, 3])
+def test_embeddings_in_any_blocks_are_the_local_bits(chunked, chunk):
+    """Near-tied float32 embeddings (distances that BLAS rounded per block): every query block
+    size and chunk size gives the local implementation's per-query values, bit for bit."""
+    rng = np.random.default_rng(3)
+    levels = np.array([-0.3, -0.1, 0.1, 0.3], dtype=np.float32)
+    kw = dict(query_embeddings=levels[rng.integers(0, 4, (9, 24))], db_embeddings=levels[rng.integers(0, 4, (80, 24))],
+              query_labels=rng.integers(0, 5, 9), db_labels=rng.integers(0, 5, 80))
+    want = rc.evaluate(**kw, implementation=LOCAL)
+    for block_size in (None, 1, 4):
+        got = rc.evaluate(**kw, implementation=chunked(chunk), block_size=block_size)
+        for field in ("ap", "cmc", "inp", "precision_at_k", "r_precision"):
+            assert np.array_equal(getattr(got.per_query, field), getattr(want.per_query, field)), (block_size, field)

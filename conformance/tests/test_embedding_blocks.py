@@ -195,3 +195,22 @@ def test_slices_held_as_float32_give_the_same_bits(monkeypatch, dtype):
     monkeypatch.setattr(embedding_dots, "FLOAT64_SLICE_BYTES", 0)
     assert embedding_dots.slice_rows(d, 2, 22).slices[0].dtype == np.float32
     assert np.array_equal(embedding_distances(q, d), held64)
+
+
+def test_one_evaluate_block_cuts_the_gallery_a_chunk_at_a_time(monkeypatch):
+    """Without query blocks to share them, the gallery's slices are made a chunk of items at a
+    time (never a whole-gallery copy), with the same bits; a zero row is named by its row."""
+    from retrieval_conformance.reference.contract import embeddings
+
+    rng = np.random.default_rng(7)
+    q, d = rng.standard_normal((3, 16)), rng.standard_normal((200, 16))
+    whole = embedding_distances(q, d)
+    sliced_rows = []
+    real = embeddings.slice_rows
+    monkeypatch.setattr(embeddings, "slice_rows", lambda x, *a: sliced_rows.append(len(x)) or real(x, *a))
+    monkeypatch.setattr(embedding_dots, "CHUNK_VALUES", 48 * 16)  # 16 items of 3 slices
+    assert np.array_equal(embedding_distances(q, d), whole)
+    assert sliced_rows == [3] + [16] * 12 + [8]
+    d[150] = 0
+    with pytest.raises(ValueError, match=r"^db_embeddings: row 150 is all zeros; cosine distance is undefined"):
+        embedding_distances(q, d, "cosine")

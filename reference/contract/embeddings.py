@@ -57,16 +57,14 @@ def embedding_distances(query_embeddings, db_embeddings, metric: str = "euclidea
         raise ValueError(f"metric: expected 'euclidean' or 'cosine', got {metric!r}")
     n_slices, width = slice_plan(q.shape[1], out_dtype)
     queries = slice_rows(q, n_slices, width)
-    gallery = _sliced_gallery(d, n_slices, width, sliced)
-    if metric == "cosine":
-        for name, rows in (("query_embeddings", queries), ("db_embeddings", gallery)):
-            if (rows.norms == 0).any():
-                raise ValueError(f"{name}: row {int(np.argmin(rows.norms))} is all zeros; cosine distance is undefined")
+    _check_directions(metric, "query_embeddings", queries, 0)
+    gallery = _kept_gallery(d, n_slices, width, sliced)  # None: cut a chunk of items at a time
     out = np.empty((q.shape[0], d.shape[0]), dtype=out_dtype)
     # an overflow leaves inf or NaN, found and reported below with what to do
     with np.errstate(over="ignore", invalid="ignore"):
         for lo, hi in item_chunks(d.shape[0], q.shape[0], q.shape[1], n_slices):
-            items = gallery.rows(lo, hi)
+            items = gallery.rows(lo, hi) if gallery is not None else slice_rows(d[lo:hi], n_slices, width)
+            _check_directions(metric, "db_embeddings", items, lo)
             dot = cross_dots(queries, items)  # q·r / 2**(e_q + e_r)
             if metric == "euclidean":
                 # scaling by powers of two, a row vector at a time (no (Q, N) matrix of exponents)
@@ -82,15 +80,20 @@ def embedding_distances(query_embeddings, db_embeddings, metric: str = "euclidea
     return out
 
 
-def _sliced_gallery(d: np.ndarray, n_slices: int, width: int,
-                    sliced: Optional[SliceCache]) -> SlicedRows:
-    """The gallery's slices for this plan: made once per gallery when the caller keeps ``sliced``."""
-    if sliced is not None and (n_slices, width) in sliced:
-        return sliced[(n_slices, width)]
-    rows = slice_rows(d, n_slices, width)
-    if sliced is not None:
-        sliced[(n_slices, width)] = rows
-    return rows
+def _kept_gallery(d: np.ndarray, n_slices: int, width: int, sliced: Optional[SliceCache]) -> Optional[SlicedRows]:
+    """The gallery's slices for this plan, made once and kept in ``sliced`` for the caller's next
+    query blocks; None when the caller keeps none (then no whole-gallery copy is made)."""
+    if sliced is None:
+        return None
+    if (n_slices, width) not in sliced:
+        sliced[(n_slices, width)] = slice_rows(d, n_slices, width)
+    return sliced[(n_slices, width)]
+
+
+def _check_directions(metric: str, name: str, rows: SlicedRows, first: int) -> None:
+    """Cosine needs a direction: a zero row (norm 0) is an error naming it (``first``: its offset)."""
+    if metric == "cosine" and (rows.norms == 0).any():
+        raise ValueError(f"{name}: row {first + int(np.argmin(rows.norms))} is all zeros; cosine distance is undefined")
 
 
 def _check_overflow(finite: np.ndarray, dtype: np.dtype, metric: str, row0: int) -> None:
