@@ -9,7 +9,7 @@ Clauses (spec §7):
   ``IDCG@K`` the same over the relevant grades sorted from the highest (every judged relevant
   item, retrieved or not), ``nDCG@K = DCG@K / IDCG@K``.  ``d(r)`` is the float64 table of
   :mod:`~retrieval_conformance.reference.contract.discounts`, summed here exactly:
-  ``§7 discount=log2`` ``1 / log2(r + 1)``; ``§7 discount=trec`` 1 at rank 1, then
+  ``§7 discount=log2`` ``1 / log2(r + 1)``; ``§7 discount=trec_eval_9.0a3`` 1 at rank 1, then
   ``1 / log2(r)``.
 * ``§7 gain=linear`` ``gain(g) = g``; ``§7 gain=exponential`` ``gain(g) = 2**g - 1``.
 * ``§7 MRR`` -- ``RR@K = 1 / r_1`` when ``r_1 <= K``, else 0.

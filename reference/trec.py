@@ -1,9 +1,9 @@
 """TREC runs and qrels (files or ranx-style dicts) evaluated with trec_eval's semantics.
 
-``evaluate_run`` reproduces trec_eval's ``map``, ``P_k``, ``recall_k``, ``Rprec``,
-``recip_rank`` and ``ndcg`` / ``ndcg_cut_k`` with any implementation of the engine.  The
-conventions, each read in usnistgov/trec_eval (tags v9.0.8 and v10.0; file names below are
-from there):
+``evaluate_run`` reproduces trec_eval's ``map``, ``map_cut_k``, ``P_k``, ``recall_k``, ``Rprec``,
+``recip_rank`` and ``ndcg`` / ``ndcg_cut_k`` with any implementation of the engine (``bpref``,
+``success_k``: :mod:`.run_measures`; golden: ``golden/trec_eval.json``).  The conventions,
+each read in usnistgov/trec_eval (tags v9.0.8 and v10.0; file names below are from there):
 
 Which queries
     A query is evaluated when it has results in the run and judgments in the qrels.
@@ -38,8 +38,8 @@ Measures (per query; R as above, H(k) relevant documents in the top k, n retriev
     (``m_recall.c``).  ``Rprec``: H(R)/R, 0 if R = 0 (``m_Rprec.c``).  ``recip_rank``:
     1 / the rank of the first relevant retrieved document, 0 if none (``m_recip_rank.c``).
     ``ndcg`` (``ndcg_cut_k`` with k): the qrels grades as gains, whatever the relevance
-    level; the first document undiscounted, the one at rank r >= 2 divided by log2(r)
-    (``m_ndcg.c``; spec §7 discount=trec); the ideal from every positively judged
+    level; the document at rank r divided by log2(r + 1) (``m_ndcg.c`` since 9.0.4; spec
+    §7 discount=log2); the ideal from every positively judged
     document, 0 when there is none.  Means are plain means over the evaluated queries
     (``meas_avg.c``).
 
@@ -57,7 +57,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from fractions import Fraction
-from operator import itemgetter
 from typing import Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
 import numpy as np
@@ -65,6 +64,15 @@ from retrieval_conformance.reference.contract import validation as v
 from retrieval_conformance.reference.contract.aggregation import aggregate
 from retrieval_conformance.reference.contract.evaluate import MAX_CUTOFFS, evaluate
 from retrieval_conformance.reference.contract.problem import Options, PerQuery, Result, ResultsAtK
+from retrieval_conformance.reference.contract.validation import MAX_GRADE
+from retrieval_conformance.reference.run_measures import (
+    gain_map,
+    mean,
+    named_measures,
+    ndcg_with_gains,
+    ranked,
+    trec_order,
+)
 from retrieval_conformance.reference.trec_files import SCORE_DTYPES, as_qrels, as_run, id_bytes, read_qrels, read_run
 
 __all__ = ["SCORE_DTYPES", "as_qrels", "as_run", "evaluate_run", "read_qrels", "read_run", "trec_order"]
@@ -87,6 +95,7 @@ class _Query:
     relevant: List[bool] = field(init=False)
     n_relevant: int = field(init=False)
     relevant_retrieved: int = field(init=False)
+    n_nonrelevant: int = field(init=False)
     retrieved: set = field(init=False)
 
     def __post_init__(self) -> None:
@@ -95,6 +104,7 @@ class _Query:
         self.relevant = [g is not None and g >= self.level for g in self.grades]
         self.n_relevant = sum(1 for g in self.judged.values() if g >= self.level)
         self.relevant_retrieved = sum(self.relevant)
+        self.n_nonrelevant = sum(1 for g in self.judged.values() if 0 <= g < self.level)
 
     @property
     def n_retrieved(self) -> int:
@@ -107,25 +117,9 @@ class _Query:
 
 
 # --------------------------------------------------------------------------- inputs
-def trec_order(docs: Mapping[str, float]) -> List[Tuple[str, float]]:
-    """``(docno, score)`` pairs in trec_eval's order: score descending, then docno descending.
-
-    Docnos compare by their bytes (:func:`~retrieval_conformance.reference.trec_files.id_bytes`),
-    as ``strcmp`` does in trec_eval's ``comp_sim_docno`` (for ASCII ids, ``str`` order is
-    that order).  Python's sort is stable, also with ``reverse=True``, so sorting by docno
-    and then by score gives the compound order.
-    """
-    items = list(docs.items())
-    if all(map(str.isascii, docs)):
-        items.sort(reverse=True)  # docnos are distinct: the tuples compare by docno
-    else:
-        items.sort(key=lambda item: id_bytes(item[0]), reverse=True)
-    items.sort(key=itemgetter(1), reverse=True)
-    return items
-
-
 def _queries(run: Dict[str, Dict[str, float]], qrels: Dict[str, Dict[str, int]], level: int,
-             complete: bool) -> Tuple[List[_Query], Dict[str, List[str]]]:
+             complete: bool, depth: Optional[int] = None, judged_only: bool = False,
+             ignore_identical_ids: bool = False) -> Tuple[List[_Query], Dict[str, List[str]]]:
     """The evaluated queries in trec_eval's order (qid bytes), and the ids left out."""
     wanted = set(qrels) if complete else set(run) & set(qrels)
     if not wanted:
@@ -135,8 +129,8 @@ def _queries(run: Dict[str, Dict[str, float]], qrels: Dict[str, Dict[str, int]],
             "('No queries with both results and relevance info'): check that both use the same query ids")
     queries = []
     for qid in sorted(wanted, key=id_bytes):
-        ranked = trec_order(run.get(qid, {}))
-        queries.append(_Query(qid, [d for d, _ in ranked], [s for _, s in ranked], qrels[qid], level))
+        pairs = ranked(qid, run.get(qid, {}), qrels[qid], depth, judged_only, ignore_identical_ids)
+        queries.append(_Query(qid, [d for d, _ in pairs], [s for _, s in pairs], qrels[qid], level))
     left_out = {"run_only": sorted(set(run) - set(qrels), key=id_bytes),
                 "qrels_only": sorted(set(qrels) - set(run) - wanted, key=id_bytes)}
     return queries, left_out
@@ -170,8 +164,9 @@ def _chunks(queries: Sequence[_Query]) -> List[List[int]]:
 
 
 def _engine_calls(queries: Sequence[_Query], k: Optional[int], max_rank: int,
-                  implementation: str) -> Tuple[PerQuery, PerQuery, str]:
-    """(per query from the call with phantoms, per query from the retrieved lists, who computed)."""
+                  implementation: str) -> Tuple[PerQuery, PerQuery, PerQuery, str]:
+    """(per query from the call with phantoms, per query from the retrieved lists, per query
+    whose ``ap`` is trec_eval's ``map_cut_k``, who computed)."""
     width = max(max(q.n_retrieved, q.n_relevant, 1) for q in queries)
     phantoms = max(q.n_relevant - q.relevant_retrieved for q in queries)
     scores = np.zeros((len(queries), width + phantoms), dtype=np.float64)
@@ -182,16 +177,20 @@ def _engine_calls(queries: Sequence[_Query], k: Optional[int], max_rank: int,
         if n:
             scores[row, :n] = q.scores
             scores[row, n:] = q.scores[-1]  # the lowest score: stable ties keep padding after it
-            relevance[row, :n] = [g if rel else 0 for g, rel in zip(q.grades, q.relevant)]
+            relevance[row, :n] = [min(g, MAX_GRADE) if rel else 0 for g, rel in zip(q.grades, q.relevant)]
         missing = sorted((g for d, g in q.judged.items() if g >= q.level and d not in q.retrieved), reverse=True)
-        relevance[row, width:width + len(missing)] = missing
-    common = dict(ties="stable", ap_rule="precision_sum", ap_at_k="r", empty="zero", discount="trec",
+        relevance[row, width:width + len(missing)] = np.minimum(missing, MAX_GRADE)
+    common = dict(ties="stable", ap_rule="precision_sum", ap_at_k="r", empty="zero", discount="log2",
                   implementation=implementation)
     full = evaluate(scores=scores, relevance=relevance, k=width, max_rank=1, **common)
     listed = evaluate(scores=scores[:, :width], relevance=relevance[:, :width], k=k, max_rank=max_rank, **common)
+    # map_cut_k: AP@k over R with the phantoms (k < width keeps them out of the top k); from
+    # k = width on, every retrieved document is inside the cut and it is the full AP
+    cut = full if k is None or k >= width else evaluate(scores=scores, relevance=relevance, k=k, max_rank=1,
+                                                        **common)
     if (k is not None and k < width) or any(q.level != 1 for q in queries):
         _replace_ndcg(full.per_query, _ndcg_call(queries, k, common))
-    return full.per_query, listed.per_query, full.implementation
+    return full.per_query, listed.per_query, cut.per_query, full.implementation
 
 
 def _ndcg_call(queries: Sequence[_Query], k: Optional[int], common: dict) -> PerQuery:
@@ -208,8 +207,8 @@ def _ndcg_call(queries: Sequence[_Query], k: Optional[int], common: dict) -> Per
         if q.n_retrieved:
             scores[row, :q.n_retrieved] = q.scores
             scores[row, q.n_retrieved:] = q.scores[-1]
-            grades[row, :q.n_retrieved] = [max(g or 0, 0) for g in q.grades]
-        grades[row, width:width + len(missing)] = missing
+            grades[row, :q.n_retrieved] = [min(max(g or 0, 0), MAX_GRADE) for g in q.grades]
+        grades[row, width:width + len(missing)] = np.minimum(missing, MAX_GRADE)
     cut = width if k is None else min(k, width)
     return evaluate(scores=scores, relevance=grades, k=cut, max_rank=1, **common).per_query
 
@@ -221,16 +220,18 @@ def _replace_ndcg(target: PerQuery, source: PerQuery) -> None:
 
 
 def _per_query(queries: Sequence[_Query], k: Optional[int], max_rank: int, implementation: str
-               ) -> Tuple[PerQuery, str]:
-    """trec_eval's per-query values, in the order of ``queries``."""
+               ) -> Tuple[PerQuery, str, list]:
+    """trec_eval's per-query values, in the order of ``queries``, and ``map_cut_k`` (exact
+    ``Fraction`` from the reference, float otherwise)."""
     n = len(queries)
-    ap, rprec, hits, prec, inp, ndcg, rr, ap_at_r = (np.zeros(n) for _ in range(8))
+    ap, rprec, hits, prec, inp, ndcg, rr, ap_at_r, map_cut = (np.zeros(n) for _ in range(9))
+    exact_map_cut: List[Fraction] = [ZERO] * n
     cmc = np.zeros((n, max_rank))
     exact: Optional[Dict[str, List]] = None
     name = implementation
     for chunk in _chunks(queries):
-        full, listed, name = _engine_calls([queries[i] for i in chunk], k, max_rank, implementation)
-        ap[chunk], rprec[chunk] = full.ap, full.r_precision
+        full, listed, cut, name = _engine_calls([queries[i] for i in chunk], k, max_rank, implementation)
+        ap[chunk], rprec[chunk], map_cut[chunk] = full.ap, full.r_precision, cut.ap
         # recip_rank and ndcg read the whole retrieved list (ndcg_cut_k its top k)
         ndcg[chunk], rr[chunk], ap_at_r[chunk] = full.ndcg, full.rr, full.ap_at_r
         hits[chunk], prec[chunk] = listed.hits_at_k, listed.precision_at_k
@@ -241,6 +242,7 @@ def _per_query(queries: Sequence[_Query], k: Optional[int], max_rank: int, imple
                                                        "ndcg", "rr", "ap_at_r")}
                 exact["cmc"] = [[]] * n
             for pos, i in enumerate(chunk):
+                exact_map_cut[i] = cut.exact["ap"][pos]
                 for key in ("ap", "r_precision", "ndcg", "rr", "ap_at_r"):
                     exact[key][i] = full.exact[key][pos]
                 for key in ("hits_at_k", "precision_at_k", "inp", "cmc"):
@@ -258,14 +260,16 @@ def _per_query(queries: Sequence[_Query], k: Optional[int], max_rank: int, imple
     pq = PerQuery(ap=ap, n_relevant=n_relevant, hits_at_k=hits, precision_at_k=prec,
                   recall_at_k=np.array([float(r) for r in recall]), cmc=cmc, inp=inp, r_precision=rprec,
                   ndcg=ndcg, rr=rr, ap_at_r=ap_at_r, exact=exact)
-    return pq, name
+    return pq, name, (exact_map_cut if exact is not None else map_cut.tolist())
 
 
 # --------------------------------------------------------------------------- public
 def evaluate_run(run, qrels, *, k: Union[None, int, Sequence[int]] = None, relevance_level: int = 1,
                  complete: bool = False, score_dtype: str = "float64", max_rank: int = 50,
-                 implementation: str = "auto") -> Union[Result, ResultsAtK]:
-    r"""Evaluate a TREC run against qrels as trec_eval does (``map``, ``P_k``, ``recall_k``, ``Rprec``).
+                 depth: Optional[int] = None, judged_only: bool = False, ignore_identical_ids: bool = False,
+                 gains: Optional[Mapping[int, float]] = None, implementation: str = "auto"
+                 ) -> Union[Result, ResultsAtK]:
+    r"""Evaluate a TREC run against qrels as trec_eval does (``map``, ``map_cut_k``, ``P_k``, ``ndcg_cut_k``, ...).
 
     Parameters
     ----------
@@ -277,8 +281,9 @@ def evaluate_run(run, qrels, *, k: Union[None, int, Sequence[int]] = None, relev
         A TREC qrels file (``qid iter docno rel``, :func:`read_qrels`), a dict
         ``{qid: {docno: grade}}`` with int grades, or an object with ``to_dict()``.
     k : int, sequence of int, or None
-        Cut-off of P@k and recall@k (trec_eval's ``P.k`` and ``recall.k``); it does not cut
-        AP, which is trec_eval's ``map`` for every k.  Several cut-offs (``k=(5, 10)``)
+        Cut-off of trec_eval's ``P_k``, ``recall_k``, ``map_cut_k``, ``ndcg_cut_k`` and
+        ``success_k`` (and of ``R_cap_k``, ``Judged_k``); it does not cut ``map``, which is
+        trec_eval's ``map`` for every k (``map_cut_k`` is the cut one).  Several cut-offs (``k=(5, 10)``)
         return a :class:`ResultsAtK`.  None: no cut-off; ``precision_at_k`` and
         ``recall_at_k`` per query are then trec_eval's ``set_P`` (relevant retrieved /
         retrieved) and ``set_recall`` (relevant retrieved / R), and their means are None.
@@ -291,6 +296,17 @@ def evaluate_run(run, qrels, *, k: Union[None, int, Sequence[int]] = None, relev
         trec_eval 9.0.8 and earlier (scores that differ only beyond float32 tie there).
     max_rank : int
         Length of the CMC (success@j of the retrieved list: a relevant document in the top j).
+    depth : int or None
+        ``trec_eval -M depth``: only the top ``depth`` documents of each ranking count.
+    judged_only : bool
+        ``trec_eval -J``: after ``depth``, documents without a grade >= 0 in the qrels are
+        dropped from each ranking (the others move up).
+    ignore_identical_ids : bool
+        BEIR's ``ignore_identical_ids``: a document whose id equals its query's id is dropped
+        from the run before ranking (the qrels are kept as they are).
+    gains : dict or None
+        nDCG's gain of each grade, ``{grade: gain}`` (``trec_eval -m ndcg.1=3,2=9``; grades left
+        out gain their own value; spec §13 trec_eval); None: the grade is the gain.
     implementation : {"auto", "reference", "numpy", "torch", "c"}
         Who computes (see :func:`~retrieval_conformance.reference.contract.evaluate.evaluate`);
         ``"reference"`` also returns exact ``Fraction`` values in ``result.exact``.
@@ -313,13 +329,19 @@ def evaluate_run(run, qrels, *, k: Union[None, int, Sequence[int]] = None, relev
         ``result.ap`` and ``result.per_query`` hold the per-query values, and
         ``result.per_query_table(result.extras["query_ids"])`` gives trec_eval ``-q`` rows.
         ``result.cmc`` and ``result.minp`` describe the retrieved lists only.
-        ``result.extras`` holds ``query_ids``; ``trec_eval`` (the means under trec_eval's
-        names: ``num_q``, ``num_ret``, ``num_rel``, ``num_rel_ret``, ``map``, ``Rprec``,
-        ``P_k``, ``recall_k``); ``ranked`` (each query's docnos in ranking order) with
-        ``grades`` aligned to it (None: not in the qrels) and ``qrels_grades`` (each
-        query's judgments), for graded measures; ``n_retrieved``; ``left_out``
+        ``result.extras`` holds ``query_ids``; ``trec_eval`` (the summary under trec_eval's
+        names: ``num_q``, ``num_ret``, ``num_rel``, ``num_rel_ret`` (sums), ``map``,
+        ``Rprec``, ``recip_rank``, ``bpref``, ``ndcg`` without k; with k ``ndcg_cut_k``,
+        ``P_k``, ``recall_k``, ``map_cut_k``, ``success_k``, and BEIR's ``R_cap_k`` =
+        H(k)/min(R, k) and ir_measures' ``Judged_k``, means over the evaluated queries);
+        ``trec_eval_per_query`` (the same names but ``num_q``, one float64 or int64 array
+        each, aligned with ``query_ids``: trec_eval ``-q``); with the reference,
+        ``trec_eval_exact`` (the per-query measures as exact ``Fraction``); ``ranked`` (each
+        query's docnos in ranking order) with ``grades`` aligned to it (None: not in the
+        qrels) and ``qrels_grades`` (each query's judgments), for graded measures; ``n_retrieved``; ``left_out``
         (``run_only`` and ``qrels_only`` query ids, as trec_eval ignores them silently);
-        and the options ``relevance_level``, ``complete``, ``score_dtype``.
+        and the options ``relevance_level``, ``complete``, ``score_dtype``, ``depth``,
+        ``judged_only``, ``ignore_identical_ids``.
 
     Raises
     ------
@@ -339,8 +361,12 @@ def evaluate_run(run, qrels, *, k: Union[None, int, Sequence[int]] = None, relev
     AP = (1/1 + 2/3) / 3 = 5/9 and P@2 = 1/2.
     """
     level = v.positive_int("relevance_level", relevance_level)
-    if not isinstance(complete, (bool, np.bool_)):
-        raise TypeError(f"complete: expected True or False, got {type(complete).__name__}")
+    for flag, value in (("complete", complete), ("judged_only", judged_only),
+                        ("ignore_identical_ids", ignore_identical_ids)):
+        if not isinstance(value, (bool, np.bool_)):
+            raise TypeError(f"{flag}: expected True or False, got {type(value).__name__}")
+    depth = v.positive_int("depth", depth, allow_none=True)
+    exact_gains = gain_map(gains)
     score_dtype = v.choice("score_dtype", score_dtype, SCORE_DTYPES)
     max_rank = v.max_rank_value(max_rank)
     cutoffs = None
@@ -352,8 +378,10 @@ def evaluate_run(run, qrels, *, k: Union[None, int, Sequence[int]] = None, relev
             raise ValueError(f"k: expected distinct cut-offs, got {v.shown(list(k))}; e.g. k=(5, 10, 100)")
     else:
         k = v.positive_int("k", k, allow_none=True)
-    queries, left_out = _queries(as_run(run, score_dtype), as_qrels(qrels), level, bool(complete))
-    settings = dict(relevance_level=level, complete=bool(complete), score_dtype=score_dtype)
+    queries, left_out = _queries(as_run(run, score_dtype), as_qrels(qrels), level, bool(complete), depth,
+                                 bool(judged_only), bool(ignore_identical_ids))
+    settings = dict(relevance_level=level, complete=bool(complete), score_dtype=score_dtype, depth=depth,
+                    judged_only=bool(judged_only), ignore_identical_ids=bool(ignore_identical_ids), gains=exact_gains)
     if cutoffs is not None:
         return ResultsAtK((c, _result(queries, left_out, c, max_rank, implementation, settings)) for c in cutoffs)
     return _result(queries, left_out, k, max_rank, implementation, settings)
@@ -361,26 +389,36 @@ def evaluate_run(run, qrels, *, k: Union[None, int, Sequence[int]] = None, relev
 
 def _result(queries: List[_Query], left_out: Dict[str, List[str]], k: Optional[int], max_rank: int,
             implementation: str, settings: Dict[str, object]) -> Result:
-    pq, name = _per_query(queries, k, max_rank, implementation)
+    pq, name, map_cut = _per_query(queries, k, max_rank, implementation)
+    # the engine's gains are its grades (at most MAX_GRADE): a gain map, or grades above it as
+    # trec_eval reads them (any integer is its own gain), are summed here
+    if settings["gains"] is not None or any(g > MAX_GRADE for q in queries for g in q.judged.values()):
+        ndcg = [ndcg_with_gains(q.grades, q.judged, settings["gains"] or {}, k) for q in queries]
+        pq.ndcg = np.array([float(x) for x in ndcg])
+        if pq.exact is not None:
+            pq.exact["ndcg"] = ndcg
     options = Options(ties="stable", ap_rule="precision_sum", k=k, ap_at_k="r", empty="zero", max_rank=max_rank,
-                      discount="trec")
+                      discount="log2")
     result = aggregate(pq, options, "trec", name)
-    measures: Dict[str, object] = {
-        "num_q": len(queries),
-        "num_ret": sum(q.n_retrieved for q in queries),
-        "num_rel": sum(q.n_relevant for q in queries),
-        "num_rel_ret": sum(q.relevant_retrieved for q in queries),
-        "map": result.map,
-        "Rprec": result.r_precision,
-        "recip_rank": result.mrr,
-        "ndcg" if k is None else f"ndcg_cut_{k}": result.ndcg_at_k,
-    }
-    if k is not None:
-        measures[f"P_{k}"] = result.precision_at_k
-        measures[f"recall_{k}"] = result.recall_at_k
+    values = pq.exact if pq.exact is not None else {
+        "ap": pq.ap, "r_precision": pq.r_precision, "rr": pq.rr, "ndcg": pq.ndcg,
+        "precision_at_k": pq.precision_at_k, "recall_at_k": pq.recall_at_k}
+    engine = {"map": values["ap"], "Rprec": values["r_precision"], "recip_rank": values["rr"],
+              "ndcg": values["ndcg"], "P": values["precision_at_k"], "recall": values["recall_at_k"],
+              "map_cut": map_cut, "hits": pq.hits_at_k}
+    per_query = named_measures(k, queries[0].level, [q.grades for q in queries], [q.n_relevant for q in queries],
+                               [q.n_nonrelevant for q in queries], [q.n_retrieved for q in queries], engine)
+    measures: Dict[str, object] = {"num_q": len(queries)}
+    for measure, column in per_query.items():
+        measures[measure] = sum(column) if measure.startswith("num_") else mean(column)
+    if settings["complete"]:  # -c: trec_eval's summary counts every grade > 0, whatever -l (m_num_rel.c)
+        measures["num_rel"] = sum(1 for q in queries for g in q.judged.values() if g > 0)
     result.extras.update(
         query_ids=[q.qid for q in queries],
         trec_eval=measures,
+        trec_eval_per_query={measure: np.array([c if measure.startswith("num_") else float(c) for c in column],
+                                               dtype=np.int64 if measure.startswith("num_") else np.float64)
+                             for measure, column in per_query.items()},
         ranked=[q.docs for q in queries],
         grades=[q.grades for q in queries],
         qrels_grades=[q.judged for q in queries],
@@ -388,4 +426,6 @@ def _result(queries: List[_Query], left_out: Dict[str, List[str]], k: Optional[i
         left_out=left_out,
         **settings,
     )
+    if pq.exact is not None:
+        result.extras["trec_eval_exact"] = {m: column for m, column in per_query.items() if not m.startswith("num_")}
     return result

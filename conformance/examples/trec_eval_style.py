@@ -1,4 +1,5 @@
-"""trec_eval's ``map``, ``P``, ``recall`` and ``Rprec``, written the way trec_eval computes them.
+"""trec_eval's ``map``, ``map_cut``, ``P``, ``recall``, ``Rprec``, ``recip_rank``, ``bpref``,
+``success`` and ``ndcg_cut``, written the way trec_eval computes them.
 
 Our own code, written from reading trec_eval's sources (usnistgov/trec_eval v9.0.8 and
 v10.0), to check :func:`~retrieval_conformance.reference.trec.evaluate_run` against an
@@ -17,7 +18,18 @@ independent loop: no engine, no padding, no rescaling.  Values are exact ``Fract
   as non-relevant).  ``m_recall.c``: the same count divided by ``num_rel`` (0 when
   ``num_rel`` is 0).  ``m_Rprec.c``: relevant documents among the first
   ``min(num_ret, num_rel)``, divided by ``num_rel``.
+* ``m_map_cut.c``: as ``map``, stopping at rank k.  ``m_recip_rank.c``: 1 / rank of the first
+  relevant document.  ``m_success.c``: 1 when the first k hold a relevant document.
+* ``m_bpref.c``: walk the ranking skipping documents not judged (or judged < 0); count the
+  judged non-relevant seen; each relevant document adds ``1 - min(seen, num_rel) /
+  min(num_nonrel, num_rel)`` (1 when none was seen); divide by ``num_rel``.
+* ``m_ndcg_cut.c`` (9.0.4 and later): the sum of ``grade / log2(i + 2)`` over the first k
+  (0-based i, positive grades), over the same sum of the grades sorted from the highest
+  (a float, from ``math.log2``).
+* ``form_res_rels.c``: ``-M n`` keeps the first n after sorting; ``-J`` then keeps the
+  documents with a grade >= 0.
 """
+import math
 from fractions import Fraction
 from functools import cmp_to_key
 
@@ -38,12 +50,17 @@ def _compare(first, second):
     return (b2 > b1) - (b2 < b1)
 
 
-def query_measures(ranking, judgments, cutoffs=(), relevance_level=1):
-    """Exact ``map``, ``Rprec``, ``P_k`` and ``recall_k`` of one query.
+def query_measures(ranking, judgments, cutoffs=(), relevance_level=1, depth=None, judged_only=False):
+    """Exact ``map``, ``Rprec``, ``P_k``, ``recall_k``, ``map_cut_k``, ``recip_rank``, ``bpref``,
+    ``success_k``, and ``ndcg_cut_k`` (a float) of one query.
 
     ``ranking``: ``{docno: score}``; ``judgments``: ``{docno: grade}``.
     """
     ranked = sorted(ranking.items(), key=cmp_to_key(_compare))
+    if depth is not None:
+        ranked = ranked[:depth]
+    if judged_only:
+        ranked = [(doc, score) for doc, score in ranked if judgments.get(doc, -1) >= 0]
     rel_list = [judgments.get(doc, -1) for doc, _ in ranked]
     num_rel = 0
     for grade in judgments.values():
@@ -66,6 +83,29 @@ def query_measures(ranking, judgments, cutoffs=(), relevance_level=1):
             found += 1
     out["Rprec"] = Fraction(found, num_rel) if look_at else Fraction(0)
 
+    out["recip_rank"] = Fraction(0)
+    for i, grade in enumerate(rel_list):
+        if grade >= relevance_level:
+            out["recip_rank"] = Fraction(1, i + 1)
+            break
+
+    num_nonrel = 0
+    for grade in judgments.values():
+        if 0 <= grade < relevance_level:
+            num_nonrel += 1
+    nonrel_so_far = 0
+    bpref = Fraction(0)
+    for grade in rel_list:
+        if grade < 0:
+            continue
+        if grade < relevance_level:
+            nonrel_so_far += 1
+        elif nonrel_so_far:
+            bpref += 1 - Fraction(min(nonrel_so_far, num_rel), min(num_nonrel, num_rel))
+        else:
+            bpref += 1
+    out["bpref"] = bpref / num_rel if num_rel else Fraction(0)
+
     for k in cutoffs:
         found = 0
         for i in range(min(k, len(rel_list))):
@@ -73,10 +113,27 @@ def query_measures(ranking, judgments, cutoffs=(), relevance_level=1):
                 found += 1
         out[f"P_{k}"] = Fraction(found, k)
         out[f"recall_{k}"] = Fraction(found, num_rel) if num_rel else Fraction(0)
+        out[f"success_{k}"] = Fraction(1 if found else 0)
+        rel_so_far = 0
+        total = Fraction(0)
+        for i, grade in enumerate(rel_list[:k]):
+            if grade >= relevance_level:
+                rel_so_far += 1
+                total += Fraction(rel_so_far, i + 1)
+        out[f"map_cut_{k}"] = total / num_rel if num_rel else Fraction(0)
+        dcg = 0.0
+        for i, grade in enumerate(rel_list[:k]):
+            if grade > 0:
+                dcg += grade / math.log2(i + 2)
+        best = sorted((g for g in judgments.values() if g > 0), reverse=True)[:k]
+        ideal = 0.0
+        for i, grade in enumerate(best):
+            ideal += grade / math.log2(i + 2)
+        out[f"ndcg_cut_{k}"] = dcg / ideal if ideal > 0 else 0.0
     return out
 
 
-def trec_eval_style(run, qrels, cutoffs=(), relevance_level=1, complete=False):
+def trec_eval_style(run, qrels, cutoffs=(), relevance_level=1, complete=False, depth=None, judged_only=False):
     """Per-query and mean measures of a ranx-style run against qrels, trec_eval's way.
 
     Returns ``(per_query, means)``: ``per_query`` maps each evaluated qid (in trec_eval's
@@ -89,7 +146,7 @@ def trec_eval_style(run, qrels, cutoffs=(), relevance_level=1, complete=False):
         evaluated = [q for q in judged if run.get(q)]
     per_query = {}
     for qid in sorted(evaluated, key=_raw):
-        per_query[qid] = query_measures(run.get(qid, {}), qrels[qid], cutoffs, relevance_level)
+        per_query[qid] = query_measures(run.get(qid, {}), qrels[qid], cutoffs, relevance_level, depth, judged_only)
     means = {}
     for values in per_query.values():
         for name, value in values.items():

@@ -5,7 +5,7 @@ What every vector must end in (the table of ``reference/contract/command_line.py
 status the commands document, no exception out of ``main`` and no traceback on stderr, and on
 status 2 a last stderr line that starts with ``error:``.  Anything else is a finding.
 
-``python -m retrieval_conformance.conformance.fuzz --cli N`` runs N vectors.
+``python -m retrieval_conformance.conformance.fuzz --target cli --cases N`` runs N vectors.
 """
 from __future__ import annotations
 
@@ -57,6 +57,10 @@ FLAGS: Dict[str, Dict[str, Sequence[str]]] = {
                  "--max-examples": ["3"], "--isolation": ["thread", "bogus"]},
     "bench": {"gate": ["FILE:garbage", "FILE:missing"], "report": ["FILE:garbage"], "--depth": ["0", "2"],
               "--floor": ["nan", "0.1"], "--storage": ["FILE:dir"]},
+    "audit": {"--npz": ["FILE:run", "FILE:garbage"], "--protocol": ["hashing", "nope"], "--k": ["1", "all", "0"],
+              "--max-cost": ["0", "2", "-1"], "--format": ["text", "json", "xml"], "--reported": ["map=0.5", "x"],
+              "--fail-if": ["map<0.5", "bogus"], "--output": ["FILE:out.xml", "/no/such/folder/r.txt"],
+              "--max-rank": ["1", "0"]},
     "compute-ap": {},
     "presets": {},
     "explain": {},

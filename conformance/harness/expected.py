@@ -66,8 +66,8 @@ VALUE_MEANING = {
     ("empty", "skip_no_hit"): "a query with no relevant item in the top k is left out of the mean",
     ("gain", "linear"): "nDCG gains g for grade g",
     ("gain", "exponential"): "nDCG gains 2**g - 1 for grade g (weighs high grades more)",
-    ("discount", "log2"): "nDCG discounts rank r by 1 / log2(r + 1)",
-    ("discount", "trec"): "nDCG leaves ranks 1 and 2 undiscounted, then 1 / log2(r) (trec_eval)",
+    ("discount", "log2"): "nDCG discounts rank r by 1 / log2(r + 1) (also trec_eval since 9.0.4)",
+    ("discount", "trec_eval_9.0a3"): "nDCG leaves ranks 1 and 2 undiscounted, then 1 / log2(r) (trec_eval 9.0a3)",
     ("recall", "fraction"): "Recall@k is the share of all relevant items found in the top k",
     ("recall", "hit"): "Recall@k is 1 when some relevant item is in the top k (the hit rate of metric learning)",
 }

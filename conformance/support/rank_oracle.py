@@ -40,8 +40,8 @@ def discount(r: int) -> Fraction:
 
 
 def rank_discount(r: int, rule: str) -> Fraction:
-    """log2: d(r); trec: 1 at rank 1, then the float nearest to 1 / log2(r) (= d(r - 1))."""
-    if rule == "trec":
+    """log2: d(r); trec_eval_9.0a3: 1 at rank 1, then the float nearest to 1 / log2(r) (= d(r - 1))."""
+    if rule == "trec_eval_9.0a3":
         return Fraction(1) if r == 1 else discount(r - 1)
     return discount(r)
 

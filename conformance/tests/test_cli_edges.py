@@ -52,6 +52,7 @@ def every_subcommand(runs):
         "check": ["check", "no_such_module_here:f"],  # a usage-error report, written to stdout
         "identify": ["identify", "no_such_module_here:f"],
         "bench": ["bench", "--help"],
+        "audit": ["audit", "--npz", runs[0], "--protocol", "hashing"],
         "compute-ap": ["compute-ap"],  # the program's usage, on stdout
         "presets": ["presets"],
         "explain": ["explain"],

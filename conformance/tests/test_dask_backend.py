@@ -6,6 +6,7 @@ Skipped where ``dask.distributed`` is not installed (tox's minimal environment).
 from __future__ import annotations
 
 import ast
+import logging
 import subprocess
 import sys
 
@@ -18,7 +19,7 @@ from retrieval_conformance.conformance.support.dask_support import (
     local_cluster,
     requires_distributed,
 )
-from retrieval_conformance.implementations.dask_backend import DaskEvaluationError, DaskImplementation
+from retrieval_conformance.implementations.dask import DaskEvaluationError, DaskImplementation
 from retrieval_conformance.reference.contract import registry
 from retrieval_conformance.reference.contract.problem import ARRAY_FIELDS
 
@@ -36,7 +37,7 @@ def test_unavailable_without_a_client_and_dask_imported_lazily():
         "import sys\n"
         "import retrieval_conformance as rc\n"
         "from retrieval_conformance.reference.contract import registry\n"
-        "import retrieval_conformance.implementations.dask_backend\n"
+        "import retrieval_conformance.implementations.dask\n"
         "first = registry.unavailable_reason('dask')\n"
         "auto = registry.get('auto').name\n"
         "lazy = sorted(m for m in sys.modules if m.split('.')[0] in ('dask', 'distributed'))\n"
@@ -202,3 +203,44 @@ def test_a_worker_killed_mid_run(cluster, chunked, tmp_path, allowed_failures):
             with pytest.raises(DaskEvaluationError, match=r"could not be computed on the cluster \(KilledWorker"):
                 rc.evaluate(**kwargs, implementation=chunked(3))
     assert_identical(rc.evaluate(**kwargs, implementation="dask"), want)  # the cluster still works
+
+
+@pytest.mark.parametrize("shards, block_size", [(None, None), (None, 6), (2, None), (2, 6)],
+                         ids=["whole", "whole-blocks", "shards", "shards-blocks"])
+def test_a_client_closed_mid_run_raises_our_error(shards, block_size):
+    """The client closed while chunks are out: distributed's ClosedClientError (from cancelling
+    the rest) or "IOLoop is closed" reached the caller; now DaskEvaluationError, naming it."""
+    import distributed
+
+    rng = np.random.default_rng(0)
+    kw = dict(distances=rng.random((20, 50)), query_labels=rng.integers(0, 3, 20), db_labels=rng.integers(0, 3, 50))
+    registry.register("dask-closing", lambda: DaskImplementation(chunk_queries=2, gallery_shards=shards))
+    try:
+        with distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=False, dashboard_address=":0",
+                                      silence_logs=logging.CRITICAL) as local:
+            client = distributed.Client(local)
+
+            def close_at_first(done, total):
+                client.close()
+
+            with client.as_current(), pytest.raises(
+                    DaskEvaluationError, match=r"^implementation 'dask': the dask.distributed client was closed "
+                                               r"during the evaluation \(.*no partial result"):
+                rc.evaluate(**kw, implementation="dask-closing", progress=close_at_first, block_size=block_size)
+    finally:
+        registry.unregister("dask-closing")
+
+
+@pytest.mark.parametrize("chunk", [None, 1, 3])
+def test_embeddings_in_any_blocks_are_the_local_bits(chunked, chunk):
+    """Near-tied float32 embeddings (distances that BLAS rounded per block): every query block
+    size and chunk size gives the local implementation's per-query values, bit for bit."""
+    rng = np.random.default_rng(3)
+    levels = np.array([-0.3, -0.1, 0.1, 0.3], dtype=np.float32)
+    kw = dict(query_embeddings=levels[rng.integers(0, 4, (9, 24))], db_embeddings=levels[rng.integers(0, 4, (80, 24))],
+              query_labels=rng.integers(0, 5, 9), db_labels=rng.integers(0, 5, 80))
+    want = rc.evaluate(**kw, implementation=LOCAL)
+    for block_size in (None, 1, 4):
+        got = rc.evaluate(**kw, implementation=chunked(chunk), block_size=block_size)
+        for field in ("ap", "cmc", "inp", "precision_at_k", "r_precision"):
+            assert np.array_equal(getattr(got.per_query, field), getattr(want.per_query, field)), (block_size, field)

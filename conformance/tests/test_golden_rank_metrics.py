@@ -73,11 +73,12 @@ def d(r: int) -> Fraction:
 
 
 def d_trec(r: int) -> Fraction:
-    """spec §7 discount=trec, as trec_eval's m_ndcg.c: rank 1 undiscounted, then 1/log2(r) = d(r - 1)."""
+    """spec §7 discount=trec_eval_9.0a3, as trec_eval 9.0a3's m_ndcg.c: rank 1 undiscounted, then
+    1/log2(r) = d(r - 1)."""
     return Fraction(1) if r == 1 else d(r - 1)
 
 
-DISCOUNTS = {"log2": d, "trec": d_trec}
+DISCOUNTS = {"log2": d, "trec_eval_9.0a3": d_trec}
 
 
 # -- the hand formulas -----------------------------------------------------------------------
@@ -184,7 +185,7 @@ def oracle_query(scores: Sequence[float], grades: Sequence[int], ties: str, k: O
 PRESETS = {  # spec §9: the values of the options these cases read
     "hashing": dict(ties="stable", empty="zero", gain="linear", recall="fraction", discount="log2"),
     "pml": dict(ties="stable", empty="skip", gain="linear", recall="hit", discount="log2"),
-    "trec": dict(ties="reverse", empty="zero", gain="linear", recall="fraction", discount="trec"),
+    "trec": dict(ties="reverse", empty="zero", gain="linear", recall="fraction", discount="log2"),
     "sklearn-ndcg": dict(ties="expected", empty="zero", gain="linear", recall="fraction", discount="log2"),
 }
 

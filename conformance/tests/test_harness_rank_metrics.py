@@ -35,7 +35,7 @@ IDENTIFIED = [
     ("mrr_counting_junk:mrr", "mrr", "hashing", {}, "mrr-counting-junk"),
     ("mrr_counting_junk:mrr_junk_removed", "mrr", "hashing", {}, None),
     ("recall_hit:recall_at_k", "recall-at-k", "hashing", {"recall": "hit"}, None),
-    ("ndcg_trec_discount:ndcg_cut", "sklearn-ndcg", "trec", {}, None),
+    ("ndcg_trec_eval_9_0a3:ndcg_cut", "sklearn-ndcg", "trec", {"discount": "trec_eval_9.0a3"}, None),
 ]
 
 
@@ -50,14 +50,15 @@ def test_identify_names_the_convention_and_the_bug(target, adapter, preset, diff
 
 
 def test_ignore_ties_variant_is_a_reverse_tie_order():
-    """A stable sort reversed: ties in reverse gallery order.  trec orders ties the same way but
-    discounts differently (spec §7 discount=trec), so the verdict is scikit-learn's nDCG with
-    reversed ties, not trec."""
+    """A stable sort reversed: ties in reverse gallery order, linear gains, every rank discounted by
+    log2(r + 1).  That is trec_eval's nDCG since 9.0.4 (spec §9 preset=trec: ties by name
+    descending, §7 discount=log2), so the verdict is the trec preset with no difference; under
+    trec_eval 9.0a3's discount it would not match (``ndcg_trec_eval_9_0a3`` does)."""
     report, ident = _ident("sklearn_ndcg_style:ndcg_score_ignore_ties", "sklearn-ndcg")
     assert ident.matched, report.text()
     best = _best(ident).conv
     assert best.ties == "reverse" and best.gain == "linear" and best.discount == "log2"
-    assert ident.preset == "sklearn-ndcg" and ident.differences == {"ties": "reverse"} and ident.bug is None
+    assert ident.preset == "trec" and ident.differences == {} and ident.bug is None, report.text()
 
 
 def test_no_verdict_when_nothing_reproduces_the_values():
@@ -76,7 +77,8 @@ FLAGGED = [
     ("ndcg_ideal_from_retrieved:ndcg_at_k", "sklearn-ndcg", {"ties": "stable"}, "k/inside", "spec §7 nDCG"),
     ("mrr_counting_junk:mrr", "mrr", {}, "junk/before-first-relevant", "spec §7 MRR"),
     ("recall_hit:recall_at_k", "recall-at-k", {}, "k/inside", "spec §7 recall=fraction"),
-    ("ndcg_trec_discount:ndcg_cut", "sklearn-ndcg", {"ties": "reverse"}, "ndcg/graded", "spec §7 discount=log2"),
+    ("ndcg_trec_eval_9_0a3:ndcg_cut", "sklearn-ndcg", {"ties": "reverse"}, "ndcg/graded",
+     "spec §7 discount=log2"),
 ]
 
 

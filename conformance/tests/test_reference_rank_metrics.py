@@ -38,7 +38,7 @@ def _grouped_k_inside(dist_row, junk_row, k) -> bool:
 @given(graded_problems(), st.sampled_from(TIE_POLICIES), st.sampled_from(GAINS),
        st.one_of(st.none(), st.integers(1, 8)), st.sampled_from(DISCOUNTS))
 @example((np.array([[0.0, 1.0, 1.0, 2.0]]), np.array([[0, 3, 1, 2]]), None), "expected", "exponential", 2, "log2")
-@example((np.array([[1.0, 1.0, 1.0]]), np.array([[0, 0, 2]]), None), "expected", "linear", 1, "trec")
+@example((np.array([[1.0, 1.0, 1.0]]), np.array([[0, 0, 2]]), None), "expected", "linear", 1, "trec_eval_9.0a3")
 def test_reference_equals_the_oracle(problem, ties, gain, k, discount):
     dist, grades, junk = problem
     junk_rows = np.zeros(dist.shape, bool) if junk is None else junk
@@ -95,9 +95,10 @@ def test_bad_grades_are_named(bad, message):
 
 
 def test_trec_discount_hand_example():
-    """spec §7 discount=trec: ranked grades 0, 1, 2 -> DCG = 0 + 1/log2(2) + 2/log2(3), ideal
+    """spec §7 discount=trec_eval_9.0a3: ranked grades 0, 1, 2 -> DCG = 0 + 1/log2(2) + 2/log2(3), ideal
     2 + 1 (ranks 1 and 2 both undiscounted)."""
-    res = rc.evaluate(distances=[[0.1, 0.2, 0.3]], relevance=[[0, 1, 2]], discount="trec", implementation="reference")
-    d3 = rank_oracle.rank_discount(3, "trec")  # the float nearest to 1 / log2(3)
+    res = rc.evaluate(distances=[[0.1, 0.2, 0.3]], relevance=[[0, 1, 2]], discount="trec_eval_9.0a3",
+                      implementation="reference")
+    d3 = rank_oracle.rank_discount(3, "trec_eval_9.0a3")  # the float nearest to 1 / log2(3)
     assert d3 == rank_oracle.discount(2)
     assert res.per_query.exact["ndcg"][0] == (1 + 2 * d3) / 3

@@ -316,14 +316,19 @@ def test_random_runs_match_trec_eval_style(implementation):
         k = rng.choice([1, 3, 10, 40])
         level = rng.choice([1, 1, 2])
         complete = rng.random() < 0.3
-        per_query, means = trec_eval_style(run, qrels, cutoffs=(k,), relevance_level=level, complete=complete)
-        res = evaluate_run(run, qrels, k=k, relevance_level=level, complete=complete, implementation=implementation)
+        depth, judged_only = rng.choice([None, None, 2, 7]), rng.random() < 0.3  # trec_eval -M, -J
+        per_query, means = trec_eval_style(run, qrels, cutoffs=(k,), relevance_level=level, complete=complete,
+                                           depth=depth, judged_only=judged_only)
+        res = evaluate_run(run, qrels, k=k, relevance_level=level, complete=complete, depth=depth,
+                           judged_only=judged_only, implementation=implementation)
         assert res.extras["query_ids"] == list(per_query), case
-        columns = {"map": res.ap, "Rprec": res.per_query.r_precision, f"P_{k}": res.per_query.precision_at_k,
-                   f"recall_{k}": res.per_query.recall_at_k}
+        columns = dict(res.extras["trec_eval_per_query"], map=res.ap, Rprec=res.per_query.r_precision,
+                       **{f"P_{k}": res.per_query.precision_at_k, f"recall_{k}": res.per_query.recall_at_k})
         for i, qid in enumerate(per_query):
-            for name, values in columns.items():
-                assert values[i] == pytest.approx(float(per_query[qid][name]), rel=1e-12, abs=1e-15), (case, qid, name)
+            assert set(per_query[qid]) <= set(columns), case
+            for name, want in per_query[qid].items():
+                got = columns[name][i]
+                assert got == pytest.approx(float(want), rel=1e-12, abs=1e-15), (case, qid, name)
         if implementation == "reference":
             assert res.exact.map == means["map"] and res.exact.precision_at_k == means[f"P_{k}"]
             assert res.exact.recall_at_k == means[f"recall_{k}"], case

@@ -139,7 +139,7 @@ def test_front_end_options_reach_the_implementation(implementation):
     grades = np.array([[0, 3, 1, 2, 0, 5], [2, 0, 0, 1, 0, 0], [0] * 6])
     for ties in TIE_POLICIES:
         for kw in ({"gain": "exponential", "recall": "hit", "k": 4},
-                   {"gain": "linear", "discount": "trec", "k": None},
+                   {"gain": "linear", "discount": "trec_eval_9.0a3", "k": None},
                    {"recall": "hit", "k": 2, "discount": "log2"}):
             if ties == "grouped" and kw["k"] is not None:  # k inside a tie group
                 continue

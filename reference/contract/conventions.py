@@ -26,8 +26,17 @@ OPTIONS: Dict[str, Tuple[int, Tuple[str, ...]]] = {
     "ap_at_k": (6, ("hits", "r", "min_k_r", "dcmh")),
     "empty": (8, ("zero", "skip", "skip_no_hit", "nan", "error")),
     "gain": (7, ("linear", "exponential")),
-    "discount": (7, ("log2", "trec")),
+    "discount": (7, ("log2", "trec_eval_9.0a3")),
     "recall": (7, ("fraction", "hit")),
+}
+
+#: values that once existed and changed meaning: refused by name, with what to write instead, so
+#: that an old call never gives a silently different number
+RETIRED: Dict[Tuple[str, str], str] = {
+    ("discount", "trec"): (
+        "'trec' no longer names a discount, because trec_eval changed its rule: pass 'log2' for "
+        "trec_eval 9.0.4 and later (9.0.8, 10.0, pytrec_eval: every rank r divided by log2(r + 1)) or "
+        "'trec_eval_9.0a3' for the 2008 rule (ranks 1 and 2 undiscounted, then 1 / log2(r))"),
 }
 
 
@@ -89,7 +98,8 @@ EMPTY_POLICIES = values("empty")
 EMPTY_POLICIES_WITH_A_MEAN = tuple(p for p in EMPTY_POLICIES if p != "error")
 #: the gain of a relevance grade g in nDCG: g (linear) or 2**g - 1 (exponential)
 GAINS = values("gain")
-#: the rank discount of DCG: 1 / log2(r + 1), or trec_eval's (1 at rank 1, then 1 / log2(r))
+#: the rank discount of DCG: 1 / log2(r + 1) (also trec_eval >= 9.0.4), or trec_eval 9.0a3's
+#: (1 at rank 1, then 1 / log2(r))
 DISCOUNTS = values("discount")
 #: what Recall@k means: H(k) / R (the IR sense) or [r_1 <= k] (the metric-learning hit rate)
 RECALL_SENSES = values("recall")

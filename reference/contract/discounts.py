@@ -22,6 +22,7 @@ import threading
 from typing import Tuple
 
 import numpy as np
+from retrieval_conformance.reference.contract.conventions import DISCOUNTS
 from retrieval_conformance.reference.contract.double_double import dd_add, dd_div, dd_mul, two_sum
 
 # ln 2 as a double-double (hi + lo)
@@ -95,29 +96,33 @@ def discount_table(n: int) -> np.ndarray:
     return _table[:n]
 
 
+def _check_rule(rule: str) -> None:
+    if rule not in DISCOUNTS:
+        raise ValueError(f"discount: expected one of {list(DISCOUNTS)}, got {rule!r}")
+
+
 def discount(rank: int, rule: str = "log2") -> float:
     """The discount of one 1-based rank under ``rule`` (the entry of :func:`rank_discounts`),
     read from the table without building a shifted copy."""
-    if rule == "trec":
+    _check_rule(rule)
+    if rule == "trec_eval_9.0a3":
         return 1.0 if rank == 1 else float(discount_table(rank - 1)[rank - 2])
-    if rule != "log2":
-        raise ValueError(f"discount: expected 'log2' or 'trec', got {rule!r}")
     return float(discount_table(rank)[rank - 1])
 
 
 def rank_discounts(n: int, rule: str = "log2") -> np.ndarray:
     """The discounts of ranks 1 .. n under ``Options.discount`` (read-only float64):
 
-    * ``"log2"``: ``d(r) = 1 / log2(r + 1)`` (:func:`discount_table`);
-    * ``"trec"``: trec_eval's ``1`` at rank 1 and ``1 / log2(r)`` from rank 2 on, which is
-      ``d(r - 1)``: the same table shifted by one rank (ranks 1 and 2 both weigh 1).
+    * ``"log2"``: ``d(r) = 1 / log2(r + 1)`` (:func:`discount_table`), also trec_eval's
+      rule since 9.0.4 (9.0.8, 10.0, pytrec_eval);
+    * ``"trec_eval_9.0a3"``: trec_eval 9.0a3's ``1`` at rank 1 and ``1 / log2(r)`` from rank 2
+      on, which is ``d(r - 1)``: the same table shifted by one rank (ranks 1 and 2 both weigh 1).
 
     Every implementation reads its discounts here, so the two rules cost one table.
     """
+    _check_rule(rule)
     if rule == "log2":
         return discount_table(n)
-    if rule != "trec":
-        raise ValueError(f"discount: expected 'log2' or 'trec', got {rule!r}")
     n = int(n)
     if n < 1:
         return discount_table(0)

@@ -46,9 +46,9 @@ PRESETS: Dict[str, Preset] = {
                "precision_at_1; queries without a match left out; Recall@k as the hit rate)",
                recall="hit"),
         Preset("trec", "reverse", "precision_sum", "r", "zero", (),
-               "usnistgov/trec_eval map, map_cut_k, ndcg_cut_k, recip_rank, P_k (ties by document "
-               "name descending: reverse gallery order when the gallery is sorted by name; nDCG's first two "
-               "ranks undiscounted)", discount="trec"),
+               "usnistgov/trec_eval 9.0.4 and later (9.0.8, 10.0), pytrec_eval: map, map_cut_k, ndcg_cut_k, "
+               "recip_rank, P_k (ties by document name descending: reverse gallery order when the gallery "
+               "is sorted by name; nDCG discounts every rank r by log2(r + 1))"),
         Preset("sklearn-ndcg", "expected", "precision_sum", "hits", "zero", (),
                "scikit-learn ndcg_score (ignore_ties=False averages the gain over tied scores; "
                "a row without a relevant item scores 0)"),

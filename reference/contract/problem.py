@@ -50,9 +50,9 @@ class Options:
     gain : {"linear", "exponential"}
         The gain of a relevance grade g in nDCG: g, or 2**g - 1 (spec §7 gain=linear).
         The same for binary relevance (grade 1 gains 1 either way).
-    discount : {"log2", "trec"}
-        The rank discount of DCG: ``1 / log2(r + 1)``, or trec_eval's ``1`` at rank 1 and
-        ``1 / log2(r)`` after it (spec §7 discount=log2).
+    discount : {"log2", "trec_eval_9.0a3"}
+        The rank discount of DCG: ``1 / log2(r + 1)`` (also trec_eval's since 9.0.4), or
+        trec_eval 9.0a3's ``1`` at rank 1 and ``1 / log2(r)`` after it (spec §7 discount=log2).
     recall : {"fraction", "hit"}
         What ``recall_at_k`` means: H(k) / R (the IR sense), or 1 when a relevant item is in
         the top k (the metric-learning sense, the CMC hit rate) (spec §7 recall=fraction).

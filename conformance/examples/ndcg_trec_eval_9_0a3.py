@@ -1,10 +1,11 @@
-"""nDCG in the style of trec_eval's ``ndcg_cut``: documents in score order with ties by name
-descending (here: reverse gallery order), the gain of the first document undiscounted and the
-i-th (0-based, i >= 1) divided by log2(i + 1), so ranks 1 and 2 weigh the same (spec §7
-discount=trec).  The ideal uses the same discounts.
+"""nDCG as trec_eval 9.0a3 (2008) computed ``ndcg_cut``: documents in score order with ties by
+name descending (here: reverse gallery order), the gain of the first document undiscounted and
+the i-th (0-based, i >= 1) divided by log2(i + 1), so ranks 1 and 2 weigh the same (spec §7
+discount=trec_eval_9.0a3).  The ideal uses the same discounts.  trec_eval 9.0.4 and later
+divide the i-th by log2(i + 2) instead (spec §7 discount=log2).
 
-Expected: ``--identify`` under ``sklearn-ndcg`` says "matches `trec`" (ties=reverse,
-discount=trec, linear gains); ``check`` under ``sklearn-ndcg`` flags ``spec §7 discount=log2``.
+Expected: ``--identify`` under ``sklearn-ndcg`` says "matches `trec`" with
+discount=trec_eval_9.0a3; ``check`` under ``sklearn-ndcg`` flags ``spec §7 discount=log2``.
 """
 import math
 
