@@ -358,3 +358,14 @@ def test_check_passes_a_function_returning_exact_fractions(tmp_path, capsys):
     status = main(["check", f"{tmp_path / 'exact_map.py'}:calc_map", "--only", "golden/*", "--isolation", "process"])
     out = capsys.readouterr().out
     assert status == 0, out[-1500:]
+
+
+@posix_only
+def test_fuzz_target_cli_runs_and_refuses_what_it_does_not_use(capsys):
+    from retrieval_conformance.conformance.fuzz.__main__ import main as fuzz_main
+
+    assert fuzz_main(["--target", "cli", "--cases", "5", "--quiet"]) == 0
+    assert "command-line vectors, seed 0: 5 in" in capsys.readouterr().out
+    for argv in (["--workers", "2"], ["--json", "out.json"], ["--start", "3"], ["--cases", "0"]):
+        assert fuzz_main(["--target", "cli", *argv]) == 2
+        assert capsys.readouterr().err.startswith("error: --")
