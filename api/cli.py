@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import List, Optional, Tuple
+from typing import Dict, List, Optional, Tuple
 
 from retrieval_conformance import strict_json
 from retrieval_conformance.array_files import EVALUATE_ARRAYS, ArrayBudget, read_array_file, read_search_file
@@ -215,15 +215,35 @@ def evaluate_main(args) -> int:
                 dict(summary, trec_eval=res.extras["trec_eval"])
         print(strict_json.dumps(summary, indent=2, default=str))
         return 0
+    if trec and not args.quiet:
+        print("\n".join(trec_eval_lines(results)))
+        return 0
     for one in results:
         if args.quiet:
             print(f"{one.map!r}")
-        elif trec:
-            for name, value in one.extras["trec_eval"].items():  # as trec_eval prints its summary
-                print(f"{name:<22}\tall\t{value}")
         else:
             _print_result(one)
     return 0
+
+
+def trec_eval_lines(results) -> List[str]:
+    """The summary as trec_eval prints it (``%-22s\\tall\\t%.4f``, counts as integers): each measure
+    once, the measures of a cut-off family (``P_5``, ``P_10``, ...) together in the order of the
+    cut-offs; ``--json`` has the full float64 values."""
+    uncut: Dict[str, object] = {}
+    families: Dict[str, Dict[str, object]] = {}
+    for one in results:
+        for name, value in one.extras["trec_eval"].items():
+            family, _, cut = name.rpartition("_")
+            if family and cut.isdigit():
+                families.setdefault(family, {}).setdefault(name, value)
+            else:
+                uncut.setdefault(name, value)
+    measures = dict(uncut)
+    for family in families.values():
+        measures.update(family)
+    return [f"{name:<22}\tall\t{value if isinstance(value, int) else format(value, '.4f')}"
+            for name, value in measures.items()]
 
 
 def _parse_k(text: str) -> Optional[list]:
