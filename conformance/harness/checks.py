@@ -31,7 +31,15 @@ from retrieval_conformance.conformance.harness.cases import (
     golden_cases,
     hypothesis_strategy,
 )
-from retrieval_conformance.conformance.harness.describe import alternatives, clause_of, components, why_of, without
+from retrieval_conformance.conformance.harness.describe import (
+    alternatives,
+    cause_of,
+    clause_of,
+    components,
+    why_of,
+    without,
+)
+from retrieval_conformance.conformance.harness.known import KnownDeviations, cause_spellings
 from retrieval_conformance.conformance.harness.predict import within
 from retrieval_conformance.conformance.harness.probes import minus_one_probe
 from retrieval_conformance.conformance.harness.report import (
@@ -74,6 +82,9 @@ class Checker:
 
     def __init__(self, session: Session):
         self.s = session
+        every_id = [c.name for c in golden_cases()] + [f.id for f in FAMILIES] + [f.id for f in FINDING_CHECKS]
+        self.known = KnownDeviations.parse(session.known, every_id)
+        self._causes: List[Tuple[str, ...]] = []
         self._pending: List[Tuple[CheckResult, Evaluation, str]] = []  # explained once everything ran
         self._analysis: Optional[Analysis] = None
         self._analysis_size = -1
@@ -93,11 +104,8 @@ class Checker:
     def _selected(self, check_id: str) -> bool:
         return not self.s.only or any(fnmatch.fnmatch(check_id, pat) for pat in self.s.only)
 
-    def _is_known(self, check_id: str, clauses) -> bool:
-        for pat in self.s.known:
-            if fnmatch.fnmatch(check_id, pat) or any(pat == c or pat in c for c in clauses):
-                return True
-        return False
+    def _is_known(self, res: CheckResult) -> bool:
+        return self.known.accepts(res.id, res.deviation.causes if res.deviation else [])
 
     def run_one(self, cid: str, run: Optional[Callable[[], CheckResult]] = None, explain: bool = True
                 ) -> CheckResult:
@@ -113,10 +121,10 @@ class Checker:
         return self._apply_known(res)
 
     def _apply_known(self, res: CheckResult) -> CheckResult:
-        if res.status == DEVIATE and self._is_known(res.id, res.deviation.clauses if res.deviation else []):
+        if res.status == DEVIATE and self._is_known(res):
             res.status = KNOWN
             res.reason = "; ".join(res.deviation.clauses)
-        elif res.status == PASS and any(fnmatch.fnmatch(res.id, p) for p in self.s.known):
+        elif res.status == PASS and self.known.names_check(res.id):
             res.note = "listed as a known deviation but conforms now: remove it from the file"
         return res
 
@@ -226,8 +234,10 @@ class Checker:
             return
         pending, self._pending = self._pending, []
         for res, ev, fam_clause in pending:
+            self._causes = []
             clauses, why = self.explain(ev, fam_clause)
             res.deviation.clauses, res.deviation.explanations = clauses, why
+            res.deviation.causes = self._causes
 
     def explain(self, ev: Evaluation, fam_clause: str) -> Tuple[List[str], List[str]]:
         s = self.s
@@ -278,6 +288,7 @@ class Checker:
         for comp in here:
             clauses.append(clause_of(s, comp))
             why.append(why_of(s, best, comp))
+            self._causes.append(cause_spellings(clause_of(s, comp), cause_of(best, comp)))
         if why:
             why[-1] += f" [reproduces all {v.compared} values of the {v.inputs} inputs compared]"
         alts = alternatives(best, v.survivors[1:], a.dims)

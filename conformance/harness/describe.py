@@ -85,6 +85,15 @@ def clause_of(session: Session, comp: Tuple[str, object]) -> str:
     return what.clause.format(ap_at_k=session.convention.ap_at_k)
 
 
+def cause_of(cand: Candidate, comp: Tuple[str, object]) -> str:
+    """What the function does instead, as a clause: ``spec §4 ties=unstable``, ``spec §11 percent``."""
+    kind, what = comp
+    if kind == "option":
+        return option_clause(what, cand.option(what))
+    assert isinstance(what, Bug)
+    return f"spec §11 {what.id}"
+
+
 def why_of(session: Session, cand: Candidate, comp: Tuple[str, object]) -> str:
     kind, what = comp
     if kind == "option":
