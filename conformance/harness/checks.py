@@ -19,7 +19,7 @@ from dataclasses import replace
 from fractions import Fraction
 from typing import Any, Callable, Dict, List, NamedTuple, Optional, Tuple
 
-from retrieval_conformance.conformance.harness import findings
+from retrieval_conformance.conformance.harness import findings, outside
 from retrieval_conformance.conformance.harness.analysis import Analysis, analyse
 from retrieval_conformance.conformance.harness.candidates import UNSTABLE, search_text
 from retrieval_conformance.conformance.harness.cases import (
@@ -82,7 +82,8 @@ class Checker:
 
     def __init__(self, session: Session):
         self.s = session
-        every_id = [c.name for c in golden_cases()] + [f.id for f in FAMILIES] + [f.id for f in FINDING_CHECKS]
+        every_id = ([c.name for c in golden_cases()] + [f.id for f in FAMILIES] + list(outside.CHECK_IDS)
+                    + [f.id for f in FINDING_CHECKS])
         self.known = KnownDeviations.parse(session.known, every_id)
         self._causes: List[Tuple[str, ...]] = []
         self._pending: List[Tuple[CheckResult, Evaluation, str]] = []  # explained once everything ran
@@ -97,6 +98,8 @@ class Checker:
             plan.append((case.name, lambda c=case: self.check_golden(c)))
         for fam in FAMILIES:
             plan.append((fam.id, lambda f=fam: self.check_family(f)))
+        for cid in outside.CHECK_IDS:  # names real landmark data holds and generated inputs never do
+            plan.append((cid, lambda c=cid: self.check_outside(c)))
         for finding in FINDING_CHECKS:  # about everything the function returned so far
             plan.append((finding.id, lambda f=finding: self.check_finding(f)))
         return [(cid, run) for cid, run in plan if self._selected(cid)]
@@ -213,6 +216,15 @@ class Checker:
         elif state["expressed"] == 0:
             res.status = SKIP
             res.reason = f"no generated input could be expressed: {state['skip']}"
+        res.seconds = time.perf_counter() - start
+        return res
+
+    def check_outside(self, check_id: str) -> CheckResult:
+        """One input outside the protocol's usual domain (:mod:`.outside`), with the AP rule identified."""
+        start = time.perf_counter()
+        v = self.analysis().verdict if self.s.observed else None
+        ap_rule = v.best.conv.ap_rule if v is not None and v.best is not None else self.s.convention.ap_rule
+        res = outside.check_results(self.s, ap_rule, [check_id])[0]
         res.seconds = time.perf_counter() - start
         return res
 

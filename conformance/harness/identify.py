@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import List
 
-from retrieval_conformance.conformance.harness import findings
+from retrieval_conformance.conformance.harness import findings, outside
 from retrieval_conformance.conformance.harness.analysis import Analysis, analyse, expects_value
 from retrieval_conformance.conformance.harness.candidates import UNSTABLE, search_text
 from retrieval_conformance.conformance.harness.cases import FAMILIES, family_skip_reason, golden_cases, sample_cases
@@ -36,6 +36,7 @@ def identify(session: Session, per_family: int = 5) -> Identification:
     analysis = analyse(session)
     ident = identification(session, analysis)
     if analysis.verdict is not None and analysis.verdict.best is not None and not ident.uncheckable:
+        outside.identification_facts(session, analysis.verdict.best, ident)
         probe = minus_one_probe(session, analysis.verdict.best)
         if probe:  # a fact about how it must be called, not a deviation of what it computes
             ident.lines.insert(2, "  note: " + probe + "; pass topk = the gallery size for mAP@ALL")

@@ -5,6 +5,7 @@ status and every cause named.
 """
 from __future__ import annotations
 
+import pytest
 from retrieval_conformance.conformance.harness import check, identify
 
 E = "retrieval_conformance.conformance.examples."
@@ -52,3 +53,63 @@ def test_identify_help_names_identify(capsys):
     assert out.startswith("usage: retrieval-conformance identify") and "Name the conventions" in out
     assert check_main(["--help"]) == 0
     assert "§4 ties=unstable" in capsys.readouterr().out
+
+
+# -- landmark rules: inputs outside the usual domain separate compute_ap.cpp's rule from revisitop's --
+
+def test_landmark_model_is_each_reference_rule_exactly():
+    import random
+
+    from retrieval_conformance.conformance.harness.landmark_rules import landmark_ap
+    from retrieval_conformance.reference.landmark_gldv2 import gldv2_ap_at_k
+    from retrieval_conformance.reference.landmark_oxford import oxford_ap_exact
+    from retrieval_conformance.reference.landmark_revisitop import revisitop_ap, revisitop_positions
+
+    rng = random.Random(3)
+    for _ in range(1500):  # repeated names, overlapping positive and junk lists, unranked positives
+        names = [f"n{i}" for i in range(rng.randint(1, 7))]
+        ranked = [rng.choice(names) for _ in range(rng.randint(0, 9))]
+        pos = [rng.choice(names) for _ in range(rng.randint(1, 4))]
+        junk = [rng.choice(names) for _ in range(rng.randint(0, 3))]
+        assert landmark_ap(ranked, pos, junk, ap_rule="trapezoid") == oxford_ap_exact(ranked, pos, [], junk)
+        assert landmark_ap(ranked, pos, junk, ap_rule="trapezoid", overlap="positive", count="list") == \
+            revisitop_ap(revisitop_positions(ranked, pos, junk), len(pos))
+        assert landmark_ap(ranked, pos, [], ap_rule="precision_sum", repeats="once", count="list", k=3) == \
+            gldv2_ap_at_k(ranked, pos, 3)
+
+
+@pytest.mark.parametrize("example, own, other", [
+    ("landmark_compute_ap_rule:compute_ap", "oxford", "roxford-medium"),
+    ("landmark_revisitop_rule:compute_ap", "roxford-medium", "oxford"),
+])
+def test_compute_ap_and_revisitop_rules_are_told_apart(example, own, other):
+    assert check(E + example, adapter="oxford", protocol=own, max_examples=15).exit_code == 0
+    report = check(E + example, adapter="oxford", protocol=other, max_examples=15)
+    rule = "oxford" if other == "oxford" else "revisitop"
+    clauses = {"outside/positive-also-junk": f"spec §5 {rule} positive also junk",
+               "outside/positive-listed-twice": ("spec §5 oxford compute_ap" if rule == "oxford"
+                                                 else "spec §5 revisitop positives not de-duplicated")}
+    assert report.exit_code == 1 and {r.id: r.deviation.clauses for r in report.deviations} == \
+        {cid: [c] for cid, c in clauses.items()}, report.text()
+    # accepted by the clause it breaks, under its own check id
+    assert check(E + example, adapter="oxford", protocol=other, max_examples=15,
+                 known_deviations=list(clauses.values())).exit_code == 0
+    ident = identify(E + example, adapter="oxford", protocol=other, per_family=3)
+    text = ident.text()
+    assert ident.exit_code == 0 and ident.identification.preset.startswith(own.split("-")[0]), text
+    assert f"(not `{other}`: its rules differ below)" in text
+    overlap = "is skipped as junk" if own == "oxford" else "counts as a hit and still shifts"
+    assert f"outside the protocol: a name both positive and junk {overlap}" in text
+
+
+def test_gldv2_passes_no_junk_and_a_metric_without_junk_conforms():
+    report = check(E + "gldv2_no_junk:gldv2_ap", adapter="oxford", protocol="gldv2", max_examples=15)
+    assert report.exit_code == 0, report.text()
+    # junk names are a fact outside GLDv2, not a deviation; under oxford they are the protocol's
+    assert report.result("outside/junk-ranked").status == "pass"
+    ident = identify(E + "gldv2_no_junk:gldv2_ap", adapter="oxford", protocol="gldv2", per_family=3)
+    text = ident.text()
+    assert ident.exit_code == 0 and ident.identification.preset == "gldv2", text
+    assert "junk names are ranked as wrong predictions" in text and "skipped but keeps its position" in text
+    oxford = check(E + "gldv2_no_junk:gldv2_ap", adapter="oxford", protocol="oxford", max_examples=15)
+    assert oxford.exit_code == 1 and "outside/junk-ranked" in {r.id for r in oxford.deviations}, oxford.text()
