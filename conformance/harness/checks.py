@@ -19,7 +19,7 @@ from dataclasses import replace
 from fractions import Fraction
 from typing import Any, Callable, Dict, List, NamedTuple, Optional, Tuple
 
-from retrieval_conformance.conformance.harness import findings, outside
+from retrieval_conformance.conformance.harness import findings, outside, separate
 from retrieval_conformance.conformance.harness.analysis import Analysis, analyse
 from retrieval_conformance.conformance.harness.candidates import UNSTABLE, search_text
 from retrieval_conformance.conformance.harness.cases import (
@@ -82,7 +82,8 @@ class Checker:
 
     def __init__(self, session: Session):
         self.s = session
-        every_id = ([c.name for c in golden_cases()] + [f.id for f in FAMILIES] + list(outside.CHECK_IDS)
+        every_id = ([c.name for c in golden_cases()] + [f.id for f in FAMILIES] + [separate.CHECK_ID]
+                    + list(outside.CHECK_IDS)
                     + [f.id for f in FINDING_CHECKS])
         self.known = KnownDeviations.parse(session.known, every_id)
         self._causes: List[Tuple[str, ...]] = []
@@ -98,6 +99,7 @@ class Checker:
             plan.append((case.name, lambda c=case: self.check_golden(c)))
         for fam in FAMILIES:
             plan.append((fam.id, lambda f=fam: self.check_family(f)))
+        plan.append((separate.CHECK_ID, self.check_long_lists))
         for cid in outside.CHECK_IDS:  # names real landmark data holds and generated inputs never do
             plan.append((cid, lambda c=cid: self.check_outside(c)))
         for finding in FINDING_CHECKS:  # about everything the function returned so far
@@ -216,6 +218,25 @@ class Checker:
         elif state["expressed"] == 0:
             res.status = SKIP
             res.reason = f"no generated input could be expressed: {state['skip']}"
+        res.seconds = time.perf_counter() - start
+        return res
+
+    def check_long_lists(self) -> CheckResult:
+        """The dedicated long inputs (:mod:`.separate`): the first that deviates is the evidence."""
+        start = time.perf_counter()
+        res = CheckResult(separate.CHECK_ID, separate.CHECK_TITLE, separate.CHECK_CLAUSE, PASS)
+        skipped = ""
+        for case in separate.long_cases():
+            ev = self.s.evaluate(case)
+            if ev.skipped is not None:
+                skipped = ev.skipped
+                continue
+            res.examples += 1
+            if ev.mismatches:
+                self._deviate(res, ev, separate.CHECK_CLAUSE)
+                break
+        if not res.examples:
+            res.status, res.reason = SKIP, skipped
         res.seconds = time.perf_counter() - start
         return res
 

@@ -183,9 +183,10 @@ def check_results(session, ap_rule: str, selected: Sequence[str]) -> List[CheckR
     return results
 
 
-def identification_facts(session, best, ident) -> None:
+def identification_facts(session, best, ident, conventions: Dict[str, object]) -> None:
     """Add the edge inputs' facts to an identification of an ``oxford``-adapter function, and name
-    the landmark preset whose rules they follow (roxford's and oxford's AP agree on usual inputs)."""
+    the landmark preset whose rules they follow (roxford's and oxford's AP agree on usual inputs;
+    ``conventions``: each landmark preset's convention on the usual inputs)."""
     out = run_edges(session, best.conv.ap_rule)
     if out is None:
         return
@@ -194,10 +195,8 @@ def identification_facts(session, best, ident) -> None:
                if any(all(c[n] == v for n, v in rules.items()) for c in out.combos)]
     if ident.preset not in PROTOCOL_RULES:
         return
-    from retrieval_conformance.conformance.harness.session import LANDMARK_CONVENTIONS
-
     old = ident.preset
-    same = [p for p in follows if LANDMARK_CONVENTIONS[p] == LANDMARK_CONVENTIONS[old]]
+    same = [p for p in follows if conventions[p] == conventions[old]]
     if old in same:  # the nearest preset first
         same.remove(old)
         same.insert(0, old)

@@ -113,3 +113,58 @@ def test_gldv2_passes_no_junk_and_a_metric_without_junk_conforms():
     assert "junk names are ranked as wrong predictions" in text and "skipped but keeps its position" in text
     oxford = check(E + "gldv2_no_junk:gldv2_ap", adapter="oxford", protocol="oxford", max_examples=15)
     assert oxford.exit_code == 1 and "outside/junk-ranked" in {r.id for r in oxford.deviations}, oxford.text()
+
+
+# -- cut-offs that bind: lists longer than the cut-offs real code defaults to -------------------
+
+def test_a_default_top10_is_caught_on_long_lists_and_identified():
+    report = check(E + "default_top10:calc_map", max_examples=15, only=["k/*", "mean/*", "size/*"])
+    # only the long lists show it: every input of the other families is at most 8 items long
+    assert {r.id for r in report.deviations} == {"k/long-lists"}, report.text()
+    dev = report.result("k/long-lists").deviation
+    assert dev.clauses == ["spec §6 k=None (whole gallery)"] and "default k = 10" in " ".join(dev.explanations)
+    ident = identify(E + "default_top10:calc_map", per_family=3)
+    ident_ = ident.identification
+    assert ident_.bug == "default-cutoff" and ident_.differences == {}, ident.text()
+    assert [b.label for b in ident_.conventions[0].bugs] == ["default-cutoff[10]"]
+
+
+def test_a_default_top1000_with_an_unstable_sort_divided_by_k_is_identified():
+    ident = identify(E + "default_top1000_div:calc_map", per_family=3)
+    best = ident.identification.conventions[0]
+    assert ident.identification.differences == {"ties": "unstable"}, ident.text()
+    assert sorted(b.label for b in best.bugs) == ["default-cutoff[1000]", "divided-by-k"], ident.text()
+    report = check(E + "default_top1000_div:calc_map", max_examples=15, only=["k/long-lists", "mean/*"])
+    assert report.exit_code == 1
+    assert {c for r in report.deviations for c in r.deviation.clauses} == \
+        {"spec §6 k=None (whole gallery)", "spec §6 ap_at_k=hits"}, report.text()
+
+
+def _cut_at_1000(qB, rB, query_L, retrieval_L, topk=1000):
+    """hashing mAP with a stable sort whose topk defaults to 1000 (no division by k)."""
+    import numpy as np
+
+    total = 0.0
+    for q in range(query_L.shape[0]):
+        gnd = (retrieval_L @ query_L[q]) > 0
+        ham = 0.5 * (qB.shape[1] - rB @ qB[q])
+        ranks = np.flatnonzero(gnd[np.argsort(ham, kind="stable")][:topk]) + 1.0
+        if ranks.size:
+            total += np.mean(np.arange(1, ranks.size + 1) / ranks)
+    return total / query_L.shape[0]
+
+
+def test_the_challenge_runs_the_input_where_the_nearest_alternative_differs():
+    # evidence of short inputs only: the protocol and "its own default cut at 1000" agree on all of them
+    from retrieval_conformance.conformance.harness.analysis import analyse
+    from retrieval_conformance.conformance.harness.cases import family, sample_cases
+    from retrieval_conformance.conformance.harness.session import Session
+
+    with Session(_cut_at_1000, isolation="none") as s:
+        caps = s.adapter.capabilities(True)
+        for case in sample_cases(family("mean/many-queries"), caps, 6):
+            s.run_case(case)
+        verdict = analyse(s).verdict
+        assert [b.label for b in verdict.best.bugs] == ["default-cutoff[1000]"], verdict.best
+        assert any(ev.case.name.endswith("#past-1000") for ev in s.observed)
+        assert verdict.split_inputs >= 1
