@@ -77,15 +77,18 @@ FINDING_CHECKS = (
 )
 
 
+def every_check_id() -> List[str]:
+    """Every check id, in the order they run (whatever the adapter: a check it cannot express is skipped)."""
+    return ([c.name for c in golden_cases()] + [f.id for f in FAMILIES] + [separate.CHECK_ID]
+            + list(outside.CHECK_IDS) + [f.id for f in FINDING_CHECKS])
+
+
 class Checker:
     """Runs the checks of one :class:`Session` and explains its deviations."""
 
     def __init__(self, session: Session):
         self.s = session
-        every_id = ([c.name for c in golden_cases()] + [f.id for f in FAMILIES] + [separate.CHECK_ID]
-                    + list(outside.CHECK_IDS)
-                    + [f.id for f in FINDING_CHECKS])
-        self.known = KnownDeviations.parse(session.known, every_id)
+        self.known = KnownDeviations.parse(session.known, every_check_id())
         self._causes: List[Tuple[str, ...]] = []
         self._pending: List[Tuple[CheckResult, Evaluation, str]] = []  # explained once everything ran
         self._analysis: Optional[Analysis] = None
