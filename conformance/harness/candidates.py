@@ -144,6 +144,8 @@ def _previous_hit_sum(ranks: Sequence[int]) -> Any:
     return total
 
 
+#: the section of the specification that describes each known bug under its id (a test checks each resolves)
+BUG_SECTION = "§11"
 #: the cut-offs real evaluation code defaults to (``topk=1000``, ``map_at_k=[100]``, ``mrr_at_k=[10]``...)
 DEFAULT_CUTOFFS = (10, 20, 50, 100, 1000)
 

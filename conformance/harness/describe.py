@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import List, Sequence, Tuple
 
-from retrieval_conformance.conformance.harness.candidates import Bug, Candidate, meaning, option_clause
+from retrieval_conformance.conformance.harness.candidates import BUG_SECTION, Bug, Candidate, meaning, option_clause
 from retrieval_conformance.conformance.harness.session import Session, preset_convention, presets_for
 
 
@@ -91,7 +91,7 @@ def cause_of(cand: Candidate, comp: Tuple[str, object]) -> str:
     if kind == "option":
         return option_clause(what, cand.option(what))
     assert isinstance(what, Bug)
-    return f"spec §11 {what.id}"
+    return f"spec {BUG_SECTION} {what.id}"
 
 
 def why_of(session: Session, cand: Candidate, comp: Tuple[str, object]) -> str:

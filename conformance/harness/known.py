@@ -16,17 +16,19 @@ An entry that names no check and no clause is refused by name (exit status 2), n
 from __future__ import annotations
 
 import fnmatch
+import re
 from dataclasses import dataclass, field
 from typing import FrozenSet, Iterable, List, Sequence
 
 from retrieval_conformance.conformance.harness.adapter_base import UsageError
 
-CAUSE_PREFIXES = ("§", "spec §")
+#: a cause entry: a section sign and its number, "spec " in front allowed
+CAUSE_RE = re.compile(r"^(spec )?\u00a7\d")
 
 
 def is_cause(entry: str) -> bool:
     """Whether an entry names a clause (a cause) rather than a check id."""
-    return entry.strip().startswith(CAUSE_PREFIXES)
+    return CAUSE_RE.match(entry.strip()) is not None
 
 
 def clause_ids(citation: str) -> FrozenSet[str]:
