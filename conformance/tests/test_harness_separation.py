@@ -175,3 +175,33 @@ def test_every_known_bug_has_its_clause_a_cause_entry_can_name():
     from retrieval_conformance.reference.contract.spec import clauses
 
     assert all(f"{BUG_SECTION} {b.id}" in clauses() for b in BUGS)
+
+
+def _gldv2_without_cut(positives, junk, ranked_list):
+    """Precision-sum AP over the whole list / |P|: GLDv2's metric without its cut at 100."""
+    relevant, hits, total = set(positives), 0, 0.0
+    for i, name in enumerate(ranked_list, start=1):
+        if name in relevant:
+            hits += 1
+            total += hits / i
+    return total / len(positives)
+
+
+def _gldv2_over_r(positives, junk, ranked_list):
+    """GLDv2's AP@100 divided by |P| instead of min(100, |P|)."""
+    relevant, hits, total = set(positives), 0, 0.0
+    for i, name in enumerate(ranked_list[:100], start=1):
+        if name in relevant:
+            hits += 1
+            total += hits / i
+    return total / len(positives)
+
+
+@pytest.mark.parametrize("func, clause, named", [
+    (_gldv2_without_cut, "spec §6 the cut-off k", "the cut-off is ignored"),
+    (_gldv2_over_r, "spec §6 ap_at_k=min_k_r", "ap_at_k=r"),
+])
+def test_gldv2_cut_at_100_and_min_r_100_bind_on_long_lists(func, clause, named):
+    report = check(func, adapter="oxford", protocol="gldv2", max_examples=10, only=["k/*", "mean/*"])
+    assert {r.id: r.deviation.clauses for r in report.deviations} == {"k/long-lists": [clause]}, report.text()
+    assert named in " ".join(report.result("k/long-lists").deviation.explanations)
