@@ -32,6 +32,7 @@ from retrieval_conformance.conformance.harness.landmark_rules import (
 )
 from retrieval_conformance.conformance.harness.predict import within
 from retrieval_conformance.conformance.harness.report import DEVIATE, PASS, SKIP, CheckResult, Deviation, Mismatch
+from retrieval_conformance.conformance.harness.snippet import function_import
 
 CHECK_IDS = tuple(e.id for e in EDGE_INPUTS)
 #: the family these inputs form, as reports name it
@@ -173,9 +174,10 @@ def check_results(session, ap_rule: str, selected: Sequence[str]) -> List[CheckR
             mism = Mismatch("AP", "value" if run.value is not None else "raised",
                             run.value if run.value is not None else run.error, want, 0)
             pos, junk, ranked = run.call.args
-            snippet = (f"print({session.target.rsplit(':', 1)[-1]}({pos!r}, {junk!r}, {ranked!r}))"
+            imp, name = function_import(session.func, session.target)
+            snippet = (f"{imp}\nprint({name}({pos!r}, {junk!r}, {ranked!r}))"
                        f"  # yours: {_value_text(run)}; protocol {session.protocol}: {want}")
-            res.deviation = Deviation(e.id, [clause], [f"{e.what}: it does this: {what}"], [mism],
+            res.deviation = Deviation(e.id, [clause], [f"it follows another rule here: {what}"], [mism],
                                       f"one query, {e.what}: positives {list(pos)}, junk {list(junk)}, "
                                       f"ranked {list(ranked)}", snippet, size=len(ranked))
             res.deviation.causes = [cause_spellings(clause)]
