@@ -170,6 +170,8 @@ class Accumulator:
         query_cams, junk
             The block's cameras (with ``db_cams``) and an explicit (queries, gallery) junk mask.
 
+        Notes
+        -----
         A block that fails validation raises (naming the argument and where the block starts)
         and leaves the accumulator as it was.
         """

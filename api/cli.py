@@ -7,6 +7,7 @@ import sys
 from typing import List, Optional
 
 from retrieval_conformance.array_files import EVALUATE_ARRAYS, ArrayBudget, read_array_file
+from retrieval_conformance.reference.contract import options_table
 
 
 def _load(target: str):
@@ -72,10 +73,9 @@ def evaluate_main(args) -> int:
         except ValueError as exc:
             print(f"error: {exc}", file=sys.stderr)
             return 2
-        overrides = {key: getattr(args, key) for key in ("ties", "ap_rule", "ap_at_k", "empty", "radius", "gain",
-                                                         "recall", "discount", "device")}
-        kwargs = dict(arrays, protocol=args.protocol, max_rank=args.max_rank,
-                      implementation=args.implementation, progress=args.progress and not args.quiet, **overrides)
+        # every option of the table but k (parsed below) goes to evaluate as it was given
+        options = {o.name: getattr(args, o.name) for o in options_table.taken_by("evaluate-cli") if o.name != "k"}
+        kwargs = dict(arrays, progress=args.progress and not args.quiet, **options)
     if args.k is not None:
         cutoffs = _parse_k(args.k)
         if cutoffs is None:
@@ -195,7 +195,7 @@ def presets_main(args) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="retrieval-conformance", description=__doc__)
+    parser = argparse.ArgumentParser(allow_abbrev=False, prog="retrieval-conformance", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
 
     g = sub.add_parser("golden", help="check every implementation against the golden cases and the reference")
@@ -213,22 +213,12 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument("--npz", help="an .npz holding arrays named like evaluate()'s arguments")
     for key in EVALUATE_ARRAYS:
         e.add_argument("--" + key.replace("_", "-"), dest=key, help=f"{key} as a .npy file")
-    e.add_argument("--protocol", default="hashing")
-    e.add_argument("--k", help="cut-off: an integer, several (1,5,10,100: each reported), or 'all'")
     e.add_argument("--max-array-bytes", type=int, metavar="N",
                    help="refuse input arrays larger than N bytes in total, checked from the "
                         "file headers before loading (default 2 GiB)")
-    e.add_argument("--max-rank", type=int, default=50)
-    e.add_argument("--ties")
-    e.add_argument("--ap-rule")
-    e.add_argument("--ap-at-k")
-    e.add_argument("--empty")
-    e.add_argument("--radius", type=float)
-    e.add_argument("--gain", help="nDCG gain of a grade: linear (default) or exponential (2**g - 1)")
-    e.add_argument("--discount", help="nDCG rank discount: log2 (1/log2(r+1), default) or trec")
-    e.add_argument("--recall", help="what R@k means: fraction (H(k)/R, default) or hit (a relevant item in the top k)")
-    e.add_argument("--implementation", default="auto")
-    e.add_argument("--device", help="where torch computes: cpu, cuda, cuda:1 (with --implementation torch or auto)")
+    # every evaluation option from the one options table (flags, choices and help)
+    options_table.add_arguments(e, "evaluate-cli", defaults={"protocol": "hashing", "max_rank": 50,
+                                                             "implementation": "auto"})
     e.add_argument("--json", action="store_true", help="machine-readable output")
     e.add_argument("--per-query", choices=("text", "json", "csv"),
                    help="one row per query (text: 'metric<TAB>query<TAB>value' lines like trec_eval -q)")
@@ -246,20 +236,22 @@ def build_parser() -> argparse.ArgumentParser:
     # listed in --help; main() hands their arguments to their own parsers
     for name, (_, _, text) in DELEGATED.items():
         sub.add_parser(name, help=text, add_help=False)
+    for subparser in sub.choices.values():  # a flag is taken by its own name, never by a prefix of it
+        subparser.allow_abbrev = False
     return parser
 
 
 #: subcommands that parse their own arguments: name -> (module, function, help)
 DELEGATED = {
     "compare": ("retrieval_conformance.comparison", "compare_main",
-                "paired significance of metric differences between runs (permutation, t-test, bootstrap)"),
+                "compare runs (.npz, or TREC runs with --qrels) query by query: intervals, paired tests, effect sizes"),
     "check": ("retrieval_conformance.conformance.harness.cli", "check_main",
               "check your own metric function against the reference, and name its conventions"),
     "identify": ("retrieval_conformance.conformance.harness.cli", "identify_main",
                  "name the conventions (and known bugs) your metric function follows: check --identify"),
     "bench": ("retrieval_conformance.conformance.bench.cli", "bench_main",
               "speed benchmarks at dataset scale with peers, a ratio regression gate (run, gate, report, plot)"),
-    "compute-ap": ("retrieval_conformance.reference.landmark_cli", "compute_ap_main",
+    "compute-ap": ("retrieval_conformance.reference.landmark.cli", "compute_ap_main",
                    "the VGG compute_ap program for Oxford/Paris ranked lists"),
 }
 

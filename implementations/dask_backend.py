@@ -50,8 +50,8 @@ per item, then the fewest equal shards under that budget, ``shard_bytes=`` chang
 * **exactness**: the shards partition the gallery, so every statistic of the whole gallery is a
   sum of integer counts over shards: a relevant item's rank is one plus the items ahead of it, a
   tie group's items before it and its size are sums.  The client turns them into the metrics with
-  the numpy implementation's own kernels (``vector_concrete``, ``vector_expected``,
-  ``vector_rank_metrics``) fed in the same order, so the values are bit for bit the one-machine
+  the numpy implementation's own kernels (``vector.concrete``, ``vector.expected``,
+  ``vector.rank_metrics``) fed in the same order, so the values are bit for bit the one-machine
   ones for any number and sizes of shards (the caveat beyond 2**26 items is in ``dask_shards.py``);
 * a cut-off inside a tie group (``grouped``) raises the one-machine error word for word, for the
   first such query; a worker lost mid-run costs nothing (its parts are remade from their tasks, its

@@ -32,8 +32,8 @@ partition the gallery), so the sums over shards are the counts of the whole gall
 of a relevant item is ``1 +`` the items ahead of it, a group's ``c`` and ``n`` are sums of
 counts.  Distances are compared as integer keys that preserve their order and ties (-0.0 ties
 with 0.0).  The client then computes the metrics with the numpy implementation's own kernels
-(:func:`.vector_concrete.item_metrics`, :func:`.vector_concrete.group_metrics`,
-:func:`.vector_expected.expected_metrics`) from the ranks, or from :class:`CountedTieGroups`
+(:func:`.vector.concrete.item_metrics`, :func:`.vector.concrete.group_metrics`,
+:func:`.vector.expected.expected_metrics`) from the ranks, or from :class:`CountedTieGroups`
 (the relevant groups, with the counts above), in the order the numpy implementation feeds them:
 the same operations on the same numbers, hence the numpy implementation's bits.  These are C's
 bits too on every problem the tests draw; the one difference found is C's own: INP under
@@ -53,20 +53,20 @@ from typing import Dict, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
 from retrieval_conformance.implementations.numpy_backend import NumpyOps, NumpySource
-from retrieval_conformance.implementations.vector_blocks import (
+from retrieval_conformance.implementations.vector.blocks import (
     BLOCK_BYTES,
     finish_metrics,
     float32_order_key,
     radius_from_counts,
 )
-from retrieval_conformance.implementations.vector_concrete import (
+from retrieval_conformance.implementations.vector.concrete import (
     group_metrics,
     grouped_cutoff_error,
     item_metrics,
 )
-from retrieval_conformance.implementations.vector_expected import expected_metrics, harmonic_table
-from retrieval_conformance.implementations.vector_rank_metrics import discount_prefix, discounts, item_gains
-from retrieval_conformance.implementations.vector_tie_groups import TieGroups
+from retrieval_conformance.implementations.vector.expected import expected_metrics, harmonic_table
+from retrieval_conformance.implementations.vector.rank_metrics import discount_prefix, discounts, item_gains
+from retrieval_conformance.implementations.vector.tie_groups import TieGroups
 from retrieval_conformance.reference.contract.conventions import INDEX_ORDERS
 from retrieval_conformance.reference.contract.problem import Options, Problem, zero_arrays
 from retrieval_conformance.reference.contract.query_blocks import block_rows

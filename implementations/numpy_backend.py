@@ -4,7 +4,7 @@ This module supplies only what is numpy's own: :class:`NumpyOps` (the array oper
 shared code in ``vector_*`` calls) and the blocks' inputs (Hamming distances from codes
 packed into uint64 words, XOR + ``np.bitwise_count``; relevance and junk from
 ``relevance_blocks``).  The block loop, the sort key and the metrics are shared with torch
-(:func:`~.vector_blocks.compute_in_blocks`).
+(:func:`~.vector.blocks.compute_in_blocks`).
 
 numpy specifics of the sort: Hamming keys take the narrowest unsigned type that holds them
 (8/16-bit keys get numpy's radix sort), and the relevance bit is read from the lowest byte
@@ -17,9 +17,9 @@ import sys
 from typing import Callable, Optional
 
 import numpy as np
-from retrieval_conformance.implementations.relevance_blocks import junk_block, relevance_block
-from retrieval_conformance.implementations.vector_blocks import compute_in_blocks
-from retrieval_conformance.implementations.vector_double_double import fast_two_sum
+from retrieval_conformance.implementations.vector.blocks import compute_in_blocks
+from retrieval_conformance.implementations.vector.double_double import fast_two_sum
+from retrieval_conformance.implementations.vector.relevance_blocks import junk_block, relevance_block
 from retrieval_conformance.reference.contract.cutoffs import within_gallery
 from retrieval_conformance.reference.contract.problem import Options, PerQuery, Problem
 from retrieval_conformance.reference.contract.registry import Implementation, PreparedGallery
@@ -225,6 +225,6 @@ class NumpyImplementation(Implementation):
     @within_gallery
     def compute(self, problem: Problem, options: Options,
                 progress: Optional[Callable[[int, int], None]] = None, state: object = None) -> PerQuery:
-        """Per-query metrics of ``problem`` under ``options`` (see ``vector_blocks``);
+        """Per-query metrics of ``problem`` under ``options`` (see ``vector.blocks``);
         ``progress(done, total)`` after every block of queries; ``state`` from :meth:`prepare`."""
         return compute_in_blocks(NumpyOps(), problem, options, NumpySource, self.block_bytes, progress, state)

@@ -4,7 +4,7 @@ This module supplies only what is torch's own: :class:`TorchOps` (the array oper
 shared code in ``vector_*`` calls) and :class:`_TorchSource`, which moves a problem's arrays
 to ``device`` (CPU here; the same code runs on CUDA) and builds every block there.  The block
 loop, the sort key and the metrics are shared with numpy
-(:func:`~.vector_blocks.compute_in_blocks`); per-query results are copied back as float64
+(:func:`~.vector.blocks.compute_in_blocks`); per-query results are copied back as float64
 numpy arrays per block.
 
 Ties never depend on how ``torch.sort`` orders equal keys (CPU and CUDA differ,
@@ -21,7 +21,7 @@ import os
 from typing import Callable, Optional
 
 import numpy as np
-from retrieval_conformance.implementations.vector_blocks import compute_in_blocks
+from retrieval_conformance.implementations.vector.blocks import compute_in_blocks
 from retrieval_conformance.reference.contract.cutoffs import within_gallery
 from retrieval_conformance.reference.contract.problem import Options, PerQuery, Problem
 from retrieval_conformance.reference.contract.registry import Implementation, ImplementationUnavailable, PreparedGallery
@@ -292,7 +292,7 @@ class TorchImplementation(Implementation):
     @within_gallery
     def compute(self, problem: Problem, options: Options,
                 progress: Optional[Callable[[int, int], None]] = None, state: object = None) -> PerQuery:
-        """Per-query metrics of ``problem`` under ``options`` (see ``vector_blocks``);
+        """Per-query metrics of ``problem`` under ``options`` (see ``vector.blocks``);
         ``progress(done, total)`` after every block of queries; ``state`` from :meth:`prepare`
         (the gallery's arrays on the device, moved there once)."""
         reason = self.unavailable_reason()

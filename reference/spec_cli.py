@@ -64,7 +64,7 @@ def main(args) -> int:
 
 def run(argv: Optional[List[str]] = None) -> int:
     """Stand-alone entry point: ``python -m retrieval_conformance.reference.spec_cli [CLAUSE]``."""
-    parser = argparse.ArgumentParser(prog="retrieval-conformance")
+    parser = argparse.ArgumentParser(allow_abbrev=False, prog="retrieval-conformance")
     add_parser(parser.add_subparsers(dest="command", required=True))
     args = parser.parse_args(["explain", *(sys.argv[1:] if argv is None else argv)])
     return main(args)

@@ -23,12 +23,12 @@ from typing import Optional, Sequence
 
 from retrieval_conformance.conformance.bench import ratio
 from retrieval_conformance.conformance.bench.gate import gated_run
-from retrieval_conformance.conformance.bench.report import format_report, plot_history
+from retrieval_conformance.conformance.bench.report import format_report, markdown_page, plot_history
 from retrieval_conformance.conformance.bench.runs import load_run, machine_id, save_run, saved_runs
 
 
 def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="retrieval-conformance bench",
+    p = argparse.ArgumentParser(allow_abbrev=False, prog="retrieval-conformance bench",
                                 description="Speed benchmarks at dataset scale, their summary and history.")
     sub = p.add_subparsers(dest="command", required=True)
     run = sub.add_parser("run", help="run the benchmarks (pytest-benchmark) with the regression gate")
@@ -65,9 +65,13 @@ def _parser() -> argparse.ArgumentParser:
     rep = sub.add_parser("report", help="summarise a run: median, ratios to the baselines, peak memory")
     rep.add_argument("paths", nargs="*", help="pytest-benchmark JSON files (default: the latest saved run)")
     rep.add_argument("--storage", default=".benchmarks")
+    rep.add_argument("--markdown", metavar="FILE", help="write the report as a Markdown page (for the docs) instead "
+                     "of printing it")
     plot = sub.add_parser("plot", help="plot the history of the saved runs (needs matplotlib: the 'plot' extra)")
     plot.add_argument("--storage", default=".benchmarks")
     plot.add_argument("--out", default="bench-history.png")
+    for subparser in sub.choices.values():  # a flag is taken by its own name, never by a prefix of it
+        subparser.allow_abbrev = False
     return p
 
 
@@ -77,12 +81,19 @@ def _cmd_report(args) -> int:
         print(f"no run to report: give a pytest-benchmark JSON file, or save runs in {args.storage} "
               "(retrieval-conformance bench run)", file=sys.stderr)
         return 2
-    for i, path in enumerate(paths):
+    runs = []
+    for path in paths:
         try:
-            data = load_run(path)
+            runs.append((os.path.basename(str(path)), load_run(path)))
         except (OSError, ValueError) as exc:
             print(f"{path}: cannot read ({exc})", file=sys.stderr)
             return 2
+    if args.markdown:
+        with open(args.markdown, "w", encoding="utf-8") as out:
+            out.write(markdown_page(runs))
+        print(f"wrote {args.markdown}", file=sys.stderr)
+        return 0
+    for i, (path, data) in enumerate(zip(paths, (d for _, d in runs))):
         if i:
             print()
         print(f"== {path}")

@@ -68,8 +68,8 @@ def main(argv: Optional[List[str]] = None) -> int:
     # a terminated campaign still stops its worker processes (SystemExit runs the cleanup)
     signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(143))
     default = os.environ.get("RC_FUZZ", "quick")
-    parser = argparse.ArgumentParser(prog="python -m retrieval_conformance.conformance.fuzz", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(allow_abbrev=False, prog="python -m retrieval_conformance.conformance.fuzz",
+                                     description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--profile", choices=sorted(PROFILES), default=default if default in PROFILES else "quick",
                         help="quick (CI) or long (RC_FUZZ=long); sets --cases and --timeout")
     parser.add_argument("--cases", type=int, help="number of cases (default: the profile's)")

@@ -20,6 +20,7 @@ from retrieval_conformance.conformance.harness.adapters import ADAPTERS, UsageEr
 from retrieval_conformance.conformance.harness.entry import check, identify
 from retrieval_conformance.conformance.harness.loading import IMPORT_OUTPUT, load_function, read_known_deviations
 from retrieval_conformance.conformance.harness.report import Report
+from retrieval_conformance.reference.contract import options_table
 from retrieval_conformance.reference.contract.presets import PRESETS
 
 
@@ -32,13 +33,8 @@ def add_check_arguments(parser: argparse.ArgumentParser) -> None:
                         help=f"preset to check against: {', '.join(PRESETS)}; with "
                              "--adapter oxford: oxford, roxford-easy, roxford-medium, roxford-hard, gldv2 "
                              "(default: the adapter's usual one)")
-    parser.add_argument("--ties", default=None, help="override the preset's tie policy")
-    parser.add_argument("--ap-rule", default=None, help="override the preset's AP rule")
-    parser.add_argument("--ap-at-k", default=None, help="override what AP@k divides by")
-    parser.add_argument("--empty", default=None, help="override the empty-query policy")
-    parser.add_argument("--gain", default=None, help="override nDCG's gain (linear, exponential)")
-    parser.add_argument("--recall", default=None, help="override what Recall@k means (fraction, hit)")
-    parser.add_argument("--discount", default=None, help="override nDCG's rank discount (log2, trec)")
+    # the convention overrides (--ties, --ap-rule, ...), generated from the one options table
+    options_table.add_arguments(parser, "check-cli", skip=("protocol",))
     parser.add_argument("--identify", action="store_true",
                         help="name the convention(s) the function follows instead of checking one")
     parser.add_argument("--junit-xml", metavar="FILE", default=None, help="also write a JUnit XML report")
@@ -67,10 +63,9 @@ def add_check_arguments(parser: argparse.ArgumentParser) -> None:
 def run_check_args(ns: argparse.Namespace, out=None) -> int:
     """Run ``check`` from parsed arguments; print the report; return the exit status."""
     out = out or sys.stdout
-    kwargs = dict(adapter=ns.adapter, protocol=ns.protocol, ties=ns.ties, ap_rule=ns.ap_rule, ap_at_k=ns.ap_at_k,
-                  empty=ns.empty, gain=ns.gain, recall=ns.recall, discount=ns.discount, arrays=ns.arrays,
-                  timeout=ns.timeout, isolation=ns.isolation, target=ns.target,
-                  warmup_timeout=ns.warmup_timeout)
+    kwargs = dict(adapter=ns.adapter, protocol=ns.protocol, arrays=ns.arrays, timeout=ns.timeout,
+                  isolation=ns.isolation, target=ns.target, warmup_timeout=ns.warmup_timeout,
+                  **{name: getattr(ns, name) for name in options_table.CONVENTION_OPTIONS})
     try:
         func = load_function(ns.target)
         known: List[str] = []
@@ -108,6 +103,19 @@ known deviations (--known-deviations FILE), one entry per line, # starts a comme
 """
 
 
+def check_parser(command: str = "check") -> argparse.ArgumentParser:
+    """The parser of ``check`` (``identify``: the same options under its own name): no abbreviated
+    flags (``--k`` must not pass for ``--known-deviations``)."""
+    description = ("Name the conventions (and known bugs) a metric function follows (check --identify)."
+                   if command == "identify" else "Check a metric function against the reference.")
+    parser = argparse.ArgumentParser(allow_abbrev=False, prog=f"retrieval-conformance {command}",
+                                     description=description,
+                                     epilog=KNOWN_DEVIATIONS_HELP if command == "check" else None,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    add_check_arguments(parser)
+    return parser
+
+
 def check_main(argv: Optional[Sequence[str]] = None, command: str = "check") -> int:
     """Entry point: ``check_main(["mylab.eval:calc_map", "--adapter", "hashing-codes"])`` -> exit status.
 
@@ -117,12 +125,7 @@ def check_main(argv: Optional[Sequence[str]] = None, command: str = "check") -> 
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv and argv[0] == command:
         argv = argv[1:]
-    description = ("Name the conventions (and known bugs) a metric function follows (check --identify)."
-                   if command == "identify" else "Check a metric function against the reference.")
-    parser = argparse.ArgumentParser(prog=f"retrieval-conformance {command}", description=description,
-                                     epilog=KNOWN_DEVIATIONS_HELP if command == "check" else None,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
-    add_check_arguments(parser)
+    parser = check_parser(command)
     try:
         ns = parser.parse_args(argv)
     except SystemExit as exc:  # argparse: --help (0) or a usage error (2)

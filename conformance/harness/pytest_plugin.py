@@ -8,6 +8,7 @@ not installed.  It only adds options and fixtures: harmless for every other test
 from __future__ import annotations
 
 import pytest
+from retrieval_conformance.reference.contract import options_table
 
 
 def is_registered(pluginmanager) -> bool:
@@ -53,10 +54,13 @@ def add_options(parser):
                     help="its signature: hashing-codes, distances-relevance, reid, oxford, sklearn, torchmetrics")
     group.addoption("--protocol", default=None, metavar="PRESET",
                     help="preset to check against (default: the adapter's usual one)")
+    # the convention overrides (--ties, --ap-rule, ...), generated from the one options table
+    options_table.add_arguments(group, "pytest-plugin", skip=("protocol",))
     group.addoption("--arrays", default="auto", choices=("auto", "numpy", "torch"),
                     help="pass numpy arrays or torch tensors to --impl (auto: torch if numpy fails)")
     group.addoption("--known-deviations", default=None, metavar="FILE",
-                    help="file of accepted check ids for --impl (xfail instead of fail)")
+                    help="file of accepted deviations for --impl, one per line: check ids or globs, or causes "
+                         "such as '§4 ties=unstable' (xfail instead of fail)")
     group.addoption("--conformance-max-examples", type=int, default=60, metavar="N",
                     help="generated inputs per property check of --impl (default 60)")
     group.addoption("--conformance-timeout", type=float, default=10.0, metavar="SECONDS",
@@ -78,6 +82,7 @@ def conformance_options(request):
         "max_examples": opt("--conformance-max-examples"),
         "timeout": opt("--conformance-timeout"),
         "require_torch": opt("--require-torch"),
+        "overrides": {name: opt(options_table.BY_NAME[name].flag) for name in options_table.CONVENTION_OPTIONS},
     }
 
 

@@ -83,6 +83,11 @@ def test_report_and_plot_commands(tmp_path, capsys):
     capsys.readouterr()
     assert cli.bench_main(["report", "--storage", str(storage)]) == 0
     assert "0003_" in capsys.readouterr().out
+    page = tmp_path / "results.md"
+    assert cli.bench_main(["report", "--storage", str(storage), "--markdown", str(page)]) == 0
+    text = page.read_text(encoding="utf-8")
+    assert text.startswith("# Benchmark results") and "## 0003_" in text and "speed goals:" in text
+    assert "issue" not in text  # product output never speaks of the project's issues
     out = tmp_path / "history.png"
     try:
         import matplotlib  # noqa: F401

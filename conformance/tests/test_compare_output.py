@@ -30,7 +30,7 @@ def test_regressions_need_margin_and_significance(results):
     assert cmp.regressions(0.01, alpha=1e-12) == []
     with pytest.raises(ValueError, match="margin: expected a finite number >= 0"):
         cmp.regressions(-0.1)
-    with pytest.raises(ValueError, match=r"metric: \['ndcg'\] not compared"):
+    with pytest.raises(ValueError, match=r"metric: \['ndcg_at_k'\] not compared"):
         cmp.regressions(0.01, metric="ndcg")
     only_t = rc.compare({"A": results["A"], "W": results["W"]}, tests=("t",))
     assert only_t.rows[0].p_permutation is None
@@ -131,10 +131,10 @@ def test_cli_latex(npz_runs, capsys):
     ("garbage", "error: run {tmp}/garbage.npz"),
     ("bad_k", "error: --k must be an integer or 'all'"),
     ("bad_gate", "error: --fail-if-worse: expected METRIC:MARGIN"),
-    ("one_run", "error: expected at least 2 runs"),
+    ("trec_flag", "error: --complete: applies to TREC runs (--qrels QRELS)"),
     ("names", "error: --names: expected 2 names"),
     ("overlap", "both hold 'query_labels'"),
-    ("metric", "error: metrics: unknown metric 'ndcg'"),
+    ("metric", "error: metrics: unknown metric 'bpref'"),
     ("resamples", "error: --resamples: expected a positive integer"),
     ("alpha", "error: --alpha: expected a number strictly between 0 and 1"),
 ])
@@ -148,10 +148,10 @@ def test_cli_usage_errors_exit_2(npz_runs, tmp_path, capsys, case, message):
         "garbage": [npz_runs["A"], str(tmp_path / "garbage.npz")] + shared,
         "bad_k": [npz_runs["A"], npz_runs["B"], "--k", "ten"] + shared,
         "bad_gate": [npz_runs["A"], npz_runs["B"], "--fail-if-worse", "map"] + shared,
-        "one_run": [npz_runs["A"]] + shared,
+        "trec_flag": [npz_runs["A"], npz_runs["B"], "--complete"] + shared,
         "names": [npz_runs["A"], npz_runs["B"], "--names", "x"] + shared,
         "overlap": [npz_runs["A"], str(tmp_path / "overlap.npz")] + shared,
-        "metric": [npz_runs["A"], npz_runs["B"], "--metrics", "ndcg"] + shared,
+        "metric": [npz_runs["A"], npz_runs["B"], "--metrics", "bpref"] + shared,
         "resamples": [npz_runs["A"], npz_runs["B"]] + shared + ["--resamples", "0"],
         "alpha": [npz_runs["A"], npz_runs["B"], "--alpha", "5"] + shared,
     }[case]
@@ -159,3 +159,19 @@ def test_cli_usage_errors_exit_2(npz_runs, tmp_path, capsys, case, message):
     captured = capsys.readouterr()
     assert message.format(tmp=tmp_path) in captured.err
     assert "Traceback" not in captured.err and captured.out == ""
+
+
+def test_cli_unavailable_implementation_is_a_named_error(npz_runs, capsys):
+    # dask without a running client (or without dask): an error saying what to do, not a traceback
+    from retrieval_conformance.reference.contract.registry import get
+
+    try:
+        get("dask")
+        pytest.skip("a dask client is running in this process")
+    except Exception:
+        pass
+    argv = [npz_runs["A"], npz_runs["B"], "--shared", npz_runs["labels"], "--protocol", "reid",
+            "--implementation", "dask"]
+    assert compare_main(argv) == 2
+    err = capsys.readouterr().err
+    assert "error: --implementation dask: implementation 'dask' is unavailable" in err and "Traceback" not in err

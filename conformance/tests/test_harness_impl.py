@@ -43,7 +43,7 @@ def impl_session(conformance_options):
         known = read_known_deviations(opts["known_deviations"]) if opts["known_deviations"] else []
         session = Session(func, opts["adapter"], opts["protocol"], arrays=opts["arrays"],
                           max_examples=opts["max_examples"], timeout=opts["timeout"], target=opts["impl"],
-                          known_deviations=known)
+                          known_deviations=known, **opts["overrides"])
     except (UsageError, OSError) as exc:
         pytest.fail(f"--impl {opts['impl']}: {exc}", pytrace=False)
     yield Checker(session)

@@ -243,7 +243,7 @@ def test_no_unrestricted_pickle_loading_in_landmark_modules():
     import retrieval_conformance.golden.compute_ap_build as tool_build
     import retrieval_conformance.golden.compute_ap_tool as tool
     import retrieval_conformance.reference.landmark as landmark
-    import retrieval_conformance.reference.landmark_cli as cli
+    import retrieval_conformance.reference.landmark.cli as cli
     import retrieval_conformance.reference.npy_files as npy_files
     import retrieval_conformance.reference.pickle_opcodes as pickle_opcodes
     import retrieval_conformance.reference.pickle_proxies as pickle_proxies

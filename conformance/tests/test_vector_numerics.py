@@ -35,9 +35,9 @@ from retrieval_conformance.implementations.numpy_backend import (
     hamming_block,
     pack_bits,
 )
-from retrieval_conformance.implementations.vector_blocks import block_rows, float32_order_key, sorted_block
-from retrieval_conformance.implementations.vector_distributions import BINOM, BINOM_MAX
-from retrieval_conformance.implementations.vector_double_double import dd_quot, dd_rowsum
+from retrieval_conformance.implementations.vector.blocks import block_rows, float32_order_key, sorted_block
+from retrieval_conformance.implementations.vector.distributions import BINOM, BINOM_MAX
+from retrieval_conformance.implementations.vector.double_double import dd_quot, dd_rowsum
 from retrieval_conformance.reference.contract.conventions import INDEX_ORDERS
 from retrieval_conformance.reference.contract.problem import Options, Problem
 

@@ -5,7 +5,7 @@ Bailey's QD library), about 2**-104 relative precision.
 Only ``+ - * /`` are used, so the same code runs on Python floats, numpy arrays and torch
 tensors, and gives the same bits on every platform (each operation is correctly rounded IEEE;
 nothing here may fuse a multiply and an add).  The contract's discount table
-(:mod:`.discounts`) and the vector implementations (``implementations/vector_double_double.py``,
+(:mod:`.discounts`) and the vector implementations (``implementations/vector/double_double.py``,
 which adds the operations that need an array library) share it.
 """
 from __future__ import annotations

@@ -242,8 +242,9 @@ def evaluate(
         Junk items are removed before ranking.  With cameras, a gallery item with the query's
         id and camera is junk (ReID presets); ``junk`` is an explicit (Q, N) mask.
     protocol : str
-        A preset of spec §9 (``hashing``, ``hashnet``, ``dcmh``, ``reid``,
-        ``reid-matlab``, ``gldv2``).
+        A preset of spec §9: ``hashing``, ``hashnet``, ``dcmh``, ``reid``, ``reid-matlab``,
+        ``gldv2``, ``pml``, ``trec`` or ``sklearn-ndcg`` (``retrieval-conformance presets``
+        lists their conventions; a test keeps this list complete).
     k : int or None
         Cut-off for AP@k, P@k and R@k; None for the whole gallery.  Default: the preset's
         (None except ``gldv2``: 100).  Any Python or numpy integer >= 1, of any size: a k

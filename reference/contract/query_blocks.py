@@ -89,7 +89,7 @@ def block_rows(n_q: int, n_g: int, block_size: Optional[int] = None, budget: int
 
     ``evaluate`` reads the input in blocks of ``BLOCK_BYTES`` of float64; the vectorised
     implementations sort within a block in sub-blocks of their own budget
-    (``implementations/vector_blocks.py``)."""
+    (``implementations/vector/blocks.py``)."""
     if block_size is not None:
         return v.positive_int("block_size", block_size)
     n_g = max(n_g, 1)

@@ -6,7 +6,7 @@ relevant ones; it covers ranks ``c + 1 .. c + n``.  The policies other than ``st
 """
 from __future__ import annotations
 
-from retrieval_conformance.implementations.vector_double_double import dd_rowsum
+from retrieval_conformance.implementations.vector.double_double import dd_rowsum
 
 
 class TieGroups:

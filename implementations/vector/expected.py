@@ -2,26 +2,26 @@
 
 The exact expectation of each per-query value over all orders of every tie group
 (McSherry & Najork, ECIR 2008), from closed forms over the counts of the groups that hold
-relevant items (:class:`~.vector_tie_groups.TieGroups`), so the cost is per relevant group,
+relevant items (:class:`~.tie_groups.TieGroups`), so the cost is per relevant group,
 not per gallery item.
 
 Position p of a group (c items before it, h of them relevant; n items, m relevant) is
 relevant with probability m/n and then has on average (p-1)(m-1)/(n-1) of the group's other
 relevant items before it.  Since an AP term is linear in i,
-``term = alpha(r) + (i - h - 1) beta(r)`` (:func:`~.vector_concrete.alpha_beta`), a run of
+``term = alpha(r) + (i - h - 1) beta(r)`` (:func:`~.concrete.alpha_beta`), a run of
 t positions contributes ``(m/n) A(t) + m(m-1)/(n(n-1)) Bs(t)`` with
 ``A(t) = Σ_{p<=t} alpha(c+p)`` and ``Bs(t) = Σ_{p<=t} (p-1) beta(c+p)``; the sums of 1/r
 over runs of ranks come from one harmonic prefix table.  A cut-off inside a group
 conditions on a hypergeometric count, CMC on the first relevant group, INP and
-``ap_at_k="dcmh"`` on the position of one relevant item (:mod:`.vector_distributions`).
+``ap_at_k="dcmh"`` on the position of one relevant item (:mod:`.distributions`).
 """
 from __future__ import annotations
 
 from typing import Dict
 
-from retrieval_conformance.implementations.vector_concrete import alpha_beta
-from retrieval_conformance.implementations.vector_distributions import hypergeom_pmf, jth_position_pmf
-from retrieval_conformance.implementations.vector_double_double import (
+from retrieval_conformance.implementations.vector.concrete import alpha_beta
+from retrieval_conformance.implementations.vector.distributions import hypergeom_pmf, jth_position_pmf
+from retrieval_conformance.implementations.vector.double_double import (
     dd_add,
     dd_const,
     dd_cumprod,
@@ -37,8 +37,8 @@ from retrieval_conformance.implementations.vector_double_double import (
     ratio,
     safe_div,
 )
-from retrieval_conformance.implementations.vector_rank_metrics import expected_rank_metrics
-from retrieval_conformance.implementations.vector_tie_groups import TieGroups
+from retrieval_conformance.implementations.vector.rank_metrics import expected_rank_metrics
+from retrieval_conformance.implementations.vector.tie_groups import TieGroups
 from retrieval_conformance.reference.contract.problem import Options
 
 
@@ -111,7 +111,7 @@ def expected_metrics(ops, groups: TieGroups, R, n_kept, options: Options, gains=
     """Every per-query value of the block as its exact expectation (double-double sums,
     rounded once); P@k, R@k and R-precision are one division of exact integers.  ``gains``:
     the int64 gain of every relevant item, in the order of ``groups.rel_flat`` (graded
-    relevance; None for binary), for nDCG (:mod:`.vector_rank_metrics`)."""
+    relevance; None for binary), for nDCG (:mod:`.rank_metrics`)."""
     B = groups.B
     k, rule = options.k, options.ap_rule
     has = R > 0

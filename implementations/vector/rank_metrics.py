@@ -11,7 +11,7 @@ items before it, ``n`` items and ``m`` relevant ones.
   quotient DCG / IDCG is rounded once.  IDCG takes each row's relevant gains sorted from the
   highest (binary relevance: a prefix sum of the discounts).
 * concrete orders and ``grouped`` (:func:`item_rank_metrics`) work on the padded per-item
-  ranks of :mod:`.vector_concrete` (under ``grouped`` every item has its group's end rank);
+  ranks of :mod:`.concrete` (under ``grouped`` every item has its group's end rank);
 * ``expected`` (:func:`expected_rank_metrics`): DCG adds, per group, its mean gain times the
   discounts of its positions inside the top K (a prefix table of the discounts); RR and the
   hit rate come from the first relevant group, whose "no relevant item among the first j
@@ -24,7 +24,7 @@ from __future__ import annotations
 from typing import Dict
 
 import numpy as np
-from retrieval_conformance.implementations.vector_double_double import (
+from retrieval_conformance.implementations.vector.double_double import (
     dd_add,
     dd_cumprod,
     dd_cumsum,
@@ -184,7 +184,7 @@ def _first_group(ops, groups, K):
 
 
 def expected_rank_metrics(ops, groups, R, n_kept, options: Options, gains=None) -> Dict[str, object]:
-    """ndcg, rr and hit under ``ties="expected"`` (:class:`~.vector_tie_groups.TieGroups`
+    """ndcg, rr and hit under ``ties="expected"`` (:class:`~.tie_groups.TieGroups`
     ``groups``); ``gains``: the int64 gain of every relevant item in the order of
     ``groups.rel_flat`` (None for binary relevance)."""
     B, N = groups.B, groups.N

@@ -24,10 +24,10 @@ Protocols (spec §3, §5, §6, §9)
 
 Entry point: :func:`evaluate_landmark` (``spec §9 preset=oxford``, ``spec §9
 preset=roxford-easy`` and the other difficulties, ``spec §9 preset=gldv2``).  The
-protocols live in their own modules and are re-exported here: ``landmark_oxford`` (with
-``landmark_trapezoid``, the trapezoid sum in float32, float64 and exact arithmetic, and
-``landmark_cpp_float``, how ``compute_ap`` prints), ``landmark_revisitop`` and
-``landmark_gldv2``; ``landmark_inputs`` checks the arguments.
+protocols live in their own modules and are re-exported here: ``landmark.oxford`` (with
+``landmark.trapezoid``, the trapezoid sum in float32, float64 and exact arithmetic, and
+``landmark.cpp_float``, how ``compute_ap`` prints), ``landmark.revisitop`` and
+``landmark.gldv2``; ``landmark.inputs`` checks the arguments.
 """
 from __future__ import annotations
 
@@ -37,9 +37,9 @@ from fractions import Fraction
 from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
-from retrieval_conformance.reference.landmark_cpp_float import format_cpp_float, normalize_cpp_float_text
-from retrieval_conformance.reference.landmark_gldv2 import GLDV2_K, gldv2_ap_at_k
-from retrieval_conformance.reference.landmark_inputs import (
+from retrieval_conformance.reference.landmark.cpp_float import format_cpp_float, normalize_cpp_float_text
+from retrieval_conformance.reference.landmark.gldv2 import GLDV2_K, gldv2_ap_at_k
+from retrieval_conformance.reference.landmark.inputs import (
     check_cutoffs,
     check_k,
     check_names,
@@ -48,8 +48,8 @@ from retrieval_conformance.reference.landmark_inputs import (
     pair_inputs,
     roxford_gt,
 )
-from retrieval_conformance.reference.landmark_oxford import oxford_ap, oxford_ap_exact, oxford_ap_float64
-from retrieval_conformance.reference.landmark_revisitop import (
+from retrieval_conformance.reference.landmark.oxford import oxford_ap, oxford_ap_exact, oxford_ap_float64
+from retrieval_conformance.reference.landmark.revisitop import (
     corrected_precision_at_k,
     revisitop_ap,
     revisitop_positions,

@@ -23,13 +23,13 @@ array ever exists):
    * ``grade_s`` (B, N) int64: with graded relevance, the grades in the same order
      (:func:`sort_block`; None for binary relevance);
 3. :func:`block_metrics` computes the per-query values (``n_kept`` = N' non-junk items per
-   query): :mod:`.vector_concrete` for concrete orders and ``grouped``,
-   :mod:`.vector_expected` for ``expected``; nDCG, RR, AP@R and the hit rate of
-   ``recall="hit"`` in both via :mod:`.vector_rank_metrics`.
+   query): :mod:`.concrete` for concrete orders and ``grouped``,
+   :mod:`.expected` for ``expected``; nDCG, RR, AP@R and the hit rate of
+   ``recall="hit"`` in both via :mod:`.rank_metrics`.
 
 Floating point (spec §0 conformance; bit for bit where the exact value is a float64,
 1e-12 otherwise): a ratio of two integers is one float64 division of exact integers, hence
-correctly rounded; sums (AP) are carried in double-double (:mod:`.vector_double_double`)
+correctly rounded; sums (AP) are carried in double-double (:mod:`.double_double`)
 and rounded once.
 """
 from __future__ import annotations
@@ -38,11 +38,11 @@ import math
 from typing import Callable, Dict, Optional
 
 import numpy as np
-from retrieval_conformance.implementations.vector_concrete import ranked_metrics
-from retrieval_conformance.implementations.vector_double_double import safe_div
-from retrieval_conformance.implementations.vector_expected import expected_metrics
-from retrieval_conformance.implementations.vector_rank_metrics import GRADE_BITS, item_gains
-from retrieval_conformance.implementations.vector_tie_groups import TieGroups
+from retrieval_conformance.implementations.vector.concrete import ranked_metrics
+from retrieval_conformance.implementations.vector.double_double import safe_div
+from retrieval_conformance.implementations.vector.expected import expected_metrics
+from retrieval_conformance.implementations.vector.rank_metrics import GRADE_BITS, item_gains
+from retrieval_conformance.implementations.vector.tie_groups import TieGroups
 from retrieval_conformance.reference.contract.conventions import INDEX_ORDERS
 from retrieval_conformance.reference.contract.problem import Options, PerQuery, Problem, zero_arrays
 from retrieval_conformance.reference.contract.query_blocks import block_rows
@@ -97,7 +97,7 @@ def sort_block(ops, dist, rel, junk, ties: str, hamming_top: Optional[int] = Non
     each position's gallery index off its unique key, the other policies pack the grade
     between the tie key and the relevance bit (``GRADE_BITS`` bits), so that equal keys still
     carry equal values (the order inside a tie group is then by grade, which only
-    ``optimistic`` and ``pessimistic`` read, and rearrange: ``vector_rank_metrics``).
+    ``optimistic`` and ``pessimistic`` read, and rearrange: ``vector.rank_metrics``).
     """
     n = dist.shape[1]
     reverse = ties == "reverse"

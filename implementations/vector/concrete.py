@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from typing import Dict
 
-from retrieval_conformance.implementations.vector_double_double import (
+from retrieval_conformance.implementations.vector.double_double import (
     dd_const,
     dd_quot,
     dd_rowsum,
@@ -27,7 +27,7 @@ from retrieval_conformance.implementations.vector_double_double import (
     ratio,
     safe_div,
 )
-from retrieval_conformance.implementations.vector_rank_metrics import item_gains, item_rank_metrics, order_in_groups
+from retrieval_conformance.implementations.vector.rank_metrics import item_gains, item_rank_metrics, order_in_groups
 from retrieval_conformance.reference.contract.conventions import CONCRETE_POLICIES, INDEX_ORDERS
 from retrieval_conformance.reference.contract.problem import Options
 
@@ -97,7 +97,7 @@ def ranked_metrics(ops, rel_s, groups, R, n_kept, options: Options, row0: int,
                    grade_s=None) -> Dict[str, object]:
     """Metrics of a block under a concrete tie order or ``grouped``.
 
-    ``groups``: the block's :class:`~.vector_tie_groups.TieGroups` (None for the index
+    ``groups``: the block's :class:`~.tie_groups.TieGroups` (None for the index
     orders, whose ranks are the sorted positions).  ``row0``: the block's first query (for
     the error message of ``grouped``).  ``grade_s``: the grades in the sorted order (graded
     relevance; None for binary), which only nDCG reads.
@@ -113,7 +113,7 @@ def ranked_metrics(ops, rel_s, groups, R, n_kept, options: Options, row0: int,
 
 def group_metrics(ops, groups, R, n_kept, options: Options, row0: int, grades=None) -> Dict[str, object]:
     """Metrics under ``optimistic``, ``pessimistic`` or ``grouped`` from the groups that hold
-    relevant items alone (:class:`~.vector_tie_groups.TieGroups`, or any object with its
+    relevant items alone (:class:`~.tie_groups.TieGroups`, or any object with its
     attributes): ``grades`` are the relevant items' grades in the order of ``groups.rel_flat``
     (None: binary relevance).  Under ``grouped`` with a cut-off, a cut-off inside a tie group
     raises the reference's error (``row0``: the index of the first row, for its message)."""
@@ -140,7 +140,7 @@ def item_metrics(ops, rows, ranks, grouped, R, n_kept, options: Options, big_n: 
     ``ranks`` is each item's 1-based rank (under ``grouped`` the group's end rank, and then
     ``grouped`` = (h + m, h) of the item's group, for its term); ``grades`` their grades
     (None: binary relevance).  Also nDCG, RR, AP@R and the hit rate
-    (:func:`~.vector_rank_metrics.item_rank_metrics`).
+    (:func:`~.rank_metrics.item_rank_metrics`).
     """
     B = R.shape[0]
     k, rule = options.k, options.ap_rule

@@ -99,7 +99,7 @@ def compute_ap_main(argv: Optional[Sequence[str]] = None, *, stdout: Optional[IO
 
 
 def main() -> None:  # pragma: no cover - thin wrapper
-    """``python -m retrieval_conformance.reference.landmark_cli GTQUERY RANKEDLIST``."""
+    """``python -m retrieval_conformance.reference.landmark.cli GTQUERY RANKEDLIST``."""
     sys.exit(compute_ap_main(sys.argv[1:]))
 
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from retrieval_conformance.implementations.vector_double_double import dd_const, dd_quot, dd_where, dd_zero_where
+from retrieval_conformance.implementations.vector.double_double import dd_const, dd_quot, dd_where, dd_zero_where
 
 #: C(a, b) for a, b <= 56 as exact float64: C(56, 28) < 2**53, so products of two table
 #: entries that stay below C(n, t) are exact too
