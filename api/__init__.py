@@ -26,6 +26,9 @@ _EXPORTS: Dict[str, str] = {
     # the harness (conformance/harness) checks a user's function against the reference
     "check_function": "retrieval_conformance.conformance.harness:check",
     "identify": "retrieval_conformance.conformance.harness:identify",
+    # the audit (conformance/audit): every convention, reported numbers traced, fragility found
+    "audit": "retrieval_conformance.conformance.audit:audit",
+    "Audit": "retrieval_conformance.conformance.audit:Audit",
     "build_problem": "retrieval_conformance.reference.contract.evaluate:build_problem",
     "resolve_options": "retrieval_conformance.reference.contract.evaluate:resolve_options",
     "available_implementations": "retrieval_conformance.reference.contract.registry:available",
@@ -56,6 +59,8 @@ _EXPORTS: Dict[str, str] = {
     "read_gt_folder": "retrieval_conformance.reference.readers:read_gt_folder",
     "read_ranked_list": "retrieval_conformance.reference.readers:read_ranked_list",
     "read_revisitop_gnd": "retrieval_conformance.reference.readers:read_revisitop_gnd",
+    "run_from_search": "retrieval_conformance.reference.readers.tables:run_from_search",
+    "qrels_from_labels": "retrieval_conformance.reference.readers.tables:qrels_from_labels",
 }
 
 __all__ = list(_EXPORTS)

@@ -23,8 +23,9 @@ from typing import Any, Dict, Optional, Tuple
 from retrieval_conformance.reference.contract import registry
 from retrieval_conformance.reference.contract import validation as v
 from retrieval_conformance.reference.contract.aggregation import aggregate
-from retrieval_conformance.reference.contract.embeddings import METRICS
+from retrieval_conformance.reference.contract.embeddings import METRICS, SliceCache, embedding_distances
 from retrieval_conformance.reference.contract.evaluate import evaluate, resolve_options
+from retrieval_conformance.reference.contract.precision import EMBEDDINGS, precision_of, precisions, warn_low_precision
 from retrieval_conformance.reference.contract.presets import get_preset
 from retrieval_conformance.reference.contract.problem import Options, PerQuery, Result
 from retrieval_conformance.reference.contract.query_blocks import check_cmc_size
@@ -98,6 +99,7 @@ class Accumulator:
         )
         self._protocol = protocol
         self._metric = v.choice("metric", metric, METRICS)
+        self._db_precision = precision_of(db_embeddings)  # before a bfloat16 tensor is read as float32
         self._gallery = _gallery_arrays(
             dict(db_labels=db_labels, db_embeddings=db_embeddings, db_codes=db_codes, db_cams=db_cams), protocol
         )
@@ -105,6 +107,9 @@ class Accumulator:
         impl = registry.get(implementation) if device is None else registry.on_device(implementation, device)
         self._implementation = impl.name
         self._device = device
+        # db_embeddings checked and cut into exact slices once, at the first block of embeddings
+        self._db_embeddings: Optional[Any] = None
+        self._db_slices: SliceCache = {}
         self.reset()
 
     # -- state ------------------------------------------------------------------------------
@@ -173,17 +178,21 @@ class Accumulator:
         Notes
         -----
         A block that fails validation raises (naming the argument and where the block starts)
-        and leaves the accumulator as it was.
+        and leaves the accumulator as it was.  A block of no queries (every given array with 0
+        rows, as the last batch of a sharded loader can be) changes nothing.
         """
         block = dict(query_embeddings=query_embeddings, query_codes=query_codes, distances=distances,
                      scores=scores, query_labels=query_labels, query_cams=query_cams,
                      relevance=relevance, junk=junk)
         start = self._n_queries
+        kinds = precisions(block)  # before a bfloat16 tensor is read as float32
         try:
             block = {name: v.array_input(name, value) for name, value in block.items() if value is not None}
             seen = self._check_code_kind(block.get("query_codes"), start)
             n_gallery = self._check_gallery_columns(block)
-            per_query = self._evaluate_block(block)
+            if _no_queries(block):
+                return
+            per_query = self._evaluate_block(block, kinds)
             # the per-query CMC rows of every query so far, as one evaluate call would check them
             check_cmc_size(start + per_query.ap.shape[0], n_gallery, self._options.max_rank)
         except (ValueError, TypeError) as exc:
@@ -245,7 +254,7 @@ class Accumulator:
             )
         return seen
 
-    def _evaluate_block(self, block: Dict[str, Any]) -> PerQuery:
+    def _evaluate_block(self, block: Dict[str, Any], kinds: Dict[str, str]) -> PerQuery:
         """Per-query values of one block, from ``evaluate`` with the accumulator's options.
 
         Per-query values do not depend on the empty-query policy (``aggregate`` applies it), so
@@ -254,9 +263,48 @@ class Accumulator:
         """
         # every option by its field (a hand-written list once left gain, recall and discount out)
         options = dict(dataclasses.asdict(self._options), empty="zero")
-        result = evaluate(**self._gallery, **block, protocol=self._protocol, **options, metric=self._metric,
+        gallery = self._gallery
+        if self._db_precision is not None and "query_embeddings" in block:
+            kinds = dict(kinds, db_embeddings=self._db_precision)
+        # evaluate warns about what it sees: not a bfloat16 tensor read as float32 here, nor the
+        # embeddings whose distances are computed here
+        seen_by_evaluate = ("float16", "longdouble")
+        if self._embeddings_only(block):
+            warn_low_precision({name: kind for name, kind in kinds.items() if name in EMBEDDINGS},
+                               dict(block, db_embeddings=self._gallery["db_embeddings"]),
+                               lambda q, d: embedding_distances(q, d, self._metric))
+            kinds = {name: kind for name, kind in kinds.items() if name not in EMBEDDINGS}
+        warn_low_precision({name: kind for name, kind in kinds.items() if kind not in seen_by_evaluate}, block,
+                           lambda q, d: embedding_distances(q, d, self._metric))
+        if self._embeddings_only(block):
+            # the distances evaluate would compute, with the gallery's slices made once for every block
+            block = dict(block, distances=self._embedding_distances(block.pop("query_embeddings")))
+            gallery = {name: value for name, value in gallery.items() if name != "db_embeddings"}
+        result = evaluate(**gallery, **block, protocol=self._protocol, **options, metric=self._metric,
                           implementation=self._implementation, device=self._device)
         return result.per_query
+
+    def _embeddings_only(self, block: Dict[str, Any]) -> bool:
+        """A block whose one ranking input is a matrix of query embeddings, against db_embeddings
+        (anything else goes to ``evaluate`` as it is, which names what is wrong)."""
+        rankings = [name for name in ("query_embeddings", "query_codes", "distances", "scores") if name in block]
+        return (rankings == ["query_embeddings"] and "db_embeddings" in self._gallery
+                and block["query_embeddings"].ndim == 2)
+
+    def _embedding_distances(self, query_embeddings):
+        if self._db_embeddings is None:
+            self._db_embeddings = v.float_matrix("db_embeddings", self._gallery["db_embeddings"],
+                                                 "one embedding per gallery item")
+        return embedding_distances(query_embeddings, self._db_embeddings, self._metric,
+                                   db_checked=True, sliced=self._db_slices)
+
+
+def _no_queries(block: Dict[str, Any]) -> bool:
+    """A block with exactly one ranking input and 0 rows in every array given (anything else,
+    0 rows included, goes to ``evaluate``, which names what is wrong)."""
+    rankings = [name for name in ("query_embeddings", "query_codes", "distances", "scores") if name in block]
+    return (len(rankings) == 1 and block[rankings[0]].ndim == 2
+            and all(arr.ndim >= 1 and arr.shape[0] == 0 for arr in block.values()))
 
 
 def _gallery_arrays(given: Dict[str, Any], protocol: str) -> Dict[str, Any]:

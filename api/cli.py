@@ -1,13 +1,15 @@
-"""Command line: ``retrieval-conformance {golden,evaluate,compare,check,identify,bench,compute-ap,presets,explain}``."""
+"""Command line: ``retrieval-conformance COMMAND`` (golden, evaluate, compare, check, identify, audit, bench,
+compute-ap, presets, explain)."""
 from __future__ import annotations
 
 import argparse
-import json
 import sys
-from typing import List, Optional
+from typing import List, Optional, Tuple
 
-from retrieval_conformance.array_files import EVALUATE_ARRAYS, ArrayBudget, read_array_file
+from retrieval_conformance import strict_json
+from retrieval_conformance.array_files import EVALUATE_ARRAYS, ArrayBudget, read_array_file, read_search_file
 from retrieval_conformance.reference.contract import options_table
+from retrieval_conformance.reference.readers.text import read_text_lines
 
 
 def _load(target: str):
@@ -47,27 +49,117 @@ def _load_arrays(args) -> dict:
     return arrays
 
 
+#: options that a TREC run evaluation always takes (``rc.evaluate_run`` has these keywords)
+RUN_OPTIONS = ("k", "max_rank", "implementation")
+#: the other options of ``evaluate`` (the options table's, and --progress): with ``--run`` each one is
+#: passed to ``rc.evaluate_run`` when it takes that keyword, and refused by name when it does not
+ARRAY_OPTIONS = tuple(o.name for o in options_table.taken_by("evaluate-cli") if o.name not in RUN_OPTIONS) + (
+    "progress",)
+#: options that only mean something for a TREC run
+RUN_ONLY_OPTIONS = ("complete", "relevance_level")
+
+
+def _flag(dest: str) -> str:
+    return "--" + dest.replace("_", "-")
+
+
+def _given(args, dest: str) -> bool:
+    value = getattr(args, dest)
+    return value is not None and value is not False
+
+
+def _check_combination(args, trec: bool) -> Optional[str]:
+    """The first option that does not apply to this kind of input, as an ``error: ...`` text, or None."""
+    if args.search_metric is not None and args.search is None:
+        return "--search-metric: says how the D of --search ranks; give --search FILE, or drop --search-metric"
+    if trec:
+        if args.search is not None:
+            if args.run is not None:
+                return "--run: give a run file or a search (--search), not both"
+            if args.search_metric is None:
+                return ("--search-metric: required with --search: l2 (D is a distance, smaller is closer, "
+                        "faiss METRIC_L2) or inner_product (larger is closer)")
+            array_options = ("npz",) + EVALUATE_ARRAYS
+        elif args.run is None or args.qrels is None:
+            return (f"{'--run' if args.run is None else '--qrels'}: a TREC run is evaluated against qrels; "
+                    "give both --run RUN and --qrels QRELS")
+        else:
+            array_options = ("npz", "max_array_bytes") + EVALUATE_ARRAYS
+        for dest in array_options:
+            if _given(args, dest):
+                return (f"{_flag(dest)}: arrays are not read with --run or --search (the run and the qrels are the "
+                        f"input); drop {_flag(dest)} or evaluate the arrays without --run/--qrels/--search")
+    else:
+        for dest in RUN_ONLY_OPTIONS:
+            if _given(args, dest):
+                return f"{_flag(dest)}: applies to a TREC run only; give --run RUN --qrels QRELS, or drop {_flag(dest)}"
+    if args.query_ids is not None and not args.per_query:
+        return "--query-ids: names the rows of --per-query; add --per-query text|json|csv, or drop --query-ids"
+    if args.json and args.per_query:
+        return "--json: the per-query table has its own JSON form; give --per-query json, or drop --json"
+    if args.quiet and (args.json or args.per_query):
+        return f"--quiet: prints only mAP as text; drop it with {'--json' if args.json else '--per-query'}"
+    return None
+
+
+def _run_options(args) -> Tuple[dict, Optional[str]]:
+    """Keywords of ``rc.evaluate_run`` from the options given, or the ``error: ...`` text of one it does not take."""
+    import inspect
+
+    import retrieval_conformance as rc
+
+    accepted = inspect.signature(rc.evaluate_run).parameters
+    kwargs = dict(max_rank=args.max_rank, implementation=args.implementation)
+    for dest, value in (("complete", args.complete), ("relevance_level", args.relevance_level)):
+        if _given(args, dest):
+            kwargs[dest] = value
+    for dest in ARRAY_OPTIONS:
+        if not _given(args, dest):
+            continue
+        if dest not in accepted:
+            return kwargs, (f"{_flag(dest)}: not an option of a TREC run evaluation (rc.evaluate_run takes "
+                            f"{', '.join(_flag(name) for name in ARRAY_OPTIONS + RUN_ONLY_OPTIONS if name in accepted)}"
+                            f"); drop {_flag(dest)}, or evaluate arrays without --run/--qrels")
+        kwargs[dest] = args.progress and not args.quiet if dest == "progress" else getattr(args, dest)
+    return kwargs, None
+
+
 def evaluate_main(args) -> int:
     """``evaluate``: print the metrics of the arrays given; 0, or 2 for unusable input.
 
     A missing, unreadable or hostile file (garbage, truncated zip, object arrays, a header
     declaring more data than the file holds or than ``--max-array-bytes``), an unusable
-    ``--k`` or arrays that ``evaluate`` rejects print ``error: <what, which option or file,
-    what to do>`` on stderr and return 2.
+    ``--k``, an option that does not apply to the input (``--discount`` with ``--run`` when
+    ``evaluate_run`` has no such keyword, ``--complete`` without ``--run``) or arrays that
+    ``evaluate`` rejects print ``error: <what, which option or file, what to do>`` on stderr
+    and return 2: no option is ever ignored.
     """
     import retrieval_conformance as rc
 
     # every failure of the input prints one line, "error: ...", and exits with 2 (a usage
     # error), never a traceback
-    trec = args.run is not None or args.qrels is not None
-    if trec:
-        if args.run is None or args.qrels is None:
-            print(f"error: {'--run' if args.run is None else '--qrels'}: a TREC run is evaluated against qrels; "
-                  "give both --run RUN and --qrels QRELS", file=sys.stderr)
+    trec = args.run is not None or args.qrels is not None or args.search is not None
+    problem = _check_combination(args, trec)
+    if problem is None and trec:
+        kwargs, problem = _run_options(args)
+    if problem is not None:
+        print(f"error: {problem}", file=sys.stderr)
+        return 2
+    try:  # read before evaluating: a bad file is refused before any work
+        query_ids = _read_query_ids(args.query_ids) if args.query_ids is not None else None
+    except ValueError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    run, qrels = args.run, args.qrels
+    if args.search is not None:
+        try:
+            run, from_labels = read_search_file(args.search, args.search_metric, ArrayBudget(args.max_array_bytes),
+                                                qrels_given=qrels is not None)
+        except ValueError as exc:
+            print(f"error: {exc}", file=sys.stderr)
             return 2
-        kwargs = dict(max_rank=args.max_rank, implementation=args.implementation, complete=args.complete,
-                      relevance_level=args.relevance_level)
-    else:
+        qrels = qrels if from_labels is None else from_labels
+    if not trec:
         try:
             arrays = _load_arrays(args)
         except ValueError as exc:
@@ -75,6 +167,7 @@ def evaluate_main(args) -> int:
             return 2
         # every option of the table but k (parsed below) goes to evaluate as it was given
         options = {o.name: getattr(args, o.name) for o in options_table.taken_by("evaluate-cli") if o.name != "k"}
+        options["protocol"] = options["protocol"] or "hashing"  # None: not given (refused or passed on with --run)
         kwargs = dict(arrays, progress=args.progress and not args.quiet, **options)
     if args.k is not None:
         cutoffs = _parse_k(args.k)
@@ -89,7 +182,7 @@ def evaluate_main(args) -> int:
                   file=sys.stderr)
             return 2
     try:
-        res = rc.evaluate_run(args.run, args.qrels, **kwargs) if trec else rc.evaluate(**kwargs)
+        res = rc.evaluate_run(run, qrels, **kwargs) if trec else rc.evaluate(**kwargs)
     except (ValueError, TypeError, rc.ImplementationUnavailable) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
@@ -97,7 +190,7 @@ def evaluate_main(args) -> int:
         print(f"error: {exc.filename}: {exc.strerror or exc}; check the path", file=sys.stderr)
         return 2
     if args.per_query:
-        return _print_per_query(res, args.per_query, args.query_ids)
+        return _print_per_query(res, args.per_query, args.query_ids, query_ids)
     results = list(res.values()) if isinstance(res, rc.ResultsAtK) else [res]
     if args.json:
         summary = res.summary()
@@ -105,7 +198,7 @@ def evaluate_main(args) -> int:
             summary = {key: dict(one, trec_eval=r.extras["trec_eval"]) for (key, one), r in
                        zip(summary.items(), results)} if isinstance(res, rc.ResultsAtK) else \
                 dict(summary, trec_eval=res.extras["trec_eval"])
-        print(json.dumps(summary, indent=2, default=str))
+        print(strict_json.dumps(summary, indent=2, default=str))
         return 0
     for one in results:
         if args.quiet:
@@ -149,26 +242,29 @@ def _print_result(res) -> None:
               f"recall {res.recall_at_radius:.6f}")
 
 
-def _print_per_query(res, fmt: str, ids_path: Optional[str]) -> int:
+def _read_query_ids(path: str) -> List[str]:
+    """The ids of ``--query-ids``, read within limits; a ``ValueError`` naming the option and the file."""
+    try:
+        return read_text_lines(path)
+    except ValueError as exc:  # FIFO, device, too large, not UTF-8: the message names the file
+        raise ValueError(f"--query-ids {exc}; pass a text file with one query id per line") from None
+    except OSError as exc:
+        raise ValueError(f"--query-ids {path}: cannot read it ({exc.strerror or exc}); pass a text file with "
+                         "one query id per line") from None
+
+
+def _print_per_query(res, fmt: str, ids_path: Optional[str], ids: Optional[List[str]]) -> int:
     """One row per query (like ``trec_eval -q``), as text, JSON or CSV."""
     import csv
 
-    query_ids = res.extras.get("query_ids")  # a TREC run's qids
-    if ids_path:
-        try:
-            with open(ids_path, encoding="utf-8") as f:
-                query_ids = [line.rstrip("\n") for line in f if line.strip()]
-        except OSError as exc:
-            print(f"error: --query-ids {ids_path}: cannot read it ({exc.strerror}); pass a text file with "
-                  "one query id per line", file=sys.stderr)
-            return 2
+    query_ids = ids if ids is not None else res.extras.get("query_ids")  # a TREC run's qids
     try:
         rows = res.per_query_table(query_ids)
     except ValueError as exc:
         print(f"error: --query-ids {ids_path}: {exc}", file=sys.stderr)
         return 2
     if fmt == "json":
-        print(json.dumps({"summary": res.summary(), "queries": rows}, indent=1, default=str))
+        print(strict_json.dumps({"summary": res.summary(), "queries": rows}, indent=1, default=str))
     elif fmt == "csv":
         writer = csv.DictWriter(sys.stdout, fieldnames=list(rows[0]), lineterminator="\n")
         writer.writeheader()
@@ -206,20 +302,27 @@ def build_parser() -> argparse.ArgumentParser:
     g.set_defaults(func=_by_name("retrieval_conformance.conformance.main_job:golden_main"))
 
     e = sub.add_parser("evaluate", help="evaluate arrays from .npy/.npz files, or a TREC run against qrels")
-    e.add_argument("--run", help="a TREC run file (qid Q0 docno rank score tag), evaluated as trec_eval does")
-    e.add_argument("--qrels", help="the TREC qrels file for --run (qid iter docno rel)")
+    e.add_argument("--run", help="a TREC run file (qid Q0 docno rank score tag; .gz, or .jsonl as JSON Lines), "
+                                 "evaluated as trec_eval does")
+    e.add_argument("--qrels", help="the TREC qrels file for --run (qid iter docno rel); .gz and .jsonl read too")
+    e.add_argument("--search", metavar="NPZ",
+                   help="nearest-neighbour results as a run: an .npz of faiss's D and I (-1: none), with "
+                        "query_labels and db_labels (same label: relevant) or --qrels, optional query_ids, db_ids")
+    e.add_argument("--search-metric", choices=("l2", "inner_product"),
+                   help="with --search: how D ranks (l2: smaller is closer; inner_product: larger is closer)")
     e.add_argument("--complete", action="store_true", help="with --run: trec_eval -c (every qrels query counts)")
-    e.add_argument("--relevance-level", type=int, default=1, help="with --run: least relevant grade (trec_eval -l)")
+    e.add_argument("--relevance-level", type=int, help="with --run: least relevant grade (trec_eval -l; default 1)")
     e.add_argument("--npz", help="an .npz holding arrays named like evaluate()'s arguments")
     for key in EVALUATE_ARRAYS:
         e.add_argument("--" + key.replace("_", "-"), dest=key, help=f"{key} as a .npy file")
     e.add_argument("--max-array-bytes", type=int, metavar="N",
                    help="refuse input arrays larger than N bytes in total, checked from the "
                         "file headers before loading (default 2 GiB)")
-    # every evaluation option from the one options table (flags, choices and help)
-    options_table.add_arguments(e, "evaluate-cli", defaults={"protocol": "hashing", "max_rank": 50,
-                                                             "implementation": "auto"})
-    e.add_argument("--json", action="store_true", help="machine-readable output")
+    # every evaluation option from the one options table (flags, choices and help); --protocol has no
+    # default here so that one given with --run is seen (arrays: hashing)
+    options_table.add_arguments(e, "evaluate-cli", defaults={"max_rank": 50, "implementation": "auto"})
+    e.add_argument("--json", action="store_true",
+                   help="machine-readable output (strict JSON: NaN/inf as null, listed under 'non_finite')")
     e.add_argument("--per-query", choices=("text", "json", "csv"),
                    help="one row per query (text: 'metric<TAB>query<TAB>value' lines like trec_eval -q)")
     e.add_argument("--query-ids", metavar="FILE", help="query ids for --per-query, one per line (default 0..Q-1)")
@@ -249,6 +352,8 @@ DELEGATED = {
               "check your own metric function against the reference, and name its conventions"),
     "identify": ("retrieval_conformance.conformance.harness.cli", "identify_main",
                  "name the conventions (and known bugs) your metric function follows: check --identify"),
+    "audit": ("retrieval_conformance.conformance.audit.cli", "audit_main",
+              "audit an evaluation: every convention's number, the conventions behind reported numbers, fragility"),
     "bench": ("retrieval_conformance.conformance.bench.cli", "bench_main",
               "speed benchmarks at dataset scale with peers, a ratio regression gate (run, gate, report, plot)"),
     "compute-ap": ("retrieval_conformance.reference.landmark.cli", "compute_ap_main",

@@ -12,7 +12,7 @@ import pickle
 from typing import Any, Callable, Optional
 
 import numpy as np
-from retrieval_conformance.reference.files import _PLAIN_KINDS, _clip, _describe
+from retrieval_conformance.reference.readers.limits import _PLAIN_KINDS, _clip, _describe
 
 _TEXT_CODECS = ("latin1", "latin-1", "iso-8859-1", "utf-8", "utf8", "ascii")
 # ints below this have distinct hashes, so they cannot collide in a dict or set (keys and

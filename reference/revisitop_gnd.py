@@ -2,7 +2,7 @@
 
 The pickle is loaded with :func:`~retrieval_conformance.reference.safe_pickle.load_restricted_pickle`;
 its structure is then checked and its name and id lists are returned as plain Python lists,
-within a budget of ``max_ids`` names and ids (see :mod:`retrieval_conformance.reference.files`).
+within a budget of ``max_ids`` names and ids (see :mod:`retrieval_conformance.reference.readers.limits`).
 """
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import io
 from typing import Any, Dict, List, Tuple, Union
 
 import numpy as np
-from retrieval_conformance.reference.files import (
+from retrieval_conformance.reference.readers.limits import (
     MAX_ARRAY_BYTES,
     MAX_DEPTH,
     MAX_FILE_BYTES,
@@ -103,7 +103,7 @@ def read_revisitop_gnd(source: Union[PathLike, bytes, io.IOBase], *,
     ----------
     source : path, bytes or binary file object
     max_bytes, max_items, max_array_bytes, max_depth : int
-        Limits of the pickle, see :mod:`retrieval_conformance.reference.files`.
+        Limits of the pickle, see :mod:`retrieval_conformance.reference.readers.limits`.
     max_ids : int
         Most names and ids returned, all lists together (default :data:`MAX_IDS`).
 

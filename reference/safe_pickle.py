@@ -5,7 +5,7 @@ A pickle can run arbitrary code when loaded: never hand an untrusted file to the
 library's unrestricted loader.  The stream is checked before anything is built
 (:mod:`~retrieval_conformance.reference.pickle_opcodes`), globals are served by checked
 stand-ins (:mod:`~retrieval_conformance.reference.pickle_proxies`), and the result is
-walked once after (:func:`_finish`).  Limits: see :mod:`retrieval_conformance.reference.files`.
+walked once after (:func:`_finish`).  Limits: see :mod:`retrieval_conformance.reference.readers.limits`.
 """
 from __future__ import annotations
 
@@ -15,19 +15,6 @@ import pickle
 from typing import Any, Callable, Dict, Optional, Tuple, Union
 
 import numpy as np
-from retrieval_conformance.reference.files import (
-    MAX_ARRAY_BYTES,
-    MAX_DEPTH,
-    MAX_FILE_BYTES,
-    MAX_ITEMS,
-    FileRefusedError,
-    PathLike,
-    _clip,
-    _describe,
-    _read_bounded,
-    _read_file,
-    _size,
-)
 from retrieval_conformance.reference.pickle_globals import _allowed_global
 from retrieval_conformance.reference.pickle_opcodes import _check_opcodes
 from retrieval_conformance.reference.pickle_proxies import (
@@ -44,6 +31,19 @@ from retrieval_conformance.reference.pickle_proxies import (
     _safe_complex,
     _safe_frozenset,
     _safe_set,
+)
+from retrieval_conformance.reference.readers.limits import (
+    MAX_ARRAY_BYTES,
+    MAX_DEPTH,
+    MAX_FILE_BYTES,
+    MAX_ITEMS,
+    FileRefusedError,
+    PathLike,
+    _clip,
+    _describe,
+    _read_bounded,
+    _read_file,
+    _size,
 )
 
 __all__ = ["RestrictedUnpickler", "load_restricted_pickle"]
@@ -90,7 +90,7 @@ class RestrictedUnpickler(pickle.Unpickler):
     file : binary file object
     encoding : str
     max_bytes, max_items, max_array_bytes, max_depth : int
-        Limits, see :mod:`retrieval_conformance.reference.files` (:data:`MAX_FILE_BYTES`,
+        Limits, see :mod:`retrieval_conformance.reference.readers.limits` (:data:`MAX_FILE_BYTES`,
         :data:`MAX_ITEMS`, :data:`MAX_ARRAY_BYTES`, :data:`MAX_DEPTH`).
 
     Examples
@@ -304,10 +304,10 @@ def load_restricted_pickle(source: Union[PathLike, bytes, io.IOBase], *,
     Parameters
     ----------
     source : path, bytes or binary file object
-        A path must name a regular file (see :mod:`retrieval_conformance.reference.files`
+        A path must name a regular file (see :mod:`retrieval_conformance.reference.readers.limits`
         for what is refused).
     max_bytes, max_items, max_array_bytes, max_depth : int
-        Limits, see :mod:`retrieval_conformance.reference.files`.
+        Limits, see :mod:`retrieval_conformance.reference.readers.limits`.
 
     Raises
     ------

@@ -11,7 +11,6 @@ says how many queries were dropped when the runs answer different queries.
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import os
 import sys
@@ -20,6 +19,7 @@ from dataclasses import asdict
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
+from retrieval_conformance import strict_json
 from retrieval_conformance.array_files import ArrayBudget, read_array_file
 from retrieval_conformance.comparison.arguments import check_level, check_resamples
 from retrieval_conformance.comparison.formatting import format_p, json_ready
@@ -223,7 +223,7 @@ def compare_main(argv: Optional[Sequence[str]] = None) -> int:
         payload = result.to_dict()
         if gates:
             payload["regressions"] = [json_ready(dict(asdict(r), margin=m)) for r, m in worse]
-        print(json.dumps(payload, indent=2))
+        print(strict_json.dumps(payload, indent=2))  # NaN as null, listed under non_finite
     elif args.markdown:
         print(result.to_markdown(alpha=args.alpha), end="")
     elif args.latex:

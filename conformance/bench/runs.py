@@ -7,6 +7,8 @@ import os
 import time
 from typing import Any, Dict, List, Optional
 
+from retrieval_conformance.reference.readers.text import read_text_file
+
 
 def machine_id() -> str:
     """pytest-benchmark's folder name for this machine (``Linux-CPython-3.11-64bit``)."""
@@ -28,8 +30,7 @@ def saved_runs(storage: str = ".benchmarks", machine: Optional[str] = None) -> L
 
 
 def load_run(path: str) -> Dict[str, Any]:
-    with open(path) as fh:
-        data = json.load(fh)
+    data = json.loads(read_text_file(path))  # bounded: a FIFO, /dev/zero or non-UTF-8 is a named ValueError
     if "benchmarks" not in data:
         raise ValueError(f"{path}: not a pytest-benchmark JSON file (no 'benchmarks' key)")
     return data

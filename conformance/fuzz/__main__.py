@@ -64,6 +64,49 @@ def show_case(seed: int, index: int, implementations: Optional[List[str]]) -> in
     return 0 if outcome.clean else 1
 
 
+def _files_main(args) -> int:
+    """``--target files``: the file readers' campaign, in this process (:mod:`.files`)."""
+    from .files import run_file_campaign
+
+    for flag, value in (("--implementations", args.implementations), ("--workers", args.workers),
+                        ("--case", args.case)):
+        if value is not None:  # the readers have no implementations; the campaign runs in this process
+            print(f"error: {flag}: not used with --target {args.target}; drop it", file=sys.stderr)
+            return 2
+    cases = args.cases if args.cases is not None else (1_000_000 if args.profile == "long" else 10_000)
+    if cases < 1:
+        print(f"error: --cases: expected a positive number, got {cases}", file=sys.stderr)
+        return 2
+
+    def progress(report) -> None:
+        if not args.quiet and report.cases % 1000 == 0:
+            sys.stderr.write(f"\rcases {report.cases}/{cases}, findings {len(report.findings)}   ")
+            sys.stderr.flush()
+
+    report = run_file_campaign(seed=args.seed, cases=cases, start=args.start, timeout=args.timeout or 20.0,
+                               progress=progress, target=args.target)
+    if not args.quiet:
+        sys.stderr.write("\n")
+    kinds = ", ".join(f"{k} {n}" for k, n in sorted(report.kinds.items()))
+    print(f"{args.target} fuzz campaign, seed {args.seed}: {report.cases} cases "
+          f"({args.start}..{args.start + cases - 1}) in {report.seconds:.1f} s; {kinds}")
+    for kind, count in sorted(report.counts.items(), key=lambda kv: -kv[1]):
+        print(f"  {kind:<17} {count}")
+    if args.json:
+        data = {"target": args.target, "seed": args.seed, "start": args.start, "cases": report.cases,
+                "seconds": round(report.seconds, 1), "outcomes": dict(report.counts), "kinds": dict(report.kinds),
+                "findings": [dict(zip(("index", "kind", "outcome", "detail"), f)) for f in report.findings]}
+        with open(args.json, "w") as f:
+            json.dump(data, f, indent=1)
+    if not report.findings:
+        print("PASSED: 0 wrong values, 0 unnamed errors, 0 hangs")
+        return 0
+    print(f"FAILED: {len(report.findings)} finding(s)")
+    for index, kind, outcome, detail in report.findings[:50]:
+        print(f"  case {index} [{kind}] {outcome}: {detail[:300]}")
+    return 1
+
+
 def main(argv: Optional[List[str]] = None) -> int:
     # a terminated campaign still stops its worker processes (SystemExit runs the cleanup)
     signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(143))
@@ -82,7 +125,12 @@ def main(argv: Optional[List[str]] = None) -> int:
     parser.add_argument("--case", type=int, help="show one case and what every implementation does with it")
     parser.add_argument("--json", help="write the report to this file")
     parser.add_argument("--quiet", action="store_true", help="no progress line")
+    parser.add_argument("--target", choices=("evaluate", "files", "evaluate-argv"), default="evaluate",
+                        help="evaluate's inputs (default), files (.npy/.npz headers, TREC lines) or evaluate-argv "
+                             "(argument vectors of the evaluate command)")
     args = parser.parse_args(argv)
+    if args.target in ("files", "evaluate-argv"):
+        return _files_main(args)
     if args.case is not None:
         return show_case(args.seed, args.case, args.implementations)
     profile = PROFILES[args.profile]

@@ -177,6 +177,35 @@ def _block_sizes(d, kw):
     return Case(out, f"block_size={short_repr(out['block_size'])}", "value", twin=twin, relation="same")
 
 
+def _embedding_block_sizes(d, kw):
+    """Near-tied embeddings (few distinct float values, none exact in binary): with BLAS
+    products, a block of one query rounded its distances otherwise, and near-tied items
+    swapped; the same problem in blocks of 1, 2, 3 or 7 queries must give the same bits."""
+    shapes = _ranking_shape(kw)
+    if shapes is None:
+        return None
+    (nq, n), rng = shapes, np.random.default_rng(d.integer(0, 2**32 - 1))
+    dim, dtype = d.integer(2, 40), d.choice((np.float32, np.float32, np.float64))
+    levels = np.array([-0.3, -0.1, 0.1, 0.3, 0.7], dtype=dtype)  # never zero: cosine is defined
+    plain = {key: value for key, value in kw.items()
+             if key not in ("distances", "scores", "block_size") + CODES + EMBEDDINGS}
+    plain.update(query_embeddings=levels[rng.integers(0, 5, (nq, dim))],
+                 db_embeddings=levels[rng.integers(0, 5, (n, dim))], metric=d.choice(("euclidean", "cosine")))
+    out = dict(plain, block_size=d.choice((1, 2, 3, 7)))
+    return Case(out, f"embedding_block_size={out['block_size']}", "value", twin=plain, relation="same")
+
+
+def _ranking_shape(kw) -> Optional[Tuple[int, int]]:
+    """(queries, gallery items) of the problem's ranking input."""
+    for name in ("distances", "scores"):
+        if kw.get(name) is not None:
+            return np.asarray(kw[name]).shape
+    for query, db in (CODES, EMBEDDINGS):
+        if kw.get(query) is not None and kw.get(db) is not None:
+            return np.asarray(kw[query]).shape[0], np.asarray(kw[db]).shape[0]
+    return None
+
+
 def _unknown_keyword(d, kw):
     return Case(dict(kw, **{d.choice(("ks", "tie", "implementaton", "labels")): 1}), "unknown_keyword", "error")
 
@@ -351,6 +380,7 @@ CHANGES: Tuple[Change, ...] = (
     Change("huge_k", "value", _huge_k, weight=2),
     Change("permute_queries", "value", _permute_queries, weight=2),
     Change("block_size", "value", _block_sizes, weight=2),
+    Change("embedding_block_size", "value", _embedding_block_sizes, weight=2),
     Change("huge_tie_group", "value", _huge_tie_group),
     Change("large_gallery", "value", _large_gallery),
     Change("numpy_integer_options", "value", _option("max_rank", (np.int8(3), np.uint64(7), np.int64(1)), "value")),

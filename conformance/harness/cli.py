@@ -72,7 +72,7 @@ def run_check_args(ns: argparse.Namespace, out=None) -> int:
         if ns.known_deviations:
             try:
                 known = read_known_deviations(ns.known_deviations)
-            except OSError as exc:
+            except (OSError, ValueError) as exc:
                 raise UsageError(f"--known-deviations: cannot read {ns.known_deviations!r}: {exc}") from None
         if ns.identify:
             report = identify(func, **kwargs)

@@ -24,6 +24,7 @@ from types import ModuleType
 from typing import Any, Callable, List, Optional
 
 from retrieval_conformance.conformance.harness.adapters import UsageError
+from retrieval_conformance.reference.readers.text import read_text_lines
 
 _EXAMPLE = "e.g. mylab.eval:calc_map or scripts/eval.py:calc_map"
 _private_names = itertools.count(1)
@@ -206,12 +207,7 @@ def _resolve(target: str, module: ModuleType, attr: str) -> Callable:
 def read_known_deviations(path: str) -> List[str]:
     """Check ids (or glob patterns) from a known-deviations file: one per line, ``#`` comments.
 
-    An ``OSError`` propagates when the file cannot be read.
+    An ``OSError`` propagates when the file cannot be opened, a ``ValueError`` (naming the file)
+    for a FIFO, a device, a file beyond the limits or bytes that are not UTF-8.
     """
-    out = []
-    with open(path, encoding="utf-8-sig") as fh:  # -sig: tolerate a byte-order mark
-        for line in fh:
-            line = line.split("#", 1)[0].strip()
-            if line:
-                out.append(line)
-    return out
+    return read_text_lines(path, comments=True)  # bounded; a byte-order mark is dropped

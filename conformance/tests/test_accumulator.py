@@ -414,3 +414,26 @@ def test_pm1_and_01_codes_in_different_updates_are_an_error(batches):
     with pytest.raises(ValueError, match=r"expected codes in \{-1, \+1\}, found 0"):
         rc.evaluate(query_codes=np.array(batches[0] + batches[1]), db_codes=np.array([[1]]), query_labels=[1, 1],
                     db_labels=[1])
+
+
+def test_a_block_of_no_queries_changes_nothing():
+    """The last batch of a sharded loader can be empty: it raised "expected at least one query"."""
+    gallery = np.eye(3)
+    acc = rc.Accumulator(db_embeddings=gallery, db_labels=[0, 1, 2], k=1, implementation="numpy")
+    acc.update(query_embeddings=np.zeros((0, 3)), query_labels=np.zeros(0, dtype=int))  # before any query
+    acc.update(query_embeddings=gallery[:2], query_labels=[0, 1])
+    acc.update(query_embeddings=np.zeros((0, 3)), query_labels=[])
+    assert len(acc) == 2
+    want = rc.evaluate(query_embeddings=gallery[:2], db_embeddings=gallery, query_labels=[0, 1], db_labels=[0, 1, 2],
+                       k=1, implementation="numpy")
+    assert acc.compute().map == want.map and np.array_equal(acc.compute().ap, want.ap)
+    plain = rc.Accumulator(db_labels=[0, 1, 2], implementation="numpy")
+    plain.update(distances=np.zeros((0, 3)), query_labels=np.zeros(0, dtype=int))
+    assert len(plain) == 0 and plain.n_gallery == 3
+    # an empty block is still checked for what it can be wrong about
+    with pytest.raises(ValueError, match=r"^distances: expected 3 columns"):
+        plain.update(distances=np.zeros((0, 4)), query_labels=np.zeros(0, dtype=int))
+    with pytest.raises(ValueError, match=r"query_labels: expected 0 rows"):
+        plain.update(distances=np.zeros((0, 3)), query_labels=[1, 2])
+    with pytest.raises(ValueError, match=r"give exactly one ranking input"):
+        plain.update(distances=np.zeros((0, 3)), scores=np.zeros((0, 3)), query_labels=np.zeros(0, dtype=int))

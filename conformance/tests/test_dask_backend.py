@@ -6,6 +6,7 @@ Skipped where ``dask.distributed`` is not installed (tox's minimal environment).
 from __future__ import annotations
 
 import ast
+import logging
 import subprocess
 import sys
 
@@ -18,7 +19,7 @@ from retrieval_conformance.conformance.support.dask_support import (
     local_cluster,
     requires_distributed,
 )
-from retrieval_conformance.implementations.dask_backend import DaskEvaluationError, DaskImplementation
+from retrieval_conformance.implementations.dask import DaskEvaluationError, DaskImplementation
 from retrieval_conformance.reference.contract import registry
 from retrieval_conformance.reference.contract.problem import ARRAY_FIELDS
 
@@ -36,7 +37,7 @@ def test_unavailable_without_a_client_and_dask_imported_lazily():
         "import sys\n"
         "import retrieval_conformance as rc\n"
         "from retrieval_conformance.reference.contract import registry\n"
-        "import retrieval_conformance.implementations.dask_backend\n"
+        "import retrieval_conformance.implementations.dask\n"
         "first = registry.unavailable_reason('dask')\n"
         "auto = registry.get('auto').name\n"
         "lazy = sorted(m for m in sys.modules if m.split('.')[0] in ('dask', 'distributed'))\n"
@@ -202,3 +203,29 @@ def test_a_worker_killed_mid_run(cluster, chunked, tmp_path, allowed_failures):
             with pytest.raises(DaskEvaluationError, match=r"could not be computed on the cluster \(KilledWorker"):
                 rc.evaluate(**kwargs, implementation=chunked(3))
     assert_identical(rc.evaluate(**kwargs, implementation="dask"), want)  # the cluster still works
+
+
+@pytest.mark.parametrize("shards, block_size", [(None, None), (None, 6), (2, None), (2, 6)],
+                         ids=["whole", "whole-blocks", "shards", "shards-blocks"])
+def test_a_client_closed_mid_run_raises_our_error(shards, block_size):
+    """The client closed while chunks are out: distributed's ClosedClientError (from cancelling
+    the rest) or "IOLoop is closed" reached the caller; now DaskEvaluationError, naming it."""
+    import distributed
+
+    rng = np.random.default_rng(0)
+    kw = dict(distances=rng.random((20, 50)), query_labels=rng.integers(0, 3, 20), db_labels=rng.integers(0, 3, 50))
+    registry.register("dask-closing", lambda: DaskImplementation(chunk_queries=2, gallery_shards=shards))
+    try:
+        with distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=False, dashboard_address=":0",
+                                      silence_logs=logging.CRITICAL) as local:
+            client = distributed.Client(local)
+
+            def close_at_first(done, total):
+                client.close()
+
+            with client.as_current(), pytest.raises(
+                    DaskEvaluationError, match=r"^implementation 'dask': the dask.distributed client was closed "
+                                               r"during the evaluation \(.*no partial result"):
+                rc.evaluate(**kw, implementation="dask-closing", progress=close_at_first, block_size=block_size)
+    finally:
+        registry.unregister("dask-closing")

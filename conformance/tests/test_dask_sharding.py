@@ -19,8 +19,8 @@ from retrieval_conformance.conformance.support.dask_support import (
     requires_distributed,
 )
 from retrieval_conformance.conformance.support.problems import random_options, tie_heavy_problem
-from retrieval_conformance.implementations.dask_backend import DaskEvaluationError, DaskImplementation
-from retrieval_conformance.implementations.dask_shards import shard_bounds
+from retrieval_conformance.implementations.dask import DaskEvaluationError, DaskImplementation
+from retrieval_conformance.implementations.dask.shards import shard_bounds
 from retrieval_conformance.reference.contract import registry
 from retrieval_conformance.reference.contract.conventions import TIE_POLICIES
 from retrieval_conformance.reference.contract.cutoffs import clip_to_gallery

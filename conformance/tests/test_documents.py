@@ -69,7 +69,7 @@ def test_readme_tour_prints_what_it_says():
 #: the reference's row, `csrc/rc_float.c` inside the implementations')
 BASES = ("", "reference", "reference/contract", "implementations", "conformance", "conformance/harness",
          "conformance/bench", "conformance/fuzz", "conformance/support", "api", "golden", "golden/tools",
-         "implementations/csrc")
+         "implementations/csrc", "implementations/dask", "implementations/vector")
 PATH = re.compile(r"`([\w.-]+(?:/[\w.-]+)*\.(?:py|c|h|md|json|cpp)|[\w.-]+(?:/[\w.-]+)*/)`")
 
 

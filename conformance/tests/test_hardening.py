@@ -3,7 +3,7 @@
 1. k beyond int64 wrapped (P@k of 0.18, -1.0 or 2.5e-19 where the reference has R/k).
 2. Float ids from 2**53 and uint64 ids beyond int64 merged (AP 1.0, or id -1 read as junk).
 3. Tie groups of more than ~1,000 items gave NaN in the CMC under ties="expected".
-4. Finite embeddings whose distances overflow float32 gave inf/NaN (or, for cosine, 1).
+4. Finite embeddings whose distances overflow gave inf/NaN (or, for cosine, 1).
 5. Per-query values changed with the block size, means with the order of the queries.
 6. Inputs whose errors named no argument (ragged lists, generators, scalars, exotic dtypes and
    tensors, unhashable option values), found by the fuzz campaign (``conformance/fuzz``).
@@ -25,7 +25,9 @@ from retrieval_conformance.conformance.support.requirements import implementatio
 from retrieval_conformance.reference.contract import registry
 from retrieval_conformance.reference.contract.aggregation import float_mean
 from retrieval_conformance.reference.contract.conventions import TIE_POLICIES
+from retrieval_conformance.reference.contract.embeddings import embedding_distances
 from retrieval_conformance.reference.contract.evaluate import build_problem
+from retrieval_conformance.reference.contract.precision import LowPrecisionWarning
 from retrieval_conformance.reference.contract.problem import Options
 from retrieval_conformance.reference.contract.validation import MAX_RANK_LIMIT
 
@@ -186,21 +188,39 @@ def test_huge_tie_group_cmc_is_finite_and_exact(name, n, share):
 
 # -- 4. distances that overflow -----------------------------------------------------------------
 @pytest.mark.parametrize("name", IMPLS)
-@pytest.mark.parametrize("metric", ["euclidean", "cosine"])
-def test_overflowing_embedding_distances_raise(name, metric):
-    """float32 entries of 1e20 square to inf: euclidean gave inf/NaN, cosine a silent 1.0."""
+def test_overflowing_embedding_distances_raise(name):
+    """A distance beyond float32's range gave inf; the squares of entries of 1e20 (inf in
+    float32) gave inf/NaN, and cosine a silent 1.0: now exact slices, a float32 distance fits."""
+    require_implementation(name)
+    q = np.array([[1, 0], [3e38, 3e38], [0, 1]], dtype=np.float32)  # |(3e38, 3e38 - 1)| > 3.4e38
+    d = np.array([[1, 0], [0, 1], [1e-5, 1]], dtype=np.float32)
+    ids = dict(query_labels=[1, 2, 3], db_labels=[1, 2, 3])
+    with pytest.raises(ValueError, match=r"query_embeddings, db_embeddings: the euclidean distances overflow "
+                                         r"float32 for 1 query \(query row 1; .*normalise the embeddings.*float64"):
+        rc.evaluate(query_embeddings=q, db_embeddings=d, implementation=name, **ids)
+    with pytest.raises(ValueError, match=r"\(query row 1; .*\(in the query block starting at row 1\)"):
+        rc.evaluate(query_embeddings=q, db_embeddings=d, block_size=1, implementation=name, **ids)
+    res = rc.evaluate(query_embeddings=q.astype(np.float64), db_embeddings=d,
+                      implementation=name, **ids)  # float64, as the message suggests
+    assert np.isfinite(res.map)
+    with pytest.raises(ValueError, match=r"the euclidean distances overflow float64 for 1 query \(query row 1;"):
+        rc.evaluate(query_embeddings=np.array([[1, 0], [1e200, 1e200], [0, 1]]), db_embeddings=d,
+                    implementation=name, **ids)
+
+
+@pytest.mark.parametrize("name", IMPLS)
+def test_large_float32_embeddings_give_their_distances(name):
+    """Entries of 1e20 square beyond float32: the distances (~1e20) and cosines are still right."""
     require_implementation(name)
     q = np.array([[1, 0], [1e20, 0], [0, 1]], dtype=np.float32)
     d = np.array([[1, 0], [0, 1], [1e-5, 1]], dtype=np.float32)
-    ids = dict(query_labels=[1, 2, 3], db_labels=[1, 2, 3])
-    with pytest.raises(ValueError, match=rf"query_embeddings, db_embeddings: the {metric} distances overflow "
-                                         r"float32 for 1 query \(query row 1; .*normalise the embeddings.*float64"):
-        rc.evaluate(query_embeddings=q, db_embeddings=d, metric=metric, implementation=name, **ids)
-    with pytest.raises(ValueError, match=r"\(query row 1; .*\(in the query block starting at row 1\)"):
-        rc.evaluate(query_embeddings=q, db_embeddings=d, metric=metric, block_size=1, implementation=name, **ids)
-    res = rc.evaluate(query_embeddings=q.astype(np.float64), db_embeddings=d, metric=metric,
-                      implementation=name, **ids)  # float64, as the message suggests
-    assert np.isfinite(res.map)
+    for metric in ("euclidean", "cosine"):
+        got = embedding_distances(q, d, metric)
+        want = embedding_distances(q.astype(np.float64), d.astype(np.float64), metric)
+        assert np.allclose(got, want, rtol=1e-5, atol=0), metric  # 1 - cos of ~5e-11 cancels most bits
+        res = rc.evaluate(query_embeddings=q, db_embeddings=d, metric=metric, query_labels=[1, 2, 3],
+                          db_labels=[1, 2, 3], implementation=name)
+        assert np.isfinite(res.map) and np.isfinite(res.per_query.ap).all()
 
 
 # -- 5. determinism: block size and query order ------------------------------------------------
@@ -315,13 +335,15 @@ def test_a_million_cutoffs_are_refused_at_once():
 
 @pytest.mark.parametrize("name", IMPLS)
 def test_bfloat16_tensors_are_read_exactly(name):
-    """bfloat16 values are float32 values: the result equals the float32 tensor's."""
+    """bfloat16 values are float32 values: the result equals the float32 tensor's (and the
+    low precision is said: 8 significant bits tie what float32 tells apart)."""
     require_implementation(name)
     torch = _torch()
     values = torch.tensor([[0.5, 1.0, 1.0, 3.0], [2.0, 0.25, 2.0, 0.5]])
     kw = dict(query_labels=[1, 2], db_labels=[1, 2, 1, 2], ties="expected")
     want = rc.evaluate(distances=values, **kw, implementation=name)
-    got = rc.evaluate(distances=values.to(torch.bfloat16), **kw, implementation=name)
+    with pytest.warns(LowPrecisionWarning, match=r"distances: bfloat16 .*\(4 values tied with another of their row"):
+        got = rc.evaluate(distances=values.to(torch.bfloat16), **kw, implementation=name)
     assert got.map == want.map and np.array_equal(got.cmc, want.cmc)
 
 

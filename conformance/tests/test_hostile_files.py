@@ -221,6 +221,10 @@ def _bad_npz(kind: str, tmp_path: Path) -> Path:
         _zip(path, {"distances.npy": _npy_header((2**53,)) + b"\0" * 64})
     elif kind == "declares more than it holds":
         _zip(path, {"distances.npy": _npy_header((10**6,)) + b"\0" * 80}, zipfile.ZIP_DEFLATED)
+    elif kind == "zero-size items":  # 0 bytes declared, 2**28 elements: once 9.7 GB and 23 s to sort
+        _zip(path, {"query_labels.npy": _npy_header((2**28,), "<U0")})
+    elif kind == "shape beyond intp":  # 0 elements, but numpy raised OverflowError
+        _zip(path, {"distances.npy": _npy_header((0, 2**64))})
     elif kind == "huge header":
         _zip(path, {"distances.npy": b"\x93NUMPY\x02\x00" + struct.pack("<I", 2**31) + b"{"})
     elif kind == "not npy member":
@@ -245,6 +249,8 @@ NPZ_CASES = {
                        r"\(72,057,594,037,927,936 bytes \(64 PiB\)\) beyond the limit of "
                        r"2,147,483,648 bytes \(2 GiB\); raise the limit with --max-array-bytes N",
     "declares more than it holds": r"declares 8,000,000 bytes .* but the member holds 80 bytes",
+    "zero-size items": r"\['query_labels.npy'\]: dtype <U0 has items of 0 bytes",
+    "shape beyond intp": r"\['distances.npy'\]: \.npy shape '\(0, 18446744073709551616\)' is beyond numpy",
     "huge header": r"\.npy header of 2,147,483,648 bytes",
     "not npy member": r"\['distances'\]: not an .npy member",
     "unknown array name": r"holds 'weights'; expected names among distances, ",
@@ -281,6 +287,10 @@ def _bad_npy(kind: str, tmp_path: Path) -> Path:
         np.save(path, np.zeros(2, dtype=[("a", "<f8")]))
     elif kind == "version 3":
         path.write_bytes(b"\x93NUMPY\x03\x00" + b"\0" * 20)
+    elif kind == "zero-size items":
+        path.write_bytes(_npy_header((2**28,), "<U0"))
+    elif kind == "shape beyond intp":
+        path.write_bytes(_npy_header((0, 2**64)))
     return path
 
 
@@ -293,6 +303,8 @@ NPY_CASES = {
     "truncated": r"declares 48 bytes .* but the file holds 40 bytes",
     "structured": r"dtype \|V8 is not read",
     "version 3": r"format version 3\.0 is not read",
+    "zero-size items": r"dtype <U0 has items of 0 bytes",
+    "shape beyond intp": r"beyond numpy's index range",
 }
 
 
@@ -306,6 +318,34 @@ def test_evaluate_npy_errors_are_one_line_and_status_2(kind, tmp_path, capsys):
     captured = capsys.readouterr()
     assert captured.err.startswith(f"error: --distances {path}: ") and captured.err.count("\n") == 1
     assert re.search(NPY_CASES[kind], captured.err), captured.err
+
+
+def test_element_counts_are_bounded_as_well_as_bytes(tmp_path, capsys):
+    """max_elements counts the elements of all members, before anything is allocated."""
+    path = tmp_path / "labels.npz"
+    np.savez(path, query_labels=np.arange(6, dtype=np.int8), db_labels=np.arange(6, dtype=np.int8))
+    assert readers.read_npz(path, max_elements=12)["db_labels"].size == 6
+    with pytest.raises(readers.FileRefusedError, match=r"\(6 elements\), 12 with the arrays before it, beyond "
+                       r"the limit of 11 elements") as info:
+        readers.read_npz(path, max_elements=11)
+    assert info.value.limit == "max_elements"
+    np.save(tmp_path / "one.npy", np.arange(6, dtype=np.int8))
+    with pytest.raises(readers.FileRefusedError, match="beyond the limit of 5 elements"):
+        readers.read_npy(tmp_path / "one.npy", max_elements=5)
+
+
+def test_evaluate_names_the_element_limit(tmp_path, capsys):
+    """Past 2**31 elements even a byte budget raised with --max-array-bytes stops: the header alone tells."""
+    path = tmp_path / "flags.npy"
+    path.write_bytes(_npy_header((2**31 + 1,), "|b1"))
+    relevance = tmp_path / "rel.npy"
+    np.save(relevance, np.array([[0, 1]]))
+    assert main(["evaluate", "--distances", str(path), "--relevance", str(relevance),
+                 "--max-array-bytes", str(2**33)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"error: --distances {path}: array of shape (2147483649,) and dtype |b1 "
+                          "(2,147,483,649 elements) beyond the limit of 2,147,483,648 elements; evaluate the data in "
+                          "smaller parts"), err
 
 
 def test_evaluate_limits_all_arrays_together(tmp_path, capsys):

@@ -1,4 +1,4 @@
-"""Numerics of the vectorised code shared by numpy and torch (``implementations/vector_*``).
+"""Numerics of the vectorised code shared by numpy and torch (``implementations/vector/``).
 
 * block sizes, float32 against float64 inputs, -0.0 against 0.0: the same bits;
 * large tie groups under ``ties="expected"`` (spec §4 ties=expected): within 1e-12

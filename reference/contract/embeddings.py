@@ -5,58 +5,92 @@ float distances): the matrix computed here is what every implementation ranks.
 """
 from __future__ import annotations
 
+from typing import Dict, Optional, Tuple
+
 import numpy as np
+from retrieval_conformance.reference.contract.embedding_dots import (
+    SlicedRows,
+    cross_dots,
+    item_chunks,
+    slice_plan,
+    slice_rows,
+)
 from retrieval_conformance.reference.contract.validation import float_matrix
+
+#: a gallery's slices by plan (slices, bits per slice), kept across query blocks
+SliceCache = Dict[Tuple[int, int], SlicedRows]
 
 #: the metrics ``embedding_distances`` computes
 METRICS = ("euclidean", "cosine")
 
 
 def embedding_distances(query_embeddings, db_embeddings, metric: str = "euclidean", row0: int = 0,
-                        db_checked: bool = False) -> np.ndarray:
+                        db_checked: bool = False, sliced: Optional[SliceCache] = None) -> np.ndarray:
     """Distance matrix (Q, N) from embeddings, computed once for all implementations.
 
     ``euclidean``: ``sqrt(max(|q|^2 + |r|^2 - 2 q·r, 0))``; ``cosine``: ``1 - q·r / (|q| |r|)``
-    (a zero vector has no direction and is rejected).  Two float32 inputs give float32
-    distances (as ReID code computes them, without a float64 copy of the gallery); anything
-    else is computed in float64.  ``row0``: index of the first query row (for messages).
-    ``db_checked``: ``db_embeddings`` is the array ``float_matrix`` returned for it already.
+    (a zero vector has no direction and is rejected).  The dot products and squared norms are
+    the exact-slice sums of :mod:`.embedding_dots`: one (query, item) pair gets the same bits
+    whatever block of queries, batch, thread count or BLAS computes it.  They are combined in
+    float64 (a gallery chunk at a time, never a float64 copy of the whole gallery) and rounded
+    once to float32 when both inputs are float32, as ReID code keeps its distances.
+    ``row0``: index of the first query row (for messages).  ``db_checked``: ``db_embeddings``
+    is the array ``float_matrix`` returned for it already.  ``sliced``: a dict the caller keeps
+    for one gallery across query blocks, where the gallery's slices are kept once made.
 
     Raises
     ------
     ValueError
-        When finite embeddings give non-finite intermediate values (squared norms, dot
-        products, norm products that overflow): the distances would be inf or NaN, or, for
-        cosine, a silently wrong 1.  The message names the first query rows affected.
+        When finite embeddings give distances that overflow: a euclidean distance beyond
+        float32's range (~3.4e38) for float32 inputs, or a squared norm beyond float64's for
+        float64 inputs (cosine divides the scales out and never overflows).  The message names
+        the first query rows affected.
     """
     q = float_matrix("query_embeddings", query_embeddings, "one embedding per query")
     d = db_embeddings if db_checked else float_matrix("db_embeddings", db_embeddings, "one embedding per gallery item")
-    if not (q.dtype == d.dtype == np.float32):
-        q, d = q.astype(np.float64), d.astype(np.float64)
+    out_dtype = np.float32 if q.dtype == d.dtype == np.float32 else np.float64
     if q.shape[1] != d.shape[1]:
         raise ValueError(
             f"db_embeddings: expected dimension {q.shape[1]} like query_embeddings, got {d.shape[1]}"
         )
-    # overflow is detected below, on the values, and reported with what to do; numpy's
-    # RuntimeWarnings would only add noise (and are lost in BLAS threads anyway)
+    if metric not in METRICS:
+        raise ValueError(f"metric: expected 'euclidean' or 'cosine', got {metric!r}")
+    n_slices, width = slice_plan(q.shape[1], out_dtype)
+    queries = slice_rows(q, n_slices, width)
+    gallery = _sliced_gallery(d, n_slices, width, sliced)
+    if metric == "cosine":
+        for name, rows in (("query_embeddings", queries), ("db_embeddings", gallery)):
+            if (rows.norms == 0).any():
+                raise ValueError(f"{name}: row {int(np.argmin(rows.norms))} is all zeros; cosine distance is undefined")
+    out = np.empty((q.shape[0], d.shape[0]), dtype=out_dtype)
+    # an overflow leaves inf or NaN, found and reported below with what to do
     with np.errstate(over="ignore", invalid="ignore"):
-        if metric == "euclidean":
-            sq = (q * q).sum(1)[:, None] + (d * d).sum(1)[None, :] - 2.0 * (q @ d.T)
-            _check_overflow(np.isfinite(sq), q.dtype, metric, row0)  # an inf term leaves inf or NaN here
-            out = np.sqrt(np.maximum(sq, 0))
-        elif metric == "cosine":
-            nq, nd = np.linalg.norm(q, axis=1), np.linalg.norm(d, axis=1)
-            for name, norms in (("query_embeddings", nq), ("db_embeddings", nd)):
-                if (norms == 0).any():
-                    raise ValueError(f"{name}: row {int(np.argmin(norms))} is all zeros; cosine distance is undefined")
-            dot, scale = q @ d.T, nq[:, None] * nd[None, :]
-            # an infinite norm (or product of norms) makes q·r / inf = 0: a finite, wrong distance
-            _check_overflow(np.isfinite(dot) & np.isfinite(scale), q.dtype, metric, row0)
-            out = 1 - dot / scale
-        else:
-            raise ValueError(f"metric: expected 'euclidean' or 'cosine', got {metric!r}")
+        for lo, hi in item_chunks(d.shape[0], q.shape[0], q.shape[1], n_slices):
+            items = gallery.rows(lo, hi)
+            dot = cross_dots(queries, items)  # q·r / 2**(e_q + e_r)
+            if metric == "euclidean":
+                # scaling by powers of two, a row vector at a time (no (Q, N) matrix of exponents)
+                dot *= np.ldexp(2.0, queries.exponent)[:, None]
+                dot *= np.ldexp(1.0, items.exponent)[None, :]
+                sq = np.ldexp(queries.norms, 2 * queries.exponent)[:, None] - dot
+                sq += np.ldexp(items.norms, 2 * items.exponent)[None, :]
+                np.maximum(sq, 0, out=sq)
+                out[:, lo:hi] = np.sqrt(sq, out=sq)
+            else:  # the powers of two cancel: cosine never overflows
+                out[:, lo:hi] = 1 - dot / (np.sqrt(queries.norms)[:, None] * np.sqrt(items.norms)[None, :])
     _check_overflow(np.isfinite(out), q.dtype, metric, row0)
-    return np.ascontiguousarray(out)
+    return out
+
+
+def _sliced_gallery(d: np.ndarray, n_slices: int, width: int,
+                    sliced: Optional[SliceCache]) -> SlicedRows:
+    """The gallery's slices for this plan: made once per gallery when the caller keeps ``sliced``."""
+    if sliced is not None and (n_slices, width) in sliced:
+        return sliced[(n_slices, width)]
+    rows = slice_rows(d, n_slices, width)
+    if sliced is not None:
+        sliced[(n_slices, width)] = rows
+    return rows
 
 
 def _check_overflow(finite: np.ndarray, dtype: np.dtype, metric: str, row0: int) -> None:

@@ -19,6 +19,7 @@ from retrieval_conformance.reference.contract.conventions import DISCOUNTS, GAIN
 from retrieval_conformance.reference.contract.cutoffs import compute_within_gallery
 from retrieval_conformance.reference.contract.embeddings import METRICS, embedding_distances
 from retrieval_conformance.reference.contract.gallery import Gallery, prepare_gallery
+from retrieval_conformance.reference.contract.precision import precisions, warn_low_precision
 from retrieval_conformance.reference.contract.presets import get_preset
 from retrieval_conformance.reference.contract.problem import (
     AP_AT_K_DENOMINATORS,
@@ -108,7 +109,7 @@ def build_problem(
             raise ValueError(f"{missing}: expected embeddings together with {ranking_inputs[0]}")
         checked = gallery is not None and gallery.embeddings is not None
         dist = embedding_distances(query_embeddings, gallery.embeddings if checked else db_embeddings, metric,
-                                   row0=row0, db_checked=checked)
+                                   row0=row0, db_checked=checked, sliced=gallery.embedding_slices if checked else None)
     matrix = dist if dist is not None else sims
     n_q, n_g = (matrix.shape if matrix is not None else (query_bits.shape[0], db_side.shape[0]))
     if n_q == 0:
@@ -337,6 +338,7 @@ def evaluate(
                         db_cams=db_cams if "same_id_cam" in preset.junk else None, metric=metric,
                         junk_ids=(-1,) if "minus_one" in preset.junk else ())
     impl = get(implementation) if device is None else on_device(implementation, device)
+    kinds = precisions({**query_side, **gallery_side})  # before the conversion reads bfloat16 as float32
     # every array argument read as an array once (no copy of numpy arrays, memory maps or CPU
     # tensors), so a scalar, a generator, a ragged list or an exotic tensor is named here
     for side in (query_side, gallery_side):
@@ -352,6 +354,7 @@ def evaluate(
         if value is not None and hasattr(value, "__len__") and len(value) != n_q:
             shape = getattr(value, "shape", (len(value),))
             raise ValueError(f"{key}: expected {n_q} rows (one per query), got shape {tuple(shape)}")
+    warn_low_precision(kinds, {**query_side, **gallery_side}, lambda q, d: embedding_distances(q, d, metric))
     per_block = block_rows(n_q, n_g, block_size)
     report = progress_callback(progress, n_q)
     parts = []

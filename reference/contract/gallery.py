@@ -11,7 +11,7 @@ cannot be prepared is simply checked per block as before.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Dict, Optional, Tuple
 
 import numpy as np
@@ -50,6 +50,8 @@ class Gallery:
     raw: Dict[str, Any]
     codes: Optional[_Codes] = None
     embeddings: Optional[np.ndarray] = None
+    #: the embeddings cut into exact slices (``embedding_dots``), made by the first query block
+    embedding_slices: Dict[Any, Any] = field(default_factory=dict)
     ids: Optional[_Ids] = None
     multi_hot: Optional[np.ndarray] = None
     cams: Optional[_Ids] = None

@@ -97,7 +97,7 @@ _SPECS: Dict[str, str] = {
     "numpy": "retrieval_conformance.implementations.numpy_backend:NumpyImplementation",
     "torch": "retrieval_conformance.implementations.torch_backend:TorchImplementation",
     "c": "retrieval_conformance.implementations.c_backend:CImplementation",
-    "dask": "retrieval_conformance.implementations.dask_backend:DaskImplementation",
+    "dask": "retrieval_conformance.implementations.dask.backend:DaskImplementation",
 }
 BUILT_IN = tuple(_SPECS)
 #: the entry-point group third-party implementations register under

@@ -22,6 +22,7 @@ from retrieval_conformance.reference.contract.arrays import (
 )
 from retrieval_conformance.reference.contract.codes import scan_codes, unpack_words
 from retrieval_conformance.reference.contract.ids import INT64_MAX, exact_ids, id_vector, joint_ids, labels_pair
+from retrieval_conformance.reference.contract.precision import LowPrecisionWarning
 
 __all__ = [  # the names callers use; arrays.py and ids.py hold the first two steps
     "ID_ARGUMENTS", "INT64_MAX", "MAX_GRADE", "MAX_RANK_LIMIT", "LowPrecisionWarning", "array_input", "bool_matrix",
@@ -53,7 +54,8 @@ def _nonfinite_message(name: str, arr: np.ndarray, at: Tuple[int, ...]) -> str:
 
 
 def float_matrix(name: str, value: Any, what: str) -> np.ndarray:
-    """A finite 2-D float32/float64 array (integers are converted to float64 exactly)."""
+    """A finite 2-D float32/float64 array (integers are converted to float64 exactly; float16
+    exactly, long double rounded in order: ``evaluate`` warns about both, see :mod:`.precision`)."""
     arr = to_numpy(name, value)
     check_ndim(name, arr, 2, what)
     if arr.dtype == np.bool_ or arr.dtype.kind not in "fiu":
@@ -63,39 +65,9 @@ def float_matrix(name: str, value: Any, what: str) -> np.ndarray:
             raise ValueError(f"{name}: integer values must stay below 2**53 to convert exactly")
         arr = arr.astype(np.float64)
     elif arr.dtype not in (np.float32, np.float64):
-        if arr.dtype == np.float16:
-            _warn_float16(name, arr)
-        arr = arr.astype(np.float64)  # float16 and longdouble: float64 keeps the order
+        arr = arr.astype(np.float64)
     check_finite(name, arr)
     return np.ascontiguousarray(arr)
-
-
-class LowPrecisionWarning(UserWarning):
-    """Values given in a precision so low that items which differ may be tied."""
-
-
-def _warn_float16(name: str, arr: np.ndarray) -> None:
-    """float16 keeps 11 significant bits: distances computed in float32 often collapse into ties."""
-    import warnings
-
-    tied = sum(int(row.size - np.unique(row).size) for row in arr[:64])
-    warnings.warn(
-        f"{name}: float16 values keep 11 significant bits, so items whose distances differ in float32 "
-        f"may be tied here ({tied} tied values in the first {min(len(arr), 64)} rows), which changes "
-        f"AP and CMC; compute {name} in float32 or float64",
-        LowPrecisionWarning, stacklevel=_outside_package())
-
-
-def _outside_package() -> int:
-    """The ``stacklevel`` of the first caller outside this package (where the warning belongs)."""
-    import os
-    import sys
-
-    package = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    frame, level = sys._getframe(1), 1
-    while frame is not None and os.path.abspath(frame.f_code.co_filename).startswith(package + os.sep):
-        frame, level = frame.f_back, level + 1
-    return level
 
 
 def bool_matrix(name: str, value: Any, shape: Tuple[int, int], what: str) -> np.ndarray:

@@ -1,14 +1,10 @@
-"""Readers for landmark-retrieval ground truth, ranked lists and numpy array files.
+"""The VGG text layouts of landmark retrieval: ground-truth files and ranked lists.
 
-Four formats are read:
+Two formats are read:
 
 * the VGG text layout of Oxford5k / Paris6k (``<query>_query.txt``, ``<query>_good.txt``,
   ``<query>_ok.txt``, ``<query>_junk.txt``, one image name per line);
-* ranked-list files (one name per line, best first);
-* the ground-truth pickles of revisitop (``gnd_roxford5k.pkl``: ``easy``/``hard``/``junk``)
-  and cirtorch (``gnd_oxford5k.pkl``: ``ok``/``junk``), through :class:`RestrictedUnpickler`;
-* ``.npy`` / ``.npz`` files of plain arrays (:func:`read_npy`, :func:`read_npz`), for the
-  ``evaluate`` command.
+* ranked-list files (one name per line, best first).
 
 Lines are read the way the original ``compute_ap.cpp`` reads them with ``std::getline``:
 the bytes are split on ``b"\\n"`` only, so a ``"\\r"`` (a file written on Windows) or a
@@ -17,34 +13,8 @@ final line without a newline still counts; a final newline does not add an empty
 Bytes are decoded as UTF-8 with ``surrogateescape``, which is one-to-one: two names are
 equal as ``str`` exactly when their bytes are equal, as in the C++ program.
 
-A pickle can run arbitrary code when loaded.  Ground-truth pickles are therefore only ever
-opened through :class:`RestrictedUnpickler`, which resolves no global except the few that
-numpy arrays and plain containers need, never lets numpy rebuild an array or a dtype from
-the pickle's own state (it builds plain numeric arrays itself, after checking them), and
-checks the whole opcode stream before anything is built; never hand an untrusted file to
-the standard library's unrestricted loader.
-
-Limits, and what is refused
----------------------------
-Every reader bounds what a file can make it build or wait for (``MAX_FILE_BYTES``,
-``MAX_LINES``, ``MAX_ITEMS``, ``MAX_IDS``, ``MAX_ARRAY_BYTES``, ``MAX_DEPTH``,
-``MAX_NPZ_MEMBERS``, each a keyword argument of the readers that apply it) and reads only
-regular files; see :mod:`retrieval_conformance.reference.files` for the values and the
-errors raised.
-
-Modules
--------
-This module reads the text formats and re-exports the others, so that every reader is
-importable from here:
-
-* :mod:`~retrieval_conformance.reference.files`: limits, :class:`FileRefusedError`,
-  opening and bounded reading of regular files;
-* :mod:`~retrieval_conformance.reference.safe_pickle`: :class:`RestrictedUnpickler` and
-  :func:`load_restricted_pickle` (with :mod:`~retrieval_conformance.reference.pickle_globals`,
-  :mod:`~retrieval_conformance.reference.pickle_opcodes` and
-  :mod:`~retrieval_conformance.reference.pickle_proxies`);
-* :mod:`~retrieval_conformance.reference.revisitop_gnd`: :func:`read_revisitop_gnd`;
-* :mod:`~retrieval_conformance.reference.npy_files`: :func:`read_npy`, :func:`read_npz`.
+Files are opened and bounded as :mod:`~retrieval_conformance.reference.readers.limits` says
+(``max_bytes``, ``max_lines``; only regular files).
 """
 from __future__ import annotations
 
@@ -53,45 +23,17 @@ import re
 from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Tuple
 
-from retrieval_conformance.reference.files import (
-    MAX_ARRAY_BYTES,
-    MAX_DEPTH,
+from retrieval_conformance.reference.readers.limits import (
     MAX_FILE_BYTES,
-    MAX_IDS,
-    MAX_ITEMS,
     MAX_LINES,
-    MAX_NPZ_MEMBERS,
     FileRefusedError,
     PathLike,
     _clip,
     _read_file,
 )
-from retrieval_conformance.reference.npy_files import read_npy, read_npz
-from retrieval_conformance.reference.revisitop_gnd import read_revisitop_gnd
-from retrieval_conformance.reference.safe_pickle import RestrictedUnpickler, load_restricted_pickle
 
-__all__ = [
-    "MAX_ARRAY_BYTES",
-    "MAX_DEPTH",
-    "MAX_FILE_BYTES",
-    "MAX_IDS",
-    "MAX_ITEMS",
-    "MAX_LINES",
-    "MAX_NPZ_MEMBERS",
-    "FileRefusedError",
-    "GroundTruthQuery",
-    "RestrictedUnpickler",
-    "decode_name",
-    "load_restricted_pickle",
-    "read_gt_folder",
-    "read_gt_query",
-    "read_lines",
-    "read_npy",
-    "read_npz",
-    "read_ranked_list",
-    "read_revisitop_gnd",
-    "split_lines",
-]
+__all__ = ["GroundTruthQuery", "decode_name", "read_gt_folder", "read_gt_query", "read_lines", "read_ranked_list",
+           "split_lines"]
 
 
 # --------------------------------------------------------------------------- lines

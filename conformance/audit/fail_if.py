@@ -1,0 +1,105 @@
+"""``--fail-if``: conditions on an audit that fail a CI job.
+
+Grammar (one condition; several are given as several options or joined by ``;``)::
+
+    condition := quantity operator number ["%"]
+    operator  := ">" | ">=" | "<" | "<=" | "==" | "!="
+    quantity  := "tie_interval:" METRIC      the width of the metric's tie interval (optimistic - pessimistic)
+               | FINDING                     the count of a finding (self_matches, duplicates, empty_queries, ties, ...)
+               | FINDING ".share"            its share (of the queries, pairs or items it counts)
+               | "reproduced"                how many candidates reproduce the reported numbers
+               | METRIC                      the metric's value under the declared protocol
+
+Metric values, widths and shares are fractions: ``tie_interval:map>0.005`` and
+``tie_interval:map>0.5%`` both say "wider than half a point".  A finding the data cannot
+have (self-matches of hashing codes) counts 0.
+
+>>> parse("tie_interval:map>0.5%")
+('tie_interval:map', '>', 0.005)
+"""
+from __future__ import annotations
+
+import operator
+import re
+from typing import Any, Dict, Iterable, List, Optional, Tuple, Union
+
+from retrieval_conformance.conformance.audit.metrics import METRICS, metric
+
+OPERATORS = {">=": operator.ge, "<=": operator.le, "==": operator.eq, "!=": operator.ne, ">": operator.gt,
+             "<": operator.lt}
+_CONDITION = re.compile(r"^\s*([A-Za-z0-9_@:.\-]+)\s*(>=|<=|==|!=|>|<)\s*([-+]?[0-9]*\.?[0-9]+(?:[eE][-+]?\d+)?)"
+                        r"\s*(%?)\s*$")
+FINDINGS = ("ties", "low_precision", "self_matches", "duplicates", "empty_queries", "ids_one_side", "junk",
+            "id_minus_1", "id_0", "no_label", "single_item_classes")
+EXAMPLE = "e.g. 'tie_interval:map>0.005', 'self_matches>0', 'empty_queries.share>0.01', 'map<0.5'"
+
+
+def parse(condition: str) -> Tuple[str, str, float]:
+    """``"self_matches>0"`` -> ``("self_matches", ">", 0.0)``; a ``ValueError`` naming ``fail_if`` otherwise."""
+    if not isinstance(condition, str):
+        raise TypeError(f"fail_if: expected a condition string ({EXAMPLE}), got {type(condition).__name__}")
+    m = _CONDITION.match(condition)
+    if m is None:
+        raise ValueError(f"fail_if: cannot read {condition!r}; write QUANTITY OPERATOR NUMBER, {EXAMPLE}")
+    quantity, op, number, percent = m.groups()
+    _check_quantity(quantity, condition)
+    return quantity, op, float(number) / (100 if percent else 1)
+
+
+def _check_quantity(quantity: str, condition: str) -> None:
+    if quantity.startswith("tie_interval:"):
+        metric(quantity.split(":", 1)[1], "fail_if")
+        return
+    name = quantity[: -len(".share")] if quantity.endswith(".share") else quantity
+    if name in FINDINGS or quantity == "reproduced":
+        return
+    try:
+        metric(quantity, "fail_if")
+    except ValueError:
+        raise ValueError(f"fail_if: unknown quantity {quantity!r} in {condition!r}; expected tie_interval:METRIC, "
+                         f"reproduced, a metric ({', '.join(METRICS)}) or a finding "
+                         f"({', '.join(FINDINGS)}, each with .share)") from None
+
+
+def conditions(given: Union[None, str, Iterable[str]]) -> List[str]:
+    if given is None:
+        return []
+    items = [given] if isinstance(given, str) else list(given)
+    return [part.strip() for item in items for part in str(item).split(";") if part.strip()]
+
+
+def quantity_value(report: Dict[str, Any], quantity: str) -> Optional[float]:
+    """The value of ``quantity`` in a JSON report (None: the audit has no such number)."""
+    if quantity.startswith("tie_interval:"):
+        name = metric(quantity.split(":", 1)[1]).name
+        iv = report["tie_intervals"].get(name)
+        return None if iv is None else iv["width"]
+    if quantity == "reproduced":
+        rep = report["reproduced"]
+        return float(rep["n_matches"]) if rep.get("reported") else None
+    share = quantity.endswith(".share")
+    name = quantity[: -len(".share")] if share else quantity
+    if name in FINDINGS:
+        found = [f for f in report["findings"] if f["kind"] == name]
+        if not found:
+            return 0.0
+        value = found[0]["share"] if share else found[0]["count"]
+        return None if value is None else float(value)
+    name = metric(quantity).name
+    # the declared protocol with its overrides: the declared row of an axis that holds the others
+    row = next(r for r in report["conventions"] if r["axis"] == "ties" and r["declared"])
+    return (row["values"] or {}).get(name) if row["values"] else None
+
+
+def failures(report: Dict[str, Any], given: Union[None, str, Iterable[str]]) -> List[str]:
+    """The conditions the audit meets, each as ``"self_matches>0: self_matches is 12"``."""
+    out = []
+    for text in conditions(given):
+        quantity, op, limit = parse(text)
+        value = quantity_value(report, quantity)
+        if value is None:
+            out.append(f"{text}: the audit has no value for {quantity} (no reported numbers, or no query "
+                       "counted), which fails the condition")
+        elif OPERATORS[op](value, limit):
+            out.append(f"{text}: {quantity} is {value:.6g}")
+    return out

@@ -1,0 +1,161 @@
+"""``rc.audit``: the number under every convention, the conventions behind a published number, and
+what in the data makes it fragile, on the same inputs as ``evaluate``."""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any, Dict, List, Mapping, Optional, Union
+
+import numpy as np
+from retrieval_conformance.conformance.audit import fail_if, report_html, report_text
+from retrieval_conformance.conformance.audit import findings as fd
+from retrieval_conformance.conformance.audit import movers as mv
+from retrieval_conformance.conformance.audit import reported as rp
+from retrieval_conformance.conformance.audit import table as tb
+from retrieval_conformance.conformance.audit.harness_link import EXACT_CELLS, Values, declared_target
+from retrieval_conformance.conformance.audit.inputs import AuditData, Evaluator
+from retrieval_conformance.conformance.audit.metrics import METRICS, headline
+
+
+@dataclass
+class Audit:
+    """What :func:`audit` found; ``to_dict()`` holds every number (the JSON report)."""
+
+    protocol: str
+    declared: Dict[str, Any]
+    shape: tuple
+    kind: str
+    metrics: List[str]
+    rows: List[Dict[str, Any]]
+    tie_intervals: Dict[str, Dict[str, Any]]
+    movers: Dict[str, Any]
+    reproduced: Dict[str, Any]
+    findings: List[Dict[str, Any]]
+    evaluations: int
+    seconds: float
+    implementation: str
+    notes: List[str] = field(default_factory=list)
+
+    def to_dict(self) -> Dict[str, Any]:
+        from retrieval_conformance.reference.contract.spec import SPEC_VERSION
+
+        return {"specification_version": SPEC_VERSION, "protocol": self.protocol, "declared": self.declared,
+                "data": {"kind": self.kind, "queries": self.shape[0], "gallery": self.shape[1]},
+                "metrics": {name: METRICS[name].label(self.declared["k"]) for name in self.metrics},
+                "conventions": self.rows, "tie_intervals": self.tie_intervals, "per_query": self.movers,
+                "reproduced": self.reproduced, "findings": self.findings,
+                "cost": {"evaluations": self.evaluations, "seconds": self.seconds,
+                         "implementation": self.implementation},
+                "notes": self.notes}
+
+    def to_text(self) -> str:
+        return report_text.render(self.to_dict())
+
+    def to_html(self) -> str:
+        return report_html.render(self.to_dict())
+
+    def failures(self, conditions) -> List[str]:
+        """The ``fail_if`` conditions this audit meets (see :mod:`.fail_if`)."""
+        return fail_if.failures(self.to_dict(), conditions)
+
+
+def audit(distances=None, scores=None, query_codes=None, db_codes=None, relevance=None, query_labels=None,
+          db_labels=None, query_cams=None, db_cams=None, junk=None, *, query_embeddings=None, db_embeddings=None,
+          metric: str = "euclidean", protocol: str = "hashing", k: Optional[int] = None, max_rank: int = 50,
+          ties: Optional[str] = None, ap_rule: Optional[str] = None, ap_at_k: Optional[str] = None,
+          empty: Optional[str] = None, gain: Optional[str] = None, discount: Optional[str] = None,
+          recall: Optional[str] = None, reported: Union[str, Mapping[str, Any], None] = None,
+          implementation: str = "auto", max_cost: int = 2, run=None, qrels=None) -> Audit:
+    """Audit an evaluation: every headline metric under every convention, the conventions (and known
+    bugs) that reproduce reported numbers, and what in the data makes the numbers fragile.
+
+    Parameters
+    ----------
+    distances, scores, query_codes + db_codes, query_embeddings + db_embeddings, relevance,
+    query_labels + db_labels, query_cams + db_cams, junk, metric
+        The data, exactly as :func:`retrieval_conformance.evaluate` takes it.
+    protocol, k, ties, ap_rule, ap_at_k, empty, gain, discount, recall
+        The declared protocol (a preset of spec §9, its cut-off and overrides): marked in every
+        table, held while one convention axis varies.  ``k`` None is the whole gallery.
+    max_rank : int
+        CMC length (Rank-1/5/10 are read from it).
+    reported : str or dict, optional
+        Published numbers to trace, ``"map=0.6026,rank1=88.2%"`` or ``{"map": "0.6026"}``: a value
+        matches a candidate when the candidate's value rounds to the printed digits.
+    implementation : str
+        Who computes every evaluation (default: the fastest available).
+    max_cost : int
+        How much a candidate for a reported number may assume (one per known bug, one for an
+        unstable tie order): 0, 1 or 2.
+    run, qrels
+        Refused: a TREC run ranks only the documents it retrieved (see ``evaluate(run=, qrels=)``).
+
+    Returns
+    -------
+    Audit
+        ``to_dict()`` (JSON), ``to_text()``, ``to_html()``, ``failures(conditions)``.
+
+    Notes
+    -----
+    The tie interval of a metric is ``[value under ties='pessimistic', value under
+    ties='optimistic']`` (spec §4): every order of tied items gives a value inside it.
+    """
+    start = time.perf_counter()
+    if run is not None or qrels is not None:
+        # a run ranks only the documents it retrieved, which a queries x gallery matrix cannot say
+        raise ValueError("run: TREC runs and qrels are not audited; evaluate them with rc.evaluate(run=, qrels=), "
+                         "or audit a scores matrix over every judged and retrieved document with a relevance matrix")
+    if max_cost not in (0, 1, 2):
+        raise ValueError(f"max_cost: expected 0, 1 or 2 (how much a candidate may assume), got {max_cost!r}")
+    numbers = rp.parse(reported)  # refused before any work
+    if metric != "euclidean" and query_embeddings is None:
+        raise ValueError(f"metric: {metric!r} applies to embeddings (query_embeddings= and db_embeddings=); "
+                         "the ranking input given has its own distances")
+    data = AuditData.from_arguments(
+        distances=distances, scores=scores, query_codes=query_codes, db_codes=db_codes, relevance=relevance,
+        query_labels=query_labels, db_labels=db_labels, query_cams=query_cams, db_cams=db_cams, junk=junk,
+        query_embeddings=query_embeddings, db_embeddings=db_embeddings,
+        metric=metric if query_embeddings is not None else None)
+    overrides = {name: value for name, value in (("ties", ties), ("ap_rule", ap_rule), ("ap_at_k", ap_at_k),
+                                                 ("empty", empty), ("gain", gain), ("discount", discount),
+                                                 ("recall", recall)) if value is not None}
+    ev = Evaluator(data, implementation=implementation, max_rank=max_rank)
+    declared = tb.declared_options(protocol, k, overrides)
+    held = {name: declared[name] for name in tb.HELD}
+    first = ev.run(protocol, k=k, **held)  # validates everything once, with evaluate's own errors
+    if isinstance(first, str):
+        raise ValueError(first)
+    declared["junk"] = tb.junk_rule(protocol)
+    n_q, n_g = data.shape
+    metrics = headline(k, n_g)
+    for number in numbers:
+        if number.metric.name not in [m.name for m in metrics]:
+            why = "needs a cut-off: pass k=" if number.metric.needs_k else f"needs a gallery of {number.metric.rank}"
+            raise ValueError(f"reported: {number.metric.name} {why} (got k={k}, {n_g} gallery items)")
+    main = METRICS["map"]
+    graded = "relevance" in data.arrays and np.asarray(data.arrays["relevance"]).dtype.kind in "iuf" and bool(
+        (np.asarray(data.arrays["relevance"]) > 1).any())
+    rows = tb.convention_rows(ev, protocol, declared, metrics, data.camera_rules, graded)
+    intervals = tb.tie_intervals(rows, metrics)
+    movers = tb.tie_movers(ev, protocol, declared, main)
+    movers["by_convention"] = mv.query_movers(ev, protocol, declared, main, data.camera_rules)
+    findings = fd.tie_findings(data, intervals, movers, main)
+    findings += fd.leakage_findings(ev, protocol, dict(held, k=k), main)
+    findings += fd.empty_findings(rows, first.per_query, main)
+    if data.single_ids:
+        findings += fd.reid_findings(ev, rows, main)
+    findings += fd.label_findings(data)
+    notes = []
+    reproduced = {"reported": []}
+    if numbers:
+        values = Values(ev, k, max_rank, overrides)
+        reproduced = rp.match(values, protocol, declared_target(protocol, overrides), numbers, max_cost)
+        if reproduced["not_searched"]:
+            notes.append(f"{reproduced['not_searched']} candidates with a bug modelled on the ranks themselves "
+                         "were not searched: their exact predictions run on data of at most "
+                         f"{EXACT_CELLS:,} query-gallery pairs")
+    return Audit(protocol=protocol, declared=declared, shape=(n_q, n_g), kind=data.kind,
+                 metrics=[m.name for m in metrics], rows=rows, tie_intervals=intervals, movers=movers,
+                 reproduced=reproduced, findings=findings, evaluations=ev.calls,
+                 seconds=time.perf_counter() - start, implementation=first.implementation, notes=notes)
+
