@@ -39,7 +39,10 @@ def add_check_arguments(parser: argparse.ArgumentParser) -> None:
                         help="name the convention(s) the function follows instead of checking one")
     parser.add_argument("--junit-xml", metavar="FILE", default=None, help="also write a JUnit XML report")
     parser.add_argument("--known-deviations", metavar="FILE", default=None,
-                        help="file of accepted check ids (one per line, # comments, globs allowed)")
+                        help="file of accepted deviations, one per line (# comments): a check id or glob "
+                             "(ties/tie-heavy, golden/*) accepts every deviation of that check; a cause, a clause "
+                             "starting with § (§4 ties=unstable, §11 percent), accepts a deviation under any check "
+                             "when every cause named for it is accepted (see KNOWN DEVIATIONS below)")
     parser.add_argument("--arrays", default="auto", choices=("auto", "numpy", "torch"),
                         help="pass numpy arrays or torch tensors (auto: numpy, torch if numpy fails)")
     parser.add_argument("--max-examples", type=int, default=60,
@@ -86,23 +89,43 @@ def run_check_args(ns: argparse.Namespace, out=None) -> int:
     return report.exit_code
 
 
-def check_parser() -> argparse.ArgumentParser:
-    """The parser of ``check``: no abbreviated flags (``--k`` must not pass for ``--known-deviations``)."""
-    parser = argparse.ArgumentParser(allow_abbrev=False, prog="retrieval-conformance check",
-                                     description="Check a metric function against the reference.")
+KNOWN_DEVIATIONS_HELP = """\
+known deviations (--known-deviations FILE), one entry per line, # starts a comment:
+  ties/tie-heavy      a check id or glob (golden/*): every deviation that check finds is accepted
+  §4 ties=unstable    a cause, a clause as the report cites it ("spec " optional): a deviation is
+                      accepted under whichever check finds it when every cause named for it is
+                      accepted; a cause is named both by the protocol clause it breaks
+                      (§4 ties=stable) and by what the function does (§4 ties=unstable; a bug by
+                      its §11 clause, e.g. §11 percent); a prefix (§6 ap_at_k) or a section (§4)
+                      names each of its clauses.  A deviation with no known cause is accepted
+                      only by its check id.  An entry naming no check and no clause is refused
+                      (exit status 2).
+"""
+
+
+def check_parser(command: str = "check") -> argparse.ArgumentParser:
+    """The parser of ``check`` (``identify``: the same options under its own name): no abbreviated
+    flags (``--k`` must not pass for ``--known-deviations``)."""
+    description = ("Name the conventions (and known bugs) a metric function follows (check --identify)."
+                   if command == "identify" else "Check a metric function against the reference.")
+    parser = argparse.ArgumentParser(allow_abbrev=False, prog=f"retrieval-conformance {command}",
+                                     description=description,
+                                     epilog=KNOWN_DEVIATIONS_HELP if command == "check" else None,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
     add_check_arguments(parser)
     return parser
 
 
-def check_main(argv: Optional[Sequence[str]] = None) -> int:
+def check_main(argv: Optional[Sequence[str]] = None, command: str = "check") -> int:
     """Entry point: ``check_main(["mylab.eval:calc_map", "--adapter", "hashing-codes"])`` -> exit status.
 
-    A leading ``"check"`` is accepted, so the main CLI can pass its argv through.
+    A leading ``"check"`` is accepted, so the main CLI can pass its argv through; ``command``
+    is the subcommand named in ``--help`` (``identify`` is ``check --identify``).
     """
     argv = list(sys.argv[1:] if argv is None else argv)
-    if argv and argv[0] == "check":
+    if argv and argv[0] == command:
         argv = argv[1:]
-    parser = check_parser()
+    parser = check_parser(command)
     try:
         ns = parser.parse_args(argv)
     except SystemExit as exc:  # argparse: --help (0) or a usage error (2)
@@ -115,7 +138,7 @@ def identify_main(argv: Optional[Sequence[str]] = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv and argv[0] == "identify":
         argv = argv[1:]
-    return check_main(argv + ["--identify"])
+    return check_main(argv + ["--identify"], command="identify")
 
 
 if __name__ == "__main__":  # pragma: no cover
