@@ -1,0 +1,193 @@
+"""Per-query curves in numpy, from integer counts (the fast path of ``rc.curves``).
+
+Every value is a ratio of integers below 2**53, divided once in float64, so it is the correctly
+rounded exact value, as the reference's Fraction converted to float.
+
+* Precision within radius r (codes): per-distance counts of items and relevant items
+  (``np.bincount``, no sort), accumulated over distance; float distances compare per radius.
+* Interpolated precision and P@N: the rows sorted by the shared sort key (``vector.blocks``),
+  then at every depth k the hits H(k) as a ratio ``num / den``:
+  concrete orders ``H(k) / k``; ``optimistic`` / ``pessimistic`` from the tie group's counts;
+  ``expected`` ``(b*s + t*g) / (s*k)`` (b relevant before the group, s its size, g its
+  relevant items, t its positions taken); ``grouped`` only at group ends.
+  The interpolated precision at level r is the suffix maximum of the precisions from the
+  first depth whose recall reaches r (rounding is monotone, so the maximum of rounded values
+  is the rounded maximum).  That depth is found exactly: the first depth with
+  ``H(k) >= ceil(r R)``, and under ``expected`` inside its tie group
+  ``t = ceil((r R - b) s / g)`` in integers.
+"""
+from __future__ import annotations
+
+import math
+from fractions import Fraction
+from typing import Tuple
+
+import numpy as np
+from retrieval_conformance.implementations.numpy_backend import NumpyOps, NumpySource
+from retrieval_conformance.implementations.vector.blocks import sort_block
+from retrieval_conformance.reference.contract.conventions import INDEX_ORDERS
+from retrieval_conformance.reference.contract.curves import CurveRequest, CurveValues
+from retrieval_conformance.reference.contract.problem import Problem
+from retrieval_conformance.reference.contract.registry import PreparedGallery
+
+#: items of one (block, gallery) int64 array: 32 Mi, 256 MiB
+BLOCK_ITEMS = 2 ** 25
+#: the largest integer every float64 holds: numerators and denominators must stay below it
+EXACT_INT = 2 ** 53
+
+
+def per_query_curves(problem: Problem, request: CurveRequest) -> CurveValues:
+    """Per-query values of ``request.kind`` for every query of ``problem``, block by block."""
+    Q, N = problem.n_queries, problem.n_gallery
+    if N * N >= EXACT_INT:
+        raise ValueError(f"gallery: curves are computed exactly for at most {math.isqrt(EXACT_INT)} items, got {N}")
+    width = len(request.radii) if request.kind == "pr_radius" else (
+        len(request.levels) if request.kind == "pr_interpolated" else len(request.ns))
+    precision = np.zeros((Q, width))
+    recall = np.zeros((Q, width)) if request.kind == "pr_radius" else None
+    n_relevant = np.zeros(Q, dtype=np.int64)
+    src = NumpySource(problem, PreparedGallery(problem))
+    top = None if problem.query_bits is None else problem.query_bits.shape[1] + 1
+    step = max(1, BLOCK_ITEMS // N)
+    for s in range(0, Q, step):
+        e = min(Q, s + step)
+        dist, rel, junk = src.distances(s, e), src.relevance(s, e), src.junk(s, e)
+        if junk is not None:
+            rel = rel & ~junk
+        R = rel.sum(axis=1, dtype=np.int64)
+        n_relevant[s:e] = R
+        if request.kind == "pr_radius":
+            precision[s:e], recall[s:e] = _radius_block(dist, rel, junk, request.radii, top, R)
+            continue
+        kept = np.full(e - s, N, dtype=np.int64) if junk is None else N - junk.sum(axis=1, dtype=np.int64)
+        key_s, rel_s, _ = sort_block(NumpyOps(), dist, rel.astype(np.uint8), junk, request.ties, top)
+        depth = _DepthCounts(key_s, rel_s, kept, request.ties)
+        if request.kind == "pr_interpolated":
+            precision[s:e] = depth.interpolated(R, request.levels)
+        else:
+            precision[s:e] = depth.precision_at(request.ns, s)
+    return CurveValues(n_relevant, precision, recall)
+
+
+def _radius_block(dist, rel, junk, radii, top, R) -> Tuple[np.ndarray, np.ndarray]:
+    """(precision, recall) within each radius for a block of queries."""
+    b = dist.shape[0]
+    if top is not None:  # Hamming distances 0 .. bits: counts per distance, then cumulative
+        d = dist.astype(np.int64)
+        if junk is not None:
+            d[junk] = top  # beyond every radius that counts
+        flat = d + (top + 1) * np.arange(b, dtype=np.int64)[:, None]
+        items = np.bincount(flat.ravel(), minlength=b * (top + 1)).reshape(b, top + 1).cumsum(axis=1)
+        hits = np.bincount(flat[rel], minlength=b * (top + 1)).reshape(b, top + 1).cumsum(axis=1)
+        column = np.array([min(math.floor(r), top - 1) for r in radii], dtype=np.int64)
+        within, rel_within = items[:, column], hits[:, column]
+    else:
+        within = np.empty((b, len(radii)), dtype=np.int64)
+        rel_within = np.empty_like(within)
+        kept = ~junk if junk is not None else np.ones(dist.shape, dtype=bool)
+        for j, r in enumerate(radii):
+            inside = (dist <= np.float64(r)) & kept  # compared in float64, as the reference
+            within[:, j] = inside.sum(axis=1)
+            rel_within[:, j] = (inside & rel).sum(axis=1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        precision = np.where(within > 0, rel_within / np.maximum(within, 1), 0.0)
+        recall = np.where(R[:, None] > 0, rel_within / np.maximum(R, 1)[:, None], 0.0)
+    return precision, recall
+
+
+class _DepthCounts:
+    """H(k) = num / den at every depth k of sorted rows (positions past the kept items excluded)."""
+
+    def __init__(self, key_s, rel_s, kept, ties: str):
+        b, n = rel_s.shape
+        self.ties, self.kept = ties, kept
+        rel_s = rel_s.astype(np.int64)
+        k = np.arange(1, n + 1, dtype=np.int64)[None, :]
+        prefix = np.zeros((b, n + 1), dtype=np.int64)
+        np.cumsum(rel_s, axis=1, out=prefix[:, 1:])
+        if ties in INDEX_ORDERS:
+            self.num, self.den = prefix[:, 1:], np.broadcast_to(k, (b, n))
+            self.group_end_hits = self.num  # every depth is a group of one
+            self.is_end = np.ones((b, n), dtype=bool)
+        else:
+            # tie groups: first and last position of each position's group
+            new = np.ones((b, n), dtype=bool)
+            new[:, 1:] = key_s[:, 1:] != key_s[:, :-1]
+            last = np.ones((b, n), dtype=bool)
+            last[:, :-1] = new[:, 1:]
+            pos = np.arange(n, dtype=np.int64)[None, :]
+            first = np.maximum.accumulate(np.where(new, pos, 0), axis=1)
+            end = np.minimum.accumulate(np.where(last, pos, n)[:, ::-1], axis=1)[:, ::-1]
+            size = end - first + 1
+            before = np.take_along_axis(prefix, first, axis=1)
+            g = np.take_along_axis(prefix, end + 1, axis=1) - before
+            t = pos - first + 1
+            self.before_hits, self.size, self.group_hits, self.first = before, size, g, first
+            self.group_end_hits = before + g
+            self.is_end = last
+            if ties == "optimistic":
+                self.num, self.den = before + np.minimum(t, g), np.broadcast_to(k, (b, n))
+            elif ties == "pessimistic":
+                self.num, self.den = before + np.maximum(0, t - (size - g)), np.broadcast_to(k, (b, n))
+            elif ties == "expected":
+                self.num, self.den = before * size + t * g, size * k
+            else:  # grouped: hits only at the end of a group
+                self.num, self.den = self.group_end_hits, np.broadcast_to(k, (b, n))
+        self.inside = pos_inside = np.arange(n)[None, :] < kept[:, None]
+        if ties == "grouped":
+            pos_inside = pos_inside & last
+        self.precision = np.where(pos_inside, self.num / self.den, -1.0)
+
+    def interpolated(self, R: np.ndarray, levels) -> np.ndarray:
+        """``max {P@k : H(k) >= r R}`` at each level, per row (0 for a row without relevant items)."""
+        b, n = self.precision.shape
+        best = np.maximum.accumulate(self.precision[:, ::-1], axis=1)[:, ::-1]
+        # hits sorted within rows, rows apart: one searchsorted over the flattened rows
+        hits = self.group_end_hits if self.ties in ("expected", "grouped") else self.num
+        offset = (n + 1) * np.arange(b, dtype=np.int64)
+        flat = (np.where(self.inside, hits, R[:, None]) + offset[:, None]).ravel()
+        out = np.zeros((b, len(levels)))
+        for j, level in enumerate(levels):
+            need = np.array([-((-level.numerator * int(r)) // level.denominator) for r in R], dtype=np.int64)
+            p = np.searchsorted(flat, offset + need, side="left") - n * np.arange(b)
+            if self.ties == "expected":
+                p = self._expected_depth(p, R, level)
+            rows = np.flatnonzero(R > 0)
+            out[rows, j] = best[rows, p[rows]]
+        return out
+
+    def _expected_depth(self, start, R, level: Fraction) -> np.ndarray:
+        """First depth with E[H(k)] >= level * R, given the first position of its tie group."""
+        out = start.copy()
+        for row in np.flatnonzero(R > 0):
+            p = int(start[row])
+            before, size, g = (int(a[row, p]) for a in (self.before_hits, self.size, self.group_hits))
+            target = level * int(R[row]) - before
+            if target > 0:  # t = ceil(target * s / g) positions of the group are needed
+                t = math.ceil(target * size / g)
+                out[row] = int(self.first[row, p]) + t - 1
+        return out
+
+    def precision_at(self, ns, row0: int) -> np.ndarray:
+        """``H(min(N, N')) / N`` for each N, per row."""
+        b = self.num.shape[0]
+        out = np.zeros((b, len(ns)))
+        rows = np.arange(b)
+        for j, n in enumerate(ns):
+            depth = np.minimum(self.kept, n)
+            p = np.maximum(depth - 1, 0)
+            num, den = self.num[rows, p], self.den[rows, p]
+            if self.ties == "grouped":
+                cut = (depth > 0) & (depth < self.kept) & ~self.is_end[rows, p]
+                if cut.any():
+                    row = int(np.flatnonzero(cut)[0])
+                    first = int(self.first[row, p[row]])
+                    end = first + int(self.size[row, p[row]]) - 1
+                    raise ValueError(
+                        f"n: N={n} falls inside a tie group (ranks {first + 1}..{end + 1}) of query {row0 + row}; "
+                        "under ties='grouped' a list length inside a tie group has no meaning. Use "
+                        "ties='expected', or an N at a tie-group boundary")
+            # H / N = num / (den / depth * N): Python integers, one correctly rounded division
+            scale = den // np.maximum(depth, 1)
+            out[:, j] = [int(a) / (int(c) * n) if d > 0 else 0.0 for a, c, d in zip(num, scale, depth)]
+        return out
