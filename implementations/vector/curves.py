@@ -173,21 +173,29 @@ class _DepthCounts:
         b = self.num.shape[0]
         out = np.zeros((b, len(ns)))
         rows = np.arange(b)
-        for j, n in enumerate(ns):
-            depth = np.minimum(self.kept, n)
+        depths = [np.minimum(self.kept, n) for n in ns]
+        if self.ties == "grouped":
+            self._check_group_ends(ns, depths, row0)
+        for j, (n, depth) in enumerate(zip(ns, depths)):
             p = np.maximum(depth - 1, 0)
             num, den = self.num[rows, p], self.den[rows, p]
-            if self.ties == "grouped":
-                cut = (depth > 0) & (depth < self.kept) & ~self.is_end[rows, p]
-                if cut.any():
-                    row = int(np.flatnonzero(cut)[0])
-                    first = int(self.first[row, p[row]])
-                    end = first + int(self.size[row, p[row]]) - 1
-                    raise ValueError(
-                        f"n: N={n} falls inside a tie group (ranks {first + 1}..{end + 1}) of query {row0 + row}; "
-                        "under ties='grouped' a list length inside a tie group has no meaning. Use "
-                        "ties='expected', or an N at a tie-group boundary")
             # H / N = num / (den / depth * N): Python integers, one correctly rounded division
             scale = den // np.maximum(depth, 1)
             out[:, j] = [int(a) / (int(c) * n) if d > 0 else 0.0 for a, c, d in zip(num, scale, depth)]
         return out
+
+    def _check_group_ends(self, ns, depths, row0: int) -> None:
+        """Under ``grouped`` an N inside a tie group is an error, named for the first query."""
+        rows = np.arange(self.num.shape[0])
+        cut = np.array([(d > 0) & (d < self.kept) & ~self.is_end[rows, np.maximum(d - 1, 0)] for d in depths])
+        if not cut.any():
+            return
+        row = int(np.flatnonzero(cut.any(axis=0))[0])
+        j = int(np.flatnonzero(cut[:, row])[0])
+        p = int(depths[j][row]) - 1
+        first = int(self.first[row, p])
+        end = first + int(self.size[row, p]) - 1
+        raise ValueError(
+            f"n: N={ns[j]} falls inside a tie group (ranks {first + 1}..{end + 1}) of query {row0 + row}; "
+            "under ties='grouped' a list length inside a tie group has no meaning. Use "
+            "ties='expected', or an N at a tie-group boundary")
