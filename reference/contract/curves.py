@@ -274,7 +274,8 @@ def _cmc_curve(inputs, metric, ties, empty, max_rank, implementation, options) -
     protocol = options.pop("protocol", "reid" if inputs["query_cams"] is not None else "hashing")
     result = evaluate(**inputs, metric=metric, ties=ties, empty=empty, max_rank=max_rank,
                       implementation=implementation, protocol=protocol, **options)
-    counted = int(np.count_nonzero(result.per_query.n_relevant > 0)) if empty == "skip" else result.per_query.n_relevant.shape[0]
+    n_relevant = result.per_query.n_relevant
+    counted = int(np.count_nonzero(n_relevant > 0)) if empty == "skip" else n_relevant.shape[0]
     exact = None if result.exact is None else {"y": list(result.exact.cmc)}
     return Curve("cmc", np.arange(1, max_rank + 1), np.asarray(result.cmc, dtype=np.float64), None, counted,
                  result.implementation, exact)
