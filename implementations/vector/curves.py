@@ -30,8 +30,8 @@ from retrieval_conformance.reference.contract.curves import CurveRequest, CurveV
 from retrieval_conformance.reference.contract.problem import Problem
 from retrieval_conformance.reference.contract.registry import PreparedGallery
 
-#: items of one (block, gallery) int64 array: 32 Mi, 256 MiB
-BLOCK_ITEMS = 2 ** 25
+#: items of one (block, gallery) int64 array: 4 Mi, 32 MiB (a dozen such arrays live at once)
+BLOCK_ITEMS = 2 ** 22
 #: the largest integer every float64 holds: numerators and denominators must stay below it
 EXACT_INT = 2 ** 53
 
