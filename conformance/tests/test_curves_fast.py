@@ -6,6 +6,7 @@ Per query, a fast implementation's value is the exact rational correctly rounded
 """
 from __future__ import annotations
 
+import importlib
 from fractions import Fraction
 
 import numpy as np
@@ -20,6 +21,7 @@ from retrieval_conformance.reference.contract.curves import (
     curve_kernel,
 )
 from retrieval_conformance.reference.contract.evaluate import build_problem
+from retrieval_conformance.reference.contract.registry import ImplementationUnavailable
 
 FAST = [name for name in CURVE_KERNELS if name != "reference"]
 KINDS = ("pr_interpolated", "pr_radius", "precision_at_n")
@@ -32,9 +34,10 @@ def _golden_case():
 @pytest.mark.parametrize("implementation", ["reference", *FAST])
 def test_golden_curves(implementation):
     case = _golden_case()
-    for want in case["expected"]:
+    inputs = [case["codes_input"]] + ([case["input"]] if implementation != "c" else [])
+    for want, given in ((want, given) for want in case["expected"] for given in inputs):
         options = {key: want[key] for key in ("ties", "empty", "n", "radii") if key in want}
-        got = rc.curves(want["kind"], **case["input"], implementation=implementation, **options)
+        got = rc.curves(want["kind"], **given, implementation=implementation, **options)
         expected = [Fraction(text) for text in want["y"]]
         assert got.y.tolist() == [float(x) for x in expected], want
         if "recall" in want:
@@ -43,14 +46,18 @@ def test_golden_curves(implementation):
             assert got.exact["y"] == expected, want
 
 
-def _random_problem(rng, n_q, n_g):
+def _random_problem(rng, n_q, n_g, codes=False):
     """Inputs of ``evaluate`` with many ties, some junk, and queries without relevant items."""
-    shape = rng.integers(4)
+    shape = 0 if codes else rng.integers(4)
     inputs = {}
     if shape == 0:
         bits = int(rng.integers(1, 9))
         inputs["query_codes"] = rng.integers(0, 2, (n_q, bits))
         inputs["db_codes"] = rng.integers(0, 2, (n_g, bits))
+        if rng.integers(2):  # ±1 codes, and up to 130 bits (three words)
+            bits = int(rng.choice([bits, 64, 130]))
+            inputs["query_codes"] = rng.choice([-1, 1], (n_q, bits))
+            inputs["db_codes"] = rng.choice([-1, 1], (n_g, bits))
     elif shape == 1:
         inputs["distances"] = rng.integers(0, 4, (n_q, n_g)).astype(np.float64)
     elif shape == 2:
@@ -64,6 +71,9 @@ def _random_problem(rng, n_q, n_g):
         inputs["db_labels"] = rng.integers(0, 3, n_g)
     if rng.integers(2):
         inputs["junk"] = rng.random((n_q, n_g)) < 0.2
+    elif "query_labels" in inputs and rng.integers(2):  # camera junk: same id and camera
+        inputs["query_cams"] = rng.integers(0, 2, n_q)
+        inputs["db_cams"] = rng.integers(0, 2, n_g)
     return inputs
 
 
@@ -76,6 +86,13 @@ def _requests(rng, problem, n_g):
         yield CurveRequest("precision_at_n", ties, ns=(1, 2, n_g, n_g + 1, 3 * n_g, 10**6))
 
 
+def _cannot_draw(implementation, problem) -> bool:
+    """C draws codes only (and says so for anything else)."""
+    module_name = CURVE_KERNELS[implementation].split(":")[0]
+    reason = getattr(importlib.import_module(module_name), "unavailable_reason", None)
+    return reason is not None and reason(problem) is not None
+
+
 def _outcome(kernel, problem, request):
     try:
         return kernel(problem, request)
@@ -84,13 +101,18 @@ def _outcome(kernel, problem, request):
 
 
 @pytest.mark.parametrize("implementation", FAST)
-@pytest.mark.parametrize("seed", range(30))
-def test_per_query_values_are_the_exact_ones_rounded(implementation, seed):
+@pytest.mark.parametrize("codes", [False, True])
+@pytest.mark.parametrize("seed", range(25))
+def test_per_query_values_are_the_exact_ones_rounded(implementation, codes, seed):
     rng = np.random.default_rng(seed)
-    n_q, n_g = int(rng.integers(1, 5)), int(rng.choice([1, 2, 5, 13]))
-    problem = build_problem(**_random_problem(rng, n_q, n_g))
+    n_q, n_g = int(rng.integers(1, 5)), int(rng.choice([1, 2, 5, 13, 40]))
+    problem = build_problem(**_random_problem(rng, n_q, n_g, codes))
     _, reference = curve_kernel("reference")
     _, fast = curve_kernel(implementation)
+    if _cannot_draw(implementation, problem):
+        with pytest.raises(ImplementationUnavailable, match="codes"):
+            fast(problem, next(_requests(rng, problem, n_g)))
+        return
     for request in _requests(rng, problem, n_g):
         want, got = _outcome(reference, problem, request), _outcome(fast, problem, request)
         if isinstance(want, str):  # grouped: an N inside a tie group, named by both
@@ -173,3 +195,29 @@ def test_no_counted_query_is_an_error():
         rc.curves("pr_interpolated", distances=[[0.0, 1.0]], relevance=[[False, False]])
     zero = rc.curves("pr_interpolated", distances=[[0.0, 1.0]], relevance=[[False, False]], empty="zero")
     assert zero.y.tolist() == [0.0] * 11
+
+
+def test_c_curves_do_not_depend_on_the_thread_count(monkeypatch):
+    if _cannot_draw("c", build_problem(query_codes=[[1]], db_codes=[[1]], relevance=[[True]])):
+        pytest.skip("the C library is not built")
+    rng = np.random.default_rng(11)
+    inputs = dict(query_codes=rng.integers(0, 2, (64, 16)), db_codes=rng.integers(0, 2, (500, 16)),
+                  query_labels=rng.integers(0, 5, 64), db_labels=rng.integers(0, 5, 500))
+    runs = []
+    for threads in ("1", "2", "3"):
+        monkeypatch.setenv("RC_NUM_THREADS", threads)
+        runs.append([rc.curves(kind, **inputs, ties="expected", implementation="c").y.tolist() for kind in KINDS])
+    assert runs[0] == runs[1] == runs[2]
+
+
+def test_c_refuses_other_inputs_by_name():
+    if _cannot_draw("c", build_problem(query_codes=[[1]], db_codes=[[1]], relevance=[[True]])):
+        pytest.skip("the C library is not built")
+    with pytest.raises(ImplementationUnavailable, match="implementation='numpy'"):
+        rc.curves("pr_interpolated", distances=[[0.0, 1.0]], relevance=[[True, False]], implementation="c")
+    with pytest.raises(ValueError, match="recall_levels"):
+        rc.curves("pr_interpolated", query_codes=[[1]], db_codes=[[1]], relevance=[[True]],
+                  recall_levels=[1e-30], implementation="c")
+    auto = rc.curves("pr_interpolated", distances=[[0.0, 1.0]], relevance=[[True, False]])
+    assert auto.implementation == "numpy"
+    assert rc.curves("pr_interpolated", query_codes=[[1]], db_codes=[[1]], relevance=[[True]]).implementation == "c"

@@ -33,9 +33,11 @@ CURVE_EMPTY_POLICIES = ("skip", "zero")
 CURVE_KERNELS = {
     "reference": "retrieval_conformance.reference.curve_values:per_query_curves",
     "numpy": "retrieval_conformance.implementations.vector.curves:per_query_curves",
+    "c": "retrieval_conformance.implementations.c_curves:per_query_curves",
 }
-#: the fastest first: what ``implementation="auto"`` picks
-CURVE_AUTO_ORDER = ("numpy", "reference")
+#: the fastest first: ``implementation="auto"`` picks the first whose module's
+#: ``unavailable_reason(problem)`` (where it has one) is None
+CURVE_AUTO_ORDER = ("c", "numpy", "reference")
 #: the 11 recall levels of the interpolated PR curve (PASCAL VOC, TREC)
 ELEVEN_POINTS = tuple(Fraction(i, 10) for i in range(11))
 #: N of the precision curve when none is given
@@ -140,14 +142,20 @@ def _sequence(name: str, values) -> list:
     return values
 
 
-def curve_kernel(implementation: str):
-    """(name, per-query function) of an implementation that draws curves."""
-    name = CURVE_AUTO_ORDER[0] if implementation == "auto" else implementation
-    if name not in CURVE_KERNELS:
+def curve_kernel(implementation: str, problem: Optional[Problem] = None):
+    """(name, per-query function) of an implementation that draws curves (``auto``: the
+    fastest that can draw ``problem``'s)."""
+    if implementation != "auto" and implementation not in CURVE_KERNELS:
         raise ValueError(f"implementation: curves are computed by one of {['auto', *CURVE_KERNELS]}, "
                          f"got {implementation!r}")
-    module, function = CURVE_KERNELS[name].split(":")
-    return name, getattr(importlib.import_module(module), function)
+    for name in CURVE_AUTO_ORDER if implementation == "auto" else (implementation,):
+        module_name, function = CURVE_KERNELS[name].split(":")
+        module = importlib.import_module(module_name)
+        reason = getattr(module, "unavailable_reason", None)
+        if implementation == "auto" and reason is not None and reason(problem) is not None:
+            continue
+        return name, getattr(module, function)
+    raise ValueError("implementation: no implementation can draw these curves")  # pragma: no cover
 
 
 def mean_curve(values: CurveValues, request: CurveRequest, empty: str, implementation: str) -> Curve:
@@ -231,8 +239,10 @@ def curves(
     n : list lengths for ``precision_at_n`` (default ``DEFAULT_NS``); an N beyond the gallery
         gives ``R / N``
     max_rank : CMC length (``cmc``)
-    implementation : {"auto", "numpy", "reference"}; ``"cmc"`` also takes every name of
-        :func:`evaluate`.  ``reference`` returns the exact means (``Curve.exact``).
+    implementation : {"auto", "c", "numpy", "reference"}
+        ``auto``: C for codes when the C library is built, else numpy.  ``c`` takes codes only.
+        ``reference`` returns the exact means (``Curve.exact``).  ``cmc`` takes every name of
+        :func:`evaluate`.
     evaluate_options : for ``cmc`` only, more options of :func:`evaluate` (``protocol``...)
 
     Returns
@@ -256,8 +266,10 @@ def curves(
         return _cmc_curve(inputs, metric, ties, empty, max_rank, implementation, evaluate_options)
     from retrieval_conformance.reference.contract.evaluate import build_problem
 
-    name, kernel = curve_kernel(implementation)
+    if implementation != "auto" and implementation not in CURVE_KERNELS:
+        curve_kernel(implementation)  # named before any array is read
     problem = build_problem(**inputs, metric=metric)
+    name, kernel = curve_kernel(implementation, problem)
     request = CurveRequest(
         kind, ties,
         levels=check_recall_levels(ELEVEN_POINTS if recall_levels is None else recall_levels),

@@ -1,0 +1,307 @@
+/* rc_curves.c -- per-query curves of Hamming codes (rc.curves): one XOR + popcount pass counts the
+ * items and relevant items at every distance (the tie groups), no sort.
+ *
+ * Every value is a ratio of integers below 2^53 divided once in double, so it is the exact
+ * rational correctly rounded (as the reference's Fraction converted to float):
+ *   radius r:      precision H_r / W_r (0 when W_r is empty), recall H_r / R;
+ *   interpolated:  max {P@k : H(k) >= r R}, from the rank of every relevant item (concrete
+ *                  orders) or from the groups' end points (grouped) or their two end points
+ *                  (expected: within a group E[H(k)] / k is monotone in k);
+ *   P@N:           H(min(N, N')) as num / scale (expected: scale = group size); the caller divides
+ *                  num / (scale N) with Python integers.
+ * Levels r = num / den are compared exactly in 128-bit integers. */
+#include "rc_core.h"
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+enum { CURVE_INTERPOLATED = 0, CURVE_RADIUS = 1, CURVE_PRECISION_AT_N = 2 };
+enum { TIES_STABLE = 0, TIES_REVERSE = 1, TIES_OPTIMISTIC = 2, TIES_PESSIMISTIC = 3, TIES_EXPECTED = 4,
+       TIES_GROUPED = 5 };
+enum { CURVES_OK = 0, CURVES_GROUPED_N = 1, CURVES_NOMEM = 2, CURVES_ARGS = 3 };
+#define CURVE_JUNK 0xFFFF /* the distance mark of a junk item (codes are shorter) */
+
+typedef struct {
+    const uint64_t *q_words, *db_words;
+    int64_t n_db, words, bits;
+    const uint8_t *state; /* (queries, n_db): 0 other, 1 relevant, 2 junk */
+    int64_t kind, ties;
+    const int64_t *level_num, *level_den;
+    int64_t n_levels;
+    const double *radii;
+    int64_t n_radii;
+    const int64_t *ns;
+    int64_t n_ns;
+    double *out_a, *out_b;      /* (queries, points): precision; recall (radius) */
+    int64_t *out_num, *out_scale; /* (queries, n_ns): P@N as num / (scale N) */
+    int64_t *n_relevant;
+} curve_args;
+
+typedef struct {
+    uint16_t *dist;
+    int64_t *rank;  /* rank[h]: 1-based rank of the (h+1)-th relevant item */
+    double *best;   /* suffix maxima */
+    int64_t *cnt;   /* n, g, before, rb, seen, relseen: (bits + 1) each */
+} curve_work;
+
+static inline __attribute__((always_inline)) int64_t
+count_pass_body(const curve_args *a, int64_t q, curve_work *w)
+{
+    const int64_t W = a->words, N = a->n_db, B1 = a->bits + 1;
+    const uint64_t *qw = a->q_words + q * W;
+    const uint8_t *st = a->state + q * N;
+    int64_t *n = w->cnt, *g = w->cnt + B1, j, u;
+    for (j = 0; j < N; j++) {
+        int64_t d = 0;
+        if (st[j] == 2) {
+            w->dist[j] = CURVE_JUNK;
+            continue;
+        }
+        for (u = 0; u < W; u++) d += __builtin_popcountll(qw[u] ^ a->db_words[j * W + u]);
+        w->dist[j] = (uint16_t)d;
+        n[d]++;
+        g[d] += st[j];
+    }
+    return 0;
+}
+
+__attribute__((target("popcnt"))) static int64_t count_pass_popcnt(const curve_args *a, int64_t q, curve_work *w)
+{
+    return count_pass_body(a, q, w);
+}
+
+static int64_t count_pass_plain(const curve_args *a, int64_t q, curve_work *w)
+{
+    return count_pass_body(a, q, w);
+}
+
+/* ceil(num R / den) for a level num / den */
+static int64_t needed_hits(int64_t num, int64_t den, int64_t R)
+{
+    __int128 x = (__int128)num * R;
+    return (int64_t)((x + den - 1) / den);
+}
+
+/* the ranks of the relevant items under a concrete order (stable, reverse: one pass in gallery
+ * order, or against it, counting the items seen at each distance; optimistic, pessimistic:
+ * from the counts alone) */
+static void relevant_ranks(const curve_args *a, int64_t q, curve_work *w)
+{
+    const int64_t N = a->n_db, B1 = a->bits + 1;
+    const uint8_t *st = a->state + q * N;
+    int64_t *n = w->cnt, *g = n + B1, *before = g + B1, *rb = before + B1, *seen = rb + B1, *relseen = seen + B1;
+    int64_t d, i, j;
+    if (a->ties == TIES_OPTIMISTIC || a->ties == TIES_PESSIMISTIC) {
+        for (d = 0; d < B1; d++) {
+            int64_t first = before[d] + 1 + (a->ties == TIES_PESSIMISTIC ? n[d] - g[d] : 0);
+            for (i = 0; i < g[d]; i++) w->rank[rb[d] + i] = first + i;
+        }
+        return;
+    }
+    memset(seen, 0, (size_t)(2 * B1) * sizeof(int64_t));
+    for (i = 0; i < N; i++) {
+        j = a->ties == TIES_REVERSE ? N - 1 - i : i;
+        d = w->dist[j];
+        if (d == CURVE_JUNK) continue;
+        seen[d]++;
+        if (st[j] == 1) w->rank[rb[d] + relseen[d]++] = before[d] + seen[d];
+    }
+}
+
+static double ratio(int64_t num, int64_t den) { return (double)num / (double)den; }
+
+static void interpolated(const curve_args *a, int64_t q, curve_work *w, int64_t R)
+{
+    const int64_t B1 = a->bits + 1;
+    int64_t *n = w->cnt, *g = n + B1, *before = g + B1, *rb = before + B1;
+    double *out = a->out_a + q * a->n_levels;
+    int64_t h, d, i;
+    if (a->ties <= TIES_PESSIMISTIC) {  /* concrete: the precision at each relevant item */
+        relevant_ranks(a, q, w);
+        for (h = R - 1; h >= 0; h--) {
+            double p = ratio(h + 1, w->rank[h]);
+            w->best[h] = (h == R - 1 || p > w->best[h + 1]) ? p : w->best[h + 1];
+        }
+        for (i = 0; i < a->n_levels; i++) {
+            int64_t need = needed_hits(a->level_num[i], a->level_den[i], R);
+            out[i] = w->best[(need < 1 ? 1 : need) - 1];
+        }
+        return;
+    }
+    /* grouped and expected: best[d] = the largest precision at a point of a group after d */
+    {
+        double after = -1.0;
+        for (d = B1 - 1; d >= 0; d--) {
+            w->best[d] = after;
+            if (n[d] == 0) continue;
+            {
+                double end = ratio(rb[d] + g[d], before[d] + n[d]);
+                double p = end;
+                if (a->ties == TIES_EXPECTED) {
+                    double one = ratio(rb[d] * n[d] + g[d], n[d] * (before[d] + 1));
+                    p = one > end ? one : end;
+                }
+                after = p > after ? p : after;
+            }
+        }
+    }
+    for (i = 0; i < a->n_levels; i++) {
+        int64_t need = needed_hits(a->level_num[i], a->level_den[i], R);
+        double value;
+        for (d = 0; d < B1 && (n[d] == 0 || rb[d] + g[d] < need); d++) {
+        }
+        value = ratio(rb[d] + g[d], before[d] + n[d]);  /* the group's end point */
+        if (a->ties == TIES_EXPECTED) {
+            /* the first position t of the group with rb + t g / n >= r R */
+            __int128 x = (__int128)a->level_num[i] * R - (__int128)a->level_den[i] * rb[d];
+            int64_t t = 1;
+            double p;
+            if (x > 0) {
+                __int128 den = (__int128)a->level_den[i] * g[d];
+                t = (int64_t)((x * n[d] + den - 1) / den);
+            }
+            p = ratio(rb[d] * n[d] + t * g[d], n[d] * (before[d] + t));
+            value = p > value ? p : value;
+        }
+        out[i] = w->best[d] > value ? w->best[d] : value;
+    }
+}
+
+/* P@N as num / (scale N); CURVES_GROUPED_N (and *bad = the N's index) for an N inside a tie group */
+static int precision_at_n(const curve_args *a, int64_t q, curve_work *w, int64_t R, int64_t kept, int64_t *bad)
+{
+    const int64_t B1 = a->bits + 1;
+    int64_t *n = w->cnt, *g = n + B1, *before = g + B1, *rb = before + B1;
+    int64_t i, d;
+    if (a->ties <= TIES_PESSIMISTIC) relevant_ranks(a, q, w);
+    for (i = 0; i < a->n_ns; i++) {
+        int64_t depth = a->ns[i] < kept ? a->ns[i] : kept, num = 0, scale = 1;
+        if (depth > 0 && a->ties <= TIES_PESSIMISTIC) {
+            int64_t lo = 0, hi = R;  /* relevant items ranked within depth: ranks ascend */
+            while (lo < hi) {
+                int64_t mid = lo + (hi - lo) / 2;
+                if (w->rank[mid] <= depth) lo = mid + 1; else hi = mid;
+            }
+            num = lo;
+        } else if (depth > 0) {
+            for (d = 0; d < B1 && (n[d] == 0 || before[d] + n[d] < depth); d++) {
+            }
+            if (a->ties == TIES_GROUPED) {
+                if (before[d] + n[d] != depth && depth < kept) {
+                    *bad = i;
+                    return CURVES_GROUPED_N;
+                }
+                num = rb[d] + g[d];
+            } else {
+                num = rb[d] * n[d] + (depth - before[d]) * g[d];
+                scale = n[d];
+            }
+        }
+        a->out_num[q * a->n_ns + i] = num;
+        a->out_scale[q * a->n_ns + i] = scale;
+    }
+    return CURVES_OK;
+}
+
+static void radius(const curve_args *a, int64_t q, curve_work *w, int64_t R)
+{
+    const int64_t B1 = a->bits + 1;
+    int64_t *n = w->cnt, *g = n + B1, i, d;
+    for (d = 1; d < B1; d++) {  /* cumulative counts within each distance */
+        n[d] += n[d - 1];
+        g[d] += g[d - 1];
+    }
+    for (i = 0; i < a->n_radii; i++) {
+        double r = a->radii[i];
+        int64_t c = r >= (double)a->bits ? a->bits : (int64_t)floor(r);
+        a->out_a[q * a->n_radii + i] = n[c] ? ratio(g[c], n[c]) : 0.0;
+        a->out_b[q * a->n_radii + i] = R ? ratio(g[c], R) : 0.0;
+    }
+}
+
+static int curve_query(const curve_args *a, int64_t q, curve_work *w, int use_popcnt, int64_t *bad)
+{
+    const int64_t B1 = a->bits + 1;
+    int64_t *n = w->cnt, *g = n + B1, *before = g + B1, *rb = before + B1, d, R = 0, kept = 0;
+    memset(w->cnt, 0, (size_t)(2 * B1) * sizeof(int64_t));
+    if (use_popcnt) count_pass_popcnt(a, q, w); else count_pass_plain(a, q, w);
+    for (d = 0; d < B1; d++) {
+        before[d] = kept;
+        rb[d] = R;
+        kept += n[d];
+        R += g[d];
+    }
+    a->n_relevant[q] = R;
+    if (a->kind == CURVE_RADIUS) {
+        radius(a, q, w, R);
+        return CURVES_OK;
+    }
+    if (a->kind == CURVE_PRECISION_AT_N) return precision_at_n(a, q, w, R, kept, bad);
+    if (R > 0) interpolated(a, q, w, R);
+    return CURVES_OK;
+}
+
+int64_t rc_curves_codes(const uint64_t *q_words, const uint64_t *db_words, int64_t n_q, int64_t n_db,
+                        int64_t words, int64_t bits, const uint8_t *state, int64_t kind, int64_t ties,
+                        const int64_t *level_num, const int64_t *level_den, int64_t n_levels,
+                        const double *radii, int64_t n_radii, const int64_t *ns, int64_t n_ns,
+                        double *out_a, double *out_b, int64_t *out_num, int64_t *out_scale,
+                        int64_t *n_relevant, int64_t *failure, int64_t use_popcnt, int64_t num_threads)
+{
+    curve_args a;
+    int64_t q, first_bad = n_q, bad_index = 0;
+    int nomem = 0;
+    if (bits < 0 || bits >= CURVE_JUNK || n_db < 1 || words < 1 || ties < 0 || ties > TIES_GROUPED) return CURVES_ARGS;
+    a.q_words = q_words; a.db_words = db_words; a.n_db = n_db; a.words = words; a.bits = bits;
+    a.state = state; a.kind = kind; a.ties = ties; a.level_num = level_num; a.level_den = level_den;
+    a.n_levels = n_levels; a.radii = radii; a.n_radii = n_radii; a.ns = ns; a.n_ns = n_ns;
+    a.out_a = out_a; a.out_b = out_b; a.out_num = out_num; a.out_scale = out_scale; a.n_relevant = n_relevant;
+#ifdef _OPENMP
+#pragma omp parallel num_threads(num_threads > 0 ? (int)num_threads : omp_get_max_threads())
+#else
+    (void)num_threads;
+#endif
+    {
+        curve_work w;
+        w.dist = (uint16_t *)malloc((size_t)n_db * sizeof(uint16_t));
+        w.rank = (int64_t *)malloc((size_t)n_db * sizeof(int64_t));
+        w.best = (double *)malloc((size_t)(n_db > bits + 1 ? n_db : bits + 1) * sizeof(double));
+        w.cnt = (int64_t *)calloc((size_t)(6 * (bits + 1)), sizeof(int64_t));
+        int ready = w.dist && w.rank && w.best && w.cnt;
+        /* every thread meets the loop (a work-sharing loop must be met by all); one without its
+         * buffers only marks the failure */
+#ifdef _OPENMP
+#pragma omp for schedule(dynamic, 8)
+#endif
+        for (q = 0; q < n_q; q++) {
+            int64_t bad = 0;
+            if (!ready) {
+#ifdef _OPENMP
+#pragma omp atomic write
+#endif
+                nomem = 1;
+                continue;
+            }
+            if (curve_query(&a, q, &w, (int)use_popcnt, &bad) != CURVES_OK) {
+#ifdef _OPENMP
+#pragma omp critical(rc_curves_failure)
+#endif
+                if (q < first_bad) {  /* the first query in order, whatever the threads */
+                    first_bad = q;
+                    bad_index = bad;
+                }
+            }
+        }
+        free(w.dist);
+        free(w.rank);
+        free(w.best);
+        free(w.cnt);
+    }
+    if (nomem) return CURVES_NOMEM;
+    if (first_bad < n_q) {
+        failure[0] = first_bad;
+        failure[1] = bad_index;
+        return CURVES_GROUPED_N;
+    }
+    return CURVES_OK;
+}
