@@ -2,9 +2,10 @@
 
 The C unit ``csrc/rc_curves.c`` counts the items and relevant items at every Hamming distance
 in one XOR + popcount pass (no sort) and reads every curve off those counts; here the inputs
-are packed for it, a block of queries at a time: the codes as uint64 words, relevance and
-junk as one byte per (query, item) (0 other, 1 relevant, 2 junk), read by the same
-``relevance_block`` / ``junk_block`` as numpy.  P@N comes back as ``num / (scale N)`` and is
+are packed for it: the codes as uint64 words; relevance from labels as C compares them (single
+ids as int64, multi-hot labels packed into words), or, with a relevance matrix or junk, a block
+of queries at a time as one byte per (query, item) (0 other, 1 relevant, 2 junk), read by the
+same ``relevance_block`` / ``junk_block`` as numpy.  P@N comes back as ``num / (scale N)`` and is
 divided here in Python integers (one correctly rounded division, for any N).
 """
 from __future__ import annotations
@@ -24,12 +25,14 @@ from retrieval_conformance.implementations.c_library import (
 )
 from retrieval_conformance.implementations.numpy_backend import pack_bits
 from retrieval_conformance.implementations.vector.relevance_blocks import junk_block, relevance_block
+from retrieval_conformance.reference.contract.codes import pack_words
 from retrieval_conformance.reference.contract.curves import CurveRequest, CurveValues
 from retrieval_conformance.reference.contract.problem import Problem
 from retrieval_conformance.reference.contract.registry import ImplementationUnavailable
 
 _KINDS = {"pr_interpolated": 0, "pr_radius": 1, "precision_at_n": 2}
 _GROUPED_N, _NOMEM = 1, 2
+_REL_STATE, _REL_IDS, _REL_MULTI = 0, 1, 2
 #: (query, item) bytes of one block's relevance-and-junk matrix: 32 MiB
 BLOCK_ITEMS = 2 ** 25
 #: level numerators and denominators travel as int64
@@ -47,8 +50,19 @@ def unavailable_reason(problem: Optional[Problem] = None) -> Optional[str]:
     return None
 
 
-def _ptr(array: np.ndarray) -> int:
-    return array.ctypes.data
+def _ptr(array: Optional[np.ndarray]) -> Optional[int]:
+    return None if array is None else array.ctypes.data
+
+
+def _label_source(problem: Problem):
+    """(mode, query side, gallery side) when C reads relevance from labels (no junk), else None."""
+    if problem.has_junk or problem.query_labels is None:
+        return None
+    if problem.multi_label:
+        return (_REL_MULTI, np.ascontiguousarray(pack_words(problem.query_labels)),
+                np.ascontiguousarray(pack_words(problem.db_labels)))
+    return (_REL_IDS, np.ascontiguousarray(problem.query_labels, dtype=np.int64),
+            np.ascontiguousarray(problem.db_labels, dtype=np.int64))
 
 
 def per_query_curves(problem: Problem, request: CurveRequest) -> CurveValues:
@@ -78,15 +92,25 @@ def per_query_curves(problem: Problem, request: CurveRequest) -> CurveValues:
     failure = np.zeros(2, dtype=np.int64)
     popcnt = cpu_features() & 1
     threads = _fork_safe(thread_count())
-    step = max(1, BLOCK_ITEMS // N)
+    labels = _label_source(problem)
+    step = max(1, BLOCK_ITEMS // N) if labels is None else Q
     for s in range(0, Q, step):
         e = min(Q, s + step)
-        state = relevance_block(problem, s, e).astype(np.uint8)
-        if problem.has_junk:
-            state[junk_block(problem, s, e)] = 2
-        state = np.ascontiguousarray(state)
+        state = q_ids = db_ids = q_labels = db_labels = None
+        if labels is None:  # a relevance matrix or junk: one byte per (query, item)
+            state = relevance_block(problem, s, e).astype(np.uint8)
+            if problem.has_junk:
+                state[junk_block(problem, s, e)] = 2
+            state = np.ascontiguousarray(state)
+            mode, label_words = _REL_STATE, 0
+        elif labels[0] == _REL_IDS:
+            mode, q_ids, db_ids, label_words = _REL_IDS, labels[1][s:e], labels[2], 0
+        else:
+            mode, q_labels, db_labels = _REL_MULTI, labels[1][s:e], labels[2]
+            label_words = db_labels.shape[1]
         status = lib.rc_curves_codes(
-            _ptr(q_words[s:e]), _ptr(db_words), e - s, N, db_words.shape[1], bits, _ptr(state), _KINDS[kind],
+            _ptr(q_words[s:e]), _ptr(db_words), e - s, N, db_words.shape[1], bits, mode, _ptr(state), _ptr(q_ids),
+            _ptr(db_ids), _ptr(q_labels), _ptr(db_labels), label_words, _KINDS[kind],
             _TIES[request.ties], _ptr(level_num), _ptr(level_den), len(request.levels), _ptr(radii),
             len(request.radii), _ptr(ns), len(request.ns), _ptr(out_a[s:e]), _ptr(out_b[s:e]), _ptr(out_num[s:e]),
             _ptr(out_scale[s:e]), _ptr(n_relevant[s:e]), _ptr(failure), popcnt, threads)

@@ -3,7 +3,8 @@
 The CIFAR-10 hashing workload (1,000 x 54,000 64-bit codes at full scale).  Each round runs
 ``evaluate`` (the default implementation) and then every curve, interleaved, so a busy machine
 slows both alike; the report gives the median of the rounds, each curve's ratio to ``evaluate``,
-and the load average.  Run: ``python -m retrieval_conformance.conformance.bench.curves [smoke|full]``.
+and the load average.  Run:
+``python -m retrieval_conformance.conformance.bench.curves [smoke|full] [c] [numpy]``.
 """
 from __future__ import annotations
 
@@ -26,8 +27,9 @@ CURVES = (
 )
 
 
-def curve_timings(scale: str = "full", rounds: int = 3, implementation: str = "numpy") -> Dict[str, float]:
-    """Median seconds of ``evaluate`` and of each curve over ``rounds`` interleaved rounds."""
+def curve_timings(scale: str = "full", rounds: int = 3, implementations=("c",)) -> Dict[str, float]:
+    """Median seconds of ``evaluate`` and of each curve by each implementation over ``rounds``
+    interleaved rounds."""
     work = cifar10(scale, None, "cifar10-all")
     arrays = work.arrays
     seconds: Dict[str, List[float]] = {"evaluate": []}
@@ -35,27 +37,27 @@ def curve_timings(scale: str = "full", rounds: int = 3, implementation: str = "n
         start = time.perf_counter()
         rc.evaluate(**arrays, protocol=work.protocol, **work.options)
         seconds["evaluate"].append(time.perf_counter() - start)
-        for label, kind, options in CURVES:
-            impl = "auto" if kind == "cmc" else implementation
-            start = time.perf_counter()
-            rc.curves(kind, **arrays, implementation=impl, **options)
-            seconds.setdefault(label, []).append(time.perf_counter() - start)
+        for implementation in implementations:
+            for label, kind, options in CURVES:
+                start = time.perf_counter()
+                rc.curves(kind, **arrays, implementation=implementation, **options)
+                seconds.setdefault(f"{label} [{implementation}]", []).append(time.perf_counter() - start)
     return {label: statistics.median(values) for label, values in seconds.items()}
 
 
-def report(scale: str = "full", rounds: int = 3) -> str:
+def report(scale: str = "full", rounds: int = 3, implementations=("c",)) -> str:
     """The timings as a table, with the load average before and after."""
     before = os.getloadavg()
-    medians = curve_timings(scale, rounds)
+    medians = curve_timings(scale, rounds, implementations)
     after = os.getloadavg()
     base = medians["evaluate"]
     lines = [f"curves at CIFAR-10 scale ({scale}), median of {rounds} interleaved rounds; "
              f"load average {before[0]:.2f} before, {after[0]:.2f} after",
-             f"{'what':34} {'seconds':>9} {'x evaluate':>11}"]
+             f"{'what':42} {'seconds':>9} {'x evaluate':>11}"]
     for label, value in medians.items():
-        lines.append(f"{label:34} {value:9.3f} {value / base:11.2f}")
+        lines.append(f"{label:42} {value:9.3f} {value / base:11.2f}")
     return "\n".join(lines)
 
 
 if __name__ == "__main__":  # pragma: no cover
-    print(report(sys.argv[1] if len(sys.argv) > 1 else "full"))
+    print(report(sys.argv[1] if len(sys.argv) > 1 else "full", implementations=tuple(sys.argv[2:]) or ("c",)))

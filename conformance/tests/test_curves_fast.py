@@ -66,12 +66,16 @@ def _random_problem(rng, n_q, n_g, codes=False):
         inputs["scores"] = rng.random((n_q, n_g)).round(1)
     if rng.integers(2):
         inputs["relevance"] = rng.random((n_q, n_g)) < rng.choice([0.0, 0.2, 0.6])
-    else:
+    elif rng.integers(2):
         inputs["query_labels"] = rng.integers(0, 3, n_q)
         inputs["db_labels"] = rng.integers(0, 3, n_g)
+    else:  # multi-hot: relevant when a label is shared (up to 70 labels: two words)
+        n_labels = int(rng.choice([3, 70]))
+        inputs["query_labels"] = (rng.random((n_q, n_labels)) < 2 / n_labels).astype(np.uint8)
+        inputs["db_labels"] = (rng.random((n_g, n_labels)) < 2 / n_labels).astype(np.uint8)
     if rng.integers(2):
         inputs["junk"] = rng.random((n_q, n_g)) < 0.2
-    elif "query_labels" in inputs and rng.integers(2):  # camera junk: same id and camera
+    elif "query_labels" in inputs and inputs["query_labels"].ndim == 1 and rng.integers(2):  # camera junk
         inputs["query_cams"] = rng.integers(0, 2, n_q)
         inputs["db_cams"] = rng.integers(0, 2, n_g)
     return inputs

@@ -476,7 +476,9 @@ int64_t rc_max_threads(void);
 int64_t rc_evaluate(const rc_input *in, const rc_options *o, rc_output *out, int64_t num_threads);
 /* rc_curves.c: per-query curves of Hamming codes (rc.curves) */
 int64_t rc_curves_codes(const uint64_t *q_words, const uint64_t *db_words, int64_t n_q, int64_t n_db,
-                        int64_t words, int64_t bits, const uint8_t *state, int64_t kind, int64_t ties,
+                        int64_t words, int64_t bits, int64_t rel_mode, const uint8_t *state,
+                        const int64_t *q_ids, const int64_t *db_ids, const uint64_t *q_labels,
+                        const uint64_t *db_labels, int64_t label_words, int64_t kind, int64_t ties,
                         const int64_t *level_num, const int64_t *level_den, int64_t n_levels,
                         const double *radii, int64_t n_radii, const int64_t *ns, int64_t n_ns,
                         double *out_a, double *out_b, int64_t *out_num, int64_t *out_scale,

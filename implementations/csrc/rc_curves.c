@@ -19,12 +19,18 @@ enum { CURVE_INTERPOLATED = 0, CURVE_RADIUS = 1, CURVE_PRECISION_AT_N = 2 };
 enum { TIES_STABLE = 0, TIES_REVERSE = 1, TIES_OPTIMISTIC = 2, TIES_PESSIMISTIC = 3, TIES_EXPECTED = 4,
        TIES_GROUPED = 5 };
 enum { CURVES_OK = 0, CURVES_GROUPED_N = 1, CURVES_NOMEM = 2, CURVES_ARGS = 3 };
-#define CURVE_JUNK 0xFFFF /* the distance mark of a junk item (codes are shorter) */
+enum { CURVE_REL_STATE = 0, CURVE_REL_IDS = 1, CURVE_REL_MULTI = 2 };
+#define CURVE_JUNK 0xFFFF     /* the mark of a junk item (codes are shorter) */
+#define CURVE_RELEVANT 0x8000 /* the bit marking a relevant item beside its distance */
 
 typedef struct {
     const uint64_t *q_words, *db_words;
     int64_t n_db, words, bits;
-    const uint8_t *state; /* (queries, n_db): 0 other, 1 relevant, 2 junk */
+    int64_t rel_mode;     /* CURVE_REL_*: where relevance (and junk) come from */
+    const uint8_t *state; /* CURVE_REL_STATE: (queries, n_db): 0 other, 1 relevant, 2 junk */
+    const int64_t *q_ids, *db_ids;                 /* CURVE_REL_IDS: relevant iff equal */
+    const uint64_t *q_labels, *db_labels;          /* CURVE_REL_MULTI: packed multi-hot labels, */
+    int64_t label_words;                           /* relevant iff they share one */
     int64_t kind, ties;
     const int64_t *level_num, *level_den;
     int64_t n_levels;
@@ -38,29 +44,51 @@ typedef struct {
 } curve_args;
 
 typedef struct {
-    uint16_t *dist;
+    uint16_t *dist; /* per item: its distance, with CURVE_RELEVANT; or CURVE_JUNK */
     int64_t *rank;  /* rank[h]: 1-based rank of the (h+1)-th relevant item */
     double *best;   /* suffix maxima */
     int64_t *cnt;   /* n, g, before, rb, seen, relseen: (bits + 1) each */
 } curve_work;
 
+/* one loop per relevance source keeps the hot loop free of invariant tests */
+#define CURVE_COUNT_LOOP(REL, JUNK)                                                       \
+    for (j = 0; j < N; j++) {                                                             \
+        int64_t d = 0, r;                                                                 \
+        if (JUNK) {                                                                       \
+            w->dist[j] = CURVE_JUNK;                                                      \
+            continue;                                                                     \
+        }                                                                                 \
+        for (u = 0; u < W; u++) d += __builtin_popcountll(qw[u] ^ a->db_words[j * W + u]); \
+        r = (REL);                                                                        \
+        w->dist[j] = (uint16_t)(d | (r ? CURVE_RELEVANT : 0));                            \
+        n[d]++;                                                                           \
+        g[d] += r;                                                                        \
+    }
+
+static inline __attribute__((always_inline)) int
+share_label(const uint64_t *a, const uint64_t *b, int64_t L)
+{
+    uint64_t any = 0;
+    int64_t u;
+    for (u = 0; u < L; u++) any |= a[u] & b[u];
+    return any != 0;
+}
+
 static inline __attribute__((always_inline)) int64_t
 count_pass_body(const curve_args *a, int64_t q, curve_work *w)
 {
-    const int64_t W = a->words, N = a->n_db, B1 = a->bits + 1;
+    const int64_t W = a->words, N = a->n_db, B1 = a->bits + 1, L = a->label_words;
     const uint64_t *qw = a->q_words + q * W;
-    const uint8_t *st = a->state + q * N;
     int64_t *n = w->cnt, *g = w->cnt + B1, j, u;
-    for (j = 0; j < N; j++) {
-        int64_t d = 0;
-        if (st[j] == 2) {
-            w->dist[j] = CURVE_JUNK;
-            continue;
-        }
-        for (u = 0; u < W; u++) d += __builtin_popcountll(qw[u] ^ a->db_words[j * W + u]);
-        w->dist[j] = (uint16_t)d;
-        n[d]++;
-        g[d] += st[j];
+    if (a->rel_mode == CURVE_REL_IDS) {
+        const int64_t id = a->q_ids[q];
+        CURVE_COUNT_LOOP(a->db_ids[j] == id, 0)
+    } else if (a->rel_mode == CURVE_REL_MULTI) {
+        const uint64_t *ql = a->q_labels + q * L;
+        CURVE_COUNT_LOOP(share_label(ql, a->db_labels + j * L, L), 0)
+    } else {
+        const uint8_t *st = a->state + q * N;
+        CURVE_COUNT_LOOP(st[j] == 1, st[j] == 2)
     }
     return 0;
 }
@@ -88,9 +116,9 @@ static int64_t needed_hits(int64_t num, int64_t den, int64_t R)
 static void relevant_ranks(const curve_args *a, int64_t q, curve_work *w)
 {
     const int64_t N = a->n_db, B1 = a->bits + 1;
-    const uint8_t *st = a->state + q * N;
     int64_t *n = w->cnt, *g = n + B1, *before = g + B1, *rb = before + B1, *seen = rb + B1, *relseen = seen + B1;
     int64_t d, i, j;
+    (void)q;
     if (a->ties == TIES_OPTIMISTIC || a->ties == TIES_PESSIMISTIC) {
         for (d = 0; d < B1; d++) {
             int64_t first = before[d] + 1 + (a->ties == TIES_PESSIMISTIC ? n[d] - g[d] : 0);
@@ -103,8 +131,13 @@ static void relevant_ranks(const curve_args *a, int64_t q, curve_work *w)
         j = a->ties == TIES_REVERSE ? N - 1 - i : i;
         d = w->dist[j];
         if (d == CURVE_JUNK) continue;
-        seen[d]++;
-        if (st[j] == 1) w->rank[rb[d] + relseen[d]++] = before[d] + seen[d];
+        if (d & CURVE_RELEVANT) {
+            d &= ~CURVE_RELEVANT;
+            seen[d]++;
+            w->rank[rb[d] + relseen[d]++] = before[d] + seen[d];
+        } else {
+            seen[d]++;
+        }
     }
 }
 
@@ -242,7 +275,9 @@ static int curve_query(const curve_args *a, int64_t q, curve_work *w, int use_po
 }
 
 int64_t rc_curves_codes(const uint64_t *q_words, const uint64_t *db_words, int64_t n_q, int64_t n_db,
-                        int64_t words, int64_t bits, const uint8_t *state, int64_t kind, int64_t ties,
+                        int64_t words, int64_t bits, int64_t rel_mode, const uint8_t *state,
+                        const int64_t *q_ids, const int64_t *db_ids, const uint64_t *q_labels,
+                        const uint64_t *db_labels, int64_t label_words, int64_t kind, int64_t ties,
                         const int64_t *level_num, const int64_t *level_den, int64_t n_levels,
                         const double *radii, int64_t n_radii, const int64_t *ns, int64_t n_ns,
                         double *out_a, double *out_b, int64_t *out_num, int64_t *out_scale,
@@ -251,9 +286,12 @@ int64_t rc_curves_codes(const uint64_t *q_words, const uint64_t *db_words, int64
     curve_args a;
     int64_t q, first_bad = n_q, bad_index = 0;
     int nomem = 0;
-    if (bits < 0 || bits >= CURVE_JUNK || n_db < 1 || words < 1 || ties < 0 || ties > TIES_GROUPED) return CURVES_ARGS;
+    if (bits < 0 || bits >= CURVE_RELEVANT || rel_mode < CURVE_REL_STATE || rel_mode > CURVE_REL_MULTI ||
+        n_db < 1 || words < 1 || ties < 0 || ties > TIES_GROUPED)
+        return CURVES_ARGS;
     a.q_words = q_words; a.db_words = db_words; a.n_db = n_db; a.words = words; a.bits = bits;
-    a.state = state; a.kind = kind; a.ties = ties; a.level_num = level_num; a.level_den = level_den;
+    a.rel_mode = rel_mode; a.state = state; a.q_ids = q_ids; a.db_ids = db_ids; a.q_labels = q_labels;
+    a.db_labels = db_labels; a.label_words = label_words; a.kind = kind; a.ties = ties; a.level_num = level_num; a.level_den = level_den;
     a.n_levels = n_levels; a.radii = radii; a.n_radii = n_radii; a.ns = ns; a.n_ns = n_ns;
     a.out_a = out_a; a.out_b = out_b; a.out_num = out_num; a.out_scale = out_scale; a.n_relevant = n_relevant;
 #ifdef _OPENMP
