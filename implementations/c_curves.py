@@ -35,6 +35,8 @@ _GROUPED_N, _NOMEM = 1, 2
 _REL_STATE, _REL_IDS, _REL_MULTI = 0, 1, 2
 #: (query, item) bytes of one block's relevance-and-junk matrix: 32 MiB
 BLOCK_ITEMS = 2 ** 25
+#: the longest code C draws curves of (CURVE_MAX_BITS: distances kept in 16 bits)
+MAX_BITS = 2 ** 16 - 1
 #: level numerators and denominators travel as int64
 LEVEL_LIMIT = 2 ** 62
 
@@ -77,6 +79,9 @@ def per_query_curves(problem: Problem, request: CurveRequest) -> CurveValues:
     lib = _require()
     Q, N = problem.n_queries, problem.n_gallery
     bits = problem.query_bits.shape[1]
+    if bits > MAX_BITS:
+        raise ValueError(f"query_codes: implementation='c' draws curves of codes up to {MAX_BITS} bits, got {bits}; "
+                         "use implementation='numpy'")
     q_words = np.ascontiguousarray(pack_bits(problem.query_bits))
     db_words = np.ascontiguousarray(problem.db_words if problem.db_words is not None else pack_bits(problem.db_bits))
     kind = request.kind

@@ -20,8 +20,7 @@ enum { TIES_STABLE = 0, TIES_REVERSE = 1, TIES_OPTIMISTIC = 2, TIES_PESSIMISTIC 
        TIES_GROUPED = 5 };
 enum { CURVES_OK = 0, CURVES_GROUPED_N = 1, CURVES_NOMEM = 2, CURVES_ARGS = 3 };
 enum { CURVE_REL_STATE = 0, CURVE_REL_IDS = 1, CURVE_REL_MULTI = 2 };
-#define CURVE_JUNK 0xFFFF     /* the mark of a junk item (codes are shorter) */
-#define CURVE_RELEVANT 0x8000 /* the bit marking a relevant item beside its distance */
+#define CURVE_MAX_BITS 0xFFFF /* a relevant item's distance is kept in 16 bits */
 
 typedef struct {
     const uint64_t *q_words, *db_words;
@@ -44,7 +43,9 @@ typedef struct {
 } curve_args;
 
 typedef struct {
-    uint16_t *dist; /* per item: its distance, with CURVE_RELEVANT; or CURVE_JUNK */
+    uint16_t *rel_dist; /* per relevant item, in gallery order: its distance */
+    int64_t *rel_place; /* and the items at that distance before it in gallery order */
+    int64_t n_rel;
     int64_t *rank;  /* rank[h]: 1-based rank of the (h+1)-th relevant item */
     double *best;   /* suffix maxima */
     int64_t *cnt;   /* n, g, before, rb, seen, relseen: (bits + 1) each */
@@ -54,13 +55,13 @@ typedef struct {
 #define CURVE_COUNT_LOOP(REL, JUNK)                                                       \
     for (j = 0; j < N; j++) {                                                             \
         int64_t d = 0, r;                                                                 \
-        if (JUNK) {                                                                       \
-            w->dist[j] = CURVE_JUNK;                                                      \
-            continue;                                                                     \
-        }                                                                                 \
+        if (JUNK) continue;                                                               \
         for (u = 0; u < W; u++) d += __builtin_popcountll(qw[u] ^ a->db_words[j * W + u]); \
         r = (REL);                                                                        \
-        w->dist[j] = (uint16_t)(d | (r ? CURVE_RELEVANT : 0));                            \
+        if (r) { /* its place among the items at its distance, in gallery order */       \
+            w->rel_dist[nrel] = (uint16_t)d;                                              \
+            w->rel_place[nrel++] = n[d];                                                  \
+        }                                                                                 \
         n[d]++;                                                                           \
         g[d] += r;                                                                        \
     }
@@ -79,7 +80,7 @@ count_pass_body(const curve_args *a, int64_t q, curve_work *w)
 {
     const int64_t W = a->words, N = a->n_db, B1 = a->bits + 1, L = a->label_words;
     const uint64_t *qw = a->q_words + q * W;
-    int64_t *n = w->cnt, *g = w->cnt + B1, j, u;
+    int64_t *n = w->cnt, *g = w->cnt + B1, j, u, nrel = 0;
     if (a->rel_mode == CURVE_REL_IDS) {
         const int64_t id = a->q_ids[q];
         CURVE_COUNT_LOOP(a->db_ids[j] == id, 0)
@@ -90,6 +91,7 @@ count_pass_body(const curve_args *a, int64_t q, curve_work *w)
         const uint8_t *st = a->state + q * N;
         CURVE_COUNT_LOOP(st[j] == 1, st[j] == 2)
     }
+    w->n_rel = nrel;
     return 0;
 }
 
@@ -110,15 +112,14 @@ static int64_t needed_hits(int64_t num, int64_t den, int64_t R)
     return (int64_t)((x + den - 1) / den);
 }
 
-/* the ranks of the relevant items under a concrete order (stable, reverse: one pass in gallery
- * order, or against it, counting the items seen at each distance; optimistic, pessimistic:
- * from the counts alone) */
-static void relevant_ranks(const curve_args *a, int64_t q, curve_work *w)
+/* the ranks of the relevant items under a concrete order: stable and reverse from each relevant
+ * item's place among the items at its distance (recorded by the counting pass, in gallery
+ * order); optimistic and pessimistic from the counts alone */
+static void relevant_ranks(const curve_args *a, curve_work *w)
 {
-    const int64_t N = a->n_db, B1 = a->bits + 1;
-    int64_t *n = w->cnt, *g = n + B1, *before = g + B1, *rb = before + B1, *seen = rb + B1, *relseen = seen + B1;
-    int64_t d, i, j;
-    (void)q;
+    const int64_t B1 = a->bits + 1;
+    int64_t *n = w->cnt, *g = n + B1, *before = g + B1, *rb = before + B1, *seen = rb + B1;
+    int64_t d, i;
     if (a->ties == TIES_OPTIMISTIC || a->ties == TIES_PESSIMISTIC) {
         for (d = 0; d < B1; d++) {
             int64_t first = before[d] + 1 + (a->ties == TIES_PESSIMISTIC ? n[d] - g[d] : 0);
@@ -126,18 +127,15 @@ static void relevant_ranks(const curve_args *a, int64_t q, curve_work *w)
         }
         return;
     }
-    memset(seen, 0, (size_t)(2 * B1) * sizeof(int64_t));
-    for (i = 0; i < N; i++) {
-        j = a->ties == TIES_REVERSE ? N - 1 - i : i;
-        d = w->dist[j];
-        if (d == CURVE_JUNK) continue;
-        if (d & CURVE_RELEVANT) {
-            d &= ~CURVE_RELEVANT;
-            seen[d]++;
-            w->rank[rb[d] + relseen[d]++] = before[d] + seen[d];
-        } else {
-            seen[d]++;
+    memset(seen, 0, (size_t)B1 * sizeof(int64_t));
+    for (i = 0; i < w->n_rel; i++) {
+        d = w->rel_dist[i];
+        if (a->ties == TIES_STABLE) {
+            w->rank[rb[d] + seen[d]] = before[d] + w->rel_place[i] + 1;
+        } else { /* reverse: the group read backwards, its last relevant item first */
+            w->rank[rb[d] + g[d] - 1 - seen[d]] = before[d] + n[d] - w->rel_place[i];
         }
+        seen[d]++;
     }
 }
 
@@ -150,7 +148,7 @@ static void interpolated(const curve_args *a, int64_t q, curve_work *w, int64_t 
     double *out = a->out_a + q * a->n_levels;
     int64_t h, d, i;
     if (a->ties <= TIES_PESSIMISTIC) {  /* concrete: the precision at each relevant item */
-        relevant_ranks(a, q, w);
+        relevant_ranks(a, w);
         for (h = R - 1; h >= 0; h--) {
             double p = ratio(h + 1, w->rank[h]);
             w->best[h] = (h == R - 1 || p > w->best[h + 1]) ? p : w->best[h + 1];
@@ -206,7 +204,7 @@ static int precision_at_n(const curve_args *a, int64_t q, curve_work *w, int64_t
     const int64_t B1 = a->bits + 1;
     int64_t *n = w->cnt, *g = n + B1, *before = g + B1, *rb = before + B1;
     int64_t i, d;
-    if (a->ties <= TIES_PESSIMISTIC) relevant_ranks(a, q, w);
+    if (a->ties <= TIES_PESSIMISTIC) relevant_ranks(a, w);
     for (i = 0; i < a->n_ns; i++) {
         int64_t depth = a->ns[i] < kept ? a->ns[i] : kept, num = 0, scale = 1;
         if (depth > 0 && a->ties <= TIES_PESSIMISTIC) {
@@ -286,7 +284,7 @@ int64_t rc_curves_codes(const uint64_t *q_words, const uint64_t *db_words, int64
     curve_args a;
     int64_t q, first_bad = n_q, bad_index = 0;
     int nomem = 0;
-    if (bits < 0 || bits >= CURVE_RELEVANT || rel_mode < CURVE_REL_STATE || rel_mode > CURVE_REL_MULTI ||
+    if (bits < 0 || bits > CURVE_MAX_BITS || rel_mode < CURVE_REL_STATE || rel_mode > CURVE_REL_MULTI ||
         n_db < 1 || words < 1 || ties < 0 || ties > TIES_GROUPED)
         return CURVES_ARGS;
     a.q_words = q_words; a.db_words = db_words; a.n_db = n_db; a.words = words; a.bits = bits;
@@ -301,11 +299,12 @@ int64_t rc_curves_codes(const uint64_t *q_words, const uint64_t *db_words, int64
 #endif
     {
         curve_work w;
-        w.dist = (uint16_t *)malloc((size_t)n_db * sizeof(uint16_t));
+        w.rel_dist = (uint16_t *)malloc((size_t)n_db * sizeof(uint16_t));
+        w.rel_place = (int64_t *)malloc((size_t)n_db * sizeof(int64_t));
         w.rank = (int64_t *)malloc((size_t)n_db * sizeof(int64_t));
         w.best = (double *)malloc((size_t)(n_db > bits + 1 ? n_db : bits + 1) * sizeof(double));
         w.cnt = (int64_t *)calloc((size_t)(6 * (bits + 1)), sizeof(int64_t));
-        int ready = w.dist && w.rank && w.best && w.cnt;
+        int ready = w.rel_dist && w.rel_place && w.rank && w.best && w.cnt;
         /* every thread meets the loop (a work-sharing loop must be met by all); one without its
          * buffers only marks the failure */
 #ifdef _OPENMP
@@ -330,7 +329,8 @@ int64_t rc_curves_codes(const uint64_t *q_words, const uint64_t *db_words, int64
                 }
             }
         }
-        free(w.dist);
+        free(w.rel_dist);
+        free(w.rel_place);
         free(w.rank);
         free(w.best);
         free(w.cnt);
