@@ -225,3 +225,22 @@ def test_c_refuses_other_inputs_by_name():
     auto = rc.curves("pr_interpolated", distances=[[0.0, 1.0]], relevance=[[True, False]])
     assert auto.implementation == "numpy"
     assert rc.curves("pr_interpolated", query_codes=[[1]], db_codes=[[1]], relevance=[[True]]).implementation == "c"
+
+
+@pytest.mark.parametrize("implementation", FAST)
+def test_block_layout_does_not_change_a_bit(implementation, monkeypatch):
+    module = importlib.import_module(CURVE_KERNELS[implementation].split(":")[0])
+    rng = np.random.default_rng(13)
+    inputs = dict(query_codes=rng.integers(0, 2, (30, 8)), db_codes=rng.integers(0, 2, (50, 8)),
+                  relevance=rng.random((30, 50)) < 0.3, junk=rng.random((30, 50)) < 0.1)
+    whole = [rc.curves(kind, **inputs, ties="reverse", implementation=implementation).y.tolist() for kind in KINDS]
+    monkeypatch.setattr(module, "BLOCK_ITEMS", 120)  # blocks of two queries
+    blocks = [rc.curves(kind, **inputs, ties="reverse", implementation=implementation).y.tolist() for kind in KINDS]
+    assert blocks == whole
+
+
+def test_the_benchmark_runs_at_smoke_scale():
+    from retrieval_conformance.conformance.bench.curves import CURVES, report
+
+    text = report("smoke", rounds=1, implementations=("numpy",))
+    assert "evaluate" in text and all(f"{label} [numpy]" in text for label, _, _ in CURVES)
