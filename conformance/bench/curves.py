@@ -1,9 +1,9 @@
 """Curves at dataset scale: each curve of ``rc.curves`` timed against one ``rc.evaluate`` of the same data.
 
 The CIFAR-10 hashing workload (1,000 x 54,000 64-bit codes at full scale).  Each round runs
-``evaluate`` (the default implementation) and then every curve, interleaved, so a busy machine
-slows both alike; the report gives the median of the rounds, each curve's ratio to ``evaluate``,
-and the load average.  Run:
+``evaluate`` (the default implementation), then, for each implementation asked for, its own
+``evaluate`` and every curve, interleaved, so a busy machine slows all alike; the report gives
+the median of the rounds, each one's ratio to the default ``evaluate``, and the load average.  Run:
 ``python -m retrieval_conformance.conformance.bench.curves [smoke|full] [c] [numpy]``.
 """
 from __future__ import annotations
@@ -38,6 +38,9 @@ def curve_timings(scale: str = "full", rounds: int = 3, implementations=("c",)) 
         rc.evaluate(**arrays, protocol=work.protocol, **work.options)
         seconds["evaluate"].append(time.perf_counter() - start)
         for implementation in implementations:
+            start = time.perf_counter()
+            rc.evaluate(**arrays, protocol=work.protocol, implementation=implementation, **work.options)
+            seconds.setdefault(f"evaluate [{implementation}]", []).append(time.perf_counter() - start)
             for label, kind, options in CURVES:
                 start = time.perf_counter()
                 rc.curves(kind, **arrays, implementation=implementation, **options)
