@@ -60,8 +60,11 @@ def per_query_curves(problem: Problem, request: CurveRequest) -> CurveValues:
             precision[s:e], recall[s:e] = _radius_block(dist, rel, junk, request.radii, top, R)
             continue
         kept = np.full(e - s, N, dtype=np.int64) if junk is None else N - junk.sum(axis=1, dtype=np.int64)
-        key_s, rel_s, _ = sort_block(NumpyOps(), dist, rel.astype(np.uint8), junk, request.ties, top)
-        depth = _DepthCounts(key_s, rel_s, kept, request.ties)
+        if top is not None and request.ties not in INDEX_ORDERS:
+            depth = _GroupCounts(*_distance_counts(dist, rel, junk, top), kept, request.ties)
+        else:
+            key_s, rel_s, _ = sort_block(NumpyOps(), dist, rel.astype(np.uint8), junk, request.ties, top)
+            depth = _DepthCounts(key_s, rel_s, kept, request.ties)
         if request.kind == "pr_interpolated":
             precision[s:e] = depth.interpolated(R, request.levels)
         else:
@@ -69,16 +72,23 @@ def per_query_curves(problem: Problem, request: CurveRequest) -> CurveValues:
     return CurveValues(n_relevant, precision, recall)
 
 
+def _distance_counts(dist, rel, junk, top) -> Tuple[np.ndarray, np.ndarray]:
+    """Items and relevant items at each Hamming distance 0 .. top - 1 (junk left out): (b, top) each."""
+    b = dist.shape[0]
+    d = dist.astype(np.int64)
+    if junk is not None:
+        d[junk] = top  # a column of its own, dropped
+    flat = d + (top + 1) * np.arange(b, dtype=np.int64)[:, None]
+    items = np.bincount(flat.ravel(), minlength=b * (top + 1)).reshape(b, top + 1)[:, :top]
+    hits = np.bincount(flat[rel], minlength=b * (top + 1)).reshape(b, top + 1)[:, :top]
+    return items, hits
+
+
 def _radius_block(dist, rel, junk, radii, top, R) -> Tuple[np.ndarray, np.ndarray]:
     """(precision, recall) within each radius for a block of queries."""
     b = dist.shape[0]
     if top is not None:  # Hamming distances 0 .. bits: counts per distance, then cumulative
-        d = dist.astype(np.int64)
-        if junk is not None:
-            d[junk] = top  # beyond every radius that counts
-        flat = d + (top + 1) * np.arange(b, dtype=np.int64)[:, None]
-        items = np.bincount(flat.ravel(), minlength=b * (top + 1)).reshape(b, top + 1).cumsum(axis=1)
-        hits = np.bincount(flat[rel], minlength=b * (top + 1)).reshape(b, top + 1).cumsum(axis=1)
+        items, hits = (c.cumsum(axis=1) for c in _distance_counts(dist, rel, junk, top))
         column = np.array([min(math.floor(r), top - 1) for r in radii], dtype=np.int64)
         within, rel_within = items[:, column], hits[:, column]
     else:
@@ -197,5 +207,91 @@ class _DepthCounts:
         end = first + int(self.size[row, p]) - 1
         raise ValueError(
             f"n: N={ns[j]} falls inside a tie group (ranks {first + 1}..{end + 1}) of query {row0 + row}; "
+            "under ties='grouped' a list length inside a tie group has no meaning. Use "
+            "ties='expected', or an N at a tie-group boundary")
+
+
+class _GroupCounts:
+    """The tie groups of Hamming distances from their counts alone (no sort), for the policies
+    that need no gallery order.
+
+    Within a group the precision at its relevant items rises under ``optimistic`` and
+    ``pessimistic`` (``(b + i) / (c + i)`` with c >= b), so a group's best point is its last
+    relevant item, as under ``grouped`` its end; under ``expected`` E[H(k)] / k is monotone over
+    the group, so its best is at one of its two ends.
+    """
+
+    def __init__(self, n, g, kept, ties: str):
+        self.n, self.g, self.kept, self.ties = n, g, kept, ties
+        self.before = np.cumsum(n, axis=1) - n
+        self.rb = np.cumsum(g, axis=1) - g
+        filled = n > 0
+        with np.errstate(invalid="ignore", divide="ignore"):
+            # optimistic: the group's last relevant item (its end when it holds none: a real point)
+            last = self.before + (np.where(g > 0, g, n) if ties == "optimistic" else n)
+            value = (self.rb + g) / np.where(filled, last, 1)
+            if ties == "expected":
+                first = (self.rb * n + g) / np.where(filled, n * (self.before + 1), 1)
+                value = np.maximum(value, first)
+        value = np.where(filled, value, -1.0)
+        self.best = np.maximum.accumulate(value[:, ::-1], axis=1)[:, ::-1]  # over this group and later
+        self.after = np.concatenate([self.best[:, 1:], np.full((n.shape[0], 1), -1.0)], axis=1)
+
+    def interpolated(self, R: np.ndarray, levels) -> np.ndarray:
+        out = np.zeros((R.shape[0], len(levels)))
+        ends = self.rb + self.g
+        rows = np.flatnonzero(R > 0)
+        for j, level in enumerate(levels):
+            need = np.array([-((-level.numerator * int(r)) // level.denominator) for r in R], dtype=np.int64)
+            group = (ends < need[:, None]).sum(axis=1)  # the first group reaching the level
+            out[rows, j] = self.best[rows, group[rows]]
+            if self.ties != "expected":
+                continue
+            for row in rows[need[rows] > 0]:  # the first position t of the group that reaches it
+                d = int(group[row])
+                rb, size, g, before = (int(a[row, d]) for a in (self.rb, self.n, self.g, self.before))
+                t = math.ceil((level * int(R[row]) - rb) * size / g)
+                at = (rb * size + t * g) / (size * (before + t))
+                out[row, j] = max(at, (rb + g) / (before + size), float(self.after[row, d]))
+        return out
+
+    def precision_at(self, ns, row0: int) -> np.ndarray:
+        rows = np.arange(self.n.shape[0])
+        ends = self.before + self.n
+        out = np.zeros((rows.shape[0], len(ns)))
+        found = []
+        for n in ns:
+            depth = np.minimum(self.kept, n)
+            group = np.minimum((ends < depth[:, None]).sum(axis=1), self.n.shape[1] - 1)
+            found.append((depth, group))
+        if self.ties == "grouped":
+            self._check_group_ends(ns, found, row0)
+        for j, (n, (depth, group)) in enumerate(zip(ns, found)):
+            rb, size, g, before = (a[rows, group] for a in (self.rb, self.n, self.g, self.before))
+            t = depth - before
+            scale = np.ones_like(t)
+            if self.ties == "optimistic":
+                num = rb + np.minimum(t, g)
+            elif self.ties == "pessimistic":
+                num = rb + np.maximum(0, t - (size - g))
+            elif self.ties == "grouped":
+                num = rb + g
+            else:
+                num, scale = rb * size + t * g, size
+            out[:, j] = [int(a) / (int(c) * n) if d > 0 else 0.0 for a, c, d in zip(num, scale, depth)]
+        return out
+
+    def _check_group_ends(self, ns, found, row0: int) -> None:
+        rows = np.arange(self.n.shape[0])
+        cut = np.array([(d > 0) & (d < self.kept) & (self.before[rows, grp] + self.n[rows, grp] != d)
+                        for d, grp in found])
+        if not cut.any():
+            return
+        row = int(np.flatnonzero(cut.any(axis=0))[0])
+        j = int(np.flatnonzero(cut[:, row])[0])
+        d = int(found[j][1][row])
+        first, end = int(self.before[row, d]), int(self.before[row, d] + self.n[row, d])
+        raise ValueError(
+            f"n: N={ns[j]} falls inside a tie group (ranks {first + 1}..{end}) of query {row0 + row}; "
             "under ties='grouped' a list length inside a tie group has no meaning. Use "
             "ties='expected', or an N at a tie-group boundary")
