@@ -4,9 +4,10 @@
 ``build_problem``), asks an implementation for the per-query values of one curve, and averages
 them over the counted queries here, so implementations differ only in how they compute:
 
-* ``pr_interpolated``: interpolated precision at recall levels, ``p_q(r) = max {P@k : R@k >= r}``;
-* ``pr_radius``: precision and recall of the items within distance (Hamming) radius r;
-* ``precision_at_n``: P@N for a list of N (the hashing papers' precision curve);
+* ``pr_interpolated``: interpolated precision at recall levels, ``p_q(r) = max {P@k : R@k >= r}``
+  (spec §7 interpolated PR curve);
+* ``pr_radius``: precision and recall of the items within distance (Hamming) radius r (spec §7 radius);
+* ``precision_at_n``: P@N for a list of N, the hashing papers' precision curve (spec §7 precision curve);
 * ``cmc``: the CMC of ``evaluate``, as a curve of the same shape.
 
 The per-query curves are looked up by name (``CURVE_KERNELS``), never imported, so the contract
