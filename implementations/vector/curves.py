@@ -64,7 +64,10 @@ def per_query_curves(problem: Problem, request: CurveRequest) -> CurveValues:
             depth = _GroupCounts(*_distance_counts(dist, rel, junk, top), kept, request.ties)
         else:
             key_s, rel_s, _ = sort_block(NumpyOps(), dist, rel.astype(np.uint8), junk, request.ties, top)
-            depth = _DepthCounts(key_s, rel_s, kept, request.ties)
+            if request.ties in INDEX_ORDERS:
+                depth = _RelevantRanks(rel_s)
+            else:
+                depth = _DepthCounts(key_s, rel_s, kept, request.ties)
         if request.kind == "pr_interpolated":
             precision[s:e] = depth.interpolated(R, request.levels)
         else:
@@ -295,3 +298,47 @@ class _GroupCounts:
             f"n: N={ns[j]} falls inside a tie group (ranks {first + 1}..{end}) of query {row0 + row}; "
             "under ties='grouped' a list length inside a tie group has no meaning. Use "
             "ties='expected', or an N at a tie-group boundary")
+
+
+class _RelevantRanks:
+    """The ranks of the relevant items of rows sorted in a gallery order (``stable``,
+    ``reverse``): only they are read, flattened row after row.
+
+    The interpolated precision at level r is the largest ``h / rank_h`` from the
+    ``ceil(r R)``-th relevant item on (``np.maximum.reduceat`` over each row's slice); H(N)
+    counts the relevant ranks up to N (one ``searchsorted`` over the rows, set apart).
+    """
+
+    def __init__(self, rel_s):
+        b, self.width = rel_s.shape
+        rows, pos = np.nonzero(rel_s)
+        self.R = np.bincount(rows, minlength=b).astype(np.int64)
+        self.start = np.cumsum(self.R) - self.R
+        hit = np.arange(rows.shape[0], dtype=np.int64) - self.start[rows] + 1
+        # a sentinel past the end: reduceat takes indices below the array's length
+        self.precision = np.append(hit / (pos + 1), -1.0)
+        self.flat_rank = pos + 1 + (self.width + 1) * rows
+
+    def interpolated(self, R: np.ndarray, levels) -> np.ndarray:
+        out = np.zeros((R.shape[0], len(levels)))
+        rows = np.flatnonzero(R > 0)
+        if rows.size == 0:
+            return out
+        for j, level in enumerate(levels):
+            need = np.array([max(1, -((-level.numerator * int(R[r])) // level.denominator)) for r in rows],
+                            dtype=np.int64)
+            bounds = np.empty(2 * rows.size, dtype=np.int64)
+            bounds[0::2] = self.start[rows] + need - 1
+            bounds[1::2] = self.start[rows] + R[rows]
+            out[rows, j] = np.maximum.reduceat(self.precision, bounds)[0::2]
+        return out
+
+    def precision_at(self, ns, row0: int) -> np.ndarray:
+        b = self.R.shape[0]
+        offset = (self.width + 1) * np.arange(b, dtype=np.int64)
+        out = np.zeros((b, len(ns)))
+        for j, n in enumerate(ns):
+            depth = min(n, self.width)  # ranks count the kept items only, so N' needs no clip here
+            hits = np.searchsorted(self.flat_rank, offset + depth, side="right") - self.start
+            out[:, j] = [int(h) / n for h in hits]
+        return out
