@@ -5,16 +5,18 @@ rounded exact value, as the reference's Fraction converted to float.
 
 * Precision within radius r (codes): per-distance counts of items and relevant items
   (``np.bincount``, no sort), accumulated over distance; float distances compare per radius.
-* Interpolated precision and P@N: the rows sorted by the shared sort key (``vector.blocks``),
-  then at every depth k the hits H(k) as a ratio ``num / den``:
-  concrete orders ``H(k) / k``; ``optimistic`` / ``pessimistic`` from the tie group's counts;
-  ``expected`` ``(b*s + t*g) / (s*k)`` (b relevant before the group, s its size, g its
-  relevant items, t its positions taken); ``grouped`` only at group ends.
-  The interpolated precision at level r is the suffix maximum of the precisions from the
-  first depth whose recall reaches r (rounding is monotone, so the maximum of rounded values
-  is the rounded maximum).  That depth is found exactly: the first depth with
-  ``H(k) >= ceil(r R)``, and under ``expected`` inside its tie group
-  ``t = ceil((r R - b) s / g)`` in integers.
+* Interpolated precision and P@N under a gallery order (``stable``, ``reverse``): the rows
+  sorted by the shared sort key (``vector.blocks``), then only the ranks of the relevant items
+  (:class:`_RelevantRanks`).
+* The other policies on codes: the tie groups from per-distance counts, no sort
+  (:class:`_GroupCounts`); on float distances: the sorted rows, and at every depth k the hits
+  H(k) as a ratio ``num / den`` (:class:`_DepthCounts`): ``optimistic`` / ``pessimistic`` from
+  the tie group's counts; ``expected`` ``(b*s + t*g) / (s*k)`` (b relevant before the group,
+  s its size, g its relevant items, t its positions taken); ``grouped`` only at group ends.
+* The interpolated precision at level r is the largest precision from the first depth whose
+  recall reaches r on (rounding is monotone, so the maximum of rounded values is the rounded
+  maximum).  That depth is found exactly: the first depth with ``H(k) >= ceil(r R)``, and
+  under ``expected`` inside its tie group ``t = ceil((r R - b) s / g)`` in integers.
 """
 from __future__ import annotations
 
@@ -109,7 +111,8 @@ def _radius_block(dist, rel, junk, radii, top, R) -> Tuple[np.ndarray, np.ndarra
 
 
 class _DepthCounts:
-    """H(k) = num / den at every depth k of sorted rows (positions past the kept items excluded)."""
+    """H(k) = num / den at every depth k of rows of float distances sorted by (distance,
+    relevance), under the policies that read tie groups (positions past the kept items excluded)."""
 
     def __init__(self, key_s, rel_s, kept, ties: str):
         b, n = rel_s.shape
@@ -118,34 +121,29 @@ class _DepthCounts:
         k = np.arange(1, n + 1, dtype=np.int64)[None, :]
         prefix = np.zeros((b, n + 1), dtype=np.int64)
         np.cumsum(rel_s, axis=1, out=prefix[:, 1:])
-        if ties in INDEX_ORDERS:
-            self.num, self.den = prefix[:, 1:], np.broadcast_to(k, (b, n))
-            self.group_end_hits = self.num  # every depth is a group of one
-            self.is_end = np.ones((b, n), dtype=bool)
-        else:
-            # tie groups: first and last position of each position's group
-            new = np.ones((b, n), dtype=bool)
-            new[:, 1:] = key_s[:, 1:] != key_s[:, :-1]
-            last = np.ones((b, n), dtype=bool)
-            last[:, :-1] = new[:, 1:]
-            pos = np.arange(n, dtype=np.int64)[None, :]
-            first = np.maximum.accumulate(np.where(new, pos, 0), axis=1)
-            end = np.minimum.accumulate(np.where(last, pos, n)[:, ::-1], axis=1)[:, ::-1]
-            size = end - first + 1
-            before = np.take_along_axis(prefix, first, axis=1)
-            g = np.take_along_axis(prefix, end + 1, axis=1) - before
-            t = pos - first + 1
-            self.before_hits, self.size, self.group_hits, self.first = before, size, g, first
-            self.group_end_hits = before + g
-            self.is_end = last
-            if ties == "optimistic":
-                self.num, self.den = before + np.minimum(t, g), np.broadcast_to(k, (b, n))
-            elif ties == "pessimistic":
-                self.num, self.den = before + np.maximum(0, t - (size - g)), np.broadcast_to(k, (b, n))
-            elif ties == "expected":
-                self.num, self.den = before * size + t * g, size * k
-            else:  # grouped: hits only at the end of a group
-                self.num, self.den = self.group_end_hits, np.broadcast_to(k, (b, n))
+        # tie groups: first and last position of each position's group
+        new = np.ones((b, n), dtype=bool)
+        new[:, 1:] = key_s[:, 1:] != key_s[:, :-1]
+        last = np.ones((b, n), dtype=bool)
+        last[:, :-1] = new[:, 1:]
+        pos = np.arange(n, dtype=np.int64)[None, :]
+        first = np.maximum.accumulate(np.where(new, pos, 0), axis=1)
+        end = np.minimum.accumulate(np.where(last, pos, n)[:, ::-1], axis=1)[:, ::-1]
+        size = end - first + 1
+        before = np.take_along_axis(prefix, first, axis=1)
+        g = np.take_along_axis(prefix, end + 1, axis=1) - before
+        t = pos - first + 1
+        self.before_hits, self.size, self.group_hits, self.first = before, size, g, first
+        self.group_end_hits = before + g
+        self.is_end = last
+        if ties == "optimistic":
+            self.num, self.den = before + np.minimum(t, g), np.broadcast_to(k, (b, n))
+        elif ties == "pessimistic":
+            self.num, self.den = before + np.maximum(0, t - (size - g)), np.broadcast_to(k, (b, n))
+        elif ties == "expected":
+            self.num, self.den = before * size + t * g, size * k
+        else:  # grouped: hits only at the end of a group
+            self.num, self.den = self.group_end_hits, np.broadcast_to(k, (b, n))
         self.inside = pos_inside = np.arange(n)[None, :] < kept[:, None]
         if ties == "grouped":
             pos_inside = pos_inside & last
