@@ -87,7 +87,7 @@ def _requests(rng, problem, n_g):
     for ties in TIE_POLICIES:
         yield CurveRequest("pr_interpolated", ties, levels=levels)
         yield CurveRequest("pr_radius", ties, radii=tuple(float(r) for r in radii))
-        yield CurveRequest("precision_at_n", ties, ns=(1, 2, n_g, n_g + 1, 3 * n_g, 10**6))
+        yield CurveRequest("precision_at_n", ties, ns=(1, 2, n_g, n_g + 1, 3 * n_g, 10**6, 2**62))
 
 
 def _cannot_draw(implementation, problem) -> bool:
@@ -184,6 +184,7 @@ def test_radius_defaults_to_every_hamming_distance():
     (dict(kind="pr_radius"), "radii"),
     (dict(kind="pr_radius", radii=[-1]), "radii"),
     (dict(kind="precision_at_n", n=[0]), "n"),
+    (dict(kind="precision_at_n", n=[2**70]), "n: expected list lengths up to 2..62"),
     (dict(kind="precision_at_n", radii=[1]), "radii: not an option"),
     (dict(kind="pr_interpolated", implementation="torch"), "implementation"),
     (dict(kind="pr_interpolated", protocol="reid"), "evaluate options"),

@@ -119,9 +119,17 @@ def check_recall_levels(levels) -> Tuple[Fraction, ...]:
     return tuple(out)
 
 
+#: the largest N of the precision curve (N travels as int64)
+MAX_N = 2 ** 62
+
+
 def list_lengths(ns) -> Tuple[int, ...]:
-    """N of the precision curve: positive integers."""
-    return tuple(v.positive_int("n", n) for n in _sequence("n", ns))
+    """N of the precision curve: positive integers up to ``MAX_N``."""
+    out = tuple(v.positive_int("n", n) for n in _sequence("n", ns))
+    for n in out:
+        if n > MAX_N:
+            raise ValueError(f"n: expected list lengths up to 2**62, got {n}")
+    return out
 
 
 def radii_values(radii, problem: Problem) -> Tuple[float, ...]:
