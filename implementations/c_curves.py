@@ -1,12 +1,14 @@
-"""Per-query curves of Hamming codes in C (``rc.curves(..., implementation="c")``).
+"""Per-query curves in C (``rc.curves(..., implementation="c")``).
 
-The C unit ``csrc/rc_curves.c`` counts the items and relevant items at every Hamming distance
-in one XOR + popcount pass (no sort) and reads every curve off those counts; here the inputs
-are packed for it: the codes as uint64 words; relevance from labels as C compares them (single
-ids as int64, multi-hot labels packed into words), or, with a relevance matrix or junk, a block
-of queries at a time as one byte per (query, item) (0 other, 1 relevant, 2 junk), read by the
-same ``relevance_block`` / ``junk_block`` as numpy.  P@N comes back as ``num / (scale N)`` and is
-divided here in Python integers (one correctly rounded division, for any N).
+The C unit ``csrc/rc_curves.c`` counts the items and relevant items of every tie group (Hamming
+codes: at every distance, in one XOR + popcount pass, no sort; float distances: after a stable
+radix sort of the row) and reads every curve off those counts; here the inputs are packed for
+it: the codes as uint64 words, distances as they are (float32 or float64); relevance from labels
+as C compares them (single ids as int64, multi-hot labels packed into words), or, with a
+relevance matrix or junk, a block of queries at a time as one byte per (query, item) (0 other,
+1 relevant, 2 junk), read by the same ``relevance_block`` / ``junk_block`` as numpy.  P@N comes
+back as ``num / (scale N)`` and is divided here in Python integers (one correctly rounded
+division, for any N).
 """
 from __future__ import annotations
 
@@ -33,10 +35,9 @@ from retrieval_conformance.reference.contract.registry import ImplementationUnav
 _KINDS = {"pr_interpolated": 0, "pr_radius": 1, "precision_at_n": 2}
 _GROUPED_N, _NOMEM = 1, 2
 _REL_STATE, _REL_IDS, _REL_MULTI = 0, 1, 2
+_CODES, _F64, _F32 = 0, 1, 2
 #: (query, item) bytes of one block's relevance-and-junk matrix: 32 MiB
 BLOCK_ITEMS = 2 ** 25
-#: the longest code C draws curves of (CURVE_MAX_BITS: distances kept in 16 bits)
-MAX_BITS = 2 ** 16 - 1
 #: level numerators and denominators travel as int64
 LEVEL_LIMIT = 2 ** 62
 
@@ -46,9 +47,6 @@ def unavailable_reason(problem: Optional[Problem] = None) -> Optional[str]:
     reason = library_unavailable()
     if reason is not None:
         return reason
-    if problem is not None and problem.query_bits is None:
-        return ("the C curves take binary codes (query_codes= with db_codes=); for distances, scores or "
-                "embeddings use implementation='numpy'")
     return None
 
 
@@ -78,12 +76,17 @@ def per_query_curves(problem: Problem, request: CurveRequest) -> CurveValues:
                              f"are below 2**62, got {level}; use implementation='numpy'")
     lib = _require()
     Q, N = problem.n_queries, problem.n_gallery
-    bits = problem.query_bits.shape[1]
-    if bits > MAX_BITS:
-        raise ValueError(f"query_codes: implementation='c' draws curves of codes up to {MAX_BITS} bits, got {bits}; "
-                         "use implementation='numpy'")
-    q_words = np.ascontiguousarray(pack_bits(problem.query_bits))
-    db_words = np.ascontiguousarray(problem.db_words if problem.db_words is not None else pack_bits(problem.db_bits))
+    if problem.query_bits is not None:
+        dist_kind, distances, bits = _CODES, None, problem.query_bits.shape[1]
+        q_words = np.ascontiguousarray(pack_bits(problem.query_bits))
+        db_words = np.ascontiguousarray(problem.db_words if problem.db_words is not None
+                                        else pack_bits(problem.db_bits))
+    else:
+        distances = problem.distances
+        if distances.dtype not in (np.float32, np.float64):  # validated input is float; anything else widened
+            distances = distances.astype(np.float64)
+        distances = np.ascontiguousarray(distances)
+        dist_kind, bits, q_words, db_words = (_F32 if distances.dtype == np.float32 else _F64), 0, None, None
     kind = request.kind
     width = {"pr_interpolated": len(request.levels), "pr_radius": len(request.radii),
              "precision_at_n": len(request.ns)}[kind]
@@ -113,8 +116,10 @@ def per_query_curves(problem: Problem, request: CurveRequest) -> CurveValues:
         else:
             mode, q_labels, db_labels = _REL_MULTI, labels[1][s:e], labels[2]
             label_words = db_labels.shape[1]
-        status = lib.rc_curves_codes(
-            _ptr(q_words[s:e]), _ptr(db_words), e - s, N, db_words.shape[1], bits, mode, _ptr(state), _ptr(q_ids),
+        status = lib.rc_curves(
+            dist_kind, _ptr(None if distances is None else distances[s:e]),
+            _ptr(None if q_words is None else q_words[s:e]), _ptr(db_words), e - s, N,
+            1 if db_words is None else db_words.shape[1], bits, mode, _ptr(state), _ptr(q_ids),
             _ptr(db_ids), _ptr(q_labels), _ptr(db_labels), label_words, _KINDS[kind],
             _TIES[request.ties], _ptr(level_num), _ptr(level_den), len(request.levels), _ptr(radii),
             len(request.radii), _ptr(ns), len(request.ns), _ptr(out_a[s:e]), _ptr(out_b[s:e]), _ptr(out_num[s:e]),
@@ -124,7 +129,7 @@ def per_query_curves(problem: Problem, request: CurveRequest) -> CurveValues:
         if status == _NOMEM:
             raise MemoryError(f"implementation 'c': no memory for the curves' per-thread arrays ({N} items)")
         if status != 0:
-            raise RuntimeError(f"implementation 'c': rc_curves_codes refused its arguments (status {status})")
+            raise RuntimeError(f"implementation 'c': rc_curves refused its arguments (status {status})")
     if kind == "precision_at_n":  # H / N = num / (scale N), one correctly rounded division each
         out_a = np.array([[int(a) / (int(c) * n) for a, c, n in zip(row_a, row_c, request.ns)]
                           for row_a, row_c in zip(out_num.tolist(), out_scale.tolist())]).reshape(Q, width)
@@ -134,9 +139,12 @@ def per_query_curves(problem: Problem, request: CurveRequest) -> CurveValues:
 def _raise_grouped(problem: Problem, request: CurveRequest, query: int, index: int) -> None:
     """The error of an N inside a tie group, with the group's ranks (recounted for that query)."""
     n = request.ns[index]
-    words = pack_bits(problem.query_bits[query:query + 1])
-    db_words = problem.db_words if problem.db_words is not None else pack_bits(problem.db_bits)
-    dist = np.bitwise_count(words[:, None, :] ^ db_words[None, :, :]).sum(axis=2)[0]
+    if problem.query_bits is None:
+        dist = problem.distances[query].astype(np.float64) + 0.0  # -0.0 ties with 0.0
+    else:
+        words = pack_bits(problem.query_bits[query:query + 1])
+        db_words = problem.db_words if problem.db_words is not None else pack_bits(problem.db_bits)
+        dist = np.bitwise_count(words[:, None, :] ^ db_words[None, :, :]).sum(axis=2)[0]
     if problem.has_junk:
         dist = dist[~junk_block(problem, query, query + 1)[0]]
     depth = min(n, dist.shape[0])

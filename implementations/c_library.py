@@ -151,8 +151,8 @@ def _load():
         lib.rc_evaluate.argtypes = [
             ctypes.POINTER(_Input), ctypes.POINTER(_Options), ctypes.POINTER(_Output), _i64,
         ]
-        lib.rc_curves_codes.restype = _i64
-        lib.rc_curves_codes.argtypes = [_p] * 2 + [_i64] * 5 + [_p] * 5 + [_i64] * 3 \
+        lib.rc_curves.restype = _i64
+        lib.rc_curves.argtypes = [_i64] + [_p] * 3 + [_i64] * 5 + [_p] * 5 + [_i64] * 3 \
             + [_p, _p, _i64, _p, _i64, _p, _i64] + [_p] * 6 + [_i64] * 2
     except (OSError, AttributeError) as exc:
         _LOAD_ERROR = f"{where} cannot be loaded ({exc}); {fix}"

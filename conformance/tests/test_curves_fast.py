@@ -21,7 +21,6 @@ from retrieval_conformance.reference.contract.curves import (
     curve_kernel,
 )
 from retrieval_conformance.reference.contract.evaluate import build_problem
-from retrieval_conformance.reference.contract.registry import ImplementationUnavailable
 
 FAST = [name for name in CURVE_KERNELS if name != "reference"]
 KINDS = ("pr_interpolated", "pr_radius", "precision_at_n")
@@ -34,7 +33,7 @@ def _golden_case():
 @pytest.mark.parametrize("implementation", ["reference", *FAST])
 def test_golden_curves(implementation):
     case = _golden_case()
-    inputs = [case["codes_input"]] + ([case["input"]] if implementation != "c" else [])
+    inputs = [case["codes_input"], case["input"]]
     for want, given in ((want, given) for want in case["expected"] for given in inputs):
         options = {key: want[key] for key in ("ties", "empty", "n", "radii") if key in want}
         got = rc.curves(want["kind"], **given, implementation=implementation, **options)
@@ -91,7 +90,7 @@ def _requests(rng, problem, n_g):
 
 
 def _cannot_draw(implementation, problem) -> bool:
-    """C draws codes only (and says so for anything else)."""
+    """Whether the implementation cannot run here (the C library not built)."""
     module_name = CURVE_KERNELS[implementation].split(":")[0]
     reason = getattr(importlib.import_module(module_name), "unavailable_reason", None)
     return reason is not None and reason(problem) is not None
@@ -114,9 +113,7 @@ def test_per_query_values_are_the_exact_ones_rounded(implementation, codes, seed
     _, reference = curve_kernel("reference")
     _, fast = curve_kernel(implementation)
     if _cannot_draw(implementation, problem):
-        with pytest.raises(ImplementationUnavailable, match="codes"):
-            fast(problem, next(_requests(rng, problem, n_g)))
-        return
+        pytest.skip(f"implementation {implementation!r} is unavailable here")
     for request in _requests(rng, problem, n_g):
         want, got = _outcome(reference, problem, request), _outcome(fast, problem, request)
         if isinstance(want, str):  # grouped: an N inside a tie group, named by both
@@ -215,17 +212,17 @@ def test_c_curves_do_not_depend_on_the_thread_count(monkeypatch):
     assert runs[0] == runs[1] == runs[2]
 
 
-def test_c_refuses_other_inputs_by_name():
+def test_c_takes_every_ranking_input_and_refuses_wide_levels_by_name():
     if _cannot_draw("c", build_problem(query_codes=[[1]], db_codes=[[1]], relevance=[[True]])):
         pytest.skip("the C library is not built")
-    with pytest.raises(ImplementationUnavailable, match="implementation='numpy'"):
-        rc.curves("pr_interpolated", distances=[[0.0, 1.0]], relevance=[[True, False]], implementation="c")
     with pytest.raises(ValueError, match="recall_levels"):
         rc.curves("pr_interpolated", query_codes=[[1]], db_codes=[[1]], relevance=[[True]],
                   recall_levels=[1e-30], implementation="c")
-    auto = rc.curves("pr_interpolated", distances=[[0.0, 1.0]], relevance=[[True, False]])
-    assert auto.implementation == "numpy"
-    assert rc.curves("pr_interpolated", query_codes=[[1]], db_codes=[[1]], relevance=[[True]]).implementation == "c"
+    for given in (dict(distances=[[0.0, 1.0]]), dict(scores=np.array([[0.5, 0.25]], dtype=np.float32)),
+                  dict(query_codes=[[1]], db_codes=[[1], [0]])):
+        curve = rc.curves("pr_interpolated", **given, relevance=[[True, False]])
+        assert curve.implementation == "c"
+        assert curve.y.tolist() == [1.0] * 11
 
 
 @pytest.mark.parametrize("implementation", FAST)

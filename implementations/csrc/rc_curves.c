@@ -1,5 +1,7 @@
-/* rc_curves.c -- per-query curves of Hamming codes (rc.curves): one XOR + popcount pass counts the
- * items and relevant items at every distance (the tie groups), no sort.
+/* rc_curves.c -- per-query curves (rc.curves) from the tie groups' counts. Hamming codes: one
+ * XOR + popcount pass counts the items and relevant items at every distance (the tie groups), no
+ * sort; float distances: the kept items sorted by distance (stable radix sort), runs of equal
+ * distances being the groups.
  *
  * Every value is a ratio of integers below 2^53 divided once in double, so it is the exact
  * rational correctly rounded (as the reference's Fraction converted to float):
@@ -20,9 +22,12 @@ enum { TIES_STABLE = 0, TIES_REVERSE = 1, TIES_OPTIMISTIC = 2, TIES_PESSIMISTIC 
        TIES_GROUPED = 5 };
 enum { CURVES_OK = 0, CURVES_GROUPED_N = 1, CURVES_NOMEM = 2, CURVES_ARGS = 3 };
 enum { CURVE_REL_STATE = 0, CURVE_REL_IDS = 1, CURVE_REL_MULTI = 2 };
-#define CURVE_MAX_BITS 0xFFFF /* a relevant item's distance is kept in 16 bits */
+enum { CURVE_CODES = 0, CURVE_F64 = 1, CURVE_F32 = 2 };
 
 typedef struct {
+    int64_t dist_kind;            /* CURVE_CODES, CURVE_F64, CURVE_F32 */
+    const double *dist64;         /* (queries, n_db) float distances, */
+    const float *dist32;          /* or their float32 */
     const uint64_t *q_words, *db_words;
     int64_t n_db, words, bits;
     int64_t rel_mode;     /* CURVE_REL_*: where relevance (and junk) come from */
@@ -43,12 +48,16 @@ typedef struct {
 } curve_args;
 
 typedef struct {
-    uint16_t *rel_dist; /* per relevant item, in gallery order: its distance */
-    int64_t *rel_place; /* and the items at that distance before it in gallery order */
+    int64_t *rel_group; /* per relevant item, in gallery order: its tie group (codes: distance) */
+    int64_t *rel_place; /* and the items of that group before it in gallery order */
     int64_t n_rel;
+    int64_t groups, stride; /* tie groups of this query; room for them in each array of cnt */
+    double *group_key;      /* float distances: the distance of each group, ascending */
+    uint64_t *keys, *keys_tmp;   /* float distances: sort keys of the kept items, */
+    int64_t *items, *items_tmp;  /* and their gallery index (bit 62: relevant) */
     int64_t *rank;  /* rank[h]: 1-based rank of the (h+1)-th relevant item */
     double *best;   /* suffix maxima */
-    int64_t *cnt;   /* n, g, before, rb, seen, relseen: (bits + 1) each */
+    int64_t *cnt;   /* n, g, before, rb, seen: per tie group, stride apart */
 } curve_work;
 
 /* one loop per relevance source keeps the hot loop free of invariant tests */
@@ -59,7 +68,7 @@ typedef struct {
         for (u = 0; u < W; u++) d += __builtin_popcountll(qw[u] ^ a->db_words[j * W + u]); \
         r = (REL);                                                                        \
         if (r) { /* its place among the items at its distance, in gallery order */       \
-            w->rel_dist[nrel] = (uint16_t)d;                                              \
+            w->rel_group[nrel] = d;                                                       \
             w->rel_place[nrel++] = n[d];                                                  \
         }                                                                                 \
         n[d]++;                                                                           \
@@ -78,9 +87,9 @@ share_label(const uint64_t *a, const uint64_t *b, int64_t L)
 static inline __attribute__((always_inline)) int64_t
 count_pass_body(const curve_args *a, int64_t q, curve_work *w)
 {
-    const int64_t W = a->words, N = a->n_db, B1 = a->bits + 1, L = a->label_words;
+    const int64_t W = a->words, N = a->n_db, L = a->label_words;
     const uint64_t *qw = a->q_words + q * W;
-    int64_t *n = w->cnt, *g = w->cnt + B1, j, u, nrel = 0;
+    int64_t *n = w->cnt, *g = w->cnt + w->stride, j, u, nrel = 0;
     if (a->rel_mode == CURVE_REL_IDS) {
         const int64_t id = a->q_ids[q];
         CURVE_COUNT_LOOP(a->db_ids[j] == id, 0)
@@ -117,8 +126,8 @@ static int64_t needed_hits(int64_t num, int64_t den, int64_t R)
  * order); optimistic and pessimistic from the counts alone */
 static void relevant_ranks(const curve_args *a, curve_work *w)
 {
-    const int64_t B1 = a->bits + 1;
-    int64_t *n = w->cnt, *g = n + B1, *before = g + B1, *rb = before + B1, *seen = rb + B1;
+    const int64_t B1 = w->groups, S = w->stride;
+    int64_t *n = w->cnt, *g = n + S, *before = g + S, *rb = before + S, *seen = rb + S;
     int64_t d, i;
     if (a->ties == TIES_OPTIMISTIC || a->ties == TIES_PESSIMISTIC) {
         for (d = 0; d < B1; d++) {
@@ -129,7 +138,7 @@ static void relevant_ranks(const curve_args *a, curve_work *w)
     }
     memset(seen, 0, (size_t)B1 * sizeof(int64_t));
     for (i = 0; i < w->n_rel; i++) {
-        d = w->rel_dist[i];
+        d = w->rel_group[i];
         if (a->ties == TIES_STABLE) {
             w->rank[rb[d] + seen[d]] = before[d] + w->rel_place[i] + 1;
         } else { /* reverse: the group read backwards, its last relevant item first */
@@ -143,8 +152,8 @@ static double ratio(int64_t num, int64_t den) { return (double)num / (double)den
 
 static void interpolated(const curve_args *a, int64_t q, curve_work *w, int64_t R)
 {
-    const int64_t B1 = a->bits + 1;
-    int64_t *n = w->cnt, *g = n + B1, *before = g + B1, *rb = before + B1;
+    const int64_t B1 = w->groups, S = w->stride;
+    int64_t *n = w->cnt, *g = n + S, *before = g + S, *rb = before + S;
     double *out = a->out_a + q * a->n_levels;
     int64_t h, d, i;
     if (a->ties <= TIES_PESSIMISTIC) {  /* concrete: the precision at each relevant item */
@@ -201,8 +210,8 @@ static void interpolated(const curve_args *a, int64_t q, curve_work *w, int64_t 
 /* P@N as num / (scale N); CURVES_GROUPED_N (and *bad = the N's index) for an N inside a tie group */
 static int precision_at_n(const curve_args *a, int64_t q, curve_work *w, int64_t R, int64_t kept, int64_t *bad)
 {
-    const int64_t B1 = a->bits + 1;
-    int64_t *n = w->cnt, *g = n + B1, *before = g + B1, *rb = before + B1;
+    const int64_t B1 = w->groups, S = w->stride;
+    int64_t *n = w->cnt, *g = n + S, *before = g + S, *rb = before + S;
     int64_t i, d;
     if (a->ties <= TIES_PESSIMISTIC) relevant_ranks(a, w);
     for (i = 0; i < a->n_ns; i++) {
@@ -236,27 +245,120 @@ static int precision_at_n(const curve_args *a, int64_t q, curve_work *w, int64_t
 
 static void radius(const curve_args *a, int64_t q, curve_work *w, int64_t R)
 {
-    const int64_t B1 = a->bits + 1;
-    int64_t *n = w->cnt, *g = n + B1, i, d;
-    for (d = 1; d < B1; d++) {  /* cumulative counts within each distance */
+    const int64_t B1 = w->groups, S = w->stride;
+    int64_t *n = w->cnt, *g = n + S, i, d;
+    for (d = 1; d < B1; d++) {  /* cumulative counts up to each group */
         n[d] += n[d - 1];
         g[d] += g[d - 1];
     }
     for (i = 0; i < a->n_radii; i++) {
         double r = a->radii[i];
-        int64_t c = r >= (double)a->bits ? a->bits : (int64_t)floor(r);
-        a->out_a[q * a->n_radii + i] = n[c] ? ratio(g[c], n[c]) : 0.0;
-        a->out_b[q * a->n_radii + i] = R ? ratio(g[c], R) : 0.0;
+        int64_t c;  /* the last group within r, or -1 */
+        if (a->dist_kind == CURVE_CODES) {
+            c = r >= (double)a->bits ? a->bits : (int64_t)floor(r);
+        } else {
+            int64_t lo = 0, hi = B1;  /* groups with a distance <= r: ascending distances */
+            while (lo < hi) {
+                int64_t mid = lo + (hi - lo) / 2;
+                if (w->group_key[mid] <= r) lo = mid + 1; else hi = mid;
+            }
+            c = lo - 1;
+        }
+        a->out_a[q * a->n_radii + i] = c >= 0 && n[c] ? ratio(g[c], n[c]) : 0.0;
+        a->out_b[q * a->n_radii + i] = c >= 0 && R ? ratio(g[c], R) : 0.0;
     }
+}
+
+/* ---- float distances: the kept items sorted by distance, stably (LSD radix, 8 bits a pass) -- */
+static uint64_t order_key(double x)
+{
+    uint64_t u;
+    x += 0.0;  /* -0.0 ties with 0.0 */
+    memcpy(&u, &x, sizeof u);
+    return (u >> 63) ? ~u : (u | ((uint64_t)1 << 63));
+}
+
+static void radix_sort(curve_work *w, int64_t m)
+{
+    int64_t count[8][256], pass, i;
+    memset(count, 0, sizeof count);
+    for (i = 0; i < m; i++)
+        for (pass = 0; pass < 8; pass++) count[pass][(w->keys[i] >> (8 * pass)) & 255]++;
+    for (pass = 0; pass < 8; pass++) {
+        int64_t pos = 0, b, *c = count[pass];
+        uint64_t *kt;
+        int64_t *it;
+        if (m == 0 || c[(w->keys[0] >> (8 * pass)) & 255] == m) continue;  /* one digit: nothing moves */
+        for (b = 0; b < 256; b++) {
+            int64_t k = c[b];
+            c[b] = pos;
+            pos += k;
+        }
+        for (i = 0; i < m; i++) {
+            int64_t to = c[(w->keys[i] >> (8 * pass)) & 255]++;
+            w->keys_tmp[to] = w->keys[i];
+            w->items_tmp[to] = w->items[i];
+        }
+        kt = w->keys; w->keys = w->keys_tmp; w->keys_tmp = kt;
+        it = w->items; w->items = w->items_tmp; w->items_tmp = it;
+    }
+}
+
+#define CURVE_REL_BIT ((int64_t)1 << 62)
+
+static void float_pass(const curve_args *a, int64_t q, curve_work *w)
+{
+    const int64_t N = a->n_db, S = w->stride;
+    int64_t *n = w->cnt, *g = n + S, j, m = 0, p, nrel = 0, G = -1, start = 0;
+    const uint8_t *st = a->rel_mode == CURVE_REL_STATE ? a->state + q * N : NULL;
+    const uint64_t *ql = a->rel_mode == CURVE_REL_MULTI ? a->q_labels + q * a->label_words : NULL;
+    for (j = 0; j < N; j++) {
+        double d = a->dist_kind == CURVE_F64 ? a->dist64[q * N + j] : (double)a->dist32[q * N + j];
+        int r;
+        if (st) {
+            if (st[j] == 2) continue;
+            r = st[j] == 1;
+        } else if (ql) {
+            r = share_label(ql, a->db_labels + j * a->label_words, a->label_words);
+        } else {
+            r = a->db_ids[j] == a->q_ids[q];
+        }
+        w->keys[m] = order_key(d);
+        w->items[m++] = j | (r ? CURVE_REL_BIT : 0);
+    }
+    radix_sort(w, m);
+    for (p = 0; p < m; p++) {  /* runs of equal keys are the tie groups, each in gallery order */
+        int r = (w->items[p] & CURVE_REL_BIT) != 0;
+        if (p == 0 || w->keys[p] != w->keys[p - 1]) {
+            G++;
+            start = p;
+            n[G] = g[G] = 0;
+            j = w->items[p] & ~CURVE_REL_BIT;
+            w->group_key[G] = a->dist_kind == CURVE_F64 ? a->dist64[q * N + j] : (double)a->dist32[q * N + j];
+        }
+        n[G]++;
+        if (r) {
+            g[G]++;
+            w->rel_group[nrel] = G;
+            w->rel_place[nrel++] = p - start;
+        }
+    }
+    w->groups = G + 1;
+    w->n_rel = nrel;
 }
 
 static int curve_query(const curve_args *a, int64_t q, curve_work *w, int use_popcnt, int64_t *bad)
 {
-    const int64_t B1 = a->bits + 1;
-    int64_t *n = w->cnt, *g = n + B1, *before = g + B1, *rb = before + B1, d, R = 0, kept = 0;
-    memset(w->cnt, 0, (size_t)(2 * B1) * sizeof(int64_t));
-    if (use_popcnt) count_pass_popcnt(a, q, w); else count_pass_plain(a, q, w);
-    for (d = 0; d < B1; d++) {
+    const int64_t S = w->stride;
+    int64_t *n = w->cnt, *g = n + S, *before = g + S, *rb = before + S, d, R = 0, kept = 0;
+    if (a->dist_kind == CURVE_CODES) {
+        w->groups = a->bits + 1;
+        memset(w->cnt, 0, (size_t)(2 * S) * sizeof(int64_t));
+        if (use_popcnt) count_pass_popcnt(a, q, w); else count_pass_plain(a, q, w);
+    } else {
+        float_pass(a, q, w);
+    }
+    for (d = 0; d < w->groups; d++) {
         before[d] = kept;
         rb[d] = R;
         kept += n[d];
@@ -272,8 +374,8 @@ static int curve_query(const curve_args *a, int64_t q, curve_work *w, int use_po
     return CURVES_OK;
 }
 
-int64_t rc_curves_codes(const uint64_t *q_words, const uint64_t *db_words, int64_t n_q, int64_t n_db,
-                        int64_t words, int64_t bits, int64_t rel_mode, const uint8_t *state,
+int64_t rc_curves(int64_t dist_kind, const void *distances, const uint64_t *q_words, const uint64_t *db_words,
+                  int64_t n_q, int64_t n_db, int64_t words, int64_t bits, int64_t rel_mode, const uint8_t *state,
                         const int64_t *q_ids, const int64_t *db_ids, const uint64_t *q_labels,
                         const uint64_t *db_labels, int64_t label_words, int64_t kind, int64_t ties,
                         const int64_t *level_num, const int64_t *level_den, int64_t n_levels,
@@ -284,9 +386,13 @@ int64_t rc_curves_codes(const uint64_t *q_words, const uint64_t *db_words, int64
     curve_args a;
     int64_t q, first_bad = n_q, bad_index = 0;
     int nomem = 0;
-    if (bits < 0 || bits > CURVE_MAX_BITS || rel_mode < CURVE_REL_STATE || rel_mode > CURVE_REL_MULTI ||
+    if (bits < 0 || rel_mode < CURVE_REL_STATE || rel_mode > CURVE_REL_MULTI ||
         n_db < 1 || words < 1 || ties < 0 || ties > TIES_GROUPED)
         return CURVES_ARGS;
+    if (dist_kind < CURVE_CODES || dist_kind > CURVE_F32) return CURVES_ARGS;
+    a.dist_kind = dist_kind;
+    a.dist64 = (const double *)distances;
+    a.dist32 = (const float *)distances;
     a.q_words = q_words; a.db_words = db_words; a.n_db = n_db; a.words = words; a.bits = bits;
     a.rel_mode = rel_mode; a.state = state; a.q_ids = q_ids; a.db_ids = db_ids; a.q_labels = q_labels;
     a.db_labels = db_labels; a.label_words = label_words; a.kind = kind; a.ties = ties; a.level_num = level_num; a.level_den = level_den;
@@ -299,12 +405,21 @@ int64_t rc_curves_codes(const uint64_t *q_words, const uint64_t *db_words, int64
 #endif
     {
         curve_work w;
-        w.rel_dist = (uint16_t *)malloc((size_t)n_db * sizeof(uint16_t));
+        const int64_t groups = dist_kind == CURVE_CODES ? bits + 1 : n_db;
+        const int64_t sorted = dist_kind == CURVE_CODES ? 0 : n_db;  /* float distances sort */
+        w.stride = groups;
+        w.rel_group = (int64_t *)malloc((size_t)n_db * sizeof(int64_t));
         w.rel_place = (int64_t *)malloc((size_t)n_db * sizeof(int64_t));
+        w.group_key = (double *)malloc((size_t)(sorted + 1) * sizeof(double));
+        w.keys = (uint64_t *)malloc((size_t)(sorted + 1) * sizeof(uint64_t));
+        w.keys_tmp = (uint64_t *)malloc((size_t)(sorted + 1) * sizeof(uint64_t));
+        w.items = (int64_t *)malloc((size_t)(sorted + 1) * sizeof(int64_t));
+        w.items_tmp = (int64_t *)malloc((size_t)(sorted + 1) * sizeof(int64_t));
         w.rank = (int64_t *)malloc((size_t)n_db * sizeof(int64_t));
-        w.best = (double *)malloc((size_t)(n_db > bits + 1 ? n_db : bits + 1) * sizeof(double));
-        w.cnt = (int64_t *)calloc((size_t)(6 * (bits + 1)), sizeof(int64_t));
-        int ready = w.rel_dist && w.rel_place && w.rank && w.best && w.cnt;
+        w.best = (double *)malloc((size_t)(n_db > groups ? n_db : groups) * sizeof(double));
+        w.cnt = (int64_t *)calloc((size_t)(5 * groups), sizeof(int64_t));
+        int ready = w.rel_group && w.rel_place && w.rank && w.best && w.cnt && w.group_key && w.keys &&
+                    w.keys_tmp && w.items && w.items_tmp;
         /* every thread meets the loop (a work-sharing loop must be met by all); one without its
          * buffers only marks the failure */
 #ifdef _OPENMP
@@ -329,7 +444,12 @@ int64_t rc_curves_codes(const uint64_t *q_words, const uint64_t *db_words, int64
                 }
             }
         }
-        free(w.rel_dist);
+        free(w.rel_group);
+        free(w.group_key);
+        free(w.keys);
+        free(w.keys_tmp);
+        free(w.items);
+        free(w.items_tmp);
         free(w.rel_place);
         free(w.rank);
         free(w.best);

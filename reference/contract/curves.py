@@ -30,7 +30,8 @@ from retrieval_conformance.reference.contract.problem import Problem
 CURVE_KINDS = ("pr_interpolated", "pr_radius", "precision_at_n", "cmc")
 #: which queries a curve's mean counts: those with a relevant non-junk item, or every query
 CURVE_EMPTY_POLICIES = ("skip", "zero")
-#: implementation name -> "module:function" computing per-query curves (``CurveValues``)
+#: implementation name -> "module:function" computing per-query curves (``CurveValues``); a
+#: module may say why it cannot run here with ``unavailable_reason(problem)``
 CURVE_KERNELS = {
     "reference": "retrieval_conformance.reference.curve_values:per_query_curves",
     "numpy": "retrieval_conformance.implementations.vector.curves:per_query_curves",
@@ -249,9 +250,8 @@ def curves(
         gives ``R / N``
     max_rank : CMC length (``cmc``)
     implementation : {"auto", "c", "numpy", "reference"}
-        ``auto``: C for codes when the C library is built, else numpy.  ``c`` takes codes only.
-        ``reference`` returns the exact means (``Curve.exact``).  ``cmc`` takes every name of
-        :func:`evaluate`.
+        ``auto``: C when the C library is built, else numpy.  ``reference`` returns the exact
+        means (``Curve.exact``).  ``cmc`` takes every name of :func:`evaluate`.
     evaluate_options : for ``cmc`` only, more options of :func:`evaluate` (``protocol``...)
 
     Returns
