@@ -81,7 +81,7 @@ def _random_problem(rng, n_q, n_g, codes=False):
 
 
 def _requests(rng, problem, n_g):
-    radii = (0, 1, 2.5) if problem.query_bits is None else (*range(problem.query_bits.shape[1] + 2), 0.5, 2.5)
+    radii = (-0.5, 0, 1, 2.5) if problem.query_bits is None else (*range(problem.query_bits.shape[1] + 2), 0.5, 2.5, -1)
     levels = check_recall_levels([0, 0.1, Fraction(1, 3), 0.5, Fraction(2, 3), 1, rng.random()])
     for ties in TIE_POLICIES:
         yield CurveRequest("pr_interpolated", ties, levels=levels)
@@ -179,7 +179,8 @@ def test_radius_defaults_to_every_hamming_distance():
     (dict(kind="pr_interpolated", recall_levels=[]), "recall_levels"),
     (dict(kind="pr_interpolated", recall_levels="0.5"), "recall_levels"),
     (dict(kind="pr_radius"), "radii"),
-    (dict(kind="pr_radius", radii=[-1]), "radii"),
+    (dict(kind="pr_radius", radii=[float("nan")]), "radii"),
+    (dict(kind="pr_radius", radii=[True]), "radii"),
     (dict(kind="precision_at_n", n=[0]), "n"),
     (dict(kind="precision_at_n", n=[2**70]), "n: expected list lengths up to 2..62"),
     (dict(kind="precision_at_n", radii=[1]), "radii: not an option"),

@@ -94,8 +94,10 @@ def _radius_block(dist, rel, junk, radii, top, R) -> Tuple[np.ndarray, np.ndarra
     b = dist.shape[0]
     if top is not None:  # Hamming distances 0 .. bits: counts per distance, then cumulative
         items, hits = (c.cumsum(axis=1) for c in _distance_counts(dist, rel, junk, top))
+        # the last distance within r (distances are integers 0 .. bits); below 0 nothing is
         column = np.array([min(math.floor(r), top - 1) for r in radii], dtype=np.int64)
-        within, rel_within = items[:, column], hits[:, column]
+        within = np.where(column >= 0, items[:, np.maximum(column, 0)], 0)
+        rel_within = np.where(column >= 0, hits[:, np.maximum(column, 0)], 0)
     else:
         within = np.empty((b, len(radii)), dtype=np.int64)
         rel_within = np.empty_like(within)

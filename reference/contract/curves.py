@@ -16,6 +16,8 @@ stays below the reference and the implementations.
 from __future__ import annotations
 
 import importlib
+import math
+import numbers
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any, Dict, List, Optional, Tuple
@@ -134,13 +136,21 @@ def list_lengths(ns) -> Tuple[int, ...]:
 
 
 def radii_values(radii, problem: Problem) -> Tuple[float, ...]:
-    """Radii: non-negative numbers; for codes by default every Hamming distance 0 .. bits."""
+    """Radii: finite numbers (a distance may be negative: scores rank as the distance
+    ``-score``); for codes by default every Hamming distance 0 .. bits."""
     if radii is None:
         if problem.query_bits is None:
             raise ValueError("radii: expected a list of distances for pr_radius with distances, scores or "
                              "embeddings (only codes have a default, 0 .. bits)")
         return tuple(float(r) for r in range(problem.query_bits.shape[1] + 1))
-    return tuple(float(v.non_negative_number("radii", r)) for r in _sequence("radii", radii))
+    out = []
+    for r in _sequence("radii", radii):
+        if isinstance(r, (bool, np.bool_)) or not isinstance(r, numbers.Real):
+            raise TypeError(f"radii: expected finite numbers, got {r!r} ({type(r).__name__})")
+        if not math.isfinite(r):
+            raise ValueError(f"radii: expected finite numbers, got {r}")
+        out.append(float(r))
+    return tuple(out)
 
 
 def _sequence(name: str, values) -> list:
@@ -245,7 +255,8 @@ def curves(
         one); ``zero``: every query counts, one without a relevant item with 0.
     recall_levels : recall levels in [0, 1] (default the 11 levels 0, 0.1, ..., 1; floats
         are taken at their exact binary value)
-    radii : distances for ``pr_radius`` (default for codes 0, 1, ..., bits)
+    radii : distances for ``pr_radius`` (default for codes 0, 1, ..., bits); with ``scores`` the
+        distance is ``-score``, so radius r holds the items scoring at least ``-r``
     n : list lengths for ``precision_at_n`` (default ``DEFAULT_NS``); an N beyond the gallery
         gives ``R / N``
     max_rank : CMC length (``cmc``)
