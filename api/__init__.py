@@ -43,6 +43,8 @@ _EXPORTS: Dict[str, str] = {
     "pr_curve": "retrieval_conformance.reference.curves:pr_curve",
     "plot_pr_curves": "retrieval_conformance.reference.curves:plot_pr_curves",
     "plot_cmc": "retrieval_conformance.reference.curves:plot_cmc",
+    "curves": "retrieval_conformance.reference.contract.curves:curves",
+    "Curve": "retrieval_conformance.reference.contract.curves:Curve",
     "cuhk03_single_shot_cmc": "retrieval_conformance.reference.reid:cuhk03_single_shot_cmc",
     "LANDMARK_PROTOCOLS": "retrieval_conformance.reference.landmark:LANDMARK_PROTOCOLS",
     "LandmarkResult": "retrieval_conformance.reference.landmark:LandmarkResult",

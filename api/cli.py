@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import List, Optional, Tuple
+from typing import Dict, List, Optional, Tuple
 
 from retrieval_conformance import strict_json
 from retrieval_conformance.array_files import EVALUATE_ARRAYS, ArrayBudget, read_array_file, read_search_file
@@ -60,8 +60,23 @@ RUN_OPTIONS = ("k", "max_rank", "implementation")
 #: passed to ``rc.evaluate_run`` when it takes that keyword, and refused by name when it does not
 ARRAY_OPTIONS = tuple(o.name for o in options_table.taken_by("evaluate-cli") if o.name not in RUN_OPTIONS) + (
     "progress",)
-#: options that only mean something for a TREC run
-RUN_ONLY_OPTIONS = ("complete", "relevance_level")
+#: options that only mean something for a TREC run (trec_eval's -c, -l, -M, -J, -m ndcg.G=V; BEIR's
+#: ignore_identical_ids)
+RUN_ONLY_OPTIONS = ("complete", "relevance_level", "depth", "judged_only", "ignore_identical_ids", "gains")
+
+
+def _parse_gains(text: str) -> dict:
+    """``"1=3,2=9"`` -> ``{1: 3.0, 2: 9.0}`` (argparse names the flag when this raises)."""
+    gains = {}
+    for part in text.split(","):
+        grade, sep, value = part.partition("=")
+        try:
+            if not sep:
+                raise ValueError
+            gains[int(grade)] = float(value)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected GRADE=GAIN pairs like 1=3,2=9, got {part!r}") from None
+    return gains
 
 
 def _flag(dest: str) -> str:
@@ -115,9 +130,9 @@ def _run_options(args) -> Tuple[dict, Optional[str]]:
 
     accepted = inspect.signature(rc.evaluate_run).parameters
     kwargs = dict(max_rank=args.max_rank, implementation=args.implementation)
-    for dest, value in (("complete", args.complete), ("relevance_level", args.relevance_level)):
+    for dest in RUN_ONLY_OPTIONS:
         if _given(args, dest):
-            kwargs[dest] = value
+            kwargs[dest] = getattr(args, dest)
     for dest in ARRAY_OPTIONS:
         if not _given(args, dest):
             continue
@@ -205,15 +220,35 @@ def evaluate_main(args) -> int:
                 dict(summary, trec_eval=res.extras["trec_eval"])
         print(strict_json.dumps(summary, indent=2, default=str))
         return 0
+    if trec and not args.quiet:
+        print("\n".join(trec_eval_lines(results)))
+        return 0
     for one in results:
         if args.quiet:
             print(f"{one.map!r}")
-        elif trec:
-            for name, value in one.extras["trec_eval"].items():  # as trec_eval prints its summary
-                print(f"{name:<22}\tall\t{value}")
         else:
             _print_result(one)
     return 0
+
+
+def trec_eval_lines(results) -> List[str]:
+    """The summary as trec_eval prints it (``%-22s\\tall\\t%.4f``, counts as integers): each measure
+    once, the measures of a cut-off family (``P_5``, ``P_10``, ...) together in the order of the
+    cut-offs; ``--json`` has the full float64 values."""
+    uncut: Dict[str, object] = {}
+    families: Dict[str, Dict[str, object]] = {}
+    for one in results:
+        for name, value in one.extras["trec_eval"].items():
+            family, _, cut = name.rpartition("_")
+            if family and cut.isdigit():
+                families.setdefault(family, {}).setdefault(name, value)
+            else:
+                uncut.setdefault(name, value)
+    measures = dict(uncut)
+    for family in families.values():
+        measures.update(family)
+    return [f"{name:<22}\tall\t{value if isinstance(value, int) else format(value, '.4f')}"
+            for name, value in measures.items()]
 
 
 def _parse_k(text: str) -> Optional[list]:
@@ -328,6 +363,14 @@ def build_parser() -> argparse.ArgumentParser:
                    help="with --search: how D ranks (l2: smaller is closer; inner_product: larger is closer)")
     e.add_argument("--complete", action="store_true", help="with --run: trec_eval -c (every qrels query counts)")
     e.add_argument("--relevance-level", type=int, help="with --run: least relevant grade (trec_eval -l; default 1)")
+    e.add_argument("--depth", type=int, metavar="M", help="with --run: only the first M documents of each query "
+                   "count (trec_eval -M)")
+    e.add_argument("--judged-only", action="store_true", help="with --run: unjudged documents are dropped from the "
+                   "run first (trec_eval -J)")
+    e.add_argument("--ignore-identical-ids", action="store_true", help="with --run: a document whose id equals the "
+                   "query id is dropped from the run (BEIR's ignore_identical_ids)")
+    e.add_argument("--gains", type=_parse_gains, metavar="G=V,...", help="with --run: nDCG's gain of each grade, "
+                   "e.g. 1=1,2=3,3=7 (trec_eval -m ndcg.1=1,2=3,3=7); other grades keep their own value")
     e.add_argument("--npz", help="an .npz holding arrays named like evaluate()'s arguments")
     for key in EVALUATE_ARRAYS:
         e.add_argument("--" + key.replace("_", "-"), dest=key, help=f"{key} as a .npy file")

@@ -32,7 +32,7 @@ from retrieval_conformance.reference.contract.problem import (
 from retrieval_conformance.reference.contract.registry import ImplementationUnavailable
 
 MODULE = "retrieval_conformance.implementations._rc_core"
-ABI_VERSION = 9  # must equal RC_ABI_VERSION in csrc/rc_core.h
+ABI_VERSION = 10  # must equal RC_ABI_VERSION in csrc/rc_core.h
 NOT_BUILT = (
     "C library not built (no compiler at install, or RC_BUILD_C=0); reinstall with a "
     "compiler: RC_BUILD_C=1 pip install ..."
@@ -151,6 +151,9 @@ def _load():
         lib.rc_evaluate.argtypes = [
             ctypes.POINTER(_Input), ctypes.POINTER(_Options), ctypes.POINTER(_Output), _i64,
         ]
+        lib.rc_curves.restype = _i64
+        lib.rc_curves.argtypes = [_i64] + [_p] * 3 + [_i64] * 5 + [_p] * 5 + [_i64] * 3 \
+            + [_p, _p, _i64, _p, _i64, _p, _i64] + [_p] * 6 + [_i64] * 2
     except (OSError, AttributeError) as exc:
         _LOAD_ERROR = f"{where} cannot be loaded ({exc}); {fix}"
         return None

@@ -12,7 +12,7 @@ from typing import List, Optional, Sequence, Tuple
 from retrieval_conformance.reference.contract.conventions import CONCRETE_POLICIES
 from retrieval_conformance.reference.contract.install_hints import install_hint
 from retrieval_conformance.reference.per_query import expected_hits
-from retrieval_conformance.reference.ranking import ranked_relevance, tie_groups
+from retrieval_conformance.reference.ranking import TieGroup, ranked_relevance, tie_groups
 
 
 def pr_curve(distances: Sequence[float], relevant: Sequence[bool], junk: Optional[Sequence[bool]] = None,
@@ -20,10 +20,15 @@ def pr_curve(distances: Sequence[float], relevant: Sequence[bool], junk: Optiona
     """(recall, precision) after each rank of one query's ranking (junk removed first)."""
     junk = junk if junk is not None else [False] * len(distances)
     groups = tie_groups(list(distances), list(relevant), list(junk))
+    if sum(g.relevant for g in groups) == 0:
+        raise ValueError("relevant: the query has no relevant non-junk item; its PR curve is undefined")
+    return pr_points(groups, ties)
+
+
+def pr_points(groups: Sequence[TieGroup], ties: str) -> List[Tuple[Fraction, Fraction]]:
+    """(recall, precision) of a query's tie groups (at least one relevant item), per depth."""
     R = sum(g.relevant for g in groups)
     n = sum(g.size for g in groups)
-    if R == 0:
-        raise ValueError("relevant: the query has no relevant non-junk item; its PR curve is undefined")
     if ties in CONCRETE_POLICIES:
         ranked = ranked_relevance(groups, ties)
         points, hits = [], 0

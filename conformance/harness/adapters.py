@@ -21,7 +21,7 @@ and the rank-metric adapters of :mod:`.adapters_rank` (``sklearn-ndcg``, ``pml``
 from __future__ import annotations
 
 import inspect
-from typing import Callable, Dict
+from typing import Callable, Dict, Optional
 
 import numpy as np
 from retrieval_conformance.conformance.harness.adapter_base import (
@@ -269,6 +269,10 @@ class Oxford(_OneQuery):
     signature = "f(positives, junk, ranked_list) -> AP of one query (Oxford compute_ap)"
     default_protocol = "oxford"
     preset_kinds = ("landmark",)
+    #: set by the session from the protocol: whether it has junk lists (GLDv2 has none) and the cut-off
+    #: it reads the ranked list to (GLDv2: the first 100 names)
+    protocol_junk: bool = True
+    cutoff: Optional[int] = None
 
     def bind(self, func):
         params = positional_params(func)
@@ -276,11 +280,14 @@ class Oxford(_OneQuery):
             raise UsageError(f"adapter {self.name}: expected f(positives, junk, ranked_list)")
 
     def capabilities(self, protocol_k):
-        return Capabilities(k=False, junk=True, ids=False, multi_query=True, protocol_k=False, scores=False)
+        return Capabilities(k=False, junk=self.protocol_junk, ids=False, multi_query=True, protocol_k=False,
+                            scores=False)
 
     def calls(self, case, relevance, junk, arrays):
         if case.k is not None:
             raise Skip("compute_ap has no cut-off k")
+        if junk.any() and not self.protocol_junk:
+            raise Skip("the protocol has no junk (GLDv2): its inputs pass an empty junk list")
         out = []
         for q in range(case.n_queries):
             order = np.argsort(case.distances[q], kind="stable")
@@ -288,8 +295,11 @@ class Oxford(_OneQuery):
             positives = [names[i] for i in np.flatnonzero(relevance[q])]
             junk_names = [names[i] for i in np.flatnonzero(junk[q])]
             ranked = [names[i] for i in order]
-            out.append(Call((positives, junk_names, ranked), {}, ("positives", "junk", "ranked_list"), None,
-                            case.max_rank, query=q, note="the ranked list is the stable order of the distances"))
+            note = "the ranked list is the stable order of the distances"
+            if self.cutoff is not None:
+                note += f"; the protocol reads its first {self.cutoff} names"
+            out.append(Call((positives, junk_names, ranked), {}, ("positives", "junk", "ranked_list"), self.cutoff,
+                            case.max_rank, query=q, without_k=self.cutoff is not None, note=note))
         return out
 
     def reference_lines(self, call, proto, ref_text):

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import List, Optional, Sequence
 
-from retrieval_conformance.conformance.harness import findings
+from retrieval_conformance.conformance.harness import findings, separate
 from retrieval_conformance.conformance.harness.candidates import Candidate, applicable_bugs, staged
 from retrieval_conformance.conformance.harness.cases import FAMILIES, family_skip_reason, sample_cases
 from retrieval_conformance.conformance.harness.eliminate import Verdict, drop_dominated, preference
@@ -108,6 +108,12 @@ def analyse(session: Session, evs: Optional[Sequence[Evaluation]] = None, split:
             survivors = [c for c in survivors if all(session.eliminator.consistent(c, ev)[0] for ev in added)]
             if not survivors:
                 continue  # a declared tie order that held on small tie groups broke on large ones
+            added = separate.challenge(session, survivors, evidence, bugs, dims)
+            evidence += added
+            n_split += len(added)
+            survivors = [c for c in survivors if all(session.eliminator.consistent(c, ev)[0] for ev in added)]
+            if not survivors:
+                continue  # an input where the nearest alternative differs ruled the best out: assume more
         compared = session.eliminator.survivors([survivors[0]], evidence)
         out.verdict = Verdict(survivors, n_stage, compared[0][1] if compared else 0, len(evidence), n_split,
                               undecided)

@@ -144,6 +144,11 @@ def _previous_hit_sum(ranks: Sequence[int]) -> Any:
     return total
 
 
+#: the section of the specification that describes each known bug under its id (a test checks each resolves)
+BUG_SECTION = "§11"
+#: the cut-offs real evaluation code defaults to (``topk=1000``, ``map_at_k=[100]``, ``mrr_at_k=[10]``...)
+DEFAULT_CUTOFFS = (10, 20, 50, 100, 1000)
+
 _FIRST_QUERY = "spec §8 mean over all queries"
 _FIRST_WHAT = ("only the first query{which} is evaluated (a stray `break` in the loop over queries, "
                "spec §11){how}")
@@ -167,6 +172,10 @@ BUGS: Tuple[Bug, ...] = tuple(_first_query_bugs()) + (
     Bug("last-item-dropped", "spec §6 k=None (whole gallery)",
         "the last ranked item is dropped: the full-gallery value is AP@(N-1) (`gnd[0:-1]`, topk=-1 meant as "
         "'all', as DeepHash-pytorch's CalcTopMap with topK=-1; spec §11)", ("aggregate", "no-k"), metrics=("ap",)),
+    *(Bug("default-cutoff", "spec §6 k=None (whole gallery)",
+          f"called without a cut-off it cuts at its own default k = {k} (a topk parameter defaulting to {k}): "
+          f"the whole-gallery value is AP@{k} (spec §11 default-cutoff)", ("no-k",), variant=str(k))
+      for k in DEFAULT_CUTOFFS),
     Bug("divided-by-k", "spec §6 ap_at_k={ap_at_k}",
         "AP@k is divided by k (the sum of precisions at the hits in the top k over k; a topk defaulting to the "
         "gallery size divides the full AP by N)", (), replaces=("ap_at_k",), metrics=("ap",)),

@@ -19,7 +19,7 @@ from dataclasses import replace
 from fractions import Fraction
 from typing import Any, Callable, Dict, List, NamedTuple, Optional, Tuple
 
-from retrieval_conformance.conformance.harness import findings
+from retrieval_conformance.conformance.harness import findings, outside, separate
 from retrieval_conformance.conformance.harness.analysis import Analysis, analyse
 from retrieval_conformance.conformance.harness.candidates import UNSTABLE, search_text
 from retrieval_conformance.conformance.harness.cases import (
@@ -31,7 +31,15 @@ from retrieval_conformance.conformance.harness.cases import (
     golden_cases,
     hypothesis_strategy,
 )
-from retrieval_conformance.conformance.harness.describe import alternatives, clause_of, components, why_of, without
+from retrieval_conformance.conformance.harness.describe import (
+    alternatives,
+    cause_of,
+    clause_of,
+    components,
+    why_of,
+    without,
+)
+from retrieval_conformance.conformance.harness.known import KnownDeviations, cause_spellings
 from retrieval_conformance.conformance.harness.predict import within
 from retrieval_conformance.conformance.harness.probes import minus_one_probe
 from retrieval_conformance.conformance.harness.report import (
@@ -69,11 +77,19 @@ FINDING_CHECKS = (
 )
 
 
+def every_check_id() -> List[str]:
+    """Every check id, in the order they run (whatever the adapter: a check it cannot express is skipped)."""
+    return ([c.name for c in golden_cases()] + [f.id for f in FAMILIES] + [separate.CHECK_ID]
+            + list(outside.CHECK_IDS) + [f.id for f in FINDING_CHECKS])
+
+
 class Checker:
     """Runs the checks of one :class:`Session` and explains its deviations."""
 
     def __init__(self, session: Session):
         self.s = session
+        self.known = KnownDeviations.parse(session.known, every_check_id())
+        self._causes: List[Tuple[str, ...]] = []
         self._pending: List[Tuple[CheckResult, Evaluation, str]] = []  # explained once everything ran
         self._analysis: Optional[Analysis] = None
         self._analysis_size = -1
@@ -86,6 +102,9 @@ class Checker:
             plan.append((case.name, lambda c=case: self.check_golden(c)))
         for fam in FAMILIES:
             plan.append((fam.id, lambda f=fam: self.check_family(f)))
+        plan.append((separate.CHECK_ID, self.check_long_lists))
+        for cid in outside.CHECK_IDS:  # names real landmark data holds and generated inputs never do
+            plan.append((cid, lambda c=cid: self.check_outside(c)))
         for finding in FINDING_CHECKS:  # about everything the function returned so far
             plan.append((finding.id, lambda f=finding: self.check_finding(f)))
         return [(cid, run) for cid, run in plan if self._selected(cid)]
@@ -93,11 +112,8 @@ class Checker:
     def _selected(self, check_id: str) -> bool:
         return not self.s.only or any(fnmatch.fnmatch(check_id, pat) for pat in self.s.only)
 
-    def _is_known(self, check_id: str, clauses) -> bool:
-        for pat in self.s.known:
-            if fnmatch.fnmatch(check_id, pat) or any(pat == c or pat in c for c in clauses):
-                return True
-        return False
+    def _is_known(self, res: CheckResult) -> bool:
+        return self.known.accepts(res.id, res.deviation.causes if res.deviation else [])
 
     def run_one(self, cid: str, run: Optional[Callable[[], CheckResult]] = None, explain: bool = True
                 ) -> CheckResult:
@@ -113,10 +129,10 @@ class Checker:
         return self._apply_known(res)
 
     def _apply_known(self, res: CheckResult) -> CheckResult:
-        if res.status == DEVIATE and self._is_known(res.id, res.deviation.clauses if res.deviation else []):
+        if res.status == DEVIATE and self._is_known(res):
             res.status = KNOWN
             res.reason = "; ".join(res.deviation.clauses)
-        elif res.status == PASS and any(fnmatch.fnmatch(res.id, p) for p in self.s.known):
+        elif res.status == PASS and self.known.names_check(res.id):
             res.note = "listed as a known deviation but conforms now: remove it from the file"
         return res
 
@@ -208,6 +224,34 @@ class Checker:
         res.seconds = time.perf_counter() - start
         return res
 
+    def check_long_lists(self) -> CheckResult:
+        """The dedicated long inputs (:mod:`.separate`): the first that deviates is the evidence."""
+        start = time.perf_counter()
+        res = CheckResult(separate.CHECK_ID, separate.CHECK_TITLE, separate.CHECK_CLAUSE, PASS)
+        skipped = ""
+        for case in separate.long_cases():
+            ev = self.s.evaluate(case)
+            if ev.skipped is not None:
+                skipped = ev.skipped
+                continue
+            res.examples += 1
+            if ev.mismatches:
+                self._deviate(res, ev, separate.CHECK_CLAUSE)
+                break
+        if not res.examples:
+            res.status, res.reason = SKIP, skipped
+        res.seconds = time.perf_counter() - start
+        return res
+
+    def check_outside(self, check_id: str) -> CheckResult:
+        """One input outside the protocol's usual domain (:mod:`.outside`), with the AP rule identified."""
+        start = time.perf_counter()
+        v = self.analysis().verdict if self.s.observed else None
+        ap_rule = v.best.conv.ap_rule if v is not None and v.best is not None else self.s.convention.ap_rule
+        res = outside.check_results(self.s, ap_rule, [check_id])[0]
+        res.seconds = time.perf_counter() - start
+        return res
+
     def _deviate(self, res: CheckResult, ev: Evaluation, fam_clause: str) -> None:
         res.status = DEVIATE
         res.deviation = self._evidence(res.id, ev, [fam_clause], [])
@@ -226,8 +270,10 @@ class Checker:
             return
         pending, self._pending = self._pending, []
         for res, ev, fam_clause in pending:
+            self._causes = []
             clauses, why = self.explain(ev, fam_clause)
             res.deviation.clauses, res.deviation.explanations = clauses, why
+            res.deviation.causes = self._causes
 
     def explain(self, ev: Evaluation, fam_clause: str) -> Tuple[List[str], List[str]]:
         s = self.s
@@ -278,6 +324,7 @@ class Checker:
         for comp in here:
             clauses.append(clause_of(s, comp))
             why.append(why_of(s, best, comp))
+            self._causes.append(cause_spellings(clause_of(s, comp), cause_of(best, comp)))
         if why:
             why[-1] += f" [reproduces all {v.compared} values of the {v.inputs} inputs compared]"
         alts = alternatives(best, v.survivors[1:], a.dims)

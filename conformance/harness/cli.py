@@ -33,8 +33,8 @@ from retrieval_conformance.reference.contract.command_line import (
 from retrieval_conformance.reference.contract.presets import PRESETS
 
 DEFAULT_MAX_EXAMPLES = 60
-_EXIT_STATUS = ("Exit status: 0 conforms, 1 deviates, 2 the function could not be loaded or called, or a usage "
-                "error; 130 interrupted; 141 the reader of the output went away.")
+_EXIT_STATUS = ("\nexit status: 0 conforms, 1 deviates, 2 the function could not be loaded or called, or a\n"
+                "usage error; 130 interrupted; 141 the reader of the output went away\n")
 #: options that only ``check`` reads (``identify`` has no use for them and refuses them by name)
 CHECK_ONLY = {"max_examples": "--max-examples", "known_deviations": "--known-deviations", "only": "--only",
               "random": "--random"}
@@ -57,7 +57,10 @@ def add_check_arguments(parser: argparse.ArgumentParser, identify_only: bool = F
     parser.add_argument("--junit-xml", metavar="FILE", default=None, help="also write a JUnit XML report")
     if not identify_only:
         parser.add_argument("--known-deviations", metavar="FILE", default=None,
-                            help="file of accepted check ids (one per line, # comments, globs allowed)")
+                            help="file of accepted deviations, one per line (# comments): a check id or glob "
+                                 "(ties/tie-heavy, golden/*) accepts every deviation of that check; a cause, a "
+                                 "clause starting with § (§4 ties=unstable, §11 percent), accepts a deviation under "
+                                 "any check when every cause named for it is accepted (see KNOWN DEVIATIONS below)")
     parser.add_argument("--arrays", default="auto", choices=("auto", "numpy", "torch"),
                         help="pass numpy arrays or torch tensors (auto: numpy, torch if numpy fails)")
     if not identify_only:
@@ -135,27 +138,53 @@ def _unusable_arguments(ns: argparse.Namespace) -> Optional[str]:
     return None
 
 
-def check_parser() -> argparse.ArgumentParser:
-    """The parser of ``check``: no abbreviated flags (``--k`` must not pass for ``--known-deviations``)."""
-    parser = CommandParser(allow_abbrev=False, prog="retrieval-conformance check",
-                           description="Check a metric function against the reference.", epilog=_EXIT_STATUS)
-    add_check_arguments(parser)
+KNOWN_DEVIATIONS_HELP = """\
+known deviations (--known-deviations FILE), one entry per line, # starts a comment:
+  ties/tie-heavy      a check id or glob (golden/*): every deviation that check finds is accepted
+  §4 ties=unstable    a cause, a clause as the report cites it ("spec " optional): a deviation is
+                      accepted under whichever check finds it when every cause named for it is
+                      accepted; a cause is named both by the protocol clause it breaks
+                      (§4 ties=stable) and by what the function does (§4 ties=unstable; a bug by
+                      its §11 clause, e.g. §11 percent); a prefix (§6 ap_at_k) or a section (§4)
+                      names each of its clauses.  A deviation with no known cause is accepted
+                      only by its check id.  An entry naming no check and no clause is refused
+                      (exit status 2).
+"""
+_IDENTIFY_EXIT_STATUS = ("exit status: 0 a convention matches every input, 1 none does, 2 the function could\n"
+                         "not be loaded or called, or a usage error; 130 interrupted; 141 the reader of the\n"
+                         "output went away\n")
+
+
+def check_parser(command: str = "check") -> argparse.ArgumentParser:
+    """The parser of ``check`` (``identify``: its own options under its own name, without those only
+    ``check`` reads): no abbreviated flags (``--k`` must not pass for ``--known-deviations``)."""
+    identifying = command == "identify"
+    description = ("Name the conventions (and known bugs) a metric function follows (check --identify)."
+                   if identifying else "Check a metric function against the reference.")
+    parser = CommandParser(allow_abbrev=False, prog=f"retrieval-conformance {command}",
+                           description=description,
+                           epilog=_IDENTIFY_EXIT_STATUS if identifying else KNOWN_DEVIATIONS_HELP + _EXIT_STATUS,
+                           formatter_class=argparse.RawDescriptionHelpFormatter)
+    add_check_arguments(parser, identify_only=identifying)
     return parser
 
 
-def check_main(argv: Optional[Sequence[str]] = None) -> int:
+def check_main(argv: Optional[Sequence[str]] = None, command: str = "check") -> int:
     """Entry point: ``check_main(["mylab.eval:calc_map", "--adapter", "hashing-codes"])`` -> exit status.
 
-    A leading ``"check"`` is accepted, so the main CLI can pass its argv through.
+    A leading ``"check"`` is accepted, so the main CLI can pass its argv through; ``command``
+    is the subcommand named in ``--help`` (``identify`` is ``check --identify``).
     """
     argv = list(sys.argv[1:] if argv is None else argv)
-    if argv and argv[0] == "check":
+    if argv and argv[0] == command:
         argv = argv[1:]
-    parser = check_parser()
+    parser = check_parser(command)
     try:
         ns = parser.parse_args(argv)
     except SystemExit as exc:  # argparse: --help (0) or a usage error (2)
         return int(exc.code or 0)
+    if command == "identify":
+        ns.identify = True
     return run_check_args(ns)
 
 
@@ -164,18 +193,7 @@ def identify_main(argv: Optional[Sequence[str]] = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv and argv[0] == "identify":
         argv = argv[1:]
-    parser = CommandParser(allow_abbrev=False, prog="retrieval-conformance identify",
-                           description="Name the conventions (and known bugs) a metric function follows: "
-                                       "check --identify.",
-                           epilog="Exit status: 0 a convention matches every input, 1 none does, 2 the function "
-                                  "could not be loaded or called, or a usage error.")
-    add_check_arguments(parser, identify_only=True)
-    try:
-        ns = parser.parse_args(argv)
-    except SystemExit as exc:  # argparse: --help (0) or a usage error (2)
-        return int(exc.code or 0)
-    ns.identify = True
-    return run_check_args(ns)
+    return check_main(argv, command="identify")
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import List, Sequence, Tuple
 
-from retrieval_conformance.conformance.harness.candidates import Bug, Candidate, meaning, option_clause
+from retrieval_conformance.conformance.harness.candidates import BUG_SECTION, Bug, Candidate, meaning, option_clause
 from retrieval_conformance.conformance.harness.session import Session, preset_convention, presets_for
 
 
@@ -83,6 +83,15 @@ def clause_of(session: Session, comp: Tuple[str, object]) -> str:
         return option_clause(what, getattr(session.convention, what))
     assert isinstance(what, Bug)
     return what.clause.format(ap_at_k=session.convention.ap_at_k)
+
+
+def cause_of(cand: Candidate, comp: Tuple[str, object]) -> str:
+    """What the function does instead, as a clause: ``spec §4 ties=unstable``, ``spec §11 percent``."""
+    kind, what = comp
+    if kind == "option":
+        return option_clause(what, cand.option(what))
+    assert isinstance(what, Bug)
+    return f"spec {BUG_SECTION} {what.id}"
 
 
 def why_of(session: Session, cand: Candidate, comp: Tuple[str, object]) -> str:

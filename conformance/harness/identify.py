@@ -8,14 +8,14 @@ from __future__ import annotations
 
 from typing import List
 
-from retrieval_conformance.conformance.harness import findings
+from retrieval_conformance.conformance.harness import findings, outside, separate
 from retrieval_conformance.conformance.harness.analysis import Analysis, analyse, expects_value
 from retrieval_conformance.conformance.harness.candidates import UNSTABLE, search_text
 from retrieval_conformance.conformance.harness.cases import FAMILIES, family_skip_reason, golden_cases, sample_cases
 from retrieval_conformance.conformance.harness.describe import alternatives, describe
 from retrieval_conformance.conformance.harness.probes import minus_one_probe, score_shift_note
 from retrieval_conformance.conformance.harness.report import Identification
-from retrieval_conformance.conformance.harness.session import Session
+from retrieval_conformance.conformance.harness.session import LANDMARK_CONVENTIONS, Session
 
 
 def identification_cases(session: Session, per_family: int) -> List:
@@ -24,7 +24,7 @@ def identification_cases(session: Session, per_family: int) -> List:
     for fam in FAMILIES:
         if family_skip_reason(fam, caps) is None and not fam.needs_scores:
             cases.extend(sample_cases(fam, caps, per_family, seed=0))
-    return cases
+    return cases + list(separate.long_cases())
 
 
 def identify(session: Session, per_family: int = 5) -> Identification:
@@ -36,6 +36,7 @@ def identify(session: Session, per_family: int = 5) -> Identification:
     analysis = analyse(session)
     ident = identification(session, analysis)
     if analysis.verdict is not None and analysis.verdict.best is not None and not ident.uncheckable:
+        outside.identification_facts(session, analysis.verdict.best, ident, LANDMARK_CONVENTIONS)
         probe = minus_one_probe(session, analysis.verdict.best)
         if probe:  # a fact about how it must be called, not a deviation of what it computes
             ident.lines.insert(2, "  note: " + probe + "; pass topk = the gallery size for mAP@ALL")

@@ -195,12 +195,17 @@ class Predictor:
         bug_ids = {b.id for b in cand.bugs}
         if "topk-ignored" in bug_ids:
             k = None
-        if "last-item-dropped" in bug_ids and call.k is None and (call.without_k or call.k_passed is None):
+        no_k_passed = call.k is None and (call.without_k or call.k_passed is None)
+        if "last-item-dropped" in bug_ids and no_k_passed:
             # no cut-off passed: the function's own "all" (topk=-1, gnd[0:-1]) stands
             k = case.n_gallery - 1
+        default = next((int(b.variant) for b in cand.bugs if b.id == "default-cutoff"), None)
+        if default is not None and no_k_passed:
+            k = default  # no cut-off passed: the function's own default k stands
         k_div = None
         if "divided-by-k" in bug_ids:
-            k_div = call.k_passed if call.k_passed is not None else (call.k or case.n_gallery)
+            own = default if default is not None and no_k_passed else None
+            k_div = call.k_passed if call.k_passed is not None else (call.k or own or case.n_gallery)
         orders = EXTREME_ORDERS if cand.conv.ties == UNSTABLE else (cand.conv.ties,)
         tables = []
         for t in orders:

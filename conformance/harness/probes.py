@@ -6,6 +6,7 @@
 """
 from __future__ import annotations
 
+import math
 from dataclasses import replace
 from typing import List, Optional
 
@@ -91,6 +92,17 @@ def minus_one_probe(session: Session, best: Candidate, limit: int = 6) -> Option
     return None
 
 
+def same_value(a: float, b: float, atol: float, rtol: float) -> bool:
+    """Whether two returned values are the same within tolerance; NaN is the same as NaN and an
+    infinity as the same infinity (a function returning NaN for an empty query does so whatever
+    the scores are: that is no change)."""
+    if math.isnan(a) or math.isnan(b):
+        return math.isnan(a) and math.isnan(b)
+    if math.isinf(a) or math.isinf(b):
+        return a == b
+    return within(a, (b, b), atol, rtol)
+
+
 def score_shift_note(session: Session, per_family: int) -> Optional[str]:
     """Metamorphic probe for score adapters: the same ranking with scores <= 0 must give the
     same values (torchmetrics >= 1.7.4 drops relevant items with a score <= 0)."""
@@ -102,7 +114,7 @@ def score_shift_note(session: Session, per_family: int) -> Optional[str]:
     for case in sample_cases(next(f for f in FAMILIES if f.needs_scores), caps, per_family, seed=0):
         neg, pos = session.run_case(case), session.run_case(replace(case, non_positive_scores=False))
         if neg.all_read and pos.all_read and neg.readings and any(
-                not within(a.values[main], (b.values[main], b.values[main]), session.atol, session.rtol)
+                not same_value(a.values[main], b.values[main], session.atol, session.rtol)
                 for a, b in zip(neg.readings, pos.readings)):
             changed += 1
     if changed:

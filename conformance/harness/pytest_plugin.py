@@ -95,7 +95,8 @@ def add_options(parser):
     group.addoption("--arrays", default="auto", choices=("auto", "numpy", "torch"),
                     help="pass numpy arrays or torch tensors to --impl (auto: torch if numpy fails)")
     group.addoption("--known-deviations", default=None, metavar="FILE",
-                    help="file of accepted check ids for --impl (xfail instead of fail)")
+                    help="file of accepted deviations for --impl, one per line: check ids or globs, or causes "
+                         "such as '§4 ties=unstable' (xfail instead of fail)")
     group.addoption("--conformance-max-examples", type=int, default=60, metavar="N",
                     help="generated inputs per property check of --impl (default 60)")
     group.addoption("--conformance-timeout", type=float, default=10.0, metavar="SECONDS",

@@ -4,7 +4,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 from fractions import Fraction
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Optional, Tuple
 from xml.sax.saxutils import escape, quoteattr
 
 PASS, DEVIATE, SKIP, KNOWN = "pass", "deviate", "skip", "known"
@@ -84,6 +84,7 @@ class Deviation:
     stdout: str = ""
     traceback: str = ""
     size: int = 0  # queries x gallery items of the input, to show the smallest first
+    causes: List[Tuple[str, ...]] = field(default_factory=list)  # per cause named: its clause ids (known.py)
 
 
 @dataclass

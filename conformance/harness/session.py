@@ -135,6 +135,10 @@ class Session:
                 raise ad.UsageError(f"--protocol: the oxford adapter checks the landmark presets "
                                     f"{list(LANDMARK_CONVENTIONS)}; got {name!r}")
             conv = LANDMARK_CONVENTIONS[name]
+            preset = PRESETS[name] if name in PRESETS else None
+            # GLDv2 has no junk and reads the first k names: its inputs say so
+            self.adapter.protocol_junk = preset is None or bool(preset.junk)
+            self.adapter.cutoff = preset.k if preset is not None else None
             return conv.with_(**{k: v for k, v in self.overrides.items() if v is not None})
         if name in LANDMARK_CONVENTIONS and name != "gldv2":
             raise ad.UsageError(f"--protocol {name!r} is a landmark preset: check a function "

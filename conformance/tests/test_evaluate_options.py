@@ -198,3 +198,40 @@ def test_strict_json_names_each_replaced_value():
     assert _strict(text) == {"a": [1.0, None], "b": {"c": None}, "d": None,
                              "non_finite": {"a[1]": "Infinity", "b.c": "-Infinity", "d": "NaN"}}
     assert "non_finite" not in _strict(dumps({"a": 1.5}))
+
+
+RUN_FLAGS = {"depth": (["--depth", "2"], 2), "judged_only": (["--judged-only"], True),
+             "ignore_identical_ids": (["--ignore-identical-ids"], True),
+             "gains": (["--gains", "1=3,2=9.5"], {1: 3.0, 2: 9.5})}
+
+
+@pytest.mark.parametrize("dest", sorted(RUN_FLAGS))
+def test_trec_eval_run_flags_reach_evaluate_run(dest, trec_files, monkeypatch, capsys):
+    """-M, -J, ndcg gains and BEIR's ignore_identical_ids on the command line: the value given, and the
+    numbers rc.evaluate_run gives with it."""
+    argv, value = RUN_FLAGS[dest]
+    seen = {}
+    real = rc.evaluate_run
+
+    def spy(run, qrels, **kwargs):
+        seen.update(kwargs)
+        return real(run, qrels, **kwargs)
+
+    monkeypatch.setattr(rc, "evaluate_run", spy)
+    assert main(["evaluate", "--run", trec_files[0], "--qrels", trec_files[1], "--json", *argv]) == 0
+    assert seen[dest] == value
+    printed = json.loads(capsys.readouterr().out)
+    want = real(trec_files[0], trec_files[1], **{dest: value})
+    assert printed["map"] == pytest.approx(want.map, abs=1e-15)
+
+
+@pytest.mark.parametrize("argv", [["--depth", "2"], ["--judged-only"], ["--gains", "1=2"]])
+def test_run_flags_without_a_run_are_refused(argv, npz, capsys):
+    assert main(["evaluate", "--npz", npz, *argv]) == 2
+    assert capsys.readouterr().err.startswith(f"error: {argv[0]}: applies to a TREC run only")
+
+
+def test_gains_must_be_grade_gain_pairs(trec_files, capsys):
+    with pytest.raises(SystemExit) as exc:
+        main(["evaluate", "--run", trec_files[0], "--qrels", trec_files[1], "--gains", "1:3"])
+    assert exc.value.code == 2 and "--gains" in capsys.readouterr().err

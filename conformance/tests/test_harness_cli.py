@@ -202,10 +202,9 @@ def test_the_pytest_route_runs_only_the_labs_checks_one_test_per_check_id(tmp_pa
     import subprocess
     import sys
 
-    from retrieval_conformance.conformance.harness.cases import FAMILIES, golden_cases
-    from retrieval_conformance.conformance.harness.checks import FINDING_CHECKS
+    from retrieval_conformance.conformance.harness.checks import every_check_id
 
-    n_checks = len(golden_cases()) + len(FAMILIES) + len(FINDING_CHECKS)
+    n_checks = len(every_check_id())
     cmd = [sys.executable, "-m", "pytest", "--pyargs", "retrieval_conformance.conformance", "-p", "no:cacheprovider",
            "--impl", E + "hashing_correct:calc_top_map", "--adapter", "hashing-codes",
            "--conformance-max-examples", "10", "-q", "-rs"]

@@ -12,10 +12,9 @@ from retrieval_conformance.conformance.harness.report import DEVIATE, KNOWN, SKI
 
 
 def _ids(config):
-    from retrieval_conformance.conformance.harness.cases import FAMILIES, golden_cases
-    from retrieval_conformance.conformance.harness.checks import FINDING_CHECKS
+    from retrieval_conformance.conformance.harness.checks import every_check_id
 
-    return [c.name for c in golden_cases()] + [f.id for f in FAMILIES] + [f[0] for f in FINDING_CHECKS]
+    return every_check_id()
 
 
 def pytest_generate_tests(metafunc):

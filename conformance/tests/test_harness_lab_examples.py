@@ -112,11 +112,19 @@ def test_default_topk_divided_by_k_is_named_as_such_everywhere():
 @pytest.mark.parametrize("protocol", ["oxford", "roxford-easy", "roxford-medium", "roxford-hard"])
 def test_revisitop_style_ap_through_the_oxford_adapter(protocol):
     # it raises ZeroDivisionError without positives: those queries are left out by these presets
-    report = check(E + "revisitop_style:compute_ap", adapter="oxford", protocol=protocol, max_examples=15)
+    usual = ["golden/*", "ties/*", "empty/*", "ap/*", "size/*", "mean/*"]
+    report = check(E + "revisitop_style:compute_ap", adapter="oxford", protocol=protocol, max_examples=15, only=usual)
     assert report.exit_code == 0, report.text()
+    # outside the usual inputs it is neither rule: junk tested first (compute_ap.cpp) but |P| = the list's
+    # length (revisitop); each preset's own rule is broken on one input (it conformed to all four before
+    # the inputs that separate the rules were drawn)
+    full = check(E + "revisitop_style:compute_ap", adapter="oxford", protocol=protocol, max_examples=15)
+    broken = "outside/positive-listed-twice" if protocol == "oxford" else "outside/positive-also-junk"
+    assert {r.id for r in full.deviations} == {broken}, full.text()
     ident = identify(E + "revisitop_style:compute_ap", adapter="oxford", protocol=protocol, per_family=3)
-    assert ident.exit_code == 0 and ident.identification.preset == protocol, ident.text()
-    assert "the same through this signature" in ident.text()
+    text = ident.text()
+    assert ident.exit_code == 1 and "follows no landmark preset's rules" in text, text
+    assert "a name both positive and junk is skipped as junk" in text and "length of the positive list" in text
 
 
 def test_landmark_presets_are_named_for_the_oxford_adapter_only():
@@ -125,7 +133,9 @@ def test_landmark_presets_are_named_for_the_oxford_adapter_only():
     other = check(E + "hashing_correct:calc_top_map", protocol="roxford-medium")
     assert other.exit_code == 2 and "--adapter oxford" in other.usage_error
     gldv2 = identify(E + "revisitop_style:compute_ap", adapter="oxford", protocol="gldv2", per_family=2)
-    assert gldv2.identification.preset != "gldv2"  # precision-sum: the trapezoid function is not GLDv2
+    # precision-sum: the trapezoid function is not GLDv2 (GLDv2's inputs pass no junk, so the nearest preset
+    # is gldv2 itself, with the AP rule named as what differs)
+    assert gldv2.exit_code == 1 and gldv2.identification.differences.get("ap_rule") == "trapezoid", gldv2.text()
 
 
 def test_printed_progress_stays_out_of_the_report(capfd):

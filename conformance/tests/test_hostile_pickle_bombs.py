@@ -13,12 +13,12 @@ import time
 import numpy as np
 import pytest
 from retrieval_conformance.conformance.support.hostile_support import load_pickles_in_child
-from retrieval_conformance.reference import pickle_proxies
 from retrieval_conformance.reference.readers import (
     FileRefusedError,
     load_restricted_pickle,
     read_revisitop_gnd,
 )
+from retrieval_conformance.reference.readers.pickles import proxies as pickle_proxies
 
 
 # --------------------------------------------------------------------------- bombs

@@ -245,11 +245,11 @@ def test_no_unrestricted_pickle_loading_in_landmark_modules():
     import retrieval_conformance.reference.landmark as landmark
     import retrieval_conformance.reference.landmark.cli as cli
     import retrieval_conformance.reference.npy_files as npy_files
-    import retrieval_conformance.reference.pickle_opcodes as pickle_opcodes
-    import retrieval_conformance.reference.pickle_proxies as pickle_proxies
     import retrieval_conformance.reference.readers as readers
-    import retrieval_conformance.reference.revisitop_gnd as revisitop_gnd
-    import retrieval_conformance.reference.safe_pickle as safe_pickle
+    import retrieval_conformance.reference.readers.pickles.opcodes as pickle_opcodes
+    import retrieval_conformance.reference.readers.pickles.proxies as pickle_proxies
+    import retrieval_conformance.reference.readers.pickles.restricted as safe_pickle
+    import retrieval_conformance.reference.readers.pickles.revisitop_gnd as revisitop_gnd
 
     banned = ("pickle." + "load(", "pickle." + "loads(")
     for mod in (readers, safe_pickle, pickle_opcodes, pickle_proxies, revisitop_gnd, npy_files, landmark, cli, tool,

@@ -66,7 +66,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define RC_ABI_VERSION 9  /* must equal ABI_VERSION in c_library.py */
+#define RC_ABI_VERSION 10 /* must equal ABI_VERSION in c_library.py */
 
 /* internal functions shared between units stay out of the library's exported symbols */
 #if defined(__GNUC__) && !defined(_WIN32)
@@ -474,5 +474,14 @@ int64_t rc_n_values(void);
 int64_t rc_set_features(int64_t mask);
 int64_t rc_max_threads(void);
 int64_t rc_evaluate(const rc_input *in, const rc_options *o, rc_output *out, int64_t num_threads);
+/* rc_curves.c: per-query curves (rc.curves) of Hamming codes or float distances */
+int64_t rc_curves(int64_t dist_kind, const void *distances, const uint64_t *q_words, const uint64_t *db_words,
+                  int64_t n_q, int64_t n_db, int64_t words, int64_t bits, int64_t rel_mode, const uint8_t *state,
+                        const int64_t *q_ids, const int64_t *db_ids, const uint64_t *q_labels,
+                        const uint64_t *db_labels, int64_t label_words, int64_t kind, int64_t ties,
+                        const int64_t *level_num, const int64_t *level_den, int64_t n_levels,
+                        const double *radii, int64_t n_radii, const int64_t *ns, int64_t n_ns,
+                        double *out_a, double *out_b, int64_t *out_num, int64_t *out_scale,
+                        int64_t *n_relevant, int64_t *failure, int64_t use_popcnt, int64_t num_threads);
 
 #endif /* RC_CORE_H */

@@ -23,10 +23,9 @@ Modules
 :mod:`~retrieval_conformance.reference.readers.landmark_text`
     The VGG text layouts of Oxford5k / Paris6k ground truth and ranked lists.
 
-The ground-truth pickles of revisitop and cirtorch are read by
-:mod:`~retrieval_conformance.reference.safe_pickle` and
-:mod:`~retrieval_conformance.reference.revisitop_gnd`; their readers are re-exported here so that
-every reader is importable from this package.
+:mod:`~retrieval_conformance.reference.readers.pickles`
+    The ground-truth pickles of revisitop and cirtorch, checked opcode by opcode and loaded by a
+    restricted unpickler (re-exported here, so that every reader is importable from this package).
 
 A pickle can run arbitrary code when loaded: ground-truth pickles are only ever opened through
 :class:`RestrictedUnpickler`; never hand an untrusted file to the standard library's loader.
@@ -54,6 +53,8 @@ from retrieval_conformance.reference.readers.limits import (
     FileRefusedError,
 )
 from retrieval_conformance.reference.readers.npy import read_npy, read_npz
+from retrieval_conformance.reference.readers.pickles.restricted import RestrictedUnpickler, load_restricted_pickle
+from retrieval_conformance.reference.readers.pickles.revisitop_gnd import read_revisitop_gnd
 from retrieval_conformance.reference.readers.tables import (
     qrels_from_labels,
     read_json_lines,
@@ -62,8 +63,6 @@ from retrieval_conformance.reference.readers.tables import (
 )
 from retrieval_conformance.reference.readers.text import read_text_file, read_text_lines
 from retrieval_conformance.reference.readers.trec import as_qrels, as_run, read_qrels, read_run
-from retrieval_conformance.reference.revisitop_gnd import read_revisitop_gnd
-from retrieval_conformance.reference.safe_pickle import RestrictedUnpickler, load_restricted_pickle
 
 __all__ = [
     "MAX_ARRAY_BYTES",

@@ -23,7 +23,7 @@ or the process (each limit is a keyword argument of the readers that apply it):
     nested tuples that each hold the previous one twice are under 200 bytes but 2**25
     elements).
 ``MAX_IDS`` = 10**7 (``max_ids``)
-    Most image names and ids :func:`~retrieval_conformance.reference.revisitop_gnd.
+    Most image names and ids :func:`~retrieval_conformance.reference.readers.pickles.revisitop_gnd.
     read_revisitop_gnd` returns, all lists together (arrays become lists of Python ints,
     about 30 bytes each).
 ``MAX_ARRAY_BYTES`` = 2 GiB (``max_array_bytes`` for pickles, ``max_bytes`` for

@@ -1,6 +1,6 @@
 """Reading the ground-truth pickles of revisitop and cirtorch (:func:`read_revisitop_gnd`).
 
-The pickle is loaded with :func:`~retrieval_conformance.reference.safe_pickle.load_restricted_pickle`;
+The pickle is loaded with :func:`~retrieval_conformance.reference.readers.pickles.restricted.load_restricted_pickle`;
 its structure is then checked and its name and id lists are returned as plain Python lists,
 within a budget of ``max_ids`` names and ids (see :mod:`retrieval_conformance.reference.readers.limits`).
 """
@@ -20,7 +20,7 @@ from retrieval_conformance.reference.readers.limits import (
     _clip,
     _describe,
 )
-from retrieval_conformance.reference.safe_pickle import _limits, load_restricted_pickle
+from retrieval_conformance.reference.readers.pickles.restricted import _limits, load_restricted_pickle
 
 __all__ = ["read_revisitop_gnd"]
 

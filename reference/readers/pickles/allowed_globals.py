@@ -1,7 +1,7 @@
 """The globals a ground-truth pickle may name, and the check of one name.
 
-Both the opcode pre-check (:mod:`~retrieval_conformance.reference.pickle_opcodes`) and
-:class:`~retrieval_conformance.reference.safe_pickle.RestrictedUnpickler` ask
+Both the opcode pre-check (:mod:`~retrieval_conformance.reference.readers.pickles.opcodes`) and
+:class:`~retrieval_conformance.reference.readers.pickles.restricted.RestrictedUnpickler` ask
 :func:`_allowed_global` before a global is used; anything outside the allow-list raises
 :class:`pickle.UnpicklingError` naming it.
 """

@@ -1,4 +1,4 @@
-"""What :class:`~retrieval_conformance.reference.safe_pickle.RestrictedUnpickler` hands to
+"""What :class:`~retrieval_conformance.reference.readers.pickles.restricted.RestrictedUnpickler` hands to
 the pickle machine in place of the allowed globals.
 
 Checked stand-ins for ``numpy.dtype`` and ``_reconstruct`` arrays (:class:`_DtypeProxy`,

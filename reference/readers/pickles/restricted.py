@@ -3,8 +3,8 @@
 
 A pickle can run arbitrary code when loaded: never hand an untrusted file to the standard
 library's unrestricted loader.  The stream is checked before anything is built
-(:mod:`~retrieval_conformance.reference.pickle_opcodes`), globals are served by checked
-stand-ins (:mod:`~retrieval_conformance.reference.pickle_proxies`), and the result is
+(:mod:`~retrieval_conformance.reference.readers.pickles.opcodes`), globals are served by checked
+stand-ins (:mod:`~retrieval_conformance.reference.readers.pickles.proxies`), and the result is
 walked once after (:func:`_finish`).  Limits: see :mod:`retrieval_conformance.reference.readers.limits`.
 """
 from __future__ import annotations
@@ -15,9 +15,22 @@ import pickle
 from typing import Any, Callable, Dict, Optional, Tuple, Union
 
 import numpy as np
-from retrieval_conformance.reference.pickle_globals import _allowed_global
-from retrieval_conformance.reference.pickle_opcodes import _check_opcodes
-from retrieval_conformance.reference.pickle_proxies import (
+from retrieval_conformance.reference.readers.limits import (
+    MAX_ARRAY_BYTES,
+    MAX_DEPTH,
+    MAX_FILE_BYTES,
+    MAX_ITEMS,
+    FileRefusedError,
+    PathLike,
+    _clip,
+    _describe,
+    _read_bounded,
+    _read_file,
+    _size,
+)
+from retrieval_conformance.reference.readers.pickles.allowed_globals import _allowed_global
+from retrieval_conformance.reference.readers.pickles.opcodes import _check_opcodes
+from retrieval_conformance.reference.readers.pickles.proxies import (
     _ArrayProxy,
     _as_raw,
     _check_text,
@@ -31,19 +44,6 @@ from retrieval_conformance.reference.pickle_proxies import (
     _safe_complex,
     _safe_frozenset,
     _safe_set,
-)
-from retrieval_conformance.reference.readers.limits import (
-    MAX_ARRAY_BYTES,
-    MAX_DEPTH,
-    MAX_FILE_BYTES,
-    MAX_ITEMS,
-    FileRefusedError,
-    PathLike,
-    _clip,
-    _describe,
-    _read_bounded,
-    _read_file,
-    _size,
 )
 
 __all__ = ["RestrictedUnpickler", "load_restricted_pickle"]

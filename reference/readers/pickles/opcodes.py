@@ -8,7 +8,7 @@ from __future__ import annotations
 import pickle
 from typing import Any, Dict, List
 
-from retrieval_conformance.reference.pickle_globals import _BYTES_GLOBALS, _allowed_global
+from retrieval_conformance.reference.readers.pickles.allowed_globals import _BYTES_GLOBALS, _allowed_global
 
 # Opcodes with no place in data: instances of classes (INST, OBJ, NEWOBJ*), the extension
 # registry, persistent ids and out-of-band buffers.
