@@ -31,7 +31,9 @@ from retrieval_conformance.conformance.harness.cases import (
     golden_cases,
     hypothesis_strategy,
 )
-from retrieval_conformance.conformance.harness.describe import alternatives, clause_of, components, why_of, without
+from retrieval_conformance.conformance.harness.describe import alternatives, describe
+from retrieval_conformance.conformance.harness.engine.causes import clause_and_why, shown
+from retrieval_conformance.conformance.harness.engine.composite import field_name
 from retrieval_conformance.conformance.harness.predict import within
 from retrieval_conformance.conformance.harness.probes import minus_one_probe
 from retrieval_conformance.conformance.harness.report import (
@@ -50,6 +52,8 @@ from retrieval_conformance.conformance.harness.session import Evaluation, Sessio
 from retrieval_conformance.conformance.harness.snippet import make_snippet
 
 FAILING = ("raised", "timeout", "crashed", "wrong-type")
+#: the head of a deviation no identified candidate explains: no clause is named without one
+UNKNOWN = "cause unknown (no known convention or bug reproduces your values)"
 
 
 class FindingCheck(NamedTuple):
@@ -263,28 +267,24 @@ class Checker:
             return (["the same input gives the same value (determinism)"],
                     why + ["not deterministic: " + a.nondeterministic])
         v = a.verdict
-        if v is None or not v.survivors:
-            if "non-finite" in kinds:
-                why.append("the function returned a non-finite value (NaN or inf) where the reference is a number")
-            return ([fam_clause + " (no known convention or bug reproduces your values)"],
-                    why + [f"no candidate ({search_text(a.dims)}) reproduces every value the function returned; "
-                           "the values are below"])
         if "non-finite" in kinds:
             why.append("the function returned a non-finite value (NaN or inf) where the reference is a number")
-        best = v.survivors[0]
-        comps = components(s, best, a.dims)
+        if v is None or not v.survivors:
+            return ([UNKNOWN], why + [f"no candidate ({search_text(a.dims)}) reproduces every value the function "
+                                      f"returned (found by the {fam_clause} check); the values are below"])
+        described = v.described
         # name the parts without which this input's values are not reproduced
-        here = [c for c in comps if not s.eliminator.consistent(without(s, best, c), ev)[0]] or comps
-        for comp in here:
-            clauses.append(clause_of(s, comp))
-            why.append(why_of(s, best, comp))
-        if why:
-            why[-1] += f" [reproduces all {v.compared} values of the {v.inputs} inputs compared]"
-        alts = alternatives(best, v.survivors[1:], a.dims)
+        for part in shown(s, described, a.dims, ev):
+            clause, reason = clause_and_why(s, described, part)
+            clauses.append(clause)
+            why.append(reason)
+        if not clauses:  # nothing identified differs from the protocol, yet this input deviates
+            return ([UNKNOWN], why + ["what was identified reproduces every value, yet differs nowhere from the "
+                                      "protocol on this input; the values are below"])
+        why[-1] += f" [reproduces all {v.compared} values of the {v.inputs} inputs compared]"
+        alts = alternatives(v.best, v.survivors[1:], a.dims)
         if alts:
             why.append("equally consistent with every input tried: " + "; ".join(alts))
-        if not clauses:  # the best survivor is the protocol itself: only a tolerance or a field it left open
-            clauses.append(fam_clause)
         return _unique(clauses), why
 
     def _evidence(self, check_id: str, ev: Evaluation, clauses: List[str], why: List[str]) -> Deviation:
@@ -340,6 +340,10 @@ class Checker:
             probe = minus_one_probe(s, a.verdict.best) if a.verdict is not None and a.verdict.best else None
             if probe:
                 report.notes.append(probe + "; pass topk = the gallery size for mAP@ALL")
+            if a.verdict is not None and a.verdict.composite is not None:
+                report.notes.append("its fields follow different conventions (identified field by field): " + "; ".join(
+                    f"{'/'.join(field_name(f) for f in names)}: {describe(s, cand, a.dims)[0]}"
+                    for names, cand in a.verdict.composite.groups()))
             if a.verdict is not None and a.verdict.best is not None and a.verdict.best.conv.ties == UNSTABLE:
                 report.notes.append(findings.platform_facts())
         timing = findings.timing(s.runner)

@@ -16,12 +16,13 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 from fractions import Fraction
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Collection, Dict, List, Optional, Sequence, Tuple
 
 from retrieval_conformance.conformance.harness import rank_bugs
 from retrieval_conformance.conformance.harness.adapters import Call, Reading
 from retrieval_conformance.conformance.harness.candidates import UNSTABLE, Bug, Candidate
 from retrieval_conformance.conformance.harness.cases import Case
+from retrieval_conformance.conformance.harness.engine.composite import Composite, field_of, predict_composite
 from retrieval_conformance.conformance.harness.expected import Convention, ReferenceCache
 from retrieval_conformance.reference.contract.conventions import CONCRETE_POLICIES
 
@@ -214,7 +215,12 @@ class Predictor:
     # -- the adapter's fields ---------------------------------------------------------------
     def predict(self, cand: Candidate, case: Case, call: Call, cmc_len: Optional[int] = None
                 ) -> Optional[Dict[str, Any]]:
-        """Field -> interval (or None: undefined) for one call; None when the candidate has no value."""
+        """Field -> interval (or None: undefined) for one call; None when the candidate has no value.
+
+        ``cand`` may be a :class:`~.engine.composite.Composite`: each field under its own candidate.
+        """
+        if isinstance(cand, Composite):
+            return predict_composite(self.predict, cand, case, call, cmc_len)
         max_rank = max(call.max_rank, cmc_len or 0)
         tab = self.tables(cand, case, call, max_rank)
         if tab is None:
@@ -296,14 +302,16 @@ def within(user: float, iv: Interval, atol: float, rtol: float) -> bool:
 
 
 def agreement(pred: Optional[Dict[str, Any]], reading: Reading, atol: float, rtol: float,
-              check_cmc_length: bool = True) -> Tuple[bool, int]:
-    """(agrees, number of values compared) of one call's reading with a prediction."""
+              check_cmc_length: bool = True, fields: Optional[Collection[str]] = None) -> Tuple[bool, int]:
+    """(agrees, number of values compared) of one call's reading with a prediction; ``fields``:
+    compare only these returned fields (None: every field)."""
+    values = reading.values if fields is None else {m: v for m, v in reading.values.items() if field_of(m) in fields}
     if pred is None:
         # the candidate has no value here (e.g. grouped ties cut inside a tie group): it cannot
         # reproduce a number the function returned
-        return (not reading.values), 0
+        return (not values), 0
     compared = 0
-    for metric, value in reading.values.items():
+    for metric, value in values.items():
         if metric == "cmc":
             cmc = pred.get("cmc")
             if cmc is None:

@@ -1,0 +1,60 @@
+"""The causes ``check`` names for a deviation: the parts of what was identified, each shown.
+
+What identification found (a :class:`~..candidates.Candidate`, or a
+:class:`~.composite.Composite` with one per field) differs from the protocol in some parts: an
+option value (``ties=grouped``) or a known bug, per field.  On one deviating input, :func:`shown`
+keeps the parts without which that input's values are not reproduced, and only when the protocol
+changed in exactly those parts reproduces them; otherwise every part is named (they are needed
+together).  A clause is therefore named as broken only when a candidate differing from the
+protocol in exactly the named parts reproduces the values.
+"""
+from __future__ import annotations
+
+from typing import List, Optional, Sequence, Tuple, Union
+
+from retrieval_conformance.conformance.harness.candidates import Candidate
+from retrieval_conformance.conformance.harness.describe import clause_of, components, why_of, without
+from retrieval_conformance.conformance.harness.engine.composite import Composite, field_name
+
+Described = Union[Candidate, Composite]
+#: one part: (the fields it concerns, or None for the whole function; ("option", name) or ("bug", Bug))
+Part = Tuple[Optional[Tuple[str, ...]], Tuple[str, object]]
+
+
+def parts(session, described: Described, dims: Sequence[str]) -> List[Part]:
+    """Every part in which ``described`` differs from the protocol."""
+    if isinstance(described, Composite):
+        return [(tuple(names), comp) for names, cand in described.groups()
+                for comp in components(session, cand, dims)]
+    return [(None, comp) for comp in components(session, described, dims)]
+
+
+def remove(session, described: Described, removed: Sequence[Part]) -> Described:
+    """``described`` with these parts set back to the protocol's."""
+    for names, comp in removed:
+        if names is None:
+            described = without(session, described, comp)
+        else:
+            for f in names:
+                described = described.replace(f, without(session, described.of(f), comp))
+    return described
+
+
+def shown(session, described: Described, dims: Sequence[str], ev) -> List[Part]:
+    """The parts this input's values show: each one needed, and together enough."""
+    every = parts(session, described, dims)
+    needed = [p for p in every if not session.eliminator.consistent(remove(session, described, [p]), ev)[0]]
+    if needed:
+        rest = [p for p in every if p not in needed]
+        if session.eliminator.consistent(remove(session, described, rest), ev)[0]:
+            return needed
+    return every
+
+
+def clause_and_why(session, described: Described, part: Part) -> Tuple[str, str]:
+    names, comp = part
+    cand = described.of(names[0]) if names is not None and isinstance(described, Composite) else described
+    why = why_of(session, cand, comp)
+    if names is not None:
+        why = f"{'/'.join(field_name(f) for f in names)}: {why}"
+    return clause_of(session, comp), why
