@@ -227,7 +227,10 @@ class Predictor:
             return None
         conv = cand.conv
         n_q = len(tab.ap)
-        if conv.empty == "skip":
+        if any(b.id == "empty-scores-one" for b in cand.bugs):
+            tab = _empty_scores_one(tab)
+            counted = [True] * n_q
+        elif conv.empty == "skip":
             counted = [r > 0 for r in tab.n_relevant]
         elif conv.empty == "skip_no_hit":
             if any(math.isnan(h) for h in tab.hits):
@@ -235,7 +238,12 @@ class Predictor:
             counted = [h > 0 for h in tab.hits]
         else:
             counted = [True] * n_q
+        if any(b.id == "cut-at-r" for b in cand.bugs):
+            tab = Table(tab.extra["ap_at_r"], tab.cmc, tab.inp, tab.n_relevant, tab.hits, tab.extra)
         scale = math.prod(b.scale for b in cand.bugs)
+        decimals = next((b.decimals for b in cand.bugs if b.decimals is not None), None)
+        if decimals is not None:
+            scale = (scale, decimals)
         if self.per_query:
             q = call.query
             return {name: _scale(tab.values(source)[q], scale) if counted[q] else None
@@ -278,10 +286,36 @@ def _mean(values: Sequence[Interval], counted: Sequence[bool]) -> Optional[Inter
     return (sum((v[0] for v in chosen), Fraction(0)) / n, sum((v[1] for v in chosen), Fraction(0)) / n)
 
 
-def _scale(iv: Optional[Interval], scale: int) -> Optional[Interval]:
-    if iv is None or scale == 1:
+def _scale(iv: Optional[Interval], scale) -> Optional[Interval]:
+    """The interval times ``scale``; ``scale`` = (factor, decimals): then rounded to that many decimals
+    (rounding is monotone, so the rounded ends bound every rounded value)."""
+    decimals = None
+    if isinstance(scale, tuple):
+        scale, decimals = scale
+    if iv is None or (scale == 1 and decimals is None):
         return iv
-    return (iv[0] * scale, iv[1] * scale)
+    lo, hi = iv[0] * scale, iv[1] * scale
+    if decimals is not None:
+        lo, hi = (_round(v, decimals) for v in (lo, hi))
+    return (lo, hi)
+
+
+def _round(value, decimals: int):
+    if isinstance(value, float):  # inf where a bug divides by zero
+        return value
+    return Fraction(round(Fraction(value) * 10 ** decimals), 10 ** decimals)
+
+
+def _empty_scores_one(tab: Table) -> Table:
+    """Every value of a query without a relevant item is 1 (a perfect score)."""
+    one = _point(Fraction(1))
+    empty = [r == 0 for r in tab.n_relevant]
+
+    def fix(values):
+        return [one if e else v for v, e in zip(values, empty)]
+
+    return Table(fix(tab.ap), [[one] * len(row) if e else row for row, e in zip(tab.cmc, empty)], fix(tab.inp),
+                 tab.n_relevant, tab.hits, {name: fix(values) for name, values in tab.extra.items()})
 
 
 # -- comparing a prediction with what the function returned ---------------------------------
