@@ -15,6 +15,7 @@ from retrieval_conformance.conformance.harness import findings
 from retrieval_conformance.conformance.harness.candidates import UNSTABLE, Candidate, applicable_bugs, cost, staged
 from retrieval_conformance.conformance.harness.cases import FAMILIES, family_skip_reason, sample_cases
 from retrieval_conformance.conformance.harness.eliminate import Verdict, preference
+from retrieval_conformance.conformance.harness.engine.impossible import impossible
 from retrieval_conformance.conformance.harness.engine.per_field import Search, combine, identify_fields, returned_fields
 from retrieval_conformance.conformance.harness.probes import run_extra, tie_challenge
 from retrieval_conformance.conformance.harness.session import Evaluation, Session
@@ -34,6 +35,7 @@ class Analysis:
     unreadable: str = ""  # the first "wrong return type" error, if any
     fields: List[str] = field(default_factory=list)  # the fields it returned, the main one first
     per_field: Dict[str, List[Candidate]] = field(default_factory=dict)  # each field's survivors ([]: none)
+    impossible: Optional[object] = None  # the smallest input with a fraction outside [0, 1] (engine.impossible)
 
     @property
     def uncheckable(self) -> Optional[str]:
@@ -98,6 +100,7 @@ def analyse(session: Session, evs: Optional[Sequence[Evaluation]] = None, split:
         out.verdict = Verdict([], -1, 0, len(evidence), search.n_split)
         out.raising = findings.raising(session, evs, lambda rec: expects_value(session, session.protocol_candidate,
                                                                                rec))
+        out.impossible = impossible(session, out)
         return out
     shared, composite = combine(results, fields, lambda ref: nearness(ref, dims))
     survivors = shared or results[fields[0]].survivors
@@ -108,6 +111,7 @@ def analyse(session: Session, evs: Optional[Sequence[Evaluation]] = None, split:
                           len(evidence), search.n_split, undecided, composite=composite)
     out.raising = findings.raising(session, evs + evidence[len(read):],
                                    lambda rec: expects_value(session, best, rec))
+    out.impossible = impossible(session, out)
     return out
 
 

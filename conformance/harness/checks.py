@@ -32,8 +32,10 @@ from retrieval_conformance.conformance.harness.cases import (
     hypothesis_strategy,
 )
 from retrieval_conformance.conformance.harness.describe import alternatives, describe
-from retrieval_conformance.conformance.harness.engine.causes import clause_and_why, shown
+from retrieval_conformance.conformance.harness.engine.causes import clause_and_why, part_label, parts, remove, shown
 from retrieval_conformance.conformance.harness.engine.composite import field_name
+from retrieval_conformance.conformance.harness.engine.evidence import decisive
+from retrieval_conformance.conformance.harness.engine.impossible import impossible_text, outside
 from retrieval_conformance.conformance.harness.predict import within
 from retrieval_conformance.conformance.harness.probes import minus_one_probe
 from retrieval_conformance.conformance.harness.report import (
@@ -269,19 +271,26 @@ class Checker:
         v = a.verdict
         if "non-finite" in kinds:
             why.append("the function returned a non-finite value (NaN or inf) where the reference is a number")
+        beyond = outside(ev, s.atol)
+        if beyond is not None and not (v is not None and v.survivors and a.impossible is None):
+            why.append(impossible_text(beyond))
         if v is None or not v.survivors:
             return ([UNKNOWN], why + [f"no candidate ({search_text(a.dims)}) reproduces every value the function "
                                       f"returned (found by the {fam_clause} check); the values are below"])
         described = v.described
         # name the parts without which this input's values are not reproduced
-        for part in shown(s, described, a.dims, ev):
+        here = shown(s, described, a.dims, ev)
+        for part in here:
             clause, reason = clause_and_why(s, described, part)
             clauses.append(clause)
             why.append(reason)
         if not clauses:  # nothing identified differs from the protocol, yet this input deviates
             return ([UNKNOWN], why + ["what was identified reproduces every value, yet differs nowhere from the "
                                       "protocol on this input; the values are below"])
-        why[-1] += f" [reproduces all {v.compared} values of the {v.inputs} inputs compared]"
+        rest = [p for p in parts(s, described, a.dims) if p not in here]
+        together = ("together with " + ", ".join(part_label(described, p) for p in rest)
+                    + " (shown on other inputs), ") if rest else ""
+        why[-1] += f" [{together}reproduces all {v.compared} values of the {v.inputs} inputs compared]"
         alts = alternatives(v.best, v.survivors[1:], a.dims)
         if alts:
             why.append("equally consistent with every input tried: " + "; ".join(alts))
@@ -323,6 +332,8 @@ class Checker:
         for cid, run in self.plan():
             report.results.append(self.run_one(cid, run, explain=False))
         self.explain_pending()
+        if s.observed and not self.s.only:
+            report.results += self.unshown_causes(report)
         report.results = [self._apply_known(r) if r.status == DEVIATE else r for r in report.results]
         report.arrays = s.arrays
         report.notes.extend(s.notes)
@@ -350,6 +361,35 @@ class Checker:
         if timing:
             report.notes.append(timing)
         return report
+
+    def unshown_causes(self, report: Report) -> List[CheckResult]:
+        """Every part of what was identified is reported: a part no check's smallest input showed
+        (unstable ties from 17 tied items, beside percent on every input) gets its own result, on
+        the smallest input that rules out the same candidate without it."""
+        a = self.analysis()
+        v = a.verdict
+        if v is None or not v.survivors:
+            return []
+        named = {c for r in report.results if r.deviation for c in r.deviation.clauses}
+        out = []
+        for part in parts(self.s, v.described, a.dims):
+            clause, reason = clause_and_why(self.s, v.described, part)
+            if clause in named:
+                continue
+            found = decisive(self.s, a.evidence, remove(self.s, v.described, [part]))
+            if found is None:
+                continue
+            ev = found.ev
+            ev.mismatches = ev.mismatches or self.s.compare(ev)
+            kind, what = part[1]
+            cid = f"identified/{what if kind == 'option' else what.id}"
+            res = CheckResult(cid, "a cause shown only on inputs the elimination ran", clause, DEVIATE, examples=1)
+            res.deviation = self._evidence(cid, ev, [clause], [reason + f" [shown on {ev.case.name}; with the other "
+                                                                        f"causes it reproduces all {v.compared} values "
+                                                                        f"of the {v.inputs} inputs compared]"])
+            named.add(clause)
+            out.append(res)
+        return out
 
     def check_finding(self, check: FindingCheck) -> CheckResult:
         """A check on the function's behaviour over every input it was called on so far."""

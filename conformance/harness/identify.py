@@ -14,6 +14,8 @@ from retrieval_conformance.conformance.harness.candidates import UNSTABLE, searc
 from retrieval_conformance.conformance.harness.cases import FAMILIES, family_skip_reason, golden_cases, sample_cases
 from retrieval_conformance.conformance.harness.describe import alternatives, describe
 from retrieval_conformance.conformance.harness.engine.composite import field_name
+from retrieval_conformance.conformance.harness.engine.evidence import ruled_out_lines
+from retrieval_conformance.conformance.harness.engine.impossible import impossible, impossible_text
 from retrieval_conformance.conformance.harness.probes import minus_one_probe, score_shift_note
 from retrieval_conformance.conformance.harness.report import Identification
 from retrieval_conformance.conformance.harness.session import Session
@@ -78,7 +80,8 @@ def identification(session: Session, a: Analysis) -> Identification:
     if v is None or not v.survivors:
         lines.append(f"  no known convention or bug reproduces every value it returned ({search_text(a.dims)})")
         lines += field_lines(session, a)
-        lines += _first_differences(session, a)
+        lines += _impossible_lines(session, a)
+        lines += ruled_out_lines(session, a)
         return Identification(False, lines + extra, n_cases=n_inputs)
     best = v.survivors[0]
     text, preset, diffs, equal = describe(session, best, a.dims)
@@ -113,11 +116,13 @@ def identification(session: Session, a: Analysis) -> Identification:
                  + (f", {v.split_inputs} of them chosen where the candidates disagree" if v.split_inputs else ""))
     if best.conv.ties == UNSTABLE:
         lines.append("  " + findings.platform_facts())
+    impossible_lines = _impossible_lines(session, a)
+    lines += impossible_lines + ruled_out_lines(session, a)
     differences = {d: best.option(d) for d in diffs}
     # identified: a described behaviour reproduces every value; an order that no tie policy gives
     # (a platform-dependent value), raising where a value is due, or mutated inputs are findings
     parts = [c for _, c in v.composite.parts] if v.composite is not None else [best]
-    matched = all(c.conv.ties != UNSTABLE for c in parts) and not r.raised and not a.mutated
+    matched = all(c.conv.ties != UNSTABLE for c in parts) and not r.raised and not a.mutated and not impossible_lines
     return Identification(matched, lines + extra, conventions=v.survivors, preset=preset, differences=differences,
                           bug=best.bugs[0].id if best.bugs else None, n_cases=n_inputs, per_field=per_field,
                           composite=v.composite)
@@ -135,10 +140,6 @@ def field_lines(session: Session, a: Analysis) -> List[str]:
     return out
 
 
-def _first_differences(session: Session, a: Analysis) -> List[str]:
-    for ev in a.evidence:
-        mism = session.compare(ev)
-        if mism:
-            return [f"  first input where it differs from `{session.protocol}`: {ev.case.name} "
-                    f"({ev.case.describe()}): " + "; ".join(m.text() for m in mism[:3])]
-    return []
+def _impossible_lines(session: Session, a: Analysis) -> List[str]:
+    found = impossible(session, a)
+    return ["  " + impossible_text(found)] if found is not None else []

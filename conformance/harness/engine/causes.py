@@ -58,3 +58,11 @@ def clause_and_why(session, described: Described, part: Part) -> Tuple[str, str]
     if names is not None:
         why = f"{'/'.join(field_name(f) for f in names)}: {why}"
     return clause_of(session, comp), why
+
+
+def part_label(described: Described, part: Part) -> str:
+    """``ties=unstable``, ``bug percent``, with the fields it concerns (``CMC: ties=unstable``)."""
+    names, (kind, what) = part
+    cand = described.of(names[0]) if names is not None and isinstance(described, Composite) else described
+    text = f"{what}={cand.option(what)}" if kind == "option" else f"bug {what.label}"
+    return f"{'/'.join(field_name(f) for f in names)}: {text}" if names is not None else text
