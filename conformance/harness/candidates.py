@@ -208,7 +208,7 @@ BUGS: Tuple[Bug, ...] = tuple(_first_query_bugs()) + (
         "(spec §7 MAP@R), not AP over the whole list", (), replaces=("ap_at_k",), metrics=("ap",)),
     Bug("junk-kept", "spec §3 junk is removed before ranking",
         "junk items are not removed: each one is ranked and counted as a wrong prediction", ("junk",),
-        sees=_junk_kept),
+        sees=_junk_kept, metrics=("ap", "ndcg", "ap_at_r", "r_precision", "recall")),  # MRR: mrr-counting-junk
     Bug("descending", "spec §1 smaller distance ranks first",
         "the ranking is sorted the wrong way (largest distance first: a similarity sorted ascending or a "
         "distance sorted descending)", (), sees=_descending),

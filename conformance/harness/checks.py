@@ -31,11 +31,18 @@ from retrieval_conformance.conformance.harness.cases import (
     golden_cases,
     hypothesis_strategy,
 )
-from retrieval_conformance.conformance.harness.describe import alternatives, describe
-from retrieval_conformance.conformance.harness.engine.causes import clause_and_why, part_label, parts, remove, shown
-from retrieval_conformance.conformance.harness.engine.composite import field_name
+from retrieval_conformance.conformance.harness.describe import alternatives
+from retrieval_conformance.conformance.harness.engine.causes import (
+    clause_and_why,
+    identified_note,
+    part_label,
+    parts,
+    remove,
+    shown,
+)
 from retrieval_conformance.conformance.harness.engine.evidence import decisive
 from retrieval_conformance.conformance.harness.engine.impossible import impossible_text, outside
+from retrieval_conformance.conformance.harness.identify import identification_cases
 from retrieval_conformance.conformance.harness.predict import within
 from retrieval_conformance.conformance.harness.probes import minus_one_probe
 from retrieval_conformance.conformance.harness.report import (
@@ -55,6 +62,8 @@ from retrieval_conformance.conformance.harness.snippet import make_snippet
 
 FAILING = ("raised", "timeout", "crashed", "wrong-type")
 #: the head of a deviation no identified candidate explains: no clause is named without one
+#: inputs per family of ``--identify``'s fixed sample that ``check`` also runs before explaining
+IDENTIFY_PER_FAMILY = 3
 UNKNOWN = "cause unknown (no known convention or bug reproduces your values)"
 
 
@@ -83,6 +92,7 @@ class Checker:
         self._pending: List[Tuple[CheckResult, Evaluation, str]] = []  # explained once everything ran
         self._analysis: Optional[Analysis] = None
         self._analysis_size = -1
+        self._identified = False
 
     # -- the plan ---------------------------------------------------------------------------
     def plan(self) -> List[Tuple[str, Callable[[], CheckResult]]]:
@@ -221,6 +231,14 @@ class Checker:
 
     # -- explanations -----------------------------------------------------------------------
     def analysis(self) -> Analysis:
+        if not self._identified:  # one engine: everything --identify runs is evidence here too
+            self._identified = True
+            seen = {fingerprint(ev.case) for ev in self.s.observed}
+            for case in identification_cases(self.s, IDENTIFY_PER_FAMILY):
+                if self.s.aborted():
+                    break
+                if fingerprint(case) not in seen:
+                    self.s.run_case(case)
         if self._analysis is None or self._analysis_size != len(self.s.observed):
             evs = [ev for ev in self.s.observed if not ev.case.non_positive_scores]
             self._analysis = analyse(self.s, evs)
@@ -351,10 +369,9 @@ class Checker:
             probe = minus_one_probe(s, a.verdict.best) if a.verdict is not None and a.verdict.best else None
             if probe:
                 report.notes.append(probe + "; pass topk = the gallery size for mAP@ALL")
-            if a.verdict is not None and a.verdict.composite is not None:
-                report.notes.append("its fields follow different conventions (identified field by field): " + "; ".join(
-                    f"{'/'.join(field_name(f) for f in names)}: {describe(s, cand, a.dims)[0]}"
-                    for names, cand in a.verdict.composite.groups()))
+            identified = identified_note(s, a)
+            if identified:
+                report.notes.append(identified)
             if a.verdict is not None and a.verdict.best is not None and a.verdict.best.conv.ties == UNSTABLE:
                 report.notes.append(findings.platform_facts())
         timing = findings.timing(s.runner)
@@ -384,9 +401,12 @@ class Checker:
             kind, what = part[1]
             cid = f"identified/{what if kind == 'option' else what.id}"
             res = CheckResult(cid, "a cause shown only on inputs the elimination ran", clause, DEVIATE, examples=1)
-            res.deviation = self._evidence(cid, ev, [clause], [reason + f" [shown on {ev.case.name}; with the other "
-                                                                        f"causes it reproduces all {v.compared} values "
-                                                                        f"of the {v.inputs} inputs compared]"])
+            # every part this input needs is named: the values there may need more than this one
+            here = shown(self.s, v.described, a.dims, ev)
+            res.deviation = self._evidence(cid, ev, _unique([clause_and_why(self.s, v.described, p)[0] for p in here]),
+                                           [clause_and_why(self.s, v.described, p)[1] for p in here])
+            res.deviation.explanations[-1] += (f" [shown on {ev.case.name}; together these reproduce all "
+                                               f"{v.compared} values of the {v.inputs} inputs compared]")
             named.add(clause)
             out.append(res)
         return out

@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import List, Optional, Sequence, Tuple, Union
 
 from retrieval_conformance.conformance.harness.candidates import Candidate
-from retrieval_conformance.conformance.harness.describe import clause_of, components, why_of, without
+from retrieval_conformance.conformance.harness.describe import clause_of, components, describe, why_of, without
 from retrieval_conformance.conformance.harness.engine.composite import Composite, field_name
 
 Described = Union[Candidate, Composite]
@@ -66,3 +66,17 @@ def part_label(described: Described, part: Part) -> str:
     cand = described.of(names[0]) if names is not None and isinstance(described, Composite) else described
     text = f"{what}={cand.option(what)}" if kind == "option" else f"bug {what.label}"
     return f"{'/'.join(field_name(f) for f in names)}: {text}" if names is not None else text
+
+
+def identified_note(s, a) -> str:
+    """What the elimination identified, as ``--identify`` words it (empty when it is the protocol)."""
+    v = a.verdict
+    if v is None or not v.survivors:
+        return ""
+    if v.composite is not None:
+        return "identified: its fields follow different conventions (identified field by field): " + "; ".join(
+            f"{'/'.join(field_name(f) for f in names)}: {describe(s, cand, a.dims)[0]}"
+            for names, cand in v.composite.groups())
+    if not parts(s, v.best, a.dims):
+        return ""
+    return "identified: " + describe(s, v.best, a.dims)[0]
