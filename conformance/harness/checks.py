@@ -8,8 +8,11 @@ Flow::
                    └─> after every check: identify.analyse(everything the function returned)
                        ─> each deviation names the causes that reproduce every value, or says none does
 
-A cause is named only when a candidate reproducing every field of every input survives; on a
-given input only the parts of it that change the value there are named.
+``check`` first runs what ``--identify`` runs too, so both eliminate on the same evidence.  A cause
+is named only when a candidate reproducing every field of every input survives, and on a given
+input only the parts of it that input needs, when the protocol changed in exactly those parts
+reproduces it (:mod:`.engine.causes`); otherwise "cause unknown".  Every part is reported: one
+no check's smallest input showed gets its own result (``identified/...``).
 """
 from __future__ import annotations
 
