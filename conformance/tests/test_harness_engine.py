@@ -43,6 +43,16 @@ def test_fields_with_different_tie_policies_are_identified_field_by_field():
                for r in report.deviations for w in r.deviation.explanations), report.text()
 
 
+def test_a_field_nothing_explains_is_said_per_field_and_never_blamed_on_a_clause():
+    rep = identify(E + "cmc_counts_hits:evaluate", adapter="reid", protocol="reid", per_family=3)
+    text = rep.text()
+    assert rep.exit_code == 1 and "no known convention or bug reproduces every value" in text, text
+    assert "    mAP: matches `reid`\n" in text and "    CMC: no known convention or bug reproduces its values" in text
+    assert re.search(r"impossible value: cmc\[\d+\] = 2 \(above 1", text), text
+    report = check(E + "cmc_counts_hits:evaluate", adapter="reid", protocol="reid", max_examples=10)
+    assert report.exit_code == 1 and _convention_clauses(report) == {UNKNOWN}, report.text()
+
+
 def test_a_single_convention_function_is_not_split_into_fields():
     ident = identify(E + "reid_correct:evaluate_rank", adapter="reid", protocol="reid", per_family=3).identification
     assert ident.matched and ident.composite is None and ident.preset == "reid", ident.text()
