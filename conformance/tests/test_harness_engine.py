@@ -179,3 +179,14 @@ def test_check_and_identify_say_the_same(target, adapter, protocol):
     said = ident.lines[1].strip()
     report = check(E + target, adapter=adapter, protocol=protocol, max_examples=10)
     assert f"identified: {said}" in report.notes, (said, report.notes)
+
+
+def test_each_near_candidate_is_ruled_out_on_its_own_smallest_input():
+    text = identify(E + "seed003_break:calc_map_k", per_family=2).text()
+    lines = [ln for ln in text.splitlines() if "ruled out" in ln]
+    # the protocol, the preset it is described against, and that preset's AP@k without the stray break
+    assert [ln.split(":")[0].strip() for ln in lines] == [
+        "ruled out the protocol `hashing`", "ruled out the preset `dcmh`", "ruled out the same with ap_at_k=hits"], text
+    assert all(re.search(r"yours [\d.]+.*, it gives [\d/.]+", ln) for ln in lines), lines
+    assert "# the same with ap_at_k=hits: mAP 0" in text  # a candidate rc.evaluate cannot compute: its value
+    assert text.count("print(calc_map_k(") == 3

@@ -1,21 +1,23 @@
 """Evidence that convinces: for each ruled-out near candidate, the smallest input that ruled it out.
 
-The near candidates of a verdict are the protocol and what was identified with one of its parts
-set back to the protocol's (each part's own "why not"); where nothing was identified, the
-protocol alone.  For each, :func:`decisive` finds the smallest evaluated input on which its
-prediction disagrees with what the function returned, and :func:`ruled_out_lines` prints both
-values and a runnable snippet.
+The near candidates of a verdict are the protocol, the preset it is described against, and what
+was identified with one of its parts set back to the protocol's (each part's own "why not");
+where nothing was identified, the protocol alone.  For each, :func:`decisive` finds the smallest
+evaluated input on which its prediction disagrees with what the function returned, and
+:func:`ruled_out_lines` prints both values and a runnable snippet.
 """
 from __future__ import annotations
 
 from typing import Any, List, NamedTuple, Optional, Sequence, Tuple
 
 from retrieval_conformance.conformance.harness.candidates import UNSTABLE, Candidate
+from retrieval_conformance.conformance.harness.describe import nearest_preset
 from retrieval_conformance.conformance.harness.eliminate import exact_value
 from retrieval_conformance.conformance.harness.engine.causes import Described, parts, remove
 from retrieval_conformance.conformance.harness.engine.composite import Composite, field_name
 from retrieval_conformance.conformance.harness.predict import agreement, within
 from retrieval_conformance.conformance.harness.report import fmt_exact, fmt_float
+from retrieval_conformance.conformance.harness.session import preset_convention
 from retrieval_conformance.conformance.harness.snippet import make_snippet
 
 MAX_NEAR = 4  # near candidates shown
@@ -88,6 +90,9 @@ def near_candidates(session, analysis) -> List[Tuple[str, Described]]:
     if v is None or not v.survivors:
         return out
     described = v.described
+    preset = nearest_preset(session, v.best, analysis.dims)[0]
+    if preset != session.protocol:  # the preset it is described against, when not the protocol
+        out.append((f"the preset `{preset}`", Candidate(preset_convention(preset, session.adapter.name))))
     every = parts(session, described, analysis.dims)
     if len(every) < 2:
         return out  # one part: the protocol is that part set back
@@ -96,7 +101,9 @@ def near_candidates(session, analysis) -> List[Tuple[str, Described]]:
         label = (f"with {what}={getattr(session.convention, what)}" if kind == "option"
                  else f"without bug {what.label}")
         where = f" for {'/'.join(field_name(f) for f in names)}" if names else ""
-        out.append((f"the same {label}{where}", remove(session, described, [part])))
+        near = remove(session, described, [part])
+        if all(near != c for _, c in out):  # the same candidate reached twice is shown once
+            out.append((f"the same {label}{where}", near))
     return out[:MAX_NEAR]
 
 
