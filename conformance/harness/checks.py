@@ -39,6 +39,7 @@ from retrieval_conformance.conformance.harness.engine.causes import (
     clause_and_why,
     identified_note,
     part_label,
+    partial_causes,
     parts,
     remove,
     shown,
@@ -296,6 +297,9 @@ class Checker:
         if beyond is not None and not (v is not None and v.survivors and a.impossible is None):
             why.append(impossible_text(beyond))
         if v is None or not v.survivors:
+            named = partial_causes(s, a, ev)  # the fields that are identified may explain this input
+            if named is not None:
+                return named[0], why + named[1]
             return ([UNKNOWN], why + [f"no candidate ({search_text(a.dims)}) reproduces every value the function "
                                       f"returned (found by the {fam_clause} check); the values are below"])
         described = v.described

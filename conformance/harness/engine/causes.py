@@ -29,6 +29,36 @@ def parts(session, described: Described, dims: Sequence[str]) -> List[Part]:
     return [(None, comp) for comp in components(session, described, dims)]
 
 
+def partial(session, analysis) -> Optional[Composite]:
+    """Where some fields are identified and others are not: each identified field under its own
+    candidate, the others under the protocol (None: nothing to name)."""
+    found = analysis.per_field
+    if len(analysis.fields) < 2 or not any(found.get(f) for f in analysis.fields):
+        return None
+    return Composite(tuple((f, found[f][0] if found.get(f) else session.protocol_candidate) for f in analysis.fields))
+
+
+def partial_causes(session, analysis, ev) -> Optional[Tuple[List[str], List[str]]]:
+    """(clauses, why) for an input the identified fields explain, where other fields are not
+    identified: the parts it shows, when the protocol changed in exactly those parts reproduces it."""
+    known = partial(session, analysis)
+    if known is None or not session.eliminator.consistent(known, ev)[0]:
+        return None
+    here = shown(session, known, analysis.dims, ev)
+    if not here:
+        return None
+    clauses: List[str] = []
+    why: List[str] = []
+    for part in here:
+        clause, reason = clause_and_why(session, known, part)
+        if clause not in clauses:
+            clauses.append(clause)
+        why.append(reason)
+    unexplained = ", ".join(field_name(f) for f in analysis.fields if not analysis.per_field.get(f))
+    why[-1] += f" [reproduces this input's values; {unexplained}: no known convention or bug reproduces its values]"
+    return clauses, why
+
+
 def remove(session, described: Described, removed: Sequence[Part]) -> Described:
     """``described`` with these parts set back to the protocol's."""
     for names, comp in removed:
