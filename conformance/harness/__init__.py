@@ -10,9 +10,10 @@ Every check is named by an id (``golden/seed003-dcmh-full``, ``ties/tie-heavy``,
 known-deviations file can list.  The flow: :mod:`.session` (calling the function through
 :mod:`.runner`), :mod:`.checks` (the checks), :mod:`.candidates`, :mod:`.predict` and
 :mod:`.eliminate` (what a function might compute and how candidates are ruled out),
-:mod:`.analysis` (elimination over everything it returned), :mod:`.probes` (further calls that
-test a claim), :mod:`.describe` and :mod:`.identify` (verdicts in words), :mod:`.findings`
-(raising, determinism, modified inputs); :mod:`.adapters` and :mod:`.adapters_rank` (nDCG,
+:mod:`.analysis` (elimination over everything it returned), :mod:`.engine` (field by field, the
+causes a deviation may name, the evidence per ruled-out candidate, impossible values),
+:mod:`.probes` (further calls that test a claim), :mod:`.describe` and :mod:`.identify` (verdicts
+in words), :mod:`.findings` (raising, determinism, modified inputs); :mod:`.adapters` and :mod:`.adapters_rank` (nDCG,
 MAP@R, MRR, Recall@k) for the signatures, :mod:`.rank_bugs` for the nDCG and MRR bug models,
 :mod:`.cases` for the inputs (:mod:`.inputs`, :mod:`.golden_inputs`, :mod:`.families`, :mod:`.generate`).
 """

@@ -2,19 +2,22 @@
 ``identify``).
 
 :func:`analyse`: findings first (raising, non-determinism, mutated inputs), then the candidates of
-:mod:`.candidates` eliminated in stages on every evaluated input, then split on further inputs
-where the survivors disagree (:mod:`.eliminate`), and a declared tie order challenged on large tie
-groups (:mod:`.probes`).
+:mod:`.candidates` eliminated in stages on every evaluated input, field by field
+(:mod:`.engine.per_field`), split on further inputs where a field's survivors disagree
+(:mod:`.eliminate`), a declared tie order challenged on large tie groups (:mod:`.probes`), and
+the fields combined into one candidate or a :class:`~.engine.composite.Composite`.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import List, Optional, Sequence
+from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 from retrieval_conformance.conformance.harness import findings, separate
-from retrieval_conformance.conformance.harness.candidates import Candidate, applicable_bugs, staged
+from retrieval_conformance.conformance.harness.candidates import UNSTABLE, Candidate, applicable_bugs, cost, staged
 from retrieval_conformance.conformance.harness.cases import FAMILIES, family_skip_reason, sample_cases
-from retrieval_conformance.conformance.harness.eliminate import Verdict, drop_dominated, preference
+from retrieval_conformance.conformance.harness.eliminate import Verdict, preference
+from retrieval_conformance.conformance.harness.engine.impossible import impossible
+from retrieval_conformance.conformance.harness.engine.per_field import Search, combine, identify_fields, returned_fields
 from retrieval_conformance.conformance.harness.probes import run_extra, tie_challenge
 from retrieval_conformance.conformance.harness.session import Evaluation, Session
 
@@ -31,6 +34,9 @@ class Analysis:
     evidence: List[Evaluation] = field(default_factory=list)
     adapter: str = ""
     unreadable: str = ""  # the first "wrong return type" error, if any
+    fields: List[str] = field(default_factory=list)  # the fields it returned, the main one first
+    per_field: Dict[str, List[Candidate]] = field(default_factory=dict)  # each field's survivors ([]: none)
+    impossible: Optional[object] = None  # the smallest input with a fraction outside [0, 1] (engine.impossible)
 
     @property
     def uncheckable(self) -> Optional[str]:
@@ -81,51 +87,44 @@ def analyse(session: Session, evs: Optional[Sequence[Evaluation]] = None, split:
     any_no_k = any(c.k is None and (c.without_k or c.k_passed is None) for ev in read for c in ev.calls)
     bugs = applicable_bugs(aggregate, session.adapter.name == "hashing-codes", any_k, any_no_k,
                            session.adapter.main_metric, session.adapter.capabilities(True).junk)
-    protocol = session.protocol_candidate
-    order = preference(protocol, dims)
-    evidence = list(read)
-    n_split = 0
-    budget = SPLIT_BUDGET
-    for n_stage, stage in enumerate(staged(convs, cmcs, bugs, session.convention)):
-        kept = session.eliminator.survivors(stage, evidence)
-        if not kept:
-            continue
-        survivors = sorted(drop_dominated([c for c, _ in kept]), key=order)
-        undecided: List[Candidate] = []
-        if split and len(survivors) > 1:
-            survivors, added, undecided = session.eliminator.split(
-                survivors, split_pool(session), session.calls, lambda case: run_extra(session, case), budget)
-            evidence += added
-            n_split += len(added)
-            budget -= len(added)
-            if not survivors:
-                continue  # an input chosen to split them ruled them all out: assume more
-            survivors = sorted(drop_dominated(survivors), key=order)
-        if split:
-            added = tie_challenge(session, survivors)
-            evidence += added
-            n_split += len(added)
-            survivors = [c for c in survivors if all(session.eliminator.consistent(c, ev)[0] for ev in added)]
-            if not survivors:
-                continue  # a declared tie order that held on small tie groups broke on large ones
-            added = separate.challenge(session, survivors, evidence, bugs, dims)
-            evidence += added
-            n_split += len(added)
-            survivors = [c for c in survivors if all(session.eliminator.consistent(c, ev)[0] for ev in added)]
-            if not survivors:
-                continue  # an input where the nearest alternative differs ruled the best out: assume more
-        compared = session.eliminator.survivors([survivors[0]], evidence)
-        out.verdict = Verdict(survivors, n_stage, compared[0][1] if compared else 0, len(evidence), n_split,
-                              undecided)
-        out.evidence = evidence
-        best = survivors[0]
-        out.raising = findings.raising(session, evs + evidence[len(read):],
-                                       lambda rec, best=best: expects_value(session, best, rec))
-        return out
+    order = preference(session.protocol_candidate, dims)
+    stages = list(staged(convs, cmcs, bugs, session.convention))
+    search = Search(list(read), lambda case: run_extra(session, case), lambda: split_pool(session), session.calls,
+                    lambda survivors: tie_challenge(session, survivors), SPLIT_BUDGET,
+                    separate=lambda elim, survivors, evidence: separate.challenge(
+                        session, survivors, evidence, bugs, dims, elim=elim))
+    fields = returned_fields(read, session.adapter.main_field)
+    results = identify_fields(session.eliminator, fields, stages, search, order, split)
+    evidence = search.evidence
     out.evidence = evidence
-    out.verdict = Verdict([], -1, 0, len(evidence), n_split)
-    out.raising = findings.raising(session, evs, lambda rec: expects_value(session, session.protocol_candidate, rec))
+    out.fields = fields
+    out.per_field = {f: (r.survivors if r is not None else []) for f, r in results.items()}
+    if any(r is None for r in results.values()):
+        out.verdict = Verdict([], -1, 0, len(evidence), search.n_split)
+        out.raising = findings.raising(session, evs, lambda rec: expects_value(session, session.protocol_candidate,
+                                                                               rec))
+        out.impossible = impossible(session, out)
+        return out
+    shared, composite = combine(results, fields, lambda ref: nearness(ref, dims))
+    survivors = shared or results[fields[0]].survivors
+    best = composite or survivors[0]
+    compared = session.eliminator.survivors([best], evidence)
+    undecided = [c for r in results.values() for c in r.undecided]
+    out.verdict = Verdict(survivors, max(r.stage for r in results.values()), compared[0][1] if compared else 0,
+                          len(evidence), search.n_split, undecided, composite=composite)
+    out.raising = findings.raising(session, evs + evidence[len(read):],
+                                   lambda rec: expects_value(session, best, rec))
+    out.impossible = impossible(session, out)
     return out
+
+
+def nearness(ref: Candidate, dims: Sequence[str]) -> Callable[[Candidate], Tuple]:
+    """Order of a field's survivors for a composite: fewest assumptions, then nearest ``ref`` (the
+    main field's candidate), so what a field's values cannot tell is chosen as the main field does."""
+    def key(c: Candidate) -> Tuple:
+        return (cost(c), len(c.differences(ref, dims)) + len(set(c.bugs) ^ set(ref.bugs)),
+                c.conv.ties == UNSTABLE, c.label(dims))
+    return key
 
 
 def expects_value(session: Session, cand: Candidate, rec) -> bool:

@@ -100,6 +100,7 @@ class Bug:
     rank_sum: Optional[Callable[[Sequence[int]], Any]] = field(default=None, compare=False, repr=False)
     scale: int = field(default=1, compare=False, repr=False)
     metrics: Tuple[str, ...] = ()
+    decimals: Optional[int] = field(default=None, compare=False, repr=False)  # every value rounded so
 
     @property
     def label(self) -> str:
@@ -121,6 +122,18 @@ def _exact_labels(case: Case) -> Case:
     same = (np.asarray(ql)[:, None, :] == np.asarray(dl)[None, :, :]).all(-1)
     return replace(case, name=case.name + " (exact labels)", relevance=case.relevance & same, codes=None,
                    golden=None)
+
+
+def _junk_kept(case: Case) -> Case:
+    """Junk left in the ranking as items that are not relevant."""
+    if case.junk is None or not case.junk.any():
+        return case
+    return replace(case, name=case.name + " (junk kept)", relevance=case.relevance & ~case.junk, junk=None,
+                   codes=None, golden=None)
+
+
+#: the roundings modelled (from 5 decimals on, rounding hides inside the default tolerance)
+ROUNDED_DECIMALS = (2, 3, 4)
 
 
 def _zero_based_sum(ranks: Sequence[int]) -> Any:
@@ -194,6 +207,17 @@ BUGS: Tuple[Bug, ...] = tuple(_first_query_bugs()) + (
         "rank counts the junk ranked before it; spec §11)", ("concrete", "junk"), metrics=("rr",)),
     Bug("percent", "spec §8 fractions in [0, 1]", "every value is 100 x the reference: it returns percent", (),
         scale=100),
+    *(Bug("rounded", "spec §0 conformance", f"every value is rounded to {d} decimals (recommender toolkits round "
+          "to 4 by default)", (), variant=str(d), decimals=d) for d in ROUNDED_DECIMALS),
+    Bug("empty-scores-one", "spec §8 empty={empty}",
+        "a query without a relevant item scores 1 and counts in the mean (torchmetrics' "
+        "empty_target_action=\"pos\", learning-to-rank libraries)", (), replaces=("empty",)),
+    Bug("cut-at-r", "spec §6 k=None (whole gallery)",
+        "each query's list is cut at its own R, the number of its relevant items: the value is MAP@R "
+        "(spec §7 MAP@R), not AP over the whole list", (), replaces=("ap_at_k",), metrics=("ap",)),
+    Bug("junk-kept", "spec §3 junk is removed before ranking",
+        "junk items are not removed: each one is ranked and counted as a wrong prediction", ("junk",),
+        sees=_junk_kept, metrics=("ap", "ndcg", "ap_at_r", "r_precision", "recall")),  # MRR: mrr-counting-junk
     Bug("descending", "spec §1 smaller distance ranks first",
         "the ranking is sorted the wrong way (largest distance first: a similarity sorted ascending or a "
         "distance sorted descending)", (), sees=_descending),

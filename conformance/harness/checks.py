@@ -8,8 +8,11 @@ Flow::
                    └─> after every check: identify.analyse(everything the function returned)
                        ─> each deviation names the causes that reproduce every value, or says none does
 
-A cause is named only when a candidate reproducing every field of every input survives; on a
-given input only the parts of it that change the value there are named.
+``check`` first runs what ``--identify`` runs too, so both eliminate on the same evidence.  A cause
+is named only when a candidate reproducing every field of every input survives, and on a given
+input only the parts of it that input needs, when the protocol changed in exactly those parts
+reproduces it (:mod:`.engine.causes`); otherwise "cause unknown".  Every part is reported: one
+no check's smallest input showed gets its own result (``identified/...``).
 """
 from __future__ import annotations
 
@@ -31,14 +34,21 @@ from retrieval_conformance.conformance.harness.cases import (
     golden_cases,
     hypothesis_strategy,
 )
-from retrieval_conformance.conformance.harness.describe import (
-    alternatives,
-    cause_of,
-    clause_of,
-    components,
-    why_of,
-    without,
+from retrieval_conformance.conformance.harness.describe import alternatives, cause_of
+from retrieval_conformance.conformance.harness.engine.causes import (
+    clause_and_why,
+    identified_note,
+    part_label,
+    partial_causes,
+    parts,
+    remove,
+    shown,
 )
+from retrieval_conformance.conformance.harness.engine.composite import Composite
+from retrieval_conformance.conformance.harness.engine.evidence import decisive
+from retrieval_conformance.conformance.harness.engine.impossible import impossible_text
+from retrieval_conformance.conformance.harness.engine.impossible import outside as outside_unit_interval
+from retrieval_conformance.conformance.harness.identify import identification_cases
 from retrieval_conformance.conformance.harness.known import KnownDeviations, cause_spellings
 from retrieval_conformance.conformance.harness.predict import within
 from retrieval_conformance.conformance.harness.probes import minus_one_probe
@@ -58,6 +68,10 @@ from retrieval_conformance.conformance.harness.session import Evaluation, Sessio
 from retrieval_conformance.conformance.harness.snippet import make_snippet
 
 FAILING = ("raised", "timeout", "crashed", "wrong-type")
+#: the head of a deviation no identified candidate explains: no clause is named without one
+#: inputs per family of ``--identify``'s fixed sample that ``check`` also runs before explaining
+IDENTIFY_PER_FAMILY = 3
+UNKNOWN = "cause unknown (no known convention or bug reproduces your values)"
 
 
 class FindingCheck(NamedTuple):
@@ -93,6 +107,7 @@ class Checker:
         self._pending: List[Tuple[CheckResult, Evaluation, str]] = []  # explained once everything ran
         self._analysis: Optional[Analysis] = None
         self._analysis_size = -1
+        self._identified = False
 
     # -- the plan ---------------------------------------------------------------------------
     def plan(self) -> List[Tuple[str, Callable[[], CheckResult]]]:
@@ -259,6 +274,14 @@ class Checker:
 
     # -- explanations -----------------------------------------------------------------------
     def analysis(self) -> Analysis:
+        if not self._identified:  # one engine: everything --identify runs is evidence here too
+            self._identified = True
+            seen = {fingerprint(ev.case) for ev in self.s.observed}
+            for case in identification_cases(self.s, IDENTIFY_PER_FAMILY):
+                if self.s.aborted():
+                    break
+                if fingerprint(case) not in seen:
+                    self.s.run_case(case)
         if self._analysis is None or self._analysis_size != len(self.s.observed):
             evs = [ev for ev in self.s.observed if not ev.case.non_positive_scores]
             self._analysis = analyse(self.s, evs)
@@ -309,29 +332,37 @@ class Checker:
             return (["the same input gives the same value (determinism)"],
                     why + ["not deterministic: " + a.nondeterministic])
         v = a.verdict
-        if v is None or not v.survivors:
-            if "non-finite" in kinds:
-                why.append("the function returned a non-finite value (NaN or inf) where the reference is a number")
-            return ([fam_clause + " (no known convention or bug reproduces your values)"],
-                    why + [f"no candidate ({search_text(a.dims)}) reproduces every value the function returned; "
-                           "the values are below"])
         if "non-finite" in kinds:
             why.append("the function returned a non-finite value (NaN or inf) where the reference is a number")
-        best = v.survivors[0]
-        comps = components(s, best, a.dims)
+        beyond = outside_unit_interval(ev, s.atol)
+        if beyond is not None and not (v is not None and v.survivors and a.impossible is None):
+            why.append(impossible_text(beyond))
+        if v is None or not v.survivors:
+            named = partial_causes(s, a, ev)  # the fields that are identified may explain this input
+            if named is not None:
+                return named[0], why + named[1]
+            return ([UNKNOWN], why + [f"no candidate ({search_text(a.dims)}) reproduces every value the function "
+                                      f"returned (found by the {fam_clause} check); the values are below"])
+        described = v.described
         # name the parts without which this input's values are not reproduced
-        here = [c for c in comps if not s.eliminator.consistent(without(s, best, c), ev)[0]] or comps
-        for comp in here:
-            clauses.append(clause_of(s, comp))
-            why.append(why_of(s, best, comp))
-            self._causes.append(cause_spellings(clause_of(s, comp), cause_of(best, comp)))
-        if why:
-            why[-1] += f" [reproduces all {v.compared} values of the {v.inputs} inputs compared]"
-        alts = alternatives(best, v.survivors[1:], a.dims)
+        here = shown(s, described, a.dims, ev)
+        for part in here:
+            clause, reason = clause_and_why(s, described, part)
+            clauses.append(clause)
+            why.append(reason)
+            names, comp = part  # the cause as the function's behaviour too, for --known-deviations
+            cand = described.of(names[0]) if names is not None and isinstance(described, Composite) else described
+            self._causes.append(cause_spellings(clause, cause_of(cand, comp)))
+        if not clauses:  # nothing identified differs from the protocol, yet this input deviates
+            return ([UNKNOWN], why + ["what was identified reproduces every value, yet differs nowhere from the "
+                                      "protocol on this input; the values are below"])
+        rest = [p for p in parts(s, described, a.dims) if p not in here]
+        together = ("together with " + ", ".join(part_label(described, p) for p in rest)
+                    + " (shown on other inputs), ") if rest else ""
+        why[-1] += f" [{together}reproduces all {v.compared} values of the {v.inputs} inputs compared]"
+        alts = alternatives(v.best, v.survivors[1:], a.dims)
         if alts:
             why.append("equally consistent with every input tried: " + "; ".join(alts))
-        if not clauses:  # the best survivor is the protocol itself: only a tolerance or a field it left open
-            clauses.append(fam_clause)
         return _unique(clauses), why
 
     def _evidence(self, check_id: str, ev: Evaluation, clauses: List[str], why: List[str]) -> Deviation:
@@ -370,6 +401,8 @@ class Checker:
         for cid, run in self.plan():
             report.results.append(self.run_one(cid, run, explain=False))
         self.explain_pending()
+        if s.observed and not self.s.only:
+            report.results += self.unshown_causes(report)
         report.results = [self._apply_known(r) if r.status == DEVIATE else r for r in report.results]
         report.arrays = s.arrays
         report.notes.extend(s.notes)
@@ -387,12 +420,47 @@ class Checker:
             probe = minus_one_probe(s, a.verdict.best) if a.verdict is not None and a.verdict.best else None
             if probe:
                 report.notes.append(probe + "; pass topk = the gallery size for mAP@ALL")
+            identified = identified_note(s, a)
+            if identified:
+                report.notes.append(identified)
             if a.verdict is not None and a.verdict.best is not None and a.verdict.best.conv.ties == UNSTABLE:
                 report.notes.append(findings.platform_facts())
         timing = findings.timing(s.runner)
         if timing:
             report.notes.append(timing)
         return report
+
+    def unshown_causes(self, report: Report) -> List[CheckResult]:
+        """Every part of what was identified is reported: a part no check's smallest input showed
+        (unstable ties from 17 tied items, beside percent on every input) gets its own result, on
+        the smallest input that rules out the same candidate without it."""
+        a = self.analysis()
+        v = a.verdict
+        if v is None or not v.survivors:
+            return []
+        named = {c for r in report.results if r.deviation for c in r.deviation.clauses}
+        out = []
+        for part in parts(self.s, v.described, a.dims):
+            clause, reason = clause_and_why(self.s, v.described, part)
+            if clause in named:
+                continue
+            found = decisive(self.s, a.evidence, remove(self.s, v.described, [part]))
+            if found is None:
+                continue
+            ev = found.ev
+            ev.mismatches = ev.mismatches or self.s.compare(ev)
+            kind, what = part[1]
+            cid = f"identified/{what if kind == 'option' else what.id}"
+            res = CheckResult(cid, "a cause shown only on inputs the elimination ran", clause, DEVIATE, examples=1)
+            # every part this input needs is named: the values there may need more than this one
+            here = shown(self.s, v.described, a.dims, ev)
+            res.deviation = self._evidence(cid, ev, _unique([clause_and_why(self.s, v.described, p)[0] for p in here]),
+                                           [clause_and_why(self.s, v.described, p)[1] for p in here])
+            res.deviation.explanations[-1] += (f" [shown on {ev.case.name}; together these reproduce all "
+                                               f"{v.compared} values of the {v.inputs} inputs compared]")
+            named.add(clause)
+            out.append(res)
+        return out
 
     def check_finding(self, check: FindingCheck) -> CheckResult:
         """A check on the function's behaviour over every input it was called on so far."""

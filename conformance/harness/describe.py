@@ -82,7 +82,7 @@ def clause_of(session: Session, comp: Tuple[str, object]) -> str:
     if kind == "option":
         return option_clause(what, getattr(session.convention, what))
     assert isinstance(what, Bug)
-    return what.clause.format(ap_at_k=session.convention.ap_at_k)
+    return what.clause.format(ap_at_k=session.convention.ap_at_k, empty=session.convention.empty)
 
 
 def cause_of(cand: Candidate, comp: Tuple[str, object]) -> str:

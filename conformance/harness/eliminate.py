@@ -15,9 +15,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from fractions import Fraction
-from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, FrozenSet, Iterable, List, Optional, Sequence, Tuple
 
 from retrieval_conformance.conformance.harness.candidates import UNSTABLE, Candidate, cost
+from retrieval_conformance.conformance.harness.engine.composite import Composite, field_of
 from retrieval_conformance.conformance.harness.predict import Predictor, agreement
 
 
@@ -42,17 +43,38 @@ class Verdict:
     inputs: int = 0  # inputs that returned something comparable
     split_inputs: int = 0  # inputs the split search added
     undecided: List[Candidate] = field(default_factory=list)  # told apart by an input not run (budget)
+    #: each field under its own candidate, where no one candidate reproduces every field (then
+    #: ``survivors`` are the main field's)
+    composite: Optional[Composite] = None
 
     @property
     def best(self) -> Optional[Candidate]:
+        """The main field's best candidate (every field's, unless there is a composite)."""
         return self.survivors[0] if self.survivors else None
+
+    @property
+    def described(self):
+        """What reproduces every value: the composite if there is one, else the best candidate."""
+        return self.composite or self.best
 
 
 class Eliminator:
-    def __init__(self, predictor: Predictor, atol: float, rtol: float, check_cmc_length: bool = True):
+    def __init__(self, predictor: Predictor, atol: float, rtol: float, check_cmc_length: bool = True,
+                 fields: Optional[FrozenSet[str]] = None):
         self.predictor = predictor
         self.atol, self.rtol = atol, rtol
         self.check_cmc_length = check_cmc_length
+        #: the returned fields compared (None: all): identification field by field
+        self.fields = fields
+
+    def only(self, fields: Iterable[str]) -> "Eliminator":
+        """The same eliminator comparing only ``fields`` (``mAP``, ``cmc``...)."""
+        return Eliminator(self.predictor, self.atol, self.rtol, self.check_cmc_length, frozenset(fields))
+
+    def _restrict(self, pred: Optional[Dict[str, Any]]) -> Optional[Dict[str, Any]]:
+        if pred is None or self.fields is None:
+            return pred
+        return {key: v for key, v in pred.items() if field_of(key) in self.fields}
 
     def consistent(self, cand: Candidate, ev) -> Tuple[bool, int]:
         """(reproduces every returned field of ``ev``, values compared)."""
@@ -62,7 +84,7 @@ class Eliminator:
                 continue
             cmc = reading.values.get("cmc")
             pred = self.predictor.predict(cand, ev.case, call, cmc_len=len(cmc) if cmc is not None else None)
-            ok, n = agreement(pred, reading, self.atol, self.rtol, self.check_cmc_length)
+            ok, n = agreement(pred, reading, self.atol, self.rtol, self.check_cmc_length, self.fields)
             total += n
             if not ok:
                 return False, total
@@ -94,7 +116,7 @@ class Eliminator:
             calls = calls_of(case)
             if not calls:
                 continue
-            preds = [[self.predictor.predict(c, case, call) for call in calls] for c in survivors]
+            preds = [[self._restrict(self.predictor.predict(c, case, call)) for call in calls] for c in survivors]
             if not any(_distinguishable(preds[i], preds[j])
                        for i in range(len(preds)) for j in range(i + 1, len(preds))):
                 continue

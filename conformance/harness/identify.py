@@ -13,6 +13,9 @@ from retrieval_conformance.conformance.harness.analysis import Analysis, analyse
 from retrieval_conformance.conformance.harness.candidates import UNSTABLE, search_text
 from retrieval_conformance.conformance.harness.cases import FAMILIES, family_skip_reason, golden_cases, sample_cases
 from retrieval_conformance.conformance.harness.describe import alternatives, describe
+from retrieval_conformance.conformance.harness.engine.composite import field_name
+from retrieval_conformance.conformance.harness.engine.evidence import ruled_out_lines
+from retrieval_conformance.conformance.harness.engine.impossible import impossible, impossible_text
 from retrieval_conformance.conformance.harness.probes import minus_one_probe, score_shift_note
 from retrieval_conformance.conformance.harness.report import Identification
 from retrieval_conformance.conformance.harness.session import LANDMARK_CONVENTIONS, Session
@@ -77,12 +80,23 @@ def identification(session: Session, a: Analysis) -> Identification:
     v = a.verdict
     if v is None or not v.survivors:
         lines.append(f"  no known convention or bug reproduces every value it returned ({search_text(a.dims)})")
-        lines += _first_differences(session, a)
+        lines += field_lines(session, a)
+        lines += _impossible_lines(session, a)
+        lines += ruled_out_lines(session, a)
         return Identification(False, lines + extra, n_cases=n_inputs)
     best = v.survivors[0]
     text, preset, diffs, equal = describe(session, best, a.dims)
-    lines.append("  " + text)
-    if best.cmc_length == "gallery":
+    per_field = {}
+    if v.composite is not None:
+        lines.append("  its fields follow different conventions (identified field by field):")
+        for names, cand in v.composite.groups():
+            part, _, part_diffs, _ = describe(session, cand, a.dims)
+            lines.append(f"    {'/'.join(field_name(f) for f in names)}: {part}")
+            per_field.update({f: {d: cand.option(d) for d in part_diffs} for f in names})
+    else:
+        lines.append("  " + text)
+    cmc_cand = v.composite.of("cmc") if v.composite is not None else best
+    if cmc_cand.cmc_length == "gallery":
         lines.append("  CMC length: each query's CMC is cut at min(max_rank, its gallery after junk removal), a "
                      "convention (torchreid, fast-reid, reid-strong-baseline), compared on the common prefix")
     if equal and not diffs:
@@ -93,7 +107,8 @@ def identification(session: Session, a: Analysis) -> Identification:
     due = len(r.raised)
     others = [c for c in v.survivors[1:]
               if sum(expects_value(session, c, rec) for rec in r.raised + r.allowed) == due]
-    alts = alternatives(best, others, a.dims)
+    # a composite's main field cannot tell the CMC length: that is the CMC's own part
+    alts = alternatives(best, others, [d for d in a.dims if v.composite is None or d != "cmc_length"])
     if alts:
         how = ("no input tried tells them apart" if not v.undecided
                else f"the split search stopped after {v.split_inputs} further inputs")
@@ -102,18 +117,30 @@ def identification(session: Session, a: Analysis) -> Identification:
                  + (f", {v.split_inputs} of them chosen where the candidates disagree" if v.split_inputs else ""))
     if best.conv.ties == UNSTABLE:
         lines.append("  " + findings.platform_facts())
+    impossible_lines = _impossible_lines(session, a)
+    lines += impossible_lines + ruled_out_lines(session, a)
     differences = {d: best.option(d) for d in diffs}
     # identified: a described behaviour reproduces every value; an order that no tie policy gives
     # (a platform-dependent value), raising where a value is due, or mutated inputs are findings
-    matched = best.conv.ties != UNSTABLE and not r.raised and not a.mutated
+    parts = [c for _, c in v.composite.parts] if v.composite is not None else [best]
+    matched = all(c.conv.ties != UNSTABLE for c in parts) and not r.raised and not a.mutated and not impossible_lines
     return Identification(matched, lines + extra, conventions=v.survivors, preset=preset, differences=differences,
-                          bug=best.bugs[0].id if best.bugs else None, n_cases=n_inputs)
+                          bug=best.bugs[0].id if best.bugs else None, n_cases=n_inputs, per_field=per_field,
+                          composite=v.composite)
 
 
-def _first_differences(session: Session, a: Analysis) -> List[str]:
-    for ev in a.evidence:
-        mism = session.compare(ev)
-        if mism:
-            return [f"  first input where it differs from `{session.protocol}`: {ev.case.name} "
-                    f"({ev.case.describe()}): " + "; ".join(m.text() for m in mism[:3])]
-    return []
+def field_lines(session: Session, a: Analysis) -> List[str]:
+    """Per field, what was found, where some fields are identified and others are not."""
+    if len(a.fields) < 2 or not any(a.per_field.values()):
+        return []
+    out = []
+    for f in a.fields:
+        found = a.per_field.get(f)
+        text = describe(session, found[0], a.dims)[0] if found else "no known convention or bug reproduces its values"
+        out.append(f"    {field_name(f)}: {text}")
+    return out
+
+
+def _impossible_lines(session: Session, a: Analysis) -> List[str]:
+    found = impossible(session, a)
+    return ["  " + impossible_text(found)] if found is not None else []

@@ -16,12 +16,13 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 from fractions import Fraction
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Collection, Dict, List, Optional, Sequence, Tuple
 
 from retrieval_conformance.conformance.harness import rank_bugs
 from retrieval_conformance.conformance.harness.adapters import Call, Reading
 from retrieval_conformance.conformance.harness.candidates import UNSTABLE, Bug, Candidate
 from retrieval_conformance.conformance.harness.cases import Case
+from retrieval_conformance.conformance.harness.engine.composite import Composite, field_of, predict_composite
 from retrieval_conformance.conformance.harness.expected import Convention, ReferenceCache
 from retrieval_conformance.reference.contract.conventions import CONCRETE_POLICIES
 
@@ -219,14 +220,22 @@ class Predictor:
     # -- the adapter's fields ---------------------------------------------------------------
     def predict(self, cand: Candidate, case: Case, call: Call, cmc_len: Optional[int] = None
                 ) -> Optional[Dict[str, Any]]:
-        """Field -> interval (or None: undefined) for one call; None when the candidate has no value."""
+        """Field -> interval (or None: undefined) for one call; None when the candidate has no value.
+
+        ``cand`` may be a :class:`~.engine.composite.Composite`: each field under its own candidate.
+        """
+        if isinstance(cand, Composite):
+            return predict_composite(self.predict, cand, case, call, cmc_len)
         max_rank = max(call.max_rank, cmc_len or 0)
         tab = self.tables(cand, case, call, max_rank)
         if tab is None:
             return None
         conv = cand.conv
         n_q = len(tab.ap)
-        if conv.empty == "skip":
+        if any(b.id == "empty-scores-one" for b in cand.bugs):
+            tab = _empty_scores_one(tab)
+            counted = [True] * n_q
+        elif conv.empty == "skip":
             counted = [r > 0 for r in tab.n_relevant]
         elif conv.empty == "skip_no_hit":
             if any(math.isnan(h) for h in tab.hits):
@@ -234,7 +243,12 @@ class Predictor:
             counted = [h > 0 for h in tab.hits]
         else:
             counted = [True] * n_q
+        if any(b.id == "cut-at-r" for b in cand.bugs):
+            tab = Table(tab.extra["ap_at_r"], tab.cmc, tab.inp, tab.n_relevant, tab.hits, tab.extra)
         scale = math.prod(b.scale for b in cand.bugs)
+        decimals = next((b.decimals for b in cand.bugs if b.decimals is not None), None)
+        if decimals is not None:
+            scale = (scale, decimals)
         if self.per_query:
             q = call.query
             return {name: _scale(tab.values(source)[q], scale) if counted[q] else None
@@ -277,10 +291,36 @@ def _mean(values: Sequence[Interval], counted: Sequence[bool]) -> Optional[Inter
     return (sum((v[0] for v in chosen), Fraction(0)) / n, sum((v[1] for v in chosen), Fraction(0)) / n)
 
 
-def _scale(iv: Optional[Interval], scale: int) -> Optional[Interval]:
-    if iv is None or scale == 1:
+def _scale(iv: Optional[Interval], scale) -> Optional[Interval]:
+    """The interval times ``scale``; ``scale`` = (factor, decimals): then rounded to that many decimals
+    (rounding is monotone, so the rounded ends bound every rounded value)."""
+    decimals = None
+    if isinstance(scale, tuple):
+        scale, decimals = scale
+    if iv is None or (scale == 1 and decimals is None):
         return iv
-    return (iv[0] * scale, iv[1] * scale)
+    lo, hi = iv[0] * scale, iv[1] * scale
+    if decimals is not None:
+        lo, hi = (_round(v, decimals) for v in (lo, hi))
+    return (lo, hi)
+
+
+def _round(value, decimals: int):
+    if isinstance(value, float):  # inf where a bug divides by zero
+        return value
+    return Fraction(round(Fraction(value) * 10 ** decimals), 10 ** decimals)
+
+
+def _empty_scores_one(tab: Table) -> Table:
+    """Every value of a query without a relevant item is 1 (a perfect score)."""
+    one = _point(Fraction(1))
+    empty = [r == 0 for r in tab.n_relevant]
+
+    def fix(values):
+        return [one if e else v for v, e in zip(values, empty)]
+
+    return Table(fix(tab.ap), [[one] * len(row) if e else row for row, e in zip(tab.cmc, empty)], fix(tab.inp),
+                 tab.n_relevant, tab.hits, {name: fix(values) for name, values in tab.extra.items()})
 
 
 # -- comparing a prediction with what the function returned ---------------------------------
@@ -301,14 +341,16 @@ def within(user: float, iv: Interval, atol: float, rtol: float) -> bool:
 
 
 def agreement(pred: Optional[Dict[str, Any]], reading: Reading, atol: float, rtol: float,
-              check_cmc_length: bool = True) -> Tuple[bool, int]:
-    """(agrees, number of values compared) of one call's reading with a prediction."""
+              check_cmc_length: bool = True, fields: Optional[Collection[str]] = None) -> Tuple[bool, int]:
+    """(agrees, number of values compared) of one call's reading with a prediction; ``fields``:
+    compare only these returned fields (None: every field)."""
+    values = reading.values if fields is None else {m: v for m, v in reading.values.items() if field_of(m) in fields}
     if pred is None:
         # the candidate has no value here (e.g. grouped ties cut inside a tie group): it cannot
         # reproduce a number the function returned
-        return (not reading.values), 0
+        return (not values), 0
     compared = 0
-    for metric, value in reading.values.items():
+    for metric, value in values.items():
         if metric == "cmc":
             cmc = pred.get("cmc")
             if cmc is None:

@@ -114,6 +114,9 @@ class Identification:
     uncheckable: Optional[str] = None  # why no verdict can be given (exit status 2)
     nondeterministic: bool = False
     notes: List[str] = field(default_factory=list)  # ids of informational findings (e.g. topk-minus-one)
+    #: where fields follow different conventions: field -> its options that differ from its nearest preset
+    per_field: Dict[str, Dict[str, str]] = field(default_factory=dict)
+    composite: Any = None  # the per-field candidate (engine.composite.Composite), or None
 
     def text(self) -> str:
         return "\n".join(self.lines)

@@ -106,13 +106,13 @@ def near_candidates(session, best: Candidate, bugs: Sequence[Bug], dims: Sequenc
 
 
 def challenge(session, survivors: List[Candidate], evidence: List, bugs: Sequence[Bug], dims: Sequence[str],
-              budget: int = CHALLENGE_BUDGET) -> List:
+              budget: int = CHALLENGE_BUDGET, elim=None) -> List:
     """Run inputs on which the nearest alternatives that still reproduce everything differ from the
     best survivor; returns the evaluations added (the caller filters its survivors with them)."""
     if not survivors or budget <= 0:
         return []
     best = survivors[0]
-    elim = session.eliminator
+    elim = elim or session.eliminator  # the field's own eliminator when identified field by field
     near = [c for c in near_candidates(session, best, bugs, dims) if elim.survivors([c], evidence)]
     if not near:
         return []

@@ -49,9 +49,10 @@ def _protocol_kwargs(protocol: str, overrides: dict) -> str:
 
 
 def make_snippet(func: Callable, target: Optional[str], adapter: Adapter, call: Call, arrays: str,
-                 protocol: str, overrides: dict, user_text: str, ref_text: str) -> str:
+                 protocol: str, overrides: dict, user_text: str, ref_text: str, reference: bool = True) -> str:
     """Python source that calls the user's function on the failing input and prints both values
-    (the reference's lines are the adapter's, :meth:`~.adapter_base.Adapter.reference_lines`)."""
+    (the reference's lines are the adapter's, :meth:`~.adapter_base.Adapter.reference_lines`; without
+    ``reference``, a comment with ``ref_text``: what a candidate the reference cannot compute gives)."""
     imp, name = function_import(func, target)
     lines: List[str] = ["import numpy as np"]
     if arrays == "torch":
@@ -67,5 +68,8 @@ def make_snippet(func: Callable, target: Optional[str], adapter: Adapter, call: 
     for key, value in call.kwargs.items():
         call_args.append(f"{key}={value!r}")
     lines.append(f"print({name}({', '.join(call_args)}))  # yours: {user_text}")
-    lines += adapter.reference_lines(call, _protocol_kwargs(protocol, overrides), ref_text)
+    if reference:
+        lines += adapter.reference_lines(call, _protocol_kwargs(protocol, overrides), ref_text)
+    else:
+        lines.append(f"# {ref_text}")
     return "\n".join(lines) + "\n"

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import ast
 import io
+import itertools
 import json
 import re
 import tokenize
@@ -337,8 +338,8 @@ def test_every_bug_and_family_clause_resolves():
     models = list(BUGS) + list(getattr(expected, "BUG_MODELS", ()))
     for bug in models:
         assert f"§11 {bug.id}" in ids, bug.id
-        for ap_at_k in expected.OPTION_VALUES["ap_at_k"]:
-            cited = bug.clause.format(ap_at_k=ap_at_k)
+        for ap_at_k, empty in itertools.product(expected.OPTION_VALUES["ap_at_k"], expected.OPTION_VALUES["empty"]):
+            cited = bug.clause.format(ap_at_k=ap_at_k, empty=empty)
             assert cited.startswith(PREFIX) and cited[len(PREFIX):] in ids, cited
     for fam in FAMILIES:
         assert _resolves(fam.clause), fam.clause
