@@ -1,0 +1,118 @@
+"""Accumulator(distributed=True) on 2 and 3 gloo processes: every rank gets, bit for bit, what one
+process computes with the C implementation on the concatenated queries and gallery, for every
+preset and tie policy, with uneven shards, an empty shard and a rank without queries."""
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pytest
+import retrieval_conformance as rc
+from retrieval_conformance.conformance.crosscheck import same_bits
+from retrieval_conformance.conformance.support.distributed_support import one_process_group, requires_gloo, run_ranks
+from retrieval_conformance.reference.contract import registry
+from retrieval_conformance.reference.contract.conventions import TIE_POLICIES
+from retrieval_conformance.reference.contract.presets import PRESETS
+
+pytestmark = requires_gloo
+YARDSTICK = "c" if registry.unavailable_reason("c") is None else "numpy"
+SCALARS = [f.name for f in dataclasses.fields(rc.Result)
+           if f.name not in ("per_query", "options", "implementation", "protocol", "exact", "extras")]
+
+
+def _case(rng, protocol, query_sizes, gallery_sizes, kind="embeddings", **options):
+    """Random tie-heavy data (few distinct coordinates, few ids) cut into the given rank sizes."""
+    n_q, n_g = sum(query_sizes), sum(gallery_sizes)
+    cams = "same_id_cam" in PRESETS[protocol].junk
+    if kind == "codes":
+        queries = {"query_codes": rng.choice([-1, 1], (n_q, 6))}
+        gallery = {"db_codes": rng.choice([-1, 1], (n_g, 6))}
+    else:
+        dtype = np.float64 if kind == "float64" else np.float32
+        low = 1 if options.get("metric") == "cosine" else 0  # no all-zero row
+        queries = {"query_embeddings": rng.integers(low, 3, (n_q, 3)).astype(dtype)}
+        gallery = {"db_embeddings": rng.integers(low, 3, (n_g, 3)).astype(dtype)}
+    if kind == "codes" and not cams:
+        queries["query_labels"] = rng.integers(0, 2, (n_q, 3))
+        gallery["db_labels"] = rng.integers(0, 2, (n_g, 3))
+    else:
+        queries["query_labels"] = rng.integers(0, 4, n_q)
+        gallery["db_labels"] = rng.integers(-1 if protocol == "reid-matlab" else 0, 4, n_g)
+    if cams:
+        queries["query_cams"], gallery["db_cams"] = rng.integers(0, 2, n_q), rng.integers(0, 2, n_g)
+    return {"queries": queries, "gallery": gallery, "query_sizes": query_sizes, "gallery_sizes": gallery_sizes,
+            "options": dict(protocol=protocol, **options)}
+
+
+def _one_process(case):
+    try:
+        return "ok", rc.evaluate(**case["queries"], **case["gallery"], **case["options"], implementation=YARDSTICK)
+    except ValueError as exc:
+        return "error", "ValueError", str(exc)
+
+
+def _check(cases, replies):
+    problems = []
+    for i, case in enumerate(cases):
+        want = _one_process(case)
+        for rank, per_rank in enumerate(replies):
+            got, label = per_rank[i], f"case {i} {case['options']} rank {rank}:"
+            if want[0] == "error" or got[0] == "error":
+                # the same error; one found in a rank's shard names the rank and where its shard starts
+                if got[:2] != want[:2] or got[2] != case.get("message", want[2]):
+                    problems.append(f"{label} got {got[:3]}, one process {want[:3]}")
+                continue
+            problems += same_bits(want[1].per_query, got[1].per_query, label)
+            for name in SCALARS:
+                a, b = (np.asarray(getattr(r, name), dtype=np.float64) for r in (want[1], got[1]))
+                if a.shape != b.shape or not np.array_equal(a, b, equal_nan=True):
+                    problems.append(f"{label} {name}: {b.tolist()} != one process {a.tolist()}")
+            traffic = got[2]
+            if traffic.bytes_sent <= 0 or traffic.bytes_received <= 0 or traffic.collectives < 4:
+                problems.append(f"{label} traffic not reported: {traffic}")
+    assert not problems, "\n".join(problems[:20])
+
+
+def test_two_ranks_every_preset_and_tie_policy():
+    rng = np.random.default_rng(29)
+    cases = [_case(rng, protocol, [7, 5], [13, 19], ties=ties, k=k)
+             for protocol in PRESETS for ties in TIE_POLICIES for k in ([None, 4] if ties == "grouped" else [5])]
+    cases += [_case(rng, "hashing", [6, 6], [20, 11], kind="codes", radius=2, ties=ties) for ties in TIE_POLICIES]
+    cases += [_case(rng, "reid", [5, 9], [9, 22], kind="float64", ties=ties) for ties in TIE_POLICIES]
+    cases += [_case(rng, "pml", [8, 3], [4, 30], metric="cosine", k=3)]
+    broken = _case(rng, "pml", [8, 3], [4, 30], metric="cosine")
+    broken["gallery"]["db_embeddings"][7] = 0  # item 7 is row 3 of rank 1's shard
+    broken["message"] = ("db_embeddings: row 3 is all zeros; cosine distance is undefined (raised on rank 1, whose "
+                         "gallery shard starts at item 4)")
+    cases.append(broken)
+    _check(cases, run_ranks(2, cases))
+
+
+def test_three_ranks_empty_shard_and_rank_without_queries():
+    rng = np.random.default_rng(2929)
+    sizes = dict(query_sizes=[0, 8, 4], gallery_sizes=[17, 0, 15])
+    cases = [_case(rng, protocol, **sizes) for protocol in PRESETS]
+    cases += [_case(rng, "hashing", kind="codes", ties=ties, k=6, **sizes) for ties in TIE_POLICIES]
+    cases += [_case(rng, "reid", [1, 1, 1], [1, 2, 40], k=10**12, max_rank=10**4)]  # cut-offs beyond the gallery
+    _check(cases, run_ranks(3, cases))
+
+
+def test_refuses_without_process_group_and_what_it_cannot_honour():
+    gallery = dict(db_embeddings=np.eye(3), db_labels=[0, 1, 2])
+    with pytest.raises(RuntimeError, match="init_process_group"):
+        rc.Accumulator(**gallery, distributed=True)
+    with pytest.raises(ValueError, match="implementation"):
+        rc.Accumulator(**gallery, distributed=True, implementation="c")
+    with pytest.raises(ValueError, match="device"):
+        rc.Accumulator(**gallery, distributed=True, device="cpu")
+    with one_process_group():
+        acc = rc.Accumulator(**gallery, distributed=True, k=2)
+        with pytest.raises(ValueError, match="^distances: distributed=True"):
+            acc.update(distances=np.eye(3), query_labels=[0, 1, 2])
+        with pytest.raises(ValueError, match="query_labels"):
+            acc.update(query_embeddings=np.eye(3))
+        acc.update(query_embeddings=np.eye(3)[::-1], query_labels=[2, 1, 0])
+        got = acc.compute()
+        want = rc.evaluate(**gallery, query_embeddings=np.eye(3)[::-1], query_labels=[2, 1, 0], k=2)
+        assert not same_bits(want.per_query, got.per_query)
+        assert acc.traffic.bytes_sent == 0 and acc.traffic.collectives > 0  # one rank: nothing leaves it
