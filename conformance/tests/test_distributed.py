@@ -67,9 +67,14 @@ def _check(cases, replies):
                 a, b = (np.asarray(getattr(r, name), dtype=np.float64) for r in (want[1], got[1]))
                 if a.shape != b.shape or not np.array_equal(a, b, equal_nan=True):
                     problems.append(f"{label} {name}: {b.tolist()} != one process {a.tolist()}")
+            # at least the other ranks' queries reach this rank, and all of them leave it
+            queries = sum(a.nbytes for a in case["queries"].values()) // sum(case["query_sizes"])
+            others = queries * (sum(case["query_sizes"]) - case["query_sizes"][rank])
+            mine = queries * case["query_sizes"][rank] * (len(replies) - 1)
             traffic = got[2]
-            if traffic.bytes_sent <= 0 or traffic.bytes_received <= 0 or traffic.collectives < 4:
-                problems.append(f"{label} traffic not reported: {traffic}")
+            if traffic.bytes_received < others or traffic.bytes_sent < mine or traffic.collectives < 4:
+                problems.append(f"{label} traffic {traffic}: expected at least {others} bytes received and "
+                                f"{mine} sent (the queries)")
     assert not problems, "\n".join(problems[:20])
 
 
@@ -94,6 +99,13 @@ def test_three_ranks_empty_shard_and_rank_without_queries():
     cases = [_case(rng, protocol, **sizes) for protocol in PRESETS]
     cases += [_case(rng, "hashing", kind="codes", ties=ties, k=6, **sizes) for ties in TIE_POLICIES]
     cases += [_case(rng, "reid", [1, 1, 1], [1, 2, 40], k=10**12, max_rank=10**4)]  # cut-offs beyond the gallery
+    # ±1 or {0, 1} codes is decided over the whole gallery: a -1 on rank 1 makes rank 0's 0 an error
+    codes = _case(rng, "hashing", [2, 2, 2], [3, 3, 3], kind="codes")
+    codes["queries"]["query_codes"][:] = 1
+    codes["gallery"]["db_codes"][:3] = 1
+    codes["gallery"]["db_codes"][1, 2] = 0
+    codes["message"] = _one_process(codes)[2] + " (raised on rank 0, whose gallery shard starts at item 0)"
+    cases.append(codes)
     _check(cases, run_ranks(3, cases))
 
 
