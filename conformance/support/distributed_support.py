@@ -81,6 +81,17 @@ def run_ranks(world: int, cases: List[Dict[str, Any]], deadline_s: float = 120.0
         return out
 
 
+def _probe(rank: int):
+    """The collectives on known payloads (rank r gathers 100 r + 50 bytes, then sums 10 int64):
+    what came back, and the traffic counted."""
+    from retrieval_conformance.implementations.distributed import ProcessGroup
+
+    group = ProcessGroup()
+    gathered = group.all_gather(bytes([rank]) * (100 * rank + 50))
+    total = group.all_sum(np.full(10, rank + 1, np.int64))
+    return gathered, total, group.traffic
+
+
 def _worker(rank: int, world: int, port: int, folder: str) -> None:
     import retrieval_conformance as rc
 
@@ -102,6 +113,7 @@ def _worker(rank: int, world: int, port: int, folder: str) -> None:
             replies.append(("ok", result, acc.traffic))
         except (ValueError, TypeError) as exc:
             replies.append(("error", type(exc).__name__, str(exc)))
+    replies.append(_probe(rank))
     with open(os.path.join(folder, f"rank{rank}.pkl"), "wb") as f:
         pickle.dump(replies, f)
     dist.destroy_process_group()

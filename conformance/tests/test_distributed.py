@@ -51,7 +51,21 @@ def _one_process(case):
         return "error", "ValueError", str(exc)
 
 
+def _check_probe(replies):
+    """The gathered payloads and sums are right, and the bytes counted follow the documented model:
+    an all-gather moves its padded payload to and from each other rank (after 8 bytes of size), an
+    all-reduce of S bytes 2 S (W - 1) / W each way."""
+    world = len(replies)
+    for per_rank in replies:
+        gathered, total, traffic = per_rank[-1]
+        assert gathered == [bytes([r]) * (100 * r + 50) for r in range(world)]
+        assert total.tolist() == [world * (world + 1) // 2] * 10
+        moved = (8 + 100 * (world - 1) + 50) * (world - 1) + 2 * 80 * (world - 1) // world
+        assert (traffic.bytes_sent, traffic.bytes_received, traffic.collectives) == (moved, moved, 3)
+
+
 def _check(cases, replies):
+    _check_probe(replies)
     problems = []
     for i, case in enumerate(cases):
         want = _one_process(case)
