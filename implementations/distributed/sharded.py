@@ -68,6 +68,7 @@ def evaluate_sharded(group: ProcessGroup, queries: Dict[str, np.ndarray], galler
     offsets = np.cumsum([0] + sizes[:-1]).tolist()
     codes_signed = any(s["minus_one"] for s in shared) or (
         "query_codes" in everyone and bool((everyone["query_codes"] == -1).any()))
+    del shared  # the gathered blocks: one copy of the queries (``everyone``) is enough
     inner = clip_to_gallery(options, n_gallery)
     step = block_rows(n_queries, max(sizes), block_size)
     parts: List[PerQuery] = []
