@@ -111,6 +111,8 @@ class Accumulator:
         self._gallery = _gallery_arrays(
             dict(db_labels=db_labels, db_embeddings=db_embeddings, db_codes=db_codes, db_cams=db_cams), protocol
         )
+        if distributed not in (True, False):
+            raise TypeError(f"distributed: expected True or False, got {distributed!r}")
         self._distributed = None
         if distributed:  # a rank's shard may be empty; the shards' sizes are gathered at compute()
             from retrieval_conformance.distributed import DistributedQueries  # torch only when asked for

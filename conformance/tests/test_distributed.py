@@ -127,6 +127,8 @@ def test_refuses_without_process_group_and_what_it_cannot_honour():
     gallery = dict(db_embeddings=np.eye(3), db_labels=[0, 1, 2])
     with pytest.raises(RuntimeError, match="init_process_group"):
         rc.Accumulator(**gallery, distributed=True)
+    with pytest.raises(TypeError, match="^distributed: expected True or False, got 'yes'"):
+        rc.Accumulator(**gallery, distributed="yes")
     with pytest.raises(ValueError, match="implementation"):
         rc.Accumulator(**gallery, distributed=True, implementation="c")
     with pytest.raises(ValueError, match="device"):
