@@ -15,6 +15,7 @@ import socket
 import tempfile
 import time
 from typing import Any, Dict, List
+from unittest import mock
 
 import numpy as np
 import pytest
@@ -61,7 +62,9 @@ def one_process_group():
 
 def run_ranks(world: int, cases: List[Dict[str, Any]], deadline_s: float = 120.0) -> List[List[Any]]:
     """Each case run on ``world`` gloo processes; per rank, per case, ``("ok", Result, Traffic)``
-    or ``("error", type name, message)``.  Fails (and kills the processes) past ``deadline_s``."""
+    or ``("error", type name, message)``; then the probe of the collectives (:func:`_probe`).  A
+    case's ``fail = (rank, "shard_statistics" or "shard_counts")`` makes that pass raise
+    ``MemoryError`` on that rank.  Fails (and kills the processes) past ``deadline_s``."""
     with tempfile.TemporaryDirectory() as folder:
         with open(os.path.join(folder, "cases.pkl"), "wb") as f:
             pickle.dump(cases, f)
@@ -94,6 +97,7 @@ def _probe(rank: int):
 
 def _worker(rank: int, world: int, port: int, folder: str) -> None:
     import retrieval_conformance as rc
+    from retrieval_conformance.implementations.distributed import sharded
 
     torch.set_num_threads(1)
     dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=world,
@@ -102,16 +106,20 @@ def _worker(rank: int, world: int, port: int, folder: str) -> None:
         cases = pickle.load(f)
     replies = []
     for case in cases:
+        failing_rank, step = case.get("fail", (None, None))
+        injected = (mock.patch.object(sharded, step, side_effect=MemoryError("injected"))
+                    if failing_rank == rank else contextlib.nullcontext())
         try:
-            acc = rc.Accumulator(**split(case["gallery"], case["gallery_sizes"], rank), **case["options"],
-                                 distributed=True)
-            queries = split(case["queries"], case["query_sizes"], rank)
-            n = case["query_sizes"][rank]
-            for lo, hi in ((0, n // 2), (n // 2, n)):  # two blocks (the first may be empty)
-                acc.update(**{name: value[lo:hi] for name, value in queries.items()})
-            result = acc.compute()
+            with injected:
+                acc = rc.Accumulator(**split(case["gallery"], case["gallery_sizes"], rank), **case["options"],
+                                     distributed=True)
+                queries = split(case["queries"], case["query_sizes"], rank)
+                n = case["query_sizes"][rank]
+                for lo, hi in ((0, n // 2), (n // 2, n)):  # two blocks (the first may be empty)
+                    acc.update(**{name: value[lo:hi] for name, value in queries.items()})
+                result = acc.compute()
             replies.append(("ok", result, acc.traffic))
-        except (ValueError, TypeError) as exc:
+        except Exception as exc:  # noqa: BLE001 (every error is compared with the one process's)
             replies.append(("error", type(exc).__name__, str(exc)))
     replies.append(_probe(rank))
     with open(os.path.join(folder, f"rank{rank}.pkl"), "wb") as f:

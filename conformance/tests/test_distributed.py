@@ -68,6 +68,8 @@ def _check(cases, replies):
     _check_probe(replies)
     problems = []
     for i, case in enumerate(cases):
+        if "fail" in case:
+            continue
         want = _one_process(case)
         for rank, per_rank in enumerate(replies):
             got, label = per_rank[i], f"case {i} {case['options']} rank {rank}:"
@@ -120,7 +122,14 @@ def test_three_ranks_empty_shard_and_rank_without_queries():
     codes["gallery"]["db_codes"][1, 2] = 0
     codes["message"] = _one_process(codes)[2] + " (raised on rank 0, whose gallery shard starts at item 0)"
     cases.append(codes)
-    _check(cases, run_ranks(3, cases))
+    # a failure on one rank, in either pass, is raised on every rank instead of leaving them waiting
+    cases += [dict(_case(rng, "reid", **sizes), fail=(2, step)) for step in ("shard_statistics", "shard_counts")]
+    replies = run_ranks(3, cases)
+    _check(cases, replies)
+    first = "MemoryError: injected (raised on rank 2, whose gallery shard starts at item 17)"
+    assert [r[-3] for r in replies] == [("error", "RuntimeError", first)] * 3
+    other = "pass 2 failed on 1 other rank(s) (their own error is raised there)"
+    assert [r[-2] for r in replies] == [("error", "RuntimeError", other)] * 2 + [("error", "MemoryError", "injected")]
 
 
 def test_refuses_without_process_group_and_what_it_cannot_honour():

@@ -38,6 +38,8 @@ from retrieval_conformance.reference.contract.evaluate import build_problem
 from retrieval_conformance.reference.contract.problem import Options, PerQuery
 from retrieval_conformance.reference.contract.query_blocks import block_rows
 
+#: errors of a rank's inputs, raised as they are on every rank (any other becomes a RuntimeError)
+ERRORS = {"ValueError": ValueError, "TypeError": TypeError}
 #: the query-side inputs a rank may hold
 QUERY_INPUTS = ("query_embeddings", "query_codes", "query_labels", "query_cams")
 
@@ -92,15 +94,16 @@ def _first_pass(group, rows, gallery, offsets, options, metric, junk_ids, start,
             reply["stats"] = shard_statistics(problem, {}, offset, options)
             reply["float64"] = problem.distances is not None and problem.distances.dtype == np.float64
             reply["graded"] = problem.grades is not None
-        except (ValueError, TypeError) as exc:
+        except Exception as exc:  # noqa: BLE001 (raised below on every rank, so that no rank waits)
             reply["error"] = (type(exc).__name__, str(exc))
     replies = group.all_gather_objects(reply)
     for rank, r in enumerate(replies):
         if r["error"] is not None:
             kind, message = r["error"]
             # a gallery row in the message counts from the start of that rank's shard
-            raise (TypeError if kind == "TypeError" else ValueError)(
-                f"{message} (raised on rank {rank}, whose gallery shard starts at item {offsets[rank]})")
+            raise ERRORS.get(kind, RuntimeError)(
+                f"{'' if kind in ERRORS else kind + ': '}{message} (raised on rank {rank}, whose gallery shard "
+                f"starts at item {offsets[rank]})")
     return problem, [r for r in replies if r["stats"] is not None]
 
 
@@ -114,8 +117,19 @@ def _finish_chunk(group, part, inner: Options, options: Options, n_gallery: int,
     points = points_for(merged)
     n_points = points["row"].shape[0]
     shape = n_points if inner.ties in INDEX_ORDERS else (2, n_points)
-    counts = np.zeros(shape, np.int64) if problem is None else shard_counts(problem, {}, offset, inner.ties, points)
-    total = group.all_sum(counts)
+    counts, failure = np.zeros(shape, np.int64), None
+    if problem is not None:
+        try:
+            counts = shard_counts(problem, {}, offset, inner.ties, points)
+        except Exception as exc:  # noqa: BLE001 (raised below, after every rank knows)
+            failure = exc
+    # one more count, of the ranks that failed: every rank learns of a failure in the same all-reduce
+    total = group.all_sum(np.append(counts.reshape(-1), int(failure is not None)))
+    if failure is not None:
+        raise failure
+    if total[-1]:
+        raise RuntimeError(f"pass 2 failed on {total[-1]} other rank(s) (their own error is raised there)")
+    total = total[:-1].reshape(shape)
     pq = PerQuery(**chunk_metrics(merged, [total]))
     if inner is not options:
         pq = pad_cmc(restore_precision(pq, options.k, n_gallery), options.max_rank)
