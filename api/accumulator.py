@@ -236,7 +236,9 @@ class Accumulator:
         leaves every query out warns ``NoQueryCountedWarning``.
         """
         if self._distributed is not None:
-            return self._distributed.compute()
+            result = self._distributed.compute()
+            self._n_gallery = self._distributed.n_gallery  # every rank's shard together
+            return result
         if not self._parts:
             raise ValueError("Accumulator.compute: no queries yet; call update(...) with a block of queries first")
         return aggregate(PerQuery.concat(self._parts), self._options, self._protocol, self._implementation,

@@ -45,6 +45,7 @@ class DistributedQueries:
         junk = get_preset(protocol).junk
         self.cameras, self.junk_ids = "same_id_cam" in junk, ((-1,) if "minus_one" in junk else ())
         self.traffic: Optional[Traffic] = None
+        self.n_gallery: Optional[int] = None  # the whole gallery's items, known at compute()
         self.reset()
 
     def reset(self) -> None:
@@ -86,9 +87,9 @@ class DistributedQueries:
         queries = ({name: np.concatenate([b[name] for b in self.blocks]) for name in self.blocks[0]}
                    if self.blocks else {})
         before = Traffic(**vars(self.group.traffic))
-        per_query, n_gallery = evaluate_sharded(self.group, queries, self.gallery, self.options, self.metric,
+        per_query, self.n_gallery = evaluate_sharded(self.group, queries, self.gallery, self.options, self.metric,
                                                 self.junk_ids)
         now = self.group.traffic
         self.traffic = Traffic(now.bytes_sent - before.bytes_sent, now.bytes_received - before.bytes_received,
                                now.collectives - before.collectives)
-        return aggregate(per_query, self.options, self.protocol, IMPLEMENTATION, n_gallery=n_gallery)
+        return aggregate(per_query, self.options, self.protocol, IMPLEMENTATION, n_gallery=self.n_gallery)

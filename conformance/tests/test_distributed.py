@@ -153,3 +153,4 @@ def test_refuses_without_process_group_and_what_it_cannot_honour():
         want = rc.evaluate(**gallery, query_embeddings=np.eye(3)[::-1], query_labels=[2, 1, 0], k=2)
         assert not same_bits(want.per_query, got.per_query)
         assert acc.traffic.bytes_sent == 0 and acc.traffic.collectives > 0  # one rank: nothing leaves it
+        assert (len(acc), acc.n_gallery, acc.implementation) == (3, 3, "numpy")
