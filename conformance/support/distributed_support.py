@@ -19,6 +19,7 @@ from unittest import mock
 
 import numpy as np
 import pytest
+from retrieval_conformance.conformance.support.requirements import required_names
 
 try:
     import torch
@@ -31,8 +32,10 @@ except ImportError:  # the tests that need it are skipped
 
 __all__ = ["one_process_group", "requires_gloo", "run_ranks", "split"]
 
-#: the distributed tests' mark: collected and skipped without torch.distributed (gloo)
-requires_gloo = pytest.mark.skipif(not GLOO, reason="torch.distributed with gloo is not available ([torch] extra)")
+#: the distributed tests' mark: collected and skipped without torch.distributed (gloo), unless torch is
+#: required here (``RC_REQUIRE=torch``), where they run and fail (:func:`_need_gloo`)
+requires_gloo = pytest.mark.skipif(not GLOO and "torch" not in required_names(),
+                                   reason="torch.distributed with gloo is not available ([torch] extra)")
 #: seconds a collective may wait before the process group gives up
 COLLECTIVE_TIMEOUT = 60
 
@@ -49,9 +52,15 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
+def _need_gloo() -> None:
+    if not GLOO:
+        pytest.fail("torch.distributed with gloo is required here (RC_REQUIRE=torch) but not available")
+
+
 @contextlib.contextmanager
 def one_process_group():
     """A gloo process group of this process alone (world size 1), destroyed at the end."""
+    _need_gloo()
     dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{_free_port()}", rank=0, world_size=1,
                             timeout=datetime.timedelta(seconds=COLLECTIVE_TIMEOUT))
     try:
@@ -65,6 +74,7 @@ def run_ranks(world: int, cases: List[Dict[str, Any]], deadline_s: float = 120.0
     or ``("error", type name, message)``; then the probe of the collectives (:func:`_probe`).  A
     case's ``fail = (rank, "shard_statistics" or "shard_counts")`` makes that pass raise
     ``MemoryError`` on that rank.  Fails (and kills the processes) past ``deadline_s``."""
+    _need_gloo()
     with tempfile.TemporaryDirectory() as folder:
         with open(os.path.join(folder, "cases.pkl"), "wb") as f:
             pickle.dump(cases, f)
