@@ -209,7 +209,10 @@ class Accumulator:
                      relevance=relevance, junk=junk)
         start = self._n_queries
         if self._distributed is not None:
-            self._n_queries += self._distributed.update(block)
+            try:
+                self._n_queries += self._distributed.update(block)
+            except (ValueError, TypeError) as exc:
+                raise _located(exc, start) from None
             return
         kinds = precisions(block)  # before a bfloat16 tensor is read as float32
         try:
