@@ -70,8 +70,9 @@ class DistributedQueries:
         if self.cameras and "query_cams" not in given:
             raise ValueError(f"query_cams: protocol {self.protocol!r} removes gallery items with the query's id and "
                              "camera as junk, so it needs query_cams= (and db_cams= at construction)")
-        if not self.cameras:
-            given.pop("query_cams", None)
+        if not self.cameras and "query_cams" in given:
+            raise ValueError(f"query_cams: protocol {self.protocol!r} has no camera junk rule; use protocol='reid' or "
+                             "'reid-matlab', or leave query_cams out")
         arrays = {name: np.asarray(v.array_input(name, value)) for name, value in given.items()}
         v.check_ndim(ranking[0], arrays[ranking[0]], 2, "one row per query")
         n = arrays[ranking[0]].shape[0]

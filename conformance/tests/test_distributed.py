@@ -148,6 +148,8 @@ def test_refuses_without_process_group_and_what_it_cannot_honour():
             acc.update(distances=np.eye(3), query_labels=[0, 1, 2])
         with pytest.raises(ValueError, match="^query_labels: .* block starting at query 0"):
             acc.update(query_embeddings=np.eye(3))
+        with pytest.raises(ValueError, match="^query_cams: protocol 'hashing' has no camera junk rule"):
+            acc.update(query_embeddings=np.eye(3), query_labels=[0, 1, 2], query_cams=[0, 0, 0])
         acc.update(query_embeddings=np.eye(3)[::-1], query_labels=[2, 1, 0])
         got = acc.compute()
         want = rc.evaluate(**gallery, query_embeddings=np.eye(3)[::-1], query_labels=[2, 1, 0], k=2)
