@@ -84,7 +84,9 @@ def _check(cases, replies):
                 if a.shape != b.shape or not np.array_equal(a, b, equal_nan=True):
                     problems.append(f"{label} {name}: {b.tolist()} != one process {a.tolist()}")
             # at least the other ranks' queries reach this rank, and all of them leave it
-            queries = sum(a.nbytes for a in case["queries"].values()) // sum(case["query_sizes"])
+            # (integer codes travel as int8)
+            queries = sum(a.nbytes // (a.itemsize if name == "query_codes" else 1)
+                          for name, a in case["queries"].items()) // sum(case["query_sizes"])
             others = queries * (sum(case["query_sizes"]) - case["query_sizes"][rank])
             mine = queries * case["query_sizes"][rank] * (len(replies) - 1)
             traffic = got[2]
@@ -156,3 +158,14 @@ def test_refuses_without_process_group_and_what_it_cannot_honour():
         assert not same_bits(want.per_query, got.per_query)
         assert acc.traffic.bytes_sent == 0 and acc.traffic.collectives > 0  # one rank: nothing leaves it
         assert (len(acc), acc.n_gallery, acc.implementation) == (3, 3, "numpy")
+
+
+def test_integer_codes_travel_as_int8_and_nothing_else_changes():
+    from retrieval_conformance.implementations.distributed.sharded import _compact
+
+    codes = np.array([[1, -1, 0], [1, 1, -1]], np.int64)
+    sent = _compact({"query_codes": codes, "query_labels": np.array([1, 2])})
+    assert sent["query_codes"].dtype == np.int8 and np.array_equal(sent["query_codes"], codes)
+    assert sent["query_labels"].dtype == np.int64
+    for kept in (codes * 2, codes.astype(np.float32), codes.astype(bool)):  # left to the validation as given
+        assert _compact({"query_codes": kept})["query_codes"] is kept
