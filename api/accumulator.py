@@ -57,6 +57,13 @@ class Accumulator:
     device : str or torch.device, optional
         Where torch computes, as in :func:`evaluate` (only with ``implementation="torch"`` or
         ``"auto"``).
+    distributed : bool
+        True: evaluate on the current ``torch.distributed`` process group.  Each rank passes its
+        shard of the gallery here (possibly empty) and its queries to ``update()`` (embeddings or
+        codes with labels); ``compute()``, called on every rank, returns on every rank the result
+        of all queries (rank order) against the whole gallery (shards in rank order), bit for
+        bit what one process gives on the concatenation.  ``traffic`` then reports the bytes
+        moved (see ``docs/guide/distributed.md``).
 
     Examples
     --------
@@ -92,6 +99,7 @@ class Accumulator:
         recall: Optional[str] = None,
         discount: Optional[str] = None,
         device=None,
+        distributed: bool = False,
     ) -> None:
         self._options = resolve_options(
             protocol, None if k is _UNSET else k, max_rank, ties, ap_rule, ap_at_k, empty, radius,
@@ -103,9 +111,16 @@ class Accumulator:
         self._gallery = _gallery_arrays(
             dict(db_labels=db_labels, db_embeddings=db_embeddings, db_codes=db_codes, db_cams=db_cams), protocol
         )
-        self._gallery_size = _gallery_size(self._gallery)
+        if distributed not in (True, False):
+            raise TypeError(f"distributed: expected True or False, got {distributed!r}")
+        self._distributed = None
+        if distributed:  # a rank's shard may be empty; the shards' sizes are gathered at compute()
+            from retrieval_conformance.distributed import DistributedQueries  # torch only when asked for
+            self._distributed = DistributedQueries(self._gallery, self._options, protocol, self._metric,
+                                                   implementation, device)
+        self._gallery_size = None if distributed else _gallery_size(self._gallery)
         impl = registry.get(implementation) if device is None else registry.on_device(implementation, device)
-        self._implementation = impl.name
+        self._implementation = self._distributed.implementation if distributed else impl.name
         self._device = device
         # db_embeddings checked and cut into exact slices once, at the first block of embeddings
         self._db_embeddings: Optional[Any] = None
@@ -120,6 +135,8 @@ class Accumulator:
         self._n_gallery: Optional[int] = self._gallery_size
         # the first query row of a block with a -1 / with a 0 in its codes (None: none yet)
         self._codes_seen: Dict[str, Optional[int]] = {"-1": None, "0": None}
+        if self._distributed is not None:
+            self._distributed.reset()
 
     def __len__(self) -> int:
         """Queries accumulated since construction or the last :meth:`reset`."""
@@ -142,6 +159,12 @@ class Accumulator:
     def implementation(self) -> str:
         """The name of the implementation that computes every block."""
         return self._implementation
+
+    @property
+    def traffic(self):
+        """Under ``distributed=True``, the bytes this rank sent and received in the last
+        :meth:`compute` (``bytes_sent``, ``bytes_received``, ``collectives``); else None."""
+        return None if self._distributed is None else self._distributed.traffic
 
     @property
     def n_gallery(self) -> Optional[int]:
@@ -185,6 +208,12 @@ class Accumulator:
                      scores=scores, query_labels=query_labels, query_cams=query_cams,
                      relevance=relevance, junk=junk)
         start = self._n_queries
+        if self._distributed is not None:
+            try:
+                self._n_queries += self._distributed.update(block)
+            except (ValueError, TypeError) as exc:
+                raise _located(exc, start) from None
+            return
         kinds = precisions(block)  # before a bfloat16 tensor is read as float32
         try:
             block = {name: v.array_input(name, value) for name, value in block.items() if value is not None}
@@ -209,6 +238,10 @@ class Accumulator:
         raises here (naming the first empty query by its overall index), and a policy that
         leaves every query out warns ``NoQueryCountedWarning``.
         """
+        if self._distributed is not None:
+            result = self._distributed.compute()
+            self._n_gallery = self._distributed.n_gallery  # every rank's shard together
+            return result
         if not self._parts:
             raise ValueError("Accumulator.compute: no queries yet; call update(...) with a block of queries first")
         return aggregate(PerQuery.concat(self._parts), self._options, self._protocol, self._implementation,
