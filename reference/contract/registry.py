@@ -210,8 +210,9 @@ def on_device(name: str, device) -> Implementation:
     """
     if name == "auto":
         for candidate in sorted(names(), key=_speed_rank):
-            if unavailable_reason(candidate) is None and hasattr(_load(candidate), "on_device"):
-                return _load(candidate).on_device(device)
+            impl = _load(candidate) if unavailable_reason(candidate) is None else None
+            if impl is not None and hasattr(impl, "on_device"):
+                return impl.on_device(device)
         raise ValueError(
             f"device: got {device!r}, but no implementation that runs on a device is available here; "
             "install torch (pip install 'retrieval-conformance[torch]') or leave device unset")
