@@ -258,7 +258,7 @@ class Result:
     precision_at_radius: Optional[float] = None
     recall_at_radius: Optional[float] = None
     exact: Optional[ExactResult] = None
-    extras: Dict[str, object] = field(default_factory=dict)
+    extras: Dict[str, Any] = field(default_factory=dict)
 
     @property
     def n_counted(self) -> int:
