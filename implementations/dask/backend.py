@@ -205,7 +205,7 @@ class DaskImplementation(Implementation):
         client = require_client(state if isinstance(state, (ScatteredGallery, ShardedGallery)) else None)
         n_q = int(problem.n_queries)
         if n_q == 0:
-            return PerQuery(**zero_arrays(0, options))
+            return PerQuery(**zero_arrays(0, options))  # type: ignore[arg-type]  # arrays by field name
         bounds = self.shards(problem)
         if bounds is not None:
             return on_cluster(client, lambda: self._compute_sharded(problem, options, progress, state, client, bounds))

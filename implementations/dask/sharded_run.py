@@ -117,6 +117,6 @@ class ShardedRun:
             completed.update(second)
             return None
         try:
-            return PerQuery(**chunk_metrics(self.merged[i], slot))
+            return PerQuery(**chunk_metrics(self.merged[i], slot))  # type: ignore[arg-type]  # arrays by field name
         except ValueError as exc:  # the queries' error (grouped: a cut-off inside a tie group)
             return ChunkError(exc)

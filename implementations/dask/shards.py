@@ -49,7 +49,7 @@ below 2**26 items); beyond that the one-machine value itself is not exactly roun
 from __future__ import annotations
 
 from dataclasses import fields, replace
-from typing import Dict, List, Optional, Sequence, Tuple, Union
+from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
 from retrieval_conformance.implementations.numpy_backend import NumpyOps, NumpySource
@@ -98,7 +98,7 @@ def query_part(problem: Problem, start: int, stop: int, lo: int, hi: int) -> Pro
     """Queries ``start:stop`` against items ``lo:hi``: the matrices sliced both ways (only those
     bytes are read, from a memory map too), the other per-query arrays by rows, the gallery
     arrays left out (they travel as shards)."""
-    changes: Dict[str, object] = {"n_queries": stop - start, "n_gallery": hi - lo}
+    changes: Dict[str, Any] = {"n_queries": stop - start, "n_gallery": hi - lo}  # replace()'s arguments
     for f in fields(Problem):
         value = getattr(problem, f.name)
         if f.name in GALLERY_FIELDS:
@@ -124,7 +124,7 @@ def order_keys(dist: np.ndarray) -> np.ndarray:
 def _blocks(part: Problem, gallery: Dict[str, np.ndarray], need_relevance: bool = True):
     """(first row, keys, distances, relevant non-junk, junk or None, grades or None) of
     sub-blocks of rows of one (chunk, shard) part, each under the numpy implementation's budget."""
-    problem = replace(part, **gallery)
+    problem = replace(part, **gallery)  # type: ignore[arg-type]  # arrays by field name
     source = NumpySource(problem, PreparedGallery(problem))
     n_rows, n_items = problem.n_queries, problem.n_gallery
     step = block_rows(n_rows, n_items, budget=BLOCK_BYTES)

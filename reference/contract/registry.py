@@ -14,7 +14,7 @@ with :func:`register`.  Built-in names cannot be replaced.
 from __future__ import annotations
 
 import importlib
-from typing import Callable, Dict, List, Optional
+from typing import Callable, Dict, List, Optional, TypeVar
 
 from retrieval_conformance.reference.contract.problem import Options, PerQuery, Problem
 
@@ -55,6 +55,10 @@ class Implementation:
         raise NotImplementedError
 
 
+#: what a prepared gallery array's maker returns
+Made = TypeVar("Made")
+
+
 class PreparedGallery:
     """The gallery-side arrays of one evaluation, each made once, by the first block that asks
     (packed codes, sorted ids, arrays moved to a device): what :meth:`Implementation.prepare`
@@ -72,7 +76,9 @@ class PreparedGallery:
         arrays, rest = _gallery_sources(problem)
         return all(a is b for a, b in zip(self._sources[0], arrays)) and self._sources[1] == rest
 
-    def get(self, name: str, make: Callable[[], object]) -> object:
+    def get(self, name: str, make: Callable[[], Made]) -> Made:
+        """The array stored as ``name``, made by ``make`` the first time (a name is always made
+        by the same kind of ``make``, so it holds the type ``make`` returns)."""
         if name not in self._arrays:
             self._arrays[name] = make()
         return self._arrays[name]
