@@ -49,7 +49,7 @@ below 2**26 items); beyond that the one-machine value itself is not exactly roun
 from __future__ import annotations
 
 from dataclasses import fields, replace
-from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
+from typing import Any, Dict, List, Optional, Sequence, Tuple, Union, cast
 
 import numpy as np
 from retrieval_conformance.implementations.numpy_backend import NumpyOps, NumpySource
@@ -148,7 +148,7 @@ def shard_statistics(part: Problem, gallery: Dict[str, np.ndarray], offset: int,
     radius counts, and under ``grouped`` with ``k`` the ``k + 1`` smallest non-junk keys
     (``smallest``, rows of ``width`` padded with ``int64`` max, the first ``n_kept`` real)."""
     n_rows, n_items = part.n_queries, part.n_gallery
-    out = {"n_kept": np.zeros(n_rows, np.int64), "n_within": np.zeros(n_rows, np.int64),
+    out: Dict[str, np.ndarray] = {"n_kept": np.zeros(n_rows, np.int64), "n_within": np.zeros(n_rows, np.int64),
            "rel_within": np.zeros(n_rows, np.int64)}
     items: List[Tuple[np.ndarray, ...]] = []
     width = min(options.k + 1, n_items) if options.ties == "grouped" and options.k is not None else 0
@@ -231,6 +231,7 @@ def counts_at(keys: np.ndarray, x: np.ndarray, tie: Optional[np.ndarray] = None,
     # the tied items ahead of a point: its key's index, then a tie key below its bound
     codes = np.sort((tied_key << _TIE_BITS) | tie[tied])
     first = np.searchsorted(codes, where << _TIE_BITS, "left")
+    bound = cast(np.ndarray, bound)  # given with tie
     return below[where] + np.searchsorted(codes, (where << _TIE_BITS) | bound, "left") - first
 
 
