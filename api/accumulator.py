@@ -18,7 +18,7 @@ on the order of the queries nor on how they were split into blocks.
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Dict, Optional, Tuple
+from typing import Any, Dict, Optional, Tuple, cast
 
 from retrieval_conformance.reference.contract import registry
 from retrieval_conformance.reference.contract import validation as v
@@ -223,7 +223,8 @@ class Accumulator:
                 return
             per_query = self._evaluate_block(block, kinds)
             # the per-query CMC rows of every query so far, as one evaluate call would check them
-            check_cmc_size(start + per_query.ap.shape[0], n_gallery, self._options.max_rank)
+            # a block was evaluated, so the gallery size is known (from the constructor or a matrix)
+            check_cmc_size(start + per_query.ap.shape[0], cast(int, n_gallery), self._options.max_rank)
         except (ValueError, TypeError) as exc:
             raise _located(exc, start) from None
         self._parts.append(per_query)
@@ -248,9 +249,10 @@ class Accumulator:
                          n_gallery=self._n_gallery)
 
     # -- helpers ----------------------------------------------------------------------------
-    def _check_gallery_columns(self, block: Dict[str, Any]) -> int:
-        """The gallery size of this block; an error naming the matrix whose columns differ from
-        the gallery given at construction or seen in earlier blocks."""
+    def _check_gallery_columns(self, block: Dict[str, Any]) -> Optional[int]:
+        """The gallery size of this block (None while neither this block nor an earlier one has a
+        matrix); an error naming the matrix whose columns differ from the gallery given at
+        construction or seen in earlier blocks."""
         columns = [(name, block[name]) for name in GALLERY_COLUMNS if name in block and block[name].ndim == 2]
         if self._n_gallery is None:
             return columns[0][1].shape[1] if columns else None

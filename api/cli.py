@@ -99,7 +99,7 @@ def _check_combination(args, trec: bool) -> Optional[str]:
             if args.search_metric is None:
                 return ("--search-metric: required with --search: l2 (D is a distance, smaller is closer, "
                         "faiss METRIC_L2) or inner_product (larger is closer)")
-            array_options = ("npz",) + EVALUATE_ARRAYS
+            array_options: Tuple[str, ...] = ("npz",) + EVALUATE_ARRAYS
         elif args.run is None or args.qrels is None:
             return (f"{'--run' if args.run is None else '--qrels'}: a TREC run is evaluated against qrels; "
                     "give both --run RUN and --qrels QRELS")

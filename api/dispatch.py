@@ -36,7 +36,8 @@ def evaluate(*args, run=None, qrels=None, **kwargs):
 
 # the signature callers (and the harness) read: evaluate's arguments plus run= and qrels=
 _parameters = list(inspect.signature(evaluate_arrays).parameters.values())
-evaluate.__signature__ = inspect.Signature(_parameters + [
+# a function takes the __signature__ attribute that inspect.signature reads; typeshed does not declare it
+evaluate.__signature__ = inspect.Signature(_parameters + [  # type: ignore[attr-defined]
     inspect.Parameter("run", inspect.Parameter.KEYWORD_ONLY, default=None),
     inspect.Parameter("qrels", inspect.Parameter.KEYWORD_ONLY, default=None),
 ])

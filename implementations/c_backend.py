@@ -34,7 +34,7 @@ could make the C code read out of bounds reaches it.
 from __future__ import annotations
 
 import ctypes
-from typing import Callable, Optional, Tuple
+from typing import Any, Callable, Dict, Optional, Tuple, cast
 
 import numpy as np
 from retrieval_conformance.implementations import c_library
@@ -142,7 +142,7 @@ def _id_runs(db_ids: np.ndarray, order: np.ndarray) -> Tuple[np.ndarray, np.ndar
         ids.append(chunk[new])
         starts.append(new + first)
         last = chunk[-1]
-    starts.append([order.shape[0]])
+    starts.append(np.array([order.shape[0]]))
     return np.concatenate(ids, dtype=np.int64), np.concatenate(starts, dtype=np.int64)
 
 
@@ -259,7 +259,7 @@ class CImplementation(Implementation):
             nt = 1  # waking a thread team costs more than such a problem (results are equal)
 
         # ranking input
-        keep = {}  # arrays that must stay alive during the C calls
+        keep: Dict[str, Any] = {}  # arrays (None: not given) that must stay alive during the C calls
         gallery = gallery_store(state, problem)
         negated = 0
         if problem.distances is not None or problem.scores is not None:
@@ -357,7 +357,7 @@ class CImplementation(Implementation):
             k=-1 if options.k is None else int(options.k), ap_at_k=_DENOMINATORS[options.ap_at_k],
             max_rank=max_rank, has_radius=int(has_radius),
             gain=_GAINS[options.gain], recall=_RECALLS[options.recall],
-            radius=float(options.radius) if has_radius else 0.0,
+            radius=float(options.radius) if options.radius is not None else 0.0,
         )
 
         def row_ptr(name: str, start: int) -> Optional[int]:
@@ -395,7 +395,7 @@ class CImplementation(Implementation):
             if progress is not None:
                 progress(stop, Q)
 
-        return PerQuery(**out)
+        return PerQuery(**out)  # type: ignore[arg-type]  # arrays by field name
 
     @staticmethod
     def _raise_for_status(status, err_a, err_b, offset: int, options: Options, ranking: str = "distances") -> None:
@@ -410,5 +410,6 @@ class CImplementation(Implementation):
         bad = np.flatnonzero(status == Q_GROUPED_K)
         if bad.size:
             q = int(bad[0])
-            raise ValueError(_grouped_k_message(int(options.k), offset + q, int(err_a[q]), int(err_b[q])))
+            # a cut-off inside a tie group: there is a cut-off
+            raise ValueError(_grouped_k_message(int(cast(int, options.k)), offset + q, int(err_a[q]), int(err_b[q])))
         raise RuntimeError(f"C implementation: unexpected status {status.max()}")

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import sys
-from typing import Callable, Optional
+from typing import Callable, Optional, cast
 
 import numpy as np
 from retrieval_conformance.implementations.vector.blocks import compute_in_blocks
@@ -186,16 +186,16 @@ class NumpySource:
 
     def __init__(self, problem: Problem, gallery: PreparedGallery):
         self.p = problem
-        if problem.distances is None:
-            self.q_words = pack_bits(problem.query_bits)
-            self.db_words = gallery.get("db_words", lambda: pack_bits(problem.db_bits))
-        else:
-            self.q_words = self.db_words = None
+        self.q_words: Optional[np.ndarray] = None
+        self.db_words: Optional[np.ndarray] = None
+        if problem.distances is None:  # codes: both sides hold bits
+            self.q_words = pack_bits(cast(np.ndarray, problem.query_bits))
+            self.db_words = gallery.get("db_words", lambda: pack_bits(cast(np.ndarray, problem.db_bits)))
 
     def distances(self, s: int, e: int) -> np.ndarray:
-        if self.q_words is not None:
+        if self.q_words is not None and self.db_words is not None:
             return hamming_block(self.q_words[s:e], self.db_words)
-        d = self.p.distances[s:e]
+        d = cast(np.ndarray, self.p.distances)[s:e]  # without codes, the distances are set
         # validated input is float32/float64; anything else is widened (order kept)
         return d if d.dtype in (np.float32, np.float64) else d.astype(np.float64)
 

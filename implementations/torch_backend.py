@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import functools
 import os
-from typing import Callable, Optional
+from typing import Any, Callable, Optional, cast
 
 import numpy as np
 from retrieval_conformance.implementations.vector.blocks import compute_in_blocks
@@ -216,14 +216,16 @@ class _TorchSource:
             return t if dtype is None else t.to(dtype)
 
         self.dev = dev
-        self.q_bits = self.db_bits = None
+        self.q_bits: Any = None  # tensors (typed Any: torch is not analysed)
+        self.db_bits: Any = None
         if problem.distances is None:
             # 0/1 products summed in float32 are exact below 2**24 bits
-            dtype = torch.float32 if problem.query_bits.shape[1] < 2 ** 24 else torch.float64
+            dtype = torch.float32 if cast(np.ndarray, problem.query_bits).shape[1] < 2 ** 24 else torch.float64
             self.q_bits = dev(problem.query_bits, dtype)
             self.db_bits = gallery.get("db_bits", lambda: dev(problem.db_bits, dtype))
             self.db_ones = gallery.get("db_ones", lambda: self.db_bits.sum(1))
-        self.ql = self.dl = None
+        self.ql: Any = None
+        self.dl: Any = None
         if problem.query_labels is not None:
             if problem.multi_label:
                 self.ql = dev(problem.query_labels, torch.float32)
@@ -232,15 +234,15 @@ class _TorchSource:
                 self.ql = dev(problem.query_labels)
                 self.dl = gallery.get("dl", lambda: dev(problem.db_labels))
         self.qc = dev(problem.query_cams) if problem.query_cams is not None else None
-        self.dc = gallery.get("dc", lambda: dev(problem.db_cams)) if problem.db_cams is not None else None
+        self.dc: Any = gallery.get("dc", lambda: dev(problem.db_cams)) if problem.db_cams is not None else None
         self.junk_id_mask = None
         if problem.junk_ids:
             ids = torch.as_tensor(list(problem.junk_ids), dtype=torch.int64, device=device)
             self.junk_id_mask = gallery.get("junk_id_mask", lambda: torch.isin(self.dl, ids))
 
     def distances(self, s: int, e: int):
-        if self.q_bits is None:
-            d = self.p.distances[s:e]
+        if self.q_bits is None:  # without codes, the distances are set
+            d = cast(np.ndarray, self.p.distances)[s:e]
             # validated input is float32/float64; anything else is widened (order kept)
             return self.dev(d if d.dtype in (np.float32, np.float64) else d.astype(np.float64))
         q = self.q_bits[s:e]

@@ -141,7 +141,7 @@ def _evaluated_runs(args, names: List[str]) -> Dict[str, Any]:
     if args.complete or args.relevance_level != 1:
         flag = "--complete" if args.complete else "--relevance-level"
         raise ValueError(f"{flag}: applies to TREC runs (--qrels QRELS), not to .npz runs")
-    shared = _read_run("--shared", args.shared, args.max_array_bytes) if args.shared else {}
+    shared: Dict[str, Any] = _read_run("--shared", args.shared, args.max_array_bytes) if args.shared else {}
     kwargs: Dict[str, Any] = dict(protocol=args.protocol or "hashing", implementation=args.implementation)
     if args.k is not None:
         text = args.k.strip().lower()
@@ -151,7 +151,7 @@ def _evaluated_runs(args, names: List[str]) -> Dict[str, Any]:
             raise ValueError(f"--k must be an integer or 'all', got {args.k[:40]!r}") from None
     results = {}
     for name, path in zip(names, args.runs):
-        arrays = _read_run("run", path, args.max_array_bytes)
+        arrays: Dict[str, Any] = _read_run("run", path, args.max_array_bytes)  # evaluate's keyword arguments
         both = sorted(set(arrays) & set(shared))
         if both:
             raise ValueError(f"run {path} and --shared {args.shared} both hold {both[0]!r}; keep it in one of them")
@@ -202,7 +202,7 @@ def compare_main(argv: Optional[Sequence[str]] = None) -> int:
         if args.qrels:
             asked = split_metrics(args.metrics) or list(DEFAULT_TREC_METRICS)
             runs = _trec_runs(args, names, asked + [m for m, _ in gates])
-            metrics = list(dict.fromkeys(asked + [m for m, _ in gates]))
+            metrics: Optional[List[str]] = list(dict.fromkeys(asked + [m for m, _ in gates]))
         else:
             runs = _evaluated_runs(args, names)
             metrics = _metrics(args, gates, runs)

@@ -8,7 +8,7 @@ text and markdown tables share.
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING, Any, Optional
+from typing import TYPE_CHECKING, Any, Dict, Optional
 
 import numpy as np
 from retrieval_conformance.comparison.arguments import check_choice, check_digits, check_level
@@ -61,7 +61,8 @@ def latex_table(cmp: "Comparison", alpha: float = 0.05, test: Optional[str] = No
         notes.append(rf"$\pm$: half-width of the {level} t interval of the mean over queries.")
     if cmp.tests and len(cmp.runs) > 1:
         name = f"paired {TEST_LABELS[test].name}"
-        adjusted = {"holm": ", Holm--Bonferroni corrected", "bh": ", Benjamini--Hochberg corrected"}
+        adjusted: Dict[Optional[str], str] = {"holm": ", Holm--Bonferroni corrected",
+                                              "bh": ", Benjamini--Hochberg corrected"}
         pairs = sorted({r.n_queries for r in cmp.rows if r.baseline == cmp.baseline})
         over = (f"{pairs[0]} queries" if len(pairs) == 1 else "the queries counted in both runs")
         notes.append(rf"${{}}^{{{marker}}}$ significantly different from {latex_escape(cmp.baseline)} ({name}, "

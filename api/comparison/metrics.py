@@ -155,11 +155,12 @@ def metric_values(run: Any, name: str, run_name: str) -> Tuple[str, np.ndarray, 
         hint = " (cut-offs: evaluate_run(..., k=(5, 10)))" if is_trec(_first(run)) else ""
         raise ValueError(f"metrics: unknown metric {name!r} for run {run_name!r}; it offers {offered}{hint}")
     if is_trec(res):
-        values = _trec_values(res, key)
-        if values is None:
+        trec_values = _trec_values(res, key)
+        if trec_values is None:
             raise ValueError(f"metrics: run {run_name!r} reports {key!r} only as a mean, with no per-query values "
                              "to pair (looked in result.extras['trec_eval_per_query'] and the PerQuery fields); "
                              "compare another measure")
+        values = trec_values
     elif _RANK.match(key):
         rank, cmc = int(key[4:]), res.per_query.cmc
         if not 1 <= rank <= cmc.shape[1]:

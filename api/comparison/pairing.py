@@ -173,13 +173,14 @@ def _positions(names: Sequence[str], ids: Dict[str, Optional[List[Any]]],
         odd = next(n for n in names if ids[n] is None)
         raise TypeError(f"runs[{odd!r}]: has no query ids while runs[{given[0]!r}] has; give every run with ids "
                         "(a mapping query id -> value, or evaluate_run results) or none")
+    listed = {n: run_ids for n, run_ids in ids.items() if run_ids is not None}  # every run, here
     index: Dict[str, Dict[Any, int]] = {}
     for name in names:
-        index[name] = {qid: i for i, qid in enumerate(ids[name])}
-        if len(index[name]) != len(ids[name]):
-            dup = next(q for q in ids[name] if ids[name].count(q) > 1)
+        index[name] = {qid: i for i, qid in enumerate(listed[name])}
+        if len(index[name]) != len(listed[name]):
+            dup = next(q for q in listed[name] if listed[name].count(q) > 1)
             raise ValueError(f"runs[{name!r}]: query id {dup!r} appears twice; each query once")
-    common = [q for q in ids[names[0]] if all(q in index[n] for n in names[1:])]
+    common = [q for q in listed[names[0]] if all(q in index[n] for n in names[1:])]
     return common, {n: np.array([index[n][q] for q in common], dtype=np.int64) for n in names}
 
 
@@ -224,8 +225,8 @@ def pair_runs(runs: Any, metrics: Any) -> PairedRuns:
     for given in _wanted(runs, names, metrics):
         key = given
         for name in names:
-            key, values, counted = metric_values(runs[name], given, name)
-            raw[name][key] = (values, counted)
+            key, per_query, counted = metric_values(runs[name], given, name)
+            raw[name][key] = (per_query, counted)
         labels[key] = metric_label(runs[names[0]], key) if kind_result else key
     ids = {n: query_ids(runs[n]) for n in names}
     lengths = {n: next(iter(raw[n].values()))[0].shape[0] for n in names}
@@ -234,7 +235,7 @@ def pair_runs(runs: Any, metrics: Any) -> PairedRuns:
         raise ValueError(f"runs: no query is answered by every run ({', '.join(f'{n!r}: {lengths[n]}' for n in names)}"
                          " queries); compare runs over the same topics")
     dropped = {n: int(lengths[n] - positions[n].shape[0]) for n in names}
-    if any(dropped.values()):
+    if common is not None and any(dropped.values()):  # by position (no ids), nothing is dropped
         warnings.warn(f"compare: runs answer different queries; paired on the {len(common)} queries every run "
                       "answers, dropped " + ", ".join(f"{d} of {lengths[n]} from {n!r}" for n, d in dropped.items()) +
                       " (TREC runs: evaluate_run(..., complete=True), or compare --complete, evaluates every "

@@ -9,7 +9,7 @@ runs over the queries both count, applies the multiple-comparison correction and
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Any, Dict, List, Mapping, Optional, Sequence
+from typing import Any, Dict, List, Mapping, Optional, Sequence, cast
 
 import numpy as np
 from retrieval_conformance.comparison.arguments import (
@@ -217,11 +217,12 @@ def _apply_correction(rows: List[ComparisonRow], correction: Optional[str]) -> L
     """The correction over the family of every row (pairs x metrics), separately for each test."""
     if correction is None or not rows:
         return rows
-    changes: List[Dict[str, float]] = [{} for _ in rows]
+    changes: List[Dict[str, Any]] = [{} for _ in rows]  # keyword arguments of replace()
     for test in TESTS:
         raw = [r.p_value(test, adjusted=False) for r in rows]
         if raw[0] is None:  # not run
             continue
-        for change, value in zip(changes, adjust(raw, correction)):
+        # a test is run for every row or for none
+        for change, value in zip(changes, adjust(cast(List[float], raw), correction)):
             change[f"p_{test}_adjusted"] = float(value)
     return [replace(r, **change) for r, change in zip(rows, changes)]

@@ -59,7 +59,7 @@ def evaluate_trec_runs(paths: Sequence[str], names: Sequence[str], qrels_path: s
     except (ValueError, TypeError, OSError) as exc:
         raise ValueError(f"--qrels {qrels_path}: {exc}") from None
     without, cutoffs = cutoffs_of(metrics)
-    settings = dict(complete=complete, relevance_level=relevance_level, implementation=implementation)
+    settings: Dict[str, Any] = dict(complete=complete, relevance_level=relevance_level, implementation=implementation)
     results: Dict[str, Any] = {}
     for name, path in zip(names, paths):
         try:

@@ -141,10 +141,13 @@ class DaskImplementation(Implementation):
         self.chunk_queries = None if chunk_queries is None else _positive("chunk_queries", chunk_queries)
         if gallery_shards is None or isinstance(gallery_shards, (int, np.integer)) and not isinstance(
                 gallery_shards, bool):
-            self.gallery_shards = None if gallery_shards is None else _positive("gallery_shards", gallery_shards)
+            self.gallery_shards: Optional[Union[int, Tuple[int, ...]]] = (
+                None if gallery_shards is None else _positive("gallery_shards", gallery_shards))
         else:
             try:
-                self.gallery_shards = tuple(_positive("gallery_shards", size) for size in gallery_shards)
+                # a bool lands here and raises the TypeError answered below
+                self.gallery_shards = tuple(
+                    _positive("gallery_shards", size) for size in gallery_shards)  # type: ignore[union-attr]
             except TypeError:
                 raise ValueError(f"gallery_shards: expected None, a positive integer or a sequence of shard sizes, "
                                  f"got {gallery_shards!r}") from None
@@ -205,7 +208,7 @@ class DaskImplementation(Implementation):
         client = require_client(state if isinstance(state, (ScatteredGallery, ShardedGallery)) else None)
         n_q = int(problem.n_queries)
         if n_q == 0:
-            return PerQuery(**zero_arrays(0, options))
+            return PerQuery(**zero_arrays(0, options))  # type: ignore[arg-type]  # arrays by field name
         bounds = self.shards(problem)
         if bounds is not None:
             return on_cluster(client, lambda: self._compute_sharded(problem, options, progress, state, client, bounds))

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import fields, replace
-from typing import Dict, List, Optional, Tuple
+from typing import Any, Dict, List, Optional, Tuple
 
 import numpy as np
 from retrieval_conformance.implementations.dask.client import DaskEvaluationError
@@ -24,7 +24,7 @@ _QUERY_INDEX = re.compile(r"(of query |value at \[)(\d+)")
 def query_chunk(problem: Problem, start: int, stop: int) -> Problem:
     """Queries ``start:stop`` of ``problem``: every per-query array sliced by rows, the gallery
     arrays left out (None; they travel scattered), the scalars kept."""
-    changes: Dict[str, object] = {"n_queries": stop - start}
+    changes: Dict[str, Any] = {"n_queries": stop - start}  # keyword arguments of replace()
     for f in fields(Problem):
         value = getattr(problem, f.name)
         if f.name in GALLERY_FIELDS:
@@ -56,7 +56,7 @@ def _shift_query_index(error: BaseException, start: int) -> None:
 def compute_chunk(rows: Problem, gallery: Dict[str, np.ndarray], options: Options, start: int):
     """The task run on a worker: the per-query values of one chunk (the rows from ``start`` on),
     or a :class:`ChunkError`."""
-    problem = replace(rows, **gallery)
+    problem = replace(rows, **gallery)  # type: ignore[arg-type]  # arrays by field name
     try:
         return local_implementation().compute(problem, options)
     except Exception as exc:  # noqa: BLE001 (every error of the queries goes back to the caller as it is)

@@ -9,10 +9,9 @@ from __future__ import annotations
 
 import importlib.util
 import sys
-from typing import Callable, Optional, Tuple
+from typing import Callable, Optional, Tuple, TypeVar
 
 from retrieval_conformance.reference.contract.install_hints import install_hint
-from retrieval_conformance.reference.contract.problem import PerQuery
 from retrieval_conformance.reference.contract.registry import ImplementationUnavailable
 
 INSTALL = install_hint("dask")
@@ -20,6 +19,9 @@ NOT_INSTALLED = f"dask.distributed is not installed; {INSTALL}"
 NO_CLIENT = ("no dask.distributed client is running; start one before evaluating (from distributed import "
              "Client; client = Client() for a local cluster, or Client('scheduler-address:8786')): "
              "implementation='dask' never starts a cluster itself")
+
+#: what the function run on the cluster returns (per-query values, a scattered gallery)
+Outcome = TypeVar("Outcome")
 
 
 class DaskEvaluationError(RuntimeError):
@@ -67,7 +69,7 @@ def closed(client) -> bool:
     return getattr(client, "status", "running") != "running"
 
 
-def on_cluster(client, run: Callable[[], PerQuery]) -> PerQuery:
+def on_cluster(client, run: Callable[[], Outcome]) -> Outcome:
     """``run()``, with what a client closed meanwhile makes distributed raise (``ClosedClientError``,
     ``RuntimeError: IOLoop is closed``, a cancelled future) raised as :class:`DaskEvaluationError`;
     the queries' own errors, on a running client, pass as they are."""

@@ -5,7 +5,7 @@ passes and why the result is exact).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Dict, List, Optional, Tuple
+from typing import Dict, List, Optional, Tuple, cast
 
 import numpy as np
 from retrieval_conformance.implementations.dask.shards import gallery_part, query_part, shard_counts, shard_statistics
@@ -45,7 +45,7 @@ class MergedChunk:
 
 
 def _sum(stats: List[Dict[str, np.ndarray]], name: str) -> np.ndarray:
-    return np.sum([s[name] for s in stats], axis=0, dtype=np.int64)
+    return cast(np.ndarray, np.sum([s[name] for s in stats], axis=0, dtype=np.int64))  # arrays summed: an array
 
 
 def merge_statistics(stats: List[Dict[str, np.ndarray]], options: Options, n_gallery: int, row0: int,
@@ -195,15 +195,17 @@ def chunk_metrics(merged: MergedChunk, counts: List[np.ndarray]) -> Dict[str, np
 def _group_policy_metrics(ops, merged: MergedChunk, counts: List[np.ndarray], R, n_kept, grades):
     """optimistic, pessimistic, expected or grouped, from the summed below/at counts."""
     options = merged.options
-    total = np.sum(counts, axis=0, dtype=np.int64)
+    total = cast(np.ndarray, np.sum(counts, axis=0, dtype=np.int64))  # arrays summed: an array
     below, at = np.zeros_like(total[0]), np.zeros_like(total[1])
     below[merged.points["order"]], at[merged.points["order"]] = total[0], total[1]  # back to group order
     g = merged.n_groups
     if merged.cut_rows is not None and merged.cut_rows.size:
         first = int(np.argmin(merged.cut_rows))  # the first failing query, as the one-machine path
-        raise grouped_cutoff_error(options.k, merged.row0 + int(merged.cut_rows[first]), int(below[g + first]),
-                                   int(at[g + first]))
-    m = np.bincount(merged.group_of_item, minlength=g).astype(np.int64)
+        # cut rows exist only with a cut-off k
+        raise grouped_cutoff_error(cast(int, options.k), merged.row0 + int(merged.cut_rows[first]),
+                                   int(below[g + first]), int(at[g + first]))
+    # the group policies set each item's group
+    m = np.bincount(cast(np.ndarray, merged.group_of_item), minlength=g).astype(np.int64)
     rows = merged.item_row[np.cumsum(m) - m] if g else np.zeros(0, np.int64)
     groups = CountedTieGroups(ops, merged.n_rows, merged.n_gallery, rows, below[:g], at[:g] - below[:g], m)
     if options.ties == "expected":

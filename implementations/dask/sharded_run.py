@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import uuid
-from typing import Dict, List, Optional, Tuple
+from typing import Any, Dict, List, Optional, Tuple, cast
 
 from retrieval_conformance.implementations.dask.chunks import ChunkError, raise_failure
 from retrieval_conformance.implementations.dask.client import cancel_pending
@@ -39,7 +39,8 @@ class ShardedRun:
         n_shards = len(gallery.bounds)
         self.parts = [[self._submit(hold, (i, 0, j), query_part(problem, start, stop, lo, hi))
                        for j, (lo, hi) in enumerate(gallery.bounds)] for i, (start, stop) in enumerate(chunks)]
-        self.results = [[[None] * n_shards, [None] * n_shards] for _ in chunks]
+        # per chunk, each pass's result from each shard (None until it arrives; the chunk's entry is None once done)
+        self.results: List[Any] = [[[None] * n_shards, [None] * n_shards] for _ in chunks]
         self.merged: List[Optional[MergedChunk]] = [None] * len(chunks)
         self.first_pass = [self._submit(shard_statistics, (i, 1, j), self.parts[i][j], gallery.futures[j], lo,
                                         options) for i in range(len(chunks))
@@ -109,14 +110,15 @@ class ShardedRun:
             return None
         if step == 1:
             start, _ = self.chunks[i]
-            self.merged[i] = merge_statistics(slot, self.options, int(self.problem.n_gallery), start,
-                                              self.problem.grades is not None, is_float64(self.problem))
-            points = points_for(self.merged[i])
+            self.merged[i] = merged = merge_statistics(slot, self.options, int(self.problem.n_gallery), start,
+                                                       self.problem.grades is not None, is_float64(self.problem))
+            points = points_for(merged)
             second = [self._submit(shard_counts, (i, 2, jj), self.parts[i][jj], self.gallery.futures[jj], lo,
                                    self.options.ties, points) for jj, (lo, _) in enumerate(self.gallery.bounds)]
             completed.update(second)
             return None
         try:
-            return PerQuery(**chunk_metrics(self.merged[i], slot))
+            arrays = chunk_metrics(cast(MergedChunk, self.merged[i]), slot)  # merged by pass 1
+            return PerQuery(**arrays)  # type: ignore[arg-type]  # arrays by field name
         except ValueError as exc:  # the queries' error (grouped: a cut-off inside a tie group)
             return ChunkError(exc)

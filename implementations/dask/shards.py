@@ -49,7 +49,7 @@ below 2**26 items); beyond that the one-machine value itself is not exactly roun
 from __future__ import annotations
 
 from dataclasses import fields, replace
-from typing import Dict, List, Optional, Sequence, Tuple, Union
+from typing import Any, Dict, List, Optional, Sequence, Tuple, Union, cast
 
 import numpy as np
 from retrieval_conformance.implementations.numpy_backend import NumpyOps, NumpySource
@@ -98,7 +98,7 @@ def query_part(problem: Problem, start: int, stop: int, lo: int, hi: int) -> Pro
     """Queries ``start:stop`` against items ``lo:hi``: the matrices sliced both ways (only those
     bytes are read, from a memory map too), the other per-query arrays by rows, the gallery
     arrays left out (they travel as shards)."""
-    changes: Dict[str, object] = {"n_queries": stop - start, "n_gallery": hi - lo}
+    changes: Dict[str, Any] = {"n_queries": stop - start, "n_gallery": hi - lo}  # replace()'s arguments
     for f in fields(Problem):
         value = getattr(problem, f.name)
         if f.name in GALLERY_FIELDS:
@@ -124,7 +124,7 @@ def order_keys(dist: np.ndarray) -> np.ndarray:
 def _blocks(part: Problem, gallery: Dict[str, np.ndarray], need_relevance: bool = True):
     """(first row, keys, distances, relevant non-junk, junk or None, grades or None) of
     sub-blocks of rows of one (chunk, shard) part, each under the numpy implementation's budget."""
-    problem = replace(part, **gallery)
+    problem = replace(part, **gallery)  # type: ignore[arg-type]  # arrays by field name
     source = NumpySource(problem, PreparedGallery(problem))
     n_rows, n_items = problem.n_queries, problem.n_gallery
     step = block_rows(n_rows, n_items, budget=BLOCK_BYTES)
@@ -148,7 +148,7 @@ def shard_statistics(part: Problem, gallery: Dict[str, np.ndarray], offset: int,
     radius counts, and under ``grouped`` with ``k`` the ``k + 1`` smallest non-junk keys
     (``smallest``, rows of ``width`` padded with ``int64`` max, the first ``n_kept`` real)."""
     n_rows, n_items = part.n_queries, part.n_gallery
-    out = {"n_kept": np.zeros(n_rows, np.int64), "n_within": np.zeros(n_rows, np.int64),
+    out: Dict[str, np.ndarray] = {"n_kept": np.zeros(n_rows, np.int64), "n_within": np.zeros(n_rows, np.int64),
            "rel_within": np.zeros(n_rows, np.int64)}
     items: List[Tuple[np.ndarray, ...]] = []
     width = min(options.k + 1, n_items) if options.ties == "grouped" and options.k is not None else 0
@@ -231,6 +231,7 @@ def counts_at(keys: np.ndarray, x: np.ndarray, tie: Optional[np.ndarray] = None,
     # the tied items ahead of a point: its key's index, then a tie key below its bound
     codes = np.sort((tied_key << _TIE_BITS) | tie[tied])
     first = np.searchsorted(codes, where << _TIE_BITS, "left")
+    bound = cast(np.ndarray, bound)  # given with tie
     return below[where] + np.searchsorted(codes, (where << _TIE_BITS) | bound, "left") - first
 
 

@@ -35,7 +35,7 @@ and rounded once.
 from __future__ import annotations
 
 import math
-from typing import Callable, Dict, Optional
+from typing import Any, Callable, Dict, Optional, Protocol, cast
 
 import numpy as np
 from retrieval_conformance.implementations.vector.concrete import ranked_metrics
@@ -46,7 +46,7 @@ from retrieval_conformance.implementations.vector.tie_groups import TieGroups
 from retrieval_conformance.reference.contract.conventions import INDEX_ORDERS
 from retrieval_conformance.reference.contract.problem import Options, PerQuery, Problem, zero_arrays
 from retrieval_conformance.reference.contract.query_blocks import block_rows
-from retrieval_conformance.reference.contract.registry import gallery_store
+from retrieval_conformance.reference.contract.registry import PreparedGallery, gallery_store
 
 #: bytes one (block x N) int64 sort-key array may take (the budget of ``block_rows``); a block
 #: has a few such temporaries (16 MB: as fast as larger blocks here, and the peak extra memory
@@ -118,7 +118,7 @@ def sort_block(ops, dist, rel, junk, ties: str, hamming_top: Optional[int] = Non
         kind, sentinel = "i64", SENTINEL32  # a signed 32-bit image: int64 holds it shifted
         key = ops.astype(float32_order_key(ops, dist), kind)
     else:
-        sentinel = int(hamming_top)
+        sentinel = int(cast(int, hamming_top))  # the integer distances are Hamming distances
         kind = ops.key_kind(sentinel.bit_length() + shift)
         key = ops.astype(dist, kind)
     if junk is not None:
@@ -193,12 +193,25 @@ def radius_from_counts(ops, n_within, rel_within, R):
 
 
 # -- the block loop ---------------------------------------------------------------------------------
-def compute_in_blocks(ops, problem: Problem, options: Options, source: Callable[[Problem], object],
+class BlockSource(Protocol):
+    """A backend's block builder: the inputs of queries ``s:e`` as arrays on its device."""
+
+    def distances(self, s: int, e: int) -> Any: ...
+
+    def relevance(self, s: int, e: int) -> Any: ...
+
+    def grades(self, s: int, e: int) -> Any: ...
+
+    def junk(self, s: int, e: int) -> Any: ...
+
+
+def compute_in_blocks(ops, problem: Problem, options: Options,
+                      source: Callable[[Problem, PreparedGallery], BlockSource],
                       block_bytes: Optional[int] = None,
                       progress: Optional[Callable[[int, int], None]] = None, state: object = None) -> PerQuery:
     """Per-query metrics of ``problem``, block by block.
 
-    ``source(problem)`` returns the backend's block builder, with ``distances(s, e)``,
+    ``source(problem, gallery)`` returns the backend's block builder, with ``distances(s, e)``,
     ``relevance(s, e)``, ``grades(s, e)`` (int64; None for binary relevance) and
     ``junk(s, e)`` (None when the problem has no junk) for queries
     ``s:e``, as arrays on its device; ``ops`` does everything else.  Results are copied back
@@ -212,7 +225,7 @@ def compute_in_blocks(ops, problem: Problem, options: Options, source: Callable[
         raise ValueError(f"gallery: at most 2**31 - 1 items are supported, got {N}")
     src = source(problem, gallery_store(state, problem))
     # Hamming distances are <= the code length, so code length + 1 is above every one
-    top = problem.query_bits.shape[1] + 1 if problem.distances is None else None
+    top = cast(np.ndarray, problem.query_bits).shape[1] + 1 if problem.distances is None else None
     step = block_rows(Q, N, budget=BLOCK_BYTES if block_bytes is None else block_bytes)
     names = list(out)  # the fields the options ask for
     with ops.no_grad():
@@ -247,4 +260,4 @@ def compute_in_blocks(ops, problem: Problem, options: Options, source: Callable[
 # -- assembling a PerQuery ----------------------------------------------------------------------------
 def to_per_query(arrays: Dict[str, np.ndarray]) -> PerQuery:
     """The :class:`PerQuery` of the filled result arrays."""
-    return PerQuery(**arrays)
+    return PerQuery(**arrays)  # type: ignore[arg-type]  # arrays by field name

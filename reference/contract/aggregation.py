@@ -15,7 +15,7 @@ from __future__ import annotations
 import math
 import warnings
 from fractions import Fraction
-from typing import List, Optional
+from typing import Any, Dict, List, Optional, cast
 
 import numpy as np
 from retrieval_conformance.reference.contract.problem import MEANS, ExactResult, Options, PerQuery, Result
@@ -156,17 +156,18 @@ def aggregate(pq: PerQuery, options: Options, protocol: str, implementation: str
             return float(getattr(exact, name))
         field = MEANS[name][0]
         if pq.exact is not None and field in pq.exact and counted.any():
-            return float(_exact_mean(pq.exact[field], counted))  # the reference's other exact fields
+            return float(cast(Fraction, _exact_mean(pq.exact[field], counted)))  # the reference's other exact fields
         return _float_mean(getattr(pq, field), counted)
 
     if poisoned or not counted.any():
         cmc = np.full(options.max_rank, np.nan)
     elif exact is not None:
-        cmc = _flat_tail(np.array([float(v) for v in exact.cmc[:width]]), options.max_rank)
+        # some query is counted here, so every exact rank holds a value
+        cmc = _flat_tail(np.array([float(cast(Fraction, v)) for v in exact.cmc[:width]]), options.max_rank)
     else:
         cmc = _flat_tail(_column_means(pq.cmc[counted][:, :width]), options.max_rank)
     # every mean of the table, None where its option is not set (P@k without k, ...)
-    means = {name: mean(name) if needs is None or getattr(options, needs) is not None else None
+    means: Dict[str, Any] = {name: mean(name) if needs is None or getattr(options, needs) is not None else None
              for name, (_, needs) in MEANS.items()}
     return Result(
         **means,

@@ -6,7 +6,7 @@ refused here, naming the argument.
 """
 from __future__ import annotations
 
-from typing import Any, Callable, Optional, Sequence, Tuple
+from typing import Any, Callable, Iterable, Optional, Sequence, Tuple, cast
 
 import numpy as np
 
@@ -113,7 +113,7 @@ def first_where(arr: np.ndarray, test: Callable[[np.ndarray], np.ndarray]) -> Op
     seen = 0
     with np.nditer(arr, flags=["external_loop", "buffered", "zerosize_ok"], order="C",
                    buffersize=CHUNK_ITEMS) as chunks:
-        for chunk in chunks:
+        for chunk in cast(Iterable[np.ndarray], chunks):  # one operand: each chunk is one array
             hit = test(chunk)
             i = int(hit.argmax())
             if hit[i]:

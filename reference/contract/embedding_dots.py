@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from typing import List, Tuple
 
 import numpy as np
+from numpy.typing import DTypeLike
 
 #: bits below a row's largest entry kept exactly, by the embeddings' dtype
 KEPT_BITS = {np.dtype(np.float32): 40, np.dtype(np.float64): 60}
@@ -36,7 +37,7 @@ CHUNK_VALUES = 2**23
 FLOAT64_SLICE_BYTES = 2**28
 
 
-def slice_plan(dim: int, dtype: np.dtype) -> Tuple[int, int]:
+def slice_plan(dim: int, dtype: DTypeLike) -> Tuple[int, int]:
     """(slices ``S``, bits per slice ``w``) for embeddings of ``dim`` entries: the fewest slices
     that keep ``KEPT_BITS`` bits with every sum of ``S * dim`` slice products exact in float64."""
     wanted = KEPT_BITS[np.dtype(dtype)]
@@ -87,12 +88,12 @@ def slice_rows(x: np.ndarray, n_slices: int, width: int) -> SlicedRows:
     norms = np.empty(n_rows)
     step = max(1, CHUNK_VALUES // max(dim, 1))
     for lo in range(0, n_rows, step):  # a copy of a chunk of rows at a time
-        rest = np.array(x[lo:lo + step], dtype=work)
+        rest: np.ndarray = np.array(x[lo:lo + step], dtype=work)
         _, exponent[lo:lo + step] = np.frexp(np.abs(rest).max(axis=1) if dim else np.zeros(rest.shape[0], work))
         rest *= np.ldexp(work(1.0), -exponent[lo:lo + step])[:, None].astype(work)
         parts = []
         for i in range(1, n_slices + 1):
-            part = rest * work(2.0 ** (i * width))
+            part: np.ndarray = rest * work(2.0 ** (i * width))
             np.rint(part, out=part)
             slices[i - 1][lo:lo + step] = part
             # integers, exact in either dtype; their sums need float64

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import functools
 import inspect
-from typing import Any, Optional
+from typing import Any, Optional, cast
 
 import numpy as np
 from retrieval_conformance.reference.contract import validation as v
@@ -107,11 +107,15 @@ def build_problem(
         if query_embeddings is None or db_embeddings is None:
             missing = "db_embeddings" if db_embeddings is None else "query_embeddings"
             raise ValueError(f"{missing}: expected embeddings together with {ranking_inputs[0]}")
-        checked = gallery is not None and gallery.embeddings is not None
-        dist = embedding_distances(query_embeddings, gallery.embeddings if checked else db_embeddings, metric,
-                                   row0=row0, db_checked=checked, sliced=gallery.embedding_slices if checked else None)
+        held = gallery if gallery is not None and gallery.embeddings is not None else None
+        dist = embedding_distances(query_embeddings, held.embeddings if held is not None else db_embeddings, metric,
+                                   row0=row0, db_checked=held is not None,
+                                   sliced=held.embedding_slices if held is not None else None)
     matrix = dist if dist is not None else sims
-    n_q, n_g = (matrix.shape if matrix is not None else (query_bits.shape[0], db_side.shape[0]))
+    if matrix is not None:
+        n_q, n_g = matrix.shape
+    else:  # the codes branch above set both sides
+        n_q, n_g = cast(np.ndarray, query_bits).shape[0], cast(np.ndarray, db_side).shape[0]
     if n_q == 0:
         raise ValueError(f"{ranking_inputs[0]}: expected at least one query (row), got 0")
     if n_g == 0:
@@ -387,7 +391,8 @@ def evaluate(
         parts.append(_compute_block(impl, problem, options, state, within))
         if report is not None:
             report(stop)
-    return aggregate(PerQuery.concat(parts), options, protocol, impl.name, n_gallery=problem.n_gallery)
+    n_gallery = cast(Problem, problem).n_gallery  # the loop runs at least once
+    return aggregate(PerQuery.concat(parts), options, protocol, impl.name, n_gallery=n_gallery)
 
 
 def _holds_minus_one(codes) -> bool:

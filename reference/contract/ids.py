@@ -37,8 +37,8 @@ def joint_ids(query_name: str, query: np.ndarray, db_name: str, db: np.ndarray) 
         bad = query_name if query.ndim != 1 else db_name
         raise ValueError(f"{bad}: string ids must be 1-D (one id per item), got shape "
                          f"{(query if query.ndim != 1 else db).shape}")
-    text = np.concatenate([query.astype(str), db.astype(str)])
-    codes = np.unique(text, return_inverse=True)[1].astype(np.int64).reshape(-1)
+    joined = np.concatenate([query.astype(str), db.astype(str)])
+    codes = np.unique(joined, return_inverse=True)[1].astype(np.int64).reshape(-1)
     return codes[: query.shape[0]], codes[query.shape[0]:]
 
 

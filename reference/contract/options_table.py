@@ -61,7 +61,7 @@ class Option:
                                  if c.option == self.name)
             text += f". Default: the preset's. {meanings}"
         elif self.choices is not None:
-            text += f" (one of {', '.join(self.values())})"
+            text += f" (one of {', '.join(self.choices())})"
         if self.section is not None:
             text += f" [spec {self.section}; retrieval-conformance explain {self.name}]"
         return text.replace("%", "%%")  # argparse formats help with %

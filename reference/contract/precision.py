@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import sys
 import warnings
+from types import FrameType
 from typing import Any, Callable, Dict, Optional
 
 import numpy as np
@@ -135,7 +136,8 @@ def warn_longdouble(name: str, merged: int, changed: int, rows: int) -> None:
 def outside_package() -> int:
     """The ``stacklevel`` of the first caller outside this package (where the warning belongs)."""
     package = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    frame, level = sys._getframe(1), 1
+    frame: Optional[FrameType] = sys._getframe(1)
+    level = 1
     while frame is not None and os.path.abspath(frame.f_code.co_filename).startswith(package + os.sep):
         frame, level = frame.f_back, level + 1
     return level

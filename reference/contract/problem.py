@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, fields
 from fractions import Fraction
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 from retrieval_conformance.reference.contract.conventions import (  # noqa: F401  (re-exported)
@@ -186,13 +186,14 @@ class PerQuery:
         """Stack the per-query values of consecutive query blocks."""
         if len(parts) == 1:
             return parts[0]
-        arrays = {}
+        arrays: Dict[str, Any] = {}  # keyword arguments of the constructor: arrays, or None where unset
         for name in ARRAY_FIELDS:
             values = [getattr(p, name) for p in parts]
             arrays[name] = None if values[0] is None else np.concatenate(values)
         exact = None
-        if all(p.exact is not None for p in parts):
-            exact = {key: [v for p in parts for v in p.exact[key]] for key in parts[0].exact}
+        exacts = [p.exact for p in parts if p.exact is not None]
+        if len(exacts) == len(parts):
+            exact = {key: [v for e in exacts for v in e[key]] for key in exacts[0]}
         return cls(exact=exact, **arrays)
 
 
@@ -226,7 +227,7 @@ class ExactResult:
     ap: List[Optional[Fraction]]
     precision_at_k: Optional[Fraction]
     recall_at_k: Optional[Fraction]
-    cmc: List[Fraction]
+    cmc: List[Optional[Fraction]]  # None at every rank when no query is counted
     minp: Optional[Fraction]
 
 
@@ -257,7 +258,7 @@ class Result:
     precision_at_radius: Optional[float] = None
     recall_at_radius: Optional[float] = None
     exact: Optional[ExactResult] = None
-    extras: Dict[str, object] = field(default_factory=dict)
+    extras: Dict[str, Any] = field(default_factory=dict)
 
     @property
     def n_counted(self) -> int:

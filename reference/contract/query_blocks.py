@@ -8,7 +8,7 @@ matrix) and the progress report.
 """
 from __future__ import annotations
 
-from typing import Optional
+from typing import Optional, cast
 
 import numpy as np
 from retrieval_conformance.reference.contract import validation as v
@@ -91,7 +91,7 @@ def block_rows(n_q: int, n_g: int, block_size: Optional[int] = None, budget: int
     implementations sort within a block in sub-blocks of their own budget
     (``implementations/vector/blocks.py``)."""
     if block_size is not None:
-        return v.positive_int("block_size", block_size)
+        return cast(int, v.positive_int("block_size", block_size))  # None only for a None value
     n_g = max(n_g, 1)
     return int(max(1, min(max(n_q, 1), budget // (n_g * bytes_per_item), MAX_BLOCK_ITEMS // n_g)))
 

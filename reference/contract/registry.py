@@ -14,7 +14,7 @@ with :func:`register`.  Built-in names cannot be replaced.
 from __future__ import annotations
 
 import importlib
-from typing import Callable, Dict, Iterable, List, Optional
+from typing import Callable, Dict, Iterable, List, Optional, TypeVar
 
 from retrieval_conformance.reference.contract.install_hints import install_hint
 from retrieval_conformance.reference.contract.problem import Options, PerQuery, Problem
@@ -56,6 +56,10 @@ class Implementation:
         raise NotImplementedError
 
 
+#: what a prepared gallery array's maker returns
+Made = TypeVar("Made")
+
+
 class PreparedGallery:
     """The gallery-side arrays of one evaluation, each made once, by the first block that asks
     (packed codes, sorted ids, arrays moved to a device): what :meth:`Implementation.prepare`
@@ -73,7 +77,9 @@ class PreparedGallery:
         arrays, rest = _gallery_sources(problem)
         return all(a is b for a, b in zip(self._sources[0], arrays)) and self._sources[1] == rest
 
-    def get(self, name: str, make: Callable[[], object]) -> object:
+    def get(self, name: str, make: Callable[[], Made]) -> Made:
+        """The array stored as ``name``, made by ``make`` the first time (a name is always made
+        by the same kind of ``make``, so it holds the type ``make`` returns)."""
         if name not in self._arrays:
             self._arrays[name] = make()
         return self._arrays[name]
@@ -230,8 +236,9 @@ def on_device(name: str, device) -> Implementation:
     """
     if name == "auto":
         for candidate in sorted(names(), key=_speed_rank):
-            if unavailable_reason(candidate) is None and hasattr(_load(candidate), "on_device"):
-                return _load(candidate).on_device(device)
+            impl = _load(candidate) if unavailable_reason(candidate) is None else None
+            if impl is not None and hasattr(impl, "on_device"):
+                return impl.on_device(device)
         raise ValueError(
             f"device: got {device!r}, but no implementation that runs on a device is available here; "
             f"install torch ({install_hint('torch')}) or leave device unset")

@@ -65,8 +65,9 @@ def _parsed() -> Tuple[Dict[int, Tuple[str, str]], Dict[str, str], Dict[str, int
         if line.startswith("## "):
             current_clause = None
             m = _SECTION_RE.match(line)
-            current_section = int(m.group(2)) if m else None
+            current_section = None
             if m:
+                current_section = int(m.group(2))
                 if current_section in sections:
                     raise RuntimeError(f"{SPEC_FILE}: section §{current_section} appears twice")
                 sections[current_section] = (m.group(3), [])

@@ -137,9 +137,9 @@ def codes_pair(query_codes: Any, db_codes: Any, signed_elsewhere: bool = False,
         check_ndim(name, arr, 2, "one binary code per row")
         if arr.dtype.kind not in "fiub":
             raise TypeError(f"{name}: expected numeric codes in {{-1,+1}} or {{0,1}}, got dtype={arr.dtype}")
-        scans[name] = scan_codes(arr)
-        if scans[name].nonfinite is not None:
-            raise ValueError(_nonfinite_message(name, arr, scans[name].nonfinite))
+        scans[name] = scan = scan_codes(arr)
+        if scan.nonfinite is not None:
+            raise ValueError(_nonfinite_message(name, arr, scan.nonfinite))
     signed = signed_elsewhere or any(scan.minus_one for scan in scans.values())
     for name, scan in scans.items():
         at = scan.first_invalid(signed)
@@ -226,7 +226,8 @@ def non_negative_number(name: str, value: Any) -> Optional[float]:
         return None
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
         raise TypeError(f"{name}: expected a non-negative number, got {shown(value)} ({type(value).__name__})")
-    if not np.isfinite(value) or value < 0:
+    # numpy's stubs do not list numbers.Real, which np.isfinite takes like a float
+    if not np.isfinite(value) or value < 0:  # type: ignore[call-overload]
         raise ValueError(f"{name}: expected a finite non-negative number, got {value}")
     return float(value)
 

@@ -37,7 +37,7 @@ import json
 import math
 import numbers
 import os
-from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
+from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
 from retrieval_conformance.reference.readers.limits import (
@@ -48,6 +48,9 @@ from retrieval_conformance.reference.readers.limits import (
     _clip,
     _read_text_data,
 )
+
+#: ids of queries or documents: a sequence or a 1-D array
+IdSequence = Union[Sequence[Any], np.ndarray]
 
 __all__ = ["COLUMNS", "JSON_LINES_SUFFIXES", "SEARCH_METRICS", "is_json_lines", "is_table", "qrels_from_labels",
            "read_json_lines", "read_table", "run_from_search"]
@@ -221,7 +224,7 @@ def read_table(table: Any, kind: str, *, name: Optional[str] = None,
     return _collect(rows, kind)
 
 
-def _ids(ids: Optional[Sequence[Any]], n: int, name: str) -> List[str]:
+def _ids(ids: Optional[IdSequence], n: int, name: str) -> List[str]:
     if ids is None:
         return [str(i) for i in range(n)]
     ids = list(ids.tolist() if isinstance(ids, np.ndarray) else ids)
@@ -233,8 +236,8 @@ def _ids(ids: Optional[Sequence[Any]], n: int, name: str) -> List[str]:
     return out
 
 
-def run_from_search(distances: Any, indices: Any, *, metric: str, query_ids: Optional[Sequence[Any]] = None,
-                    db_ids: Optional[Sequence[Any]] = None,
+def run_from_search(distances: Any, indices: Any, *, metric: str, query_ids: Optional[IdSequence] = None,
+                    db_ids: Optional[IdSequence] = None,
                     n_db: Optional[int] = None) -> Dict[str, Dict[str, float]]:
     r"""A run from k-nearest-neighbour results ``(D, I)``, as ``faiss.Index.search`` returns them.
 
@@ -295,8 +298,8 @@ def run_from_search(distances: Any, indices: Any, *, metric: str, query_ids: Opt
     return out
 
 
-def qrels_from_labels(query_labels: Any, db_labels: Any, *, query_ids: Optional[Sequence[Any]] = None,
-                      db_ids: Optional[Sequence[Any]] = None) -> Dict[str, Dict[str, int]]:
+def qrels_from_labels(query_labels: Any, db_labels: Any, *, query_ids: Optional[IdSequence] = None,
+                      db_ids: Optional[IdSequence] = None) -> Dict[str, Dict[str, int]]:
     """Qrels from class labels: a database item is relevant (grade 1) to a query of the same label.
 
     Parameters
