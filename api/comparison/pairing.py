@@ -29,7 +29,8 @@ from retrieval_conformance.reference.contract.problem import Options, Result, Re
 __all__ = ["PairedRuns", "TREC_SETTINGS", "default_metrics", "definition", "pair_runs"]
 
 #: the settings of ``evaluate_run`` kept in ``result.extras`` that change a number
-TREC_SETTINGS = ("relevance_level", "complete", "score_dtype")
+TREC_SETTINGS = ("relevance_level", "complete", "score_dtype", "depth", "judged_only", "ignore_identical_ids",
+                 "gains", "float_grades")
 #: every field of ``Options``: the conventions table's options first, then the rest (k, max_rank, ...)
 _OPTION_FIELDS = tuple(OPTIONS) + tuple(f.name for f in fields(Options) if f.name not in OPTIONS)
 
