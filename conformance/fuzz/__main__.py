@@ -65,7 +65,7 @@ def show_case(seed: int, index: int, implementations: Optional[List[str]]) -> in
 
 
 def _files_main(args) -> int:
-    """``--target files``: the file readers' campaign, in this process (:mod:`.files`)."""
+    """``--target files``, ``evaluate-argv`` and ``compare``: campaigns in this process (:mod:`.files`)."""
     from .files import run_file_campaign
 
     for flag, value in (("--implementations", args.implementations), ("--workers", args.workers),
@@ -125,11 +125,11 @@ def main(argv: Optional[List[str]] = None) -> int:
     parser.add_argument("--case", type=int, help="show one case and what every implementation does with it")
     parser.add_argument("--json", help="write the report to this file")
     parser.add_argument("--quiet", action="store_true", help="no progress line")
-    parser.add_argument("--target", choices=("evaluate", "files", "evaluate-argv"), default="evaluate",
-                        help="evaluate's inputs (default), files (.npy/.npz headers, TREC lines) or evaluate-argv "
-                             "(argument vectors of the evaluate command)")
+    parser.add_argument("--target", choices=("evaluate", "files", "evaluate-argv", "compare"), default="evaluate",
+                        help="evaluate's inputs (default), files (.npy/.npz headers, TREC lines), evaluate-argv "
+                             "(argument vectors of the evaluate command) or compare (rc.compare's runs and settings)")
     args = parser.parse_args(argv)
-    if args.target in ("files", "evaluate-argv"):
+    if args.target in ("files", "evaluate-argv", "compare"):
         return _files_main(args)
     if args.case is not None:
         return show_case(args.seed, args.case, args.implementations)
