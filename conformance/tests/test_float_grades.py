@@ -120,7 +120,7 @@ def test_every_implementation_agrees(qrels_file, implementation):
 
 
 def test_default_is_exact_with_a_warning(qrels_file):
-    with pytest.warns(UserWarning, match=r"float_grades='truncate' to reproduce trec_eval"):
+    with pytest.warns(UserWarning, match=r"float_grades='truncate' \(--float-grades truncate\) to reproduce trec_eval"):
         res = evaluate_run(RUN, qrels_file, k=3, implementation="reference")
     assert res.extras["trec_eval_exact"]["bpref"] == [Fraction(2, 3)]
     with warnings.catch_warnings():
@@ -142,3 +142,48 @@ def test_compare_refuses_runs_read_otherwise(qrels_file, option, values):
     a, b = (evaluate_run(RUN, qrels_file, k=3, **dict({"float_grades": "exact"}, **{option: v})) for v in values)
     with pytest.raises(ValueError, match=f"runs\\['B'\\]: evaluated with {option}="):
         rc.compare({"A": a, "B": b})
+
+
+# -- the command line -------------------------------------------------------------------
+@pytest.fixture
+def run_files(tmp_path):
+    a, b = tmp_path / "a.run", tmp_path / "b.run"
+    a.write_text("q1 Q0 a 1 3 t\nq1 Q0 b 2 2 t\nq1 Q0 c 3 1 t\nq2 Q0 a 1 1 t\n")
+    b.write_text("q1 Q0 a 1 1 t\nq1 Q0 b 2 2 t\nq1 Q0 c 3 3 t\nq2 Q0 a 1 1 t\n")
+    return str(a), str(b)
+
+
+def _cli(argv, capsys):
+    from retrieval_conformance.cli import main
+
+    status = main(argv)
+    out, err = capsys.readouterr()
+    return status, out, err
+
+
+def test_evaluate_command_line(qrels_file, run_files, capsys):
+    (qrels_file.parent / "q2.txt").write_text(QRELS + "q2 0 a 1\n")
+    base = ["evaluate", "--run", run_files[0], "--qrels", str(qrels_file.parent / "q2.txt"), "--k", "3"]
+    status, out, err = _cli(base, capsys)
+    assert status == 0 and "bpref                 \tall\t0.8333" in out  # (2/3 + 1) / 2
+    assert err.count("\n") == 1 and err.startswith("warning: ") and "--float-grades truncate" in err
+    status, out, err = _cli(base + ["--float-grades", "truncate"], capsys)
+    assert status == 0 and "bpref                 \tall\t0.6667" in out and not err  # (1/3 + 1) / 2
+    status, out, err = _cli(base + ["--float-grades", "refuse"], capsys)
+    assert status == 2 and err.startswith("error: ") and "line 1: expected an integer relevance grade" in err
+    status, out, err = _cli(["evaluate", "--npz", str(qrels_file), "--float-grades", "exact"], capsys)
+    assert status == 2 and err.startswith("error: --float-grades: applies to a TREC run only")
+
+
+def test_compare_command_line(qrels_file, run_files, capsys):
+    base = ["compare", *run_files, "--qrels", str(qrels_file), "--metrics", "bpref", "--resamples", "100", "--json"]
+    status, out, err = _cli(base + ["--float-grades", "truncate"], capsys)
+    assert status == 0 and not err
+    import json
+
+    assert json.loads(out)["means"]["a"]["bpref"] == pytest.approx(1 / 3)
+    status, out, err = _cli(base, capsys)
+    assert status == 0 and json.loads(out)["means"]["a"]["bpref"] == pytest.approx(2 / 3)
+    assert err.startswith("warning: ") and "trec_eval reads 2" in err and "Traceback" not in err
+    status, out, err = _cli(["compare", *run_files, "--float-grades", "exact"], capsys)
+    assert status == 2 and "error: --float-grades: applies to TREC runs" in err

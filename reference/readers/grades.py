@@ -86,8 +86,8 @@ class Changed:
             warnings.warn(
                 f"{self.where}: {self.count} relevance grade(s) that trec_eval reads as other integers (atol), "
                 f"e.g. {self.first}; they are used exactly (relevant when >= relevance_level, the grade is "
-                "the nDCG gain): pass float_grades='truncate' to reproduce trec_eval, or float_grades='exact' "
-                "to keep them without this warning", UserWarning, stacklevel=stacklevel)
+                "the nDCG gain): pass float_grades='truncate' (--float-grades truncate) to reproduce trec_eval, or "
+                "float_grades='exact' to keep them without this warning", UserWarning, stacklevel=stacklevel)
 
 
 def value_grade(value: Any, where: str, mode: Optional[str]) -> Tuple[Grade, int]:
