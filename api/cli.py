@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+import warnings
 from typing import Dict, List, Optional, Tuple
 
 from retrieval_conformance import strict_json
@@ -14,6 +15,7 @@ from retrieval_conformance.reference.contract.command_line import (
     non_negative_int,
     run_command,
 )
+from retrieval_conformance.reference.readers.grades import FLOAT_GRADES
 from retrieval_conformance.reference.readers.text import read_text_lines
 
 
@@ -62,7 +64,8 @@ ARRAY_OPTIONS = tuple(o.name for o in options_table.taken_by("evaluate-cli") if 
     "progress",)
 #: options that only mean something for a TREC run (trec_eval's -c, -l, -M, -J, -m ndcg.G=V; BEIR's
 #: ignore_identical_ids)
-RUN_ONLY_OPTIONS = ("complete", "relevance_level", "depth", "judged_only", "ignore_identical_ids", "gains")
+RUN_ONLY_OPTIONS = ("complete", "relevance_level", "depth", "judged_only", "ignore_identical_ids", "gains",
+                    "float_grades")
 
 
 def _parse_gains(text: str) -> dict:
@@ -202,7 +205,11 @@ def evaluate_main(args) -> int:
                   file=sys.stderr)
             return 2
     try:
-        res = rc.evaluate_run(run, qrels, **kwargs) if trec else rc.evaluate(**kwargs)
+        # a TREC run's warnings (grades trec_eval reads otherwise) print as one line each
+        with warnings.catch_warnings(record=trec) as caught:
+            res = rc.evaluate_run(run, qrels, **kwargs) if trec else rc.evaluate(**kwargs)
+        for w in caught or ():
+            print(f"warning: {w.message}", file=sys.stderr)
     except (ValueError, TypeError, rc.ImplementationUnavailable) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
@@ -371,6 +378,8 @@ def build_parser() -> argparse.ArgumentParser:
                    "query id is dropped from the run (BEIR's ignore_identical_ids)")
     e.add_argument("--gains", type=_parse_gains, metavar="G=V,...", help="with --run: nDCG's gain of each grade, "
                    "e.g. 1=1,2=3,3=7 (trec_eval -m ndcg.1=1,2=3,3=7); other grades keep their own value")
+    e.add_argument("--float-grades", choices=FLOAT_GRADES, help="with --run: qrels grades that are not integers "
+                   "(2.5): exact (the default, with a warning), truncate (trec_eval's atol: 2) or refuse")
     e.add_argument("--npz", help="an .npz holding arrays named like evaluate()'s arguments")
     for key in EVALUATE_ARRAYS:
         e.add_argument("--" + key.replace("_", "-"), dest=key, help=f"{key} as a .npy file")

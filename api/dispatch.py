@@ -29,7 +29,7 @@ def evaluate(*args, run=None, qrels=None, **kwargs):
             f"{name}: with run= and qrels= the ranking and relevance come from them (trec_eval's order: "
             f"score descending, then docno descending); only {', '.join(RUN_OPTIONS)} apply, and "
             "retrieval_conformance.reference.trec.evaluate_run takes the others (relevance_level, complete, "
-            "score_dtype, depth, judged_only, ignore_identical_ids)"
+            "score_dtype, depth, judged_only, ignore_identical_ids, gains, float_grades)"
         )
     return evaluate_run(run, qrels, **kwargs)
 

@@ -55,6 +55,7 @@ recall@k = H(k)/R is one exact division here.
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Dict, List, Mapping, Optional, Sequence, Tuple, Union
@@ -65,6 +66,7 @@ from retrieval_conformance.reference.contract.aggregation import aggregate
 from retrieval_conformance.reference.contract.evaluate import MAX_CUTOFFS, evaluate
 from retrieval_conformance.reference.contract.problem import Options, PerQuery, Result, ResultsAtK
 from retrieval_conformance.reference.contract.validation import MAX_GRADE
+from retrieval_conformance.reference.readers.grades import Grade
 from retrieval_conformance.reference.run_measures import (
     gain_map,
     mean,
@@ -89,9 +91,9 @@ class _Query:
     qid: str
     docs: List[str]
     scores: List[float]
-    judged: Dict[str, int]
+    judged: Dict[str, Grade]
     level: int
-    grades: List[Optional[int]] = field(init=False)
+    grades: List[Optional[Grade]] = field(init=False)
     relevant: List[bool] = field(init=False)
     n_relevant: int = field(init=False)
     relevant_retrieved: int = field(init=False)
@@ -177,9 +179,9 @@ def _engine_calls(queries: Sequence[_Query], k: Optional[int], max_rank: int,
         if n:
             scores[row, :n] = q.scores
             scores[row, n:] = q.scores[-1]  # the lowest score: stable ties keep padding after it
-            relevance[row, :n] = [min(g, MAX_GRADE) if rel else 0 for g, rel in zip(q.grades, q.relevant)]
+            relevance[row, :n] = [_engine_grade(g) if rel else 0 for g, rel in zip(q.grades, q.relevant)]
         missing = sorted((g for d, g in q.judged.items() if g >= q.level and d not in q.retrieved), reverse=True)
-        relevance[row, width:width + len(missing)] = np.minimum(missing, MAX_GRADE)
+        relevance[row, width:width + len(missing)] = [_engine_grade(g) for g in missing]
     common = dict(ties="stable", ap_rule="precision_sum", ap_at_k="r", empty="zero", discount="log2",
                   implementation=implementation)
     full = evaluate(scores=scores, relevance=relevance, k=width, max_rank=1, **common)
@@ -207,10 +209,18 @@ def _ndcg_call(queries: Sequence[_Query], k: Optional[int], common: dict) -> Per
         if q.n_retrieved:
             scores[row, :q.n_retrieved] = q.scores
             scores[row, q.n_retrieved:] = q.scores[-1]
-            grades[row, :q.n_retrieved] = [min(max(g or 0, 0), MAX_GRADE) for g in q.grades]
-        grades[row, width:width + len(missing)] = np.minimum(missing, MAX_GRADE)
+            grades[row, :q.n_retrieved] = [_engine_grade(g) for g in q.grades]
+        grades[row, width:width + len(missing)] = [_engine_grade(g) for g in missing]
     cut = width if k is None else min(k, width)
     return evaluate(scores=scores, relevance=grades, k=cut, max_rank=1, **common).per_query
+
+
+def _engine_grade(grade: Optional[Grade]) -> int:
+    """The engine's grade of a document (0 .. MAX_GRADE, > 0 when the grade is positive).  It is
+    the nDCG gain only for integer grades up to MAX_GRADE; nDCG is summed exactly otherwise."""
+    if grade is None or grade <= 0:
+        return 0
+    return min(math.ceil(grade), MAX_GRADE)
 
 
 def _replace_ndcg(target: PerQuery, source: PerQuery) -> None:
@@ -267,8 +277,8 @@ def _per_query(queries: Sequence[_Query], k: Optional[int], max_rank: int, imple
 def evaluate_run(run, qrels, *, k: Union[None, int, Sequence[int]] = None, relevance_level: int = 1,
                  complete: bool = False, score_dtype: str = "float64", max_rank: int = 50,
                  depth: Optional[int] = None, judged_only: bool = False, ignore_identical_ids: bool = False,
-                 gains: Optional[Mapping[int, float]] = None, implementation: str = "auto"
-                 ) -> Union[Result, ResultsAtK]:
+                 gains: Optional[Mapping[int, float]] = None, float_grades: Optional[str] = None,
+                 implementation: str = "auto") -> Union[Result, ResultsAtK]:
     r"""Evaluate a TREC run against qrels as trec_eval does (``map``, ``map_cut_k``, ``P_k``, ``ndcg_cut_k``, ...).
 
     Parameters
@@ -279,7 +289,7 @@ def evaluate_run(run, qrels, *, k: Union[None, int, Sequence[int]] = None, relev
         ``to_dict()`` returning one (a ``ranx.Run``).  Ids are ``str``.
     qrels : path or dict
         A TREC qrels file (``qid iter docno rel``, :func:`read_qrels`), a dict
-        ``{qid: {docno: grade}}`` with int grades, or an object with ``to_dict()``.
+        ``{qid: {docno: grade}}`` with int or float grades, or an object with ``to_dict()``.
     k : int, sequence of int, or None
         Cut-off of trec_eval's ``P_k``, ``recall_k``, ``map_cut_k``, ``ndcg_cut_k`` and
         ``success_k`` (and of ``R_cap_k``, ``Judged_k``); it does not cut ``map``, which is
@@ -307,6 +317,12 @@ def evaluate_run(run, qrels, *, k: Union[None, int, Sequence[int]] = None, relev
     gains : dict or None
         nDCG's gain of each grade, ``{grade: gain}`` (``trec_eval -m ndcg.1=3,2=9``; grades left
         out gain their own value; spec §13 trec_eval); None: the grade is the gain.
+    float_grades : {None, "exact", "truncate", "refuse"}
+        Grades that are not integers (``2.5``; spec §13 trec_eval, float grades).
+        ``"exact"``: their exact value (5/2), relevant when ``>= relevance_level`` and their own
+        nDCG gain; ``"truncate"``: trec_eval's reading (C ``atol`` of the file's text, 2;
+        a dict's float truncated toward zero); ``"refuse"``: a ``ValueError`` / ``TypeError``.
+        None: ``"exact"``, with a warning when trec_eval would read a grade otherwise.
     implementation : {"auto", "reference", "numpy", "torch", "c"}
         Who computes (see :func:`~retrieval_conformance.reference.contract.evaluate.evaluate`);
         ``"reference"`` also returns exact ``Fraction`` values in ``result.exact``.
@@ -341,7 +357,7 @@ def evaluate_run(run, qrels, *, k: Union[None, int, Sequence[int]] = None, relev
         qrels) and ``qrels_grades`` (each query's judgments), for graded measures; ``n_retrieved``; ``left_out``
         (``run_only`` and ``qrels_only`` query ids, as trec_eval ignores them silently);
         and the options ``relevance_level``, ``complete``, ``score_dtype``, ``depth``,
-        ``judged_only``, ``ignore_identical_ids``.
+        ``judged_only``, ``ignore_identical_ids``, ``gains``, ``float_grades``.
 
     Raises
     ------
@@ -378,10 +394,11 @@ def evaluate_run(run, qrels, *, k: Union[None, int, Sequence[int]] = None, relev
             raise ValueError(f"k: expected distinct cut-offs, got {v.shown(list(k))}; e.g. k=(5, 10, 100)")
     else:
         k = v.positive_int("k", k, allow_none=True)
-    queries, left_out = _queries(as_run(run, score_dtype), as_qrels(qrels), level, bool(complete), depth,
+    queries, left_out = _queries(as_run(run, score_dtype), as_qrels(qrels, float_grades), level, bool(complete), depth,
                                  bool(judged_only), bool(ignore_identical_ids))
     settings = dict(relevance_level=level, complete=bool(complete), score_dtype=score_dtype, depth=depth,
-                    judged_only=bool(judged_only), ignore_identical_ids=bool(ignore_identical_ids), gains=exact_gains)
+                    judged_only=bool(judged_only), ignore_identical_ids=bool(ignore_identical_ids), gains=exact_gains,
+                    float_grades="exact" if float_grades is None else float_grades)
     if cutoffs is not None:
         return ResultsAtK((c, _result(queries, left_out, c, max_rank, implementation, settings)) for c in cutoffs)
     return _result(queries, left_out, k, max_rank, implementation, settings)
@@ -390,9 +407,10 @@ def evaluate_run(run, qrels, *, k: Union[None, int, Sequence[int]] = None, relev
 def _result(queries: List[_Query], left_out: Dict[str, List[str]], k: Optional[int], max_rank: int,
             implementation: str, settings: Dict[str, object]) -> Result:
     pq, name, map_cut = _per_query(queries, k, max_rank, implementation)
-    # the engine's gains are its grades (at most MAX_GRADE): a gain map, or grades above it as
-    # trec_eval reads them (any integer is its own gain), are summed here
-    if settings["gains"] is not None or any(g > MAX_GRADE for q in queries for g in q.judged.values()):
+    # the engine's gains are its integer grades (at most MAX_GRADE): a gain map, grades above it
+    # (trec_eval reads any integer as its own gain) and grades that are not integers are summed here
+    if settings["gains"] is not None or any(type(g) is not int or g > MAX_GRADE
+                                            for q in queries for g in q.judged.values()):
         ndcg = [ndcg_with_gains(q.grades, q.judged, settings["gains"] or {}, k) for q in queries]
         pq.ndcg = np.array([float(x) for x in ndcg])
         if pq.exact is not None:

@@ -32,6 +32,7 @@ from retrieval_conformance.reference.contract.command_line import CommandParser
 from retrieval_conformance.reference.contract.evaluate import evaluate
 from retrieval_conformance.reference.contract.registry import ImplementationUnavailable
 from retrieval_conformance.reference.contract.spec import SPEC_VERSION
+from retrieval_conformance.reference.readers.grades import FLOAT_GRADES
 
 __all__ = ["compare_main"]
 
@@ -55,6 +56,9 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--protocol", help=".npz runs: evaluation preset (default hashing)")
     p.add_argument("--k", help=".npz runs: cut-off (an integer, or 'all')")
     p.add_argument("--qrels", metavar="QRELS", help="the runs are TREC run files, judged by this TREC qrels file")
+    p.add_argument("--float-grades", choices=FLOAT_GRADES,
+                   help="TREC runs: qrels grades that are not integers (2.5): exact (the default, with a warning), "
+                        "truncate (trec_eval's atol: 2) or refuse")
     p.add_argument("--complete", action="store_true",
                    help="TREC runs: evaluate every qrels query, 0 for a run without results for it (trec_eval -c); "
                         "without it, queries not answered by every run are dropped, with a warning")
@@ -133,13 +137,14 @@ def _trec_runs(args, names: List[str], metrics: List[str]) -> Dict[str, Any]:
             raise ValueError(f"{flag}: applies to .npz runs, not to TREC runs (--qrels); the cut-offs of TREC runs "
                              "come from the measure names (--metrics P_10,ndcg_cut_10)")
     return evaluate_trec_runs(args.runs, names, args.qrels, metrics, args.complete, args.relevance_level,
-                              args.implementation)
+                              args.implementation, args.float_grades)
 
 
 def _evaluated_runs(args, names: List[str]) -> Dict[str, Any]:
     """Read every .npz run (and --shared) and evaluate it; ValueError with the message to print."""
-    if args.complete or args.relevance_level != 1:
-        flag = "--complete" if args.complete else "--relevance-level"
+    if args.complete or args.relevance_level != 1 or args.float_grades is not None:
+        flag = "--complete" if args.complete else "--relevance-level" if args.relevance_level != 1 else \
+            "--float-grades"
         raise ValueError(f"{flag}: applies to TREC runs (--qrels QRELS), not to .npz runs")
     shared: Dict[str, Any] = _read_run("--shared", args.shared, args.max_array_bytes) if args.shared else {}
     kwargs: Dict[str, Any] = dict(protocol=args.protocol or "hashing", implementation=args.implementation)
@@ -199,15 +204,16 @@ def compare_main(argv: Optional[Sequence[str]] = None) -> int:
         if args.plus_minus and not args.latex:
             raise ValueError("--plus-minus: applies to the --latex table; add --latex")
         names = _run_names(args)
-        if args.qrels:
-            asked = split_metrics(args.metrics) or list(DEFAULT_TREC_METRICS)
-            runs = _trec_runs(args, names, asked + [m for m, _ in gates])
-            metrics: Optional[List[str]] = list(dict.fromkeys(asked + [m for m, _ in gates]))
-        else:
-            runs = _evaluated_runs(args, names)
-            metrics = _metrics(args, gates, runs)
+        # warnings (grades trec_eval reads otherwise, dropped queries) print below as one line each
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
+            if args.qrels:
+                asked = split_metrics(args.metrics) or list(DEFAULT_TREC_METRICS)
+                runs = _trec_runs(args, names, asked + [m for m, _ in gates])
+                metrics: Optional[List[str]] = list(dict.fromkeys(asked + [m for m, _ in gates]))
+            else:
+                runs = _evaluated_runs(args, names)
+                metrics = _metrics(args, gates, runs)
             result = compare(runs, metrics=metrics, baseline=args.baseline, n_resamples=args.resamples,
                              confidence=args.confidence, seed=args.seed, correction=args.correction,
                              pairs=args.pairs)

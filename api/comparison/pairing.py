@@ -9,6 +9,7 @@ not counted; how many there are is reported, never dropped silently.
 """
 from __future__ import annotations
 
+import numbers
 import warnings
 from dataclasses import dataclass, fields
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
@@ -29,7 +30,8 @@ from retrieval_conformance.reference.contract.problem import Options, Result, Re
 __all__ = ["PairedRuns", "TREC_SETTINGS", "default_metrics", "definition", "pair_runs"]
 
 #: the settings of ``evaluate_run`` kept in ``result.extras`` that change a number
-TREC_SETTINGS = ("relevance_level", "complete", "score_dtype")
+TREC_SETTINGS = ("relevance_level", "complete", "score_dtype", "depth", "judged_only", "ignore_identical_ids",
+                 "gains", "float_grades")
 #: every field of ``Options``: the conventions table's options first, then the rest (k, max_rank, ...)
 _OPTION_FIELDS = tuple(OPTIONS) + tuple(f.name for f in fields(Options) if f.name not in OPTIONS)
 
@@ -120,13 +122,30 @@ def _check_definitions(runs: Mapping[str, Any], names: Sequence[str]) -> None:
 
 
 def _array_run(name: str, value: Any) -> Any:
-    """A run given as per-query values, checked: a 1-D sequence, or a mapping id -> value."""
+    """A run given as per-query values, checked: a 1-D sequence, or a mapping id -> value, of real
+    numbers (NaN: not counted; infinite values are refused in :func:`pair_runs`)."""
+    ids = list(value.keys()) if isinstance(value, Mapping) else None
     items = list(value.values()) if isinstance(value, Mapping) else value
     try:
-        arr = np.asarray(items, dtype=np.float64)
+        arr = np.asarray(items)
     except (TypeError, ValueError):
-        raise TypeError(f"runs[{name!r}]: expected an rc.Result, a 1-D array of per-query values or a mapping "
-                        f"query id -> value, got {type(value).__name__}") from None
+        arr = np.asarray(None)
+    if arr.dtype.kind not in "biuf":  # strings, None and other objects are never read as numbers
+        flat = list(items) if arr.ndim == 1 else []
+        odd = next((i for i, x in enumerate(flat) if isinstance(x, (str, bytes)) or not isinstance(x, numbers.Real)),
+                   None)
+        if odd is not None:
+            where = ids[odd] if ids is not None else odd
+            raise TypeError(f"runs[{name!r}]: the value of query {where!r} is {flat[odd]!r} "
+                            f"({type(flat[odd]).__name__}); expected real numbers (NaN marks a query not counted)")
+        if arr.ndim != 1:
+            raise TypeError(f"runs[{name!r}]: expected an rc.Result, a 1-D array of per-query values or a mapping "
+                            f"query id -> value, got {type(value).__name__}")
+        try:  # real numbers held as objects (Fraction, ints beyond int64)
+            arr = arr.astype(np.float64)
+        except OverflowError:
+            raise ValueError(f"runs[{name!r}]: a per-query value beyond the float64 range; values must be "
+                             "finite") from None
     if arr.ndim != 1:
         raise ValueError(f"runs[{name!r}]: expected a 1-D array of per-query values, got shape {arr.shape}")
     return value
@@ -245,13 +264,14 @@ def pair_runs(runs: Any, metrics: Any) -> PairedRuns:
     not_counted: Dict[str, Dict[str, int]] = {n: {} for n in names}
     for name in names:
         for key, (vals, counted) in raw[name].items():
-            vals, counted = vals[positions[name]], counted[positions[name]]
+            # every query of the run is screened, also those other runs lack (dropped below)
             bad = np.flatnonzero(counted & np.isinf(vals))
             if bad.size:
-                where = common[bad[0]] if common is not None else int(bad[0])
+                where = ids[name][bad[0]] if ids[name] is not None else int(bad[0])
                 raise ValueError(f"runs[{name!r}]: {labels[key]} is {vals[bad[0]]} at query {where!r} "
                                  f"({bad.size} infinite value{'s' if bad.size > 1 else ''}); per-query values must be "
-                                 "finite (NaN marks a query not counted)")
+                                 "finite (NaN marks a query not counted), also for queries other runs lack")
+            vals, counted = vals[positions[name]], counted[positions[name]]
             nan = counted & np.isnan(vals)
             not_counted[name][key] = int(nan.sum())
             values[name][key] = (vals, counted & ~nan)

@@ -82,7 +82,8 @@ def compare(runs: Mapping[str, Any], *, metrics: Any = None, baseline: Optional[
         higher is better.  Every ``Result`` run must
         have one definition: the same protocol, every ``Options`` field (ties, ap_rule, k,
         ap_at_k, empty, gain, discount, recall, max_rank, ...) and a TREC run's
-        relevance_level, complete and score_dtype.  A query counts when the run's
+        settings (relevance_level, complete, score_dtype, depth, judged_only,
+        ignore_identical_ids, gains, float_grades).  A query counts when the run's
         empty-query policy counts it (``res.counted``, and not NaN under ``empty="nan"``);
         in arrays NaN marks a query not counted (``Comparison.not_counted`` says how many)
         and ±inf is refused.  A pair is used when both runs count it.  One run alone gives

@@ -45,7 +45,8 @@ def cutoffs_of(metrics: Sequence[str]) -> Tuple[bool, Tuple[int, ...]]:
 
 
 def evaluate_trec_runs(paths: Sequence[str], names: Sequence[str], qrels_path: str, metrics: Sequence[str],
-                       complete: bool, relevance_level: int, implementation: str) -> Dict[str, Any]:
+                       complete: bool, relevance_level: int, implementation: str,
+                       float_grades: Optional[str] = None) -> Dict[str, Any]:
     """Every run file evaluated against the qrels at the cut-offs ``metrics`` need.
 
     Raises
@@ -55,11 +56,13 @@ def evaluate_trec_runs(paths: Sequence[str], names: Sequence[str], qrels_path: s
         an invalid option; the message names the run.
     """
     try:
-        qrels = read_qrels(qrels_path)
+        qrels = read_qrels(qrels_path, float_grades=float_grades)
     except (ValueError, TypeError, OSError) as exc:
         raise ValueError(f"--qrels {qrels_path}: {exc}") from None
     without, cutoffs = cutoffs_of(metrics)
-    settings: Dict[str, Any] = dict(complete=complete, relevance_level=relevance_level, implementation=implementation)
+    # the qrels are read once, above (None: exact, with one warning); every run is evaluated on them
+    settings: Dict[str, Any] = dict(complete=complete, relevance_level=relevance_level, implementation=implementation,
+                                    float_grades=float_grades or "exact")
     results: Dict[str, Any] = {}
     for name, path in zip(names, paths):
         try:

@@ -97,7 +97,7 @@ def _cli_main(args) -> int:
 
 
 def _files_main(args) -> int:
-    """``--target files``: the file readers' campaign, in this process (:mod:`.files`)."""
+    """``--target files``, ``evaluate-argv`` and ``compare``: campaigns in this process (:mod:`.files`)."""
     from .files import run_file_campaign
 
     for flag, value in (("--implementations", args.implementations), ("--workers", args.workers),
@@ -157,12 +157,13 @@ def main(argv: Optional[List[str]] = None) -> int:
     parser.add_argument("--case", type=int, help="show one case and what every implementation does with it")
     parser.add_argument("--json", help="write the report to this file")
     parser.add_argument("--quiet", action="store_true", help="no progress line")
-    parser.add_argument("--target", choices=("evaluate", "files", "evaluate-argv", "cli"), default="evaluate",
+    parser.add_argument("--target", choices=("evaluate", "files", "evaluate-argv", "cli", "compare"),
+                        default="evaluate",
                         help="evaluate's inputs (default), files (.npy/.npz headers, TREC lines), evaluate-argv "
-                             "(argument vectors of the evaluate command) or cli (argument vectors of every "
-                             "subcommand)")
+                             "(argument vectors of the evaluate command), cli (argument vectors of every "
+                             "subcommand) or compare (rc.compare's runs and settings)")
     args = parser.parse_args(argv)
-    if args.target in ("files", "evaluate-argv"):
+    if args.target in ("files", "evaluate-argv", "compare"):
         return _files_main(args)
     if args.target == "cli":
         return _cli_main(args)

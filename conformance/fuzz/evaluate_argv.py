@@ -46,6 +46,7 @@ _VALUES = {
     "--max-array-bytes": ("0", "10", "1000000", "-1"),
     "--implementation": ("auto", "reference", "numpy", "c", "nmupy"),
     "--relevance-level": ("1", "2", "0", "-1", "x"),
+    "--float-grades": ("exact", "truncate", "refuse", "x"),
     "--search-metric": ("l2", "inner_product", "cosine"),
     "--per-query": ("text", "json", "csv", "xml"),
 }
@@ -100,7 +101,7 @@ def _files(folder: str) -> None:
     with open(os.path.join(folder, "a.run"), "w") as fh:
         fh.write("q1 Q0 d1 1 0.9 t\nq1 Q0 d2 2 0.5 t\nq2 Q0 d9 1 1.0 t\n")
     with open(os.path.join(folder, "a.qrels"), "w") as fh:
-        fh.write("q1 0 d2 1\nq2 0 d9 1\n")
+        fh.write("q1 0 d2 1\nq1 0 d1 0.5\nq2 0 d9 1\n")  # 0.5: read by --float-grades
     with open(os.path.join(folder, "ids.txt"), "w") as fh:
         fh.write("a\nb\n")
     with open(os.path.join(folder, "bad.txt"), "wb") as fh:

@@ -288,21 +288,27 @@ class _Timeout(Exception):
 
 
 def _target(name: str):
-    """``(draw, classify)`` of a target: ``files`` (here) or ``evaluate-argv`` (:mod:`.evaluate_argv`)."""
+    """``(draw, classify)`` of a target: ``files`` (here), ``evaluate-argv`` (:mod:`.evaluate_argv`) or
+    ``compare`` (:mod:`.compare_inputs`)."""
     if name == "files":
         return draw_file_case, classify_file_case
     if name == "evaluate-argv":
         from .evaluate_argv import classify_argv_case, draw_argv_case
 
         return draw_argv_case, classify_argv_case
-    raise ValueError(f"target: expected files or evaluate-argv, got {name!r}")
+    if name == "compare":
+        from .compare_inputs import classify_compare_case, draw_compare_case
+
+        return draw_compare_case, classify_compare_case
+    raise ValueError(f"target: expected files, evaluate-argv or compare, got {name!r}")
 
 
 def run_file_campaign(seed: int = 0, cases: int = 1000, start: int = 0, timeout: float = 20.0,
                       progress: Optional[Callable[[FileReport], None]] = None, target: str = "files") -> FileReport:
     """Cases ``start .. start + cases - 1`` of ``seed``, in this process, each within ``timeout`` seconds.
 
-    ``target`` picks the generator: ``files`` (readers) or ``evaluate-argv`` (the ``evaluate`` command).
+    ``target`` picks the generator: ``files`` (readers), ``evaluate-argv`` (the ``evaluate`` command)
+    or ``compare`` (``rc.compare``'s inputs).
     """
     draw, classify = _target(target)
     report = FileReport(seed)

@@ -228,7 +228,7 @@ def test_reader_layout(tmp_path):
     (read_run, "1 Q0 d1 1 0.5 t\x00\n", r"line 1: NUL byte"),
     (read_qrels, "1 0 d1 1 extra\n", r"qrels\.txt: line 1: expected 4 .*fields.*got 5"),
     (read_qrels, "1 0 d1\n", r"line 1: expected 4 .*got 3"),
-    (read_qrels, "1 0 d1 1.5\n", r"line 1: expected an integer relevance grade.*'1.5'"),
+    (read_qrels, "1 0 d1 1.5x\n", r"line 1: expected a decimal relevance grade.*'1.5x'.*not a decimal number"),
     (read_qrels, "1 0 d1 99999999999999999999\n", r"line 1: .*beyond int64"),
     (read_qrels, "1 0 d1 1\n1 0 d1 0\n", r"line 2: query '1' lists document 'd1' again \(first on line 1\)"),
 ])
@@ -267,7 +267,8 @@ def test_fifo_is_refused_without_blocking(tmp_path):
 
 @pytest.mark.parametrize("run, qrels, error, message", [
     ({1: {"d": 1.0}}, {"1": {"d": 1}}, TypeError, r"run: expected str ids.*int.*str\(\)"),
-    ({"1": {"d": 1.0}}, {"1": {"d": 1.0}}, TypeError, r"qrels\['1'\]\['d'\]: expected an integer grade"),
+    ({"1": {"d": 1.0}}, {"1": {"d": "1"}}, TypeError, r"qrels\['1'\]\['d'\]: expected a real number as the grade"),
+    ({"1": {"d": 1.0}}, {"1": {"d": float("inf")}}, ValueError, r"qrels\['1'\]\['d'\]: expected a finite grade"),
     ({"1": {"d": float("nan")}}, {"1": {"d": 1}}, ValueError, r"run\['1'\]\['d'\]: expected a finite score"),
     ({"1": {"d": True}}, {"1": {"d": 1}}, TypeError, r"run\['1'\]\['d'\]: expected a real score"),
     ({"1": ["d"]}, {"1": {"d": 1}}, TypeError, r"run\['1'\]: expected a dict"),

@@ -11,8 +11,12 @@ run (``qid Q0 docno rank score tag``)
     number, finite in float64.
 qrels (``qid iter docno rel``)
     Exactly four fields (a fifth one is a malformed line in trec_eval too).  ``rel`` is a
-    signed decimal integer: ``rel >= relevance_level`` (1 by default, ``trec_eval -l``) is
-    relevant, other values are not.  A negative grade is what trec_eval calls "in the pool
+    signed decimal number: ``rel >= relevance_level`` (1 by default, ``trec_eval -l``) is
+    relevant, other values are not.  A grade that is not an integer (``2.5``) is read as
+    ``float_grades`` says (spec §13 trec_eval, float grades): exactly, as the ``Fraction``
+    it writes (the default, with a warning that trec_eval reads it otherwise), truncated
+    toward zero as trec_eval's ``atol`` reads it (``"truncate"``: ``2.5`` is 2, ``-0.5`` is
+    0, ``1e3`` is 1), or refused (``"refuse"``).  A negative grade is what trec_eval calls "in the pool
     but unjudged" (``form_res_rels.c``); it is never relevant and is not counted among the
     judged levels, which for ``map``, ``P``, ``recall`` and ``Rprec`` is the same as a
     judged non-relevant document (only ``trec_eval -J`` tells them apart).
@@ -28,8 +32,9 @@ Where we differ from trec_eval, always by refusing or by accepting a harmless la
 * a blank line, or one whose first field starts with ``#``, is skipped in both files
   (trec_eval 10.0 skips both in runs but only reads ``#`` comments in qrels, and 9.0.8
   knows no comments);
-* a score that is not a decimal number (``atof`` reads ``abc`` as 0) and a grade that is
-  not a decimal integer (``atol`` reads ``1.5`` as 1) are errors;
+* a score or a grade that is not a decimal number (``atof`` and ``atol`` read ``abc`` as 0)
+  is an error, and a grade that is not an integer is read exactly unless
+  ``float_grades="truncate"`` asks for ``atol``;
 * a repeated (qid, docno) pair is an error naming both lines in both files.  trec_eval
   stops with ``duplicate docs`` too, but only once the query is evaluated; ranx's readers
   keep the last line silently;
@@ -50,7 +55,8 @@ object per line (:func:`~.tables.read_json_lines`).
 and value columns (``qid, docid, score`` / ``qid, docid, relevance`` or the ranx and
 ir_measures names, :func:`~.tables.read_table`; pandas is never imported), or an object
 with ``to_dict()`` returning a dict (``ranx.Run``, ``ranx.Qrels``), and return checked
-dicts: ``str`` ids, finite real scores, integer grades; a query with no entry is dropped,
+dicts: ``str`` ids, finite real scores, grades that are ``int`` or, when not integers,
+``Fraction`` (a float is the decimal it prints as: ``2.5``, ``0.1`` is 1/10); a query with no entry is dropped,
 as a query without lines.
 
 Every error is a ``ValueError`` naming the file, the line and what was expected; files
@@ -65,10 +71,19 @@ import math
 import numbers
 import os
 import re
-from typing import Any, Dict, Iterator, List, Mapping, Tuple
+from typing import Any, Dict, Iterator, List, Mapping, Optional, Tuple
 
 import numpy as np
 from retrieval_conformance.reference.contract.validation import choice, shown
+from retrieval_conformance.reference.readers.grades import (
+    FLOAT_GRADES,
+    Changed,
+    Grade,
+    atol,
+    float_grades_mode,
+    text_grade,
+    value_grade,
+)
 from retrieval_conformance.reference.readers.limits import (
     MAX_FILE_BYTES,
     MAX_LINES,
@@ -79,14 +94,11 @@ from retrieval_conformance.reference.readers.limits import (
 )
 from retrieval_conformance.reference.readers.tables import is_json_lines, is_table, read_json_lines, read_table
 
-__all__ = ["SCORE_DTYPES", "as_qrels", "as_run", "id_bytes", "read_qrels", "read_run"]
+__all__ = ["FLOAT_GRADES", "SCORE_DTYPES", "Grade", "as_qrels", "as_run", "id_bytes", "read_qrels", "read_run"]
 
 SCORE_DTYPES = ("float64", "float32")
 
 _NUMBER = re.compile(rb"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
-_INTEGER = re.compile(rb"[+-]?[0-9]+")
-#: grades must fit in int64 (trec_eval stores them in a C ``long``)
-_GRADE_LIMIT = 2**63
 _BOM = b"\xef\xbb\xbf"
 _OTHER = {"run": "qrels", "qrels": "run"}
 
@@ -210,30 +222,38 @@ def read_run(path: PathLike, *, max_bytes: int = MAX_FILE_BYTES,
     return run
 
 
-def read_qrels(path: PathLike, *, max_bytes: int = MAX_FILE_BYTES,
-               max_lines: int = MAX_LINES) -> Dict[str, Dict[str, int]]:
+def read_qrels(path: PathLike, *, float_grades: Optional[str] = None, max_bytes: int = MAX_FILE_BYTES,
+               max_lines: int = MAX_LINES) -> Dict[str, Dict[str, Grade]]:
     """A TREC qrels file as a ranx-style dict ``{qid: {docno: grade}}``.
 
-    Each line is ``qid iter docno rel`` with an integer grade (``iter`` is ignored, as in
-    trec_eval).  Grades are kept as they are, negative ones included; which of them count as
-    relevant is decided when evaluating (``relevance_level``).
+    Each line is ``qid iter docno rel`` (``iter`` is ignored, as in trec_eval).  Grades are
+    kept as they are, negative ones included; which of them count as relevant is decided
+    when evaluating (``relevance_level``).
 
     Parameters
     ----------
     path : str or os.PathLike
         A regular file.
+    float_grades : {None, "exact", "truncate", "refuse"}
+        How a grade that is not an integer (``2.5``) is read.  ``"exact"``: as the
+        ``Fraction`` it writes (5/2); ``"truncate"``: as trec_eval's ``atol`` reads it, the
+        integer its text starts with (``2.5`` is 2, ``-0.5`` is 0, ``1e3`` is 1);
+        ``"refuse"``: a ``ValueError``.  None (the default) is ``"exact"`` with a warning
+        naming the first such line when trec_eval would read a grade otherwise.
     max_bytes, max_lines : int
         Largest file and most lines read (1 GiB and 10**7 by default).
 
     Returns
     -------
-    dict of str to dict of str to int
+    dict of str to dict of str to int or Fraction
+        ``int`` grades, and ``Fraction`` for those that are not integers.
 
     Raises
     ------
     ValueError
-        A line without exactly 4 fields, a grade that is not a decimal integer within int64,
-        a repeated (qid, docno) pair, or a NUL byte; the message names the file and the line.
+        A line without exactly 4 fields, a grade that is not a decimal number within int64
+        (or not an integer, with ``float_grades="refuse"``), a repeated (qid, docno) pair, or
+        a NUL byte; the message names the file and the line.
     FileRefusedError
         A FIFO, a device, or a file beyond ``max_bytes`` or ``max_lines``.
     FileNotFoundError
@@ -241,29 +261,49 @@ def read_qrels(path: PathLike, *, max_bytes: int = MAX_FILE_BYTES,
 
     Examples
     --------
-    ``301 0 FT911-3 2`` and ``301 0 FT911-7 -1`` read as ``{"301": {"FT911-3": 2, "FT911-7": -1}}``.
+    ``301 0 FT911-3 2`` and ``301 0 FT911-7 -1`` read as ``{"301": {"FT911-3": 2, "FT911-7": -1}}``;
+    ``301 0 FT911-9 2.5`` as ``Fraction(5, 2)`` (``float_grades="truncate"``: 2).
     """
+    mode = float_grades_mode(float_grades)
     if is_json_lines(path):
-        return read_json_lines(path, "qrels", max_bytes=max_bytes, max_lines=max_lines)
-    qrels: Dict[str, Dict[str, int]] = {}
+        return _checked_grades(read_json_lines(path, "qrels", max_bytes=max_bytes, max_lines=max_lines),
+                               mode, _path_text(path))
+    qrels: Dict[str, Dict[str, Grade]] = {}
+    changed = Changed(mode, _path_text(path))
     for number, parts in _lines(path, "qrels", max_bytes, max_lines):
         if len(parts) != 4:
             raise ValueError(
                 f"{_path_text(path)}: line {number}: expected 4 whitespace-separated fields "
                 f"'qid iter docno rel', got {len(parts)} ({_clip(b' '.join(parts))})")
         raw_grade = parts[3]
-        grade = int(raw_grade) if _INTEGER.fullmatch(raw_grade) else None
-        if grade is None or not -_GRADE_LIMIT <= grade < _GRADE_LIMIT:
-            problem = "beyond int64" if grade is not None else "not a decimal integer"
+        grade, problem = text_grade(raw_grade, mode)
+        if grade is None:
             raise ValueError(
-                f"{_path_text(path)}: line {number}: expected an integer relevance grade in field 4 "
-                f"(qid iter docno rel), got {_clip(_decode(raw_grade))} ({problem})")
+                f"{_path_text(path)}: line {number}: expected a{'n integer' if mode == 'refuse' else ' decimal'} "
+                f"relevance grade in field 4 (qid iter docno rel), got {_clip(_decode(raw_grade))} ({problem})")
+        grade = changed.take(grade, atol(raw_grade), f"line {number}: {_clip(_decode(raw_grade))}")
         docs = qrels.setdefault(_decode(parts[0]), {})
         docno = _decode(parts[2])
         if docno in docs:
             raise _duplicate(path, "qrels", number, parts, 4, max_bytes, max_lines)
         docs[docno] = grade
+    changed.finish()
     return qrels
+
+
+def _checked_grades(qrels: Any, mode: Optional[str], where: str) -> Dict[str, Dict[str, Grade]]:
+    out: Dict[str, Dict[str, Grade]] = {}
+    changed = Changed(mode, where)
+    for qid, docs, grades in _entries(qrels, "qrels", read_qrels, "grade"):
+        if not set(map(type, grades)) <= {int}:
+            values = []
+            for doc, grade in zip(docs, grades):
+                place = f"qrels[{qid!r}][{doc!r}]"
+                values.append(changed.take(*value_grade(grade, place, mode), f"{place} = {shown(grade)}"))
+            grades = values
+        out[qid] = dict(zip(docs, grades))
+    changed.finish(stacklevel=4)  # the caller of as_qrels
+    return out
 
 
 # --------------------------------------------------------------------------- dicts
@@ -351,21 +391,17 @@ def _float_or_inf(score: Any) -> float:
         return float("inf")
 
 
-def as_qrels(qrels: Any) -> Dict[str, Dict[str, int]]:
-    """A qrels file, ranx-style dict or ``ranx.Qrels`` as a checked ``{qid: {docno: int grade}}``.
+def as_qrels(qrels: Any, float_grades: Optional[str] = None) -> Dict[str, Dict[str, Grade]]:
+    """A qrels file, ranx-style dict or ``ranx.Qrels`` as a checked ``{qid: {docno: grade}}``.
 
     A path is read with :func:`read_qrels` (plain, gzip or JSON Lines), a DataFrame with
-    :func:`~.tables.read_table`; ids must be ``str`` and grades integers
-    (Python or numpy; bools and floats are refused).  Queries without any judgment are left
-    out, as a query without lines.
+    :func:`~.tables.read_table`; ids must be ``str`` and grades real numbers (Python or
+    numpy; bools are refused).  Integer grades are ``int``; the others follow
+    ``float_grades`` as in :func:`read_qrels` (a float is the decimal it prints as, its
+    truncation is toward zero, as C's cast).  Queries without any judgment are left out,
+    as a query without lines.
     """
-    out: Dict[str, Dict[str, int]] = {}
-    for qid, docs, grades in _entries(qrels, "qrels", read_qrels, "grade"):
-        if not set(map(type, grades)) <= {int}:
-            for doc, grade in zip(docs, grades):
-                if isinstance(grade, (bool, np.bool_)) or not isinstance(grade, numbers.Integral):
-                    raise TypeError(f"qrels[{qid!r}][{doc!r}]: expected an integer grade (rel > 0 relevant), "
-                                    f"got {shown(grade)} ({type(grade).__name__}); pass int grades")
-            grades = [int(g) for g in grades]
-        out[qid] = dict(zip(docs, grades))
-    return out
+    mode = float_grades_mode(float_grades)
+    if isinstance(qrels, (str, bytes, os.PathLike)):
+        return read_qrels(qrels, float_grades=mode)
+    return _checked_grades(qrels, mode, "qrels")
