@@ -38,7 +38,11 @@ def runs(tmp_path_factory):
         path = folder / f"{name}.npz"
         np.savez(path, distances=rng.random((6, 9)), query_labels=np.arange(6) % 3, db_labels=np.arange(9) % 3)
         paths.append(str(path))
-    return paths
+    # and two TREC runs with their qrels, for compare --qrels
+    (folder / "qrels.txt").write_text("q1 0 d1 1\nq1 0 d2 2\nq2 0 d3 1\n")
+    for name in ("a", "b"):
+        (folder / f"{name}.run").write_text(f"q1 Q0 d1 1 2.0 {name}\nq1 Q0 d2 2 1.5 {name}\nq2 Q0 d3 1 0.3 {name}\n")
+    return paths + [str(folder / "a.run"), str(folder / "b.run"), str(folder / "qrels.txt")]
 
 
 def every_subcommand(runs):
@@ -48,7 +52,9 @@ def every_subcommand(runs):
         "version": ["--version"],
         "golden": ["golden", "--implementations", "reference", "--random", "0"],
         "evaluate": ["evaluate", "--npz", runs[0], "--implementation", "numpy"],
-        "compare": ["compare", *runs, "--resamples", "100", "--implementation", "numpy"],
+        "evaluate-trec": ["evaluate", "--run", runs[2], "--qrels", runs[4]],
+        "compare": ["compare", *runs[:2], "--resamples", "100", "--implementation", "numpy"],
+        "compare-trec": ["compare", runs[2], runs[3], "--qrels", runs[4], "--resamples", "100"],
         "check": ["check", "no_such_module_here:f"],  # a usage-error report, written to stdout
         "identify": ["identify", "no_such_module_here:f"],
         "bench": ["bench", "--help"],
@@ -280,7 +286,7 @@ def test_version_identify_help_and_spec_version(runs, capsys):
     assert "--max-examples" not in out and "--timeout" in out
     assert main(["evaluate", "--npz", runs[0], "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["spec_version"] == SPEC_VERSION
-    assert main(["compare", *runs, "--names", "a", "b", "--resamples", "100", "--json"]) == 0
+    assert main(["compare", *runs[:2], "--names", "a", "b", "--resamples", "100", "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["spec_version"] == SPEC_VERSION
 
 
