@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import select
 import signal
 import subprocess
 import sys
@@ -128,11 +129,17 @@ def test_python_m_mains_share_the_wrapper(module):
 
 @posix_only
 def test_ctrl_c_exits_130_with_one_line():
+    # unbuffered, so that the first line arrives as soon as it is printed (a pipe is block-buffered
+    # otherwise, and the child would run its million problems before anything came out)
+    env = dict(os.environ, PYTHONUNBUFFERED="1")
     proc = subprocess.Popen(COMMAND + ["golden", "--implementations", "numpy", "--random", "1000000"],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env,
                             preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     try:
-        proc.stdout.readline()  # running: past the imports, into the golden cases
+        # running: past the imports, into the golden cases; never wait for it longer than 120 s
+        ready, _, _ = select.select([proc.stdout], [], [], 120)
+        assert ready, "golden printed nothing in 120 s"
+        proc.stdout.readline()
         time.sleep(0.5)
         proc.send_signal(signal.SIGINT)
         start = time.monotonic()
