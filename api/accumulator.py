@@ -120,7 +120,7 @@ class Accumulator:
                                                    implementation, device)
         self._gallery_size = None if distributed else _gallery_size(self._gallery)
         impl = registry.get(implementation) if device is None else registry.on_device(implementation, device)
-        self._implementation = self._distributed.implementation if distributed else impl.name
+        self._implementation = self._distributed.implementation if self._distributed is not None else impl.name
         self._device = device
         # db_embeddings checked and cut into exact slices once, at the first block of embeddings
         self._db_embeddings: Optional[Any] = None

@@ -12,7 +12,7 @@ division, for any N).
 """
 from __future__ import annotations
 
-from typing import Optional
+from typing import Optional, cast
 
 import numpy as np
 from retrieval_conformance.implementations.c_library import (
@@ -58,9 +58,9 @@ def _label_source(problem: Problem):
     """(mode, query side, gallery side) when C reads relevance from labels (no junk), else None."""
     if problem.has_junk or problem.query_labels is None:
         return None
-    if problem.multi_label:
+    if problem.multi_label:  # labels are given on both sides when query_labels is
         return (_REL_MULTI, np.ascontiguousarray(pack_words(problem.query_labels)),
-                np.ascontiguousarray(pack_words(problem.db_labels)))
+                np.ascontiguousarray(pack_words(cast(np.ndarray, problem.db_labels))))
     return (_REL_IDS, np.ascontiguousarray(problem.query_labels, dtype=np.int64),
             np.ascontiguousarray(problem.db_labels, dtype=np.int64))
 
@@ -80,9 +80,9 @@ def per_query_curves(problem: Problem, request: CurveRequest) -> CurveValues:
         dist_kind, distances, bits = _CODES, None, problem.query_bits.shape[1]
         q_words = np.ascontiguousarray(pack_bits(problem.query_bits))
         db_words = np.ascontiguousarray(problem.db_words if problem.db_words is not None
-                                        else pack_bits(problem.db_bits))
+                                        else pack_bits(cast(np.ndarray, problem.db_bits)))  # codes on both sides
     else:
-        distances = problem.distances
+        distances = cast(np.ndarray, problem.distances)  # a problem has codes or distances
         if distances.dtype not in (np.float32, np.float64):  # validated input is float; anything else widened
             distances = distances.astype(np.float64)
         distances = np.ascontiguousarray(distances)
@@ -140,10 +140,10 @@ def _raise_grouped(problem: Problem, request: CurveRequest, query: int, index: i
     """The error of an N inside a tie group, with the group's ranks (recounted for that query)."""
     n = request.ns[index]
     if problem.query_bits is None:
-        dist = problem.distances[query].astype(np.float64) + 0.0  # -0.0 ties with 0.0
+        dist = cast(np.ndarray, problem.distances)[query].astype(np.float64) + 0.0  # -0.0 ties with 0.0
     else:
         words = pack_bits(problem.query_bits[query:query + 1])
-        db_words = problem.db_words if problem.db_words is not None else pack_bits(problem.db_bits)
+        db_words = problem.db_words if problem.db_words is not None else pack_bits(cast(np.ndarray, problem.db_bits))
         dist = np.bitwise_count(words[:, None, :] ^ db_words[None, :, :]).sum(axis=2)[0]
     if problem.has_junk:
         dist = dist[~junk_block(problem, query, query + 1)[0]]

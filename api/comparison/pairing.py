@@ -267,7 +267,8 @@ def pair_runs(runs: Any, metrics: Any) -> PairedRuns:
             # every query of the run is screened, also those other runs lack (dropped below)
             bad = np.flatnonzero(counted & np.isinf(vals))
             if bad.size:
-                where = ids[name][bad[0]] if ids[name] is not None else int(bad[0])
+                run_ids = ids[name]
+                where = run_ids[bad[0]] if run_ids is not None else int(bad[0])
                 raise ValueError(f"runs[{name!r}]: {labels[key]} is {vals[bad[0]]} at query {where!r} "
                                  f"({bad.size} infinite value{'s' if bad.size > 1 else ''}); per-query values must be "
                                  "finite (NaN marks a query not counted), also for queries other runs lack")

@@ -130,7 +130,7 @@ def _finish_chunk(group, part, inner: Options, options: Options, n_gallery: int,
     if total[-1]:
         raise RuntimeError(f"pass 2 failed on {total[-1]} other rank(s) (their own error is raised there)")
     total = total[:-1].reshape(shape)
-    pq = PerQuery(**chunk_metrics(merged, [total]))
+    pq = PerQuery(**chunk_metrics(merged, [total]))  # type: ignore[arg-type]  # arrays by field name
     if inner is not options:
         pq = pad_cmc(restore_precision(pq, options.k, n_gallery), options.max_rank)
     return pq

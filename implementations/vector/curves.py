@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import math
 from fractions import Fraction
-from typing import Tuple
+from typing import Optional, Tuple, Union
 
 import numpy as np
 from retrieval_conformance.implementations.numpy_backend import NumpyOps, NumpySource
@@ -46,7 +46,7 @@ def per_query_curves(problem: Problem, request: CurveRequest) -> CurveValues:
     width = len(request.radii) if request.kind == "pr_radius" else (
         len(request.levels) if request.kind == "pr_interpolated" else len(request.ns))
     precision = np.zeros((Q, width))
-    recall = np.zeros((Q, width)) if request.kind == "pr_radius" else None
+    recall: Optional[np.ndarray] = np.zeros((Q, width)) if request.kind == "pr_radius" else None
     n_relevant = np.zeros(Q, dtype=np.int64)
     src = NumpySource(problem, PreparedGallery(problem))
     top = None if problem.query_bits is None else problem.query_bits.shape[1] + 1
@@ -59,9 +59,11 @@ def per_query_curves(problem: Problem, request: CurveRequest) -> CurveValues:
         R = rel.sum(axis=1, dtype=np.int64)
         n_relevant[s:e] = R
         if request.kind == "pr_radius":
+            assert recall is not None  # made for pr_radius above
             precision[s:e], recall[s:e] = _radius_block(dist, rel, junk, request.radii, top, R)
             continue
         kept = np.full(e - s, N, dtype=np.int64) if junk is None else N - junk.sum(axis=1, dtype=np.int64)
+        depth: Union[_GroupCounts, _RelevantRanks, _DepthCounts]
         if top is not None and request.ties not in INDEX_ORDERS:
             depth = _GroupCounts(*_distance_counts(dist, rel, junk, top), kept, request.ties)
         else:

@@ -118,7 +118,7 @@ def run_command(main: Callable[[Optional[List[str]]], int], argv: Optional[Seque
     if real is None:
         _say("error: standard output is closed; give the command somewhere to write (e.g. > out.txt)")
         return EXIT_FAILED
-    sys.stdout = _GuardedStream(real)  # type: ignore[assignment]
+    sys.stdout = _GuardedStream(real)
     try:
         try:
             status = main(None if argv is None else list(argv))

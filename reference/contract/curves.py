@@ -20,7 +20,7 @@ import math
 import numbers
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, cast
 
 import numpy as np
 from retrieval_conformance.reference.contract import validation as v
@@ -100,7 +100,7 @@ class Curve:
     recall: Optional[np.ndarray]
     n_counted: int
     implementation: str
-    exact: Optional[Dict[str, List[Fraction]]] = None
+    exact: Optional[Mapping[str, Sequence[Optional[Fraction]]]] = None  # a CMC of no counted query holds None
 
     def points(self) -> List[Tuple[float, float]]:
         """(x, y) pairs; for ``pr_radius`` (recall, precision), ready for ``plot_pr_curves``."""
@@ -128,7 +128,7 @@ MAX_N = 2 ** 62
 
 def list_lengths(ns) -> Tuple[int, ...]:
     """N of the precision curve: positive integers up to ``MAX_N``."""
-    out = tuple(v.positive_int("n", n) for n in _sequence("n", ns))
+    out = tuple(int(cast(int, v.positive_int("n", n))) for n in _sequence("n", ns))  # never None: not allowed
     for n in out:
         if n > MAX_N:
             raise ValueError(f"n: expected list lengths up to 2**62, got {n}")

@@ -186,7 +186,7 @@ def check_names(argument: str, given: Iterable[object], auto: bool = False) -> L
     for name in given:
         if not (isinstance(name, str) and (name in _SPECS or (auto and name == "auto"))):
             raise ValueError(unknown_name_message(argument, name, auto))
-    return given
+    return [str(name) for name in given]  # every one checked to be a str above
 
 
 def unavailable_reason(name: str) -> Optional[str]:
