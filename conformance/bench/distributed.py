@@ -27,6 +27,7 @@ import json
 import resource
 import socket
 import time
+from dataclasses import fields
 
 import numpy as np
 
@@ -61,7 +62,8 @@ def _gather_all(group, queries, gallery, rc, options):
     shards = group.all_gather_objects(gallery)
     whole = {name: np.concatenate([s[name] for s in shards]) for name in gallery}
     mine = rc.evaluate(**queries, **whole, protocol="reid", empty="zero").per_query
-    parts = group.all_gather_objects(mine)
+    arrays = {f.name: getattr(mine, f.name) for f in fields(mine) if isinstance(getattr(mine, f.name), np.ndarray)}
+    parts = [PerQuery(**part) for part in group.all_gather_objects(arrays)]  # arrays travel, not objects
     return aggregate(PerQuery.concat(parts), options, "reid", "c", n_gallery=whole["db_labels"].shape[0])
 
 
