@@ -8,7 +8,7 @@ run whatever the bytes name).  The round trip is exact: an array keeps its dtype
 a float its bits (written as ``float.hex``), a tuple stays a tuple.
 
 Layout: the header's length (8 bytes, little-endian), the header (UTF-8 JSON), the ``.npz``
-archive (``a0``, ``a1``, ... in the order the header refers to them).  In the header a JSON
+archive (``arr_0``, ``arr_1``, ... in the order the header refers to them).  In the header a JSON
 ``null``, boolean, integer or string stands for itself; every other value is an object of one
 key: ``{"float": hex}``, ``{"list": [...]}``, ``{"tuple": [...]}``, ``{"dict": [[key, value],
 ...]}``, ``{"array": i}`` or ``{"scalar": i}`` (a numpy scalar, stored as a 0-d array).
@@ -34,7 +34,7 @@ def encode_payload(value: Any) -> bytes:
     arrays: List[np.ndarray] = []
     header = json.dumps(_node(value, arrays, "payload"), separators=(",", ":")).encode("utf-8")
     archive = io.BytesIO()
-    np.savez(archive, **{f"a{i}": a for i, a in enumerate(arrays)})
+    np.savez(archive, *arrays)  # named arr_0, arr_1, ... in order
     return len(header).to_bytes(_LENGTH, "little") + header + archive.getvalue()
 
 
@@ -54,9 +54,9 @@ def decode_payload(data: bytes) -> Any:
         raise ValueError(f"payload: the header is not UTF-8 JSON ({exc})") from None
     try:
         with np.load(io.BytesIO(data[_LENGTH + size:]), allow_pickle=False) as archive:
-            arrays = [archive[f"a{i}"] for i in range(len(archive.files))]
+            arrays = [archive[f"arr_{i}"] for i in range(len(archive.files))]
     except (EOFError, OSError, KeyError, ValueError, zipfile.BadZipFile) as exc:
-        raise ValueError(f"payload: the arrays after the header are not an .npz archive of a0, a1, ... "
+        raise ValueError(f"payload: the arrays after the header are not an .npz archive of arr_0, arr_1, ... "
                          f"({type(exc).__name__}: {exc})") from None
     return _value(header, arrays)
 
