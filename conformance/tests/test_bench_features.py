@@ -39,6 +39,14 @@ def wrong_shape_figures(scale):
     return {"speed": {"value": 3.0, "unit": "x", "goal": ">= 2"}}
 
 
+def needs_torch_figures(scale):
+    raise ModuleNotFoundError("No module named 'torch'", name="torch")
+
+
+def broken_import_figures(scale):
+    import retrieval_conformance.conformance.bench.no_such_helper_rc  # noqa: F401 (a bug of the section)
+
+
 FAKE = Section("fake", HERE, "fake_figures", "A measured section")
 ABSENT = Section("absent", "retrieval_conformance.conformance.bench.no_such_benchmark_rc", "figures",
                  "A section whose module is absent")
@@ -231,3 +239,13 @@ def test_distributed_figures_at_smoke_scale():
     sent = checked[f"{label}: bytes sent per rank, sharded"]
     assert 0 < sent["value"] < sent["baseline"]["value"]  # the queries and statistics, not the gallery
     assert "the same mAP" in checked[f"{label}: time, sharded"]["note"]
+
+
+def test_a_missing_package_is_not_measured_a_missing_module_of_ours_is_a_failure():
+    from retrieval_conformance.conformance.bench.features.registry import run_section
+
+    torch_less = run_section(Section("t", HERE, "needs_torch_figures", "T"), "smoke")
+    assert torch_less["status"] == "not measured"
+    assert torch_less["reason"] == "it needs the package torch, which is not installed"
+    broken = run_section(Section("b", HERE, "broken_import_figures", "B"), "smoke")
+    assert broken["status"] == "failed" and "no_such_helper_rc" in broken["reason"]
