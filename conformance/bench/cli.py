@@ -117,18 +117,41 @@ def _parser() -> argparse.ArgumentParser:
     return p
 
 
+def _write(path: str, text: str, what: str) -> bool:
+    """``text`` written to ``path``; False (and one error line) when it cannot be."""
+    try:
+        with open(path, "w", encoding="utf-8") as out:
+            out.write(text)
+    except OSError as exc:
+        print(f"error: {what} {path}: cannot write it ({exc.strerror or exc}); give a path in a writable folder",
+              file=sys.stderr)
+        return False
+    return True
+
+
 def _cmd_features(args) -> int:
     """``bench features``: every section (or those named) in one run, saved; 1 when a section failed."""
+    folder = os.path.dirname(os.path.abspath(args.json)) if args.json else None
+    if folder and not (os.path.isdir(folder) and os.access(folder, os.W_OK)):
+        print(f"error: --json {args.json}: the folder {folder} does not exist or is not writable; nothing was run",
+              file=sys.stderr)
+        return 2
     run = run_features(args.scale, select_sections(args.sections),
                        progress=lambda line: print(line, file=sys.stderr, flush=True))
     print(feature_page(run))
-    if args.json:
-        with open(args.json, "w", encoding="utf-8") as out:
-            json.dump(run, out, indent=2)
+    status = 1 if any(s["status"] == "failed" for s in run["sections"]) else 0
     if args.save == "always":
-        print(f"saved as {save_feature_run(args.storage, run)}; write the page with: retrieval-conformance bench "
-              "report --features --markdown FILE", file=sys.stderr)
-    return 1 if any(s["status"] == "failed" for s in run["sections"]) else 0
+        try:
+            path = save_feature_run(args.storage, run)
+        except OSError as exc:
+            print(f"error: --storage {args.storage}: cannot save the run there ({exc.strerror or exc})",
+                  file=sys.stderr)
+            return status or 2
+        print(f"saved as {path}; write the page with: retrieval-conformance bench report --features --markdown FILE",
+              file=sys.stderr)
+    if args.json and not _write(args.json, json.dumps(run, indent=2), "--json"):
+        return status or 2
+    return status
 
 
 def _report_features(args) -> int:
@@ -148,13 +171,9 @@ def _report_features(args) -> int:
     except (OSError, ValueError) as exc:
         print(f"error: {path}: cannot read it as a feature run ({exc})", file=sys.stderr)
         return 2
-    except (KeyError, TypeError, AttributeError) as exc:  # a hand-edited record
-        print(f"error: {path}: a feature run with a malformed record ({type(exc).__name__}: {exc}); run "
-              "retrieval-conformance bench features again", file=sys.stderr)
-        return 2
     if args.markdown:
-        with open(args.markdown, "w", encoding="utf-8") as out:
-            out.write(page)
+        if not _write(args.markdown, page, "--markdown"):
+            return 2
         print(f"wrote {args.markdown}", file=sys.stderr)
     else:
         print(page, end="")
@@ -177,8 +196,8 @@ def _cmd_report(args) -> int:
             print(f"error: {path}: cannot read it as a pytest-benchmark JSON file ({exc})", file=sys.stderr)
             return 2
     if args.markdown:
-        with open(args.markdown, "w", encoding="utf-8") as out:
-            out.write(markdown_page(runs))
+        if not _write(args.markdown, markdown_page(runs), "--markdown"):
+            return 2
         print(f"wrote {args.markdown}", file=sys.stderr)
         return 0
     for i, (path, data) in enumerate(zip(paths, (d for _, d in runs))):

@@ -249,3 +249,34 @@ def test_a_missing_package_is_not_measured_a_missing_module_of_ours_is_a_failure
     assert torch_less["reason"] == "it needs the package torch, which is not installed"
     broken = run_section(Section("b", HERE, "broken_import_figures", "B"), "smoke")
     assert broken["status"] == "failed" and "no_such_helper_rc" in broken["reason"]
+
+
+@pytest.mark.parametrize("change, message", [
+    (lambda r: r.update(scale=None), "scale: expected one of full, smoke, got None"),
+    (lambda r: r.update(sections={}), "sections: expected a list, got dict"),
+    (lambda r: r["sections"][0].update(status="done"), "section 'fake': status must be one of measured"),
+    (lambda r: r["sections"][0]["figures"]["bytes sent per rank"].pop("unit"), "'value' and 'unit' are required"),
+    (lambda r: r["sections"][1].pop("reason"), "section 'absent': a section not measured needs its reason"),
+    (lambda r: r.update(machine="a laptop"), "machine: expected a dict, got str"),
+])
+def test_a_malformed_record_is_refused_by_name(tmp_path, capsys, change, message):
+    run = run_features("full", [FAKE, ABSENT])
+    change(run)
+    path = tmp_path / "run.json"
+    path.write_text(json.dumps(run), encoding="utf-8")
+    assert bench_main(["report", "--features", str(path)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith(f"error: {path}: cannot read it as a feature run") and message in err[0]
+
+
+def test_unwritable_outputs_are_an_error_line(tmp_path, monkeypatch, capsys):
+    from retrieval_conformance.conformance.bench.features import registry
+
+    monkeypatch.setattr(registry, "SECTIONS", (FAKE,))
+    storage = str(tmp_path / "store")
+    assert bench_main(["features", "--storage", storage, "--json", str(tmp_path / "no" / "run.json")]) == 2
+    assert "the folder" in capsys.readouterr().err and saved_feature_runs(storage) == []  # nothing ran
+    assert bench_main(["features", "--storage", storage, "--scale", "smoke"]) == 0
+    capsys.readouterr()
+    assert bench_main(["report", "--features", "--storage", storage, "--markdown", str(tmp_path / "no" / "p.md")]) == 2
+    assert capsys.readouterr().err.strip().startswith("error: --markdown ")

@@ -31,6 +31,8 @@ from retrieval_conformance.conformance.bench.runs import machine_id
 
 #: the scales a section is run at
 SCALES = ("full", "smoke")
+#: what became of a section
+STATUSES = ("measured", "not measured", "failed")
 #: the run record's format (its ``format`` field)
 RECORD_FORMAT = 1
 
