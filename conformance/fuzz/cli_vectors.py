@@ -97,8 +97,8 @@ def draw_argv(rng: random.Random, files: Dict[str, str]) -> List[str]:
     command = rng.choice(sorted(FLAGS))
     argv = [command]
     flags = FLAGS[command]
-    if command == "bench":  # never "bench run": it runs the benchmarks
-        sub = rng.choice(["gate", "report", "plot", "run --help"])
+    if command == "bench":  # never "bench run" or "bench features": they run the benchmarks
+        sub = rng.choice(["gate", "report", "plot", "run --help", "features --help", "report --features"])
         argv += sub.split()
     for _ in range(rng.randrange(0, 3)):
         if command in POSITIONALS:
