@@ -105,17 +105,21 @@ def _processor() -> str:
 
 
 def _commit() -> Optional[Dict[str, Any]]:
-    """The checkout's commit and whether it has changes (None outside a git checkout)."""
+    """The checkout's commit and whether it has changes (None outside a checkout of this project,
+    an installed copy inside some other repository included)."""
     here = os.path.dirname(os.path.abspath(__file__))
     try:
-        head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=here, capture_output=True, text=True, timeout=10)
-        if head.returncode != 0:
+        head = subprocess.run(["git", "rev-parse", "HEAD", "--show-toplevel"], cwd=here, capture_output=True,
+                              text=True, timeout=10)
+        lines = head.stdout.splitlines()
+        if head.returncode != 0 or len(lines) != 2 or \
+                os.path.realpath(os.path.join(lines[1], "conformance", "bench", "features")) != os.path.realpath(here):
             return None
         status = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=here,
                                 capture_output=True, text=True, timeout=10)
     except (OSError, subprocess.SubprocessError):
         return None
-    return {"id": head.stdout.strip(), "dirty": bool(status.stdout.strip())}
+    return {"id": lines[0], "dirty": bool(status.stdout.strip())}
 
 
 def _missing_module(exc: ImportError, section: Section) -> Optional[str]:
