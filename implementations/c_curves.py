@@ -15,6 +15,7 @@ from __future__ import annotations
 from typing import Optional, cast
 
 import numpy as np
+from retrieval_conformance.implementations.c_backend import SMALL_PROBLEM
 from retrieval_conformance.implementations.c_library import (
     _TIES,
     _fork_safe,
@@ -100,6 +101,8 @@ def per_query_curves(problem: Problem, request: CurveRequest) -> CurveValues:
     failure = np.zeros(2, dtype=np.int64)
     popcnt = cpu_features() & 1
     threads = _fork_safe(thread_count())
+    if threads == 0 and Q * N < SMALL_PROBLEM:
+        threads = 1  # waking a thread team costs more than such a problem (results are equal)
     labels = _label_source(problem)
     step = max(1, BLOCK_ITEMS // N) if labels is None else Q
     for s in range(0, Q, step):

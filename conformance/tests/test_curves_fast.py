@@ -218,6 +218,30 @@ def test_c_curves_do_not_depend_on_the_thread_count(monkeypatch):
     assert runs[0] == runs[1] == runs[2]
 
 
+def test_c_curves_run_a_small_problem_on_one_thread(monkeypatch):
+    """A small call does not wake the thread team (its start and barrier cost more than the
+    work); a thread count asked for is passed on as it is."""
+    if _cannot_draw("c", build_problem(query_codes=[[1]], db_codes=[[1]], relevance=[[True]])):
+        pytest.skip("the C library is not built")
+    from retrieval_conformance.implementations import c_curves
+
+    library, asked = c_curves._require(), []
+
+    class Recording:
+        def rc_curves(self, *args):
+            asked.append(args[-1])  # the last argument: the thread count
+            return library.rc_curves(*args)
+
+    monkeypatch.setattr(c_curves, "_require", Recording)
+    monkeypatch.delenv("RC_NUM_THREADS", raising=False)
+    small = dict(query_codes=[[1, 0], [0, 1]], db_codes=[[1, 1], [0, 0], [1, 0]], query_labels=[0, 1],
+                 db_labels=[0, 1, 1])
+    rc.curves("pr_radius", **small, implementation="c")
+    monkeypatch.setenv("RC_NUM_THREADS", "2")
+    rc.curves("pr_radius", **small, implementation="c")
+    assert asked == [1, 2]
+
+
 def test_c_takes_every_ranking_input_and_refuses_wide_levels_by_name():
     if _cannot_draw("c", build_problem(query_codes=[[1]], db_codes=[[1]], relevance=[[True]])):
         pytest.skip("the C library is not built")

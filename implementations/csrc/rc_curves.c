@@ -386,6 +386,9 @@ int64_t rc_curves(int64_t dist_kind, const void *distances, const uint64_t *q_wo
     curve_args a;
     int64_t q, first_bad = n_q, bad_index = 0;
     int nomem = 0;
+#ifdef _OPENMP
+    int team = num_threads > 0 ? (int)min64(num_threads, n_q) : (int)min64(omp_get_max_threads(), n_q);
+#endif
     if (bits < 0 || rel_mode < CURVE_REL_STATE || rel_mode > CURVE_REL_MULTI ||
         n_db < 1 || words < 1 || ties < 0 || ties > TIES_GROUPED)
         return CURVES_ARGS;
@@ -399,7 +402,9 @@ int64_t rc_curves(int64_t dist_kind, const void *distances, const uint64_t *q_wo
     a.n_levels = n_levels; a.radii = radii; a.n_radii = n_radii; a.ns = ns; a.n_ns = n_ns;
     a.out_a = out_a; a.out_b = out_b; a.out_num = out_num; a.out_scale = out_scale; a.n_relevant = n_relevant;
 #ifdef _OPENMP
-#pragma omp parallel num_threads(num_threads > 0 ? (int)num_threads : omp_get_max_threads())
+    /* no more threads than queries; one thread runs without waking the thread team (whose
+     * start and final barrier cost more than a small call) */
+#pragma omp parallel num_threads(team > 1 ? team : 1) if (team > 1)
 #else
     (void)num_threads;
 #endif
