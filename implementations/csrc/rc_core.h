@@ -53,7 +53,7 @@
  * counts the grades (at most RC_MAX_GRADE) and sums from the highest (rc_rank.c).
  *
  * Units: rc_input.c, rc_metrics.c, rc_expected.c, rc_rank.c, rc_order.c, rc_float.c,
- * rc_codes.c, rc_evaluate.c.
+ * rc_codes.c, rc_evaluate.c; rc_curves.c (rc.curves) and rc_shard.c (gallery shards' counts).
  * Functions shared between units are declared below with RC_INTERNAL (hidden visibility):
  * the library exports only the entry points of rc_evaluate.c, declared at the end.
  */
@@ -483,5 +483,11 @@ int64_t rc_curves(int64_t dist_kind, const void *distances, const uint64_t *q_wo
                         const double *radii, int64_t n_radii, const int64_t *ns, int64_t n_ns,
                         double *out_a, double *out_b, int64_t *out_num, int64_t *out_scale,
                         int64_t *n_relevant, int64_t *failure, int64_t use_popcnt, int64_t num_threads);
+/* rc_shard.c: pass 2 of an evaluation over gallery shards: per row, a shard's items counted
+ * against the row's points (c_shards.py binds it, when present, apart from the load checks) */
+int64_t rc_shard_counts(int64_t dist_kind, const void *distances, const uint8_t *junk, int64_t n_rows,
+                        int64_t n_items, int64_t offset, int64_t count, const int64_t *point_start,
+                        const int64_t *point_key, const int64_t *point_index, int64_t *out_a, int64_t *out_b,
+                        int64_t num_threads);
 
 #endif /* RC_CORE_H */

@@ -52,6 +52,7 @@ from dataclasses import fields, replace
 from typing import Any, Dict, List, Optional, Sequence, Tuple, Union, cast
 
 import numpy as np
+from retrieval_conformance.implementations import c_shards
 from retrieval_conformance.implementations.numpy_backend import NumpyOps, NumpySource
 from retrieval_conformance.implementations.vector.blocks import BLOCK_BYTES, float32_order_key
 from retrieval_conformance.reference.contract.conventions import INDEX_ORDERS
@@ -122,8 +123,8 @@ def order_keys(dist: np.ndarray) -> np.ndarray:
 
 
 def _blocks(part: Problem, gallery: Dict[str, np.ndarray], need_relevance: bool = True):
-    """(first row, keys, distances, relevant non-junk, junk or None, grades or None) of
-    sub-blocks of rows of one (chunk, shard) part, each under the numpy implementation's budget."""
+    """(first row, distances, relevant non-junk, junk or None, grades or None) of sub-blocks of
+    rows of one (chunk, shard) part, each under the numpy implementation's budget."""
     problem = replace(part, **gallery)  # type: ignore[arg-type]  # arrays by field name
     source = NumpySource(problem, PreparedGallery(problem))
     n_rows, n_items = problem.n_queries, problem.n_gallery
@@ -138,7 +139,7 @@ def _blocks(part: Problem, gallery: Dict[str, np.ndarray], need_relevance: bool 
             grade = source.grades(s, e)
             if junk is not None:
                 rel = rel & ~junk
-        yield s, order_keys(dist), dist, rel, junk, grade
+        yield s, dist, rel, junk, grade
 
 
 def shard_statistics(part: Problem, gallery: Dict[str, np.ndarray], offset: int, options: Options
@@ -153,11 +154,11 @@ def shard_statistics(part: Problem, gallery: Dict[str, np.ndarray], offset: int,
     items: List[Tuple[np.ndarray, ...]] = []
     width = min(options.k + 1, n_items) if options.ties == "grouped" and options.k is not None else 0
     smallest = np.full((n_rows, width), np.iinfo(np.int64).max, np.int64)
-    for s, key, dist, rel, junk, grade in _blocks(part, gallery):
-        e = s + key.shape[0]
+    for s, dist, rel, junk, grade in _blocks(part, gallery):
+        e = s + dist.shape[0]
         out["n_kept"][s:e] = n_items - (0 if junk is None else junk.sum(1))
         rows, cols = np.nonzero(rel)
-        items.append((rows + s, key[rows, cols], cols + offset,
+        items.append((rows + s, order_keys(dist[rows, cols]), cols + offset,  # keys of the relevant items only
                       np.ones(rows.shape, np.int64) if grade is None else grade[rows, cols]))
         if options.radius is not None:
             within = dist.astype(np.float64) <= float(options.radius)
@@ -166,6 +167,7 @@ def shard_statistics(part: Problem, gallery: Dict[str, np.ndarray], offset: int,
             out["n_within"][s:e] = within.sum(1)
             out["rel_within"][s:e] = (within & rel).sum(1)
         if width:
+            key = order_keys(dist)
             kept = key if junk is None else np.where(junk, np.iinfo(np.int64).max, key)
             smallest[s:e] = np.sort(np.partition(kept, width - 1, axis=1)[:, :width], axis=1)
     for j, name in enumerate(("row", "key", "index", "grade")):
@@ -175,17 +177,31 @@ def shard_statistics(part: Problem, gallery: Dict[str, np.ndarray], offset: int,
 
 
 def shard_counts(part: Problem, gallery: Dict[str, np.ndarray], offset: int, ties: str,
-                 points: Dict[str, np.ndarray]) -> np.ndarray:
+                 points: Dict[str, np.ndarray], use_c: Optional[bool] = None) -> np.ndarray:
     """Pass 2 on one shard: for each point (``row``, ``key``[, ``index``]; sorted by row) the
     shard's non-junk items ahead of it under an index order ((P,) int64), or below and at its
-    key under the other policies ((2, P) int64)."""
+    key under the other policies ((2, P) int64).
+
+    ``use_c``: count in C (:mod:`..c_shards`, one pass per row; None: where it is built), or
+    with the numpy loop below (False); both give the same integers."""
     index_order = ties in INDEX_ORDERS
     n_points = points["row"].shape[0]
     out = np.zeros(n_points if index_order else (2, n_points), np.int64)
     if n_points == 0:
         return out
+    if use_c is None:
+        use_c = c_shards.shard_kernel() is not None
     n_items = part.n_gallery
-    for s, key, _, _, junk, _ in _blocks(part, gallery, need_relevance=False):
+    for s, dist, _, junk, _ in _blocks(part, gallery, need_relevance=False):
+        if use_c:
+            starts = np.searchsorted(points["row"], np.arange(s, s + dist.shape[0] + 1))
+            a, b = int(starts[0]), int(starts[-1])
+            index = points["index"][a:b] if index_order else None
+            out_a, out_b = (out[a:b], None) if index_order else (out[0, a:b], out[1, a:b])
+            c_shards.count_block(dist, junk, offset, ties if index_order else None, starts - a, points["key"][a:b],
+                                 index, out_a, out_b)
+            continue
+        key = order_keys(dist)
         for i in range(key.shape[0]):
             a, b = np.searchsorted(points["row"], [s + i, s + i + 1])
             if a == b:
