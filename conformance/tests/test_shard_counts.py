@@ -1,0 +1,125 @@
+"""Pass 2 of the gallery shards: the C counts (``csrc/rc_shard.c``, bound by
+``implementations/c_shards.py``) are the numpy loop's integers, on the points a real merge asks
+for and on points made to reach every edge (keys no item has, points of other shards before and
+after this one, several points on one key, rows without points), with ties, -0.0, junk, camera
+junk, an empty shard and any thread count."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from retrieval_conformance.implementations import c_shards
+from retrieval_conformance.implementations.dask.merge import merge_statistics, points_for
+from retrieval_conformance.implementations.dask.shards import (
+    gallery_part,
+    order_keys,
+    query_part,
+    shard_counts,
+    shard_statistics,
+)
+from retrieval_conformance.reference.contract.conventions import INDEX_ORDERS, TIE_POLICIES
+from retrieval_conformance.reference.contract.evaluate import build_problem
+from retrieval_conformance.reference.contract.problem import Options
+
+pytestmark = pytest.mark.skipif(c_shards.unavailable_reason() is not None,
+                                reason=f"C shard counts: {c_shards.unavailable_reason()}")
+KINDS = ("float32", "float64", "codes")
+
+
+def _problem(rng, kind, junk):
+    """A tie-heavy problem: few distinct distances (-0.0 among them), few ids, junk as asked."""
+    n_q, n_g = 7, 45
+    inputs = {"query_labels": rng.integers(0, 3, n_q), "db_labels": rng.integers(-1, 3, n_g)}
+    if kind == "codes":
+        inputs.update(query_codes=rng.integers(0, 2, (n_q, 4)), db_codes=rng.integers(0, 2, (n_g, 4)))
+    else:
+        values = np.array([-0.0, 0.0, 0.5, 1.0, 2.5])
+        inputs["distances"] = rng.choice(values, (n_q, n_g)).astype(kind)
+    if junk == "cameras":
+        inputs.update(query_cams=rng.integers(0, 2, n_q), db_cams=rng.integers(0, 2, n_g), junk_ids=(-1,))
+    elif junk == "matrix":
+        inputs["junk"] = rng.random((n_q, n_g)) < 0.3
+    return build_problem(**inputs)
+
+
+def _shards(problem, bounds):
+    return [(query_part(problem, 0, problem.n_queries, lo, hi), gallery_part(problem, lo, hi), lo)
+            for lo, hi in bounds]
+
+
+def _made_points(rng, problem, ties, offset, n_items):
+    """Points sorted by row: keys of the problem's distances and keys no item has, global indices
+    before, inside and after the shard, some rows without points."""
+    dist = problem.distances if problem.distances is not None else np.arange(6)  # Hamming: 0..4 bits
+    keys = np.unique(order_keys(np.asarray(dist).ravel()))
+    keys = np.concatenate([keys, keys[:1] - 1, keys[-1:] + 1, (keys[:-1] + 1)[keys[1:] - keys[:-1] > 1]])
+    n = 60
+    row = np.sort(rng.choice(np.arange(problem.n_queries)[::2], n))  # odd rows: no points
+    points = {"row": row.astype(np.int64), "key": rng.choice(keys, n).astype(np.int64)}
+    if ties in INDEX_ORDERS:
+        points["index"] = rng.integers(-3, offset + n_items + 3, n).astype(np.int64)
+    return points
+
+
+@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("junk", [None, "cameras", "matrix"])
+@pytest.mark.parametrize("ties", TIE_POLICIES)
+def test_c_counts_are_the_numpy_counts(kind, junk, ties):
+    rng = np.random.default_rng([KINDS.index(kind), [None, "cameras", "matrix"].index(junk),
+                                 TIE_POLICIES.index(ties)])
+    problem = _problem(rng, kind, junk)
+    k = 4 if ties == "grouped" else None  # grouped with k adds the cut-off points
+    options = Options(ties=ties, k=k)
+    bounds = [(0, 11), (11, 12), (12, 45)]  # a one-item shard among them
+    shards = _shards(problem, bounds)
+    stats = [shard_statistics(part, gallery, lo, options) for part, gallery, lo in shards]
+    merged = merge_statistics(stats, options, problem.n_gallery, 0, False, kind == "float64")
+    compared = 0
+    for (part, gallery, lo), (_, hi) in zip(shards, bounds):
+        for points in (points_for(merged), _made_points(rng, problem, ties, lo, hi - lo)):
+            got = shard_counts(part, gallery, lo, ties, points, use_c=True)
+            want = shard_counts(part, gallery, lo, ties, points, use_c=False)
+            assert got.tolist() == want.tolist(), (lo, hi, points)
+            compared += int(np.count_nonzero(want))
+    assert compared > 0  # counts that are not all zero were compared
+
+
+def test_c_counts_with_tied_points_and_bounds_by_hand():
+    """One row of distances 1 1 0 1 (items 10..13 of the gallery) against points at 1 with global
+    indices 9, 11, 13 and 20: under stable the tied items before each index, under reverse after."""
+    dist = np.array([[1.0, 1.0, 0.0, 1.0]])
+    start, key = np.array([0, 4]), order_keys(np.array([1.0] * 4))
+    index = np.array([9, 11, 13, 20])
+    for ties, want in (("stable", [1, 2, 3, 4]), ("reverse", [4, 2, 1, 1])):
+        out = np.zeros(4, np.int64)
+        c_shards.count_block(dist, None, 10, ties, start, key, index, out, None)
+        assert out.tolist() == want, ties
+    below, at = np.zeros(4, np.int64), np.zeros(4, np.int64)
+    junk = np.array([[False, True, False, False]])
+    c_shards.count_block(dist, junk, 10, None, start, key, None, below, at)
+    assert (below.tolist(), at.tolist()) == ([1] * 4, [3] * 4)
+
+
+def test_an_empty_shard_counts_nothing():
+    start, key, index = np.array([0, 2, 3]), np.array([0, 5, 7]), np.array([0, 1, 2])
+    for ties in ("stable", "reverse", None):
+        out_a = np.full(3, -1, np.int64)
+        out_b = None if ties else np.full(3, -1, np.int64)
+        c_shards.count_block(np.zeros((2, 0), np.float32), None, 4, ties, start, key, index if ties else None,
+                             out_a, out_b)
+        assert out_a.tolist() == [0, 0, 0] and (out_b is None or out_b.tolist() == [0, 0, 0])
+
+
+def test_c_counts_do_not_depend_on_the_thread_count(monkeypatch):
+    rng = np.random.default_rng(5)
+    dist = rng.integers(0, 6, (300, 900)).astype(np.float32)  # over SMALL_PROBLEM: threads by default
+    start = np.arange(0, 3 * 300 + 1, 3)
+    key = order_keys(dist[np.repeat(np.arange(300), 3), rng.integers(0, 900, 900)])
+    index = rng.integers(0, 900, 900)
+    runs = []
+    for threads in ("1", "2", "3", ""):
+        monkeypatch.setenv("RC_NUM_THREADS", threads)
+        out = np.zeros(900, np.int64)
+        c_shards.count_block(dist, None, 0, "stable", start, key, index, out, None)
+        runs.append(out.tolist())
+    assert runs[0] == runs[1] == runs[2] == runs[3]
+    assert sum(runs[0]) > 0
