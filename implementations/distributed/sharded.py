@@ -35,6 +35,7 @@ from retrieval_conformance.implementations.distributed.collectives import Proces
 from retrieval_conformance.reference.contract.conventions import INDEX_ORDERS
 from retrieval_conformance.reference.contract.cutoffs import clip_to_gallery, pad_cmc, restore_precision
 from retrieval_conformance.reference.contract.evaluate import build_problem
+from retrieval_conformance.reference.contract.gallery import prepare_gallery
 from retrieval_conformance.reference.contract.problem import Options, PerQuery
 from retrieval_conformance.reference.contract.query_blocks import block_rows
 
@@ -73,16 +74,18 @@ def evaluate_sharded(group: ProcessGroup, queries: Dict[str, np.ndarray], galler
     del shared  # the gathered blocks: one copy of the queries (``everyone``) is enough
     inner = clip_to_gallery(options, n_gallery)
     step = block_rows(n_queries, max(sizes), block_size)
+    # with several chunks, the shard is checked once and its embeddings sliced once (as evaluate does)
+    prepared = prepare_gallery(gallery) if step < n_queries and n_local else None
     parts: List[PerQuery] = []
     for start in range(0, n_queries, step):
         stop = min(start + step, n_queries)
         rows = {name: value[start:stop] for name, value in everyone.items()}
-        part = _first_pass(group, rows, gallery, offsets, inner, metric, junk_ids, start, codes_signed)
+        part = _first_pass(group, rows, gallery, offsets, inner, metric, junk_ids, start, codes_signed, prepared)
         parts.append(_finish_chunk(group, part, inner, options, n_gallery, start, offsets[group.rank]))
     return PerQuery.concat(parts), n_gallery
 
 
-def _first_pass(group, rows, gallery, offsets, options, metric, junk_ids, start, codes_signed):
+def _first_pass(group, rows, gallery, offsets, options, metric, junk_ids, start, codes_signed, prepared):
     """This rank's problem for the chunk (None for an empty shard) and every rank's pass-1 reply;
     the first failing rank's error raised on every rank."""
     problem, reply = None, {"stats": None, "float64": None, "graded": False, "error": None}
@@ -90,7 +93,7 @@ def _first_pass(group, rows, gallery, offsets, options, metric, junk_ids, start,
     if _rows(gallery):
         try:
             problem = build_problem(**rows, **gallery, metric=metric, junk_ids=junk_ids, row0=start,
-                                    codes_signed=codes_signed)
+                                    codes_signed=codes_signed, gallery=prepared)
             reply["stats"] = shard_statistics(problem, {}, offset, options)
             reply["float64"] = problem.distances is not None and problem.distances.dtype == np.float64
             reply["graded"] = problem.grades is not None
