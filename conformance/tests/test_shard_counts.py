@@ -5,6 +5,8 @@ after this one, several points on one key, rows without points), with ties, -0.0
 junk, an empty shard and any thread count."""
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 from retrieval_conformance.implementations import c_shards
@@ -123,3 +125,32 @@ def test_c_counts_do_not_depend_on_the_thread_count(monkeypatch):
         runs.append(out.tolist())
     assert runs[0] == runs[1] == runs[2] == runs[3]
     assert sum(runs[0]) > 0
+
+
+@pytest.mark.parametrize("junk", [None, "cameras", "junk ids"])
+@pytest.mark.parametrize("seed", range(4))
+def test_pass_one_by_id_is_the_scan(junk, seed):
+    """Pass 1 through the gallery sorted by id (no queries x items array) gives the scan's
+    relevant items and kept counts, camera junk and junk ids included."""
+    from retrieval_conformance.implementations.dask import shards
+
+    rng = np.random.default_rng(seed)
+    problem = _problem(rng, "float32", "cameras" if junk == "cameras" else None)
+    if junk is not None:  # with cameras too: an item of a query's id both junk id and same camera counts once
+        problem = replace(problem, junk_ids=(-1, 2))
+    if seed == 3:  # a query whose id no gallery item has
+        problem = replace(problem, query_labels=np.where(problem.query_labels == 1, 7, problem.query_labels))
+    assert shards._by_id(problem)
+    found = 0
+    for lo, hi in ((0, 45), (5, 6), (20, 45)):
+        part, gallery = query_part(problem, 0, problem.n_queries, lo, hi), gallery_part(problem, lo, hi)
+        got = shard_statistics(part, gallery, lo, Options(ties="stable"))
+        want = {"n_kept": np.zeros(problem.n_queries, np.int64), "n_within": np.zeros(problem.n_queries, np.int64),
+                "rel_within": np.zeros(problem.n_queries, np.int64)}
+        items = []
+        shards._scan_statistics(part, gallery, lo, Options(ties="stable"), want, items, 0)
+        for j, name in enumerate(("row", "key", "index", "grade")):
+            assert got[name].tolist() == np.concatenate([i[j] for i in items]).tolist(), (lo, hi, name)
+        assert got["n_kept"].tolist() == want["n_kept"].tolist(), (lo, hi)
+        found += got["row"].size
+    assert found > 0

@@ -153,6 +153,54 @@ def shard_statistics(part: Problem, gallery: Dict[str, np.ndarray], offset: int,
            "rel_within": np.zeros(n_rows, np.int64)}
     items: List[Tuple[np.ndarray, ...]] = []
     width = min(options.k + 1, n_items) if options.ties == "grouped" and options.k is not None else 0
+    problem = replace(part, **gallery)  # type: ignore[arg-type]  # arrays by field name
+    if not width and options.radius is None and _by_id(problem):
+        items.append(_items_by_id(problem, offset, out["n_kept"]))
+        out["smallest"] = np.zeros((n_rows, 0), np.int64)
+    else:
+        _scan_statistics(part, gallery, offset, options, out, items, width)
+    for j, name in enumerate(("row", "key", "index", "grade")):
+        out[name] = np.concatenate([part[j] for part in items]).astype(np.int64) if items else np.zeros(0, np.int64)
+    return out
+
+
+def _by_id(problem: Problem) -> bool:
+    """Whether pass 1 can find the relevant items through the gallery sorted by id: single
+    integer ids, float distances, junk only from cameras and junk ids."""
+    ids = problem.query_labels
+    return (problem.distances is not None and ids is not None and ids.ndim == 1 and ids.dtype.kind in "iu"
+            and problem.relevance is None and problem.grades is None and problem.junk is None)
+
+
+def _items_by_id(problem: Problem, offset: int, n_kept: np.ndarray) -> Tuple[np.ndarray, ...]:
+    """Pass 1's relevant non-junk items (row, key, global index, grade) and ``n_kept`` (filled)
+    without a (queries x items) array: a query's relevant items are the gallery items of its id
+    (a slice of the gallery sorted by id, in gallery order), its camera junk among them."""
+    query_ids, db_ids = cast(np.ndarray, problem.query_labels), cast(np.ndarray, problem.db_labels)
+    order = np.argsort(db_ids, kind="stable")  # an id's items in gallery order
+    sorted_ids = db_ids[order]
+    lo, hi = np.searchsorted(sorted_ids, query_ids, "left"), np.searchsorted(sorted_ids, query_ids, "right")
+    size = hi - lo
+    rows = np.repeat(np.arange(problem.n_queries, dtype=np.int64), size)
+    first = np.cumsum(size) - size
+    cols = order[np.arange(rows.shape[0], dtype=np.int64) - np.repeat(first - lo, size)]
+    gallery_junk = np.isin(db_ids, np.asarray(problem.junk_ids)) if problem.junk_ids else None
+    junk = np.zeros(rows.shape, bool) if gallery_junk is None else gallery_junk[cols]
+    n_kept[:] = problem.n_gallery - (0 if gallery_junk is None else int(gallery_junk.sum()))
+    if problem.query_cams is not None:  # same id and camera: junk (counted once with the junk ids)
+        same_camera = cast(np.ndarray, problem.query_cams)[rows] == cast(np.ndarray, problem.db_cams)[cols]
+        n_kept -= np.bincount(rows[same_camera & ~junk], minlength=problem.n_queries)
+        junk |= same_camera
+    rows, cols = rows[~junk], cols[~junk]
+    keys = order_keys(cast(np.ndarray, problem.distances)[rows, cols])
+    return rows, keys, cols + offset, np.ones(rows.shape, np.int64)
+
+
+def _scan_statistics(part: Problem, gallery: Dict[str, np.ndarray], offset: int, options: Options,
+                     out: Dict[str, np.ndarray], items: List[Tuple[np.ndarray, ...]], width: int) -> None:
+    """Pass 1 from (queries x items) blocks: every other case (relevance matrices, multi-hot
+    labels, codes, junk matrices, a radius, grouped with k)."""
+    n_rows, n_items = part.n_queries, part.n_gallery
     smallest = np.full((n_rows, width), np.iinfo(np.int64).max, np.int64)
     for s, dist, rel, junk, grade in _blocks(part, gallery):
         e = s + dist.shape[0]
@@ -170,10 +218,7 @@ def shard_statistics(part: Problem, gallery: Dict[str, np.ndarray], offset: int,
             key = order_keys(dist)
             kept = key if junk is None else np.where(junk, np.iinfo(np.int64).max, key)
             smallest[s:e] = np.sort(np.partition(kept, width - 1, axis=1)[:, :width], axis=1)
-    for j, name in enumerate(("row", "key", "index", "grade")):
-        out[name] = np.concatenate([part[j] for part in items]).astype(np.int64) if items else np.zeros(0, np.int64)
     out["smallest"] = smallest
-    return out
 
 
 def shard_counts(part: Problem, gallery: Dict[str, np.ndarray], offset: int, ties: str,
