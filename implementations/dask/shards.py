@@ -2,8 +2,9 @@
 
 The dask implementation (:mod:`.backend`) cuts the gallery into contiguous shards (items
 ``lo:hi``, with their global offset ``lo``) and runs, for each chunk of queries, two passes over
-every shard; this module holds what those passes compute on the workers (plain numpy, no dask),
-:mod:`.merge` what the client does with their results.
+every shard; this module holds what those passes compute on the workers (numpy, and pass 2's
+counts in C where the library is built: :mod:`..c_shards`; no dask), :mod:`.merge` what the
+client does with their results.
 
 What the metrics of one query depend on (spec §4, §5, §7):
 
