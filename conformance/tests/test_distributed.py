@@ -169,3 +169,25 @@ def test_integer_codes_travel_as_int8_and_nothing_else_changes():
     assert sent["query_labels"].dtype == np.int64
     for kept in (codes * 2, codes.astype(np.float32), codes.astype(bool)):  # left to the validation as given
         assert _compact({"query_codes": kept})["query_codes"] is kept
+
+
+def test_the_shard_is_sliced_once_for_all_query_chunks(monkeypatch):
+    """With several chunks of queries, the shard's embeddings are cut into exact slices once (the
+    prepared gallery), not once per chunk; the values are those of one chunk."""
+    from retrieval_conformance.implementations.distributed import ProcessGroup, evaluate_sharded
+    from retrieval_conformance.reference.contract import embeddings
+    from retrieval_conformance.reference.contract.problem import Options
+
+    rng = np.random.default_rng(3)
+    gallery = {"db_embeddings": rng.integers(0, 3, (40, 3)).astype(np.float32), "db_labels": rng.integers(0, 4, 40)}
+    queries = {"query_embeddings": rng.integers(0, 3, (6, 3)).astype(np.float32),
+               "query_labels": rng.integers(0, 4, 6)}
+    sliced, slice_rows = [], embeddings.slice_rows
+    monkeypatch.setattr(embeddings, "slice_rows", lambda x, *a: sliced.append(x.shape[0]) or slice_rows(x, *a))
+    with one_process_group():
+        group = ProcessGroup()
+        whole, _ = evaluate_sharded(group, queries, gallery, Options())
+        sliced.clear()
+        chunked, _ = evaluate_sharded(group, queries, gallery, Options(), block_size=2)  # three chunks
+    assert sliced.count(40) == 1 and sliced.count(2) == 3
+    assert not same_bits(whole, chunked)
