@@ -154,3 +154,23 @@ def test_pass_one_by_id_is_the_scan(junk, seed):
         assert got["n_kept"].tolist() == want["n_kept"].tolist(), (lo, hi)
         found += got["row"].size
     assert found > 0
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_c_counts_at_point_keys_of_no_finite_distance(dtype):
+    """Point keys at the ends of the key range and beyond (infinities, NaN bit patterns, beyond
+    int32 for float32): C's test of a distance against the largest point skips no item that
+    counts."""
+    from retrieval_conformance.implementations.dask.shards import counts_at
+
+    rng = np.random.default_rng(9)
+    row = rng.choice(np.array([-3.5, -0.0, 0.0, 1.25, 7.0, 1e30], dtype=dtype), (1, 200))
+    keys = order_keys(row[0])
+    extremes = [order_keys(np.array([x], dtype=dtype))[0] for x in (np.inf, -np.inf, 1.25, -0.0)]
+    nan_bits = order_keys(np.array([np.nan], dtype=dtype))[0]
+    for top in [*extremes, nan_bits, nan_bits + 5, -nan_bits - 5, 2**40, -2**40, 2**62, -2**62]:
+        for x in ([top], [order_keys(np.array([1.25], dtype=dtype))[0], top]):
+            x = np.array(x, np.int64)
+            below, at = np.zeros(len(x), np.int64), np.zeros(len(x), np.int64)
+            c_shards.count_block(row, None, 0, None, np.array([0, len(x)]), x, None, below, at)
+            assert np.stack([below, at]).tolist() == counts_at(keys, x).tolist(), (top, x)

@@ -59,6 +59,28 @@ static inline int64_t shard_key(int64_t kind, const void *row, int64_t i)
     return ((const int64_t *)row)[i];
 }
 
+/* the largest distance of a key (the key's inverse; for a key between two floats' keys, the
+ * float below it, so that a distance above it has a larger key): finite distances only */
+static float shard_value32(int64_t key)
+{
+    int32_t b;
+    float f;
+    if (key > INT32_MAX) return FLT_MAX;
+    if (key < INT32_MIN) return -FLT_MAX;
+    b = (int32_t)key;
+    b = b < 0 ? b ^ INT32_C(0x7FFFFFFF) : b;
+    memcpy(&f, &b, sizeof f);
+    return f;
+}
+
+static double shard_value64(int64_t key)
+{
+    int64_t b = key < 0 ? key ^ INT64_C(0x7FFFFFFFFFFFFFFF) : key;
+    double d;
+    memcpy(&d, &b, sizeof d);
+    return d;
+}
+
 static int by_key_then_bound(const void *x, const void *y)
 {
     const shard_point *a = (const shard_point *)x, *b = (const shard_point *)y;
@@ -93,6 +115,8 @@ static int shard_row(int64_t kind, const void *row, const uint8_t *junk, int64_t
                      int64_t *out_a, int64_t *out_b, shard_work *w)
 {
     int64_t i, j, t, T = 0, top;
+    float top32 = 0.0f;
+    double top64 = 0.0;
     if (m == 0) return 0;
     if (work_grow(w, m)) return -1;
     for (i = 0; i < m; i++) {
@@ -113,11 +137,16 @@ static int shard_row(int64_t kind, const void *row, const uint8_t *junk, int64_t
     }
     w->first[T] = m;
     top = w->key[T - 1];
+    if (kind == SHARD_F32) top32 = shard_value32(top);
+    if (kind == SHARD_F64) top64 = shard_value64(top);
     for (j = 0; j < n; j++) {
         int64_t k, lo = 0, hi = T;
         if (junk && junk[j]) continue;
+        /* beyond every point (most items): counts for none; floats compared as read */
+        if (kind == SHARD_F32 ? ((const float *)row)[j] > top32 : kind == SHARD_F64 && ((const double *)row)[j] > top64)
+            continue;
         k = shard_key(kind, row, j);
-        if (k > top) continue;  /* beyond every point: counts for none */
+        if (k > top) continue;
         while (lo < hi) {        /* the first distinct key >= k */
             int64_t mid = lo + (hi - lo) / 2;
             if (w->key[mid] < k) lo = mid + 1; else hi = mid;
