@@ -140,17 +140,20 @@ static int shard_row(int64_t kind, const void *row, const uint8_t *junk, int64_t
     if (kind == SHARD_F32) top32 = shard_value32(top);
     if (kind == SHARD_F64) top64 = shard_value64(top);
     for (j = 0; j < n; j++) {
-        int64_t k, lo = 0, hi = T;
+        int64_t k, lo, len = T;
+        const int64_t *base = w->key;
         if (junk && junk[j]) continue;
         /* beyond every point (most items): counts for none; floats compared as read */
         if (kind == SHARD_F32 ? ((const float *)row)[j] > top32 : kind == SHARD_F64 && ((const double *)row)[j] > top64)
             continue;
         k = shard_key(kind, row, j);
         if (k > top) continue;
-        while (lo < hi) {        /* the first distinct key >= k */
-            int64_t mid = lo + (hi - lo) / 2;
-            if (w->key[mid] < k) lo = mid + 1; else hi = mid;
+        while (len > 1) {  /* the first distinct key >= k, without branches (a select per step) */
+            int64_t half = len / 2;
+            base = base[half - 1] < k ? base + half : base;
+            len -= half;
         }
+        lo = (base - w->key) + (*base < k);
         w->hist[lo]++;
         if (w->key[lo] != k) continue;
         if (count != SHARD_BELOW_AT) {  /* points whose bound is reached read the tied items so far */
