@@ -148,12 +148,14 @@ static int shard_row(int64_t kind, const void *row, const uint8_t *junk, int64_t
             continue;
         k = shard_key(kind, row, j);
         if (k > top) continue;
-        while (len > 1) {  /* the first distinct key >= k, without branches (a select per step) */
+        /* the first distinct key >= k, without branches (a select per step): as k <= the largest
+         * key, it lies in [base, base + len) throughout */
+        while (len > 1) {
             int64_t half = len / 2;
             base = base[half - 1] < k ? base + half : base;
             len -= half;
         }
-        lo = (base - w->key) + (*base < k);
+        lo = base - w->key;
         w->hist[lo]++;
         if (w->key[lo] != k) continue;
         if (count != SHARD_BELOW_AT) {  /* points whose bound is reached read the tied items so far */
