@@ -174,3 +174,17 @@ def test_c_counts_at_point_keys_of_no_finite_distance(dtype):
             below, at = np.zeros(len(x), np.int64), np.zeros(len(x), np.int64)
             c_shards.count_block(row, None, 0, None, np.array([0, len(x)]), x, None, below, at)
             assert np.stack([below, at]).tolist() == counts_at(keys, x).tolist(), (top, x)
+
+
+def test_without_the_c_unit_the_numpy_loop_counts(monkeypatch):
+    """A library without rc_shard_counts (or none): shard_counts falls back to numpy, and asking
+    for C by name says why it cannot."""
+    rng = np.random.default_rng(1)
+    problem = _problem(rng, "float32", "cameras")
+    (part, gallery, lo), = _shards(problem, [(0, 45)])
+    points = _made_points(rng, problem, "stable", lo, 45)
+    with_c = shard_counts(part, gallery, lo, "stable", points)
+    monkeypatch.setattr(c_shards, "shard_kernel", lambda: None)
+    assert shard_counts(part, gallery, lo, "stable", points).tolist() == with_c.tolist()
+    with pytest.raises(RuntimeError, match="C shard counts unavailable: .*rc_shard_counts"):
+        shard_counts(part, gallery, lo, "stable", points, use_c=True)
