@@ -13,9 +13,9 @@
  * with x_local the point's global index minus the shard's offset, b_p clipped to [0, n].
  *
  * One pass over the row, no sort of the items: the row's points are sorted by (key, bound)
- * (a few dozen per row), each item finds its key among the distinct point keys by binary
- * search (an item beyond the largest point key, most of a row, is dropped after one
- * comparison), a histogram of those places gives below and at, and a cursor per distinct key
+ * (a few dozen per row), each item finds its key among the distinct point keys by a
+ * branch-free binary search (an item beyond the largest point key, most of a row, is dropped
+ * after one comparison of its distance as read with that key's distance), a histogram of those places gives below and at, and a cursor per distinct key
  * walks its points in bound order as the items arrive in index order, so that each point
  * reads the tied items before its bound.  Every count is an integer: the result is the same
  * for any thread count. */
