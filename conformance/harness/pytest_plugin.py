@@ -82,16 +82,24 @@ def pytest_collection_modifyitems(config, items):
     items[:] = keep
 
 
+def _landmark_presets():
+    from retrieval_conformance.conformance.harness.session import LANDMARK_CONVENTIONS
+
+    return tuple(LANDMARK_CONVENTIONS)
+
+
+#: the presets --protocol takes beyond the table's, and when
+PROTOCOL_VALUES = (_landmark_presets(), "default: the adapter's usual one; the landmark presets with --adapter oxford")
+
+
 def add_options(parser):
     group = parser.getgroup("retrieval-conformance", "retrieval-conformance: check a user's metric function")
     group.addoption("--impl", default=None, metavar="MODULE:FUNCTION",
                     help="the metric function to check (module:function or path/to/file.py:function)")
     group.addoption("--adapter", default="hashing-codes", metavar="NAME",
                     help="its signature (retrieval-conformance check --help lists every adapter)")
-    group.addoption("--protocol", default=None, metavar="PRESET",
-                    help="preset to check against (default: the adapter's usual one)")
-    # the convention overrides (--ties, --ap-rule, ...), generated from the one options table
-    options_table.add_arguments(group, "pytest-plugin", skip=("protocol",))
+    # --protocol and the convention overrides (--ties, --ap-rule, ...), generated from the one options table
+    options_table.add_arguments(group, "pytest-plugin", wider={"protocol": PROTOCOL_VALUES})
     group.addoption("--arrays", default="auto", choices=("auto", "numpy", "torch"),
                     help="pass numpy arrays or torch tensors to --impl (auto: torch if numpy fails)")
     group.addoption("--known-deviations", default=None, metavar="FILE",
