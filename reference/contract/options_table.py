@@ -184,8 +184,8 @@ def add_arguments(parser, entry_point: str, defaults: Optional[Dict[str, object]
                   "help": option.help() + (f"; {note}" if note else "")}
         if option.kind is not str:
             kwargs["type"] = option.kind
-        if option.choices is not None:
-            values = option.values()
+        values = option.values()
+        if values is not None:
             kwargs["choices"] = values + tuple(v for v in extra if v not in values)
         add(option.flag, **kwargs)
 
