@@ -2,9 +2,12 @@
 
 Entry points (``rc.evaluate``, ``rc.Accumulator``, ``evaluate`` on the command line, the
 harness's ``check`` and its pytest plugin) take their option arguments from here: the command
-lines generate their flags, choices and help from :data:`OPTIONS_TABLE`, and
-``conformance/tests/test_options_table.py`` checks that every entry point accepts every option
-of the table or refuses it by name (:data:`NOT_TAKEN`).  The values of a convention come from the
+lines and the pytest plugin generate their flags, choices and help from :data:`OPTIONS_TABLE`,
+and the Python entry points' docstrings their option entries (:func:`documented` fills an
+``{options}`` slot).  Their signatures keep explicit keyword parameters, which IDEs, ``help()``
+and mypy read from the source; ``conformance/tests/test_options_table.py`` checks them, the
+docstrings and each ``--help`` against the table: every entry point takes every option of the
+table or refuses it by name (:data:`NOT_TAKEN`).  The values of a convention come from the
 conventions table (:mod:`.conventions`), the presets from :mod:`.presets`, the implementations
 from the registry: nothing is listed twice.
 
