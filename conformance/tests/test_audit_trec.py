@@ -170,11 +170,13 @@ def test_planted_duplicate_docnos_are_found_with_ranx_reading_as_effect(tmp_path
 
 def test_planted_unjudged_documents_in_the_top_k_and_what_judged_only_changes():
     run = {q: {f"d{i}": float(20 - i) for i in range(20)} for q in ("q1", "q2")}
+    run["q3"] = {"d0": 3.0, "d1": 2.0, "d2": 1.0}  # fewer than k retrieved
     qrels = {"q1": {f"d{i}": int(i % 3 == 0) for i in range(20) if i not in (1, 4)},   # 2 unjudged in the top 5
-             "q2": {f"d{i}": int(i % 2 == 0) for i in range(20) if i not in (0, 2, 3)}}  # 3 unjudged in the top 5
+             "q2": {f"d{i}": int(i % 2 == 0) for i in range(20) if i not in (0, 2, 3)},  # 3 unjudged in the top 5
+             "q3": {"d0": 1, "d2": 0}}  # 1 unjudged of 3
     a = rc.audit(run=run, qrels=qrels, k=5)
     f = _finding(a, "unjudged_top_k")
-    assert f["count"] == 5 and f["share"] == pytest.approx(5 / 10) and f["topics"] == 2
+    assert f["count"] == 6 and f["share"] == pytest.approx(6 / 13) and f["topics"] == 3
     assert f["effect"]["with"] == evaluate_run(run, qrels).map
     assert f["effect"]["without"] == evaluate_run(run, qrels, judged_only=True).map
 
@@ -195,8 +197,8 @@ def test_topics_on_one_side_and_without_relevant_documents():
 def test_scores_printed_with_three_decimals_are_named(tmp_path):
     rng = np.random.default_rng(3)
     path = tmp_path / "rounded.run"
-    path.write_text("".join(f"q{q} Q0 d{i} {i + 1} {s:.3f} t\n" for q in range(3)
-                            for i, s in enumerate(np.sort(rng.random(400))[::-1])))
+    path.write_text("".join(f"q{q} Q0 d{i} {i + 1} {s:.{2 + i % 2}f} t\n" for q in range(3)
+                            for i, s in enumerate(np.sort(rng.random(400))[::-1])))  # 2 or 3 decimals
     qrels = {f"q{q}": {f"d{i}": int(i % 7 == 0) for i in range(0, 400, 2)} for q in range(3)}
     a = rc.audit(run=str(path), qrels=qrels)
     f = _finding(a, "low_precision")
