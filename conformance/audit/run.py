@@ -1,13 +1,11 @@
 """``rc.audit``: the number under every convention, the conventions behind a published number, and
-what in the data makes it fragile, on the same inputs as ``evaluate``."""
+what in the data makes it fragile, on the same inputs as ``evaluate`` (a TREC run: :mod:`.trec`)."""
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
-from typing import Any, Dict, List, Mapping, Optional, Union
+from typing import Any, Mapping, Optional, Union
 
 import numpy as np
-from retrieval_conformance.conformance.audit import fail_if, report_html, report_text
 from retrieval_conformance.conformance.audit import findings as fd
 from retrieval_conformance.conformance.audit import movers as mv
 from retrieval_conformance.conformance.audit import reported as rp
@@ -15,48 +13,8 @@ from retrieval_conformance.conformance.audit import table as tb
 from retrieval_conformance.conformance.audit.harness_link import EXACT_CELLS, Values, declared_target
 from retrieval_conformance.conformance.audit.inputs import AuditData, Evaluator
 from retrieval_conformance.conformance.audit.metrics import METRICS, headline
-
-
-@dataclass
-class Audit:
-    """What :func:`audit` found; ``to_dict()`` holds every number (the JSON report)."""
-
-    protocol: str
-    declared: Dict[str, Any]
-    shape: tuple
-    kind: str
-    metrics: List[str]
-    rows: List[Dict[str, Any]]
-    tie_intervals: Dict[str, Dict[str, Any]]
-    movers: Dict[str, Any]
-    reproduced: Dict[str, Any]
-    findings: List[Dict[str, Any]]
-    evaluations: int
-    seconds: float
-    implementation: str
-    notes: List[str] = field(default_factory=list)
-
-    def to_dict(self) -> Dict[str, Any]:
-        from retrieval_conformance.reference.contract.spec import SPEC_VERSION
-
-        return {"specification_version": SPEC_VERSION, "protocol": self.protocol, "declared": self.declared,
-                "data": {"kind": self.kind, "queries": self.shape[0], "gallery": self.shape[1]},
-                "metrics": {name: METRICS[name].label(self.declared["k"]) for name in self.metrics},
-                "conventions": self.rows, "tie_intervals": self.tie_intervals, "per_query": self.movers,
-                "reproduced": self.reproduced, "findings": self.findings,
-                "cost": {"evaluations": self.evaluations, "seconds": self.seconds,
-                         "implementation": self.implementation},
-                "notes": self.notes}
-
-    def to_text(self) -> str:
-        return report_text.render(self.to_dict())
-
-    def to_html(self) -> str:
-        return report_html.render(self.to_dict())
-
-    def failures(self, conditions) -> List[str]:
-        """The ``fail_if`` conditions this audit meets (see :mod:`.fail_if`)."""
-        return fail_if.failures(self.to_dict(), conditions)
+from retrieval_conformance.conformance.audit.result import Audit
+from retrieval_conformance.conformance.audit.trec.run import audit_run
 
 
 def audit(distances=None, scores=None, query_codes=None, db_codes=None, relevance=None, query_labels=None,
@@ -136,8 +94,6 @@ def audit(distances=None, scores=None, query_codes=None, db_codes=None, relevanc
                              "trec_eval's measures are audited; pass k, ties, discount, reported and trec_eval's "
                              "options (relevance_level, depth, judged_only, complete, score_dtype, float_grades, "
                              "gains, ignore_identical_ids)")
-        from retrieval_conformance.conformance.audit.trec.run import audit_run
-
         return audit_run(run, qrels, k=k, ties=ties, discount=discount, reported=reported,
                          implementation=implementation, max_cost=max_cost, **run_options)
     defaults = dict(relevance_level=1, depth=None, judged_only=False, complete=False, score_dtype="float64",

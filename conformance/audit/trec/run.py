@@ -8,7 +8,7 @@ import warnings
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Union
 
 from retrieval_conformance.conformance.audit import reported as rp
-from retrieval_conformance.conformance.audit.run import Audit
+from retrieval_conformance.conformance.audit.result import Audit
 from retrieval_conformance.conformance.audit.trec import candidates as cd
 from retrieval_conformance.conformance.audit.trec import findings as fd
 from retrieval_conformance.conformance.audit.trec import measures as ms
