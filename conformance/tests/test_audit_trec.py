@@ -234,6 +234,10 @@ def test_refusals_name_the_argument():
         rc.audit(run=TIED_RUN, qrels=TIED_QRELS, reported="rank1=0.5")
     with pytest.raises(ValueError, match="^k:"):
         rc.audit(run=TIED_RUN, qrels=TIED_QRELS, k=0)
+    with pytest.raises(ValueError, match="^score_dtype:"):
+        rc.audit(run=TIED_RUN, qrels=TIED_QRELS, score_dtype="float16")
+    with pytest.raises(ValueError, match="^discount: 'trec' no longer names"):
+        rc.audit(run=TIED_RUN, qrels=TIED_QRELS, discount="trec")
 
 
 def test_reported_cut_offs_are_audited_and_reports_render():

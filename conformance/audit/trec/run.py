@@ -17,7 +17,9 @@ from retrieval_conformance.conformance.audit.trec.data import RunData
 from retrieval_conformance.conformance.audit.trec.evaluator import Setting, TrecEvaluator
 from retrieval_conformance.conformance.audit.trec.orders import TIE_ORDERS
 from retrieval_conformance.reference.contract.conventions import DISCOUNTS
+from retrieval_conformance.reference.contract.validation import choice
 from retrieval_conformance.reference.run_measures import gain_map
+from retrieval_conformance.reference.trec import SCORE_DTYPES
 
 #: the cut-off audited when none is declared (trec_eval's most printed, P_10 and ndcg_cut_10)
 DEFAULT_CUTOFF = 10
@@ -87,8 +89,9 @@ def audit_run(run, qrels, *, k: Union[None, int, Sequence[int]] = None, ties: Op
     if ties is not None and ties not in TIE_ORDERS:
         raise ValueError(f"ties: a run's ties are ordered as one of {list(TIE_ORDERS)}, got {ties!r} "
                          "(trec_eval: docno descending)")
-    if discount is not None and discount not in DISCOUNTS:
-        raise ValueError(f"discount: expected one of {list(DISCOUNTS)}, got {discount!r}")
+    if discount is not None:
+        choice("discount", discount, DISCOUNTS)
+    choice("score_dtype", score_dtype, SCORE_DTYPES)  # the audit rounds scores itself, before evaluate_run
     cutoffs = _cutoffs(k, numbers_)
     data = RunData.read(run, qrels, float_grades)
     data.qrels()  # the declared reading, with its warning about float grades (once)
