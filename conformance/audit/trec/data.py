@@ -48,6 +48,7 @@ class RunData:
     text: RunText
     from_file: bool
     _qrels: Dict[str, Any] = field(default_factory=dict)
+    _float32: Optional[Run] = None
 
     @classmethod
     def read(cls, run: Any, qrels: Any, float_grades: Optional[str] = None) -> "RunData":
@@ -76,11 +77,10 @@ class RunData:
         """The scores as trec_eval compares them: float64 (10.0) or C float (9.0.8)."""
         if score_dtype == "float64":
             return self.run
-        key = "_float32"
-        if key not in self._qrels:
-            self._qrels[key] = {q: dict(zip(d, np.asarray(list(d.values())).astype(np.float32).astype(float).tolist()))
-                                for q, d in self.run.items()}
-        return self._qrels[key]
+        if self._float32 is None:
+            self._float32 = {q: dict(zip(d, np.asarray(list(d.values())).astype(np.float32).astype(float).tolist()))
+                             for q, d in self.run.items()}
+        return self._float32
 
     def float_grade_count(self) -> int:
         """Judgments whose grade is not an integer (read exactly)."""
