@@ -124,11 +124,15 @@ def ndcg_with_gains(grades: Sequence[Optional[int]], judged: Mapping[str, int], 
     ideal = sorted((gain(g) for g in judged.values() if g >= 0 and gain(g) > 0), reverse=True)
     if k is not None:
         ideal = ideal[:k]
-    d = [Fraction(x) for x in rank_discounts(max(len(top), len(ideal), 1), discount).tolist()]
-    best = sum((g * d[i] for i, g in enumerate(ideal)), ZERO)
+    d = rank_discounts(max(len(top), len(ideal), 1), discount).tolist()
+
+    def dcg(ranked_gains) -> Fraction:  # only the ranks that gain (most retrieved documents gain 0)
+        return sum((g * Fraction(d[i]) for i, g in enumerate(ranked_gains) if g), ZERO)
+
+    best = dcg(ideal)
     if best <= 0:
         return ZERO
-    return sum((gain(g) * d[i] for i, g in enumerate(top)), ZERO) / best
+    return dcg(map(gain, top)) / best
 
 
 def named_measures(k: Optional[int], level: int, grades: Sequence[Sequence[Optional[int]]],
