@@ -99,7 +99,7 @@ def test_numbers_printed_by_trec_eval_are_traced_to_its_options(case, changed):
     a = rc.audit(run=RUN, qrels=QRELS, reported=reported)
     first = _first(a)
     assert first["cost"] == 0 and first["options"]["ties"] == "trec_eval"
-    declared = dict(ties="trec_eval", discount="log2", judged_only=False, depth=None, complete=False,
+    declared = dict(ties="trec_eval", discount="log2", gain="linear", judged_only=False, depth=None, complete=False,
                     score_dtype="float64", float_grades="exact", rounding="round")
     assert {n: v for n, v in first["options"].items() if declared[n] != v} == changed
 
@@ -132,6 +132,24 @@ def test_a_number_made_under_a_known_order_and_discount_is_traced_back():
     assert all(m["options"]["discount"] == "trec_eval_9.0a3" for m in matches)
     assert "§4 ties=stable" in matches[0]["clauses"] and "§7 discount=trec_eval_9.0a3" in matches[0]["clauses"]
     assert a.reproduced["nearest"] is None
+
+
+def test_an_ndcg_with_exponential_gains_is_traced_to_them():
+    res = evaluate_run(TIED_RUN, TIED_QRELS, k=2)  # trec_eval's order
+
+    def dcg(gains):
+        return sum(g / math.log2(r + 1) for r, g in enumerate(gains[:2], 1))
+    ndcg = np.mean([dcg([2.0 ** g - 1 if g is not None and g > 0 else 0 for g in grades])
+                    / dcg(sorted((2.0 ** g - 1 for g in judged.values() if g > 0), reverse=True))
+                    for grades, judged in zip(res.extras["grades"], res.extras["qrels_grades"])])
+    a = rc.audit(run=TIED_RUN, qrels=TIED_QRELS, k=2, reported={"ndcg_cut_2": f"{ndcg:.4f}"})
+    matches = a.reproduced["matches"]
+    assert matches and all(m["options"]["gain"] == "exponential" for m in matches)
+    assert any(m["options"]["ties"] == "trec_eval" and m["options"]["discount"] == "log2" for m in matches)
+    assert "§7 gain=exponential" in matches[0]["clauses"]
+    assert {("gain", "linear"), ("gain", "exponential")} <= {(r["axis"], r["value"]) for r in a.rows}
+    binary = rc.audit(run=TIED_RUN, qrels={q: {d: int(g > 0) for d, g in j.items()} for q, j in TIED_QRELS.items()})
+    assert "gain" not in {r["axis"] for r in binary.rows}  # grades 0 and 1: both gains are the grades
 
 
 def test_a_truncated_number_costs_one_assumption():

@@ -1,6 +1,6 @@
 """Section 2 of a run's audit: which settings reproduce a published number.
 
-A candidate is a :class:`~.evaluator.Setting` (the order of tied documents, the nDCG discount,
+A candidate is a :class:`~.evaluator.Setting` (the order of tied documents, nDCG's discount and gains,
 ``-J``, ``-M``, and where the data makes them matter the precision of the scores, the reading of
 float grades and ``-c``) with a way of printing: rounded to the digits (the norm) or truncated.
 The search is :func:`~retrieval_conformance.conformance.audit.reported.match_stages`, the array
@@ -29,7 +29,9 @@ OPTION_MEANINGS = {("judged_only", True): "-J: unjudged documents dropped from t
                    ("score_dtype", "float32"): "scores compared as C float (trec_eval 9.0.8 and earlier)",
                    ("float_grades", "truncate"): "grades read with atol, as trec_eval (2.5 is 2)",
                    ("discount", "trec_eval_9.0a3"): "nDCG with trec_eval 9.0a3's discount (ranks 1 and 2 "
-                                                    "undiscounted)"}
+                                                    "undiscounted)",
+                   ("gain", "exponential"): "nDCG with gains 2**grade - 1 (Burges et al.), not trec_eval's grades",
+                   ("gain", "map"): "nDCG with the declared gain map (trec_eval -m ndcg.GRADE=GAIN)"}
 
 
 @dataclass(frozen=True)
@@ -52,13 +54,15 @@ class Candidate:
         s = self.setting
         parts = [f"ties={s.ties}", f"discount={s.discount}", f"judged_only={s.judged_only}",
                  f"depth={'all' if s.depth is None else s.depth}"]
-        parts += [f"{n}={getattr(s, n)}" for n in ("complete", "score_dtype", "float_grades")
+        parts += [f"{n}={getattr(s, n)}" for n in ("gain", "complete", "score_dtype", "float_grades")
                   if getattr(s, n) != getattr(Setting(), n)]
         return ", ".join(parts + (["truncated"] if self.rounding == "truncate" else []))
 
     def clauses(self) -> List[str]:
         s = self.setting
         out = [CLAUSES[s.ties], f"§7 discount={s.discount}"]
+        if s.gain != "linear":
+            out.append("§13 trec_eval" if s.gain == "map" else f"§7 gain={s.gain}")
         changed = [n for n in OPTION_CLAUSES if getattr(s, n) != getattr(Setting(), n)]
         return out + sorted({OPTION_CLAUSES[n] for n in changed} - set(out))
 
@@ -76,8 +80,9 @@ class Candidate:
 def stages(varied: Dict[str, Tuple], declared: Setting, reported: Sequence[Metric], max_cost: int
            ) -> Iterable[List[Candidate]]:
     """Candidates by cost (0, 1, 2), each stage in a fixed order; the discount only where an nDCG is reported."""
-    values = {"ties": CONCRETE, "discount": varied["discount"] if any(ms.discounted(m.name) for m in reported)
-              else (declared.discount,)}
+    ndcg = any(ms.discounted(m.name) for m in reported)
+    values = {"ties": CONCRETE, "discount": varied["discount"] if ndcg else (declared.discount,),
+              "gain": varied.get("gain", (declared.gain,)) if ndcg else (declared.gain,)}
     for axis in ("judged_only", "depth", "complete", "score_dtype", "float_grades"):
         values[axis] = varied.get(axis, (getattr(declared, axis),))
     names = list(values)

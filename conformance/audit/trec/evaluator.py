@@ -2,13 +2,18 @@
 
 A :class:`Setting` is one way of computing the numbers: the order of tied documents
 (:mod:`.orders`) and trec_eval's options that change them (``-J``, ``-M``, ``-c``, the
-precision of the scores, the reading of float grades), and the nDCG discount (spec §7).  The
-discount only changes the nDCG measures, which are summed again from the ranked grades of the
-same evaluation (:func:`~retrieval_conformance.reference.run_measures.ndcg_with_gains`).
+precision of the scores, the reading of float grades), and nDCG's gains and discount (spec §7).
+The gains are ``linear`` (each grade its own gain, trec_eval's), ``exponential`` (``2**g - 1``
+for an integer grade g, the rule of spec §7 gain=exponential, given to ``evaluate_run`` as a
+gain map; a grade that is not an integer keeps its own value) or ``map`` (the declared
+``gains``).  The discount only changes the nDCG measures, which are summed again from the
+ranked grades of the same evaluation
+(:func:`~retrieval_conformance.reference.run_measures.ndcg_with_gains`).
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from fractions import Fraction
 from typing import Any, Dict, List, Mapping, Optional, Sequence
 
 import numpy as np
@@ -23,6 +28,7 @@ from retrieval_conformance.reference.trec import evaluate_run
 class Setting:
     ties: str = "trec_eval"
     discount: str = "log2"
+    gain: str = "linear"
     judged_only: bool = False
     depth: Optional[int] = None
     complete: bool = False
@@ -33,7 +39,8 @@ class Setting:
         return replace(self, **changes)
 
     def options(self) -> Dict[str, Any]:
-        return {"ties": self.ties, "discount": self.discount, "judged_only": self.judged_only, "depth": self.depth,
+        return {"ties": self.ties, "discount": self.discount, "gain": self.gain, "judged_only": self.judged_only,
+                "depth": self.depth,
                 "complete": self.complete, "score_dtype": self.score_dtype, "float_grades": self.float_grades}
 
 
@@ -79,15 +86,16 @@ class TrecEvaluator:
         if setting.discount == "log2":
             return self._cache[base]
         if setting not in self._cache:
-            self._cache[setting] = self._discounted(self._cache[base], setting.discount)
+            self._cache[setting] = self._discounted(self._cache[base], setting)
         return self._cache[setting]
 
     def _evaluate(self, setting: Setting) -> Evaluation:
         qrels = self.data.qrels(setting.float_grades)
         scores = self.data.scores(setting.score_dtype)
-        out = self._call(ranked_run(scores, setting.ties, qrels, self.level, self.gains), qrels, setting)
-        if setting.ties in ("pessimistic", "optimistic") and gains_conflict(qrels, self.level, self.gains):
-            by_gain = self._call(ranked_run(scores, setting.ties, qrels, self.level, self.gains, by_gain=True),
+        gains = self.gains_of(setting)
+        out = self._call(ranked_run(scores, setting.ties, qrels, self.level, gains), qrels, setting)
+        if setting.ties in ("pessimistic", "optimistic") and gains_conflict(qrels, self.level, gains):
+            by_gain = self._call(ranked_run(scores, setting.ties, qrels, self.level, gains, by_gain=True),
                                  qrels, setting)
             for name in out.per_query:
                 if ms.discounted(name):
@@ -97,7 +105,7 @@ class TrecEvaluator:
     def _call(self, run, qrels, setting: Setting) -> Evaluation:
         common = dict(relevance_level=self.level, complete=setting.complete, depth=setting.depth,
                       judged_only=setting.judged_only, ignore_identical_ids=self.ignore_identical_ids,
-                      gains=self.gains, float_grades="exact", implementation=self.implementation)
+                      gains=self.gains_of(setting), float_grades="exact", implementation=self.implementation)
         self.calls += 1
         whole = evaluate_run(run, qrels, k=None, **common)
         per_query = {name: whole.extras["trec_eval_per_query"][name] for name in ms.WHOLE + ("num_rel", "num_ret")}
@@ -112,12 +120,22 @@ class TrecEvaluator:
                           whole.extras["grades"], whole.extras["qrels_grades"], whole.extras["left_out"],
                           whole.implementation)
 
-    def _discounted(self, base: Evaluation, rule: str) -> Evaluation:
-        """The nDCG measures of ``base`` summed again under the discount ``rule`` (exact, then rounded once)."""
+    def gains_of(self, setting: Setting) -> Optional[Mapping[Any, Any]]:
+        """The gain map ``evaluate_run`` takes for ``setting`` (None: each grade its own gain)."""
+        if setting.gain == "map":
+            return self.gains
+        if setting.gain == "exponential":
+            grades = {g for docs in self.data.qrels(setting.float_grades).values() for g in docs.values()}
+            return {int(g): Fraction(2) ** int(g) - 1 for g in grades if isinstance(g, int) and g >= 0}
+        return None
+
+    def _discounted(self, base: Evaluation, setting: Setting) -> Evaluation:
+        """The nDCG measures of ``base`` summed again under ``setting``'s discount (exact, then rounded once)."""
         per_query, means = dict(base.per_query), dict(base.means)
+        gains = self.gains_of(setting) or {}
         for name in [n for n in base.per_query if ms.discounted(n)]:
             k = ms.cutoff(name)
-            exact = [ndcg_with_gains(g, j, self.gains or {}, k, rule) for g, j in zip(base.grades, base.judged)]
+            exact = [ndcg_with_gains(g, j, gains, k, setting.discount) for g, j in zip(base.grades, base.judged)]
             per_query[name] = np.array([float(x) for x in exact])
             means[name] = mean(exact)
         return replace(base, per_query=per_query, means=means)

@@ -87,7 +87,7 @@ def duplicate_findings(ev: TrecEvaluator, declared: Setting, main: str) -> List[
     topics = sorted({q for q, _, _, _ in repeats})
     q, d, first, again = repeats[0]
     last = evaluate_run(ev.data.text.last_kept, ev.data.qrels(declared.float_grades), relevance_level=ev.level,
-                        gains=ev.gains, depth=declared.depth, judged_only=declared.judged_only,
+                        gains=ev.gains_of(declared), depth=declared.depth, judged_only=declared.judged_only,
                         complete=declared.complete, score_dtype=declared.score_dtype, float_grades="exact",
                         ignore_identical_ids=ev.ignore_identical_ids, implementation=ev.implementation)
     ev.calls += 1

@@ -38,6 +38,7 @@ class TrecAudit(Audit):
         d = self.declared
         cut = ", ".join(str(k) for k in d["k"])
         text = (f"declared: trec_eval's measures at k={cut}, ties={d['ties']}, discount={d['discount']}, "
+                f"gain={d['gain']}, "
                 f"judged_only={d['judged_only']}, depth={'all' if d['depth'] is None else d['depth']}, "
                 f"complete={d['complete']}, score_dtype={d['score_dtype']}, float_grades={d['float_grades']}, "
                 f"relevance_level={d['relevance_level']}")
@@ -95,7 +96,8 @@ def audit_run(run, qrels, *, k: Union[None, int, Sequence[int]] = None, ties: Op
     cutoffs = _cutoffs(k, numbers_)
     data = RunData.read(run, qrels, float_grades)
     data.qrels()  # the declared reading, with its warning about float grades (once)
-    declared = Setting(ties=ties or "trec_eval", discount=discount or "log2", judged_only=judged_only, depth=depth,
+    declared = Setting(ties=ties or "trec_eval", discount=discount or "log2",
+                       gain="map" if gains is not None else "linear", judged_only=judged_only, depth=depth,
                        complete=complete, score_dtype=score_dtype, float_grades=float_grades or "exact")
     ev = TrecEvaluator(data, cutoffs, relevance_level, gain_map(gains), ignore_identical_ids, implementation)
     with warnings.catch_warnings():

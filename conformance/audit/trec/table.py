@@ -2,7 +2,8 @@
 
 Rows are evaluations of the run (:class:`~.evaluator.TrecEvaluator`): the trec_eval versions the
 project models (``tool``), then one axis at a time with the declared setting's other options
-held: the order of tied documents (:mod:`.orders`), the nDCG discount (spec §7), ``-J``
+held: the order of tied documents (:mod:`.orders`), the nDCG discount and, with graded
+qrels, the gains (spec §7: linear, exponential, and a declared gain map), ``-J``
 (``judged_only``), ``-M`` (``depth``), and where the data makes them matter, the precision the
 scores are compared in (trec_eval 9.0.8 stores them as C ``float``), the reading of grades that
 are not integers, and ``-c`` (``complete``).  The tie orders bound each other: every order of
@@ -16,7 +17,7 @@ from typing import Any, Dict, List, Mapping, Sequence, Tuple
 import numpy as np
 from retrieval_conformance.conformance.audit.trec.evaluator import Setting, TrecEvaluator
 from retrieval_conformance.conformance.audit.trec.orders import TIE_ORDERS
-from retrieval_conformance.reference.contract.conventions import DISCOUNTS
+from retrieval_conformance.reference.contract.conventions import DISCOUNTS, GAINS
 from retrieval_conformance.reference.trec import SCORE_DTYPES
 
 #: the trec_eval versions the project models, each as the options that make it
@@ -32,7 +33,12 @@ LISTED = 10
 def axes(ev: TrecEvaluator, declared: Setting) -> Dict[str, Tuple]:
     """The axes the table varies: the ones that can change a number on this run."""
     data = ev.data
-    out: Dict[str, Tuple] = {"ties": TIE_ORDERS, "discount": DISCOUNTS, "judged_only": (False, True)}
+    out: Dict[str, Tuple] = {"ties": TIE_ORDERS, "discount": DISCOUNTS}
+    graded = any(isinstance(g, int) and g > 1 for docs in data.qrels(declared.float_grades).values()
+                 for g in docs.values())
+    if declared.gain == "map" or graded:  # with grades 0 and 1 only, both gains are the grades
+        out["gain"] = GAINS + (("map",) if declared.gain == "map" else ())
+    out["judged_only"] = (False, True)
     deepest = max((len(d) for d in data.run.values()), default=0)
     depths = [None] + [d for d in DEPTHS if d < deepest]
     if declared.depth not in depths:
