@@ -1,4 +1,5 @@
-"""``retrieval-conformance audit``: audit arrays from .npy/.npz files; exit 1 when a ``--fail-if`` holds.
+"""``retrieval-conformance audit``: audit arrays from .npy/.npz files, or a TREC run (``--run R --qrels Q``);
+exit 1 when a ``--fail-if`` holds.
 
 Exit status: 0 (audited, no condition met), 1 (a ``--fail-if`` condition is met), 2 (unusable
 input or options: one ``error: ...`` line naming the option).
@@ -40,7 +41,10 @@ def build_parser() -> argparse.ArgumentParser:
                                "--run the cut-offs of P_k, ndcg_cut_k... (e.g. 5,10; default 10)")
     p.add_argument("--max-rank", type=int, default=50)
     for option in ("ties", "ap-rule", "ap-at-k", "empty", "gain", "discount", "recall"):
-        p.add_argument("--" + option, help=f"override of the preset's {option.replace('-', '_')}")
+        p.add_argument("--" + option, help=f"override of the preset's {option.replace('-', '_')}" + (
+            "; with --run the order of tied documents: trec_eval (docno descending, the default), stable "
+            "(file order), reverse, docno_ascending, pessimistic or optimistic" if option == "ties" else
+            "; with --run too" if option == "discount" else ""))
     p.add_argument("--reported", help="published numbers to trace, e.g. map=0.6026,rank1=88.2%%")
     p.add_argument("--max-cost", type=int, default=2,
                    help="what a candidate may assume: known bugs plus an unstable tie order (0, 1 or 2)")
