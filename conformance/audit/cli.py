@@ -44,7 +44,7 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("--" + option, help=f"override of the preset's {option.replace('-', '_')}" + (
             "; with --run the order of tied documents: trec_eval (docno descending, the default), stable "
             "(file order), reverse, docno_ascending, pessimistic or optimistic" if option == "ties" else
-            "; with --run too" if option == "discount" else ""))
+            "; with --run too" if option in ("discount", "gain") else ""))
     p.add_argument("--reported", help="published numbers to trace, e.g. map=0.6026,rank1=88.2%%")
     p.add_argument("--max-cost", type=int, default=2,
                    help="what a candidate may assume: known bugs plus an unstable tie order (0, 1 or 2)")
@@ -73,8 +73,9 @@ def audit_main(argv: Optional[List[str]] = None) -> int:
             result = _audit_arrays(args, audit)
     except (ValueError, TypeError) as exc:
         message = str(exc)
+        # the API's argument names, as options here
         for name in ("fail_if", "reported", "max_cost", "relevance_level", "depth", "score_dtype", "float_grades",
-                     "run", "qrels", "ties", "discount", "k"):  # the API's argument names, as options here
+                     "run", "qrels", "ties", "discount", "gain", "gains", "k"):
             if message.startswith(name + ":"):
                 message = "--" + name.replace("_", "-") + message[len(name):]
         print(f"error: {message}", file=sys.stderr)
@@ -89,7 +90,7 @@ def audit_main(argv: Optional[List[str]] = None) -> int:
 
 
 #: the options of arrays only, refused by name with --run
-ARRAY_ONLY = ("npz", "metric", "protocol", "ap_rule", "ap_at_k", "empty", "gain", "recall", "max_array_bytes")
+ARRAY_ONLY = ("npz", "metric", "protocol", "ap_rule", "ap_at_k", "empty", "recall", "max_array_bytes")
 #: the options of runs only, refused by name without --run
 RUN_ONLY = ("relevance_level", "depth", "judged_only", "complete", "score_dtype", "float_grades", "gains",
             "ignore_identical_ids")
@@ -110,6 +111,7 @@ def _audit_run(args, audit):
             raise ValueError(f"{_flag(name)}: applies to arrays; with --run the ranking and relevance come from the "
                              "run and qrels (trec_eval's measures)")
     return audit(run=args.run, qrels=args.qrels, k=_cutoffs(args.k), ties=args.ties, discount=args.discount,
+                 gain=args.gain,
                  reported=args.reported, implementation=args.implementation, max_cost=args.max_cost,
                  relevance_level=1 if args.relevance_level is None else args.relevance_level, depth=args.depth,
                  judged_only=args.judged_only, complete=args.complete, score_dtype=args.score_dtype or "float64",

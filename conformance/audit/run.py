@@ -55,10 +55,11 @@ def audit(distances=None, scores=None, query_codes=None, db_codes=None, relevanc
         ``success_k`` at each cut-off ``k``, 10 when None, plus any a reported number names) under
         every order of tied documents (``ties``: ``trec_eval``, docno descending, by default;
         ``stable`` (file order), ``reverse``, ``docno_ascending``; ``pessimistic`` and
-        ``optimistic`` bound them), both nDCG discounts, ``-J``, ``-M`` and, where they matter,
+        ``optimistic`` bound them), both nDCG discounts, nDCG's gains (``gain``: ``linear``, trec_eval's,
+        or ``exponential``; or a ``gains`` map), ``-J``, ``-M`` and, where they matter,
         ``-c``, float32 scores and truncated float grades; reported numbers are traced to those
         settings (and to a truncated rather than rounded number).  ``protocol``, ``ap_rule``,
-        ``ap_at_k``, ``empty``, ``gain``, ``recall``, ``metric`` and ``max_rank`` are refused with a run.
+        ``ap_at_k``, ``empty``, ``recall``, ``metric`` and ``max_rank`` are refused with a run.
     relevance_level, depth, judged_only, complete, score_dtype, float_grades, gains, ignore_identical_ids
         A run's declared trec_eval options, as :func:`~retrieval_conformance.reference.trec.evaluate_run`
         takes them; refused with arrays.
@@ -84,17 +85,17 @@ def audit(distances=None, scores=None, query_codes=None, db_codes=None, relevanc
         array_options = dict(distances=distances, scores=scores, query_codes=query_codes, db_codes=db_codes,
                              relevance=relevance, query_labels=query_labels, db_labels=db_labels,
                              query_cams=query_cams, db_cams=db_cams, junk=junk, query_embeddings=query_embeddings,
-                             db_embeddings=db_embeddings, ap_rule=ap_rule, ap_at_k=ap_at_k, empty=empty, gain=gain,
+                             db_embeddings=db_embeddings, ap_rule=ap_rule, ap_at_k=ap_at_k, empty=empty,
                              recall=recall)
         given = [name for name, value in array_options.items() if value is not None]
         given += [name for name, value, default in (("protocol", protocol, "hashing"), ("metric", metric, "euclidean"),
                                                     ("max_rank", max_rank, 50)) if value != default]
         if given:
             raise ValueError(f"{given[0]}: with run= and qrels= the ranking and relevance come from them and "
-                             "trec_eval's measures are audited; pass k, ties, discount, reported and trec_eval's "
+                             "trec_eval's measures are audited; pass k, ties, discount, gain, reported and trec_eval's "
                              "options (relevance_level, depth, judged_only, complete, score_dtype, float_grades, "
                              "gains, ignore_identical_ids)")
-        return audit_run(run, qrels, k=k, ties=ties, discount=discount, reported=reported,
+        return audit_run(run, qrels, k=k, ties=ties, discount=discount, gain=gain, reported=reported,
                          implementation=implementation, max_cost=max_cost, **run_options)
     defaults = dict(relevance_level=1, depth=None, judged_only=False, complete=False, score_dtype="float64",
                     float_grades=None, gains=None, ignore_identical_ids=False)

@@ -147,6 +147,9 @@ def test_an_ndcg_with_exponential_gains_is_traced_to_them():
     assert matches and all(m["options"]["gain"] == "exponential" for m in matches)
     assert any(m["options"]["ties"] == "trec_eval" and m["options"]["discount"] == "log2" for m in matches)
     assert "§7 gain=exponential" in matches[0]["clauses"]
+    declared = rc.audit(run=TIED_RUN, qrels=TIED_QRELS, k=2, gain="exponential", reported={"ndcg_cut_2": f"{ndcg:.4f}"})
+    assert declared.reproduced["matches"][0]["changed"] == 0
+    assert next(r for r in declared.rows if r["axis"] == "gain" and r["declared"])["value"] == "exponential"
     assert {("gain", "linear"), ("gain", "exponential")} <= {(r["axis"], r["value"]) for r in a.rows}
     binary = rc.audit(run=TIED_RUN, qrels={q: {d: int(g > 0) for d, g in j.items()} for q, j in TIED_QRELS.items()})
     assert "gain" not in {r["axis"] for r in binary.rows}  # grades 0 and 1: both gains are the grades
@@ -256,6 +259,10 @@ def test_refusals_name_the_argument():
         rc.audit(run=TIED_RUN, qrels=TIED_QRELS, score_dtype="float16")
     with pytest.raises(ValueError, match="^discount: 'trec' no longer names"):
         rc.audit(run=TIED_RUN, qrels=TIED_QRELS, discount="trec")
+    with pytest.raises(ValueError, match="^gain: 'exponential' and a gains map"):
+        rc.audit(run=TIED_RUN, qrels=TIED_QRELS, gain="exponential", gains={1: 3})
+    with pytest.raises(ValueError, match="^gain:"):
+        rc.audit(run=TIED_RUN, qrels=TIED_QRELS, gain="cubic")
 
 
 def test_reported_cut_offs_are_audited_and_reports_render():

@@ -16,7 +16,7 @@ from retrieval_conformance.conformance.audit.trec import table as tb
 from retrieval_conformance.conformance.audit.trec.data import RunData
 from retrieval_conformance.conformance.audit.trec.evaluator import Setting, TrecEvaluator
 from retrieval_conformance.conformance.audit.trec.orders import TIE_ORDERS
-from retrieval_conformance.reference.contract.conventions import DISCOUNTS
+from retrieval_conformance.reference.contract.conventions import DISCOUNTS, GAINS
 from retrieval_conformance.reference.contract.validation import choice
 from retrieval_conformance.reference.run_measures import gain_map
 from retrieval_conformance.reference.trec import SCORE_DTYPES
@@ -77,8 +77,9 @@ def _cutoffs(k: Union[None, int, Sequence[int]], reported: Sequence[Any]) -> Lis
 
 
 def audit_run(run, qrels, *, k: Union[None, int, Sequence[int]] = None, ties: Optional[str] = None,
-              discount: Optional[str] = None, reported: Union[str, Mapping[str, Any], None] = None,
-              implementation: str = "auto", max_cost: int = 2, relevance_level: int = 1,
+              discount: Optional[str] = None, gain: Optional[str] = None,
+              reported: Union[str, Mapping[str, Any], None] = None, implementation: str = "auto",
+              max_cost: int = 2, relevance_level: int = 1,
               depth: Optional[int] = None, judged_only: bool = False, complete: bool = False,
               score_dtype: str = "float64", float_grades: Optional[str] = None,
               gains: Optional[Mapping[int, float]] = None, ignore_identical_ids: bool = False) -> TrecAudit:
@@ -93,11 +94,15 @@ def audit_run(run, qrels, *, k: Union[None, int, Sequence[int]] = None, ties: Op
     if discount is not None:
         choice("discount", discount, DISCOUNTS)
     choice("score_dtype", score_dtype, SCORE_DTYPES)  # the audit rounds scores itself, before evaluate_run
+    if gain is not None:
+        choice("gain", gain, GAINS)
+        if gains is not None:
+            raise ValueError(f"gain: {gain!r} and a gains map both say what a grade gains; pass one of them")
     cutoffs = _cutoffs(k, numbers_)
     data = RunData.read(run, qrels, float_grades)
     data.qrels()  # the declared reading, with its warning about float grades (once)
     declared = Setting(ties=ties or "trec_eval", discount=discount or "log2",
-                       gain="map" if gains is not None else "linear", judged_only=judged_only, depth=depth,
+                       gain="map" if gains is not None else gain or "linear", judged_only=judged_only, depth=depth,
                        complete=complete, score_dtype=score_dtype, float_grades=float_grades or "exact")
     ev = TrecEvaluator(data, cutoffs, relevance_level, gain_map(gains), ignore_identical_ids, implementation)
     with warnings.catch_warnings():

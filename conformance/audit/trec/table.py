@@ -36,7 +36,7 @@ def axes(ev: TrecEvaluator, declared: Setting) -> Dict[str, Tuple]:
     out: Dict[str, Tuple] = {"ties": TIE_ORDERS, "discount": DISCOUNTS}
     graded = any(isinstance(g, int) and g > 1 for docs in data.qrels(declared.float_grades).values()
                  for g in docs.values())
-    if declared.gain == "map" or graded:  # with grades 0 and 1 only, both gains are the grades
+    if declared.gain != "linear" or graded:  # with grades 0 and 1 only, both gains are the grades
         out["gain"] = GAINS + (("map",) if declared.gain == "map" else ())
     out["judged_only"] = (False, True)
     deepest = max((len(d) for d in data.run.values()), default=0)
