@@ -11,7 +11,9 @@ search stops after the first stage with a match, so a bug is named only when no 
 description reproduces the numbers; within a stage, candidates closest to the declared
 protocol come first.  A candidate whose value is only known to lie in [0, 1] (an unstable order
 where the hits in the top k change with it) says nothing and is counted, not listed.  When none
-matches, the nearest candidate is reported with its distance.
+matches, the nearest candidate is reported with its distance.  The search itself,
+:func:`match_stages`, takes any candidates: a TREC run's settings (:mod:`.trec.candidates`,
+with ``rounding="truncate"`` for a number printed truncated) go through it too.
 """
 from __future__ import annotations
 
