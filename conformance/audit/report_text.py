@@ -31,13 +31,12 @@ def render(d: Dict[str, Any]) -> str:
     lines = [f"{title}; specification {d['specification_version']}", _declared_line(d),
              "values in percent; * marks the declared protocol", ""]
     lines.append("1. The number under every convention")
-    lines.append("   tie interval [pessimistic .. optimistic], the other tie policies inside (* declared):")
+    lines.append("   tie interval [pessimistic .. optimistic], the other tie policies inside "
+                 f"(declared: {d['declared']['ties']}):")
     for name in shown:
         iv = d["tie_intervals"][name]
         v = iv["values"]
-        declared = d["declared"]["ties"]
-        inside = "  ".join(f"{'*' if t == declared else ''}{t} {pct(v[t])}" for t in v
-                           if t not in ("pessimistic", "optimistic"))
+        inside = "  ".join(f"{t} {pct(v[t])}" for t in v if t not in ("pessimistic", "optimistic"))
         width = "" if iv["width"] is None else f"  (width {100 * iv['width']:.2f} points)"
         label = f"{d['metrics'][name]:<{width_of(shown, d)}}"
         lines.append(f"   {label} {pct(iv['low'])} .. {pct(iv['high'])}{width};  {inside}")
