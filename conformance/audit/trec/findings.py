@@ -64,7 +64,8 @@ def tie_findings(ev: TrecEvaluator, declared: Setting, intervals: Dict[str, Any]
         out.append({"kind": "low_precision", "title": "scores with few decimals",
                     "detail": f"every score is {how} at most {decimals} decimal{'s' if decimals != 1 else ''} "
                               f"(as %.{decimals}f writes them): documents closer than that tie",
-                    "count": decimals, "share": None, "effect": out[0]["effect"]})
+                    "count": tied, "share": tied / max(retrieved, 1), "decimals": decimals,
+                    "effect": out[0]["effect"]})
     collapsed = float32_ties(ev.data.run)
     if collapsed:
         f32 = ev.run(declared.with_(score_dtype="float32")).means[main]
