@@ -39,7 +39,7 @@ ZERO = Fraction(0)
 def trec_order(docs: Mapping[str, float]) -> List[Tuple[str, float]]:
     """``(docno, score)`` pairs in trec_eval's order: score descending, then docno descending.
 
-    Docnos compare by their bytes (:func:`~retrieval_conformance.reference.trec_files.id_bytes`),
+    Docnos compare by their bytes (:func:`~retrieval_conformance.reference.readers.trec.id_bytes`),
     as ``strcmp`` does in trec_eval's ``comp_sim_docno`` (for ASCII ids, ``str`` order is
     that order).  Python's sort is stable, also with ``reverse=True``, so sorting by docno
     and then by score gives the compound order.

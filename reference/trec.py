@@ -75,7 +75,7 @@ from retrieval_conformance.reference.run_measures import (
     ranked,
     trec_order,
 )
-from retrieval_conformance.reference.trec_files import SCORE_DTYPES, as_qrels, as_run, id_bytes, read_qrels, read_run
+from retrieval_conformance.reference.readers.trec import SCORE_DTYPES, as_qrels, as_run, id_bytes, read_qrels, read_run
 
 __all__ = ["SCORE_DTYPES", "as_qrels", "as_run", "evaluate_run", "read_qrels", "read_run", "trec_order"]
 

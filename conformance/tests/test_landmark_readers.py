@@ -244,7 +244,7 @@ def test_no_unrestricted_pickle_loading_in_landmark_modules():
     import retrieval_conformance.golden.compute_ap_tool as tool
     import retrieval_conformance.reference.landmark as landmark
     import retrieval_conformance.reference.landmark.cli as cli
-    import retrieval_conformance.reference.npy_files as npy_files
+    import retrieval_conformance.reference.readers.npy as npy_readers
     import retrieval_conformance.reference.readers as readers
     import retrieval_conformance.reference.readers.pickles.opcodes as pickle_opcodes
     import retrieval_conformance.reference.readers.pickles.proxies as pickle_proxies
@@ -252,7 +252,7 @@ def test_no_unrestricted_pickle_loading_in_landmark_modules():
     import retrieval_conformance.reference.readers.pickles.revisitop_gnd as revisitop_gnd
 
     banned = ("pickle." + "load(", "pickle." + "loads(")
-    for mod in (readers, safe_pickle, pickle_opcodes, pickle_proxies, revisitop_gnd, npy_files, landmark, cli, tool,
+    for mod in (readers, safe_pickle, pickle_opcodes, pickle_proxies, revisitop_gnd, npy_readers, landmark, cli, tool,
                 tool_build):
         text = Path(mod.__file__).read_text(encoding="utf-8")
         assert not any(b in text for b in banned), mod.__name__
