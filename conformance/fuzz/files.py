@@ -254,7 +254,7 @@ def classify_file_case(case: FileCase) -> Outcome:
 
 def _evaluate_pair(case: FileCase, result: dict) -> Outcome:
     """An accepted run (or qrels) evaluated against a small fixed partner: a value or a named error."""
-    from retrieval_conformance.reference.trec import evaluate_run
+    from retrieval_conformance.reference.protocols.trec.evaluation import evaluate_run
 
     partner = {"q1": {"d1": 1, "d2": 0}, "q2": {"d3": 2}} if case.kind == "run" else \
         {"q1": {"d1": 0.5, "d2": 0.25}, "q2": {"d3": 1.0}}

@@ -37,9 +37,9 @@ from fractions import Fraction
 from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
-from retrieval_conformance.reference.landmark.cpp_float import format_cpp_float, normalize_cpp_float_text
-from retrieval_conformance.reference.landmark.gldv2 import GLDV2_K, gldv2_ap_at_k
-from retrieval_conformance.reference.landmark.inputs import (
+from retrieval_conformance.reference.protocols.landmark.cpp_float import format_cpp_float, normalize_cpp_float_text
+from retrieval_conformance.reference.protocols.landmark.gldv2 import GLDV2_K, gldv2_ap_at_k
+from retrieval_conformance.reference.protocols.landmark.inputs import (
     check_cutoffs,
     check_k,
     check_names,
@@ -48,8 +48,8 @@ from retrieval_conformance.reference.landmark.inputs import (
     pair_inputs,
     roxford_gt,
 )
-from retrieval_conformance.reference.landmark.oxford import oxford_ap, oxford_ap_exact, oxford_ap_float64
-from retrieval_conformance.reference.landmark.revisitop import (
+from retrieval_conformance.reference.protocols.landmark.oxford import oxford_ap, oxford_ap_exact, oxford_ap_float64
+from retrieval_conformance.reference.protocols.landmark.revisitop import (
     corrected_precision_at_k,
     revisitop_ap,
     revisitop_positions,
