@@ -37,9 +37,9 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, List, Optional
 
 import numpy as np
+from retrieval_conformance.conformance.problems.choices import RandomChoices, case_rng
 
 from .classify import Outcome
-from .draw import RandomDraw, case_rng
 
 __all__ = ["FileCase", "classify_file_case", "draw_file_case", "run_file_campaign"]
 
@@ -145,7 +145,7 @@ def _jsonl_bytes(d) -> bytes:
 
 
 def draw_file_case(d) -> FileCase:
-    """One file case from the drawer ``d`` (:class:`~.draw.RandomDraw` or hypothesis)."""
+    """One file case from the source of choices ``d`` (a seeded ``random`` or hypothesis)."""
     kind = d.choice(("npy", "npz", "run", "qrels", "run.jsonl"))
     if kind == "npy":
         return FileCase(kind, _npy_bytes(d))
@@ -321,7 +321,7 @@ def run_file_campaign(seed: int = 0, cases: int = 1000, start: int = 0, timeout:
     previous = signal.signal(signal.SIGALRM, alarm) if can_alarm else None
     try:
         for index in range(start, start + cases):
-            case = draw(RandomDraw(case_rng(seed, index)))
+            case = draw(RandomChoices(case_rng(seed, index)))
             if can_alarm:
                 signal.setitimer(signal.ITIMER_REAL, timeout)
             try:
