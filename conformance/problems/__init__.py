@@ -9,7 +9,8 @@ cell).
     The sources of choices and the array sources built from them, with recording and replay.
 :mod:`.evaluate_inputs`
     Keyword problems of ``rc.evaluate``: every ranking and relevance input, junk, cameras,
-    graded relevance and every option (the fuzz campaign's valid problems).
+    graded relevance and every option (the fuzz campaign's valid problems), and the main job's
+    cross-check inputs (fewer kinds, the same stream per seed as always).
 :mod:`.tie_heavy`
     Small tie-heavy problems of the engine: ``Problem`` fields, bare matrices, and options.
 

@@ -132,3 +132,56 @@ def graded_relevance(c: Choices, arrays: Any, shape: Tuple[int, ...]) -> np.ndar
     grades = arrays.integers(0, top + 1, size=shape)
     grades[arrays.random(shape) < 0.5] = 0  # most items are not relevant, as in real judgements
     return grades.astype(c.choice((np.int64, np.uint8, np.int32, np.float64)))
+
+
+def crosscheck_problem(c: Choices) -> Dict[str, Any]:
+    """The main job's cross-check inputs of ``rc.evaluate``: small and tie-heavy (distances on a
+    few levels, float32 or float64, or ±1 codes), ids with cameras, multi-hot rows, a matrix or
+    grades 0..4, junk, empty queries.  Fewer input kinds than :func:`evaluate_problem`: the
+    stream of each seed is the one the cross-check has always run."""
+    arrays = c.arrays()
+    nq, n = c.integer(1, 4), c.integer(1, 12)
+    kind = c.choice(("levels", "codes", "float32"))
+    out: Dict[str, Any] = {}
+    if kind == "codes":
+        bits = c.integer(2, 8)
+        out["query_codes"] = arrays.choice([-1, 1], size=(nq, bits))
+        out["db_codes"] = arrays.choice([-1, 1], size=(n, bits))
+    else:
+        count = c.integer(1, 4)
+        levels = arrays.choice(list(SCORE_LEVELS[:5]), size=count, replace=False)
+        d = arrays.choice(levels, size=(nq, n))
+        out["distances"] = d.astype(np.float32) if kind == "float32" else d
+    label_kind = c.choice(("ids", "multi", "matrix", "graded"))
+    if label_kind == "ids":
+        out["query_labels"] = arrays.integers(0, 3, size=nq)
+        out["db_labels"] = arrays.integers(-1, 3, size=n)
+        if c.chance(0.5):
+            out["query_cams"] = arrays.integers(0, 2, size=nq)
+            out["db_cams"] = arrays.integers(0, 2, size=n)
+            out["protocol"] = c.choice(REID_PROTOCOLS)
+    elif label_kind == "multi":
+        out["query_labels"] = arrays.integers(0, 2, size=(nq, 3))
+        out["db_labels"] = arrays.integers(0, 2, size=(n, 3))
+    elif label_kind == "matrix":
+        out["relevance"] = arrays.random((nq, n)) < 0.4
+    else:  # graded relevance: grades 0..4, most items 0
+        out["relevance"] = np.where(arrays.random((nq, n)) < 0.5, 0, arrays.integers(1, 5, size=(nq, n)))
+    if c.chance(0.3):
+        out["junk"] = arrays.random((nq, n)) < 0.2
+    return out
+
+
+def crosscheck_options(c: Choices) -> Dict[str, Any]:
+    """Every option of the cross-check drawn (no preset: the conventions directly)."""
+    return {
+        "ties": c.choice(TIE_POLICIES),
+        "ap_rule": c.choice(AP_RULES),
+        "ap_at_k": c.choice(AP_AT_K_DENOMINATORS),
+        "k": None if c.chance(0.3) else c.integer(1, 14),
+        "max_rank": c.integer(1, 7),
+        "radius": None if c.chance(0.7) else float(c.choice((0, 1, 2, 0.5))),
+        "gain": c.choice(GAINS),
+        "discount": c.choice(DISCOUNTS),
+        "recall": c.choice(RECALL_SENSES),
+    }

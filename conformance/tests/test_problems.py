@@ -18,7 +18,7 @@ from retrieval_conformance.conformance.problems.choices import (
     ReplayChoices,
     case_rng,
 )
-from retrieval_conformance.conformance.problems.evaluate_inputs import evaluate_problem
+from retrieval_conformance.conformance.problems.evaluate_inputs import crosscheck_problem, evaluate_problem
 from retrieval_conformance.conformance.problems.tie_heavy import (
     integer_level_problem,
     tie_heavy_inputs,
@@ -60,6 +60,14 @@ def test_the_fuzz_builder_makes_every_class_of_problem():
     seen = set()
     for index in range(300):
         seen |= classes(problem_of(evaluate_problem(RandomChoices(case_rng(0, index)))))
+    assert seen == {"tie-heavy", "junk", "graded", "empty"}
+
+
+def test_the_crosscheck_builder_makes_every_class_of_problem():
+    choices = NumpyChoices(np.random.default_rng(0))
+    seen = set()
+    for _ in range(300):
+        seen |= classes(problem_of(crosscheck_problem(choices)))
     assert seen == {"tie-heavy", "junk", "graded", "empty"}
 
 
