@@ -401,7 +401,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("presets", help="list the protocol presets")
     p.set_defaults(func=presets_main)
 
-    from retrieval_conformance.reference import spec_cli
+    from retrieval_conformance import spec_cli
 
     spec_cli.add_parser(sub)  # explain [CLAUSE]: the specification's clauses
     # listed in --help; main() hands their arguments to their own parsers
@@ -435,7 +435,7 @@ DELEGATED = {
     "bench": ("retrieval_conformance.conformance.bench.cli", "bench_main",
               "speed benchmarks at dataset scale with peers, a ratio regression gate, the feature page "
               "(run, gate, report, features, plot)"),
-    "compute-ap": ("retrieval_conformance.reference.landmark.cli", "compute_ap_main",
+    "compute-ap": ("retrieval_conformance.reference.protocols.landmark.cli", "compute_ap_main",
                    "the VGG compute_ap program for Oxford/Paris ranked lists"),
 }
 

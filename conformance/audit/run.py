@@ -61,8 +61,9 @@ def audit(distances=None, scores=None, query_codes=None, db_codes=None, relevanc
         settings (and to a truncated rather than rounded number).  ``protocol``, ``ap_rule``,
         ``ap_at_k``, ``empty``, ``recall``, ``metric`` and ``max_rank`` are refused with a run.
     relevance_level, depth, judged_only, complete, score_dtype, float_grades, gains, ignore_identical_ids
-        A run's declared trec_eval options, as :func:`~retrieval_conformance.reference.trec.evaluate_run`
-        takes them; refused with arrays.
+        A run's declared trec_eval options, as
+        :func:`~retrieval_conformance.reference.protocols.trec.evaluation.evaluate_run` takes them;
+        refused with arrays.
 
     Returns
     -------

@@ -303,7 +303,7 @@ class Oxford(_OneQuery):
         return out
 
     def reference_lines(self, call, proto, ref_text):
-        return ["from retrieval_conformance.reference.landmark import oxford_ap_exact",
+        return ["from retrieval_conformance.reference.protocols.landmark import oxford_ap_exact",
                 f"print(oxford_ap_exact({call.args[2]!r}, {call.args[0]!r}, [], {call.args[1]!r}))"
                 f"  # reference: {ref_text}"]
 

@@ -1,56 +1,22 @@
 """The random choices a case generator makes, and the relevance it draws them into.
 
-A generator draws every number through a :class:`Drawer`, backed by hypothesis (which shrinks
+A generator draws every number through a :class:`Drawer` (the shared sources of choices of
+:mod:`retrieval_conformance.conformance.problems.choices`), backed by hypothesis (which shrinks
 through it) or by a seeded ``random.Random``.  Relevance is drawn as a (Q, N) mask with optional
 explicit junk (:class:`MaskRelevance`) or from ReID ids and cameras (:class:`IdRelevance`); both
 offer the same edits, which the families' shapes (:mod:`.families`) apply.
 """
 from __future__ import annotations
 
-from typing import Any, Callable, Dict, Optional, Sequence, Tuple
+from typing import Dict, Optional, Tuple
 
 import numpy as np
 from retrieval_conformance.conformance.harness.inputs import Ids
+from retrieval_conformance.conformance.problems.choices import Choices as Drawer
+from retrieval_conformance.conformance.problems.choices import HypothesisChoices as HypothesisDrawer
+from retrieval_conformance.conformance.problems.choices import RandomChoices as RandomDrawer
 
-
-class Drawer:
-    """The few random choices a case generator makes; backed by hypothesis or by ``random``.
-
-    Writing every generator against this interface gives one generator code path for
-    hypothesis (which shrinks through ``draw``) and for a seeded ``random.Random`` (used by
-    ``identify`` for a fixed, reproducible set of cases).
-    """
-
-    def integer(self, lo: int, hi: int) -> int:  # pragma: no cover - interface
-        raise NotImplementedError
-
-    def boolean(self) -> bool:
-        return self.integer(0, 1) == 1
-
-    def choice(self, options: Sequence[Any]) -> Any:
-        return options[self.integer(0, len(options) - 1)]
-
-
-class RandomDrawer(Drawer):
-    def __init__(self, rng):
-        self.rng = rng
-
-    def integer(self, lo: int, hi: int) -> int:
-        return self.rng.randint(lo, hi)
-
-
-class HypothesisDrawer(Drawer):
-    def __init__(self, draw: Callable):
-        from hypothesis import strategies as st
-
-        self.draw = draw
-        self.st = st
-
-    def integer(self, lo: int, hi: int) -> int:
-        return self.draw(self.st.integers(lo, hi))
-
-    def boolean(self) -> bool:
-        return self.draw(self.st.booleans())
+__all__ = ["Drawer", "HypothesisDrawer", "IdRelevance", "MaskRelevance", "RandomDrawer"]
 
 
 class MaskRelevance:

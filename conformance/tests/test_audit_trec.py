@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import retrieval_conformance as rc
-from retrieval_conformance.reference.trec import evaluate_run
+from retrieval_conformance.reference.protocols.trec.evaluation import evaluate_run
 
 GOLDEN_DIR = files("retrieval_conformance.golden")
 GENERATED = Path(str(GOLDEN_DIR / "data" / "trec"))

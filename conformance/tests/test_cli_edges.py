@@ -113,8 +113,8 @@ def test_every_subcommand_with_lost_output(runs, where):
     "retrieval_conformance.conformance.harness.cli",
     "retrieval_conformance.conformance.bench.cli",
     "retrieval_conformance.comparison",
-    "retrieval_conformance.reference.spec_cli",
-    "retrieval_conformance.reference.landmark.cli",
+    "retrieval_conformance.spec_cli",
+    "retrieval_conformance.reference.protocols.landmark.cli",
 ])
 @posix_only
 def test_python_m_mains_share_the_wrapper(module):

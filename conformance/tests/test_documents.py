@@ -194,9 +194,10 @@ def test_readme_tour_prints_what_it_says():
 
 #: where a path ARCHITECTURE.md names may be relative to (it says `contract/evaluate.py` inside
 #: the reference's row, `csrc/rc_float.c` inside the implementations')
-BASES = ("", "reference", "reference/contract", "implementations", "conformance", "conformance/harness",
-         "conformance/bench", "conformance/fuzz", "conformance/support", "api", "golden", "golden/tools",
-         "implementations/csrc", "implementations/dask", "implementations/vector")
+BASES = ("", "reference", "reference/contract", "reference/protocols", "reference/protocols/trec", "implementations",
+         "conformance", "conformance/harness", "conformance/bench", "conformance/fuzz", "conformance/support",
+         "conformance/problems", "api", "golden", "golden/tools", "implementations/csrc", "implementations/dask",
+         "implementations/vector")
 PATH = re.compile(r"`([\w.-]+(?:/[\w.-]+)*\.(?:py|c|h|md|json|cpp)|[\w.-]+(?:/[\w.-]+)*/)`")
 
 

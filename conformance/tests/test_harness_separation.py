@@ -61,9 +61,9 @@ def test_landmark_model_is_each_reference_rule_exactly():
     import random
 
     from retrieval_conformance.conformance.harness.landmark_rules import landmark_ap
-    from retrieval_conformance.reference.landmark.gldv2 import gldv2_ap_at_k
-    from retrieval_conformance.reference.landmark.oxford import oxford_ap_exact
-    from retrieval_conformance.reference.landmark.revisitop import revisitop_ap, revisitop_positions
+    from retrieval_conformance.reference.protocols.landmark.gldv2 import gldv2_ap_at_k
+    from retrieval_conformance.reference.protocols.landmark.oxford import oxford_ap_exact
+    from retrieval_conformance.reference.protocols.landmark.revisitop import revisitop_ap, revisitop_positions
 
     rng = random.Random(3)
     for _ in range(1500):  # repeated names, overlapping positive and junk lists, unranked positives

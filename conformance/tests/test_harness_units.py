@@ -124,7 +124,7 @@ def _compute_ap_prev_hit(positives, junk, ranked):
 
 
 def test_oxford_adapter():
-    pytest.importorskip("retrieval_conformance.reference.landmark")
+    pytest.importorskip("retrieval_conformance.reference.protocols.landmark")
     ok = check(_compute_ap, adapter="oxford", protocol="oxford", max_examples=15)
     assert ok.exit_code == 0, ok.text()
     bad = check(_compute_ap_prev_hit, adapter="oxford", protocol="oxford", max_examples=15,

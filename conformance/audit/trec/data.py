@@ -1,6 +1,6 @@
 """The run and qrels of an audit, read once, with what their text says.
 
-A run file is read by the project's reader (:func:`~retrieval_conformance.reference.trec.as_run`,
+A run file is read by the project's reader (:func:`~retrieval_conformance.reference.readers.trec.as_run`,
 with its named errors) and scanned once more as text for what the reader does not keep: the
 decimal places each score was printed with (``%.3f`` makes ties), and repeated (qid, docno)
 lines.  trec_eval stops on a repeated line ("duplicate docs") and the reader refuses it; the
@@ -21,7 +21,7 @@ import numpy as np
 from retrieval_conformance.conformance.audit.findings import _on_grid
 from retrieval_conformance.reference.readers.limits import MAX_FILE_BYTES, _read_text_data
 from retrieval_conformance.reference.readers.tables import is_json_lines
-from retrieval_conformance.reference.trec import as_qrels, as_run
+from retrieval_conformance.reference.readers.trec import as_qrels, as_run
 
 Run = Dict[str, Dict[str, float]]
 #: the most decimal places a score may be printed with and still count as rounded

@@ -8,7 +8,7 @@ for an integer grade g, the rule of spec §7 gain=exponential, given to ``evalua
 gain map; a grade that is not an integer keeps its own value) or ``map`` (the declared
 ``gains``).  The discount only changes the nDCG measures, which are summed again from the
 ranked grades of the same evaluation
-(:func:`~retrieval_conformance.reference.run_measures.ndcg_with_gains`).
+(:func:`~retrieval_conformance.reference.protocols.trec.ndcg_gains.ndcg_with_gains`).
 """
 from __future__ import annotations
 
@@ -20,8 +20,9 @@ import numpy as np
 from retrieval_conformance.conformance.audit.trec import measures as ms
 from retrieval_conformance.conformance.audit.trec.data import RunData
 from retrieval_conformance.conformance.audit.trec.orders import gains_conflict, ranked_run
-from retrieval_conformance.reference.run_measures import mean, ndcg_with_gains
-from retrieval_conformance.reference.trec import evaluate_run
+from retrieval_conformance.reference.protocols.trec.evaluation import evaluate_run
+from retrieval_conformance.reference.protocols.trec.measures import mean
+from retrieval_conformance.reference.protocols.trec.ndcg_gains import ndcg_with_gains
 
 
 @dataclass(frozen=True)

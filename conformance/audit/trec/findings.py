@@ -15,8 +15,8 @@ import numpy as np
 from retrieval_conformance.conformance.audit.trec.data import ROUNDED_DECIMALS
 from retrieval_conformance.conformance.audit.trec.evaluator import Evaluation, Setting, TrecEvaluator
 from retrieval_conformance.conformance.audit.trec.table import float32_ties, tie_groups
-from retrieval_conformance.reference.run_measures import mean
-from retrieval_conformance.reference.trec import evaluate_run
+from retrieval_conformance.reference.protocols.trec.evaluation import evaluate_run
+from retrieval_conformance.reference.protocols.trec.measures import mean
 
 #: topic ids listed in a finding's detail
 SHOWN = 5

@@ -2,7 +2,7 @@
 
 ``map``, ``Rprec``, ``recip_rank``, ``bpref`` and ``ndcg`` over the whole ranking, and at each
 cut-off k ``P_k``, ``recall_k``, ``map_cut_k``, ``ndcg_cut_k`` and ``success_k`` (spec §13
-trec_eval; :func:`retrieval_conformance.reference.trec.evaluate_run` computes them).  A reported
+trec_eval; :func:`retrieval_conformance.reference.protocols.trec.evaluation.evaluate_run` computes them).  A reported
 number or a ``--fail-if`` condition may also spell them ``P@10``, ``ndcg@10``, ``P.10``,
 ``MRR`` or ``R-prec``; :func:`measure` gives the trec_eval name.
 """

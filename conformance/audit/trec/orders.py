@@ -18,8 +18,8 @@ from __future__ import annotations
 
 from typing import Any, Callable, Dict, List, Mapping, Optional
 
+from retrieval_conformance.reference.protocols.trec.queries import trec_order
 from retrieval_conformance.reference.readers.trec import id_bytes
-from retrieval_conformance.reference.run_measures import trec_order
 
 #: every order of tied documents an audit evaluates, trec_eval's first
 TIE_ORDERS = ("trec_eval", "stable", "reverse", "docno_ascending", "pessimistic", "optimistic")

@@ -18,8 +18,8 @@ from retrieval_conformance.conformance.audit.trec.evaluator import Setting, Trec
 from retrieval_conformance.conformance.audit.trec.orders import TIE_ORDERS
 from retrieval_conformance.reference.contract.conventions import DISCOUNTS, GAINS
 from retrieval_conformance.reference.contract.validation import choice
-from retrieval_conformance.reference.run_measures import gain_map
-from retrieval_conformance.reference.trec import SCORE_DTYPES
+from retrieval_conformance.reference.protocols.trec.ndcg_gains import gain_map
+from retrieval_conformance.reference.readers.trec import SCORE_DTYPES
 
 #: the cut-off audited when none is declared (trec_eval's most printed, P_10 and ndcg_cut_10)
 DEFAULT_CUTOFF = 10

@@ -18,7 +18,7 @@ import numpy as np
 from retrieval_conformance.conformance.audit.trec.evaluator import Setting, TrecEvaluator
 from retrieval_conformance.conformance.audit.trec.orders import TIE_ORDERS
 from retrieval_conformance.reference.contract.conventions import DISCOUNTS, GAINS
-from retrieval_conformance.reference.trec import SCORE_DTYPES
+from retrieval_conformance.reference.readers.trec import SCORE_DTYPES
 
 #: the trec_eval versions the project models, each as the options that make it
 TOOLS = {"trec_eval 10.0": {"score_dtype": "float64", "discount": "log2"},

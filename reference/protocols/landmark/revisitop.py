@@ -13,13 +13,13 @@ from collections.abc import Mapping
 from fractions import Fraction
 from typing import Hashable, Iterable, List, Sequence, Tuple
 
-from retrieval_conformance.reference.landmark.inputs import (
+from retrieval_conformance.reference.protocols.landmark.inputs import (
     check_k,
     check_names,
     check_positions,
     is_int,
 )
-from retrieval_conformance.reference.landmark.trapezoid import EXACT, trapezoid_sum
+from retrieval_conformance.reference.protocols.landmark.trapezoid import EXACT, trapezoid_sum
 
 __all__ = [
     "corrected_precision_at_k",

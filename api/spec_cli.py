@@ -63,7 +63,7 @@ def main(args) -> int:
 
 
 def run(argv: Optional[List[str]] = None) -> int:
-    """Stand-alone entry point: ``python -m retrieval_conformance.reference.spec_cli [CLAUSE]``."""
+    """Stand-alone entry point: ``python -m retrieval_conformance.spec_cli [CLAUSE]``."""
     from retrieval_conformance.reference.contract.command_line import CommandParser
 
     parser = CommandParser(allow_abbrev=False, prog="retrieval-conformance")

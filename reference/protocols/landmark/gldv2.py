@@ -8,7 +8,7 @@ from __future__ import annotations
 from fractions import Fraction
 from typing import Hashable, Sequence
 
-from retrieval_conformance.reference.landmark.inputs import check_k, check_names
+from retrieval_conformance.reference.protocols.landmark.inputs import check_k, check_names
 
 __all__ = ["GLDV2_K", "gldv2_ap_at_k"]
 

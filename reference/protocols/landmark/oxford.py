@@ -1,7 +1,7 @@
 """Oxford5k/Paris6k: the AP of VGG's ``compute_ap.cpp`` (spec §5 oxford compute_ap).
 
 One walk over the ranked list (:func:`_hits`: junk skipped first, then hits counted) feeds
-the trapezoid sum of :mod:`~retrieval_conformance.reference.landmark.trapezoid` in three
+the trapezoid sum of :mod:`~retrieval_conformance.reference.protocols.landmark.trapezoid` in three
 arithmetics: :func:`oxford_ap` (the program's float32, the protocol), :func:`oxford_ap_float64`
 (a float64 port) and :func:`oxford_ap_exact` (rationals).  The edge cases follow
 ``spec §5 oxford positive also junk``, ``spec §5 oxford repeated names`` and
@@ -13,8 +13,8 @@ import math
 from fractions import Fraction
 from typing import Any, Hashable, Iterable, Iterator, Optional, Sequence, Set, Tuple
 
-from retrieval_conformance.reference.landmark.inputs import check_names
-from retrieval_conformance.reference.landmark.trapezoid import (
+from retrieval_conformance.reference.protocols.landmark.inputs import check_names
+from retrieval_conformance.reference.protocols.landmark.trapezoid import (
     EXACT,
     FLOAT32,
     FLOAT64,

@@ -23,7 +23,7 @@ def format_cpp_float(value: Union[float, np.floating]) -> str:
     or >= 6, with at least two exponent digits (``6.96767e-05``; MSVC's old runtime printed
     three, ``6.96767e-005``, see :func:`normalize_cpp_float_text`).  NaN prints as glibc
     does: ``-nan`` when its sign bit is set (the NaN x86 produces for 0/0, and what
-    :func:`~retrieval_conformance.reference.landmark.oxford.oxford_ap` returns), ``nan``
+    :func:`~retrieval_conformance.reference.protocols.landmark.oxford.oxford_ap` returns), ``nan``
     otherwise; infinities as ``inf`` / ``-inf``.
 
     Parameters

@@ -4,7 +4,7 @@ Behaves like the C++ program (``golden/tools/compute_ap.cpp``, the original tool
 command line): it reads ``RANKEDLIST``, then ``GTQUERY_good.txt``, ``GTQUERY_ok.txt`` and
 ``GTQUERY_junk.txt`` (raw lines, see :mod:`retrieval_conformance.reference.readers`),
 prints the query's AP as ``std::cout << float`` would (:func:`~retrieval_conformance.
-reference.landmark.format_cpp_float`) and returns 0.  A file that cannot be opened prints
+reference.protocols.landmark.format_cpp_float`) and returns 0.  A file that cannot be opened prints
 ``File <path> not found!`` on stderr and returns 255 (the first missing file in that order
 is the one reported, nothing is printed on stdout); a wrong number of arguments prints the
 usage line on stdout and returns 255.  The output bytes and the status equal the
@@ -26,7 +26,7 @@ import os
 import sys
 from typing import IO, List, Optional, Sequence
 
-from retrieval_conformance.reference.landmark import format_cpp_float, oxford_ap
+from retrieval_conformance.reference.protocols.landmark import format_cpp_float, oxford_ap
 from retrieval_conformance.reference.readers import FileRefusedError, read_lines
 
 USAGE = "Usage: ./compute_ap [GROUNDTRUTH QUERY] [RANKED LIST]\n"
@@ -99,7 +99,7 @@ def compute_ap_main(argv: Optional[Sequence[str]] = None, *, stdout: Optional[IO
 
 
 def main() -> None:  # pragma: no cover - thin wrapper
-    """``python -m retrieval_conformance.reference.landmark.cli GTQUERY RANKEDLIST``."""
+    """``python -m retrieval_conformance.reference.protocols.landmark.cli GTQUERY RANKEDLIST``."""
     from retrieval_conformance.reference.contract.command_line import exit_with
 
     exit_with(compute_ap_main)

@@ -3,7 +3,7 @@
 Every landmark function checks its arguments here, so each kind of input gets one error
 message wherever it is passed: lists of names (:func:`check_names`), revisitop positions
 (:func:`check_positions`), cut-offs (:func:`check_k`, :func:`check_cutoffs`), and, for
-:func:`~retrieval_conformance.reference.landmark.evaluate_landmark`, the pairing of ranked lists
+:func:`~retrieval_conformance.reference.protocols.landmark.evaluate_landmark`, the pairing of ranked lists
 with ground truth (:func:`pair_inputs`) and each protocol's ground-truth entry
 (:func:`oxford_gt`, :func:`roxford_gt`, :func:`gldv2_solution`).
 """
