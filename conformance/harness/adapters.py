@@ -44,6 +44,8 @@ from retrieval_conformance.conformance.harness.cases import (
     ids_from_relevance,
     labels_from_relevance,
 )
+from retrieval_conformance.conformance.harness.expected import LANDMARK_CONVENTIONS, REID_PRESETS
+from retrieval_conformance.reference.contract.presets import PRESETS
 
 
 class HashingCodes(Adapter):
@@ -53,6 +55,11 @@ class HashingCodes(Adapter):
     reference_arguments = ("query_codes=query_codes, db_codes=db_codes, query_labels=query_labels, "
                            "db_labels=db_labels, {proto}, k={k}")
     reference_field = ".exact.map"
+    codes_input = True
+
+    @property
+    def required_topk(self):
+        return self.takes_k and not self.k_default
 
     def bind(self, func):
         params = positional_params(func)
@@ -151,6 +158,19 @@ class Reid(Adapter):
     preset_kinds = ("reid",)
     reference_arguments = ("distances=distmat, query_labels=q_pids, db_labels=g_pids, query_cams=q_camids, "
                            "db_cams=g_camids, {proto}, k=None, max_rank={max_rank}")
+    junk_rule_presets = REID_PRESETS
+    reads_cmc = True
+
+    @property
+    def passes_max_rank(self):
+        return self.takes_max_rank
+
+    def protocol_convention(self, name, overrides):
+        conv = super().protocol_convention(name, overrides)
+        if conv.base not in REID_PRESETS:
+            raise UsageError(f"adapter reid passes cameras, so it needs a protocol with the camera junk rule "
+                             f"({', '.join(REID_PRESETS)}); got {name!r}")
+        return conv
 
     def bind(self, func):
         params = positional_params(func)
@@ -273,6 +293,23 @@ class Oxford(_OneQuery):
     #: it reads the ranked list to (GLDv2: the first 100 names)
     protocol_junk: bool = True
     cutoff: Optional[int] = None
+    ranked_list = True
+    exceeds_one_by_convention = True  # compute_ap counts a repeated positive twice (spec §5)
+    same_presets_note = "roxford's difficulties differ only in the positive and junk sets you pass"
+    outside_protocol_rules = True
+
+    def preset_convention(self, name):
+        return LANDMARK_CONVENTIONS[name]
+
+    def protocol_convention(self, name, overrides):
+        if name not in LANDMARK_CONVENTIONS:
+            raise UsageError(f"--protocol: the oxford adapter checks the landmark presets "
+                             f"{list(LANDMARK_CONVENTIONS)}; got {name!r}")
+        preset = PRESETS[name] if name in PRESETS else None
+        # GLDv2 has no junk and reads the first k names: its inputs say so
+        self.protocol_junk = preset is None or bool(preset.junk)
+        self.cutoff = preset.k if preset is not None else None
+        return LANDMARK_CONVENTIONS[name].with_(**{k: v for k, v in overrides.items() if v is not None})
 
     def bind(self, func):
         params = positional_params(func)

@@ -83,9 +83,8 @@ def analyse(session: Session, evs: Optional[Sequence[Evaluation]] = None, split:
     if out.nondeterministic:
         return out
     convs, cmcs = session.candidate_space(any_k)
-    aggregate = not session.adapter.per_query and session.adapter.name != "reid"
     any_no_k = any(c.k is None and (c.without_k or c.k_passed is None) for ev in read for c in ev.calls)
-    bugs = applicable_bugs(aggregate, session.adapter.name == "hashing-codes", any_k, any_no_k,
+    bugs = applicable_bugs(session.adapter.aggregate_bugs, session.adapter.codes_input, any_k, any_no_k,
                            session.adapter.main_metric, session.adapter.capabilities(True).junk)
     order = preference(session.protocol_candidate, dims)
     stages = list(staged(convs, cmcs, bugs, session.convention))

@@ -16,9 +16,10 @@ from retrieval_conformance.conformance.harness.describe import alternatives, des
 from retrieval_conformance.conformance.harness.engine.composite import field_name
 from retrieval_conformance.conformance.harness.engine.evidence import ruled_out_lines
 from retrieval_conformance.conformance.harness.engine.impossible import impossible, impossible_text
+from retrieval_conformance.conformance.harness.expected import LANDMARK_CONVENTIONS
 from retrieval_conformance.conformance.harness.probes import minus_one_probe, score_shift_note
 from retrieval_conformance.conformance.harness.report import Identification
-from retrieval_conformance.conformance.harness.session import LANDMARK_CONVENTIONS, Session
+from retrieval_conformance.conformance.harness.session import Session
 
 
 def identification_cases(session: Session, per_family: int) -> List:
@@ -101,8 +102,7 @@ def identification(session: Session, a: Analysis) -> Identification:
                      "convention (torchreid, fast-reid, reid-strong-baseline), compared on the common prefix")
     if equal and not diffs:
         lines.append(f"  the same through this signature: {', '.join(f'`{p}`' for p in equal)}"
-                     + (" (roxford's difficulties differ only in the positive and junk sets you pass)"
-                        if session.adapter.name == "oxford" else ""))
+                     + (f" ({session.adapter.same_presets_note})" if session.adapter.same_presets_note else ""))
     # an alternative under which the function raises where a value is due is not equally consistent
     due = len(r.raised)
     others = [c for c in v.survivors[1:]

@@ -86,7 +86,7 @@ def run_edges(session, ap_rule: str) -> Optional[Outside]:
     The calls go straight to the worker, not into ``session.observed``: these inputs have no
     distance matrix the candidates of :mod:`.predict` could be compared on.
     """
-    if session.adapter.name != "oxford":
+    if not session.adapter.outside_protocol_rules:
         return None
     cached = getattr(session, "_outside", None)
     if cached is not None and cached.ap_rule == ap_rule:

@@ -115,9 +115,11 @@ class Predictor:
     """Predictions of candidates on evaluated inputs, with everything computed once."""
 
     def __init__(self, cache: ReferenceCache, adapter_name: str, per_query: bool,
-                 fields: Optional[Dict[str, str]] = None):
+                 fields: Optional[Dict[str, str]] = None, reads_cmc: bool = False):
         self.cache = cache
         self.adapter_name = adapter_name
+        #: the function also returns a CMC curve and mINP (``Adapter.reads_cmc``)
+        self.reads_cmc = reads_cmc
         self.per_query = per_query
         #: the adapter's fields -> the per-query value each is the mean of (``mAP`` -> ``ap``)
         self.fields = fields or {("AP" if per_query else "mAP"): "ap"}
@@ -268,7 +270,7 @@ class Predictor:
             return out
         for name, source in self.fields.items():
             out[name] = _scale(_mean(tab.values(source), counted), scale)
-        if self.adapter_name == "reid":
+        if self.reads_cmc:
             out["mINP"] = _scale(_mean(tab.inp, counted), scale)
             cmc = [_mean([row[j] for row in tab.cmc], counted) for j in range(max_rank)]
             out["cmc"] = None if any(c is None for c in cmc) else [_scale(c, scale) for c in cmc]

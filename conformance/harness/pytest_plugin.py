@@ -10,6 +10,9 @@ from __future__ import annotations
 import pytest
 from retrieval_conformance.reference.contract import options_table
 
+#: the adapter ``--adapter`` names when not given (``retrieval-conformance check``'s default too)
+DEFAULT_ADAPTER = "hashing-codes"
+
 
 def is_registered(pluginmanager) -> bool:
     """True when this module is already a registered plugin (entry point or ``-p``)."""
@@ -52,7 +55,7 @@ def unusable_options(config) -> "str | None":
             "--adapter", "--conformance-max-examples", "--conformance-timeout"))
     except ValueError:  # the options are not ours to read (added by the conftest later)
         return None
-    if adapter != "hashing-codes":
+    if adapter != DEFAULT_ADAPTER:  # the default needs no import of the harness to be known
         from retrieval_conformance.conformance.harness.adapters import ADAPTERS
 
         if adapter not in ADAPTERS:
@@ -86,7 +89,7 @@ def add_options(parser):
     group = parser.getgroup("retrieval-conformance", "retrieval-conformance: check a user's metric function")
     group.addoption("--impl", default=None, metavar="MODULE:FUNCTION",
                     help="the metric function to check (module:function or path/to/file.py:function)")
-    group.addoption("--adapter", default="hashing-codes", metavar="NAME",
+    group.addoption("--adapter", default=DEFAULT_ADAPTER, metavar="NAME",
                     help="its signature (retrieval-conformance check --help lists every adapter)")
     group.addoption("--protocol", default=None, metavar="PRESET",
                     help="preset to check against (default: the adapter's usual one)")

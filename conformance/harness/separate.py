@@ -27,8 +27,6 @@ from typing import Iterable, List, Sequence, Tuple
 
 import numpy as np
 from retrieval_conformance.conformance.harness.candidates import (
-    TIE_CANDIDATES,
-    UNSTABLE,
     Bug,
     Candidate,
     bug_fits,
@@ -98,9 +96,9 @@ def near_candidates(session, best: Candidate, bugs: Sequence[Bug], dims: Sequenc
     for d in dims:
         if d == "cmc_length":
             continue
-        values = TIE_CANDIDATES if d == "ties" and session.adapter.name != "oxford" else OPTION_VALUES.get(d, ())
-        for v in values:
-            if v != best.option(d) and v != UNSTABLE:  # an unstable order contains the best's: never split
+        # an unstable order contains the best's: never split (the tie candidates less it are the policies)
+        for v in OPTION_VALUES.get(d, ()):
+            if v != best.option(d):
                 out.append(Candidate(best.conv.with_(**{d: v}), best.cmc_length, best.bugs))
     return out
 

@@ -12,46 +12,16 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Optional, Sequence
 
 from retrieval_conformance.conformance.harness import adapters as ad
-from retrieval_conformance.conformance.harness.candidates import CMC_LENGTHS, TIE_CANDIDATES, Candidate, conventions
+from retrieval_conformance.conformance.harness.candidates import Candidate, conventions
 from retrieval_conformance.conformance.harness.cases import Case
 from retrieval_conformance.conformance.harness.eliminate import Eliminator, exact_value
-from retrieval_conformance.conformance.harness.expected import OPTION_VALUES, PLAIN_BASE, Convention, ReferenceCache
+from retrieval_conformance.conformance.harness.expected import K_PROTOCOLS, OPTION_VALUES, ReferenceCache
 from retrieval_conformance.conformance.harness.predict import Predictor, within
 from retrieval_conformance.conformance.harness.report import Mismatch
 from retrieval_conformance.conformance.harness.runner import Outcome, Runner, torch_available
-from retrieval_conformance.reference.contract.presets import PRESETS
 
-# the presets' families, by their junk rules: a preset with the camera junk rule is a ReID preset
-# (its function gets cameras); the others are the hashing presets, which all define AP@k
-REID_PRESETS = tuple(name for name, p in PRESETS.items() if "same_id_cam" in p.junk)
-HASHING_PRESETS = tuple(name for name, p in PRESETS.items() if "same_id_cam" not in p.junk)
-K_PROTOCOLS = HASHING_PRESETS
-# landmark presets through the one-query oxford adapter: the ranked list is given (no ties), junk
-# is removed, a query without a positive is left out; roxford's difficulties differ only in the
-# positive and junk sets the caller passes
-_TRAPEZOID = Convention(PLAIN_BASE, "stable", "trapezoid", "hits", "skip")
-LANDMARK_CONVENTIONS = {
-    "oxford": _TRAPEZOID, "roxford-easy": _TRAPEZOID, "roxford-medium": _TRAPEZOID, "roxford-hard": _TRAPEZOID,
-    "gldv2": Convention.from_protocol("gldv2"),  # the preset itself: its function gets one query at a time
-}
-#: the presets of each kind an adapter's function can be identified among (``Adapter.preset_kinds``)
-PRESET_KINDS = {"hashing": HASHING_PRESETS, "reid": REID_PRESETS, "landmark": tuple(LANDMARK_CONVENTIONS),
-                # the presets that report these values (spec §9): nDCG, and metric learning's MAP@R
-                "ndcg": ("sklearn-ndcg", "trec"), "metric-learning": ("pml",)}
 MAX_HANGS = 2
 FAILED_CALLS_LIMIT = 25  # stop early when not one of this many calls has returned
-
-
-def presets_for(adapter: str) -> Sequence[str]:
-    """The presets an adapter's function can be identified among."""
-    return tuple(name for kind in ad.ADAPTERS[adapter].preset_kinds for name in PRESET_KINDS[kind])
-
-
-def preset_convention(name: str, adapter: str) -> Convention:
-    if adapter == "oxford":
-        return LANDMARK_CONVENTIONS[name]
-    conv = Convention.from_protocol(name)
-    return conv if adapter == "reid" else conv.with_(base=PLAIN_BASE)
 
 
 @dataclass
@@ -103,8 +73,8 @@ class Session:
             if value is not None and value not in OPTION_VALUES[name]:
                 raise ad.UsageError(f"--{name.replace('_', '-')}: expected one of {list(OPTION_VALUES[name])}, "
                                     f"got {value!r}")
-        self.convention = self._protocol_convention()
-        self.protocol_k = (self.protocol in K_PROTOCOLS or ap_at_k is not None) and self.adapter.name != "oxford"
+        self.convention = self.adapter.protocol_convention(self.protocol, self.overrides)
+        self.protocol_k = (self.protocol in K_PROTOCOLS or ap_at_k is not None) and not self.adapter.ranked_list
         self.requested_arrays = self.adapter.forced_arrays or arrays
         if self.requested_arrays not in ("auto", "numpy", "torch"):
             raise ad.UsageError(f"--arrays: expected 'numpy', 'torch' or 'auto', got {arrays!r}")
@@ -118,7 +88,8 @@ class Session:
         self.known = list(known_deviations)
         self.only = list(only)
         self.cache = ReferenceCache()
-        self.predictor = Predictor(self.cache, self.adapter.name, self.adapter.per_query, self.adapter.fields)
+        self.predictor = Predictor(self.cache, self.adapter.name, self.adapter.per_query, self.adapter.fields,
+                                   reads_cmc=self.adapter.reads_cmc)
         self.eliminator = Eliminator(self.predictor, atol, rtol, check_cmc_length=self._passes_max_rank())
         # the protocol as a candidate; a CMC of either length rule conforms (both are conventions)
         self.protocol_candidate = Candidate(self.convention, None)
@@ -128,47 +99,22 @@ class Session:
         self.observed: List[Evaluation] = []
         self._success_count = 0
 
-    def _protocol_convention(self) -> Convention:
-        name = self.protocol
-        if self.adapter.name == "oxford":
-            if name not in LANDMARK_CONVENTIONS:
-                raise ad.UsageError(f"--protocol: the oxford adapter checks the landmark presets "
-                                    f"{list(LANDMARK_CONVENTIONS)}; got {name!r}")
-            conv = LANDMARK_CONVENTIONS[name]
-            preset = PRESETS[name] if name in PRESETS else None
-            # GLDv2 has no junk and reads the first k names: its inputs say so
-            self.adapter.protocol_junk = preset is None or bool(preset.junk)
-            self.adapter.cutoff = preset.k if preset is not None else None
-            return conv.with_(**{k: v for k, v in self.overrides.items() if v is not None})
-        if name in LANDMARK_CONVENTIONS and name != "gldv2":
-            raise ad.UsageError(f"--protocol {name!r} is a landmark preset: check a function "
-                                f"f(positives, junk, ranked_list) with --adapter oxford")
-        try:
-            conv = Convention.from_protocol(name, **self.overrides)
-        except ValueError as exc:
-            raise ad.UsageError(f"--protocol: {exc}; the landmark presets {list(LANDMARK_CONVENTIONS)} "
-                                f"go with --adapter oxford") from None
-        if self.adapter.name == "reid" and conv.base not in REID_PRESETS:
-            raise ad.UsageError(f"adapter reid passes cameras, so it needs a protocol with the camera junk rule "
-                                f"({', '.join(REID_PRESETS)}); got {name!r}")
-        return conv
-
     def _passes_max_rank(self) -> bool:
-        return self.adapter.name != "reid" or getattr(self.adapter, "takes_max_rank", True)
+        return self.adapter.passes_max_rank
 
     # -- the candidate space of this adapter ------------------------------------------------
     def dims(self, any_k: bool) -> List[str]:
         """The options the adapter's values depend on (``Adapter.options``; AP@k's only with a cut-off)."""
         dims = [d for d in OPTION_VALUES if d in self.adapter.options and (any_k or d != "ap_at_k")]
-        if self.adapter.name == "reid" and self._passes_max_rank():
+        if self.adapter.cmc_lengths != (None,):
             dims.append("cmc_length")
         return dims
 
     def candidate_space(self, any_k: bool):
         """(conventions, CMC length rules) that identification starts from."""
-        bases = REID_PRESETS if self.adapter.name == "reid" else (PLAIN_BASE,)
+        bases = self.adapter.junk_rule_presets
         values = {name: tuple(vals) for name, vals in OPTION_VALUES.items()}
-        values["ties"] = ("stable",) if self.adapter.name == "oxford" else TIE_CANDIDATES
+        values["ties"] = self.adapter.tie_candidates
         values["ap_at_k"] = OPTION_VALUES["ap_at_k"] if any_k else ("hits",)
         # skip_no_hit differs from skip only in a mean over queries with a cut-off
         values["empty"] = tuple(e for e in OPTION_VALUES["empty"]
@@ -177,8 +123,7 @@ class Session:
             if name not in self.adapter.options:
                 values[name] = (getattr(self.convention, name),)
         # a function that chooses its own max_rank is compared on the common prefix: no length rule
-        cmc = CMC_LENGTHS if self.adapter.name == "reid" and self._passes_max_rank() else (None,)
-        return conventions(bases, values), cmc
+        return conventions(bases, values), self.adapter.cmc_lengths
 
     # -- calling ----------------------------------------------------------------------------
     def _runner(self) -> Runner:

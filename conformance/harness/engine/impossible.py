@@ -26,7 +26,7 @@ def impossible(session, analysis) -> Optional[Decisive]:
     """The smallest input on which a returned fraction lies outside [0, 1], unless what was
     identified (percent, a landmark quirk) reproduces it."""
     v = analysis.verdict
-    if v is not None and v.survivors and (_scaled(v.described) or session.adapter.name == "oxford"):
+    if v is not None and v.survivors and (_scaled(v.described) or session.adapter.exceeds_one_by_convention):
         return None
     for ev in sorted(analysis.evidence, key=lambda e: size(e.case)):
         found = outside(ev, session.atol)
