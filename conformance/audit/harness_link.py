@@ -30,7 +30,7 @@ import numpy as np
 from retrieval_conformance.conformance.audit.inputs import AuditData, Evaluator
 from retrieval_conformance.conformance.audit.metrics import Metric
 from retrieval_conformance.conformance.harness import candidates as hc
-from retrieval_conformance.conformance.harness.adapter_base import Call
+from retrieval_conformance.conformance.harness.adapters.base import Call
 from retrieval_conformance.conformance.harness.cases import case_from_inputs
 from retrieval_conformance.conformance.harness.expected import OPTION_VALUES, Convention, ReferenceCache
 from retrieval_conformance.conformance.harness.predict import EXTREME_ORDERS, Predictor

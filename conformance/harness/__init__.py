@@ -19,7 +19,8 @@ MAP@R, MRR, Recall@k) for the signatures, :mod:`.rank_bugs` for the nDCG and MRR
 """
 from __future__ import annotations
 
-from retrieval_conformance.conformance.harness.adapters import ADAPTERS, UsageError
+from retrieval_conformance.conformance.harness.adapters.base import UsageError
+from retrieval_conformance.conformance.harness.adapters.registry import ADAPTERS
 from retrieval_conformance.conformance.harness.cases import FAMILIES
 from retrieval_conformance.conformance.harness.checks import Checker
 from retrieval_conformance.conformance.harness.cli import add_check_arguments, check_main, run_check_args

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Callable, Optional, Sequence, Union
 
-from retrieval_conformance.conformance.harness.adapters import UsageError
+from retrieval_conformance.conformance.harness.adapters.base import UsageError
 from retrieval_conformance.conformance.harness.checks import Checker
 from retrieval_conformance.conformance.harness.identify import identify as _identify_session
 from retrieval_conformance.conformance.harness.loading import load_function
@@ -36,8 +36,8 @@ def check(func: Union[Callable, str], adapter: str = "hashing-codes", protocol: 
     func : callable or "module:function"
     adapter : str
         The function's signature: ``hashing-codes``, ``distances-relevance``, ``reid``,
-        ``oxford``, ``sklearn``, ``torchmetrics`` (see :mod:`.adapters`); ``sklearn-ndcg``, ``pml``,
-        ``mrr``, ``recall-at-k`` (see :mod:`.adapters_rank`).
+        ``oxford``, ``sklearn``, ``torchmetrics`` (see :mod:`.adapters.average_precision`); ``sklearn-ndcg``, ``pml``,
+        ``mrr``, ``recall-at-k`` (see :mod:`.adapters.rank_metrics`).
     protocol : str, optional
         A preset (spec §9); default: the adapter's usual one (``hashing``, ``reid``...).
     ties, ap_rule, ap_at_k, empty, gain, recall, discount : str, optional

@@ -23,7 +23,7 @@ import traceback
 from types import ModuleType
 from typing import Any, Callable, List, Optional
 
-from retrieval_conformance.conformance.harness.adapters import UsageError
+from retrieval_conformance.conformance.harness.adapters.base import UsageError
 from retrieval_conformance.reference.readers.text import read_text_lines
 
 _EXAMPLE = "e.g. mylab.eval:calc_map or scripts/eval.py:calc_map"

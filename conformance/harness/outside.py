@@ -19,7 +19,7 @@ import itertools
 from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Sequence, Tuple
 
-from retrieval_conformance.conformance.harness.adapter_base import Call, WrongType
+from retrieval_conformance.conformance.harness.adapters.base import Call, WrongType
 from retrieval_conformance.conformance.harness.known import cause_spellings
 from retrieval_conformance.conformance.harness.landmark_rules import (
     BEHAVIOURS,

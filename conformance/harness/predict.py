@@ -19,7 +19,7 @@ from fractions import Fraction
 from typing import Any, Collection, Dict, List, Optional, Sequence, Tuple
 
 from retrieval_conformance.conformance.harness import rank_bugs
-from retrieval_conformance.conformance.harness.adapters import Call, Reading
+from retrieval_conformance.conformance.harness.adapters.base import Call, Reading
 from retrieval_conformance.conformance.harness.candidates import UNSTABLE, Bug, Candidate
 from retrieval_conformance.conformance.harness.cases import Case
 from retrieval_conformance.conformance.harness.engine.composite import Composite, field_of, predict_composite

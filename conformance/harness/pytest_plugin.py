@@ -56,7 +56,7 @@ def unusable_options(config) -> "str | None":
     except ValueError:  # the options are not ours to read (added by the conftest later)
         return None
     if adapter != DEFAULT_ADAPTER:  # the default needs no import of the harness to be known
-        from retrieval_conformance.conformance.harness.adapters import ADAPTERS
+        from retrieval_conformance.conformance.harness.adapters.registry import ADAPTERS
 
         if adapter not in ADAPTERS:
             return f"--adapter: unknown adapter {adapter!r}; expected one of {', '.join(sorted(ADAPTERS))}"

@@ -11,7 +11,8 @@ import math
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Optional, Sequence
 
-from retrieval_conformance.conformance.harness import adapters as ad
+from retrieval_conformance.conformance.harness.adapters.base import Call, Reading, Skip, UsageError, WrongType
+from retrieval_conformance.conformance.harness.adapters.registry import DEFAULT_PROTOCOL, get_adapter
 from retrieval_conformance.conformance.harness.candidates import Candidate, conventions
 from retrieval_conformance.conformance.harness.cases import Case
 from retrieval_conformance.conformance.harness.eliminate import Eliminator, exact_value
@@ -29,9 +30,9 @@ class Evaluation:
     """One case run through the user's function (and, once compared, its mismatches)."""
 
     case: Case
-    calls: List[ad.Call] = field(default_factory=list)
+    calls: List[Call] = field(default_factory=list)
     outcomes: List[Outcome] = field(default_factory=list)
-    readings: List[Optional[ad.Reading]] = field(default_factory=list)
+    readings: List[Optional[Reading]] = field(default_factory=list)
     mismatches: List[Mismatch] = field(default_factory=list)
     skipped: Optional[str] = None
     reference: Dict[Any, Any] = field(default_factory=dict)  # (metric, query) -> exact reference value
@@ -65,21 +66,21 @@ class Session:
                  only: Sequence[str] = (), shrink_budget: int = 150, warmup_timeout: Optional[float] = None):
         self.func = func
         self.target = target or _name_of(func)
-        self.adapter = ad.get_adapter(adapter, func)
-        self.protocol = protocol or ad.DEFAULT_PROTOCOL[adapter]
+        self.adapter = get_adapter(adapter, func)
+        self.protocol = protocol or DEFAULT_PROTOCOL[adapter]
         self.overrides = {"ties": ties, "ap_rule": ap_rule, "ap_at_k": ap_at_k, "empty": empty, "gain": gain,
                           "recall": recall, "discount": discount}
         for name, value in self.overrides.items():
             if value is not None and value not in OPTION_VALUES[name]:
-                raise ad.UsageError(f"--{name.replace('_', '-')}: expected one of {list(OPTION_VALUES[name])}, "
+                raise UsageError(f"--{name.replace('_', '-')}: expected one of {list(OPTION_VALUES[name])}, "
                                     f"got {value!r}")
         self.convention = self.adapter.protocol_convention(self.protocol, self.overrides)
         self.protocol_k = (self.protocol in K_PROTOCOLS or ap_at_k is not None) and not self.adapter.ranked_list
         self.requested_arrays = self.adapter.forced_arrays or arrays
         if self.requested_arrays not in ("auto", "numpy", "torch"):
-            raise ad.UsageError(f"--arrays: expected 'numpy', 'torch' or 'auto', got {arrays!r}")
+            raise UsageError(f"--arrays: expected 'numpy', 'torch' or 'auto', got {arrays!r}")
         if self.requested_arrays == "torch" and torch_available() is not None:
-            raise ad.UsageError(f"arrays=torch: {torch_available()}; install it with: pip install torch==2.13.0")
+            raise UsageError(f"arrays=torch: {torch_available()}; install it with: pip install torch==2.13.0")
         self.arrays = "numpy" if self.requested_arrays == "auto" else self.requested_arrays
         self.timeout, self.isolation, self.warmup_timeout = timeout, isolation, warmup_timeout
         self.max_examples, self.derandomize = max_examples, derandomize
@@ -145,17 +146,17 @@ class Session:
     def __exit__(self, *exc) -> None:
         self.close()
 
-    def call(self, call: ad.Call) -> Outcome:
+    def call(self, call: Call) -> Outcome:
         out = self._call_once(call)
         if out.ok:
             self._success_count += 1
         return out
 
     @staticmethod
-    def _invoke(runner: Runner, call: ad.Call) -> Outcome:
+    def _invoke(runner: Runner, call: Call) -> Outcome:
         return runner.call(call.args, call.kwargs, names=call.names)
 
-    def _call_once(self, call: ad.Call) -> Outcome:
+    def _call_once(self, call: Call) -> Outcome:
         out = self._invoke(self._runner(), call)
         if not self._arrays_decided:
             self._arrays_decided = True
@@ -176,16 +177,16 @@ class Session:
     def convention_text(self) -> str:
         return self.convention.label([d for d in self.dims(True) if d in OPTION_VALUES])
 
-    def adapter_calls(self, case: Case) -> List[ad.Call]:
+    def adapter_calls(self, case: Case) -> List[Call]:
         """The adapter's calls for ``case``; :class:`~.adapters.Skip` when it cannot express it."""
         rel, junk = self.cache.effective(case, self.convention.base)
         return self.adapter.calls(case, rel, junk, self.arrays)
 
-    def calls(self, case: Case) -> List[ad.Call]:
+    def calls(self, case: Case) -> List[Call]:
         """The adapter's calls for ``case`` ([] when it cannot express it)."""
         try:
             return self.adapter_calls(case)
-        except ad.Skip:
+        except Skip:
             return []
 
     def run_case(self, case: Case) -> Evaluation:
@@ -196,7 +197,7 @@ class Session:
             return ev
         try:
             ev.calls = self.adapter_calls(case)
-        except ad.Skip as exc:
+        except Skip as exc:
             ev.skipped = str(exc)
             return ev
         if not ev.calls:
@@ -209,7 +210,7 @@ class Session:
             if out.ok:
                 try:
                     reading = self.adapter.read(out.value, call)
-                except ad.WrongType as exc:
+                except WrongType as exc:
                     out.error = f"wrong return type: {exc} (got {out.type_name})"
             ev.readings.append(reading)
             if out.kind == "timeout":
@@ -218,7 +219,7 @@ class Session:
         return ev
 
     # -- comparing with the protocol ----------------------------------------------------------
-    def prediction(self, ev: Evaluation, call: ad.Call, reading: Optional[ad.Reading],
+    def prediction(self, ev: Evaluation, call: Call, reading: Optional[Reading],
                    cand: Optional[Candidate] = None):
         cmc = reading.values.get("cmc") if reading is not None else None
         return self.predictor.predict(cand or self.protocol_candidate, ev.case, call,
@@ -258,7 +259,7 @@ class Session:
                     out.append(Mismatch(self._metric_name(q, metric), kind, value, exact_value(iv), q))
         return out
 
-    def _compare_cmc(self, user: List[float], pred: Dict[str, Any], call: ad.Call) -> List[Mismatch]:
+    def _compare_cmc(self, user: List[float], pred: Dict[str, Any], call: Call) -> List[Mismatch]:
         cmc = pred.get("cmc")
         if cmc is None:
             return []

@@ -3,7 +3,7 @@ compares an adapter's name to a string.
 
 A check such as ``session.adapter.name == "reid"`` spreads one adapter's behaviour over the
 harness, so a new adapter must find and edit every such place; an attribute or method of the
-:class:`~retrieval_conformance.conformance.harness.adapter_base.Adapter` base class, overridden by
+:class:`~retrieval_conformance.conformance.harness.adapters.base.Adapter` base class, overridden by
 the adapter that differs, keeps it in one class.  The scan reads every module of the package
 (tests aside) and flags each comparison (``==``, ``!=``, ``in``, ``not in``) of an expression
 that names an adapter (``adapter``, ``adapter_name``, ``session.adapter.name``, ``ad.name``)
@@ -15,12 +15,11 @@ import ast
 import re
 from typing import List, Optional
 
-from retrieval_conformance.conformance.harness.adapters import ADAPTERS
+from retrieval_conformance.conformance.harness.adapters.registry import ADAPTERS
 from retrieval_conformance.conformance.tests.test_layers import PACKAGE, all_modules
 
-#: the modules that define the adapters: the only ones that may speak of an adapter by name
-ADAPTER_MODULES = tuple(f"{PACKAGE}.conformance.harness.{name}" for name in ("adapter_base", "adapters",
-                                                                           "adapters_rank"))
+#: the package that defines the adapters: the only modules that may speak of an adapter by name
+ADAPTER_MODULES = (f"{PACKAGE}.conformance.harness.adapters",)
 TESTS = f"{PACKAGE}.conformance.tests"
 #: an expression that holds an adapter or its name
 NAMES_AN_ADAPTER = re.compile(r"adapter|\.name$")
@@ -77,4 +76,4 @@ def test_the_scan_finds_each_spelling():
 def test_the_scan_reads_the_harness():
     scanned = {module for module, path in all_modules() if path and _outside_adapters(module)}
     assert f"{PACKAGE}.conformance.harness.session" in scanned
-    assert not any(m.startswith(ADAPTER_MODULES[1]) for m in scanned)
+    assert not any(m.startswith(ADAPTER_MODULES[0]) for m in scanned)

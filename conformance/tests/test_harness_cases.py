@@ -15,7 +15,8 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from retrieval_conformance.conformance.harness.adapters import ADAPTERS, Skip
+from retrieval_conformance.conformance.harness.adapters.base import Skip
+from retrieval_conformance.conformance.harness.adapters.registry import ADAPTERS
 from retrieval_conformance.conformance.harness.cases import (
     FAMILIES,
     Capabilities,

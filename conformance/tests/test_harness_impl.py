@@ -27,7 +27,7 @@ def pytest_generate_tests(metafunc):
 @pytest.fixture(scope="module")
 def impl_session(conformance_options):
     from retrieval_conformance.conformance.harness import Checker, Session, load_function, read_known_deviations
-    from retrieval_conformance.conformance.harness.adapters import UsageError
+    from retrieval_conformance.conformance.harness.adapters.base import UsageError
 
     opts = conformance_options
     if not opts["impl"]:

@@ -15,16 +15,16 @@ sklearn              f(y_true, y_score)                                         
 torchmetrics         f(preds, target, top_k=...)                                   AP of one query
 ==================== ============================================================ =================
 
-and the rank-metric adapters of :mod:`.adapters_rank` (``sklearn-ndcg``, ``pml``, ``mrr``,
-``recall-at-k``).
+The rank-metric adapters are in :mod:`.rank_metrics` (``sklearn-ndcg``, ``pml``, ``mrr``,
+``recall-at-k``); all of them by name in :mod:`.registry`.
 """
 from __future__ import annotations
 
 import inspect
-from typing import Callable, Dict, Optional
+from typing import Optional
 
 import numpy as np
-from retrieval_conformance.conformance.harness.adapter_base import (
+from retrieval_conformance.conformance.harness.adapters.base import (
     Adapter,
     Call,
     Reading,
@@ -37,7 +37,6 @@ from retrieval_conformance.conformance.harness.adapter_base import (
     positive_scores,
     read_scalar,
 )
-from retrieval_conformance.conformance.harness.adapters_rank import RANK_ADAPTERS
 from retrieval_conformance.conformance.harness.cases import (
     Capabilities,
     codes_from_distances,
@@ -345,17 +344,4 @@ class Oxford(_OneQuery):
                 f"  # reference: {ref_text}"]
 
 
-ADAPTERS: Dict[str, type] = {cls.name: cls for cls in (HashingCodes, DistancesRelevance, Reid, Oxford, Sklearn,
-                                                        Torchmetrics, *RANK_ADAPTERS)}
-DEFAULT_PROTOCOL: Dict[str, str] = {name: cls.default_protocol for name, cls in ADAPTERS.items()}
-
-
-def get_adapter(name: str, func: Callable) -> Adapter:
-    if name not in ADAPTERS:
-        raise UsageError(f"adapter: unknown adapter {name!r}; expected one of {sorted(ADAPTERS)}")
-    return ADAPTERS[name](func)
-
-
-__all__ = ["ADAPTERS", "DEFAULT_PROTOCOL", "get_adapter", "Adapter", "Call", "Reading", "Skip", "UsageError",
-           "WrongType", "HashingCodes", "DistancesRelevance", "Reid", "Sklearn", "Torchmetrics", "Oxford",
-           "read_scalar", "dense_rank", "positive_scores"]
+AP_ADAPTERS = (HashingCodes, DistancesRelevance, Reid, Oxford, Sklearn, Torchmetrics)

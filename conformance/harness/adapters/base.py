@@ -1,6 +1,6 @@
 """What every adapter shares: the call and reading records, the errors, signature inspection,
-exact readers and score conversions, and the :class:`Adapter` base class (:mod:`.adapters` has
-the adapters themselves).
+exact readers and score conversions, and the :class:`Adapter` base class (:mod:`.average_precision` and
+:mod:`.rank_metrics` have the adapters themselves).
 """
 from __future__ import annotations
 

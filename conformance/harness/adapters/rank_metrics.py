@@ -19,7 +19,7 @@ from __future__ import annotations
 import inspect
 
 import numpy as np
-from retrieval_conformance.conformance.harness.adapter_base import (
+from retrieval_conformance.conformance.harness.adapters.base import (
     Adapter,
     Call,
     Reading,
