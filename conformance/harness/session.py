@@ -13,13 +13,13 @@ from typing import Any, Callable, Dict, List, Optional, Sequence
 
 from retrieval_conformance.conformance.harness.adapters.base import Call, Reading, Skip, UsageError, WrongType
 from retrieval_conformance.conformance.harness.adapters.registry import DEFAULT_PROTOCOL, get_adapter
+from retrieval_conformance.conformance.harness.calling.runner import Outcome, Runner, torch_available
 from retrieval_conformance.conformance.harness.candidates import Candidate, conventions
 from retrieval_conformance.conformance.harness.cases import Case
 from retrieval_conformance.conformance.harness.eliminate import Eliminator, exact_value
 from retrieval_conformance.conformance.harness.expected import K_PROTOCOLS, OPTION_VALUES, ReferenceCache
 from retrieval_conformance.conformance.harness.predict import Predictor, within
 from retrieval_conformance.conformance.harness.report import Mismatch
-from retrieval_conformance.conformance.harness.runner import Outcome, Runner, torch_available
 
 MAX_HANGS = 2
 FAILED_CALLS_LIMIT = 25  # stop early when not one of this many calls has returned

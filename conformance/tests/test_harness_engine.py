@@ -149,7 +149,7 @@ def test_the_clause_builders_of_the_new_behaviours_resolve():
 def test_no_clause_is_named_unless_its_candidate_reproduces_the_values(target, adapter, protocol, monkeypatch):
     """Every clause heading a deviation belongs to a part of what was identified, and the protocol
     changed in exactly the named parts reproduces that deviation's input; otherwise "cause unknown"."""
-    from retrieval_conformance.conformance.harness.loading import load_function
+    from retrieval_conformance.conformance.harness.calling.loading import load_function
 
     inputs = {}
     real = Checker._evidence

@@ -33,7 +33,7 @@ def impl_session(conformance_options):
     if not opts["impl"]:
         pytest.skip("no --impl given: pass --impl module:function to check your own metric function")
     if opts["arrays"] == "torch":
-        from retrieval_conformance.conformance.harness.runner import torch_available
+        from retrieval_conformance.conformance.harness.calling.runner import torch_available
 
         reason = torch_available()
         if reason is not None:
