@@ -31,8 +31,8 @@ from retrieval_conformance.conformance.audit.inputs import AuditData, Evaluator
 from retrieval_conformance.conformance.audit.metrics import Metric
 from retrieval_conformance.conformance.harness import candidates as hc
 from retrieval_conformance.conformance.harness.adapters.base import Call
-from retrieval_conformance.conformance.harness.cases import case_from_inputs
 from retrieval_conformance.conformance.harness.expected import OPTION_VALUES, Convention, ReferenceCache
+from retrieval_conformance.conformance.harness.inputs.public import case_from_inputs
 from retrieval_conformance.conformance.harness.predict import EXTREME_ORDERS, Predictor
 from retrieval_conformance.reference.contract.conventions import AP_AT_K_DENOMINATORS
 

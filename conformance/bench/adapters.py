@@ -14,13 +14,13 @@ from retrieval_conformance.conformance.bench.workloads import Workload, build
 
 
 def as_case(workload: Workload):
-    """The workload as a harness :class:`~retrieval_conformance.conformance.harness.cases.Case`.
+    """The workload as a harness :class:`~retrieval_conformance.conformance.harness.inputs.case.Case`.
 
     The native form is kept (codes with labels, or ReID ids with cameras), so an adapter passes
     exactly what a lab passes.  Codes workloads get zero-stride placeholders for the (Q, N)
     distance and relevance matrices that the adapters do not read for them (no memory).
     """
-    from retrieval_conformance.conformance.harness.cases import Case
+    from retrieval_conformance.conformance.harness.inputs.public import Case
 
     a = workload.arrays
     shape = (workload.n_queries, workload.n_gallery)

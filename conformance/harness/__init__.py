@@ -22,10 +22,10 @@ from __future__ import annotations
 from retrieval_conformance.conformance.harness.adapters.base import UsageError
 from retrieval_conformance.conformance.harness.adapters.registry import ADAPTERS
 from retrieval_conformance.conformance.harness.calling.loading import load_function, read_known_deviations
-from retrieval_conformance.conformance.harness.cases import FAMILIES
 from retrieval_conformance.conformance.harness.checks import Checker
 from retrieval_conformance.conformance.harness.cli import add_check_arguments, check_main, run_check_args
 from retrieval_conformance.conformance.harness.entry import check, identify
+from retrieval_conformance.conformance.harness.inputs.public import FAMILIES
 from retrieval_conformance.conformance.harness.report import Identification, Report
 from retrieval_conformance.conformance.harness.session import Session
 

@@ -14,10 +14,10 @@ from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 from retrieval_conformance.conformance.harness import findings, separate
 from retrieval_conformance.conformance.harness.candidates import UNSTABLE, Candidate, applicable_bugs, cost, staged
-from retrieval_conformance.conformance.harness.cases import FAMILIES, family_skip_reason, sample_cases
 from retrieval_conformance.conformance.harness.eliminate import Verdict, preference
 from retrieval_conformance.conformance.harness.engine.impossible import impossible
 from retrieval_conformance.conformance.harness.engine.per_field import Search, combine, identify_fields, returned_fields
+from retrieval_conformance.conformance.harness.inputs.public import FAMILIES, family_skip_reason, sample_cases
 from retrieval_conformance.conformance.harness.probes import run_extra, tie_challenge
 from retrieval_conformance.conformance.harness.session import Evaluation, Session
 

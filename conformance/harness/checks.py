@@ -25,15 +25,6 @@ from typing import Any, Callable, Dict, List, NamedTuple, Optional, Tuple
 from retrieval_conformance.conformance.harness import findings, outside, separate
 from retrieval_conformance.conformance.harness.analysis import Analysis, analyse
 from retrieval_conformance.conformance.harness.candidates import UNSTABLE, search_text
-from retrieval_conformance.conformance.harness.cases import (
-    FAMILIES,
-    Case,
-    Family,
-    family_skip_reason,
-    fingerprint,
-    golden_cases,
-    hypothesis_strategy,
-)
 from retrieval_conformance.conformance.harness.describe import alternatives, cause_of
 from retrieval_conformance.conformance.harness.engine.causes import (
     clause_and_why,
@@ -49,6 +40,15 @@ from retrieval_conformance.conformance.harness.engine.evidence import decisive
 from retrieval_conformance.conformance.harness.engine.impossible import impossible_text
 from retrieval_conformance.conformance.harness.engine.impossible import outside as outside_unit_interval
 from retrieval_conformance.conformance.harness.identify import identification_cases
+from retrieval_conformance.conformance.harness.inputs.public import (
+    FAMILIES,
+    Case,
+    Family,
+    family_skip_reason,
+    fingerprint,
+    golden_cases,
+    hypothesis_strategy,
+)
 from retrieval_conformance.conformance.harness.known import KnownDeviations, cause_spellings
 from retrieval_conformance.conformance.harness.predict import within
 from retrieval_conformance.conformance.harness.probes import minus_one_probe

@@ -19,7 +19,7 @@ from fractions import Fraction
 from typing import Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
-from retrieval_conformance.conformance.harness.cases import Case
+from retrieval_conformance.conformance.harness.inputs.public import Case
 from retrieval_conformance.implementations.vector.relevance_blocks import junk_block, relevance_block
 from retrieval_conformance.reference.contract.conventions import (
     AP_AT_K_DENOMINATORS,

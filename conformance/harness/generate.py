@@ -10,15 +10,15 @@ from __future__ import annotations
 from typing import List, Optional, Tuple
 
 import numpy as np
-from retrieval_conformance.conformance.harness.drawing import (
+from retrieval_conformance.conformance.harness.inputs.case import Case
+from retrieval_conformance.conformance.harness.inputs.drawing import (
     Drawer,
     HypothesisDrawer,
     IdRelevance,
     MaskRelevance,
     RandomDrawer,
 )
-from retrieval_conformance.conformance.harness.families import Capabilities, Family
-from retrieval_conformance.conformance.harness.inputs import Case
+from retrieval_conformance.conformance.harness.inputs.families import Capabilities, Family
 
 
 def _count(d: Drawer, bounds: Tuple[int, int]) -> int:

@@ -21,9 +21,9 @@ from typing import Any, Collection, Dict, List, Optional, Sequence, Tuple
 from retrieval_conformance.conformance.harness import rank_bugs
 from retrieval_conformance.conformance.harness.adapters.base import Call, Reading
 from retrieval_conformance.conformance.harness.candidates import UNSTABLE, Bug, Candidate
-from retrieval_conformance.conformance.harness.cases import Case
 from retrieval_conformance.conformance.harness.engine.composite import Composite, field_of, predict_composite
 from retrieval_conformance.conformance.harness.expected import Convention, ReferenceCache
+from retrieval_conformance.conformance.harness.inputs.public import Case
 from retrieval_conformance.reference.contract.conventions import CONCRETE_POLICIES
 
 Interval = Tuple[Any, Any]  # exact Fractions, or float inf where a bug divides by zero

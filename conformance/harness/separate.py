@@ -33,7 +33,7 @@ from retrieval_conformance.conformance.harness.candidates import (
 )
 from retrieval_conformance.conformance.harness.eliminate import _distinguishable
 from retrieval_conformance.conformance.harness.expected import OPTION_VALUES
-from retrieval_conformance.conformance.harness.inputs import Case, fingerprint
+from retrieval_conformance.conformance.harness.inputs.case import Case, fingerprint
 
 CHECK_ID = "k/long-lists"
 CHECK_CLAUSE = "spec §6 k=None (whole gallery)"

@@ -1,6 +1,6 @@
 """One function under test: its adapter, the protocol, the worker that calls it, and what it returned.
 
-:class:`Session` turns a :class:`~.cases.Case` into the adapter's calls, runs them, keeps every
+:class:`Session` turns a :class:`~.inputs.case.Case` into the adapter's calls, runs them, keeps every
 evaluated input (``observed``: the evidence identification eliminates candidates with) and
 compares the returned fields with the protocol's prediction.  The checks (:mod:`.checks`) and
 identification (:mod:`.identify`) build on it.
@@ -15,9 +15,9 @@ from retrieval_conformance.conformance.harness.adapters.base import Call, Readin
 from retrieval_conformance.conformance.harness.adapters.registry import DEFAULT_PROTOCOL, get_adapter
 from retrieval_conformance.conformance.harness.calling.runner import Outcome, Runner, torch_available
 from retrieval_conformance.conformance.harness.candidates import Candidate, conventions
-from retrieval_conformance.conformance.harness.cases import Case
 from retrieval_conformance.conformance.harness.eliminate import Eliminator, exact_value
 from retrieval_conformance.conformance.harness.expected import K_PROTOCOLS, OPTION_VALUES, ReferenceCache
+from retrieval_conformance.conformance.harness.inputs.public import Case
 from retrieval_conformance.conformance.harness.predict import Predictor, within
 from retrieval_conformance.conformance.harness.report import Mismatch
 

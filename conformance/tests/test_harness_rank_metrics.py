@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 from retrieval_conformance.conformance.harness import check, identify
 from retrieval_conformance.conformance.harness.adapters.registry import ADAPTERS, get_adapter
-from retrieval_conformance.conformance.harness.cases import Case
+from retrieval_conformance.conformance.harness.inputs.public import Case
 
 E = "retrieval_conformance.conformance.examples."
 FAST = dict(max_examples=15)

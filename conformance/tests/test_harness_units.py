@@ -7,7 +7,7 @@ import pytest
 from retrieval_conformance.conformance.harness import check
 from retrieval_conformance.conformance.harness.adapters.base import UsageError
 from retrieval_conformance.conformance.harness.adapters.registry import get_adapter
-from retrieval_conformance.conformance.harness.cases import (
+from retrieval_conformance.conformance.harness.inputs.public import (
     FAMILIES,
     Capabilities,
     Case,

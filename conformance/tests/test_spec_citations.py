@@ -332,7 +332,7 @@ def test_presets_use_values_of_the_table():
 def test_every_bug_and_family_clause_resolves():
     from retrieval_conformance.conformance.harness import expected
     from retrieval_conformance.conformance.harness.candidates import BUGS
-    from retrieval_conformance.conformance.harness.cases import FAMILIES
+    from retrieval_conformance.conformance.harness.inputs.public import FAMILIES
 
     ids = spec.clauses()
     models = list(BUGS) + list(getattr(expected, "BUG_MODELS", ()))

@@ -1,6 +1,6 @@
 """Adapters: the signatures people actually write, and how a test case becomes a call.
 
-Each adapter knows how to turn a :class:`~retrieval_conformance.conformance.harness.cases.Case`
+Each adapter knows how to turn a :class:`~retrieval_conformance.conformance.harness.inputs.case.Case`
 into one call (or one call per query), which metrics the return value carries, and what it
 cannot express (then the check is skipped with that reason).
 
@@ -37,13 +37,13 @@ from retrieval_conformance.conformance.harness.adapters.base import (
     positive_scores,
     read_scalar,
 )
-from retrieval_conformance.conformance.harness.cases import (
+from retrieval_conformance.conformance.harness.expected import LANDMARK_CONVENTIONS, REID_PRESETS
+from retrieval_conformance.conformance.harness.inputs.public import (
     Capabilities,
     codes_from_distances,
     ids_from_relevance,
     labels_from_relevance,
 )
-from retrieval_conformance.conformance.harness.expected import LANDMARK_CONVENTIONS, REID_PRESETS
 from retrieval_conformance.reference.contract.presets import PRESETS
 
 

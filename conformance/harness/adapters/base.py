@@ -11,13 +11,13 @@ from typing import Any, Callable, Dict, List, Optional, Tuple
 
 import numpy as np
 from retrieval_conformance.conformance.harness.candidates import CMC_LENGTHS, TIE_CANDIDATES
-from retrieval_conformance.conformance.harness.cases import Capabilities, Case
 from retrieval_conformance.conformance.harness.expected import (
     LANDMARK_CONVENTIONS,
     PLAIN_BASE,
     PRESET_KINDS,
     Convention,
 )
+from retrieval_conformance.conformance.harness.inputs.public import Capabilities, Case
 
 
 class UsageError(Exception):

@@ -32,7 +32,11 @@ from retrieval_conformance.conformance.harness.adapters.base import (
     positive_scores,
     read_scalar,
 )
-from retrieval_conformance.conformance.harness.cases import Capabilities, codes_from_distances, ids_from_relevance
+from retrieval_conformance.conformance.harness.inputs.public import (
+    Capabilities,
+    codes_from_distances,
+    ids_from_relevance,
+)
 
 
 def _keyword(func, name: str) -> bool:

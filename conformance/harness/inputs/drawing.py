@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any, Callable, Dict, Optional, Sequence, Tuple
 
 import numpy as np
-from retrieval_conformance.conformance.harness.inputs import Ids
+from retrieval_conformance.conformance.harness.inputs.case import Ids
 
 
 class Drawer:

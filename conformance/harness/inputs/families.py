@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Callable, Optional, Tuple, Union
 
 import numpy as np
-from retrieval_conformance.conformance.harness.drawing import Drawer, IdRelevance, MaskRelevance
+from retrieval_conformance.conformance.harness.inputs.drawing import Drawer, IdRelevance, MaskRelevance
 
 Relevance = Union[MaskRelevance, IdRelevance]
 #: shape(drawer, distances (Q, N), relevance, Q, N) -> the case's cut-off k (None: whole gallery);
