@@ -13,7 +13,13 @@ from dataclasses import dataclass, field
 from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 from retrieval_conformance.conformance.harness import findings, separate
-from retrieval_conformance.conformance.harness.candidates import UNSTABLE, Candidate, applicable_bugs, cost, staged
+from retrieval_conformance.conformance.harness.candidates.candidate import (
+    UNSTABLE,
+    Candidate,
+    applicable_bugs,
+    cost,
+    staged,
+)
 from retrieval_conformance.conformance.harness.eliminate import Verdict, preference
 from retrieval_conformance.conformance.harness.engine.impossible import impossible
 from retrieval_conformance.conformance.harness.engine.per_field import Search, combine, identify_fields, returned_fields

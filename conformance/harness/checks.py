@@ -24,7 +24,8 @@ from typing import Any, Callable, Dict, List, NamedTuple, Optional, Tuple
 
 from retrieval_conformance.conformance.harness import findings, outside, separate
 from retrieval_conformance.conformance.harness.analysis import Analysis, analyse
-from retrieval_conformance.conformance.harness.candidates import UNSTABLE, search_text
+from retrieval_conformance.conformance.harness.candidates.candidate import UNSTABLE, search_text
+from retrieval_conformance.conformance.harness.candidates.predict import within
 from retrieval_conformance.conformance.harness.describe import alternatives, cause_of
 from retrieval_conformance.conformance.harness.engine.causes import (
     clause_and_why,
@@ -50,7 +51,6 @@ from retrieval_conformance.conformance.harness.inputs.public import (
     hypothesis_strategy,
 )
 from retrieval_conformance.conformance.harness.known import KnownDeviations, cause_spellings
-from retrieval_conformance.conformance.harness.predict import within
 from retrieval_conformance.conformance.harness.probes import minus_one_probe
 from retrieval_conformance.conformance.harness.report import (
     DEVIATE,

@@ -8,7 +8,13 @@ from __future__ import annotations
 
 from typing import List, Sequence, Tuple
 
-from retrieval_conformance.conformance.harness.candidates import BUG_SECTION, Bug, Candidate, meaning, option_clause
+from retrieval_conformance.conformance.harness.candidates.candidate import (
+    BUG_SECTION,
+    Bug,
+    Candidate,
+    meaning,
+    option_clause,
+)
 from retrieval_conformance.conformance.harness.session import Session
 
 

@@ -10,12 +10,12 @@ from typing import List
 
 from retrieval_conformance.conformance.harness import findings, outside, separate
 from retrieval_conformance.conformance.harness.analysis import Analysis, analyse, expects_value
-from retrieval_conformance.conformance.harness.candidates import UNSTABLE, search_text
+from retrieval_conformance.conformance.harness.candidates.candidate import UNSTABLE, search_text
+from retrieval_conformance.conformance.harness.candidates.reference_values import LANDMARK_CONVENTIONS
 from retrieval_conformance.conformance.harness.describe import alternatives, describe
 from retrieval_conformance.conformance.harness.engine.composite import field_name
 from retrieval_conformance.conformance.harness.engine.evidence import ruled_out_lines
 from retrieval_conformance.conformance.harness.engine.impossible import impossible, impossible_text
-from retrieval_conformance.conformance.harness.expected import LANDMARK_CONVENTIONS
 from retrieval_conformance.conformance.harness.inputs.public import (
     FAMILIES,
     family_skip_reason,

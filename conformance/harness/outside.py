@@ -20,8 +20,7 @@ from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Sequence, Tuple
 
 from retrieval_conformance.conformance.harness.adapters.base import Call, WrongType
-from retrieval_conformance.conformance.harness.known import cause_spellings
-from retrieval_conformance.conformance.harness.landmark_rules import (
+from retrieval_conformance.conformance.harness.candidates.landmark_rules import (
     BEHAVIOURS,
     EDGE_INPUTS,
     MEANING,
@@ -30,7 +29,8 @@ from retrieval_conformance.conformance.harness.landmark_rules import (
     landmark_ap,
     protocol_clause,
 )
-from retrieval_conformance.conformance.harness.predict import within
+from retrieval_conformance.conformance.harness.candidates.predict import within
+from retrieval_conformance.conformance.harness.known import cause_spellings
 from retrieval_conformance.conformance.harness.report import DEVIATE, PASS, SKIP, CheckResult, Deviation, Mismatch
 from retrieval_conformance.conformance.harness.snippet import function_import
 

@@ -11,9 +11,9 @@ from dataclasses import replace
 from typing import List, Optional
 
 import numpy as np
-from retrieval_conformance.conformance.harness.candidates import Candidate, bug
+from retrieval_conformance.conformance.harness.candidates.candidate import Candidate, bug
+from retrieval_conformance.conformance.harness.candidates.predict import agreement, within
 from retrieval_conformance.conformance.harness.inputs.public import FAMILIES, family, sample_cases
-from retrieval_conformance.conformance.harness.predict import agreement, within
 from retrieval_conformance.conformance.harness.session import Evaluation, Session
 from retrieval_conformance.reference.contract.conventions import CONCRETE_POLICIES
 

@@ -26,13 +26,13 @@ from functools import lru_cache
 from typing import Iterable, List, Sequence, Tuple
 
 import numpy as np
-from retrieval_conformance.conformance.harness.candidates import (
+from retrieval_conformance.conformance.harness.candidates.candidate import (
     Bug,
     Candidate,
     bug_fits,
 )
+from retrieval_conformance.conformance.harness.candidates.reference_values import OPTION_VALUES
 from retrieval_conformance.conformance.harness.eliminate import _distinguishable
-from retrieval_conformance.conformance.harness.expected import OPTION_VALUES
 from retrieval_conformance.conformance.harness.inputs.case import Case, fingerprint
 
 CHECK_ID = "k/long-lists"

@@ -14,11 +14,15 @@ from typing import Any, Callable, Dict, List, Optional, Sequence
 from retrieval_conformance.conformance.harness.adapters.base import Call, Reading, Skip, UsageError, WrongType
 from retrieval_conformance.conformance.harness.adapters.registry import DEFAULT_PROTOCOL, get_adapter
 from retrieval_conformance.conformance.harness.calling.runner import Outcome, Runner, torch_available
-from retrieval_conformance.conformance.harness.candidates import Candidate, conventions
+from retrieval_conformance.conformance.harness.candidates.candidate import Candidate, conventions
+from retrieval_conformance.conformance.harness.candidates.predict import Predictor, within
+from retrieval_conformance.conformance.harness.candidates.reference_values import (
+    K_PROTOCOLS,
+    OPTION_VALUES,
+    ReferenceCache,
+)
 from retrieval_conformance.conformance.harness.eliminate import Eliminator, exact_value
-from retrieval_conformance.conformance.harness.expected import K_PROTOCOLS, OPTION_VALUES, ReferenceCache
 from retrieval_conformance.conformance.harness.inputs.public import Case
-from retrieval_conformance.conformance.harness.predict import Predictor, within
 from retrieval_conformance.conformance.harness.report import Mismatch
 
 MAX_HANGS = 2

@@ -17,7 +17,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from retrieval_conformance.conformance.harness.adapters.base import Skip
 from retrieval_conformance.conformance.harness.adapters.registry import ADAPTERS
-from retrieval_conformance.conformance.harness.expected import Convention, ReferenceCache
+from retrieval_conformance.conformance.harness.candidates.reference_values import Convention, ReferenceCache
 from retrieval_conformance.conformance.harness.inputs.public import (
     FAMILIES,
     Capabilities,

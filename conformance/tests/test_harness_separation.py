@@ -60,7 +60,7 @@ def test_identify_help_names_identify(capsys):
 def test_landmark_model_is_each_reference_rule_exactly():
     import random
 
-    from retrieval_conformance.conformance.harness.landmark_rules import landmark_ap
+    from retrieval_conformance.conformance.harness.candidates.landmark_rules import landmark_ap
     from retrieval_conformance.reference.landmark.gldv2 import gldv2_ap_at_k
     from retrieval_conformance.reference.landmark.oxford import oxford_ap_exact
     from retrieval_conformance.reference.landmark.revisitop import revisitop_ap, revisitop_positions
@@ -171,7 +171,7 @@ def test_the_challenge_runs_the_input_where_the_nearest_alternative_differs():
 
 
 def test_every_known_bug_has_its_clause_a_cause_entry_can_name():
-    from retrieval_conformance.conformance.harness.candidates import BUG_SECTION, BUGS
+    from retrieval_conformance.conformance.harness.candidates.candidate import BUG_SECTION, BUGS
     from retrieval_conformance.reference.contract.spec import clauses
 
     assert all(f"{BUG_SECTION} {b.id}" in clauses() for b in BUGS)

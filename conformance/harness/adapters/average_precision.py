@@ -37,7 +37,7 @@ from retrieval_conformance.conformance.harness.adapters.base import (
     positive_scores,
     read_scalar,
 )
-from retrieval_conformance.conformance.harness.expected import LANDMARK_CONVENTIONS, REID_PRESETS
+from retrieval_conformance.conformance.harness.candidates.reference_values import LANDMARK_CONVENTIONS, REID_PRESETS
 from retrieval_conformance.conformance.harness.inputs.public import (
     Capabilities,
     codes_from_distances,

@@ -10,8 +10,8 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
 import numpy as np
-from retrieval_conformance.conformance.harness.candidates import CMC_LENGTHS, TIE_CANDIDATES
-from retrieval_conformance.conformance.harness.expected import (
+from retrieval_conformance.conformance.harness.candidates.candidate import CMC_LENGTHS, TIE_CANDIDATES
+from retrieval_conformance.conformance.harness.candidates.reference_values import (
     LANDMARK_CONVENTIONS,
     PLAIN_BASE,
     PRESET_KINDS,

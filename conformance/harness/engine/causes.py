@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import List, Optional, Sequence, Tuple, Union
 
-from retrieval_conformance.conformance.harness.candidates import Candidate
+from retrieval_conformance.conformance.harness.candidates.candidate import Candidate
 from retrieval_conformance.conformance.harness.describe import clause_of, components, describe, why_of, without
 from retrieval_conformance.conformance.harness.engine.composite import Composite, field_name
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
-from retrieval_conformance.conformance.harness.candidates import Candidate
+from retrieval_conformance.conformance.harness.candidates.candidate import Candidate
 
 #: keys of a prediction that belong to a field other than their own name
 FIELD_OF_KEY = {"cmc_lengths": "cmc"}

@@ -18,7 +18,12 @@ from fractions import Fraction
 from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Tuple
 
 import numpy as np
-from retrieval_conformance.conformance.harness.expected import OPTION_VALUES, VALUE_MEANING, Convention, clause
+from retrieval_conformance.conformance.harness.candidates.reference_values import (
+    OPTION_VALUES,
+    VALUE_MEANING,
+    Convention,
+    clause,
+)
 from retrieval_conformance.conformance.harness.inputs.public import Case, labels_from_relevance
 from retrieval_conformance.reference.contract.conventions import AP_RULES, CONCRETE_POLICIES, TIE_POLICIES
 
