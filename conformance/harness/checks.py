@@ -22,11 +22,11 @@ from dataclasses import replace
 from fractions import Fraction
 from typing import Any, Callable, Dict, List, NamedTuple, Optional, Tuple
 
-from retrieval_conformance.conformance.harness import findings, outside, separate
-from retrieval_conformance.conformance.harness.analysis import Analysis, analyse
 from retrieval_conformance.conformance.harness.candidates.candidate import UNSTABLE, search_text
 from retrieval_conformance.conformance.harness.candidates.predict import within
 from retrieval_conformance.conformance.harness.describe import alternatives, cause_of
+from retrieval_conformance.conformance.harness.engine import findings, outside, separate
+from retrieval_conformance.conformance.harness.engine.analysis import Analysis, analyse
 from retrieval_conformance.conformance.harness.engine.causes import (
     clause_and_why,
     identified_note,
@@ -40,6 +40,7 @@ from retrieval_conformance.conformance.harness.engine.composite import Composite
 from retrieval_conformance.conformance.harness.engine.evidence import decisive
 from retrieval_conformance.conformance.harness.engine.impossible import impossible_text
 from retrieval_conformance.conformance.harness.engine.impossible import outside as outside_unit_interval
+from retrieval_conformance.conformance.harness.engine.probes import minus_one_probe
 from retrieval_conformance.conformance.harness.identify import identification_cases
 from retrieval_conformance.conformance.harness.inputs.public import (
     FAMILIES,
@@ -51,7 +52,6 @@ from retrieval_conformance.conformance.harness.inputs.public import (
     hypothesis_strategy,
 )
 from retrieval_conformance.conformance.harness.known import KnownDeviations, cause_spellings
-from retrieval_conformance.conformance.harness.probes import minus_one_probe
 from retrieval_conformance.conformance.harness.report import (
     DEVIATE,
     KNOWN,

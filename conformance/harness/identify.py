@@ -8,21 +8,21 @@ from __future__ import annotations
 
 from typing import List
 
-from retrieval_conformance.conformance.harness import findings, outside, separate
-from retrieval_conformance.conformance.harness.analysis import Analysis, analyse, expects_value
 from retrieval_conformance.conformance.harness.candidates.candidate import UNSTABLE, search_text
 from retrieval_conformance.conformance.harness.candidates.reference_values import LANDMARK_CONVENTIONS
 from retrieval_conformance.conformance.harness.describe import alternatives, describe
+from retrieval_conformance.conformance.harness.engine import findings, outside, separate
+from retrieval_conformance.conformance.harness.engine.analysis import Analysis, analyse, expects_value
 from retrieval_conformance.conformance.harness.engine.composite import field_name
 from retrieval_conformance.conformance.harness.engine.evidence import ruled_out_lines
 from retrieval_conformance.conformance.harness.engine.impossible import impossible, impossible_text
+from retrieval_conformance.conformance.harness.engine.probes import minus_one_probe, score_shift_note
 from retrieval_conformance.conformance.harness.inputs.public import (
     FAMILIES,
     family_skip_reason,
     golden_cases,
     sample_cases,
 )
-from retrieval_conformance.conformance.harness.probes import minus_one_probe, score_shift_note
 from retrieval_conformance.conformance.harness.report import Identification
 from retrieval_conformance.conformance.harness.session import Session
 

@@ -21,7 +21,7 @@ from retrieval_conformance.conformance.harness.candidates.reference_values impor
     OPTION_VALUES,
     ReferenceCache,
 )
-from retrieval_conformance.conformance.harness.eliminate import Eliminator, exact_value
+from retrieval_conformance.conformance.harness.engine.eliminate import Eliminator, exact_value
 from retrieval_conformance.conformance.harness.inputs.public import Case
 from retrieval_conformance.conformance.harness.report import Mismatch
 

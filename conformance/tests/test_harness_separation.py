@@ -156,7 +156,7 @@ def _cut_at_1000(qB, rB, query_L, retrieval_L, topk=1000):
 
 def test_the_challenge_runs_the_input_where_the_nearest_alternative_differs():
     # evidence of short inputs only: the protocol and "its own default cut at 1000" agree on all of them
-    from retrieval_conformance.conformance.harness.analysis import analyse
+    from retrieval_conformance.conformance.harness.engine.analysis import analyse
     from retrieval_conformance.conformance.harness.inputs.public import family, sample_cases
     from retrieval_conformance.conformance.harness.session import Session
 

@@ -342,7 +342,8 @@ def test_every_bug_and_family_clause_resolves():
     models = list(BUGS) + list(getattr(reference_values, "BUG_MODELS", ()))
     for bug in models:
         assert f"§11 {bug.id}" in ids, bug.id
-        for ap_at_k, empty in itertools.product(reference_values.OPTION_VALUES["ap_at_k"], reference_values.OPTION_VALUES["empty"]):
+        values = reference_values.OPTION_VALUES
+        for ap_at_k, empty in itertools.product(values["ap_at_k"], values["empty"]):
             cited = bug.clause.format(ap_at_k=ap_at_k, empty=empty)
             assert cited.startswith(PREFIX) and cited[len(PREFIX):] in ids, cited
     for fam in FAMILIES:

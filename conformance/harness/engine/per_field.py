@@ -17,8 +17,8 @@ from dataclasses import dataclass, field
 from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 from retrieval_conformance.conformance.harness.candidates.candidate import Candidate
-from retrieval_conformance.conformance.harness.eliminate import Eliminator, drop_dominated
 from retrieval_conformance.conformance.harness.engine.composite import Composite, field_of
+from retrieval_conformance.conformance.harness.engine.eliminate import Eliminator, drop_dominated
 from retrieval_conformance.conformance.harness.inputs.public import fingerprint
 
 

@@ -32,7 +32,7 @@ from retrieval_conformance.conformance.harness.candidates.candidate import (
     bug_fits,
 )
 from retrieval_conformance.conformance.harness.candidates.reference_values import OPTION_VALUES
-from retrieval_conformance.conformance.harness.eliminate import _distinguishable
+from retrieval_conformance.conformance.harness.engine.eliminate import _distinguishable
 from retrieval_conformance.conformance.harness.inputs.case import Case, fingerprint
 
 CHECK_ID = "k/long-lists"

@@ -12,7 +12,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
-from retrieval_conformance.conformance.harness import findings, separate
 from retrieval_conformance.conformance.harness.candidates.candidate import (
     UNSTABLE,
     Candidate,
@@ -20,11 +19,12 @@ from retrieval_conformance.conformance.harness.candidates.candidate import (
     cost,
     staged,
 )
-from retrieval_conformance.conformance.harness.eliminate import Verdict, preference
+from retrieval_conformance.conformance.harness.engine import findings, separate
+from retrieval_conformance.conformance.harness.engine.eliminate import Verdict, preference
 from retrieval_conformance.conformance.harness.engine.impossible import impossible
 from retrieval_conformance.conformance.harness.engine.per_field import Search, combine, identify_fields, returned_fields
+from retrieval_conformance.conformance.harness.engine.probes import run_extra, tie_challenge
 from retrieval_conformance.conformance.harness.inputs.public import FAMILIES, family_skip_reason, sample_cases
-from retrieval_conformance.conformance.harness.probes import run_extra, tie_challenge
 from retrieval_conformance.conformance.harness.session import Evaluation, Session
 
 SPLIT_BUDGET = 40  # further calls the split search may make
