@@ -26,7 +26,7 @@ from retrieval_conformance.conformance.harness.checks import Checker
 from retrieval_conformance.conformance.harness.cli import add_check_arguments, check_main, run_check_args
 from retrieval_conformance.conformance.harness.entry import check, identify
 from retrieval_conformance.conformance.harness.inputs.public import FAMILIES
-from retrieval_conformance.conformance.harness.report import Identification, Report
+from retrieval_conformance.conformance.harness.report.results import Identification, Report
 from retrieval_conformance.conformance.harness.session import Session
 
 __all__ = ["check", "identify", "check_main", "add_check_arguments", "run_check_args", "Report", "Identification",

@@ -24,7 +24,6 @@ from typing import Any, Callable, Dict, List, NamedTuple, Optional, Tuple
 
 from retrieval_conformance.conformance.harness.candidates.candidate import UNSTABLE, search_text
 from retrieval_conformance.conformance.harness.candidates.predict import within
-from retrieval_conformance.conformance.harness.describe import alternatives, cause_of
 from retrieval_conformance.conformance.harness.engine import findings, outside, separate
 from retrieval_conformance.conformance.harness.engine.analysis import Analysis, analyse
 from retrieval_conformance.conformance.harness.engine.causes import (
@@ -51,8 +50,9 @@ from retrieval_conformance.conformance.harness.inputs.public import (
     golden_cases,
     hypothesis_strategy,
 )
-from retrieval_conformance.conformance.harness.known import KnownDeviations, cause_spellings
-from retrieval_conformance.conformance.harness.report import (
+from retrieval_conformance.conformance.harness.report.describe import alternatives, cause_of
+from retrieval_conformance.conformance.harness.report.known import KnownDeviations, cause_spellings
+from retrieval_conformance.conformance.harness.report.results import (
     DEVIATE,
     KNOWN,
     PASS,
@@ -64,8 +64,8 @@ from retrieval_conformance.conformance.harness.report import (
     fmt_exact,
     fmt_float,
 )
+from retrieval_conformance.conformance.harness.report.snippet import make_snippet
 from retrieval_conformance.conformance.harness.session import Evaluation, Session
-from retrieval_conformance.conformance.harness.snippet import make_snippet
 
 FAILING = ("raised", "timeout", "crashed", "wrong-type")
 #: the head of a deviation no identified candidate explains: no clause is named without one

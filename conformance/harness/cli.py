@@ -26,7 +26,7 @@ from retrieval_conformance.conformance.harness.calling.loading import (
     read_known_deviations,
 )
 from retrieval_conformance.conformance.harness.entry import check, identify
-from retrieval_conformance.conformance.harness.report import Report
+from retrieval_conformance.conformance.harness.report.results import Report
 from retrieval_conformance.reference.contract import options_table
 from retrieval_conformance.reference.contract.command_line import (
     CommandParser,

@@ -10,7 +10,7 @@ from retrieval_conformance.conformance.harness.adapters.base import UsageError
 from retrieval_conformance.conformance.harness.calling.loading import load_function
 from retrieval_conformance.conformance.harness.checks import Checker
 from retrieval_conformance.conformance.harness.identify import identify as _identify_session
-from retrieval_conformance.conformance.harness.report import Report
+from retrieval_conformance.conformance.harness.report.results import Report
 from retrieval_conformance.conformance.harness.session import Session
 
 

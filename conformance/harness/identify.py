@@ -10,7 +10,6 @@ from typing import List
 
 from retrieval_conformance.conformance.harness.candidates.candidate import UNSTABLE, search_text
 from retrieval_conformance.conformance.harness.candidates.reference_values import LANDMARK_CONVENTIONS
-from retrieval_conformance.conformance.harness.describe import alternatives, describe
 from retrieval_conformance.conformance.harness.engine import findings, outside, separate
 from retrieval_conformance.conformance.harness.engine.analysis import Analysis, analyse, expects_value
 from retrieval_conformance.conformance.harness.engine.composite import field_name
@@ -23,7 +22,8 @@ from retrieval_conformance.conformance.harness.inputs.public import (
     golden_cases,
     sample_cases,
 )
-from retrieval_conformance.conformance.harness.report import Identification
+from retrieval_conformance.conformance.harness.report.describe import alternatives, describe
+from retrieval_conformance.conformance.harness.report.results import Identification
 from retrieval_conformance.conformance.harness.session import Session
 
 

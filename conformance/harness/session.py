@@ -23,7 +23,7 @@ from retrieval_conformance.conformance.harness.candidates.reference_values impor
 )
 from retrieval_conformance.conformance.harness.engine.eliminate import Eliminator, exact_value
 from retrieval_conformance.conformance.harness.inputs.public import Case
-from retrieval_conformance.conformance.harness.report import Mismatch
+from retrieval_conformance.conformance.harness.report.results import Mismatch
 
 MAX_HANGS = 2
 FAILED_CALLS_LIMIT = 25  # stop early when not one of this many calls has returned

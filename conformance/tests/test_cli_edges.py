@@ -258,7 +258,7 @@ def test_require_with_a_typo_fails_the_pytest_session(tmp_path):
 
 
 def test_unwritable_junit_after_the_run_keeps_the_verdict(tmp_path, capsys, monkeypatch):
-    from retrieval_conformance.conformance.harness.report import Report
+    from retrieval_conformance.conformance.harness.report.results import Report
 
     def fail(self, path):
         raise PermissionError(13, "Permission denied")

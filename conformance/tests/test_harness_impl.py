@@ -8,7 +8,7 @@ single skipped test.
 from __future__ import annotations
 
 import pytest
-from retrieval_conformance.conformance.harness.report import DEVIATE, KNOWN, SKIP
+from retrieval_conformance.conformance.harness.report.results import DEVIATE, KNOWN, SKIP
 
 
 def _ids(config):
@@ -51,7 +51,7 @@ def impl_session(conformance_options):
 
 
 def test_check(impl_session, check_id):
-    from retrieval_conformance.conformance.harness.report import Report
+    from retrieval_conformance.conformance.harness.report.results import Report
 
     res = impl_session.run_one(check_id)
     session = impl_session.s

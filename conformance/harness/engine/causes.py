@@ -13,8 +13,8 @@ from __future__ import annotations
 from typing import List, Optional, Sequence, Tuple, Union
 
 from retrieval_conformance.conformance.harness.candidates.candidate import Candidate
-from retrieval_conformance.conformance.harness.describe import clause_of, components, describe, why_of, without
 from retrieval_conformance.conformance.harness.engine.composite import Composite, field_name
+from retrieval_conformance.conformance.harness.report.describe import clause_of, components, describe, why_of, without
 
 Described = Union[Candidate, Composite]
 #: one part: (the fields it concerns, or None for the whole function; ("option", name) or ("bug", Bug))

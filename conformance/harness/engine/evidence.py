@@ -12,12 +12,12 @@ from typing import Any, List, NamedTuple, Optional, Sequence, Tuple
 
 from retrieval_conformance.conformance.harness.candidates.candidate import UNSTABLE, Candidate
 from retrieval_conformance.conformance.harness.candidates.predict import agreement, within
-from retrieval_conformance.conformance.harness.describe import nearest_preset
 from retrieval_conformance.conformance.harness.engine.causes import Described, parts, remove
 from retrieval_conformance.conformance.harness.engine.composite import Composite, field_name
 from retrieval_conformance.conformance.harness.engine.eliminate import exact_value
-from retrieval_conformance.conformance.harness.report import fmt_exact, fmt_float
-from retrieval_conformance.conformance.harness.snippet import make_snippet
+from retrieval_conformance.conformance.harness.report.describe import nearest_preset
+from retrieval_conformance.conformance.harness.report.results import fmt_exact, fmt_float
+from retrieval_conformance.conformance.harness.report.snippet import make_snippet
 
 MAX_NEAR = 4  # near candidates shown
 

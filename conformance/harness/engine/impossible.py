@@ -12,7 +12,7 @@ from typing import Optional
 
 from retrieval_conformance.conformance.harness.engine.composite import Composite, field_name
 from retrieval_conformance.conformance.harness.engine.evidence import Decisive, size
-from retrieval_conformance.conformance.harness.report import fmt_float
+from retrieval_conformance.conformance.harness.report.results import fmt_float
 
 CLAUSE = "spec §8 fractions in [0, 1]"
 

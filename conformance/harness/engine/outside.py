@@ -30,9 +30,16 @@ from retrieval_conformance.conformance.harness.candidates.landmark_rules import 
     protocol_clause,
 )
 from retrieval_conformance.conformance.harness.candidates.predict import within
-from retrieval_conformance.conformance.harness.known import cause_spellings
-from retrieval_conformance.conformance.harness.report import DEVIATE, PASS, SKIP, CheckResult, Deviation, Mismatch
-from retrieval_conformance.conformance.harness.snippet import function_import
+from retrieval_conformance.conformance.harness.report.known import cause_spellings
+from retrieval_conformance.conformance.harness.report.results import (
+    DEVIATE,
+    PASS,
+    SKIP,
+    CheckResult,
+    Deviation,
+    Mismatch,
+)
+from retrieval_conformance.conformance.harness.report.snippet import function_import
 
 CHECK_IDS = tuple(e.id for e in EDGE_INPUTS)
 #: the family these inputs form, as reports name it
