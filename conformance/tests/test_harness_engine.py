@@ -10,8 +10,9 @@ import re
 
 import pytest
 from retrieval_conformance.conformance.harness import check, identify
-from retrieval_conformance.conformance.harness.checks import UNKNOWN, Checker
+from retrieval_conformance.conformance.harness.checks import Checker
 from retrieval_conformance.conformance.harness.engine.causes import clause_and_why, partial, parts, remove
+from retrieval_conformance.conformance.harness.explanations import UNKNOWN
 from retrieval_conformance.conformance.harness.session import Session
 from retrieval_conformance.reference.contract import spec
 
