@@ -222,7 +222,7 @@ class Checker(Explanations):
         return res
 
     def check_long_lists(self) -> CheckResult:
-        """The dedicated long inputs (:mod:`.separate`): the first that deviates is the evidence."""
+        """The dedicated long inputs (:mod:`.engine.separate`): the first that deviates is the evidence."""
         start = time.perf_counter()
         res = CheckResult(separate.CHECK_ID, separate.CHECK_TITLE, separate.CHECK_CLAUSE, PASS)
         skipped = ""
@@ -241,7 +241,7 @@ class Checker(Explanations):
         return res
 
     def check_outside(self, check_id: str) -> CheckResult:
-        """One input outside the protocol's usual domain (:mod:`.outside`), with the AP rule identified."""
+        """One input outside the protocol's usual domain (:mod:`.engine.outside`), with the AP rule identified."""
         start = time.perf_counter()
         v = self.analysis().verdict if self.s.observed else None
         ap_rule = v.best.conv.ap_rule if v is not None and v.best is not None else self.s.convention.ap_rule

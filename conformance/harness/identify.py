@@ -1,8 +1,8 @@
 """``identify``: run the function on a fixed set of inputs and name what it computes.
 
-The golden cases and a fixed sample of every input family are run; :func:`~.analysis.analyse`
+The golden cases and a fixed sample of every input family are run; :func:`~.engine.analysis.analyse`
 eliminates the candidates; :func:`identification` puts the verdict into words (the nearest preset
-and what differs, :mod:`.describe`), with the probes' notes (:mod:`.probes`).
+and what differs, :mod:`.report.describe`), with the probes' notes (:mod:`.engine.probes`).
 """
 from __future__ import annotations
 

@@ -182,7 +182,7 @@ class Session:
         return self.convention.label([d for d in self.dims(True) if d in OPTION_VALUES])
 
     def adapter_calls(self, case: Case) -> List[Call]:
-        """The adapter's calls for ``case``; :class:`~.adapters.Skip` when it cannot express it."""
+        """The adapter's calls for ``case``; :class:`~.adapters.base.Skip` when it cannot express it."""
         rel, junk = self.cache.effective(case, self.convention.base)
         return self.adapter.calls(case, rel, junk, self.arrays)
 

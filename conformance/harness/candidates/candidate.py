@@ -1,13 +1,13 @@
 """What a function might compute: the candidates that identification eliminates.
 
 A :class:`Candidate` is a full description of a metric function's behaviour: a
-:class:`~.expected.Convention` (junk rules, tie policy, AP rule, AP@k denominator, empty-query
+:class:`~.reference_values.Convention` (junk rules, tie policy, AP rule, AP@k denominator, empty-query
 policy), the CMC length rule, and zero or more known :class:`Bug` s.  The tie policy may also
 be ``unstable``: "some order that no declared policy gives", whose values lie between the
 extreme tie orders (see :mod:`.predict`).
 
 The harness never guesses a cause from one number: it keeps the candidates that reproduce
-every field of every call, and names a cause only when it survives (:mod:`.eliminate`).
+every field of every call, and names a cause only when it survives (:mod:`..engine.eliminate`).
 """
 from __future__ import annotations
 

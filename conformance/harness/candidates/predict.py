@@ -224,7 +224,7 @@ class Predictor:
                 ) -> Optional[Dict[str, Any]]:
         """Field -> interval (or None: undefined) for one call; None when the candidate has no value.
 
-        ``cand`` may be a :class:`~.engine.composite.Composite`: each field under its own candidate.
+        ``cand`` may be a :class:`~..engine.composite.Composite`: each field under its own candidate.
         """
         if isinstance(cand, Composite):
             return predict_composite(self.predict, cand, case, call, cmc_len)

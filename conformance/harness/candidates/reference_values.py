@@ -8,7 +8,7 @@ Recall@k ``gain``, ``discount`` and ``recall`` (§7).  An adapter says which of 
 implementation (``rc.evaluate``'s building blocks), computing the per-query values once per
 (case, k, ties, ap_rule, ap_at_k) and aggregating them under each empty-query policy.
 
-What a *buggy* function computes is modelled in :mod:`.candidates` and :mod:`.predict`, on top
+What a *buggy* function computes is modelled in :mod:`.candidate` and :mod:`.predict`, on top
 of these reference values.
 """
 from __future__ import annotations

@@ -2,10 +2,10 @@
 ``identify``).
 
 :func:`analyse`: findings first (raising, non-determinism, mutated inputs), then the candidates of
-:mod:`.candidates` eliminated in stages on every evaluated input, field by field
-(:mod:`.engine.per_field`), split on further inputs where a field's survivors disagree
+:mod:`..candidates.candidate` eliminated in stages on every evaluated input, field by field
+(:mod:`.per_field`), split on further inputs where a field's survivors disagree
 (:mod:`.eliminate`), a declared tie order challenged on large tie groups (:mod:`.probes`), and
-the fields combined into one candidate or a :class:`~.engine.composite.Composite`.
+the fields combined into one candidate or a :class:`~.composite.Composite`.
 """
 from __future__ import annotations
 

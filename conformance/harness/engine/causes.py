@@ -1,6 +1,6 @@
 """The causes ``check`` names for a deviation: the parts of what was identified, each shown.
 
-What identification found (a :class:`~..candidates.Candidate`, or a
+What identification found (a :class:`~..candidates.candidate.Candidate`, or a
 :class:`~.composite.Composite` with one per field) differs from the protocol in some parts: an
 option value (``ties=grouped``) or a known bug, per field.  On one deviating input, :func:`shown`
 keeps the parts without which that input's values are not reproduced, and only when the protocol

@@ -2,8 +2,8 @@
 
 The generated inputs of the ``oxford`` adapter never hold a name both positive and junk, a name
 ranked twice, a positive listed twice or missing from the list, and (``gldv2``) junk.  Real ground
-truth and real ranked lists do, and real code differs there (:mod:`.landmark_rules`).  The
-function is called once on each of :data:`~.landmark_rules.EDGE_INPUTS`; every combination of the
+truth and real ranked lists do, and real code differs there (:mod:`..candidates.landmark_rules`).  The
+function is called once on each of :data:`~..candidates.landmark_rules.EDGE_INPUTS`; every combination of the
 behaviours is kept that reproduces every value (with the AP rule and cut-off identified on the
 usual inputs), and per behaviour what survives is a fact about the function.
 
@@ -91,7 +91,7 @@ def run_edges(session, ap_rule: str) -> Optional[Outside]:
     """Call the function on every edge input (the ``oxford`` adapter only; None for others).
 
     The calls go straight to the worker, not into ``session.observed``: these inputs have no
-    distance matrix the candidates of :mod:`.predict` could be compared on.
+    distance matrix the candidates of :mod:`..candidates.predict` could be compared on.
     """
     if not session.adapter.outside_protocol_rules:
         return None

@@ -6,14 +6,14 @@ its own (``topk=10``, ``map_at_k=[100]``, ``topk=1000``) never binds on them, an
 cut at 100 and its min(R, 100).  This module holds
 
 * :func:`long_cases`: a few dedicated inputs longer than the cut-offs real code defaults to
-  (:data:`~.candidates.DEFAULT_CUTOFFS`: 10, 20, 50, 100, 1000) with relevant items beyond each,
+  (:data:`~..candidates.candidate.DEFAULT_CUTOFFS`: 10, 20, 50, 100, 1000) with relevant items beyond each,
   one query with more than 100 relevant items, and a one-item gallery asked for k > 1 (the only
   long inputs: everything else stays small, so a check stays fast);
 * :func:`near_candidates`: the alternatives nearest the best survivor: one more known bug, or one
   option changed;
 * :func:`challenge`: for those of them that still reproduce every value returned so far, the
   inputs of :func:`separation_pool` on which their exact predictions
-  (:mod:`.predict`) differ from the best survivor's are run, until each is ruled out or the budget
+  (:mod:`..candidates.predict`) differ from the best survivor's are run, until each is ruled out or the budget
   is spent.  :func:`~.analysis.analyse` calls it once the survivors of a stage are known; when the
   best is ruled out, elimination goes on to the next stage with the new evidence.
 

@@ -1,6 +1,6 @@
 """The families of generated inputs: each aims at one clause, and says how its inputs are drawn.
 
-A :class:`Family` entry carries everything :func:`~.generate.generate` does differently for it:
+A :class:`Family` entry carries everything :func:`~..generate.generate` does differently for it:
 the ranges of its query and gallery counts, how few distinct distances it uses, its ``shape``
 (the edit that gives every input the family's property, and the cut-off k it asks for), whether a
 cut-off may be added at random, whether max_rank runs past the gallery, and whether a score
