@@ -6,11 +6,11 @@ from __future__ import annotations
 
 from typing import Callable, Optional, Sequence, Union
 
-from retrieval_conformance.conformance.harness.adapters import UsageError
+from retrieval_conformance.conformance.harness.adapters.base import UsageError
+from retrieval_conformance.conformance.harness.calling.loading import load_function
 from retrieval_conformance.conformance.harness.checks import Checker
 from retrieval_conformance.conformance.harness.identify import identify as _identify_session
-from retrieval_conformance.conformance.harness.loading import load_function
-from retrieval_conformance.conformance.harness.report import Report
+from retrieval_conformance.conformance.harness.report.results import Report
 from retrieval_conformance.conformance.harness.session import PROTOCOL_DETAIL, Session
 from retrieval_conformance.reference.contract import options_table
 
@@ -38,8 +38,8 @@ def check(func: Union[Callable, str], adapter: str = "hashing-codes", protocol: 
     func : callable or "module:function"
     adapter : str
         The function's signature: ``hashing-codes``, ``distances-relevance``, ``reid``,
-        ``oxford``, ``sklearn``, ``torchmetrics`` (see :mod:`.adapters`); ``sklearn-ndcg``, ``pml``,
-        ``mrr``, ``recall-at-k`` (see :mod:`.adapters_rank`).
+        ``oxford``, ``sklearn``, ``torchmetrics`` (see :mod:`.adapters.average_precision`); ``sklearn-ndcg``, ``pml``,
+        ``mrr``, ``recall-at-k`` (see :mod:`.adapters.rank_metrics`).
     {options}
     arrays : {"auto", "numpy", "torch"}
         What the function receives; ``auto`` switches to torch tensors when numpy arrays make

@@ -12,9 +12,9 @@ from __future__ import annotations
 from typing import List, Optional, Tuple
 
 import numpy as np
-from retrieval_conformance.conformance.harness.drawing import IdRelevance, MaskRelevance
-from retrieval_conformance.conformance.harness.families import Capabilities, Family
-from retrieval_conformance.conformance.harness.inputs import Case
+from retrieval_conformance.conformance.harness.inputs.case import Case
+from retrieval_conformance.conformance.harness.inputs.drawing import IdRelevance, MaskRelevance
+from retrieval_conformance.conformance.harness.inputs.families import Capabilities, Family
 from retrieval_conformance.conformance.problems.choices import CellChoices, Choices, HypothesisChoices, RandomChoices
 
 

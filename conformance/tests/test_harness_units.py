@@ -5,8 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from retrieval_conformance.conformance.harness import check
-from retrieval_conformance.conformance.harness.adapters import UsageError, get_adapter
-from retrieval_conformance.conformance.harness.cases import (
+from retrieval_conformance.conformance.harness.adapters.base import UsageError
+from retrieval_conformance.conformance.harness.adapters.registry import get_adapter
+from retrieval_conformance.conformance.harness.inputs.public import (
     FAMILIES,
     Capabilities,
     Case,

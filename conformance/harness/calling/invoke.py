@@ -16,9 +16,9 @@ import warnings
 from dataclasses import replace
 from typing import Any, Callable, Dict, Optional, Sequence, Tuple
 
-from retrieval_conformance.conformance.harness.arguments import mutations, snapshot
-from retrieval_conformance.conformance.harness.capture import FdCapture, PythonCapture
-from retrieval_conformance.conformance.harness.outcome import (
+from retrieval_conformance.conformance.harness.calling.arguments import mutations, snapshot
+from retrieval_conformance.conformance.harness.calling.capture import FdCapture, PythonCapture
+from retrieval_conformance.conformance.harness.calling.outcome import (
     OUTPUT_LIMIT,
     Opaque,
     Outcome,

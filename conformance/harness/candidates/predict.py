@@ -18,12 +18,12 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any, Collection, Dict, List, Optional, Sequence, Tuple
 
-from retrieval_conformance.conformance.harness import rank_bugs
-from retrieval_conformance.conformance.harness.adapters import Call, Reading
-from retrieval_conformance.conformance.harness.candidates import UNSTABLE, Bug, Candidate
-from retrieval_conformance.conformance.harness.cases import Case
+from retrieval_conformance.conformance.harness.adapters.base import Call, Reading
+from retrieval_conformance.conformance.harness.candidates import rank_bugs
+from retrieval_conformance.conformance.harness.candidates.candidate import UNSTABLE, Bug, Candidate
+from retrieval_conformance.conformance.harness.candidates.reference_values import Convention, ReferenceCache
 from retrieval_conformance.conformance.harness.engine.composite import Composite, field_of, predict_composite
-from retrieval_conformance.conformance.harness.expected import Convention, ReferenceCache
+from retrieval_conformance.conformance.harness.inputs.public import Case
 from retrieval_conformance.reference.contract.conventions import CONCRETE_POLICIES
 
 Interval = Tuple[Any, Any]  # exact Fractions, or float inf where a bug divides by zero
@@ -115,9 +115,11 @@ class Predictor:
     """Predictions of candidates on evaluated inputs, with everything computed once."""
 
     def __init__(self, cache: ReferenceCache, adapter_name: str, per_query: bool,
-                 fields: Optional[Dict[str, str]] = None):
+                 fields: Optional[Dict[str, str]] = None, reads_cmc: bool = False):
         self.cache = cache
         self.adapter_name = adapter_name
+        #: the function also returns a CMC curve and mINP (``Adapter.reads_cmc``)
+        self.reads_cmc = reads_cmc
         self.per_query = per_query
         #: the adapter's fields -> the per-query value each is the mean of (``mAP`` -> ``ap``)
         self.fields = fields or {("AP" if per_query else "mAP"): "ap"}
@@ -222,7 +224,7 @@ class Predictor:
                 ) -> Optional[Dict[str, Any]]:
         """Field -> interval (or None: undefined) for one call; None when the candidate has no value.
 
-        ``cand`` may be a :class:`~.engine.composite.Composite`: each field under its own candidate.
+        ``cand`` may be a :class:`~..engine.composite.Composite`: each field under its own candidate.
         """
         if isinstance(cand, Composite):
             return predict_composite(self.predict, cand, case, call, cmc_len)
@@ -268,7 +270,7 @@ class Predictor:
             return out
         for name, source in self.fields.items():
             out[name] = _scale(_mean(tab.values(source), counted), scale)
-        if self.adapter_name == "reid":
+        if self.reads_cmc:
             out["mINP"] = _scale(_mean(tab.inp, counted), scale)
             cmc = [_mean([row[j] for row in tab.cmc], counted) for j in range(max_rank)]
             out["cmc"] = None if any(c is None for c in cmc) else [_scale(c, scale) for c in cmc]

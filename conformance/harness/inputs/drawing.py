@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Dict, Optional, Tuple
 
 import numpy as np
-from retrieval_conformance.conformance.harness.inputs import Ids
+from retrieval_conformance.conformance.harness.inputs.case import Ids
 from retrieval_conformance.conformance.problems.choices import Choices as Drawer
 from retrieval_conformance.conformance.problems.choices import HypothesisChoices as HypothesisDrawer
 from retrieval_conformance.conformance.problems.choices import RandomChoices as RandomDrawer

@@ -17,9 +17,9 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any, Callable, Dict, FrozenSet, Iterable, List, Optional, Sequence, Tuple
 
-from retrieval_conformance.conformance.harness.candidates import UNSTABLE, Candidate, cost
+from retrieval_conformance.conformance.harness.candidates.candidate import UNSTABLE, Candidate, cost
+from retrieval_conformance.conformance.harness.candidates.predict import Predictor, agreement
 from retrieval_conformance.conformance.harness.engine.composite import Composite, field_of
-from retrieval_conformance.conformance.harness.predict import Predictor, agreement
 
 
 def _key(value: Any) -> Any:

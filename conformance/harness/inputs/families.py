@@ -1,6 +1,6 @@
 """The families of generated inputs: each aims at one clause, and says how its inputs are drawn.
 
-A :class:`Family` entry carries everything :func:`~.generate.generate` does differently for it:
+A :class:`Family` entry carries everything :func:`~..generate.generate` does differently for it:
 the ranges of its query and gallery counts, how few distinct distances it uses, its ``shape``
 (the edit that gives every input the family's property, and the cut-off k it asks for), whether a
 cut-off may be added at random, whether max_rank runs past the gallery, and whether a score
@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Callable, Optional, Tuple, Union
 
 import numpy as np
-from retrieval_conformance.conformance.harness.drawing import Drawer, IdRelevance, MaskRelevance
+from retrieval_conformance.conformance.harness.inputs.drawing import Drawer, IdRelevance, MaskRelevance
 
 Relevance = Union[MaskRelevance, IdRelevance]
 #: shape(drawer, distances (Q, N), relevance, Q, N) -> the case's cut-off k (None: whole gallery);

@@ -4,7 +4,7 @@ from __future__ import annotations
 from typing import Any, Callable, List, Optional, Tuple
 
 import numpy as np
-from retrieval_conformance.conformance.harness.adapters import Adapter, Call
+from retrieval_conformance.conformance.harness.adapters.base import Adapter, Call
 
 
 def function_import(func: Callable, target: Optional[str]) -> Tuple[str, str]:
@@ -51,7 +51,7 @@ def _protocol_kwargs(protocol: str, overrides: dict) -> str:
 def make_snippet(func: Callable, target: Optional[str], adapter: Adapter, call: Call, arrays: str,
                  protocol: str, overrides: dict, user_text: str, ref_text: str, reference: bool = True) -> str:
     """Python source that calls the user's function on the failing input and prints both values
-    (the reference's lines are the adapter's, :meth:`~.adapter_base.Adapter.reference_lines`; without
+    (the reference's lines are the adapter's, :meth:`~..adapters.base.Adapter.reference_lines`; without
     ``reference``, a comment with ``ref_text``: what a candidate the reference cannot compute gives)."""
     imp, name = function_import(func, target)
     lines: List[str] = ["import numpy as np"]

@@ -1,6 +1,6 @@
 """Adapters: the signatures people actually write, and how a test case becomes a call.
 
-Each adapter knows how to turn a :class:`~retrieval_conformance.conformance.harness.cases.Case`
+Each adapter knows how to turn a :class:`~retrieval_conformance.conformance.harness.inputs.case.Case`
 into one call (or one call per query), which metrics the return value carries, and what it
 cannot express (then the check is skipped with that reason).
 
@@ -15,16 +15,16 @@ sklearn              f(y_true, y_score)                                         
 torchmetrics         f(preds, target, top_k=...)                                   AP of one query
 ==================== ============================================================ =================
 
-and the rank-metric adapters of :mod:`.adapters_rank` (``sklearn-ndcg``, ``pml``, ``mrr``,
-``recall-at-k``).
+The rank-metric adapters are in :mod:`.rank_metrics` (``sklearn-ndcg``, ``pml``, ``mrr``,
+``recall-at-k``); all of them by name in :mod:`.registry`.
 """
 from __future__ import annotations
 
 import inspect
-from typing import Callable, Dict, Optional
+from typing import Optional
 
 import numpy as np
-from retrieval_conformance.conformance.harness.adapter_base import (
+from retrieval_conformance.conformance.harness.adapters.base import (
     Adapter,
     Call,
     Reading,
@@ -37,13 +37,14 @@ from retrieval_conformance.conformance.harness.adapter_base import (
     positive_scores,
     read_scalar,
 )
-from retrieval_conformance.conformance.harness.adapters_rank import RANK_ADAPTERS
-from retrieval_conformance.conformance.harness.cases import (
+from retrieval_conformance.conformance.harness.candidates.reference_values import LANDMARK_CONVENTIONS, REID_PRESETS
+from retrieval_conformance.conformance.harness.inputs.public import (
     Capabilities,
     codes_from_distances,
     ids_from_relevance,
     labels_from_relevance,
 )
+from retrieval_conformance.reference.contract.presets import PRESETS
 
 
 class HashingCodes(Adapter):
@@ -53,6 +54,11 @@ class HashingCodes(Adapter):
     reference_arguments = ("query_codes=query_codes, db_codes=db_codes, query_labels=query_labels, "
                            "db_labels=db_labels, {proto}, k={k}")
     reference_field = ".exact.map"
+    codes_input = True
+
+    @property
+    def required_topk(self):
+        return self.takes_k and not self.k_default
 
     def bind(self, func):
         params = positional_params(func)
@@ -151,6 +157,19 @@ class Reid(Adapter):
     preset_kinds = ("reid",)
     reference_arguments = ("distances=distmat, query_labels=q_pids, db_labels=g_pids, query_cams=q_camids, "
                            "db_cams=g_camids, {proto}, k=None, max_rank={max_rank}")
+    junk_rule_presets = REID_PRESETS
+    reads_cmc = True
+
+    @property
+    def passes_max_rank(self):
+        return self.takes_max_rank
+
+    def protocol_convention(self, name, overrides):
+        conv = super().protocol_convention(name, overrides)
+        if conv.base not in REID_PRESETS:
+            raise UsageError(f"adapter reid passes cameras, so it needs a protocol with the camera junk rule "
+                             f"({', '.join(REID_PRESETS)}); got {name!r}")
+        return conv
 
     def bind(self, func):
         params = positional_params(func)
@@ -273,6 +292,23 @@ class Oxford(_OneQuery):
     #: it reads the ranked list to (GLDv2: the first 100 names)
     protocol_junk: bool = True
     cutoff: Optional[int] = None
+    ranked_list = True
+    exceeds_one_by_convention = True  # compute_ap counts a repeated positive twice (spec §5)
+    same_presets_note = "roxford's difficulties differ only in the positive and junk sets you pass"
+    outside_protocol_rules = True
+
+    def preset_convention(self, name):
+        return LANDMARK_CONVENTIONS[name]
+
+    def protocol_convention(self, name, overrides):
+        if name not in LANDMARK_CONVENTIONS:
+            raise UsageError(f"--protocol: the oxford adapter checks the landmark presets "
+                             f"{list(LANDMARK_CONVENTIONS)}; got {name!r}")
+        preset = PRESETS[name] if name in PRESETS else None
+        # GLDv2 has no junk and reads the first k names: its inputs say so
+        self.protocol_junk = preset is None or bool(preset.junk)
+        self.cutoff = preset.k if preset is not None else None
+        return LANDMARK_CONVENTIONS[name].with_(**{k: v for k, v in overrides.items() if v is not None})
 
     def bind(self, func):
         params = positional_params(func)
@@ -308,17 +344,4 @@ class Oxford(_OneQuery):
                 f"  # reference: {ref_text}"]
 
 
-ADAPTERS: Dict[str, type] = {cls.name: cls for cls in (HashingCodes, DistancesRelevance, Reid, Oxford, Sklearn,
-                                                        Torchmetrics, *RANK_ADAPTERS)}
-DEFAULT_PROTOCOL: Dict[str, str] = {name: cls.default_protocol for name, cls in ADAPTERS.items()}
-
-
-def get_adapter(name: str, func: Callable) -> Adapter:
-    if name not in ADAPTERS:
-        raise UsageError(f"adapter: unknown adapter {name!r}; expected one of {sorted(ADAPTERS)}")
-    return ADAPTERS[name](func)
-
-
-__all__ = ["ADAPTERS", "DEFAULT_PROTOCOL", "get_adapter", "Adapter", "Call", "Reading", "Skip", "UsageError",
-           "WrongType", "HashingCodes", "DistancesRelevance", "Reid", "Sklearn", "Torchmetrics", "Oxford",
-           "read_scalar", "dense_rank", "positive_scores"]
+AP_ADAPTERS = (HashingCodes, DistancesRelevance, Reid, Oxford, Sklearn, Torchmetrics)

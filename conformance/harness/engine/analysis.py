@@ -2,23 +2,29 @@
 ``identify``).
 
 :func:`analyse`: findings first (raising, non-determinism, mutated inputs), then the candidates of
-:mod:`.candidates` eliminated in stages on every evaluated input, field by field
-(:mod:`.engine.per_field`), split on further inputs where a field's survivors disagree
+:mod:`..candidates.candidate` eliminated in stages on every evaluated input, field by field
+(:mod:`.per_field`), split on further inputs where a field's survivors disagree
 (:mod:`.eliminate`), a declared tie order challenged on large tie groups (:mod:`.probes`), and
-the fields combined into one candidate or a :class:`~.engine.composite.Composite`.
+the fields combined into one candidate or a :class:`~.composite.Composite`.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
-from retrieval_conformance.conformance.harness import findings, separate
-from retrieval_conformance.conformance.harness.candidates import UNSTABLE, Candidate, applicable_bugs, cost, staged
-from retrieval_conformance.conformance.harness.cases import FAMILIES, family_skip_reason, sample_cases
-from retrieval_conformance.conformance.harness.eliminate import Verdict, preference
+from retrieval_conformance.conformance.harness.candidates.candidate import (
+    UNSTABLE,
+    Candidate,
+    applicable_bugs,
+    cost,
+    staged,
+)
+from retrieval_conformance.conformance.harness.engine import findings, separate
+from retrieval_conformance.conformance.harness.engine.eliminate import Verdict, preference
 from retrieval_conformance.conformance.harness.engine.impossible import impossible
 from retrieval_conformance.conformance.harness.engine.per_field import Search, combine, identify_fields, returned_fields
-from retrieval_conformance.conformance.harness.probes import run_extra, tie_challenge
+from retrieval_conformance.conformance.harness.engine.probes import run_extra, tie_challenge
+from retrieval_conformance.conformance.harness.inputs.public import FAMILIES, family_skip_reason, sample_cases
 from retrieval_conformance.conformance.harness.session import Evaluation, Session
 
 SPLIT_BUDGET = 40  # further calls the split search may make
@@ -83,9 +89,8 @@ def analyse(session: Session, evs: Optional[Sequence[Evaluation]] = None, split:
     if out.nondeterministic:
         return out
     convs, cmcs = session.candidate_space(any_k)
-    aggregate = not session.adapter.per_query and session.adapter.name != "reid"
     any_no_k = any(c.k is None and (c.without_k or c.k_passed is None) for ev in read for c in ev.calls)
-    bugs = applicable_bugs(aggregate, session.adapter.name == "hashing-codes", any_k, any_no_k,
+    bugs = applicable_bugs(session.adapter.aggregate_bugs, session.adapter.codes_input, any_k, any_no_k,
                            session.adapter.main_metric, session.adapter.capabilities(True).junk)
     order = preference(session.protocol_candidate, dims)
     stages = list(staged(convs, cmcs, bugs, session.convention))

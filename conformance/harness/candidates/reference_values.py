@@ -8,7 +8,7 @@ Recall@k ``gain``, ``discount`` and ``recall`` (§7).  An adapter says which of 
 implementation (``rc.evaluate``'s building blocks), computing the per-query values once per
 (case, k, ties, ap_rule, ap_at_k) and aggregating them under each empty-query policy.
 
-What a *buggy* function computes is modelled in :mod:`.candidates` and :mod:`.predict`, on top
+What a *buggy* function computes is modelled in :mod:`.candidate` and :mod:`.predict`, on top
 of these reference values.
 """
 from __future__ import annotations
@@ -19,7 +19,7 @@ from fractions import Fraction
 from typing import Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
-from retrieval_conformance.conformance.harness.cases import Case
+from retrieval_conformance.conformance.harness.inputs.public import Case
 from retrieval_conformance.implementations.vector.relevance_blocks import junk_block, relevance_block
 from retrieval_conformance.reference.contract.conventions import (
     AP_AT_K_DENOMINATORS,
@@ -32,6 +32,7 @@ from retrieval_conformance.reference.contract.conventions import (
     TIE_POLICIES,
     convention,
 )
+from retrieval_conformance.reference.contract.presets import PRESETS
 
 #: the options a function is checked and identified on, and their values (the contract's, in its
 #: order); an empty query is compared under the policies whose mean is a number (``nan`` makes
@@ -72,7 +73,6 @@ VALUE_MEANING = {
     ("recall", "hit"): "Recall@k is 1 when some relevant item is in the top k (the hit rate of metric learning)",
 }
 
-
 @dataclass(frozen=True)
 class Convention:
     """A preset's junk rules plus the number-changing options."""
@@ -100,6 +100,25 @@ class Convention:
 
     def with_(self, **changes) -> "Convention":
         return replace(self, **changes)
+
+
+# the presets' families, by their junk rules: a preset with the camera junk rule is a ReID preset
+# (its function gets cameras); the others are the hashing presets, which all define AP@k
+REID_PRESETS = tuple(name for name, p in PRESETS.items() if "same_id_cam" in p.junk)
+HASHING_PRESETS = tuple(name for name, p in PRESETS.items() if "same_id_cam" not in p.junk)
+K_PROTOCOLS = HASHING_PRESETS
+# landmark presets through the one-query oxford adapter: the ranked list is given (no ties), junk
+# is removed, a query without a positive is left out; roxford's difficulties differ only in the
+# positive and junk sets the caller passes
+_TRAPEZOID = Convention(PLAIN_BASE, "stable", "trapezoid", "hits", "skip")
+LANDMARK_CONVENTIONS = {
+    "oxford": _TRAPEZOID, "roxford-easy": _TRAPEZOID, "roxford-medium": _TRAPEZOID, "roxford-hard": _TRAPEZOID,
+    "gldv2": Convention.from_protocol("gldv2"),  # the preset itself: its function gets one query at a time
+}
+#: the presets of each kind an adapter's function can be identified among (``Adapter.preset_kinds``)
+PRESET_KINDS = {"hashing": HASHING_PRESETS, "reid": REID_PRESETS, "landmark": tuple(LANDMARK_CONVENTIONS),
+                # the presets that report these values (spec §9): nDCG, and metric learning's MAP@R
+                "ndcg": ("sklearn-ndcg", "trec"), "metric-learning": ("pml",)}
 
 
 def clause(option: str, value: str) -> str:

@@ -11,9 +11,9 @@ from dataclasses import replace
 from typing import List, Optional
 
 import numpy as np
-from retrieval_conformance.conformance.harness.candidates import Candidate, bug
-from retrieval_conformance.conformance.harness.cases import FAMILIES, family, sample_cases
-from retrieval_conformance.conformance.harness.predict import agreement, within
+from retrieval_conformance.conformance.harness.candidates.candidate import Candidate, bug
+from retrieval_conformance.conformance.harness.candidates.predict import agreement, within
+from retrieval_conformance.conformance.harness.inputs.public import FAMILIES, family, sample_cases
 from retrieval_conformance.conformance.harness.session import Evaluation, Session
 from retrieval_conformance.reference.contract.conventions import CONCRETE_POLICIES
 
@@ -34,7 +34,7 @@ def tie_challenge(session: Session, survivors: List[Candidate]) -> List[Evaluati
     groups: sorts that reverse or keep small groups often do something else from 16 items on."""
     if not any(c.conv.ties in CONCRETE_POLICIES for c in survivors):
         return []
-    if session.adapter.name == "oxford":
+    if len(session.adapter.tie_candidates) < 2:
         return []  # the ranked list is given: no ties to order
     caps = session.adapter.capabilities(True)
     out: List[Evaluation] = []
@@ -56,7 +56,7 @@ def minus_one_probe(session: Session, best: Candidate, limit: int = 6) -> Option
     -1 for "all" (DeepHash-pytorch's configs do).  Call it so on full-gallery inputs and say what
     -1 means to it, when that is not the whole gallery."""
     ad = session.adapter
-    if ad.name != "hashing-codes" or not getattr(ad, "takes_k", False) or getattr(ad, "k_default", True):
+    if not ad.required_topk:
         return None
     drop = Candidate(best.conv, best.cmc_length, tuple(b for b in best.bugs if b.id != "last-item-dropped")
                      + (bug("last-item-dropped"),))

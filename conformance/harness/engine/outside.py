@@ -2,8 +2,8 @@
 
 The generated inputs of the ``oxford`` adapter never hold a name both positive and junk, a name
 ranked twice, a positive listed twice or missing from the list, and (``gldv2``) junk.  Real ground
-truth and real ranked lists do, and real code differs there (:mod:`.landmark_rules`).  The
-function is called once on each of :data:`~.landmark_rules.EDGE_INPUTS`; every combination of the
+truth and real ranked lists do, and real code differs there (:mod:`..candidates.landmark_rules`).  The
+function is called once on each of :data:`~..candidates.landmark_rules.EDGE_INPUTS`; every combination of the
 behaviours is kept that reproduces every value (with the AP rule and cut-off identified on the
 usual inputs), and per behaviour what survives is a fact about the function.
 
@@ -19,9 +19,8 @@ import itertools
 from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Sequence, Tuple
 
-from retrieval_conformance.conformance.harness.adapter_base import Call, WrongType
-from retrieval_conformance.conformance.harness.known import cause_spellings
-from retrieval_conformance.conformance.harness.landmark_rules import (
+from retrieval_conformance.conformance.harness.adapters.base import Call, WrongType
+from retrieval_conformance.conformance.harness.candidates.landmark_rules import (
     BEHAVIOURS,
     EDGE_INPUTS,
     MEANING,
@@ -30,9 +29,17 @@ from retrieval_conformance.conformance.harness.landmark_rules import (
     landmark_ap,
     protocol_clause,
 )
-from retrieval_conformance.conformance.harness.predict import within
-from retrieval_conformance.conformance.harness.report import DEVIATE, PASS, SKIP, CheckResult, Deviation, Mismatch
-from retrieval_conformance.conformance.harness.snippet import function_import
+from retrieval_conformance.conformance.harness.candidates.predict import within
+from retrieval_conformance.conformance.harness.report.known import cause_spellings
+from retrieval_conformance.conformance.harness.report.results import (
+    DEVIATE,
+    PASS,
+    SKIP,
+    CheckResult,
+    Deviation,
+    Mismatch,
+)
+from retrieval_conformance.conformance.harness.report.snippet import function_import
 
 CHECK_IDS = tuple(e.id for e in EDGE_INPUTS)
 #: the family these inputs form, as reports name it
@@ -84,9 +91,9 @@ def run_edges(session, ap_rule: str) -> Optional[Outside]:
     """Call the function on every edge input (the ``oxford`` adapter only; None for others).
 
     The calls go straight to the worker, not into ``session.observed``: these inputs have no
-    distance matrix the candidates of :mod:`.predict` could be compared on.
+    distance matrix the candidates of :mod:`..candidates.predict` could be compared on.
     """
-    if session.adapter.name != "oxford":
+    if not session.adapter.outside_protocol_rules:
         return None
     cached = getattr(session, "_outside", None)
     if cached is not None and cached.ap_rule == ap_rule:

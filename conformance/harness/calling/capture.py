@@ -13,7 +13,7 @@ import sys
 import threading
 from typing import Any, Callable, Dict, Optional, Tuple
 
-from retrieval_conformance.conformance.harness.outcome import OUTPUT_LIMIT, clip_output
+from retrieval_conformance.conformance.harness.calling.outcome import OUTPUT_LIMIT, clip_output
 
 _ROUTES_LOCK = threading.Lock()
 _ROUTES: Dict[int, Tuple[io.StringIO, io.StringIO]] = {}  # thread id -> (stdout, stderr) buffers

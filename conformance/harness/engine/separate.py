@@ -6,14 +6,14 @@ its own (``topk=10``, ``map_at_k=[100]``, ``topk=1000``) never binds on them, an
 cut at 100 and its min(R, 100).  This module holds
 
 * :func:`long_cases`: a few dedicated inputs longer than the cut-offs real code defaults to
-  (:data:`~.candidates.DEFAULT_CUTOFFS`: 10, 20, 50, 100, 1000) with relevant items beyond each,
+  (:data:`~..candidates.candidate.DEFAULT_CUTOFFS`: 10, 20, 50, 100, 1000) with relevant items beyond each,
   one query with more than 100 relevant items, and a one-item gallery asked for k > 1 (the only
   long inputs: everything else stays small, so a check stays fast);
 * :func:`near_candidates`: the alternatives nearest the best survivor: one more known bug, or one
   option changed;
 * :func:`challenge`: for those of them that still reproduce every value returned so far, the
   inputs of :func:`separation_pool` on which their exact predictions
-  (:mod:`.predict`) differ from the best survivor's are run, until each is ruled out or the budget
+  (:mod:`..candidates.predict`) differ from the best survivor's are run, until each is ruled out or the budget
   is spent.  :func:`~.analysis.analyse` calls it once the survivors of a stage are known; when the
   best is ruled out, elimination goes on to the next stage with the new evidence.
 
@@ -26,16 +26,14 @@ from functools import lru_cache
 from typing import Iterable, List, Sequence, Tuple
 
 import numpy as np
-from retrieval_conformance.conformance.harness.candidates import (
-    TIE_CANDIDATES,
-    UNSTABLE,
+from retrieval_conformance.conformance.harness.candidates.candidate import (
     Bug,
     Candidate,
     bug_fits,
 )
-from retrieval_conformance.conformance.harness.eliminate import _distinguishable
-from retrieval_conformance.conformance.harness.expected import OPTION_VALUES
-from retrieval_conformance.conformance.harness.inputs import Case, fingerprint
+from retrieval_conformance.conformance.harness.candidates.reference_values import OPTION_VALUES
+from retrieval_conformance.conformance.harness.engine.eliminate import _distinguishable
+from retrieval_conformance.conformance.harness.inputs.case import Case, fingerprint
 
 CHECK_ID = "k/long-lists"
 CHECK_CLAUSE = "spec §6 k=None (whole gallery)"
@@ -98,9 +96,9 @@ def near_candidates(session, best: Candidate, bugs: Sequence[Bug], dims: Sequenc
     for d in dims:
         if d == "cmc_length":
             continue
-        values = TIE_CANDIDATES if d == "ties" and session.adapter.name != "oxford" else OPTION_VALUES.get(d, ())
-        for v in values:
-            if v != best.option(d) and v != UNSTABLE:  # an unstable order contains the best's: never split
+        # an unstable order contains the best's: never split (the tie candidates less it are the policies)
+        for v in OPTION_VALUES.get(d, ()):
+            if v != best.option(d):
                 out.append(Candidate(best.conv.with_(**{d: v}), best.cmc_length, best.bugs))
     return out
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Dict, List, Tuple
 
-from retrieval_conformance.conformance.harness.inputs import Case, case_from_inputs, fingerprint
+from retrieval_conformance.conformance.harness.inputs.case import Case, case_from_inputs, fingerprint
 
 SEED000 = dict(
     query_codes=[[1, -1, 1, 1], [-1, 1, -1, -1], [1, -1, -1, -1]],

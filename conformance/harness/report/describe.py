@@ -8,20 +8,26 @@ from __future__ import annotations
 
 from typing import List, Sequence, Tuple
 
-from retrieval_conformance.conformance.harness.candidates import BUG_SECTION, Bug, Candidate, meaning, option_clause
-from retrieval_conformance.conformance.harness.session import Session, preset_convention, presets_for
+from retrieval_conformance.conformance.harness.candidates.candidate import (
+    BUG_SECTION,
+    Bug,
+    Candidate,
+    meaning,
+    option_clause,
+)
+from retrieval_conformance.conformance.harness.session import Session
 
 
 def nearest_preset(session: Session, cand: Candidate, dims: Sequence[str]) -> Tuple[str, List[str], List[str]]:
     """(nearest preset, the options where ``cand`` differs from it, other presets equally near)."""
     option_dims = [d for d in dims if d != "cmc_length"]
-    names = list(presets_for(session.adapter.name))
+    names = list(session.adapter.candidate_presets)
     if session.protocol in names:  # the protocol asked about first among equals
         names.remove(session.protocol)
         names.insert(0, session.protocol)
     scored = []
     for name in names:
-        pc = Candidate(preset_convention(name, session.adapter.name))
+        pc = Candidate(session.adapter.preset_convention(name))
         if cand.conv.base != pc.conv.base:
             continue  # ReID: the junk rules must agree too
         scored.append((len(cand.differences(pc, option_dims)), name, cand.differences(pc, option_dims)))

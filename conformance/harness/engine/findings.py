@@ -74,14 +74,14 @@ def _k_beyond(session, rec) -> bool:
 
 
 def _short_gallery(session, rec) -> bool:
-    return session.adapter.name == "reid" and rec.call.max_rank > rec.ev.case.n_gallery
+    return session.adapter.reads_cmc and rec.call.max_rank > rec.ev.case.n_gallery
 
 
 def _uneven_cmc_rows(session, rec) -> bool:
     """max_rank beyond some query's non-junk gallery, with queries keeping different numbers of
     items: CMC rows cut at each query's own length then differ in length (torchreid stacks them
     with np.asarray, which raises on numpy >= 1.24)."""
-    if session.adapter.name != "reid":
+    if not session.adapter.reads_cmc:
         return False
     rel, junk = _rel_junk(session, rec)
     kept = [int((~junk[q]).sum()) for q in _queries(session, rec) if (rel[q] & ~junk[q]).any()]

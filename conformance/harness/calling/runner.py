@@ -32,7 +32,7 @@ new worker after a time-out or crash); it gets ``warmup_timeout`` instead of ``t
 
 This module holds the time limits and the isolation modes; the rest lives in :mod:`.outcome`
 (what a call returned, importable from here too), :mod:`.arguments` (private copies, modified
-inputs), :mod:`.capture` (stdout and stderr) and :mod:`.calling` (one call, the worker loop).
+inputs), :mod:`.capture` (stdout and stderr) and :mod:`.invoke` (one call, the worker loop).
 """
 from __future__ import annotations
 
@@ -44,9 +44,9 @@ import time
 import warnings
 from typing import Any, Callable, Dict, Optional, Sequence, Tuple
 
-from retrieval_conformance.conformance.harness.calling import invoke, trim_fault_report, worker_main
-from retrieval_conformance.conformance.harness.capture import flush_c_stdio, flush_python_streams, read_back
-from retrieval_conformance.conformance.harness.outcome import (
+from retrieval_conformance.conformance.harness.calling.capture import flush_c_stdio, flush_python_streams, read_back
+from retrieval_conformance.conformance.harness.calling.invoke import invoke, trim_fault_report, worker_main
+from retrieval_conformance.conformance.harness.calling.outcome import (
     OUTPUT_LIMIT,
     Opaque,
     Outcome,

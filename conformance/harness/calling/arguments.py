@@ -10,7 +10,7 @@ import math
 from typing import Any, Dict, Sequence, Tuple
 
 import numpy as np
-from retrieval_conformance.conformance.harness.outcome import is_tensor
+from retrieval_conformance.conformance.harness.calling.outcome import is_tensor
 
 
 class _Uncopyable:

@@ -20,7 +20,7 @@ import re
 from dataclasses import dataclass, field
 from typing import FrozenSet, Iterable, List, Sequence
 
-from retrieval_conformance.conformance.harness.adapter_base import UsageError
+from retrieval_conformance.conformance.harness.adapters.base import UsageError
 
 #: a cause entry: a section sign and its number, "spec " in front allowed
 CAUSE_RE = re.compile(r"^(spec )?\u00a7\d")

@@ -1,13 +1,13 @@
 """What a function might compute: the candidates that identification eliminates.
 
 A :class:`Candidate` is a full description of a metric function's behaviour: a
-:class:`~.expected.Convention` (junk rules, tie policy, AP rule, AP@k denominator, empty-query
+:class:`~.reference_values.Convention` (junk rules, tie policy, AP rule, AP@k denominator, empty-query
 policy), the CMC length rule, and zero or more known :class:`Bug` s.  The tie policy may also
 be ``unstable``: "some order that no declared policy gives", whose values lie between the
 extreme tie orders (see :mod:`.predict`).
 
 The harness never guesses a cause from one number: it keeps the candidates that reproduce
-every field of every call, and names a cause only when it survives (:mod:`.eliminate`).
+every field of every call, and names a cause only when it survives (:mod:`..engine.eliminate`).
 """
 from __future__ import annotations
 
@@ -18,8 +18,13 @@ from fractions import Fraction
 from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Tuple
 
 import numpy as np
-from retrieval_conformance.conformance.harness.cases import Case, labels_from_relevance
-from retrieval_conformance.conformance.harness.expected import OPTION_VALUES, VALUE_MEANING, Convention, clause
+from retrieval_conformance.conformance.harness.candidates.reference_values import (
+    OPTION_VALUES,
+    VALUE_MEANING,
+    Convention,
+    clause,
+)
+from retrieval_conformance.conformance.harness.inputs.public import Case, labels_from_relevance
 from retrieval_conformance.reference.contract.conventions import AP_RULES, CONCRETE_POLICIES, TIE_POLICIES
 
 UNSTABLE = "unstable"

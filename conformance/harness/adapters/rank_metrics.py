@@ -19,7 +19,7 @@ from __future__ import annotations
 import inspect
 
 import numpy as np
-from retrieval_conformance.conformance.harness.adapter_base import (
+from retrieval_conformance.conformance.harness.adapters.base import (
     Adapter,
     Call,
     Reading,
@@ -32,7 +32,11 @@ from retrieval_conformance.conformance.harness.adapter_base import (
     positive_scores,
     read_scalar,
 )
-from retrieval_conformance.conformance.harness.cases import Capabilities, codes_from_distances, ids_from_relevance
+from retrieval_conformance.conformance.harness.inputs.public import (
+    Capabilities,
+    codes_from_distances,
+    ids_from_relevance,
+)
 
 
 def _keyword(func, name: str) -> bool:

@@ -8,7 +8,7 @@ Targets::
                                    folder first on ``sys.path``, so ``import sibling`` works)
     ...:Class.method               a dotted attribute path inside the module
 
-Every failure raises :class:`~.adapters.UsageError` naming the target, what was found and what
+Every failure raises :class:`~..adapters.base.UsageError` naming the target, what was found and what
 to do about it.
 """
 from __future__ import annotations
@@ -23,7 +23,7 @@ import traceback
 from types import ModuleType
 from typing import Any, Callable, List, Optional
 
-from retrieval_conformance.conformance.harness.adapters import UsageError
+from retrieval_conformance.conformance.harness.adapters.base import UsageError
 from retrieval_conformance.reference.readers.text import read_text_lines
 
 _EXAMPLE = "e.g. mylab.eval:calc_map or scripts/eval.py:calc_map"
@@ -33,7 +33,7 @@ _private_names = itertools.count(1)
 def load_function(target: str) -> Callable:
     """``package.module:function`` (or ``path/to/file.py:function``) -> the function.
 
-    Raises :class:`~.adapters.UsageError` with the reason and a remedy when it cannot be loaded.
+    Raises :class:`~..adapters.base.UsageError` with the reason and a remedy when it cannot be loaded.
     """
     if not isinstance(target, str) or ":" not in target:
         hint = ""

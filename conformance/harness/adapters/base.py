@@ -1,6 +1,6 @@
 """What every adapter shares: the call and reading records, the errors, signature inspection,
-exact readers and score conversions, and the :class:`Adapter` base class (:mod:`.adapters` has
-the adapters themselves).
+exact readers and score conversions, and the :class:`Adapter` base class (:mod:`.average_precision` and
+:mod:`.rank_metrics` have the adapters themselves).
 """
 from __future__ import annotations
 
@@ -10,7 +10,14 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
 import numpy as np
-from retrieval_conformance.conformance.harness.cases import Capabilities, Case
+from retrieval_conformance.conformance.harness.candidates.candidate import CMC_LENGTHS, TIE_CANDIDATES
+from retrieval_conformance.conformance.harness.candidates.reference_values import (
+    LANDMARK_CONVENTIONS,
+    PLAIN_BASE,
+    PRESET_KINDS,
+    Convention,
+)
+from retrieval_conformance.conformance.harness.inputs.public import Capabilities, Case
 
 
 class UsageError(Exception):
@@ -121,6 +128,73 @@ class Adapter:
     options: Tuple[str, ...] = ("ties", "ap_rule", "ap_at_k", "empty")
     #: the fields it reads -> the per-query value each is the mean of (None: ``mAP``, or ``AP`` per query)
     fields: Optional[Dict[str, str]] = None
+    #: the junk rules identification starts from: the presets whose junk rules its inputs express
+    #: (the plain base where the caller gives the junk; the ReID presets where cameras are passed)
+    junk_rule_presets: Tuple[str, ...] = (PLAIN_BASE,)
+    #: its function returns a CMC curve up to ``max_rank`` and mINP beside mAP, each predicted
+    reads_cmc: bool = False
+    #: its function gets a ranked list, not distances: no ties to order, and no input's cut-off
+    #: reaches it (a protocol that cuts the list says so through the adapter's own state)
+    ranked_list: bool = False
+    #: known conventions of its function give values above 1, so where a candidate reproduces
+    #: them such a value is not named impossible
+    exceeds_one_by_convention: bool = False
+    #: why presets it cannot tell apart through its signature give the same values ("" : none)
+    same_presets_note: str = ""
+    #: its function is also called on the inputs real data holds outside the protocol's usual ones
+    #: (names both positive and junk, names ranked twice), see ``outside.run_edges``
+    outside_protocol_rules: bool = False
+    #: its function gets binary codes, so the bugs of code-based evaluators apply
+    codes_input: bool = False
+
+    @property
+    def candidate_presets(self) -> Tuple[str, ...]:
+        """The presets its function can be identified among (from :attr:`preset_kinds`)."""
+        return tuple(name for kind in self.preset_kinds for name in PRESET_KINDS[kind])
+
+    @property
+    def tie_candidates(self) -> Tuple[str, ...]:
+        """The tie policies identification tries (only ``stable`` when a ranked list is given)."""
+        return ("stable",) if self.ranked_list else TIE_CANDIDATES
+
+    @property
+    def passes_max_rank(self) -> bool:
+        """Whether its calls pass ``max_rank`` (else the function chooses its own CMC length)."""
+        return True
+
+    @property
+    def cmc_lengths(self) -> Tuple[Optional[str], ...]:
+        """The CMC length rules identification tries; ``(None,)``: no CMC, or one compared on the
+        common prefix because the function chooses its own ``max_rank``."""
+        return CMC_LENGTHS if self.reads_cmc and self.passes_max_rank else (None,)
+
+    @property
+    def aggregate_bugs(self) -> bool:
+        """Whether the bugs of a lab's own mean over queries apply to its value (spec §11)."""
+        return not self.per_query and not self.reads_cmc
+
+    @property
+    def required_topk(self) -> bool:
+        """Whether its function requires a top-k that labs pass as -1 for "all" (then the harness
+        asks what -1 means to it)."""
+        return False
+
+    def preset_convention(self, name: str) -> Convention:
+        """The convention of preset ``name`` as seen through this adapter's inputs."""
+        conv = Convention.from_protocol(name)
+        return conv if conv.base in self.junk_rule_presets else conv.with_(base=PLAIN_BASE)
+
+    def protocol_convention(self, name: str, overrides: Dict[str, Optional[str]]) -> Convention:
+        """The convention of protocol ``name`` with the caller's option ``overrides`` (None: unset);
+        :class:`UsageError` when this adapter cannot check that protocol."""
+        if name in LANDMARK_CONVENTIONS and name != "gldv2":
+            raise UsageError(f"--protocol {name!r} is a landmark preset: check a function "
+                             f"f(positives, junk, ranked_list) with --adapter oxford")
+        try:
+            return Convention.from_protocol(name, **overrides)
+        except ValueError as exc:
+            raise UsageError(f"--protocol: {exc}; the landmark presets {list(LANDMARK_CONVENTIONS)} "
+                             f"go with --adapter oxford") from None
 
     @property
     def main_field(self) -> str:
