@@ -19,6 +19,7 @@ from retrieval_conformance.reference.contract.conventions import DISCOUNTS, GAIN
 from retrieval_conformance.reference.contract.cutoffs import compute_within_gallery
 from retrieval_conformance.reference.contract.embeddings import METRICS, embedding_distances
 from retrieval_conformance.reference.contract.gallery import Gallery, prepare_gallery
+from retrieval_conformance.reference.contract.metric_names import check_requested, resolve_metrics
 from retrieval_conformance.reference.contract.precision import precisions, warn_low_precision
 from retrieval_conformance.reference.contract.presets import get_preset
 from retrieval_conformance.reference.contract.problem import (
@@ -176,11 +177,14 @@ def resolve_options(
     gain: Optional[str] = None,
     recall: Optional[str] = None,
     discount: Optional[str] = None,
+    metrics=None,
 ) -> Options:
     """A preset's options with every explicit override applied, each one validated."""
     preset = get_preset(protocol)
     if not k_given:
         k = preset.k
+    chosen = resolve_metrics(metrics)
+    check_requested(chosen, [name for name, value in (("k", k), ("radius", radius)) if value is not None])
     return Options(
         ties=v.choice("ties", ties if ties is not None else preset.ties, TIE_POLICIES),
         ap_rule=v.choice("ap_rule", ap_rule if ap_rule is not None else preset.ap_rule, AP_RULES),
@@ -192,6 +196,7 @@ def resolve_options(
         gain=v.choice("gain", gain if gain is not None else preset.gain, GAINS),
         recall=v.choice("recall", recall if recall is not None else preset.recall, RECALL_SENSES),
         discount=v.choice("discount", discount if discount is not None else preset.discount, DISCOUNTS),
+        metrics=chosen,
     )
 
 
@@ -229,6 +234,7 @@ def evaluate(
     recall: Optional[str] = None,
     discount: Optional[str] = None,
     device=None,
+    metrics=None,
 ) -> Result:
     """Evaluate a retrieval run under a named protocol, with any implementation.
 
@@ -276,6 +282,14 @@ def evaluate(
         ``implementation="torch"`` or ``"auto"`` (which then means torch).  Default: the
         environment variable ``RC_TORCH_DEVICE``, else CUDA when present, else the CPU.  The
         numbers do not depend on the device.
+    metrics : list of str, optional
+        The metrics to compute: ``Result`` fields (``"map"``, ``"precision_at_k"``,
+        ``"recall_at_k"``, ``"cmc"``, ``"minp"``, ``"r_precision"``, ``"ndcg_at_k"``, ``"mrr"``,
+        ``"map_at_r"``, ``"precision_at_radius"``, ``"recall_at_radius"``), their aliases
+        (``"mAP"``, ``"mINP"``, ``"nDCG"``, ...) or ``"rank1"``, ``"rankN"`` (the CMC), as a list or
+        one comma-separated string.  Only they (and what they depend on) are computed; every
+        number is the bits it has with every metric.  Reading another one from the result raises
+        ``NotComputedError`` naming it.  Default None: every metric the protocol reports.
     block_size : int, optional
         Queries per block.  Inputs are validated and evaluated one query block at a time
         (a memory-mapped ``distances`` array is read block by block, embeddings and codes give
@@ -318,7 +332,7 @@ def evaluate(
         return ResultsAtK((c, evaluate(**arguments, k=c)) for c in cutoffs)
     options = resolve_options(
         protocol, None if k is _UNSET else k, max_rank, ties, ap_rule, ap_at_k, empty, radius,
-        k_given=k is not _UNSET, gain=gain, recall=recall, discount=discount,
+        k_given=k is not _UNSET, gain=gain, recall=recall, discount=discount, metrics=metrics,
     )
     preset = get_preset(protocol)
     metric = v.choice("metric", metric, METRICS)
