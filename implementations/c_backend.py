@@ -357,6 +357,7 @@ class CImplementation(Implementation):
             k=-1 if options.k is None else int(options.k), ap_at_k=_DENOMINATORS[options.ap_at_k],
             max_rank=max_rank, has_radius=int(has_radius),
             gain=_GAINS[options.gain], recall=_RECALLS[options.recall],
+            wanted=c_library.wanted_mask(options.metrics),
             radius=float(options.radius) if options.radius is not None else 0.0,
         )
 

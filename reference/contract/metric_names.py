@@ -109,3 +109,10 @@ def check_requested(metrics: Optional[Tuple[str, ...]], options_set: Iterable[st
         if needs is not None and needs not in options_set:
             what = "a cut-off k=" if needs == "k" else "radius="
             raise ValueError(f"metrics: {name!r} needs {what}, which is not set; give {needs}=... or drop {name!r}")
+
+
+def computes(metrics: Optional[Tuple[str, ...]], field: str) -> bool:
+    """Whether the per-query field ``field`` (of ``PerQuery``) is needed for ``Options.metrics``:
+    what an implementation asks before it spends work on a field."""
+    needed = per_query_fields(metrics)
+    return needed is None or field in needed

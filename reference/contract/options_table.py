@@ -88,6 +88,10 @@ OPTIONS_TABLE: Tuple[Option, ...] = (
     Option("implementation", "who computes (all give the same numbers; default auto: the fastest here)",
            choices=_implementations),
     Option("device", "where torch computes: cpu, cuda, cuda:1 (with implementation torch or auto)"),
+    Option("metrics", "the metrics to compute, comma-separated (map,rank1); only they and what they depend on are "
+           "computed, with the bits they have among all; default: every metric. Names: Result's fields "
+           "(map, precision_at_k, recall_at_k, cmc, minp, r_precision, ndcg_at_k, mrr, map_at_r, "
+           "precision_at_radius, recall_at_radius), rankN, and aliases (mAP, mINP, nDCG, MRR, P@k, MAP@R, ...)"),
 )
 
 #: option name -> Option
@@ -108,6 +112,7 @@ NOT_TAKEN: Dict[str, Dict[str, str]] = {
         "radius": "no adapter passes a Hamming radius",
         "implementation": "the harness compares with the exact reference",
         "device": "the harness compares with the exact reference on the CPU",
+        "metrics": "the harness checks every metric the function under test returns",
     },
 }
 NOT_TAKEN["check-cli"] = NOT_TAKEN["pytest-plugin"] = NOT_TAKEN["check"]
