@@ -246,3 +246,14 @@ def test_values_nobody_asked_for_are_not_computed(name):
     if name == "c":  # C also skips the CMC, INP and R-precision
         for field in ("inp", "r_precision", "cmc"):
             assert full.__dict__[field].any() and not part.__dict__[field].any(), field
+
+
+def test_compare_offers_only_the_metrics_computed():
+    from retrieval_conformance.comparison.metrics import metric_values, run_metrics
+
+    res = rc.evaluate(**_small(), k=2, metrics=["mINP", "rank1"])
+    assert list(run_metrics(res)) == ["minp"]
+    name, values, counted = metric_values(res, "rank1", "a")
+    assert name == "rank1" and np.array_equal(values, rc.evaluate(**_small(), k=2).per_query.cmc[:, 0])
+    with pytest.raises(ValueError, match="unknown metric 'map'"):
+        metric_values(res, "map", "a")
