@@ -257,3 +257,19 @@ def test_compare_offers_only_the_metrics_computed():
     assert name == "rank1" and np.array_equal(values, rc.evaluate(**_small(), k=2).per_query.cmc[:, 0])
     with pytest.raises(ValueError, match="unknown metric 'map'"):
         metric_values(res, "map", "a")
+
+
+def test_c_reads_a_misaligned_array_through_an_aligned_copy():
+    """dask's workers unpickle arrays from buffers at any byte offset; C reads doubles, so the C
+    backend hands it an aligned copy (the sanitizer run reports a misaligned load otherwise)."""
+    require_implementation("c")
+    from retrieval_conformance.implementations.c_backend import _array
+
+    raw = np.frombuffer(bytes(1 + 8 * 12), dtype=np.uint8)[1:]
+    misaligned = raw.view(np.float64).reshape(3, 4)
+    assert not misaligned.flags.aligned
+    got = _array("distances", misaligned, np.float64, (3, 4))
+    assert got.flags.aligned and got.flags.c_contiguous
+    res = rc.evaluate(distances=misaligned, query_labels=[0, 1, 0], db_labels=[0, 1, 1, 0], implementation="c")
+    assert res.map == rc.evaluate(distances=np.zeros((3, 4)), query_labels=[0, 1, 0], db_labels=[0, 1, 1, 0],
+                                  implementation="c").map
