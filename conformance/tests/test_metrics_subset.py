@@ -129,7 +129,7 @@ def test_dask_honours_metrics_whole_and_sharded():
             assert part.computed == {"map", "cmc", "ndcg_at_k"}
             assert_same_bits(full, part, ["map", "cmc", "ndcg_at_k"])
             with pytest.raises(NotComputedError, match="minp"):
-                part.minp
+                _ = part.minp
 
 
 def _has(name: str) -> bool:
@@ -196,7 +196,7 @@ def test_the_accumulator_takes_metrics():
     assert res.computed == {"minp", "cmc"}
     assert_same_bits(full, res, ["minp", "cmc"])
     with pytest.raises(NotComputedError, match="map"):
-        res.map
+        _ = res.map
     with pytest.raises(ValueError, match="metrics: unknown metric 'x'"):
         rc.Accumulator(db_labels=[0, 1], metrics=["x"])
 
@@ -273,3 +273,18 @@ def test_c_reads_a_misaligned_array_through_an_aligned_copy():
     res = rc.evaluate(distances=misaligned, query_labels=[0, 1, 0], db_labels=[0, 1, 1, 0], implementation="c")
     assert res.map == rc.evaluate(distances=np.zeros((3, 4)), query_labels=[0, 1, 0], db_labels=[0, 1, 1, 0],
                                   implementation="c").map
+
+
+def test_the_benchmark_returns_its_figures_at_smoke_scale():
+    """``metrics_subset.figures`` (the benchmark page reads it) runs its checks (mAP-only has the bits
+    of every metric; the loop's AP equals C's) and returns ratios; no time is asserted."""
+    require_implementation("c")
+    from retrieval_conformance.conformance.bench import metrics_subset
+
+    out = metrics_subset.figures("smoke", rounds=1)
+    for case, baseline in (("scores_map_at_k", "numpy_argpartition"), ("cifar10_map_all", "seed000_loop")):
+        assert set(out[case]["seconds"]) == {baseline, "c_map_only", "c_all_metrics"}
+        assert out[case]["map_only_vs_all_metrics"] > 0
+    assert "loadavg_before" in out and "loadavg_after" in out
+    with pytest.raises(ValueError, match="scale: expected 'smoke' or 'full'"):
+        metrics_subset.figures("huge")

@@ -12,12 +12,11 @@ they do not depend on the order of the queries or on the block size.
 """
 from __future__ import annotations
 
+import dataclasses
 import math
 import warnings
 from fractions import Fraction
 from typing import Any, Dict, List, Optional, cast
-
-import dataclasses
 
 import numpy as np
 from retrieval_conformance.reference.contract.metric_names import per_query_fields
