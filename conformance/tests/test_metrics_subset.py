@@ -288,3 +288,31 @@ def test_the_benchmark_returns_its_figures_at_smoke_scale():
     assert "loadavg_before" in out and "loadavg_after" in out
     with pytest.raises(ValueError, match="scale: expected 'smoke' or 'full'"):
         metrics_subset.figures("huge")
+
+
+def test_the_distributed_accumulator_honours_metrics():
+    """Two gloo ranks, each with half of the queries and of the gallery: the metrics asked for have
+    the bits one process gives with every metric; the others refuse to be read."""
+    from retrieval_conformance.conformance.support.distributed_support import GLOO, run_ranks
+
+    if not GLOO:
+        pytest.skip("torch.distributed with gloo is not available ([torch] extra)")
+    rng = np.random.default_rng(31)
+    queries = {"query_embeddings": rng.integers(0, 3, (7, 3)).astype(np.float32), "query_labels": rng.integers(0, 3, 7)}
+    gallery = {"db_embeddings": rng.integers(0, 3, (20, 3)).astype(np.float32), "db_labels": rng.integers(0, 3, 20)}
+    chosen = [["map"], ["rank1", "nDCG"], ["mINP", "map_at_r", "precision_at_k"]]
+    cases = [{"queries": queries, "gallery": gallery, "query_sizes": [3, 4], "gallery_sizes": [9, 11],
+              "options": dict(k=4, ties=ties, metrics=metrics)}
+             for ties in ("stable", "expected") for metrics in chosen]
+    replies = run_ranks(2, cases)
+    for i, case in enumerate(cases):
+        options = {key: value for key, value in case["options"].items() if key != "metrics"}
+        want = rc.evaluate(**queries, **gallery, **options, implementation="numpy")
+        names = resolve_metrics(case["options"]["metrics"])
+        for per_rank in replies:
+            status, got = per_rank[i][0], per_rank[i][1]
+            assert status == "ok", per_rank[i]
+            assert got.computed == frozenset(names)
+            assert_same_bits(want, got, names)
+            with pytest.raises(NotComputedError):
+                _ = got.mrr
