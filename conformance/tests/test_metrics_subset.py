@@ -316,3 +316,9 @@ def test_the_distributed_accumulator_honours_metrics():
             assert_same_bits(want, got, names)
             with pytest.raises(NotComputedError):
                 _ = got.mrr
+
+
+def test_several_cut_offs_show_the_metrics_asked_for():
+    res = rc.evaluate(**_small(), k=(1, 3), metrics=["P@k"])
+    assert res.table() == [{"k": k, "precision_at_k": r.precision_at_k} for k, r in res.items()]
+    assert res[3].precision_at_k == rc.evaluate(**_small(), k=3).precision_at_k

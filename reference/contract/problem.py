@@ -373,6 +373,6 @@ class ResultsAtK(dict):
         return {f"k={k}": result.summary() for k, result in self.items()}
 
     def table(self) -> List[Dict[str, object]]:
-        """One row per cut-off: k, mAP@k, P@k, R@k."""
-        return [{"k": k, "map": r.map, "precision_at_k": r.precision_at_k, "recall_at_k": r.recall_at_k}
-                for k, r in self.items()]
+        """One row per cut-off: k, mAP@k, P@k, R@k (those computed)."""
+        names = ("map", "precision_at_k", "recall_at_k")
+        return [{"k": k, **{name: getattr(r, name) for name in names if r.has(name)}} for k, r in self.items()]
