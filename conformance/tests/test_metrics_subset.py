@@ -113,12 +113,19 @@ def test_any_subset_any_option_same_bits_in_c_and_numpy(problem, options, chosen
 
 def test_dask_honours_metrics_whole_and_sharded():
     pytest.importorskip("distributed", reason="dask.distributed is not installed ([dask] extra)")
-    from retrieval_conformance.conformance.support.dask_support import LOCAL, local_cluster
     from retrieval_conformance.implementations.dask.backend import DaskImplementation
     from retrieval_conformance.reference.contract import registry
 
-    if "dask-metrics-shards" not in registry.names():
-        registry.register("dask-metrics-shards", lambda: DaskImplementation(gallery_shards=3))
+    registry.register("dask-metrics-shards", lambda: DaskImplementation(gallery_shards=3))
+    try:
+        _dask_runs()
+    finally:
+        registry.unregister("dask-metrics-shards")
+
+
+def _dask_runs():
+    from retrieval_conformance.conformance.support.dask_support import LOCAL, local_cluster
+
     rng = np.random.default_rng(3)
     kwargs = dict(distances=rng.choice([0.0, 0.5, 1.0], (6, 40)), query_labels=rng.integers(0, 3, 6),
                   db_labels=rng.integers(0, 3, 40), k=5, ties="expected")
@@ -130,12 +137,6 @@ def test_dask_honours_metrics_whole_and_sharded():
             assert_same_bits(full, part, ["map", "cmc", "ndcg_at_k"])
             with pytest.raises(NotComputedError, match="minp"):
                 _ = part.minp
-
-
-def _has(name: str) -> bool:
-    from retrieval_conformance.reference.contract import registry
-
-    return registry.get(name).unavailable_reason() is None
 
 
 # -- the vocabulary, the refusals ----------------------------------------------------------------------
@@ -280,8 +281,10 @@ def test_the_benchmark_returns_its_figures_at_smoke_scale():
     of every metric; the loop's AP equals C's) and returns ratios; no time is asserted."""
     require_implementation("c")
     from retrieval_conformance.conformance.bench import metrics_subset
+    from retrieval_conformance.reference.contract import registry
 
     out = metrics_subset.figures("smoke", rounds=1)
+    assert metrics_subset.ONE_THREAD not in registry.names()  # registered for the run only
     for case, baseline in (("scores_map_at_k", "numpy_argpartition"), ("cifar10_map_all", "seed000_loop")):
         assert set(out[case]["seconds"]) == {baseline, "c_map_only", "c_all_metrics"}
         assert out[case]["map_only_vs_all_metrics"] > 0
