@@ -24,7 +24,7 @@ def print_result(res) -> None:
         shown = [f"{label}: {getattr(res, name):.6f}" for name, label in line if res.has(name)]
         if shown:
             print("  " + "   ".join(shown))
-    if o.radius is not None and res.has("precision_at_radius") | res.has("recall_at_radius"):
+    if o.radius is not None and (res.has("precision_at_radius") or res.has("recall_at_radius")):
         shown = [f"{word} {getattr(res, name):.6f}" for name, word in
                  (("precision_at_radius", "precision"), ("recall_at_radius", "recall")) if res.has(name)]
         print(f"  within radius {o.radius:g}: {', '.join(shown)}")
