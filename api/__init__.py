@@ -37,6 +37,7 @@ _EXPORTS: Dict[str, str] = {
     "PerQuery": "retrieval_conformance.reference.contract.problem:PerQuery",
     "Problem": "retrieval_conformance.reference.contract.problem:Problem",
     "Result": "retrieval_conformance.reference.contract.problem:Result",
+    "NotComputedError": "retrieval_conformance.reference.contract.problem:NotComputedError",
     "ResultsAtK": "retrieval_conformance.reference.contract.problem:ResultsAtK",
     "PRESETS": "retrieval_conformance.reference.contract.presets:PRESETS",
     "mean_pr_curve": "retrieval_conformance.reference.curves:mean_pr_curve",

@@ -103,10 +103,11 @@ class Accumulator:
         discount: Optional[str] = None,
         device=None,
         distributed: bool = False,
+        metrics=None,
     ) -> None:
         self._options = resolve_options(
             protocol, None if k is _UNSET else k, max_rank, ties, ap_rule, ap_at_k, empty, radius,
-            k_given=k is not _UNSET, gain=gain, recall=recall, discount=discount,
+            k_given=k is not _UNSET, gain=gain, recall=recall, discount=discount, metrics=metrics,
         )
         self._protocol = protocol
         self._metric = v.choice("metric", metric, METRICS)
@@ -227,12 +228,12 @@ class Accumulator:
             per_query = self._evaluate_block(block, kinds)
             # the per-query CMC rows of every query so far, as one evaluate call would check them
             # a block was evaluated, so the gallery size is known (from the constructor or a matrix)
-            check_cmc_size(start + per_query.ap.shape[0], cast(int, n_gallery), self._options.max_rank)
+            check_cmc_size(start + per_query.n_relevant.shape[0], cast(int, n_gallery), self._options.max_rank)
         except (ValueError, TypeError) as exc:
             raise _located(exc, start) from None
         self._parts.append(per_query)
         self._codes_seen = seen
-        self._n_queries += per_query.ap.shape[0]
+        self._n_queries += per_query.n_relevant.shape[0]
         self._n_gallery = n_gallery
 
     def compute(self) -> Result:

@@ -17,6 +17,7 @@ from retrieval_conformance.reference.contract.command_line import (
 )
 from retrieval_conformance.reference.readers.grades import FLOAT_GRADES
 from retrieval_conformance.reference.readers.text import read_text_lines
+from retrieval_conformance.result_text import print_result
 
 
 def _load(target: str):
@@ -230,11 +231,15 @@ def evaluate_main(args) -> int:
     if trec and not args.quiet:
         print("\n".join(trec_eval_lines(results)))
         return 0
+    if args.quiet and not results[0].has("map"):
+        print("error: --quiet: prints only mAP, which --metrics did not ask for; add map to --metrics, or drop "
+              "--quiet", file=sys.stderr)
+        return 2
     for one in results:
         if args.quiet:
             print(f"{one.map!r}")
         else:
-            _print_result(one)
+            print_result(one)
     return 0
 
 
@@ -268,25 +273,6 @@ def _parse_k(text: str) -> Optional[list]:
     except ValueError:
         return None
     return values if all(value >= 1 for value in values) else None
-
-
-def _print_result(res) -> None:
-    o = res.options
-    print(f"protocol {res.protocol} (implementation {res.implementation})")
-    print(f"  ties={o.ties} ap_rule={o.ap_rule} k={o.k} ap_at_k={o.ap_at_k} empty={o.empty}")
-    print(f"  queries: {res.ap.shape[0]}, counted: {res.n_counted}")
-    exact = f"  (exact {res.exact.map})" if res.exact is not None and res.exact.map is not None else ""
-    print(f"  mAP{'' if o.k is None else '@' + str(o.k)}: {res.map:.6f}{exact}")
-    if res.precision_at_k is not None:
-        print(f"  P@{o.k}: {res.precision_at_k:.6f}   R@{o.k}: {res.recall_at_k:.6f}")
-    ranks = [r for r in (1, 5, 10, 20, 50) if r <= res.cmc.shape[0]]
-    print("  CMC: " + "  ".join(f"Rank-{r} {res.cmc[r - 1]:.4f}" for r in ranks))
-    print(f"  mINP: {res.minp:.6f}   R-precision: {res.r_precision:.6f}")
-    at_k = "" if o.k is None else "@" + str(o.k)
-    print(f"  nDCG{at_k}: {res.ndcg_at_k:.6f}   MRR{at_k}: {res.mrr:.6f}   MAP@R: {res.map_at_r:.6f}")
-    if res.precision_at_radius is not None:
-        print(f"  within radius {o.radius:g}: precision {res.precision_at_radius:.6f}, "
-              f"recall {res.recall_at_radius:.6f}")
 
 
 def _read_query_ids(path: str) -> List[str]:

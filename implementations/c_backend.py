@@ -103,7 +103,9 @@ def _ptr(arr: Optional[np.ndarray]) -> Optional[int]:
 
 # -- validation (cheap checks of everything the C code indexes) ------------------------------
 def _array(name: str, arr, dtype, shape) -> np.ndarray:
-    """``arr`` as a C-contiguous array of ``dtype`` and exactly ``shape``."""
+    """``arr`` as a C-contiguous, aligned array of ``dtype`` and exactly ``shape`` (an array
+    unpickled from a buffer, as dask's workers get them, may start at any byte: C reads its
+    values as doubles, so such an array is copied)."""
     if not isinstance(arr, np.ndarray):
         raise TypeError(f"{name}: expected a numpy array, got {type(arr).__name__}")
     if arr.shape != tuple(shape):
@@ -114,7 +116,7 @@ def _array(name: str, arr, dtype, shape) -> np.ndarray:
         return np.ascontiguousarray(arr).view(np.uint8)
     if arr.dtype != dtype:
         raise TypeError(f"{name}: expected dtype {np.dtype(dtype)}, got dtype={arr.dtype}")
-    return np.ascontiguousarray(arr)
+    return np.require(arr, requirements=["C_CONTIGUOUS", "ALIGNED"])
 
 
 def _gallery_words(problem: Problem, N: int, n_bits: int) -> np.ndarray:
@@ -357,6 +359,7 @@ class CImplementation(Implementation):
             k=-1 if options.k is None else int(options.k), ap_at_k=_DENOMINATORS[options.ap_at_k],
             max_rank=max_rank, has_radius=int(has_radius),
             gain=_GAINS[options.gain], recall=_RECALLS[options.recall],
+            wanted=c_library.wanted_mask(options.metrics),
             radius=float(options.radius) if options.radius is not None else 0.0,
         )
 

@@ -22,6 +22,7 @@ from typing import Dict, Optional
 
 import numpy as np
 from retrieval_conformance.reference.contract.conventions import GAINS, RECALL_SENSES
+from retrieval_conformance.reference.contract.metric_names import per_query_fields
 from retrieval_conformance.reference.contract.problem import (
     AP_AT_K_DENOMINATORS,
     AP_RULES,
@@ -32,7 +33,7 @@ from retrieval_conformance.reference.contract.problem import (
 from retrieval_conformance.reference.contract.registry import ImplementationUnavailable
 
 MODULE = "retrieval_conformance.implementations._rc_core"
-ABI_VERSION = 10  # must equal RC_ABI_VERSION in csrc/rc_core.h
+ABI_VERSION = 11  # must equal RC_ABI_VERSION in csrc/rc_core.h
 NOT_BUILT = (
     "C library not built (no compiler at install, or RC_BUILD_C=0); reinstall with a "
     "compiler: RC_BUILD_C=1 pip install ..."
@@ -75,8 +76,16 @@ class _Options(ctypes.Structure):
     _fields_ = [
         ("ties", _i64), ("ap_rule", _i64), ("k", _i64), ("ap_at_k", _i64),
         ("max_rank", _i64), ("has_radius", _i64), ("gain", _i64), ("recall", _i64),
-        ("radius", ctypes.c_double),
+        ("wanted", _i64), ("radius", ctypes.c_double),
     ]
+
+
+def wanted_mask(metrics) -> int:
+    """rc_options.wanted for the canonical ``Options.metrics`` (None: every value): bit i for
+    ``VALUE_FIELDS[i]``, bit ``len(VALUE_FIELDS)`` for the CMC (RC_WANT_CMC)."""
+    fields = per_query_fields(metrics)
+    names = VALUE_FIELDS + ("cmc",)
+    return sum(1 << i for i, name in enumerate(names) if fields is None or name in fields)
 
 
 #: the contract's per-query arrays that are not scalar values (counts, the CMC curve, the

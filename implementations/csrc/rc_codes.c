@@ -228,7 +228,7 @@ void rc_query_codes(const rc_input *in, const rc_options *o, const dd *Hh,
         }
         rk = w->ranks;
     }
-    if (rc_rankin_init(&rin, w, in, R)) {
+    if (rc_rankin_init(&rin, w, in, o, R)) {
         out->status[q] = Q_NOMEM;
         return;
     }

@@ -66,7 +66,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define RC_ABI_VERSION 10 /* must equal ABI_VERSION in c_library.py */
+#define RC_ABI_VERSION 11 /* must equal ABI_VERSION in c_library.py */
 
 /* internal functions shared between units stay out of the library's exported symbols */
 #if defined(__GNUC__) && !defined(_WIN32)
@@ -213,8 +213,17 @@ typedef struct {
 typedef struct {
     int64_t ties, ap_rule, k, ap_at_k, max_rank, has_radius; /* k < 0: no cut-off */
     int64_t gain, recall;                                     /* G_*, RECALL_* */
+    int64_t wanted;  /* the values to compute: bit RC_V_* each, bit RC_WANT_CMC the CMC;
+                      * RC_V_HITS_AT_K is always computed (the empty-query policy reads it).
+                      * A value not wanted is left as the kernels found it (0), never read. */
     double radius;
 } rc_options;
+
+/* bit of rc_options.wanted for the CMC row (after the RC_V_* bits) */
+#define RC_WANT_CMC RC_N_VALUES
+#define RC_WANT_ALL ((INT64_C(1) << (RC_N_VALUES + 1)) - 1)
+/* is value v (RC_V_* or RC_WANT_CMC) asked for */
+#define RC_WANTS(o, v) (((o)->wanted >> (v)) & 1)
 
 /* the per-query arrays: the values (RC_V_*), then the contract's other arrays in its order
  * (c_library.py builds the ctypes structure from the same two lists) and the status words */
@@ -454,7 +463,7 @@ RC_INTERNAL void rc_rank_expected(const group *g, int64_t ng, int64_t R, int64_t
                                   const rc_options *o, const rankin *ri, qres *res);
 RC_INTERNAL void rc_sort_grades(uint8_t *a, int64_t n, int descending);
 RC_INTERNAL int rc_ideal_upto(workspace *w, const double *disc, int64_t n);
-RC_INTERNAL int rc_rankin_init(rankin *ri, workspace *w, const rc_input *in, int64_t R);
+RC_INTERNAL int rc_rankin_init(rankin *ri, workspace *w, const rc_input *in, const rc_options *o, int64_t R);
 
 /* rc_order.c: relevant items a[0..n) sorted by distance, stably (tmp: n more); the k-th
  * smallest (1-based) of a[0..n) (permuted); the same with the counts below and equal to it */

@@ -20,6 +20,7 @@ from retrieval_conformance.reference.contract.conventions import DISCOUNTS, GAIN
 from retrieval_conformance.reference.contract.cutoffs import compute_within_gallery
 from retrieval_conformance.reference.contract.embeddings import METRICS, embedding_distances
 from retrieval_conformance.reference.contract.gallery import Gallery, prepare_gallery
+from retrieval_conformance.reference.contract.metric_names import check_requested, resolve_metrics
 from retrieval_conformance.reference.contract.precision import precisions, warn_low_precision
 from retrieval_conformance.reference.contract.presets import get_preset
 from retrieval_conformance.reference.contract.problem import (
@@ -177,11 +178,14 @@ def resolve_options(
     gain: Optional[str] = None,
     recall: Optional[str] = None,
     discount: Optional[str] = None,
+    metrics=None,
 ) -> Options:
     """A preset's options with every explicit override applied, each one validated."""
     preset = get_preset(protocol)
     if not k_given:
         k = preset.k
+    chosen = resolve_metrics(metrics)
+    check_requested(chosen, [name for name, value in (("k", k), ("radius", radius)) if value is not None])
     return Options(
         ties=v.choice("ties", ties if ties is not None else preset.ties, TIE_POLICIES),
         ap_rule=v.choice("ap_rule", ap_rule if ap_rule is not None else preset.ap_rule, AP_RULES),
@@ -193,6 +197,7 @@ def resolve_options(
         gain=v.choice("gain", gain if gain is not None else preset.gain, GAINS),
         recall=v.choice("recall", recall if recall is not None else preset.recall, RECALL_SENSES),
         discount=v.choice("discount", discount if discount is not None else preset.discount, DISCOUNTS),
+        metrics=chosen,
     )
 
 
@@ -251,6 +256,7 @@ def evaluate(
     recall: Optional[str] = None,
     discount: Optional[str] = None,
     device=None,
+    metrics=None,
 ) -> Result:
     """Evaluate a retrieval run under a named protocol, with any implementation.
 
@@ -311,7 +317,7 @@ def evaluate(
         return ResultsAtK((c, evaluate(**arguments, k=c)) for c in cutoffs)
     options = resolve_options(
         protocol, None if k is _UNSET else k, max_rank, ties, ap_rule, ap_at_k, empty, radius,
-        k_given=k is not _UNSET, gain=gain, recall=recall, discount=discount,
+        k_given=k is not _UNSET, gain=gain, recall=recall, discount=discount, metrics=metrics,
     )
     preset = get_preset(protocol)
     metric = v.choice("metric", metric, METRICS)

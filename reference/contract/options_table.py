@@ -136,6 +136,15 @@ OPTIONS_TABLE: Tuple[Option, ...] = (
            choices=_implementations, documented_choices=_built_in_implementations),
     Option("device", "where torch computes: cpu, cuda, cuda:1 (with implementation torch or auto)",
            python_type="str or torch.device, optional"),
+    Option("metrics", "the metrics to compute, comma-separated (map,rank1); only they and what they depend on are "
+           "computed, with the bits they have among all; default: every metric. Names: Result's fields "
+           "(map, precision_at_k, recall_at_k, cmc, minp, r_precision, ndcg_at_k, mrr, map_at_r, "
+           "precision_at_radius, recall_at_radius), rankN, and aliases (mAP, mINP, nDCG, MRR, P@k, MAP@R, ...)",
+           python_type="list of str or str, optional",
+           python_summary="the metrics to compute: Result fields (``map``, ``cmc``, ``minp``, ...), their aliases "
+           "(``mAP``, ``mINP``, ``nDCG``, ...) or ``rankN``, as a list or one comma-separated string; only they and "
+           "what they depend on are computed, each with the bits it has among all, and reading another raises "
+           "``NotComputedError`` naming it.  Default None: every metric the protocol reports"),
 )
 
 #: option name -> Option
@@ -156,6 +165,7 @@ NOT_TAKEN: Dict[str, Dict[str, str]] = {
         "radius": "no adapter passes a Hamming radius",
         "implementation": "the harness compares with the exact reference",
         "device": "the harness compares with the exact reference on the CPU",
+        "metrics": "the harness checks every metric the function under test returns",
     },
 }
 NOT_TAKEN["check-cli"] = NOT_TAKEN["pytest-plugin"] = NOT_TAKEN["check"]
