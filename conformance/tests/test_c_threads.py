@@ -124,3 +124,28 @@ def test_a_query_error_is_reported_from_any_thread(c_backend):
             c_backend.CImplementation(num_threads=threads).compute(p, Options(ties="grouped", k=37))
         messages.append(str(err.value))
     assert messages[0] == messages[1]
+
+
+def test_curves_report_the_first_failing_query_on_any_thread_count(c_backend, monkeypatch):
+    """rc.curves under ``grouped`` with an N inside tie groups of several queries: the error
+    names the first such query, as the reference does, whatever the thread count."""
+    import retrieval_conformance as rc
+
+    rng = np.random.default_rng(7)
+    # the first 12 queries are all-zero codes and the gallery has exactly 7 such items: N = 7
+    # ends their first tie group; later queries are random, most with N = 7 inside a group
+    db = rng.integers(0, 2, (120, 8))
+    db[:7] = 0
+    db[7:, 0] = 1
+    queries = rng.integers(0, 2, (24, 8))
+    queries[:12] = 0
+    inputs = dict(query_codes=queries, db_codes=db, query_labels=rng.integers(0, 3, 24),
+                  db_labels=rng.integers(0, 3, 120))
+    messages = []
+    for implementation, threads in (("reference", "1"), ("c", "1"), ("c", "2"), ("c", "5")):
+        monkeypatch.setenv("RC_NUM_THREADS", threads)
+        with pytest.raises(ValueError) as err:
+            rc.curves("precision_at_n", **inputs, ties="grouped", n=(7,), implementation=implementation)
+        messages.append(str(err.value))
+    assert messages[1:] == messages[:1] * 3
+    assert "of query 0;" not in messages[0]
