@@ -87,7 +87,7 @@ int64_t rc_bench_codes_pass(const uint64_t *query_codes, const uint64_t *db_code
                             const uint64_t *db_labels, int64_t n_queries, int64_t n_gallery, int64_t n_bits,
                             int64_t use_popcnt, int64_t record, int64_t *hist)
 {
-    const int64_t H1 = n_bits + 1, H2 = 2 * H1;
+    const int64_t H1 = n_bits + 1, H2 = 2 * H1, D = rc_codes_distances(n_bits);
     rc_input in;
     workspace w;
     int64_t q, d, c, i, nr, fail = 0;
@@ -106,7 +106,7 @@ int64_t rc_bench_codes_pass(const uint64_t *query_codes, const uint64_t *db_code
     in.db_label_bits = db_labels;
     in.label_words = 1;
     memset(&w, 0, sizeof(w));  /* the pass reads h2 and grows rinfo, nothing else */
-    w.h2 = (uint32_t *)malloc((size_t)(RC_INTERLEAVE * H2) * sizeof(uint32_t));
+    w.h2 = (uint32_t *)malloc((size_t)(RC_INTERLEAVE * 2 * D) * sizeof(uint32_t));
     if (!w.h2) return -1;
     for (q = 0; q < n_queries && !fail; q++) {
         int64_t *out = hist + q * H2;
@@ -119,7 +119,7 @@ int64_t rc_bench_codes_pass(const uint64_t *query_codes, const uint64_t *db_code
         if (record) {   /* running totals per distance, and the relevant items' entries */
             for (d = 0; d < H1; d++) {
                 out[2 * d] = 0;
-                for (c = 0; c < RC_INTERLEAVE; c++) out[2 * d] += w.h2[c * H1 + d];
+                for (c = 0; c < RC_INTERLEAVE; c++) out[2 * d] += w.h2[c * D + d];
                 out[2 * d + 1] = 0;
             }
             for (i = 0; i < nr; i++) {
@@ -130,7 +130,7 @@ int64_t rc_bench_codes_pass(const uint64_t *query_codes, const uint64_t *db_code
         } else {
             for (d = 0; d < H2; d++) {
                 out[d] = 0;
-                for (c = 0; c < RC_INTERLEAVE; c++) out[d] += w.h2[c * H2 + d];
+                for (c = 0; c < RC_INTERLEAVE; c++) out[d] += w.h2[c * 2 * D + d];
             }
         }
     }

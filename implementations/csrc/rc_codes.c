@@ -39,11 +39,14 @@ any_common(const uint64_t *a, const uint64_t *b, int64_t W)
             } else {                                                                    \
                 if (REL) {                                                              \
                     uint64_t s_ = (uint64_t)h2[d_] + h2[H1 + d_] + h2[2 * H1 + d_] + h2[3 * H1 + d_]; \
-                    if (nr == w->rinfo_cap &&                                           \
-                        grow((void **)&w->rinfo, &w->rinfo_cap, max64(2 * nr, 1024), sizeof(uint64_t))) \
-                        return -1;                                                      \
+                    if (nr == rinfo_cap) {                                              \
+                        if (grow((void **)&w->rinfo, &w->rinfo_cap, max64(2 * nr, 1024), sizeof(uint64_t))) \
+                            return -1;                                                  \
+                        rinfo = w->rinfo;                                               \
+                        rinfo_cap = w->rinfo_cap;                                       \
+                    }                                                                   \
                     /* s < 2^32 (N < 2^32) */                                           \
-                    w->rinfo[nr++] = (uint64_t)d_ << RC_RINFO_SHIFT | s_;               \
+                    rinfo[nr++] = (uint64_t)d_ << RC_RINFO_SHIFT | s_;                  \
                 }                                                                       \
                 h2[(C) * H1 + d_]++;                                                    \
             }                                                                           \
@@ -102,12 +105,15 @@ codes_pass(const rc_input *in, int64_t q, workspace *w, const uint8_t *jk, const
     const int64_t N = in->n_gallery, W = in->code_words;
     const uint64_t *qc = in->query_codes + q * W, *db = in->db_codes;
     uint32_t *h2 = w->h2;
-    const int64_t H2 = 2 * in->n_bits + 2, H1 = in->n_bits + 1;
-    int64_t nr = 0;
-    if (W == 1) {   /* 64-bit codes and shorter: one word, kept in a register */
+    /* in registers: a store through rinfo could otherwise alias rinfo_cap (int64_t) */
+    uint64_t *rinfo = w->rinfo;
+    int64_t nr = 0, rinfo_cap = w->rinfo_cap;
+    if (W == 1) {   /* 64-bit codes and shorter: one word in a register, a constant stride */
         const uint64_t q0 = qc[0];
+        const int64_t H1 = RC_WORD_DISTANCES, H2 = 2 * RC_WORD_DISTANCES;
         RC_CODES_REL(__builtin_popcountll(q0 ^ db[j]));
     } else {
+        const int64_t H1 = rc_codes_distances(in->n_bits), H2 = 2 * H1;
         RC_CODES_REL(popcount_words(qc, db + j * W, W));
     }
     return nr;
@@ -132,7 +138,7 @@ static int64_t codes_pass_generic(const rc_input *in, int64_t q, workspace *w, c
 int64_t rc_codes_pass(const rc_input *in, int64_t q, workspace *w, const uint8_t *jk, int record,
                       int use_popcnt)
 {
-    memset(w->h2, 0, (size_t)(RC_INTERLEAVE * (2 * in->n_bits + 2)) * sizeof(uint32_t));
+    memset(w->h2, 0, (size_t)(RC_INTERLEAVE * 2 * rc_codes_distances(in->n_bits)) * sizeof(uint32_t));
 #ifdef RC_HAVE_POPCNT_DISPATCH
     if (use_popcnt) return codes_pass_popcnt(in, q, w, jk, record);
 #else
@@ -166,7 +172,7 @@ static void codes_grades(const rc_input *in, int64_t q, workspace *w, const uint
 void rc_query_codes(const rc_input *in, const rc_options *o, const dd *Hh,
                     int64_t q, workspace *w, qres *res, rc_output *out, int use_popcnt)
 {
-    const int64_t B = in->n_bits, ties = o->ties;
+    const int64_t B = in->n_bits, D = rc_codes_distances(B), ties = o->ties;
     int64_t *ht = w->ht, *hr = w->hr, *clt = w->clt, *rlt = w->rlt;
     const uint32_t *h2 = w->h2;
     const uint64_t *ri;
@@ -190,12 +196,12 @@ void rc_query_codes(const rc_input *in, const rc_options *o, const dd *Hh,
         for (d = 0; d <= B; d++) {
             int64_t c;
             ht[d] = 0;
-            for (c = 0; c < RC_INTERLEAVE; c++) ht[d] += h2[c * (B + 1) + d];
+            for (c = 0; c < RC_INTERLEAVE; c++) ht[d] += h2[c * D + d];
         }
         memset(hr, 0, (size_t)(B + 1) * sizeof(int64_t));
         for (i = 0; i < R; i++) hr[ri[i] >> RC_RINFO_SHIFT]++;
     } else {
-        const int64_t H2 = 2 * B + 2;
+        const int64_t H2 = 2 * D;
         for (d = 0; d <= B; d++) {
             int64_t c, other = 0, relevant = 0;
             for (c = 0; c < RC_INTERLEAVE; c++) {

@@ -124,6 +124,10 @@
 #define RC_RINFO_COUNT_MASK 0xffffffffu  /* the low RC_RINFO_SHIFT bits: the count */
 /* bits of one packed code / label word (uint64_t) */
 #define RC_CODE_WORD_BITS 64
+/* the codes pass's counters per copy (rc_codes.c): one per distance 0 .. B, at least this many,
+ * so that codes of one word have a constant stride (the four copies are then constant offsets
+ * from one register, and the hot loop keeps its variables in registers) */
+#define RC_WORD_DISTANCES (RC_CODE_WORD_BITS + 1)
 /* NaN/inf test on the bits: adding one unit of the exponent field's lowest bit carries into
  * the sign bit exactly when the exponent is all ones (inf or NaN) */
 #define RC_F32_EXP_MASK 0x7f800000u            /* the 8 exponent bits of a float */
@@ -346,6 +350,9 @@ static inline dd acc_get(ddacc a) { return two_sum(a.s, a.c); }
 static inline int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
 static inline int64_t max64(int64_t a, int64_t b) { return a > b ? a : b; }
 
+/* distances per copy of the codes pass's counters: max(n_bits + 1, RC_WORD_DISTANCES) */
+static inline int64_t rc_codes_distances(int64_t n_bits) { return max64(n_bits + 1, RC_WORD_DISTANCES); }
+
 /* ---- per-thread workspace and per-query results ----------------------------------------- */
 typedef struct { double d; int64_t j; } relitem;
 typedef struct { double value; int64_t first; } bucketent;  /* float path: rc_float.c bucket_setup */
@@ -372,8 +379,9 @@ typedef struct {
     relitem *rtmp;           /* grown on demand (float path): the radix sort's other buffer */
     int64_t sel_cap, cand_cap, rtmp_cap;
     int prefix;              /* the prefix path is enabled (RC_FEATURE_PREFIX) */
-    uint32_t *h2;            /* RC_INTERLEAVE x 2 (B + 1) (codes path): per (distance, relevant),
-                              * or (stable / reverse) RC_INTERLEAVE running counts per distance */
+    uint32_t *h2;            /* RC_INTERLEAVE x 2 D (codes path, D = rc_codes_distances(B)): per
+                              * (distance, relevant), or (stable / reverse) RC_INTERLEAVE running
+                              * counts per distance, D apart */
     int64_t *ht, *hr;        /* B + 1: totals and relevant per distance */
     int64_t *clt, *rlt;      /* B + 1: items / relevant items at smaller distance */
     int64_t *run;            /* B + 1: counting-sort cursors */

@@ -25,7 +25,7 @@ static int ws_alloc(workspace *w, const rc_input *in)
     if (!w->skip) return -1;
     if (in->dist_kind == D_CODES) {
         size_t B = (size_t)in->n_bits + 1;
-        w->h2 = (uint32_t *)malloc(RC_INTERLEAVE * 2 * B * sizeof(uint32_t));
+        w->h2 = (uint32_t *)malloc(RC_INTERLEAVE * 2 * (size_t)rc_codes_distances(in->n_bits) * sizeof(uint32_t));
         w->ht = (int64_t *)malloc(B * sizeof(int64_t));
         w->hr = (int64_t *)malloc(B * sizeof(int64_t));
         w->clt = (int64_t *)malloc(B * sizeof(int64_t));
