@@ -22,8 +22,9 @@ What the C code does per query (spec §4, §12), never sorting the whole gallery
 * Relevance and junk come from labels (single ids compared as int64; multi-hot labels packed
   to uint64 words and ANDed) or from the boolean matrices, one query at a time: no
   ``Q x N`` matrix is ever built.
-* Queries are independent and run in parallel with OpenMP; results do not depend on the
-  thread count (``RC_NUM_THREADS`` or ``num_threads=``).
+* Queries are independent and run in parallel, in chunks handed out as threads become free
+  (``csrc/rc_threads.c``); results do not depend on the thread count (``num_threads=``,
+  ``RC_NUM_THREADS``, or the default rule of :mod:`.c_threads`).
 * nDCG, RR, AP@R and the hit rate come from the same ranks or tie groups (``csrc/rc_rank.c``):
   DCG reads the discount table of ``reference/contract/discounts.py`` (``rank_discounts``, by
   pointer: C computes no logarithm), graded relevance goes to C as one uint8 grade per item.
