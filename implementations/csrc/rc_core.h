@@ -136,10 +136,11 @@
 #define RC_F64_EXP_MASK 0x7ff0000000000000ull  /* the 11 exponent bits of a double */
 #define RC_F64_EXP_ONE 0x0010000000000000ull   /* the lowest exponent bit of a double */
 #define RC_F64_SIGN 0x8000000000000000ull      /* the sign bit of a double */
-/* rc_evaluate's threads take queries in chunks of about this many (query, item) pairs
- * (at least one query): ~50 us of work, so claiming a chunk (one atomic add) costs under 1%,
- * and a thread slowed or descheduled while it holds one delays the end by one chunk at most */
-#define RC_CHUNK_ITEMS 65536
+/* threads take queries in chunks of about this many (query, item) pairs (at least one
+ * query): ~0.2 ms of work, so claiming a chunk (an atomic add and a lock) and the cache lines of
+ * the output arrays shared with the neighbouring chunks cost under 1%, while a thread slowed
+ * while it holds one delays the end by about one chunk at its pace */
+#define RC_CHUNK_ITEMS 262144
 /* ... and each thread gets at least this many chunks on average (small problems: one query per
  * chunk), so the last chunks can go to whichever thread is free */
 #define RC_CHUNKS_PER_THREAD 8
