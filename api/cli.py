@@ -433,7 +433,8 @@ DELEGATED = {
     "audit": ("retrieval_conformance.conformance.audit.cli", "audit_main",
               "audit an evaluation: every convention's number, the conventions behind reported numbers, fragility"),
     "bench": ("retrieval_conformance.conformance.bench.cli", "bench_main",
-              "speed benchmarks at dataset scale with peers, a ratio regression gate (run, gate, report, plot)"),
+              "speed benchmarks at dataset scale with peers, a ratio regression gate, the feature page "
+              "(run, gate, report, features, plot)"),
     "compute-ap": ("retrieval_conformance.reference.landmark.cli", "compute_ap_main",
                    "the VGG compute_ap program for Oxford/Paris ranked lists"),
 }

@@ -19,7 +19,7 @@ measures that need the judgments themselves, in exact fractions (spec §13 trec_
   out; a retrieved document adds ``gain(g_r) d(r)`` (negative gains too; unjudged documents 0),
   the ideal places the judged documents of every grade whose gain is > 0 by gain descending,
   and nDCG = DCG / ideal (0 when the ideal is 0).  ``d(r)`` is the float64 table of spec §7
-  discount=log2, summed exactly.
+  discount=log2 (or, asked for, §7 discount=trec_eval_9.0a3), summed exactly.
 """
 from __future__ import annotations
 
@@ -29,7 +29,7 @@ from fractions import Fraction
 from operator import itemgetter
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
-from retrieval_conformance.reference.contract.discounts import discount_table
+from retrieval_conformance.reference.contract.discounts import rank_discounts
 from retrieval_conformance.reference.readers.trec import id_bytes
 
 Number = Union[Fraction, float]
@@ -114,9 +114,9 @@ def gain_map(gains: Any) -> Optional[Dict[int, Fraction]]:
 
 
 def ndcg_with_gains(grades: Sequence[Optional[int]], judged: Mapping[str, int], gains: Dict[int, Fraction],
-                    k: Optional[int]) -> Fraction:
+                    k: Optional[int], discount: str = "log2") -> Fraction:
     """trec_eval's ``ndcg`` under a gain map (``ndcg_cut_k`` with ``k``: the top k, the ideal's
-    first k places)."""
+    first k places); ``discount`` is the rule of spec §7 (``"trec_eval_9.0a3"``: the 2008 one)."""
     def gain(grade: Optional[int]) -> Fraction:
         return ZERO if grade is None or grade < 0 else gains.get(grade, Fraction(grade))
 
@@ -124,11 +124,15 @@ def ndcg_with_gains(grades: Sequence[Optional[int]], judged: Mapping[str, int], 
     ideal = sorted((gain(g) for g in judged.values() if g >= 0 and gain(g) > 0), reverse=True)
     if k is not None:
         ideal = ideal[:k]
-    d = [Fraction(x) for x in discount_table(max(len(top), len(ideal), 1)).tolist()]
-    best = sum((g * d[i] for i, g in enumerate(ideal)), ZERO)
+    d = rank_discounts(max(len(top), len(ideal), 1), discount).tolist()
+
+    def dcg(ranked_gains) -> Fraction:  # only the ranks that gain (most retrieved documents gain 0)
+        return sum((g * Fraction(d[i]) for i, g in enumerate(ranked_gains) if g), ZERO)
+
+    best = dcg(ideal)
     if best <= 0:
         return ZERO
-    return sum((gain(g) * d[i] for i, g in enumerate(top)), ZERO) / best
+    return dcg(map(gain, top)) / best
 
 
 def named_measures(k: Optional[int], level: int, grades: Sequence[Sequence[Optional[int]]],

@@ -59,6 +59,11 @@ class Found:
         c = self.candidate.conv
         return {"preset": c.base, "ties": c.ties, "ap_rule": c.ap_rule, "ap_at_k": c.ap_at_k, "empty": c.empty}
 
+    def label(self) -> str:
+        opts = self.options()
+        parts = [f"preset {opts['preset']}"] + [f"{n}={opts[n]}" for n in ("ties", "ap_rule", "ap_at_k", "empty")]
+        return ", ".join(parts + [f"bug {b}" for b in self.bugs])
+
     @property
     def bugs(self) -> List[str]:
         return [b.label for b in self.candidate.bugs]

@@ -11,6 +11,9 @@ Measuring and reporting: :mod:`.anchor` (the anchor timed between the rounds), :
 (peak memory in a child process), :mod:`.runs` (saved runs), :mod:`.report` (summary,
 targets, scaling exponents, history plot), :mod:`.ratio` (the ratio gate's statistics and
 verdicts), :mod:`.gate` (``bench run`` with the regression gate) and :mod:`.cli`
-(``retrieval-conformance bench``).  The tests are
+(``retrieval-conformance bench``).  The feature benchmarks (:mod:`.features`: ``bench features``,
+``bench report --features``) run each feature's ``figures(scale)`` in one saved run: :mod:`.curves`
+(curves at CIFAR-10 scale), :mod:`.distributed` (the distributed accumulator's bytes and time) and
+the sections of the metrics subset, the hashing pass and the threads.  The tests are
 ``conformance/test_bench_*.py``.
 """

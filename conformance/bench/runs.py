@@ -1,4 +1,5 @@
-"""Saved benchmark runs: pytest-benchmark's storage folder (one JSON file per run, per machine)."""
+"""Saved benchmark runs: pytest-benchmark's storage folder (one JSON file per run, per machine), and
+the runs of ``bench features`` in its ``features`` folder (:mod:`.features`)."""
 from __future__ import annotations
 
 import glob
@@ -31,8 +32,10 @@ def saved_runs(storage: str = ".benchmarks", machine: Optional[str] = None) -> L
 
 def load_run(path: str) -> Dict[str, Any]:
     data = json.loads(read_text_file(path))  # bounded: a FIFO, /dev/zero or non-UTF-8 is a named ValueError
-    if "benchmarks" not in data:
-        raise ValueError(f"{path}: not a pytest-benchmark JSON file (no 'benchmarks' key)")
+    if not isinstance(data, dict) or "benchmarks" not in data:
+        hint = " (a feature run: report it with --features)" if isinstance(data, dict) and \
+            data.get("kind") == "feature-benchmarks" else ""
+        raise ValueError(f"{path}: not a pytest-benchmark JSON file (no 'benchmarks' key){hint}")
     return data
 
 
@@ -49,4 +52,39 @@ def save_run(storage: str, data: Dict[str, Any]) -> str:
     path = os.path.join(folder, f"{number:04d}_{commit[:40]}{dirty}_{stamp}.json")
     with open(path, "w") as fh:
         json.dump(data, fh, indent=4)
+    return path
+
+
+#: the folder, under a machine's folder of the storage, of the saved feature runs
+FEATURE_FOLDER = "features"
+
+
+def saved_feature_runs(storage: str = ".benchmarks", machine: Optional[str] = None) -> List[str]:
+    """Saved feature runs (``bench features``) in ``storage`` for ``machine``, oldest first."""
+    folder = os.path.join(storage, machine or machine_id(), FEATURE_FOLDER)
+    return sorted(glob.glob(os.path.join(folder, "[0-9][0-9][0-9][0-9]_*.json")))
+
+
+def load_feature_run(path: str) -> Dict[str, Any]:
+    """A run saved by ``bench features``; ``ValueError`` naming the file when it is something else."""
+    data = json.loads(read_text_file(path))
+    if not isinstance(data, dict) or data.get("kind") != "feature-benchmarks":
+        hint = " (a pytest-benchmark run: report it without --features)" if isinstance(data, dict) and \
+            "benchmarks" in data else ""
+        raise ValueError(f"{path}: not a feature run of 'retrieval-conformance bench features' (no "
+                         f"\"kind\": \"feature-benchmarks\"){hint}")
+    return data
+
+
+def save_feature_run(storage: str, data: Dict[str, Any]) -> str:
+    """Store a feature run as ``<storage>/<machine>/features/NNNN_<datetime>.json``; its path."""
+    folder = os.path.join(storage, machine_id(), FEATURE_FOLDER)
+    os.makedirs(folder, exist_ok=True)
+    existing = saved_feature_runs(storage)
+    number = int(os.path.basename(existing[-1]).split("_")[0]) + 1 if existing else 1
+    stamp = str(data.get("datetime") or time.strftime("%Y-%m-%dT%H:%M:%S"))
+    stamp = stamp.split(".")[0].replace(":", "").replace("-", "").replace("T", "_")
+    path = os.path.join(folder, f"{number:04d}_{stamp}.json")
+    with open(path, "w") as fh:
+        json.dump(data, fh, indent=2)
     return path

@@ -61,7 +61,11 @@ FLAGS: Dict[str, Dict[str, Sequence[str]]] = {
     "audit": {"--npz": ["FILE:run", "FILE:garbage"], "--protocol": ["hashing", "nope"], "--k": ["1", "all", "0"],
               "--max-cost": ["0", "2", "-1"], "--format": ["text", "json", "xml"], "--reported": ["map=0.5", "x"],
               "--fail-if": ["map<0.5", "bogus"], "--output": ["FILE:out.xml", "/no/such/folder/r.txt"],
-              "--max-rank": ["1", "0"]},
+              "--max-rank": ["1", "0"], "--run": ["FILE:trec", "FILE:garbage", "FILE:missing"],
+              "--qrels": ["FILE:qrels", "FILE:garbage"], "--depth": ["5", "0", "x"], "--judged-only": [],
+              "--complete": [], "--score-dtype": ["float32", "bogus"], "--float-grades": ["truncate", "bogus"],
+              "--gains": ["1=3,2=9", "x"], "--relevance-level": ["2", "0"], "--ties": ["trec_eval", "bogus"],
+              "--ignore-identical-ids": []},
     "compute-ap": {},
     "presets": {},
     "explain": {},
@@ -97,8 +101,8 @@ def draw_argv(rng: random.Random, files: Dict[str, str]) -> List[str]:
     command = rng.choice(sorted(FLAGS))
     argv = [command]
     flags = FLAGS[command]
-    if command == "bench":  # never "bench run": it runs the benchmarks
-        sub = rng.choice(["gate", "report", "plot", "run --help"])
+    if command == "bench":  # never "bench run" or "bench features": they run the benchmarks
+        sub = rng.choice(["gate", "report", "plot", "run --help", "features --help", "report --features"])
         argv += sub.split()
     for _ in range(rng.randrange(0, 3)):
         if command in POSITIONALS:

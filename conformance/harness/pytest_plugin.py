@@ -75,11 +75,23 @@ def pytest_collection_modifyitems(config, items):
         return
     if not impl:
         return
-    keep = [it for it in items if it.nodeid.split("::")[0].endswith(LAB_CHECKS_MODULE)]
+    # by the file's name: a node id holds no file part when the suite lies outside the rootdir
+    # (``pytest --pyargs ...`` run from the lab's folder)
+    keep = [it for it in items if it.path.name == LAB_CHECKS_MODULE]
     if len(keep) == len(items):
         return
     config.hook.pytest_deselected(items=[it for it in items if it not in keep])
     items[:] = keep
+
+
+def _landmark_presets():
+    from retrieval_conformance.conformance.harness.session import LANDMARK_CONVENTIONS
+
+    return tuple(LANDMARK_CONVENTIONS)
+
+
+#: the presets --protocol takes beyond the table's, and when
+PROTOCOL_VALUES = (_landmark_presets(), "default: the adapter's usual one; the landmark presets with --adapter oxford")
 
 
 def add_options(parser):
@@ -88,10 +100,8 @@ def add_options(parser):
                     help="the metric function to check (module:function or path/to/file.py:function)")
     group.addoption("--adapter", default="hashing-codes", metavar="NAME",
                     help="its signature (retrieval-conformance check --help lists every adapter)")
-    group.addoption("--protocol", default=None, metavar="PRESET",
-                    help="preset to check against (default: the adapter's usual one)")
-    # the convention overrides (--ties, --ap-rule, ...), generated from the one options table
-    options_table.add_arguments(group, "pytest-plugin", skip=("protocol",))
+    # --protocol and the convention overrides (--ties, --ap-rule, ...), generated from the one options table
+    options_table.add_arguments(group, "pytest-plugin", wider={"protocol": PROTOCOL_VALUES})
     group.addoption("--arrays", default="auto", choices=("auto", "numpy", "torch"),
                     help="pass numpy arrays or torch tensors to --impl (auto: torch if numpy fails)")
     group.addoption("--known-deviations", default=None, metavar="FILE",

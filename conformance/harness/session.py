@@ -19,6 +19,7 @@ from retrieval_conformance.conformance.harness.expected import OPTION_VALUES, PL
 from retrieval_conformance.conformance.harness.predict import Predictor, within
 from retrieval_conformance.conformance.harness.report import Mismatch
 from retrieval_conformance.conformance.harness.runner import Outcome, Runner, torch_available
+from retrieval_conformance.reference.contract import options_table
 from retrieval_conformance.reference.contract.presets import PRESETS
 
 # the presets' families, by their junk rules: a preset with the camera junk rule is a ReID preset
@@ -83,8 +84,27 @@ class Evaluation:
         return any(r is not None for r in self.readings)
 
 
+#: what ``check`` and ``Session`` say of ``protocol`` beyond the options table
+PROTOCOL_DETAIL = ("Default: the adapter's usual one (``hashing``, ``reid``...); with ``adapter=\"oxford\"``, "
+                   "one of " + ", ".join(f"``{name}``" for name in LANDMARK_CONVENTIONS) + ".")
+
+
+@options_table.documented("check", protocol=PROTOCOL_DETAIL)
 class Session:
-    """Everything needed to check one function.  Use as a context manager so the worker stops."""
+    """Everything needed to check one function.  Use as a context manager so the worker stops.
+
+    Parameters
+    ----------
+    func, adapter
+        The function and its signature, as in :func:`~.entry.check`.
+    {options}
+    arrays, timeout, isolation, max_examples, atol, rtol, target, derandomize, known_deviations, only
+        As in :func:`~.entry.check`.
+    shrink_budget : int
+        Calls allowed to shrink a failing input.
+    warmup_timeout : float, optional
+        Seconds allowed for the first call in a worker, as in :func:`~.entry.check`.
+    """
 
     def __init__(self, func: Callable, adapter: str = "hashing-codes", protocol: Optional[str] = None, *,
                  ties: Optional[str] = None, ap_rule: Optional[str] = None, ap_at_k: Optional[str] = None,

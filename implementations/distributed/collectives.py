@@ -15,11 +15,11 @@ What is counted (per rank, algorithm-independent, padding included):
 """
 from __future__ import annotations
 
-import pickle
 from dataclasses import dataclass
 from typing import Any, List
 
 import numpy as np
+from retrieval_conformance.implementations.distributed.payloads import decode_payload, encode_payload
 
 
 @dataclass
@@ -87,8 +87,12 @@ class ProcessGroup:
         return [t.cpu().numpy()[:n].tobytes() for t, n in zip(gathered, lengths)]
 
     def all_gather_objects(self, value: Any) -> List[Any]:
-        """Every rank's ``value`` (numpy arrays, numbers, strings; pickled), in rank order."""
-        return [pickle.loads(p) for p in self.all_gather(pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL))]
+        """Every rank's ``value`` (dicts, lists, tuples, numbers, strings, numpy arrays), in rank order.
+
+        The values travel as :mod:`.payloads` (JSON and ``.npz``, never pickle), so nothing a rank
+        receives can run code; another type raises ``TypeError`` on the sending rank.
+        """
+        return [decode_payload(p) for p in self.all_gather(encode_payload(value))]
 
     def all_sum(self, counts: np.ndarray) -> np.ndarray:
         """The element-wise sum over ranks of int64 ``counts`` (same shape on every rank)."""

@@ -12,6 +12,7 @@ import inspect
 from typing import Any, Optional, cast
 
 import numpy as np
+from retrieval_conformance.reference.contract import options_table
 from retrieval_conformance.reference.contract import validation as v
 from retrieval_conformance.reference.contract.aggregation import aggregate
 from retrieval_conformance.reference.contract.arrays import first_where
@@ -200,6 +201,27 @@ _UNSET: Any = object()
 MAX_CUTOFFS = 100
 
 
+@options_table.documented(
+    "evaluate",
+    protocol="``retrieval-conformance presets`` lists the presets' conventions.",
+    k="The presets' k is None, except ``gldv2``'s: 100.  Any Python or numpy integer >= 1, of any size: a k beyond the "
+      "gallery gives full AP and R@k = 1, and P@k = R/k still divides by k (spec §6).  bools, floats and "
+      "strings are errors.  A tuple or list of cut-offs (``k=(1, 5, 10, 100)``) returns a :class:`ResultsAtK` "
+      "(``{k: Result}``, in the order given).",
+    max_rank="It sets the length of ``cmc`` and of every row of ``per_query.cmc``, 1 .. 10**7 "
+             "(``validation.MAX_RANK_LIMIT``).  Beyond the gallery the CMC is flat (§7 cmc_length=max_rank): "
+             "computed up to the gallery size and extended by its last value.  A max_rank beyond the gallery "
+             "whose per-query rows would exceed 2**27 values (1 GiB) is an error that says so.",
+    implementation="``result.implementation`` says who did.  ``\"auto\"``: the fastest available (C, then "
+                   "numpy, then torch; torch is not imported unless it is picked).  ``\"reference\"`` is the "
+                   "slow exact yardstick, the only one that also returns exact ``Fraction`` values "
+                   "(``result.exact``).  ``\"dask\"`` runs the queries on the current ``dask.distributed`` "
+                   "client (``pip install '.[dask]'``).  A registered third-party implementation is named "
+                   "the same way.",
+    device="Only with ``implementation=\"torch\"`` or ``\"auto\"`` (which then means torch).  Default: the "
+           "environment variable ``RC_TORCH_DEVICE``, else CUDA when present, else the CPU.  The numbers do not "
+           "depend on the device.",
+)
 def evaluate(
     distances=None,
     scores=None,
@@ -246,36 +268,7 @@ def evaluate(
     query_cams, db_cams, junk
         Junk items are removed before ranking.  With cameras, a gallery item with the query's
         id and camera is junk (ReID presets); ``junk`` is an explicit (Q, N) mask.
-    protocol : str
-        A preset of spec §9: ``hashing``, ``hashnet``, ``dcmh``, ``reid``, ``reid-matlab``,
-        ``gldv2``, ``pml``, ``trec`` or ``sklearn-ndcg`` (``retrieval-conformance presets``
-        lists their conventions; a test keeps this list complete).
-    k : int or None
-        Cut-off for AP@k, P@k and R@k; None for the whole gallery.  Default: the preset's
-        (None except ``gldv2``: 100).  Any Python or numpy integer >= 1, of any size: a k
-        beyond the gallery gives full AP and R@k = 1, and P@k = R/k still divides by k
-        (spec §6 k at or beyond the gallery).  bools, floats and strings are errors.
-        A tuple or list of cut-offs (``k=(1, 5, 10, 100)``) evaluates each one and returns a
-        :class:`ResultsAtK` (``{k: Result}``, in the order given).
-    max_rank : int
-        Length of the CMC (``cmc`` and every row of ``per_query.cmc``), 1 .. 10**7
-        (``validation.MAX_RANK_LIMIT``).  Beyond the gallery the CMC is flat (§7
-        cmc_length=max_rank): it is computed up to the gallery size and extended by its last
-        value.  A max_rank beyond the gallery whose per-query rows would exceed 2**27 values
-        (1 GiB) is an error that says so.
-    ties, ap_rule, ap_at_k, empty, radius, gain, recall, discount
-        Overrides of the preset's options (see :class:`Options`).
-    implementation : {"auto", "reference", "numpy", "torch", "c", "dask"}
-        Who computes; all return the same numbers, and ``result.implementation`` says who did.
-        Default ``"auto"``: the fastest available (C, then numpy, then torch; torch is not
-        imported unless it is picked).  ``"reference"`` is the slow exact yardstick, the only
-        one that also returns exact ``Fraction`` values (``result.exact``).  ``"dask"`` runs
-        the queries on the current ``dask.distributed`` client (``pip install '.[dask]'``).
-    device : str or torch.device, optional
-        Where torch computes (``"cpu"``, ``"cuda"``, ``"cuda:1"``); only with
-        ``implementation="torch"`` or ``"auto"`` (which then means torch).  Default: the
-        environment variable ``RC_TORCH_DEVICE``, else CUDA when present, else the CPU.  The
-        numbers do not depend on the device.
+    {options}
     block_size : int, optional
         Queries per block.  Inputs are validated and evaluated one query block at a time
         (a memory-mapped ``distances`` array is read block by block, embeddings and codes give
