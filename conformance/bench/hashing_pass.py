@@ -17,7 +17,8 @@ alike), are:
 Each kernel's counts per distance (all and relevant items, per query) must equal the anchor's;
 the report gives the median seconds, the nanoseconds per (query, item) pair, the median of the
 per-round ratios to the anchor and the load average before and after.  :func:`hashing_pass_figures`
-returns them as a dict (for the benchmark page), :func:`report` as text.  Run:
+returns them as a dict, :func:`figures` as the section ``hashing-pass`` of the feature benchmarks
+(``retrieval-conformance bench features``), :func:`report` as text.  Run:
 ``python -m retrieval_conformance.conformance.bench.hashing_pass [smoke|full] [rounds]``.
 """
 from __future__ import annotations
@@ -140,6 +141,38 @@ def hashing_pass_figures(scale: str = "full", rounds: int = 5) -> Dict[str, Any]
         "ratio_to_anchor": ratios, "pass_target": PASS_TARGET,
         "pass_within_target": ratios["pass"] <= PASS_TARGET, "same_counts": True,
     }
+
+
+#: rounds of the feature benchmark's section, per scale
+FIGURE_ROUNDS = {"full": 7, "smoke": 2}
+
+
+def figures(scale: str = "full") -> Dict[str, Dict[str, Any]]:
+    """The section ``hashing-pass`` of the feature benchmarks: each kernel's median time as a
+    multiple of the anchor's (the median of the per-round ratios), with its milliseconds."""
+    if scale not in FIGURE_ROUNDS:
+        raise ValueError(f"scale: expected one of {sorted(FIGURE_ROUNDS)}, got {scale!r}")
+    fig = hashing_pass_figures(scale, FIGURE_ROUNDS[scale])
+    seconds, ns = fig["seconds"], fig["ns_per_pair"]
+    anchor = {"name": "the anchor", "value": 1e3 * seconds["anchor"], "unit": "ms"}
+    out: Dict[str, Dict[str, Any]] = {
+        "anchor (bare XOR, popcount, count per distance)": {
+            "value": 1e3 * seconds["anchor"], "unit": "ms",
+            "note": f"{ns['anchor']:.2f} ns per (query, item) pair, {fig['queries']:,} x {fig['gallery']:,}"},
+    }
+    notes = {"pass": "the library's pass as the hashing protocol runs it (stable ties: counting sort)",
+             "pass, histogram only": "as the expected / grouped / optimistic / pessimistic policies run it",
+             "evaluate": "rc.evaluate(implementation='c'), every metric, inputs as given",
+             "evaluate, mAP only": "rc.evaluate(implementation='c', metrics=['map'])"}
+    for label in seconds:
+        if label == "anchor":
+            continue
+        figure = {"value": fig["ratio_to_anchor"][label], "unit": "x the anchor", "baseline": anchor,
+                  "note": f"{1e3 * seconds[label]:.3g} ms, {ns[label]:.2f} ns per pair; {notes.get(label, '')}"}
+        if label == "pass":
+            figure["target"] = f"<= {PASS_TARGET}x"
+        out[label] = figure
+    return out
 
 
 def report(scale: str = "full", rounds: int = 5) -> str:

@@ -13,7 +13,8 @@ alike):
 Every run's per-query arrays must be bit for bit those of the first one-thread run (a
 difference raises).  :func:`thread_figures` returns the medians, the speed-ups of two threads
 and of the default over one (the median of the per-round ratios) and the load averages as a
-dict (for the benchmark page); :func:`report` prints them.  Targets: two threads at least
+dict, :func:`figures` as the section ``threads`` of the feature benchmarks (``retrieval-conformance
+bench features``); :func:`report` prints them.  Targets: two threads at least
 :data:`QUIET_TARGET` times one thread on a quiet machine, at least :data:`BUSY_TARGET` with the
 competing process.  Run:
 ``python -m retrieval_conformance.conformance.bench.threads [smoke|full] [rounds]``.
@@ -145,6 +146,31 @@ def thread_figures(scale: str = "full", rounds: int = 5) -> Dict[str, Any]:
         cond["met"] = cond["speedup"]["2 threads"] >= cond["target"]
         figures["conditions"][label] = cond
     return figures
+
+
+#: rounds of the feature benchmark's section, per scale
+FIGURE_ROUNDS = {"full": 5, "smoke": 1}
+
+
+def figures(scale: str = "full") -> Dict[str, Dict[str, Any]]:
+    """The section ``threads`` of the feature benchmarks: per condition, the speed-up of two
+    threads and of the default over one thread (median of the per-round ratios)."""
+    if scale not in FIGURE_ROUNDS:
+        raise ValueError(f"scale: expected one of {sorted(FIGURE_ROUNDS)}, got {scale!r}")
+    fig = thread_figures(scale, FIGURE_ROUNDS[scale])
+    out: Dict[str, Dict[str, Any]] = {}
+    for label, cond in fig["conditions"].items():
+        s, x = cond["seconds"], cond["speedup"]
+        one = {"name": "one thread", "value": 1e3 * s["1 thread"], "unit": "ms"}
+        load = f"load average {cond['load_before'][0]:.2f} before, {cond['load_after'][0]:.2f} after"
+        out[f"2 threads, {label}"] = {
+            "value": x["2 threads"], "unit": "x one thread", "target": f">= {cond['target']}x", "baseline": one,
+            "note": f"{1e3 * s['2 threads']:.3g} ms; same bits; {load}"}
+        n = fig["default_threads"]
+        out[f"default ({n} thread{'' if n == 1 else 's'}), {label}"] = {
+            "value": x["default"], "unit": "x one thread", "target": f">= {BUSY_TARGET}x", "baseline": one,
+            "note": f"{1e3 * s['default']:.3g} ms; never below one thread is the rule's aim"}
+    return out
 
 
 def report(scale: str = "full", rounds: int = 5) -> str:

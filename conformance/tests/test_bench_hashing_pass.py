@@ -65,3 +65,14 @@ def test_figures_at_smoke_scale(bench):
     assert "x anchor" in bench.report("smoke", rounds=1)
     with pytest.raises(ValueError, match="rounds"):
         bench.hashing_pass_figures("smoke", rounds=0)
+
+
+def test_feature_section_figures(bench):
+    """The section ``hashing-pass`` of the feature benchmarks reads as figures, the pass with its target."""
+    from retrieval_conformance.conformance.bench.features.figures import check_figures
+
+    figs = check_figures(bench.figures("smoke"), "hashing_pass.figures")
+    assert figs["pass"]["target"] == "<= 1.5x" and figs["pass"]["unit"] == "x the anchor"
+    assert figs["anchor (bare XOR, popcount, count per distance)"]["unit"] == "ms"
+    with pytest.raises(ValueError, match="scale"):
+        bench.figures("huge")

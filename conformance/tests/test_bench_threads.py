@@ -55,3 +55,17 @@ def test_figures_at_smoke_scale(threads_bench, monkeypatch):
     assert fig["default_threads"] == 1  # 20 x 600 is a small problem
     with pytest.raises(ValueError, match="rounds"):
         threads_bench.thread_figures("smoke", rounds=0)
+
+
+def test_feature_section_figures(threads_bench, monkeypatch):
+    """The section ``threads`` of the feature benchmarks: two threads and the default against one,
+    under every condition, with their targets."""
+    from retrieval_conformance.conformance.bench.features.figures import check_figures
+
+    monkeypatch.setattr(threads_bench, "SETTLE_SECONDS", 0.0)
+    figs = check_figures(threads_bench.figures("smoke"), "threads.figures")
+    assert figs["2 threads, quiet"]["target"] == ">= 1.7x"
+    assert figs["2 threads, busy, nice 19"]["target"] == ">= 1.0x"
+    assert figs["default (1 thread), busy"]["unit"] == "x one thread"
+    with pytest.raises(ValueError, match="scale"):
+        threads_bench.figures("huge")
