@@ -10,6 +10,9 @@ alike):
   priority;
 * ``busy, nice 19``: the same process at the lowest priority.
 
+The competing process is a child of this one, in its session (and so, where the kernel groups
+processes by session, ``autogroup``, in its scheduling group, where niceness acts).
+
 Every run's per-query arrays must be bit for bit those of the first one-thread run (a
 difference raises).  :func:`thread_figures` returns the medians, the speed-ups of two threads
 and of the default over one (the median of the per-round ratios) and the load averages as a
