@@ -215,7 +215,8 @@ def cpu_features(mask: Optional[int] = None) -> int:
 
 
 def max_threads() -> int:
-    """Threads the C code uses by default here (OpenMP's default: every core)."""
+    """OpenMP's thread count (``OMP_NUM_THREADS``, else every online CPU): the most the default rule of
+    :mod:`.c_threads` picks."""
     return int(_require().rc_max_threads())
 
 
