@@ -13,7 +13,7 @@ Threads never outnumber the CPUs the process may use, so no two of its threads t
 one core; the queries are handed out in small chunks as threads become free (the C loop's
 dynamic schedule), so a thread slowed by another process on its core takes fewer of them and
 costs only its share.  Every thread count gives the same bits.  A forked child runs on one
-thread (GNU OpenMP's threads do not survive ``fork``).
+thread, as a child of a process that ran threads before it forked.
 """
 from __future__ import annotations
 
