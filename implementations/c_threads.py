@@ -12,8 +12,8 @@ The default rule (:func:`default_threads`), for a call of ``n_queries`` x ``n_ga
 Threads never outnumber the CPUs the process may use, so no two of its threads take turns on
 one core; the queries are handed out in small chunks as threads become free (the C loop's
 dynamic schedule), so a thread slowed by another process on its core takes fewer of them and
-costs only its share.  Every thread count gives the same bits.  A forked child runs on one
-thread, as a child of a process that ran threads before it forked.
+costs only its share.  Every thread count gives the same bits.  A process forked from another
+runs on one thread.
 """
 from __future__ import annotations
 
