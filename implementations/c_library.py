@@ -224,7 +224,8 @@ def cpu_features(mask: Optional[int] = None) -> int:
 
 
 def max_threads() -> int:
-    """Threads the C code uses by default here (OpenMP's default: every core)."""
+    """OpenMP's thread count (``OMP_NUM_THREADS``, else every online CPU): the most the default rule of
+    :mod:`.c_threads` picks."""
     return int(_require().rc_max_threads())
 
 
@@ -247,8 +248,8 @@ def _fork_safe(num_threads: int) -> int:
 
 
 def thread_count(num_threads: Optional[int] = None) -> int:
-    """The thread count to use: ``num_threads``, else ``RC_NUM_THREADS``, else 0 (OpenMP's
-    default, every core)."""
+    """The thread count asked for: ``num_threads``, else ``RC_NUM_THREADS``, else 0 (the
+    default rule, :func:`.c_threads.default_threads`, decides)."""
     if num_threads is None:
         env = os.environ.get("RC_NUM_THREADS", "").strip()
         if not env:
