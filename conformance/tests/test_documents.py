@@ -19,7 +19,7 @@ import pytest
 
 #: documents whose ```python blocks run, in order, in one namespace per document
 RUNNABLE = ("README.md", "docs/guide/hashing.md", "docs/guide/reid.md", "docs/guide/landmark.md",
-            "docs/guide/ir.md", "docs/conventions.md")
+            "docs/guide/ir.md", "docs/conventions.md", "docs/metrics-subset.md")
 BLOCK = re.compile(r"^```python\n(.*?)^```", re.MULTILINE | re.DOTALL)
 #: documents whose ```python blocks are snippets over the reader's own arrays or services, not
 #: tours: why each is not run (their blocks are compiled, so a syntax error still fails)
@@ -45,6 +45,7 @@ NOT_RUN = {
     ("pytest",): "runs a test suite against the reader's function or tests",
     ("retrieval-conformance", "golden"): "the main job: every implementation on every golden case (minutes)",
     ("retrieval-conformance", "bench", "run"): "benchmarks at dataset scale (minutes)",
+    ("retrieval-conformance", "bench", "features"): "the feature benchmarks at dataset scale (minutes)",
     ("python", "-m"): "a long job (the fuzz campaign, the audit's cost at full scale, the trec_eval goldens "
                       "from trec_eval binaries); the module must exist",
 }
