@@ -15,6 +15,7 @@ from __future__ import annotations
 from typing import Any, Dict, List, Mapping, Sequence, Tuple
 
 import numpy as np
+from retrieval_conformance.conformance.audit.movers import widest_moves
 from retrieval_conformance.conformance.audit.trec.evaluator import Setting, TrecEvaluator
 from retrieval_conformance.conformance.audit.trec.orders import TIE_ORDERS
 from retrieval_conformance.reference.contract.conventions import DISCOUNTS, GAINS
@@ -152,26 +153,17 @@ def query_movers(ev: TrecEvaluator, declared: Setting, main: str, varied: Dict[s
     qids = base.query_ids
     values = base.per_query[main]
     n_rel = np.asarray(base.per_query["num_rel"])
-    ranges, lows, highs = {}, {}, {}
+    rows_by_axis = {}
     for axis in ("ties", "judged_only", "depth", "score_dtype", "float_grades"):
-        if axis not in varied:
-            continue
-        rows = np.array([ev.run(declared.with_(**{axis: v})).column(main, qids) for v in varied[axis]])
-        rows = np.where(np.isfinite(rows), rows, values[None, :])
-        lows[axis], highs[axis] = rows.min(0), rows.max(0)
-        ranges[axis] = highs[axis] - lows[axis]
-    stacked = np.array(list(ranges.values()))
-    widest = stacked.max(0)
-    cause = np.array(list(ranges))[stacked.argmax(0)]
-    moved = np.flatnonzero((widest > 0) & (n_rel > 0))
-    order = moved[np.argsort(-widest[moved], kind="stable")][:LISTED]
-    top = [{"query": qids[q], "declared": float(values[q]), "low": float(lows[cause[q]][q]),
-            "high": float(highs[cause[q]][q]), "axis": str(cause[q]),
-            "why": _reason(ev, declared, str(cause[q]), base, int(q))} for q in order]
+        if axis in varied:
+            rows = np.array([ev.run(declared.with_(**{axis: v})).column(main, qids) for v in varied[axis]])
+            rows_by_axis[axis] = np.where(np.isfinite(rows), rows, values[None, :])
+    moves = widest_moves(rows_by_axis, n_rel)
+    top = [{"query": qids[q], **moves.describe(q, values), "why": _reason(ev, declared, moves.axis(q), base, int(q))}
+           for q in moves.order]
     empty = [qids[q] for q in np.flatnonzero(n_rel == 0)]
-    return {"metric": main, "queries": len(qids), "moved_by_any": int(moved.size),
-            "declared_values": [float(v) for v in values[n_rel > 0]],
-            "by_axis": {axis: int(((r > 0) & (n_rel > 0)).sum()) for axis, r in ranges.items()},
+    return {"metric": main, "queries": len(qids), "moved_by_any": int(moves.moved.size),
+            "declared_values": [float(v) for v in values[n_rel > 0]], "by_axis": moves.by_axis(),
             "top": top, "empty": empty[:LISTED], "n_empty": len(empty),
             "empty_why": ("no relevant document in the qrels: trec_eval evaluates the topic and counts 0 in every "
                           "mean") if empty else ""}
