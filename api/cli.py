@@ -8,7 +8,7 @@ import warnings
 from typing import Dict, List, Optional, Tuple
 
 from retrieval_conformance import strict_json
-from retrieval_conformance.array_files import EVALUATE_ARRAYS, ArrayBudget, read_array_file, read_search_file
+from retrieval_conformance.array_files import EVALUATE_ARRAYS, ArrayBudget, load_evaluate_arrays, read_search_file
 from retrieval_conformance.reference.contract import options_table
 from retrieval_conformance.reference.contract.command_line import (
     CommandParser,
@@ -32,29 +32,6 @@ def _load(target: str):
 def _by_name(target: str):
     """A subcommand function that loads ``target`` when it runs."""
     return lambda args: _load(target)(args)
-
-
-def _load_arrays(args) -> dict:
-    """The arrays named by ``--npz`` and the per-array options, read defensively.
-
-    Files are read with :func:`~retrieval_conformance.reference.readers.read_npz` /
-    :func:`~retrieval_conformance.reference.readers.read_npy`: only regular files of plain
-    arrays, each header's declared size checked against the data present and against
-    ``--max-array-bytes`` (all arrays together) before anything is allocated.
-
-    Raises
-    ------
-    ValueError
-        With a message naming the option, the file and what to do; ``evaluate_main``
-        prints it as ``error: ...`` and exits with status 2.
-    """
-    budget = ArrayBudget(args.max_array_bytes)
-    arrays = dict(read_array_file("--npz", args.npz, budget, archive=True)) if args.npz else {}
-    for key in EVALUATE_ARRAYS:
-        path = getattr(args, key)
-        if path:
-            arrays[key] = read_array_file("--" + key.replace("_", "-"), path, budget, archive=False)[""]
-    return arrays
 
 
 #: options that a TREC run evaluation always takes (``rc.evaluate_run`` has these keywords)
@@ -185,7 +162,7 @@ def evaluate_main(args) -> int:
         qrels = qrels if from_labels is None else from_labels
     if not trec:
         try:
-            arrays = _load_arrays(args)
+            arrays = load_evaluate_arrays(args)
         except ValueError as exc:
             print(f"error: {exc}", file=sys.stderr)
             return 2

@@ -13,8 +13,8 @@ def print_result(res) -> None:
         exact = f"  (exact {res.exact.map})" if res.exact is not None and res.exact.map is not None else ""
         print(f"  mAP{at_k}: {res.map:.6f}{exact}")
     pair = [f"{label}: {getattr(res, name):.6f}" for name, label in
-            (("precision_at_k", f"P@{o.k}"), ("recall_at_k", f"R@{o.k}")) if res.has(name)]
-    if o.k is not None and pair:
+            (("precision_at_k", f"P@{o.k}"), ("recall_at_k", f"R@{o.k}")) if o.k is not None and res.has(name)]
+    if pair:
         print("  " + "   ".join(pair))
     if res.has("cmc"):
         ranks = [r for r in (1, 5, 10, 20, 50) if r <= res.cmc.shape[0]]

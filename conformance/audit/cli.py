@@ -11,7 +11,7 @@ import json
 import sys
 from typing import List, Optional
 
-from retrieval_conformance.array_files import EVALUATE_ARRAYS, ArrayBudget, read_array_file
+from retrieval_conformance.array_files import EVALUATE_ARRAYS, load_evaluate_arrays
 from retrieval_conformance.reference.contract.command_line import CommandParser
 
 
@@ -124,12 +124,7 @@ def _audit_arrays(args, audit):
         if getattr(args, name) not in (None, False):
             raise ValueError(f"{_flag(name)}: an option of a TREC run (trec_eval's); pass --run and --qrels")
     k = _cutoff(args.k)
-    budget = ArrayBudget(args.max_array_bytes)
-    arrays = dict(read_array_file("--npz", args.npz, budget, archive=True)) if args.npz else {}
-    for key in EVALUATE_ARRAYS:
-        path = getattr(args, key)
-        if path:
-            arrays[key] = read_array_file("--" + key.replace("_", "-"), path, budget, archive=False)[""]
+    arrays = load_evaluate_arrays(args)
     unknown = sorted(set(arrays) - set(EVALUATE_ARRAYS))
     if unknown:
         raise ValueError(f"--npz: array {unknown[0]!r} is not an evaluate() argument; expected names from "
