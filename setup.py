@@ -9,6 +9,8 @@ from setuptools import Extension, setup
 from setuptools.command.build_ext import build_ext
 
 OPENMP = ["-fopenmp"]
+#: POSIX threads (csrc/rc_threads.c) where the platform has them
+PTHREAD = ["-pthread"] if os.name == "posix" else []
 #: the C sources: units and their shared header (also shipped as package data, for the sanitizer run)
 CSRC = "implementations/csrc"
 
@@ -43,8 +45,8 @@ if mode != "0":
             sources=c_files(".c"),
             include_dirs=[CSRC],
             depends=c_files(".h"),  # a changed header rebuilds the units
-            extra_compile_args=["-O3", "-std=c99"] + OPENMP,
-            extra_link_args=list(OPENMP),
+            extra_compile_args=["-O3", "-std=c99"] + PTHREAD + OPENMP,
+            extra_link_args=PTHREAD + OPENMP,
             optional=(mode != "1"),
         )
     )

@@ -20,7 +20,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, Dict, Optional, Tuple, cast
 
-from retrieval_conformance.reference.contract import registry
+from retrieval_conformance.reference.contract import options_table, registry
 from retrieval_conformance.reference.contract import validation as v
 from retrieval_conformance.reference.contract.aggregation import aggregate
 from retrieval_conformance.reference.contract.embeddings import METRICS, SliceCache, embedding_distances
@@ -36,8 +36,17 @@ _UNSET: Any = object()
 GALLERY_COLUMNS = ("distances", "scores", "relevance", "junk")
 
 
+@options_table.documented(
+    "accumulator",
+    implementation="Resolved here (``\"auto\"``: the fastest available) and used for every block; "
+                   "``\"reference\"`` also keeps exact ``Fraction`` values (``result.exact``).",
+    device="As in :func:`~retrieval_conformance.evaluate`.",
+)
 class Accumulator:
     """Retrieval metrics accumulated over blocks of queries against a fixed gallery.
+
+    The options are those of :func:`~retrieval_conformance.evaluate`, validated here, once: a bad
+    option fails at construction, by name.
 
     Parameters
     ----------
@@ -48,15 +57,9 @@ class Accumulator:
         ``scores`` matrix, ``db_labels`` (and ``db_cams``) suffice, and nothing is needed when
         they bring ``relevance`` too.  Tensors are moved to the CPU; arrays are held, not
         copied, so do not change them in place between updates.
-    protocol, k, max_rank, ties, ap_rule, ap_at_k, empty, radius, metric, gain, recall, discount
-        As in :func:`~retrieval_conformance.evaluate`, validated here, once: a bad option
-        fails at construction, by name.  ``k`` defaults to the preset's.
-    implementation : {"auto", "reference", "numpy", "torch", "c"}
-        Who computes; resolved here (``"auto"``: the fastest available) and used for every
-        block.  ``"reference"`` also keeps exact ``Fraction`` values (``result.exact``).
-    device : str or torch.device, optional
-        Where torch computes, as in :func:`evaluate` (only with ``implementation="torch"`` or
-        ``"auto"``).
+    {options}
+    metric : {"euclidean", "cosine"}, default "euclidean"
+        How distances are computed from embeddings, as in :func:`~retrieval_conformance.evaluate`.
     distributed : bool
         True: evaluate on the current ``torch.distributed`` process group.  Each rank passes its
         shard of the gallery here (possibly empty) and its queries to ``update()`` (embeddings or
@@ -100,10 +103,11 @@ class Accumulator:
         discount: Optional[str] = None,
         device=None,
         distributed: bool = False,
+        metrics=None,
     ) -> None:
         self._options = resolve_options(
             protocol, None if k is _UNSET else k, max_rank, ties, ap_rule, ap_at_k, empty, radius,
-            k_given=k is not _UNSET, gain=gain, recall=recall, discount=discount,
+            k_given=k is not _UNSET, gain=gain, recall=recall, discount=discount, metrics=metrics,
         )
         self._protocol = protocol
         self._metric = v.choice("metric", metric, METRICS)
@@ -224,12 +228,12 @@ class Accumulator:
             per_query = self._evaluate_block(block, kinds)
             # the per-query CMC rows of every query so far, as one evaluate call would check them
             # a block was evaluated, so the gallery size is known (from the constructor or a matrix)
-            check_cmc_size(start + per_query.ap.shape[0], cast(int, n_gallery), self._options.max_rank)
+            check_cmc_size(start + per_query.n_relevant.shape[0], cast(int, n_gallery), self._options.max_rank)
         except (ValueError, TypeError) as exc:
             raise _located(exc, start) from None
         self._parts.append(per_query)
         self._codes_seen = seen
-        self._n_queries += per_query.ap.shape[0]
+        self._n_queries += per_query.n_relevant.shape[0]
         self._n_gallery = n_gallery
 
     def compute(self) -> Result:

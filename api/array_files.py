@@ -96,3 +96,26 @@ def read_search_file(path: str, metric: str, budget: ArrayBudget,
     except ValueError as exc:
         raise ValueError(f"--search {path}: {exc}") from None
     return run, qrels
+
+
+def load_evaluate_arrays(args) -> dict:
+    """The arrays named by ``--npz`` and the per-array options (``--distances`` ...), read defensively.
+
+    Files are read with :func:`~retrieval_conformance.reference.readers.read_npz` /
+    :func:`~retrieval_conformance.reference.readers.read_npy`: only regular files of plain
+    arrays, each header's declared size checked against the data present and against
+    ``--max-array-bytes`` (all arrays together) before anything is allocated.
+
+    Raises
+    ------
+    ValueError
+        With a message naming the option, the file and what to do; the command
+        prints it as ``error: ...`` and exits with status 2.
+    """
+    budget = ArrayBudget(args.max_array_bytes)
+    arrays = dict(read_array_file("--npz", args.npz, budget, archive=True)) if args.npz else {}
+    for key in EVALUATE_ARRAYS:
+        path = getattr(args, key)
+        if path:
+            arrays[key] = read_array_file("--" + key.replace("_", "-"), path, budget, archive=False)[""]
+    return arrays

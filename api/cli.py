@@ -8,7 +8,7 @@ import warnings
 from typing import Dict, List, Optional, Tuple
 
 from retrieval_conformance import strict_json
-from retrieval_conformance.array_files import EVALUATE_ARRAYS, ArrayBudget, read_array_file, read_search_file
+from retrieval_conformance.array_files import EVALUATE_ARRAYS, ArrayBudget, load_evaluate_arrays, read_search_file
 from retrieval_conformance.reference.contract import options_table
 from retrieval_conformance.reference.contract.command_line import (
     CommandParser,
@@ -17,6 +17,7 @@ from retrieval_conformance.reference.contract.command_line import (
 )
 from retrieval_conformance.reference.readers.grades import FLOAT_GRADES
 from retrieval_conformance.reference.readers.text import read_text_lines
+from retrieval_conformance.result_text import print_result
 
 
 def _load(target: str):
@@ -31,29 +32,6 @@ def _load(target: str):
 def _by_name(target: str):
     """A subcommand function that loads ``target`` when it runs."""
     return lambda args: _load(target)(args)
-
-
-def _load_arrays(args) -> dict:
-    """The arrays named by ``--npz`` and the per-array options, read defensively.
-
-    Files are read with :func:`~retrieval_conformance.reference.readers.read_npz` /
-    :func:`~retrieval_conformance.reference.readers.read_npy`: only regular files of plain
-    arrays, each header's declared size checked against the data present and against
-    ``--max-array-bytes`` (all arrays together) before anything is allocated.
-
-    Raises
-    ------
-    ValueError
-        With a message naming the option, the file and what to do; ``evaluate_main``
-        prints it as ``error: ...`` and exits with status 2.
-    """
-    budget = ArrayBudget(args.max_array_bytes)
-    arrays = dict(read_array_file("--npz", args.npz, budget, archive=True)) if args.npz else {}
-    for key in EVALUATE_ARRAYS:
-        path = getattr(args, key)
-        if path:
-            arrays[key] = read_array_file("--" + key.replace("_", "-"), path, budget, archive=False)[""]
-    return arrays
 
 
 #: options that a TREC run evaluation always takes (``rc.evaluate_run`` has these keywords)
@@ -184,7 +162,7 @@ def evaluate_main(args) -> int:
         qrels = qrels if from_labels is None else from_labels
     if not trec:
         try:
-            arrays = _load_arrays(args)
+            arrays = load_evaluate_arrays(args)
         except ValueError as exc:
             print(f"error: {exc}", file=sys.stderr)
             return 2
@@ -230,11 +208,15 @@ def evaluate_main(args) -> int:
     if trec and not args.quiet:
         print("\n".join(trec_eval_lines(results)))
         return 0
+    if args.quiet and not results[0].has("map"):
+        print("error: --quiet: prints only mAP, which --metrics did not ask for; add map to --metrics, or drop "
+              "--quiet", file=sys.stderr)
+        return 2
     for one in results:
         if args.quiet:
             print(f"{one.map!r}")
         else:
-            _print_result(one)
+            print_result(one)
     return 0
 
 
@@ -268,25 +250,6 @@ def _parse_k(text: str) -> Optional[list]:
     except ValueError:
         return None
     return values if all(value >= 1 for value in values) else None
-
-
-def _print_result(res) -> None:
-    o = res.options
-    print(f"protocol {res.protocol} (implementation {res.implementation})")
-    print(f"  ties={o.ties} ap_rule={o.ap_rule} k={o.k} ap_at_k={o.ap_at_k} empty={o.empty}")
-    print(f"  queries: {res.ap.shape[0]}, counted: {res.n_counted}")
-    exact = f"  (exact {res.exact.map})" if res.exact is not None and res.exact.map is not None else ""
-    print(f"  mAP{'' if o.k is None else '@' + str(o.k)}: {res.map:.6f}{exact}")
-    if res.precision_at_k is not None:
-        print(f"  P@{o.k}: {res.precision_at_k:.6f}   R@{o.k}: {res.recall_at_k:.6f}")
-    ranks = [r for r in (1, 5, 10, 20, 50) if r <= res.cmc.shape[0]]
-    print("  CMC: " + "  ".join(f"Rank-{r} {res.cmc[r - 1]:.4f}" for r in ranks))
-    print(f"  mINP: {res.minp:.6f}   R-precision: {res.r_precision:.6f}")
-    at_k = "" if o.k is None else "@" + str(o.k)
-    print(f"  nDCG{at_k}: {res.ndcg_at_k:.6f}   MRR{at_k}: {res.mrr:.6f}   MAP@R: {res.map_at_r:.6f}")
-    if res.precision_at_radius is not None:
-        print(f"  within radius {o.radius:g}: precision {res.precision_at_radius:.6f}, "
-              f"recall {res.recall_at_radius:.6f}")
 
 
 def _read_query_ids(path: str) -> List[str]:
@@ -401,7 +364,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("presets", help="list the protocol presets")
     p.set_defaults(func=presets_main)
 
-    from retrieval_conformance.reference import spec_cli
+    from retrieval_conformance import spec_cli
 
     spec_cli.add_parser(sub)  # explain [CLAUSE]: the specification's clauses
     # listed in --help; main() hands their arguments to their own parsers
@@ -435,7 +398,7 @@ DELEGATED = {
     "bench": ("retrieval_conformance.conformance.bench.cli", "bench_main",
               "speed benchmarks at dataset scale with peers, a ratio regression gate, the feature page "
               "(run, gate, report, features, plot)"),
-    "compute-ap": ("retrieval_conformance.reference.landmark.cli", "compute_ap_main",
+    "compute-ap": ("retrieval_conformance.reference.protocols.landmark.cli", "compute_ap_main",
                    "the VGG compute_ap program for Oxford/Paris ranked lists"),
 }
 

@@ -9,7 +9,7 @@ import functools
 import inspect
 
 from retrieval_conformance.reference.contract.evaluate import evaluate as evaluate_arrays
-from retrieval_conformance.reference.trec import evaluate_run
+from retrieval_conformance.reference.protocols.trec.evaluation import evaluate_run
 
 #: the options a TREC run takes through ``evaluate`` (the rest belong to arrays; see evaluate_run)
 RUN_OPTIONS = ("k", "max_rank", "implementation")
@@ -28,8 +28,8 @@ def evaluate(*args, run=None, qrels=None, **kwargs):
         raise ValueError(
             f"{name}: with run= and qrels= the ranking and relevance come from them (trec_eval's order: "
             f"score descending, then docno descending); only {', '.join(RUN_OPTIONS)} apply, and "
-            "retrieval_conformance.reference.trec.evaluate_run takes the others (relevance_level, complete, "
-            "score_dtype, depth, judged_only, ignore_identical_ids, gains, float_grades)"
+            "retrieval_conformance.evaluate_run takes the others (relevance_level, complete, score_dtype, "
+            "depth, judged_only, ignore_identical_ids, gains, float_grades)"
         )
     return evaluate_run(run, qrels, **kwargs)
 
@@ -44,7 +44,7 @@ evaluate.__signature__ = inspect.Signature(_parameters + [  # type: ignore[attr-
 _RUN_PARAMETERS = """    run, qrels : path or dict, optional
         Instead of arrays: a TREC run and its qrels (files, or ranx-style dicts
         ``{qid: {doc_id: score}}`` and ``{qid: {doc_id: grade}}``), evaluated as trec_eval does
-        (:func:`retrieval_conformance.reference.trec.evaluate_run`; ``k``, ``max_rank`` and
+        (:func:`retrieval_conformance.reference.protocols.trec.evaluation.evaluate_run`; ``k``, ``max_rank`` and
         ``implementation`` apply).
 
 """

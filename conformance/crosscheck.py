@@ -11,20 +11,11 @@ from typing import Callable, Dict, List, Optional
 
 import numpy as np
 import retrieval_conformance as rc
-from retrieval_conformance.reference.contract.conventions import (
-    AP_AT_K_DENOMINATORS,
-    AP_RULES,
-    DISCOUNTS,
-    GAINS,
-    RECALL_SENSES,
-    TIE_POLICIES,
-)
-from retrieval_conformance.reference.contract.presets import PRESETS
+from retrieval_conformance.conformance.problems.choices import NumpyChoices
+from retrieval_conformance.conformance.problems.evaluate_inputs import crosscheck_options, crosscheck_problem
 from retrieval_conformance.reference.contract.problem import ARRAY_FIELDS, OPTIONAL_FIELDS, VALUE_FIELDS
 
 TOLERANCE = 1e-12
-#: the presets that take cameras (their junk rule is same_id_cam), in PRESETS order
-REID_PRESETS = [name for name, p in PRESETS.items() if "same_id_cam" in p.junk]
 FIELDS = VALUE_FIELDS
 
 
@@ -98,53 +89,6 @@ def run_both(fn_ref, fn_other, *args):
     return ref, fn_other(*args)
 
 
-def random_problem(rng: np.random.Generator) -> Dict[str, object]:
-    """Keyword inputs of ``rc.evaluate``: small, tie-heavy, with junk and empty queries."""
-    nq, n = int(rng.integers(1, 5)), int(rng.integers(1, 13))
-    kind = rng.choice(["levels", "codes", "float32"])
-    out: Dict[str, object] = {}
-    if kind == "codes":
-        bits = int(rng.integers(2, 9))
-        out["query_codes"] = rng.choice([-1, 1], size=(nq, bits))
-        out["db_codes"] = rng.choice([-1, 1], size=(n, bits))
-    else:
-        levels = rng.choice([0.0, 0.25, 0.5, 1.0, 3.0], size=int(rng.integers(1, 5)), replace=False)
-        d = rng.choice(levels, size=(nq, n))
-        out["distances"] = d.astype(np.float32) if kind == "float32" else d
-    label_kind = rng.choice(["ids", "multi", "matrix", "graded"])
-    if label_kind == "ids":
-        out["query_labels"] = rng.integers(0, 3, size=nq)
-        out["db_labels"] = rng.integers(-1, 3, size=n)
-        if rng.random() < 0.5:
-            out["query_cams"] = rng.integers(0, 2, size=nq)
-            out["db_cams"] = rng.integers(0, 2, size=n)
-            out["protocol"] = str(rng.choice(REID_PRESETS))
-    elif label_kind == "multi":
-        out["query_labels"] = rng.integers(0, 2, size=(nq, 3))
-        out["db_labels"] = rng.integers(0, 2, size=(n, 3))
-    elif label_kind == "matrix":
-        out["relevance"] = rng.random((nq, n)) < 0.4
-    else:  # graded relevance: grades 0..4, most items 0
-        out["relevance"] = np.where(rng.random((nq, n)) < 0.5, 0, rng.integers(1, 5, size=(nq, n)))
-    if rng.random() < 0.3:
-        out["junk"] = rng.random((nq, n)) < 0.2
-    return out
-
-
-def random_options(rng: np.random.Generator) -> Dict[str, object]:
-    return {
-        "ties": str(rng.choice(TIE_POLICIES)),
-        "ap_rule": str(rng.choice(AP_RULES)),
-        "ap_at_k": str(rng.choice(AP_AT_K_DENOMINATORS)),
-        "k": None if rng.random() < 0.3 else int(rng.integers(1, 15)),
-        "max_rank": int(rng.integers(1, 8)),
-        "radius": None if rng.random() < 0.7 else float(rng.choice([0, 1, 2, 0.5])),
-        "gain": str(rng.choice(GAINS)),
-        "discount": str(rng.choice(DISCOUNTS)),
-        "recall": str(rng.choice(RECALL_SENSES)),
-    }
-
-
 def crosscheck_one(name: str, kwargs: Dict[str, object]) -> List[str]:
     """Compare implementation ``name`` with the reference on one input; returns problems."""
     kwargs = dict(kwargs, empty="zero")  # per-query values; aggregation is shared code
@@ -173,10 +117,10 @@ def describe(kwargs: Dict[str, object]) -> str:
 def crosscheck(name: str, count: int, seed: int = 0,
                progress: Optional[Callable[[int, int], None]] = None) -> List[str]:
     """Run ``count`` generated problems through ``name`` and the reference."""
-    rng = np.random.default_rng(seed)
+    choices = NumpyChoices(np.random.default_rng(seed))
     problems: List[str] = []
     for i in range(count):
-        kwargs = dict(random_problem(rng), **random_options(rng))
+        kwargs = dict(crosscheck_problem(choices), **crosscheck_options(choices))
         problems.extend(crosscheck_one(name, kwargs))
         if progress is not None:
             progress(i + 1, count)

@@ -105,7 +105,7 @@ def _landmark_golden(args) -> int:
     from pathlib import Path
 
     from retrieval_conformance import golden
-    from retrieval_conformance.reference.landmark import evaluate_landmark, format_cpp_float, oxford_ap
+    from retrieval_conformance.reference.protocols.landmark import evaluate_landmark, format_cpp_float, oxford_ap
     from retrieval_conformance.reference.readers import read_gt_folder, read_ranked_list
 
     data = golden.load_file("landmark_oxford.json")

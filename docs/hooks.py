@@ -36,7 +36,7 @@ def generated_tables() -> str:
     """The option and preset tables, in Markdown, from the code."""
     from retrieval_conformance.reference.contract.conventions import CONVENTIONS
     from retrieval_conformance.reference.contract.presets import PRESETS
-    from retrieval_conformance.reference.landmark import LANDMARK_PROTOCOLS
+    from retrieval_conformance.reference.protocols.landmark import LANDMARK_PROTOCOLS
 
     options = _table(
         ["option=value (clause)", "meaning", "used by"],

@@ -22,8 +22,9 @@ What the C code does per query (spec §4, §12), never sorting the whole gallery
 * Relevance and junk come from labels (single ids compared as int64; multi-hot labels packed
   to uint64 words and ANDed) or from the boolean matrices, one query at a time: no
   ``Q x N`` matrix is ever built.
-* Queries are independent and run in parallel with OpenMP; results do not depend on the
-  thread count (``RC_NUM_THREADS`` or ``num_threads=``).
+* Queries are independent and run in parallel, in chunks handed out as threads become free
+  (``csrc/rc_threads.c``); results do not depend on the thread count (``num_threads=``,
+  ``RC_NUM_THREADS``, or the default rule of :mod:`.c_threads`).
 * nDCG, RR, AP@R and the hit rate come from the same ranks or tie groups (``csrc/rc_rank.c``):
   DCG reads the discount table of ``reference/contract/discounts.py`` (``rank_discounts``, by
   pointer: C computes no logarithm), graded relevance goes to C as one uint8 grade per item.
@@ -61,7 +62,6 @@ from retrieval_conformance.implementations.c_library import (  # noqa: F401 (re-
     REL_IDS,
     REL_MATRIX,
     REL_MULTI,
-    _fork_safe,
     _Input,
     _load,
     _Options,
@@ -72,6 +72,7 @@ from retrieval_conformance.implementations.c_library import (  # noqa: F401 (re-
     output_struct,
     thread_count,
 )
+from retrieval_conformance.implementations.c_threads import resolve_threads
 from retrieval_conformance.reference.contract.arrays import CHUNK_ITEMS
 from retrieval_conformance.reference.contract.codes import pack_words, padding_is_zero, word_count
 from retrieval_conformance.reference.contract.conventions import DISCOUNTS
@@ -84,8 +85,6 @@ from retrieval_conformance.reference.contract.validation import MAX_GRADE
 #: queries per C call: bounds the latency of a progress callback, not the memory (the C code
 #: never holds more than O(N) per thread)
 BLOCK_QUERIES = 4096
-#: below this many (query, item) pairs the default thread count is one
-SMALL_PROBLEM = 1 << 18
 
 #: the load state changes after import and lives in c_library; ``c_backend._LIB`` and the like
 #: read it there
@@ -103,7 +102,9 @@ def _ptr(arr: Optional[np.ndarray]) -> Optional[int]:
 
 # -- validation (cheap checks of everything the C code indexes) ------------------------------
 def _array(name: str, arr, dtype, shape) -> np.ndarray:
-    """``arr`` as a C-contiguous array of ``dtype`` and exactly ``shape``."""
+    """``arr`` as a C-contiguous, aligned array of ``dtype`` and exactly ``shape`` (an array
+    unpickled from a buffer, as dask's workers get them, may start at any byte: C reads its
+    values as doubles, so such an array is copied)."""
     if not isinstance(arr, np.ndarray):
         raise TypeError(f"{name}: expected a numpy array, got {type(arr).__name__}")
     if arr.shape != tuple(shape):
@@ -114,7 +115,7 @@ def _array(name: str, arr, dtype, shape) -> np.ndarray:
         return np.ascontiguousarray(arr).view(np.uint8)
     if arr.dtype != dtype:
         raise TypeError(f"{name}: expected dtype {np.dtype(dtype)}, got dtype={arr.dtype}")
-    return np.ascontiguousarray(arr)
+    return np.require(arr, requirements=["C_CONTIGUOUS", "ALIGNED"])
 
 
 def _gallery_words(problem: Problem, N: int, n_bits: int) -> np.ndarray:
@@ -212,8 +213,9 @@ class CImplementation(Implementation):
     Parameters
     ----------
     num_threads : int, optional
-        Threads for the C code; default ``RC_NUM_THREADS`` or every core.  Any count gives
-        the same arrays.
+        Threads for the C code; default ``RC_NUM_THREADS``, else the default rule of
+        :mod:`.c_threads` (one thread for small problems, else one per CPU this process may
+        use).  Any count gives the same arrays.
     """
 
     name = "c"
@@ -251,12 +253,10 @@ class CImplementation(Implementation):
         """
         lib = _require()
         _check_options(options)
-        nt = _fork_safe(thread_count(num_threads if num_threads is not None else self.num_threads))
         Q, N = int(problem.n_queries), int(problem.n_gallery)
+        nt = resolve_threads(num_threads if num_threads is not None else self.num_threads, Q, N)
         if Q < 0 or N < 0:
             raise ValueError(f"problem: expected non-negative sizes, got {Q} x {N}")
-        if nt == 0 and Q * N < SMALL_PROBLEM:
-            nt = 1  # waking a thread team costs more than such a problem (results are equal)
 
         # ranking input
         keep: Dict[str, Any] = {}  # arrays (None: not given) that must stay alive during the C calls
@@ -357,6 +357,7 @@ class CImplementation(Implementation):
             k=-1 if options.k is None else int(options.k), ap_at_k=_DENOMINATORS[options.ap_at_k],
             max_rank=max_rank, has_radius=int(has_radius),
             gain=_GAINS[options.gain], recall=_RECALLS[options.recall],
+            wanted=c_library.wanted_mask(options.metrics),
             radius=float(options.radius) if options.radius is not None else 0.0,
         )
 

@@ -15,17 +15,15 @@ from __future__ import annotations
 from typing import Optional, cast
 
 import numpy as np
-from retrieval_conformance.implementations.c_backend import SMALL_PROBLEM
 from retrieval_conformance.implementations.c_library import (
     _TIES,
-    _fork_safe,
     _require,
     cpu_features,
-    thread_count,
 )
 from retrieval_conformance.implementations.c_library import (
     unavailable_reason as library_unavailable,
 )
+from retrieval_conformance.implementations.c_threads import resolve_threads
 from retrieval_conformance.implementations.numpy_backend import pack_bits
 from retrieval_conformance.implementations.vector.relevance_blocks import junk_block, relevance_block
 from retrieval_conformance.reference.contract.codes import pack_words
@@ -100,9 +98,7 @@ def per_query_curves(problem: Problem, request: CurveRequest) -> CurveValues:
     ns = np.array(request.ns or (1,), dtype=np.int64)
     failure = np.zeros(2, dtype=np.int64)
     popcnt = cpu_features() & 1
-    threads = _fork_safe(thread_count())
-    if threads == 0 and Q * N < SMALL_PROBLEM:
-        threads = 1  # waking a thread team costs more than such a problem (results are equal)
+    threads = resolve_threads(None, Q, N)
     labels = _label_source(problem)
     step = max(1, BLOCK_ITEMS // N) if labels is None else Q
     for s in range(0, Q, step):

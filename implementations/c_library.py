@@ -22,6 +22,7 @@ from typing import Dict, Optional
 
 import numpy as np
 from retrieval_conformance.reference.contract.conventions import GAINS, RECALL_SENSES
+from retrieval_conformance.reference.contract.metric_names import per_query_fields
 from retrieval_conformance.reference.contract.problem import (
     AP_AT_K_DENOMINATORS,
     AP_RULES,
@@ -32,7 +33,7 @@ from retrieval_conformance.reference.contract.problem import (
 from retrieval_conformance.reference.contract.registry import ImplementationUnavailable
 
 MODULE = "retrieval_conformance.implementations._rc_core"
-ABI_VERSION = 10  # must equal RC_ABI_VERSION in csrc/rc_core.h
+ABI_VERSION = 11  # must equal RC_ABI_VERSION in csrc/rc_core.h
 NOT_BUILT = (
     "C library not built (no compiler at install, or RC_BUILD_C=0); reinstall with a "
     "compiler: RC_BUILD_C=1 pip install ..."
@@ -75,8 +76,16 @@ class _Options(ctypes.Structure):
     _fields_ = [
         ("ties", _i64), ("ap_rule", _i64), ("k", _i64), ("ap_at_k", _i64),
         ("max_rank", _i64), ("has_radius", _i64), ("gain", _i64), ("recall", _i64),
-        ("radius", ctypes.c_double),
+        ("wanted", _i64), ("radius", ctypes.c_double),
     ]
+
+
+def wanted_mask(metrics) -> int:
+    """rc_options.wanted for the canonical ``Options.metrics`` (None: every value): bit i for
+    ``VALUE_FIELDS[i]``, bit ``len(VALUE_FIELDS)`` for the CMC (RC_WANT_CMC)."""
+    fields = per_query_fields(metrics)
+    names = VALUE_FIELDS + ("cmc",)
+    return sum(1 << i for i, name in enumerate(names) if fields is None or name in fields)
 
 
 #: the contract's per-query arrays that are not scalar values (counts, the CMC curve, the
@@ -215,7 +224,8 @@ def cpu_features(mask: Optional[int] = None) -> int:
 
 
 def max_threads() -> int:
-    """Threads the C code uses by default here (OpenMP's default: every core)."""
+    """OpenMP's thread count (``OMP_NUM_THREADS``, else every online CPU): the most the default rule of
+    :mod:`.c_threads` picks."""
     return int(_require().rc_max_threads())
 
 
@@ -238,8 +248,8 @@ def _fork_safe(num_threads: int) -> int:
 
 
 def thread_count(num_threads: Optional[int] = None) -> int:
-    """The thread count to use: ``num_threads``, else ``RC_NUM_THREADS``, else 0 (OpenMP's
-    default, every core)."""
+    """The thread count asked for: ``num_threads``, else ``RC_NUM_THREADS``, else 0 (the
+    default rule, :func:`.c_threads.default_threads`, decides)."""
     if num_threads is None:
         env = os.environ.get("RC_NUM_THREADS", "").strip()
         if not env:

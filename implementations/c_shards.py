@@ -14,8 +14,8 @@ import ctypes
 from typing import Optional
 
 import numpy as np
-from retrieval_conformance.implementations.c_backend import SMALL_PROBLEM
-from retrieval_conformance.implementations.c_library import _fork_safe, _load, thread_count
+from retrieval_conformance.implementations.c_library import _load
+from retrieval_conformance.implementations.c_threads import resolve_threads
 
 #: the distances' type codes of rc_shard.c (Hamming distances travel as int64)
 _F64, _F32, _I64 = 0, 1, 2
@@ -71,9 +71,7 @@ def count_block(dist: np.ndarray, junk: Optional[np.ndarray], offset: int, ties:
     for out in (out_a, out_b):
         if out is not None and (out.dtype != np.int64 or not out.flags.c_contiguous):
             raise ValueError("out_a, out_b: expected contiguous int64 arrays, one entry per point")
-    threads = _fork_safe(thread_count())
-    if threads == 0 and n_rows * n_items < SMALL_PROBLEM:
-        threads = 1  # waking a thread team costs more than such a block (the counts are equal)
+    threads = resolve_threads(None, n_rows, n_items)  # the counts are the same for any
     status = function(kind, dist.ctypes.data, None if junk is None else junk.ctypes.data, n_rows, n_items,
                       int(offset), _COUNTS[ties] if ties is not None else _BELOW_AT,
                       *(None if a is None else a.ctypes.data for a in arrays), out_a.ctypes.data,

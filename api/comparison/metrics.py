@@ -29,6 +29,7 @@ import re
 from typing import Any, Dict, List, Mapping, Optional, Tuple
 
 import numpy as np
+from retrieval_conformance.reference.contract.metric_names import RANK_NAME, canonical_metric
 from retrieval_conformance.reference.contract.problem import MEANS, Result, ResultsAtK
 
 __all__ = ["ARRAY_METRIC", "TREC_FIELDS", "canonical_metric", "is_trec", "metric_values", "query_ids",
@@ -41,12 +42,9 @@ _LABELS = {"map": "mAP", "precision_at_k": "P@{k}", "recall_at_k": "R@{k}", "min
            "r_precision": "R-precision", "ndcg_at_k": "nDCG@{k}", "mrr": "MRR@{k}", "map_at_r": "MAP@R"}
 #: the means whose per-query values change with the cut-off (their label names it)
 _CUT = ("map", "precision_at_k", "recall_at_k", "ndcg_at_k", "mrr")
-#: other spellings of the names of ``Result``'s means (lower case, "-" read as "_")
-_ALIASES = {"inp": "minp", "p@k": "precision_at_k", "r@k": "recall_at_k", "map@k": "map", "ap": "map",
-            "rprec": "r_precision", "r_prec": "r_precision", "ndcg": "ndcg_at_k", "ndcg@k": "ndcg_at_k",
-            "mrr@k": "mrr", "rr": "mrr", "map@r": "map_at_r"}
-#: the CMC at a rank: rank1, rank_5, cmc10, ... (canonical: rank1, rank5, rank10)
-_RANK = re.compile(r"^(?:rank|cmc)_?(\d+)$")
+#: the CMC at a rank (rank1, rank_5, cmc10): the vocabulary of ``metrics=`` (``reference/contract/metric_names.py``,
+#: which also holds the aliases ``canonical_metric`` reads)
+_RANK = RANK_NAME
 #: trec_eval's measure (its name before any ``_k``) -> the ``PerQuery`` field holding it per query
 TREC_FIELDS = {"map": "ap", "P": "precision_at_k", "recall": "recall_at_k", "Rprec": "r_precision",
                "recip_rank": "rr", "ndcg": "ndcg", "ndcg_cut": "ndcg"}
@@ -59,25 +57,13 @@ def is_trec(run: Any) -> bool:
     return isinstance(run, Result) and isinstance(run.extras.get("trec_eval"), Mapping)
 
 
-def canonical_metric(name: str) -> str:
-    """The name ``compare`` uses for a metric of ``evaluate``: ``"mAP"`` -> ``"map"``, ``"CMC-5"`` -> ``"rank5"``.
-
-    A name that is no alias and no rank comes back lower-cased, ``-`` read as ``_``.
-    trec_eval's names (``P_10``, ``ndcg_cut_10``) are matched as given, before this.
-    """
-    key = name.strip().lower().replace("-", "_")
-    key = _ALIASES.get(key, key)
-    match = _RANK.match(key)
-    return f"rank{int(match.group(1))}" if match else key
-
-
 def _result_metrics(res: Result) -> Dict[str, str]:
     if is_trec(res):
         return {name: name for name in res.extras["trec_eval"] if not _COUNTS.match(name)}
     k = res.options.k
     out = {}
     for mean, (_, needs) in MEANS.items():
-        if needs is not None and getattr(res.options, needs) is None:
+        if (needs is not None and getattr(res.options, needs) is None) or not res.has(mean):
             continue
         label = _LABELS.get(mean, mean)
         if mean in _CUT:
@@ -121,7 +107,7 @@ def _resolve(run: Any, name: str) -> Tuple[Optional[Result], str]:
                 return res, name
             continue
         key = canonical_metric(name)
-        if key in _result_metrics(res) or (_RANK.match(key) and res.per_query.cmc.ndim == 2):
+        if key in _result_metrics(res) or (_RANK.match(key) and res.has("cmc") and res.per_query.cmc.ndim == 2):
             return res, key
     return None, name
 
@@ -169,7 +155,11 @@ def metric_values(run: Any, name: str, run_name: str) -> Tuple[str, np.ndarray, 
         values = np.asarray(cmc[:, rank - 1], dtype=np.float64)
     else:
         values = np.asarray(getattr(res.per_query, MEANS[key][0]), dtype=np.float64)
-    counted = np.asarray(res.counted, dtype=bool) & ~np.isnan(res.ap)
+    counted = np.asarray(res.counted, dtype=bool)
+    if res.has("map"):  # AP is NaN where empty="nan" leaves a query out
+        counted &= ~np.isnan(res.ap)
+    elif res.options.empty == "nan":  # (the queries without a relevant item)
+        counted &= np.asarray(res.per_query.n_relevant) > 0
     return key, values, counted
 
 

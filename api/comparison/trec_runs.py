@@ -11,7 +11,8 @@ import re
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from retrieval_conformance.reference.contract.problem import ResultsAtK
-from retrieval_conformance.reference.trec import evaluate_run, read_qrels
+from retrieval_conformance.reference.protocols.trec.evaluation import evaluate_run
+from retrieval_conformance.reference.readers.trec import read_qrels
 
 __all__ = ["DEFAULT_TREC_METRICS", "cutoffs_of", "evaluate_trec_runs", "split_metrics"]
 

@@ -10,6 +10,9 @@ Grammar (one condition; several are given as several options or joined by ``;``)
                | "reproduced"                how many candidates reproduce the reported numbers
                | METRIC                      the metric's value under the declared protocol
 
+For a TREC run, METRIC is one of trec_eval's names (``map``, ``ndcg_cut_10``, ``P_10``...) and the
+findings include ``duplicate_docnos``, ``unjudged_top_k``, ``qrels_only_topics``...
+
 Metric values, widths and shares are fractions: ``tie_interval:map>0.005`` and
 ``tie_interval:map>0.5%`` both say "wider than half a point".  A finding the data cannot
 have (self-matches of hashing codes) counts 0.
@@ -24,13 +27,18 @@ import re
 from typing import Any, Dict, Iterable, List, Optional, Tuple, Union
 
 from retrieval_conformance.conformance.audit.metrics import METRICS, metric
+from retrieval_conformance.conformance.audit.trec.measures import EXAMPLE as EXAMPLE_MEASURES
+from retrieval_conformance.conformance.audit.trec.measures import measure
 
 OPERATORS = {">=": operator.ge, "<=": operator.le, "==": operator.eq, "!=": operator.ne, ">": operator.gt,
              "<": operator.lt}
 _CONDITION = re.compile(r"^\s*([A-Za-z0-9_@:.\-]+)\s*(>=|<=|==|!=|>|<)\s*([-+]?[0-9]*\.?[0-9]+(?:[eE][-+]?\d+)?)"
                         r"\s*(%?)\s*$")
 FINDINGS = ("ties", "low_precision", "self_matches", "duplicates", "empty_queries", "ids_one_side", "junk",
-            "id_minus_1", "id_0", "no_label", "single_item_classes")
+            "id_minus_1", "id_0", "no_label", "single_item_classes",
+            # a TREC run's (conformance/audit/trec/findings.py)
+            "float32_ties", "duplicate_docnos", "run_only_topics", "qrels_only_topics", "no_relevant_topics",
+            "unjudged_top_k", "float_grades")
 EXAMPLE = "e.g. 'tie_interval:map>0.005', 'self_matches>0', 'empty_queries.share>0.01', 'map<0.5'"
 
 
@@ -48,17 +56,33 @@ def parse(condition: str) -> Tuple[str, str, float]:
 
 def _check_quantity(quantity: str, condition: str) -> None:
     if quantity.startswith("tie_interval:"):
-        metric(quantity.split(":", 1)[1], "fail_if")
+        name = quantity.split(":", 1)[1]
+        if not _known(name):
+            metric(name, "fail_if")
         return
     name = quantity[: -len(".share")] if quantity.endswith(".share") else quantity
     if name in FINDINGS or quantity == "reproduced":
         return
-    try:
-        metric(quantity, "fail_if")
-    except ValueError:
+    if not _known(quantity):
         raise ValueError(f"fail_if: unknown quantity {quantity!r} in {condition!r}; expected tie_interval:METRIC, "
-                         f"reproduced, a metric ({', '.join(METRICS)}) or a finding "
-                         f"({', '.join(FINDINGS)}, each with .share)") from None
+                         f"reproduced, a metric ({', '.join(METRICS)}; for a TREC run trec_eval's names, "
+                         f"{EXAMPLE_MEASURES}) or a finding ({', '.join(FINDINGS)}, each with .share)")
+
+
+def _known(name: str) -> bool:
+    """Whether ``name`` is an array metric or a TREC measure."""
+    for lookup in (metric, measure):
+        try:
+            lookup(name, "fail_if")
+            return True
+        except ValueError:
+            pass
+    return False
+
+
+def _name(report: Dict[str, Any], name: str) -> str:
+    """The report's name of a metric: trec_eval's for a run (``mrr`` is ``recip_rank``), the array audit's otherwise."""
+    return (measure if report["data"]["kind"] == "trec run" else metric)(name, "fail_if").name
 
 
 def conditions(given: Union[None, str, Iterable[str]]) -> List[str]:
@@ -71,7 +95,7 @@ def conditions(given: Union[None, str, Iterable[str]]) -> List[str]:
 def quantity_value(report: Dict[str, Any], quantity: str) -> Optional[float]:
     """The value of ``quantity`` in a JSON report (None: the audit has no such number)."""
     if quantity.startswith("tie_interval:"):
-        name = metric(quantity.split(":", 1)[1]).name
+        name = _name(report, quantity.split(":", 1)[1])
         iv = report["tie_intervals"].get(name)
         return None if iv is None else iv["width"]
     if quantity == "reproduced":
@@ -85,7 +109,7 @@ def quantity_value(report: Dict[str, Any], quantity: str) -> Optional[float]:
             return 0.0
         value = found[0]["share"] if share else found[0]["count"]
         return None if value is None else float(value)
-    name = metric(quantity).name
+    name = _name(report, quantity)
     # the declared protocol with its overrides: the declared row of an axis that holds the others
     row = next(r for r in report["conventions"] if r["axis"] == "ties" and r["declared"])
     return (row["values"] or {}).get(name) if row["values"] else None

@@ -12,7 +12,7 @@ Two ways to a candidate's value, chosen per candidate:
   the cut-off, the input, the scale, the AP denominator or which queries are averaged
   (``FAST_BUGS``), is evaluated by ``rc.evaluate`` with the fast implementations at dataset
   scale; its per-query values are then put through the bug's effect on the mean, following the
-  harness's model (:mod:`..harness.predict`): an ``unstable`` tie order is the per-query envelope
+  harness's model (:mod:`..harness.candidates.predict`): an ``unstable`` tie order is the per-query envelope
   of the four concrete orders, AP@k divided by the hits is [0, 1] for a query whose hits in the
   top k depend on the order.
 * **exact**: the bugs modelled on the ranks themselves (0-based ranks, the previous-hit
@@ -29,11 +29,15 @@ from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
 import numpy as np
 from retrieval_conformance.conformance.audit.inputs import AuditData, Evaluator
 from retrieval_conformance.conformance.audit.metrics import Metric
-from retrieval_conformance.conformance.harness import candidates as hc
-from retrieval_conformance.conformance.harness.adapter_base import Call
-from retrieval_conformance.conformance.harness.cases import case_from_inputs
-from retrieval_conformance.conformance.harness.expected import OPTION_VALUES, Convention, ReferenceCache
-from retrieval_conformance.conformance.harness.predict import EXTREME_ORDERS, Predictor
+from retrieval_conformance.conformance.harness.adapters.base import Call
+from retrieval_conformance.conformance.harness.candidates import candidate as hc
+from retrieval_conformance.conformance.harness.candidates.predict import EXTREME_ORDERS, Predictor
+from retrieval_conformance.conformance.harness.candidates.reference_values import (
+    OPTION_VALUES,
+    Convention,
+    ReferenceCache,
+)
+from retrieval_conformance.conformance.harness.inputs.public import case_from_inputs
 from retrieval_conformance.reference.contract.conventions import AP_AT_K_DENOMINATORS
 
 #: the bugs whose effect the fast path applies to fast per-query values
@@ -58,6 +62,11 @@ class Found:
     def options(self) -> Dict[str, str]:
         c = self.candidate.conv
         return {"preset": c.base, "ties": c.ties, "ap_rule": c.ap_rule, "ap_at_k": c.ap_at_k, "empty": c.empty}
+
+    def label(self) -> str:
+        opts = self.options()
+        parts = [f"preset {opts['preset']}"] + [f"{n}={opts[n]}" for n in ("ties", "ap_rule", "ap_at_k", "empty")]
+        return ", ".join(parts + [f"bug {b}" for b in self.bugs])
 
     @property
     def bugs(self) -> List[str]:

@@ -9,7 +9,7 @@ apart, with what each empty-query policy makes of them.
 """
 from __future__ import annotations
 
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, NamedTuple, Optional
 
 import numpy as np
 from retrieval_conformance.conformance.audit.inputs import Evaluator
@@ -24,6 +24,44 @@ from retrieval_conformance.reference.contract.conventions import (
 
 #: how many queries are listed
 LISTED = 10
+
+
+class Moves(NamedTuple):
+    """How far each query moves along each axis: the queries that move, the widest first."""
+
+    lows: Dict[str, np.ndarray]
+    highs: Dict[str, np.ndarray]
+    ranges: Dict[str, np.ndarray]
+    cause: np.ndarray  # per query: the axis with the widest range
+    moved: np.ndarray  # the queries with a relevant item that some axis moves
+    n_rel: np.ndarray
+    order: np.ndarray  # the LISTED widest of ``moved``, widest first (ties: query order)
+
+    def axis(self, q: int) -> str:
+        return str(self.cause[q])
+
+    def describe(self, q: int, values: np.ndarray) -> Dict[str, Any]:
+        """Query ``q``'s declared value and its range along its widest axis."""
+        axis = self.axis(q)
+        return {"declared": float(values[q]), "low": float(self.lows[axis][q]), "high": float(self.highs[axis][q]),
+                "axis": axis}
+
+    def by_axis(self) -> Dict[str, int]:
+        """axis -> how many queries with a relevant item it moves."""
+        return {axis: int(((r > 0) & (self.n_rel > 0)).sum()) for axis, r in self.ranges.items()}
+
+
+def widest_moves(rows_by_axis: Dict[str, np.ndarray], n_rel: np.ndarray) -> Moves:
+    """From ``axis -> (settings, Q)`` per-query values: each query's range per axis and its widest axis."""
+    lows = {axis: rows.min(0) for axis, rows in rows_by_axis.items()}
+    highs = {axis: rows.max(0) for axis, rows in rows_by_axis.items()}
+    ranges = {axis: highs[axis] - lows[axis] for axis in rows_by_axis}
+    stacked = np.array(list(ranges.values()))
+    widest = stacked.max(0)
+    cause = np.array(list(ranges))[stacked.argmax(0)]
+    moved = np.flatnonzero((widest > 0) & (n_rel > 0))
+    order = moved[np.argsort(-widest[moved], kind="stable")][:LISTED]
+    return Moves(lows, highs, ranges, cause, moved, n_rel, order)
 
 
 def _per_query(ev: Evaluator, protocol: str, k: Optional[int], options: Dict[str, str]):
@@ -45,27 +83,19 @@ def query_movers(ev: Evaluator, protocol: str, declared: Dict[str, Any], metric:
         axes["ap_at_k"] = [(protocol, dict(held, ap_at_k=d)) for d in AP_AT_K_DENOMINATORS]
     if camera_rules:
         axes["junk"] = [(preset, held) for preset in JUNK_RULES.values()]
-    ranges, lows, highs = {}, {}, {}
+    rows_by_axis = {}
     for axis, runs in axes.items():
         got = [_per_query(ev, p, k, o) for p, o in runs]
         rows = np.array([metric.per_query(r.per_query) for r in got if r is not None])
         if axis == "junk":  # another junk rule changes which queries have a relevant item: compare where both do
             rows = np.where(np.isfinite(rows), rows, values[None, :])
-        lows[axis], highs[axis] = rows.min(0), rows.max(0)
-        ranges[axis] = highs[axis] - lows[axis]
-    stacked = np.array(list(ranges.values()))
-    widest = stacked.max(0)
-    cause = np.array(list(ranges))[stacked.argmax(0)]
-    moved = np.flatnonzero((widest > 0) & (n_rel > 0))
-    order = moved[np.argsort(-widest[moved], kind="stable")][:LISTED]
+        rows_by_axis[axis] = rows
+    moves = widest_moves(rows_by_axis, n_rel)
     why = _reasons(ev, base, k)
-    top = [{"query": int(q), "declared": float(values[q]), "low": float(lows[cause[q]][q]),
-            "high": float(highs[cause[q]][q]), "axis": str(cause[q]), "why": why[str(cause[q])](int(q))}
-           for q in order]
+    top = [{"query": int(q), **moves.describe(q, values), "why": why[moves.axis(q)](int(q))} for q in moves.order]
     empty = np.flatnonzero(n_rel == 0)
-    return {"metric": metric.name, "queries": int(values.size), "moved_by_any": int(moved.size),
-            "declared_values": [float(v) for v in values[n_rel > 0]],
-            "by_axis": {axis: int(((r > 0) & (n_rel > 0)).sum()) for axis, r in ranges.items()},
+    return {"metric": metric.name, "queries": int(values.size), "moved_by_any": int(moves.moved.size),
+            "declared_values": [float(v) for v in values[n_rel > 0]], "by_axis": moves.by_axis(),
             "top": top, "empty": [int(q) for q in empty[:LISTED]], "n_empty": int(empty.size),
             "empty_why": ("no relevant (non-junk) gallery item: 0 under empty='zero', left out under 'skip', "
                           "NaN under 'nan', refused under 'error'") if empty.size else ""}

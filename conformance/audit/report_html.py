@@ -22,7 +22,8 @@ td.l,th.l{text-align:left}tr.declared td{background:#fff5d6;font-weight:600}
 svg text{font:11px system-ui,sans-serif;fill:#1d2430}.legend span{margin-right:14px}
 """
 #: marker shape and colour per tie policy
-MARKERS = {"stable": ("circle", "#1f6feb"), "reverse": ("triangle", "#8250df"), "expected": ("diamond", "#1a7f37"),
+MARKERS = {"trec_eval": ("circle", "#cf222e"), "docno_ascending": ("square", "#57606a"),
+           "stable": ("circle", "#1f6feb"), "reverse": ("triangle", "#8250df"), "expected": ("diamond", "#1a7f37"),
            "grouped": ("square", "#bf8700")}
 
 
@@ -78,7 +79,8 @@ def tie_chart(d: Dict[str, Any]) -> str:
         parts.append(f'<text x="{left + plot + 16}" y="{y + 4}">{pct(iv["low"])} .. {pct(iv["high"])}'
                      f'{width_text}</text>')
     parts.append("</svg>")
-    legend = "".join(f'<span style="color:{c}">&#9679; {p}</span>' for p, (_, c) in MARKERS.items())
+    policies = {p for m in names for p in d["tie_intervals"][m]["values"]}
+    legend = "".join(f'<span style="color:{c}">&#9679; {p}</span>' for p, (_, c) in MARKERS.items() if p in policies)
     return ("".join(parts) + f'<div class="legend note">bar: pessimistic .. optimistic order (each row on its '
             f'own scale); {legend}<span>ringed: the declared policy ({_e(declared)})</span></div>')
 
@@ -177,8 +179,18 @@ def _by_convention(conv: Dict[str, Any], title: str) -> str:
             f'<th>range</th><th class="l">axis</th><th class="l">why</th></tr>{rows}</table>{empty}')
 
 
-def render(d: Dict[str, Any]) -> str:
+def _meta(d: Dict[str, Any]) -> str:
+    """What was audited and the declared protocol, one paragraph."""
+    if d.get("declared_text"):  # a TREC run
+        return f"{_e(d['data']['summary'])}; {_e(d['declared_text'])}."
     dec = d["declared"]
+    return (f"{d['data']['queries']:,} queries &times; {d['data']['gallery']:,} gallery items "
+            f"({_e(d['data']['kind'])}); declared protocol <b>{_e(d['protocol'])}</b>: k={_e(dec['k'])}, "
+            f"ties={_e(dec['ties'])}, ap_rule={_e(dec['ap_rule'])}, ap_at_k={_e(dec['ap_at_k'])}, "
+            f"empty={_e(dec['empty'])}, junk={_e(dec['junk'])}.")
+
+
+def render(d: Dict[str, Any]) -> str:
     pq = d["per_query"]
     movers = "".join(f'<tr><td>{q["query"]}</td><td>{pct(q["pessimistic"])}</td><td>{pct(q["optimistic"])}</td>'
                      f'<td class="l">{_e(q["why"])}</td></tr>' for q in pq["top"])
@@ -187,10 +199,7 @@ def render(d: Dict[str, Any]) -> str:
 <html lang="en"><head><meta charset="utf-8"><title>retrieval-conformance audit</title><style>{CSS}</style></head>
 <body>
 <h1>Audit of an evaluation</h1>
-<p class="meta">{d['data']['queries']:,} queries &times; {d['data']['gallery']:,} gallery items
-({_e(d['data']['kind'])});
-declared protocol <b>{_e(d['protocol'])}</b>: k={_e(dec['k'])}, ties={_e(dec['ties'])}, ap_rule={_e(dec['ap_rule'])},
-ap_at_k={_e(dec['ap_at_k'])}, empty={_e(dec['empty'])}, junk={_e(dec['junk'])}.
+<p class="meta">{_meta(d)}
 Specification {_e(d['specification_version'])}; values in percent.</p>
 <h2>1. The number under every convention</h2>
 <p class="note">Every order of tied items gives a value inside the bar (spec &sect;4): its width is how much

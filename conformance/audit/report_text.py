@@ -12,31 +12,42 @@ def pct(value: Optional[float]) -> str:
 
 
 def _declared_line(d: Dict[str, Any]) -> str:
+    if d.get("declared_text"):  # a TREC run's declared settings
+        return d["declared_text"]
     return (f"declared: protocol {d['protocol']}, k={d['declared']['k']}, ties={d['declared']['ties']}, "
             f"ap_rule={d['declared']['ap_rule']}, ap_at_k={d['declared']['ap_at_k']}, "
             f"empty={d['declared']['empty']}, junk={d['declared']['junk']}")
 
 
+def width_of(shown: List[str], d: Dict[str, Any]) -> int:
+    """The widest label of the metrics shown (trec_eval's names run longer than mAP)."""
+    return max([10] + [len(d["metrics"][m]) for m in shown])
+
+
 def render(d: Dict[str, Any]) -> str:
-    shown = [m for m in TEXT_METRICS if m in d["metrics"]]
-    lines = [f"Audit of {d['data']['queries']:,} queries x {d['data']['gallery']:,} gallery items "
-             f"({d['data']['kind']}); specification {d['specification_version']}", _declared_line(d),
+    shown = d.get("shown") or [m for m in TEXT_METRICS if m in d["metrics"]]
+    title = d["data"].get("summary") or (f"Audit of {d['data']['queries']:,} queries x {d['data']['gallery']:,} "
+                                         f"gallery items ({d['data']['kind']})")
+    lines = [f"{title}; specification {d['specification_version']}", _declared_line(d),
              "values in percent; * marks the declared protocol", ""]
     lines.append("1. The number under every convention")
-    lines.append("   tie interval [pessimistic .. optimistic], the other tie policies inside:")
+    lines.append("   tie interval [pessimistic .. optimistic], the other tie policies inside "
+                 f"(declared: {d['declared']['ties']}):")
     for name in shown:
         iv = d["tie_intervals"][name]
         v = iv["values"]
-        inside = "  ".join(f"{t} {pct(v[t])}" for t in ("stable", "reverse", "expected", "grouped"))
+        inside = "  ".join(f"{t} {pct(v[t])}" for t in v if t not in ("pessimistic", "optimistic"))
         width = "" if iv["width"] is None else f"  (width {100 * iv['width']:.2f} points)"
-        lines.append(f"   {d['metrics'][name]:<10} {pct(iv['low'])} .. {pct(iv['high'])}{width};  {inside}")
-    header = f"   {'axis':<8} {'value':<24}" + "".join(f"{d['metrics'][m]:>10}" for m in shown)
+        label = f"{d['metrics'][name]:<{width_of(shown, d)}}"
+        lines.append(f"   {label} {pct(iv['low'])} .. {pct(iv['high'])}{width};  {inside}")
+    column = max(10, width_of(shown, d) + 1)
+    header = f"   {'axis':<12} {'value':<24}" + "".join(f"{d['metrics'][m]:>{column}}" for m in shown)
     lines += ["", header]
     for row in d["conventions"]:
         mark = "*" if row["declared"] else " "
         cells = ("  " + row["error"][:60]) if row["error"] else "".join(
-            f"{pct(row['values'].get(m)):>10}" for m in shown)
-        lines.append(f"  {mark}{row['axis']:<8} {row['value']:<24}{cells}")
+            f"{pct(row['values'].get(m)):>{column}}" for m in shown)
+        lines.append(f"  {mark}{row['axis']:<12} {row['value']:<24}{cells}")
     pq = d["per_query"]
     lines += ["", f"   per query: {pq['moved']} of {pq['queries']} queries move with tie order "
                   f"({d['metrics'][pq['metric']]}); the most:"]

@@ -11,14 +11,16 @@ search stops after the first stage with a match, so a bug is named only when no 
 description reproduces the numbers; within a stage, candidates closest to the declared
 protocol come first.  A candidate whose value is only known to lie in [0, 1] (an unstable order
 where the hits in the top k change with it) says nothing and is counted, not listed.  When none
-matches, the nearest candidate is reported with its distance.
+matches, the nearest candidate is reported with its distance.  The search itself,
+:func:`match_stages`, takes any candidates: a TREC run's settings (:mod:`.trec.candidates`,
+with ``rounding="truncate"`` for a number printed truncated) go through it too.
 """
 from __future__ import annotations
 
 import math
 import re
 from dataclasses import dataclass
-from typing import Any, Dict, List, Mapping, Optional, Sequence, Union
+from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Union
 
 from retrieval_conformance.conformance.audit.harness_link import Found, Values, needs_exact, stages
 from retrieval_conformance.conformance.audit.metrics import Metric, metric
@@ -38,10 +40,13 @@ class Reported:
     half: float  # half a unit of the last printed digit, as a fraction
     percent: bool
 
-    def distance(self, interval) -> float:
-        """How far (as a fraction) ``interval`` lies from the range the printed digits allow (0: it rounds to them)."""
+    def distance(self, interval, rounding: str = "round") -> float:
+        """How far (as a fraction) ``interval`` lies from the range the printed digits allow (0: it rounds to
+        them; ``rounding="truncate"``: it truncates to them, ``0.6026`` standing for [0.6026, 0.6027))."""
         lo, hi = interval
         below, above = self.value - self.half, self.value + self.half
+        if rounding == "truncate":
+            below, above = self.value, self.value + 2 * self.half
         slack = 1e-12 + 1e-9 * self.half  # a value exactly on the rounding boundary rounds either way
         if hi < below - slack:
             return below - hi
@@ -54,8 +59,10 @@ class Reported:
         return f"{value * 100:.{digits}f}%" if self.percent else f"{value:.{digits}f}"
 
 
-def parse(reported: Union[str, Mapping[str, Any], None], where: str = "reported") -> List[Reported]:
-    """``"map=0.6026,rank1=88.2%"`` or ``{"map": 0.6026, "rank1": "88.2%"}`` -> reported numbers."""
+def parse(reported: Union[str, Mapping[str, Any], None], where: str = "reported",
+          lookup: Callable[[str, str], Metric] = metric) -> List[Reported]:
+    """``"map=0.6026,rank1=88.2%"`` or ``{"map": 0.6026, "rank1": "88.2%"}`` -> reported numbers
+    (``lookup``: the metric a name names, the array metrics by default)."""
     if reported is None:
         return []
     if isinstance(reported, str):
@@ -72,7 +79,7 @@ def parse(reported: Union[str, Mapping[str, Any], None], where: str = "reported"
                         f"got {type(reported).__name__}")
     out, seen = [], set()
     for name, number in pairs:
-        m = metric(str(name), where)
+        m = lookup(str(name), where)
         if m.name in seen:
             raise ValueError(f"{where}: {m.name} is given twice; give each metric once")
         seen.add(m.name)
@@ -91,34 +98,50 @@ def parse(reported: Union[str, Mapping[str, Any], None], where: str = "reported"
     return out
 
 
-def _distance_from_declared(found: Found, declared: Dict[str, str]) -> int:
+def _distance_from_declared(found: Found, declared: Dict[str, Any]) -> int:
     opts = found.options()
-    return sum(opts[name] != declared[name] for name in declared)
+    return sum(opts.get(name) != declared[name] for name in declared)
 
 
 def match(values: Values, protocol: str, declared: Dict[str, str], reported: Sequence[Reported],
           max_cost: int = 2) -> Dict[str, Any]:
     """Every candidate of the first stage that reproduces all reported numbers, or the nearest."""
     if not reported:
-        return {"reported": [], "matches": [], "nearest": None, "searched": 0, "not_searched": 0, "uninformative": 0}
+        return match_stages([], values.value, declared, reported)
     metrics = [r.metric for r in reported]
-    searched = skipped = uninformative = 0
+    staged = stages(values.ev.data, protocol, values.k, metrics, max_cost, values.overrides)
+    return match_stages(staged, values.value, declared, reported,
+                        skipped=lambda found: needs_exact(found) and not values.exact_allowed)
+
+
+def match_stages(staged: Iterable[Sequence[Any]], value: Callable[[Any, Metric], Any], declared: Dict[str, Any],
+                 reported: Sequence[Reported], skipped: Optional[Callable[[Any], bool]] = None) -> Dict[str, Any]:
+    """The search of :func:`match` over any candidates, stage by stage (simplest first).
+
+    A candidate has ``cost``, ``bugs``, ``options()``, ``label()``, ``clauses()`` and
+    ``meanings()``, and optionally ``rounding`` (``"truncate"``: the printed digits are its value
+    truncated); ``value(candidate, metric)`` is its interval on the data, or None where it has none
+    (``skipped(candidate)`` says whether that is a candidate left out of the search).
+    """
+    if not reported:
+        return {"reported": [], "matches": [], "nearest": None, "searched": 0, "not_searched": 0, "uninformative": 0}
+    searched = not_searched = uninformative = 0
     nearest, nearest_gap = None, math.inf
     matches: List[Dict[str, Any]] = []
     stage_reached = 0
-    for stage_cost, stage in enumerate(stages(values.ev.data, protocol, values.k, metrics, max_cost,
-                                              values.overrides)):
+    for stage_cost, stage in enumerate(staged):
         stage_reached = stage_cost
         for found in stage:
-            intervals = [values.value(found, r.metric) for r in reported]
+            intervals = [value(found, r.metric) for r in reported]
             if any(iv is None for iv in intervals):
-                skipped += needs_exact(found) and not values.exact_allowed
+                not_searched += bool(skipped and skipped(found))
                 continue
             if any(iv[1] - iv[0] >= 1.0 for iv in intervals):
                 uninformative += 1  # an interval spanning [0, 1]: it says nothing about the number
                 continue
             searched += 1
-            gap = max(r.distance(iv) for r, iv in zip(reported, intervals))
+            rounding = getattr(found, "rounding", "round")
+            gap = max(r.distance(iv, rounding) for r, iv in zip(reported, intervals))
             entry = _entry(found, reported, intervals, gap, declared)
             if gap == 0.0:
                 matches.append(entry)
@@ -131,7 +154,7 @@ def match(values: Values, protocol: str, declared: Dict[str, str], reported: Seq
     return {"reported": [{"metric": r.metric.name, "text": r.text, "low": r.value - r.half,
                           "high": r.value + r.half} for r in reported],
             "matches": matches[:LISTED], "more": max(0, len(matches) - LISTED), "n_matches": len(matches),
-            "nearest": None if matches else nearest, "searched": searched, "not_searched": skipped,
+            "nearest": None if matches else nearest, "searched": searched, "not_searched": not_searched,
             "uninformative": uninformative,
             "stages": stage_reached + 1}
 
@@ -139,9 +162,7 @@ def match(values: Values, protocol: str, declared: Dict[str, str], reported: Seq
 def _entry(found: Found, reported: Sequence[Reported], intervals, gap: float, declared: Dict[str, str]
            ) -> Dict[str, Any]:
     opts = found.options()
-    parts = [f"preset {opts['preset']}"] + [f"{n}={opts[n]}" for n in ("ties", "ap_rule", "ap_at_k", "empty")]
-    parts += [f"bug {b}" for b in found.bugs]
-    return {"label": ", ".join(parts), "options": opts, "bugs": found.bugs, "cost": found.cost,
+    return {"label": found.label(), "options": opts, "bugs": found.bugs, "cost": found.cost,
             "changed": _distance_from_declared(found, declared), "clauses": found.clauses(),
             "meanings": found.meanings(), "gap": gap,
             "values": {r.metric.name: {"low": iv[0], "high": iv[1], "shown": (
@@ -154,6 +175,9 @@ def _merge_empty(matches: List[Dict[str, Any]]) -> List[Dict[str, Any]]:
     (every query has a relevant item, so the policies agree): ``empty=zero|skip``."""
     merged: Dict[Any, Dict[str, Any]] = {}
     for e in matches:
+        if "empty" not in e["options"]:  # a candidate without an empty-query policy (a TREC run's)
+            merged[id(e)] = e
+            continue
         opts = {n: v for n, v in e["options"].items() if n != "empty"}
         key = (tuple(sorted(opts.items())), tuple(e["bugs"]),
                tuple((m, v["low"], v["high"]) for m, v in sorted(e["values"].items())))

@@ -1,13 +1,11 @@
 """``rc.audit``: the number under every convention, the conventions behind a published number, and
-what in the data makes it fragile, on the same inputs as ``evaluate``."""
+what in the data makes it fragile, on the same inputs as ``evaluate`` (a TREC run: :mod:`.trec`)."""
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
-from typing import Any, Dict, List, Mapping, Optional, Union
+from typing import Any, Mapping, Optional, Union
 
 import numpy as np
-from retrieval_conformance.conformance.audit import fail_if, report_html, report_text
 from retrieval_conformance.conformance.audit import findings as fd
 from retrieval_conformance.conformance.audit import movers as mv
 from retrieval_conformance.conformance.audit import reported as rp
@@ -15,48 +13,8 @@ from retrieval_conformance.conformance.audit import table as tb
 from retrieval_conformance.conformance.audit.harness_link import EXACT_CELLS, Values, declared_target
 from retrieval_conformance.conformance.audit.inputs import AuditData, Evaluator
 from retrieval_conformance.conformance.audit.metrics import METRICS, headline
-
-
-@dataclass
-class Audit:
-    """What :func:`audit` found; ``to_dict()`` holds every number (the JSON report)."""
-
-    protocol: str
-    declared: Dict[str, Any]
-    shape: tuple
-    kind: str
-    metrics: List[str]
-    rows: List[Dict[str, Any]]
-    tie_intervals: Dict[str, Dict[str, Any]]
-    movers: Dict[str, Any]
-    reproduced: Dict[str, Any]
-    findings: List[Dict[str, Any]]
-    evaluations: int
-    seconds: float
-    implementation: str
-    notes: List[str] = field(default_factory=list)
-
-    def to_dict(self) -> Dict[str, Any]:
-        from retrieval_conformance.reference.contract.spec import SPEC_VERSION
-
-        return {"specification_version": SPEC_VERSION, "protocol": self.protocol, "declared": self.declared,
-                "data": {"kind": self.kind, "queries": self.shape[0], "gallery": self.shape[1]},
-                "metrics": {name: METRICS[name].label(self.declared["k"]) for name in self.metrics},
-                "conventions": self.rows, "tie_intervals": self.tie_intervals, "per_query": self.movers,
-                "reproduced": self.reproduced, "findings": self.findings,
-                "cost": {"evaluations": self.evaluations, "seconds": self.seconds,
-                         "implementation": self.implementation},
-                "notes": self.notes}
-
-    def to_text(self) -> str:
-        return report_text.render(self.to_dict())
-
-    def to_html(self) -> str:
-        return report_html.render(self.to_dict())
-
-    def failures(self, conditions) -> List[str]:
-        """The ``fail_if`` conditions this audit meets (see :mod:`.fail_if`)."""
-        return fail_if.failures(self.to_dict(), conditions)
+from retrieval_conformance.conformance.audit.result import Audit
+from retrieval_conformance.conformance.audit.trec.run import audit_run
 
 
 def audit(distances=None, scores=None, query_codes=None, db_codes=None, relevance=None, query_labels=None,
@@ -65,7 +23,10 @@ def audit(distances=None, scores=None, query_codes=None, db_codes=None, relevanc
           ties: Optional[str] = None, ap_rule: Optional[str] = None, ap_at_k: Optional[str] = None,
           empty: Optional[str] = None, gain: Optional[str] = None, discount: Optional[str] = None,
           recall: Optional[str] = None, reported: Union[str, Mapping[str, Any], None] = None,
-          implementation: str = "auto", max_cost: int = 2, run=None, qrels=None) -> Audit:
+          implementation: str = "auto", max_cost: int = 2, run=None, qrels=None, relevance_level: int = 1,
+          depth: Optional[int] = None, judged_only: bool = False, complete: bool = False,
+          score_dtype: str = "float64", float_grades: Optional[str] = None,
+          gains: Optional[Mapping[int, float]] = None, ignore_identical_ids: bool = False) -> Audit:
     """Audit an evaluation: every headline metric under every convention, the conventions (and known
     bugs) that reproduce reported numbers, and what in the data makes the numbers fragile.
 
@@ -88,7 +49,21 @@ def audit(distances=None, scores=None, query_codes=None, db_codes=None, relevanc
         How much a candidate for a reported number may assume (one per known bug, one for an
         unstable tie order): 0, 1 or 2.
     run, qrels
-        Refused: a TREC run ranks only the documents it retrieved (see ``evaluate(run=, qrels=)``).
+        Instead of arrays, a TREC run and its qrels (files, ranx-style dicts or DataFrames, as
+        ``evaluate(run=, qrels=)`` takes them): trec_eval's measures (``map``, ``ndcg``, ``Rprec``,
+        ``recip_rank``, ``bpref``, and ``P_k``, ``recall_k``, ``map_cut_k``, ``ndcg_cut_k``,
+        ``success_k`` at each cut-off ``k``, 10 when None, plus any a reported number names) under
+        every order of tied documents (``ties``: ``trec_eval``, docno descending, by default;
+        ``stable`` (file order), ``reverse``, ``docno_ascending``; ``pessimistic`` and
+        ``optimistic`` bound them), both nDCG discounts, nDCG's gains (``gain``: ``linear``, trec_eval's,
+        or ``exponential``; or a ``gains`` map), ``-J``, ``-M`` and, where they matter,
+        ``-c``, float32 scores and truncated float grades; reported numbers are traced to those
+        settings (and to a truncated rather than rounded number).  ``protocol``, ``ap_rule``,
+        ``ap_at_k``, ``empty``, ``recall``, ``metric`` and ``max_rank`` are refused with a run.
+    relevance_level, depth, judged_only, complete, score_dtype, float_grades, gains, ignore_identical_ids
+        A run's declared trec_eval options, as
+        :func:`~retrieval_conformance.reference.protocols.trec.evaluation.evaluate_run` takes them;
+        refused with arrays.
 
     Returns
     -------
@@ -101,10 +76,34 @@ def audit(distances=None, scores=None, query_codes=None, db_codes=None, relevanc
     ties='optimistic']`` (spec §4): every order of tied items gives a value inside it.
     """
     start = time.perf_counter()
+    run_options = dict(relevance_level=relevance_level, depth=depth, judged_only=judged_only, complete=complete,
+                       score_dtype=score_dtype, float_grades=float_grades, gains=gains,
+                       ignore_identical_ids=ignore_identical_ids)
     if run is not None or qrels is not None:
-        # a run ranks only the documents it retrieved, which a queries x gallery matrix cannot say
-        raise ValueError("run: TREC runs and qrels are not audited; evaluate them with rc.evaluate(run=, qrels=), "
-                         "or audit a scores matrix over every judged and retrieved document with a relevance matrix")
+        if run is None or qrels is None:
+            missing = "run" if run is None else "qrels"
+            raise ValueError(f"{missing}: a TREC run is audited against its qrels; pass both run= and qrels=")
+        array_options = dict(distances=distances, scores=scores, query_codes=query_codes, db_codes=db_codes,
+                             relevance=relevance, query_labels=query_labels, db_labels=db_labels,
+                             query_cams=query_cams, db_cams=db_cams, junk=junk, query_embeddings=query_embeddings,
+                             db_embeddings=db_embeddings, ap_rule=ap_rule, ap_at_k=ap_at_k, empty=empty,
+                             recall=recall)
+        given = [name for name, value in array_options.items() if value is not None]
+        given += [name for name, value, default in (("protocol", protocol, "hashing"), ("metric", metric, "euclidean"),
+                                                    ("max_rank", max_rank, 50)) if value != default]
+        if given:
+            raise ValueError(f"{given[0]}: with run= and qrels= the ranking and relevance come from them and "
+                             "trec_eval's measures are audited; pass k, ties, discount, gain, reported and trec_eval's "
+                             "options (relevance_level, depth, judged_only, complete, score_dtype, float_grades, "
+                             "gains, ignore_identical_ids)")
+        return audit_run(run, qrels, k=k, ties=ties, discount=discount, gain=gain, reported=reported,
+                         implementation=implementation, max_cost=max_cost, **run_options)
+    defaults = dict(relevance_level=1, depth=None, judged_only=False, complete=False, score_dtype="float64",
+                    float_grades=None, gains=None, ignore_identical_ids=False)
+    for name, value in run_options.items():
+        if value is not defaults[name] and value != defaults[name]:
+            raise ValueError(f"{name}: an option of a TREC run (trec_eval's); pass run= and qrels=, or leave it out "
+                             "for arrays")
     if max_cost not in (0, 1, 2):
         raise ValueError(f"max_cost: expected 0, 1 or 2 (how much a candidate may assume), got {max_cost!r}")
     numbers = rp.parse(reported)  # refused before any work

@@ -14,13 +14,13 @@ from retrieval_conformance.conformance.bench.workloads import Workload, build
 
 
 def as_case(workload: Workload):
-    """The workload as a harness :class:`~retrieval_conformance.conformance.harness.cases.Case`.
+    """The workload as a harness :class:`~retrieval_conformance.conformance.harness.inputs.case.Case`.
 
     The native form is kept (codes with labels, or ReID ids with cameras), so an adapter passes
     exactly what a lab passes.  Codes workloads get zero-stride placeholders for the (Q, N)
     distance and relevance matrices that the adapters do not read for them (no memory).
     """
-    from retrieval_conformance.conformance.harness.cases import Case
+    from retrieval_conformance.conformance.harness.inputs.public import Case
 
     a = workload.arrays
     shape = (workload.n_queries, workload.n_gallery)
@@ -48,7 +48,8 @@ def adapter_calls(workload: Workload, adapter: str, func: Callable):
 
     Raises ``ValueError`` when the adapter cannot express the workload (the adapter's reason).
     """
-    from retrieval_conformance.conformance.harness.adapters import Skip, get_adapter
+    from retrieval_conformance.conformance.harness.adapters.base import Skip
+    from retrieval_conformance.conformance.harness.adapters.registry import get_adapter
 
     ad = get_adapter(adapter, func)
     case = as_case(workload)
@@ -89,7 +90,7 @@ def benchmark_function(benchmark, func: Callable, adapter: str, workload: str = 
         def test_calc_map_speed(benchmark):
             benchmark_function(benchmark, calc_map_k, "hashing-codes", "cifar10-1000")
     """
-    from retrieval_conformance.conformance.harness.adapters import DEFAULT_PROTOCOL
+    from retrieval_conformance.conformance.harness.adapters.registry import DEFAULT_PROTOCOL
 
     w = build(workload, scale)
     try:

@@ -2,7 +2,7 @@
 ``success`` and ``ndcg_cut``, written the way trec_eval computes them.
 
 Our own code, written from reading trec_eval's sources (usnistgov/trec_eval v9.0.8 and
-v10.0), to check :func:`~retrieval_conformance.reference.trec.evaluate_run` against an
+v10.0), to check :func:`~retrieval_conformance.reference.protocols.trec.evaluation.evaluate_run` against an
 independent loop: no engine, no padding, no rescaling.  Values are exact ``Fraction``.
 
 * ``trec_eval.c``: a query is evaluated when it is in the run and in the qrels (with ``-c``,

@@ -41,13 +41,13 @@ def _write_json(path: str, report: Report, complete: bool = False) -> None:
 def show_case(seed: int, index: int, implementations: Optional[List[str]]) -> int:
     """Print case ``index`` and what each implementation does with it (in this process)."""
     import retrieval_conformance as rc
+    from retrieval_conformance.conformance.problems.choices import RandomChoices, case_rng
 
     from .cases import draw_case
     from .classify import classify
-    from .draw import RandomDraw, case_rng
 
     def build():
-        return draw_case(RandomDraw(case_rng(seed, index)))
+        return draw_case(RandomChoices(case_rng(seed, index)))
 
     case = build()
     print(f"case {index} of seed {seed}: {case.describe()}")

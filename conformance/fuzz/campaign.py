@@ -1,10 +1,10 @@
 """The campaign: cases run in worker processes, so a crash or a hang is a finding, not the end.
 
 Case ``i`` of seed ``s`` is rebuilt from ``(s, i)`` in whichever process needs it
-(:func:`.draw.case_rng`), so the parent only hands out index ranges.  A worker announces each
-case before running it; when a worker dies (a segfault, an abort) the case it announced is a
-``crash``, when it stays silent longer than the time limit it is killed and the case is a
-``hang``; either way a fresh worker takes over from the next case.
+(:func:`~retrieval_conformance.conformance.problems.choices.case_rng`), so the parent only hands
+out index ranges.  A worker announces each case before running it; when a worker dies (a
+segfault, an abort) the case it announced is a ``crash``, when it stays silent longer than the
+time limit it is killed and the case is a ``hang``; either way a fresh worker takes over from the next case.
 """
 from __future__ import annotations
 
@@ -16,9 +16,10 @@ from dataclasses import dataclass, field
 from multiprocessing.connection import wait
 from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
+from retrieval_conformance.conformance.problems.choices import RandomChoices, case_rng
+
 from .cases import draw_case
 from .classify import CLEAN, Outcome, classify
-from .draw import RandomDraw, case_rng
 
 __all__ = ["PROFILES", "Finding", "Profile", "Report", "run_campaign", "reproduce_command"]
 
@@ -96,7 +97,7 @@ def _worker(conn, seed: int, implementations: Sequence[str], selftest: Dict[int,
             conn.send(("start", index))
 
             def build(index=index):
-                return draw_case(RandomDraw(case_rng(seed, index)))
+                return draw_case(RandomChoices(case_rng(seed, index)))
 
             change = build().change.split(":")[0].split("=")[0]
             action = selftest.get(index)
@@ -249,7 +250,7 @@ def _replace(slot: _Slot, kind: str, detail: str, report: Report, ctx, seed, imp
     slot.stop()
     new = _Slot(ctx, seed, implementations, selftest)
     if index is not None:
-        change = draw_case(RandomDraw(case_rng(seed, index))).change.split(":")[0].split("=")[0]
+        change = draw_case(RandomChoices(case_rng(seed, index))).change.split(":")[0].split("=")[0]
         _record(report, index, kind, change, "", detail)
         rest = index + 1
     if job is not None and rest < job[1]:

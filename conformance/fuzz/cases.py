@@ -19,15 +19,17 @@ identical bit for bit (``"same"``) or equal in the fields a huge cut-off leaves 
 """
 from __future__ import annotations
 
+from retrieval_conformance.conformance.problems.evaluate_inputs import evaluate_problem
+
+from .case import Case
 from .changes import CHANGES, Change
-from .problems import Case, base_problem
 
 __all__ = ["CHANGES", "Case", "Change", "draw_case"]
 
 
 def draw_case(d) -> Case:
     """A case: a valid problem (about a third of the time as it is), or one change applied."""
-    kw = base_problem(d)
+    kw = evaluate_problem(d)
     if d.chance(0.3):
         return _grouped_cutoff(Case(kw))
     weights = [c.weight for c in CHANGES]

@@ -11,8 +11,7 @@ from fractions import Fraction
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
 import numpy as np
-
-from .problems import (
+from retrieval_conformance.conformance.problems.evaluate_inputs import (
     ARRAYS,
     CAMS,
     CODES,
@@ -20,12 +19,11 @@ from .problems import (
     LABELS,
     MATRICES,
     PLAIN_PROTOCOLS,
-    TIE_POLICIES,
-    Case,
     graded_relevance,
-    short_repr,
-    torch_or_none,
 )
+from retrieval_conformance.reference.contract.conventions import TIE_POLICIES
+
+from .case import Case, short_repr, torch_or_none
 
 
 @dataclass(frozen=True)

@@ -135,7 +135,7 @@ def _evaluated(case: CompareCase) -> Dict[str, Any]:
     unless it has its own)."""
     if case.kind != "trec":
         return dict(case.runs)
-    from retrieval_conformance.reference.trec import evaluate_run
+    from retrieval_conformance.reference.protocols.trec.evaluation import evaluate_run
 
     first_qrels = next(iter(case.runs.values()))[1]
     return {name: evaluate_run(run, first_qrels if qrels is None else qrels, **options)

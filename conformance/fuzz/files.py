@@ -37,9 +37,9 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, List, Optional
 
 import numpy as np
+from retrieval_conformance.conformance.problems.choices import RandomChoices, case_rng
 
 from .classify import Outcome
-from .draw import RandomDraw, case_rng
 
 __all__ = ["FileCase", "classify_file_case", "draw_file_case", "run_file_campaign"]
 
@@ -145,7 +145,7 @@ def _jsonl_bytes(d) -> bytes:
 
 
 def draw_file_case(d) -> FileCase:
-    """One file case from the drawer ``d`` (:class:`~.draw.RandomDraw` or hypothesis)."""
+    """One file case from the source of choices ``d`` (a seeded ``random`` or hypothesis)."""
     kind = d.choice(("npy", "npz", "run", "qrels", "run.jsonl"))
     if kind == "npy":
         return FileCase(kind, _npy_bytes(d))
@@ -254,7 +254,7 @@ def classify_file_case(case: FileCase) -> Outcome:
 
 def _evaluate_pair(case: FileCase, result: dict) -> Outcome:
     """An accepted run (or qrels) evaluated against a small fixed partner: a value or a named error."""
-    from retrieval_conformance.reference.trec import evaluate_run
+    from retrieval_conformance.reference.protocols.trec.evaluation import evaluate_run
 
     partner = {"q1": {"d1": 1, "d2": 0}, "q2": {"d3": 2}} if case.kind == "run" else \
         {"q1": {"d1": 0.5, "d2": 0.25}, "q2": {"d3": 1.0}}
@@ -321,7 +321,7 @@ def run_file_campaign(seed: int = 0, cases: int = 1000, start: int = 0, timeout:
     previous = signal.signal(signal.SIGALRM, alarm) if can_alarm else None
     try:
         for index in range(start, start + cases):
-            case = draw(RandomDraw(case_rng(seed, index)))
+            case = draw(RandomChoices(case_rng(seed, index)))
             if can_alarm:
                 signal.setitimer(signal.ITIMER_REAL, timeout)
             try:

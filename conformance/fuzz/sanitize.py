@@ -19,7 +19,7 @@ Steps (``tox -e sanitize`` runs the ``--quick`` version):
 Tests: ``test_sanitizer_setup`` (the C backend really loaded the sanitized library),
 ``test_cross_implementation``, ``test_c_backend*``, ``test_c_float_paths`` (the prefix path of
 cut-offs, scores read in C), ``test_hardening``, ``test_streaming``, ``test_curves_fast`` (the
-curves of codes) and
+curves of codes), ``test_metrics_subset`` (the values skipped by ``metrics=``) and
 ``test_fuzz`` when it exists (its campaign's worker processes inherit the environment, so
 they run the sanitized library too).  Tests parametrized over implementations keep only ``c``
 (the numpy, torch and reference variants never call the C code), and ``DESELECT`` below is
@@ -54,7 +54,7 @@ PACKAGE = "retrieval_conformance.conformance.tests"
 PLUGIN = "retrieval_conformance.conformance.fuzz.sanitize"  # this module, loaded by pytest with -p
 TEST_MODULES = ("test_sanitizer_setup", "test_cross_implementation", "test_c_backend", "test_c_backend_numerics",
                 "test_c_backend_threads", "test_c_backend_inputs", "test_c_float_paths", "test_hardening",
-                "test_streaming", "test_curves_fast", "test_fuzz")
+                "test_streaming", "test_curves_fast", "test_metrics_subset", "test_fuzz")
 #: modules run at the other thread counts under --quick
 QUICK_THREAD_MODULES = ("test_c_backend", "test_c_backend_numerics", "test_c_backend_threads",
                         "test_c_backend_inputs", "test_fuzz")

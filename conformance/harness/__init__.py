@@ -7,25 +7,26 @@
 >>> print(identify(calc_map_k).text())   # "matches `dcmh` except: only the first query ..."
 
 Every check is named by an id (``golden/seed003-dcmh-full``, ``ties/tie-heavy``, ...) that a
-known-deviations file can list.  The flow: :mod:`.session` (calling the function through
-:mod:`.runner`), :mod:`.checks` (the checks), :mod:`.candidates`, :mod:`.predict` and
-:mod:`.eliminate` (what a function might compute and how candidates are ruled out),
-:mod:`.analysis` (elimination over everything it returned), :mod:`.engine` (field by field, the
-causes a deviation may name, the evidence per ruled-out candidate, impossible values),
-:mod:`.probes` (further calls that test a claim), :mod:`.describe` and :mod:`.identify` (verdicts
-in words), :mod:`.findings` (raising, determinism, modified inputs); :mod:`.adapters` and :mod:`.adapters_rank` (nDCG,
-MAP@R, MRR, Recall@k) for the signatures, :mod:`.rank_bugs` for the nDCG and MRR bug models,
-:mod:`.cases` for the inputs (:mod:`.inputs`, :mod:`.golden_inputs`, :mod:`.families`, :mod:`.generate`).
+known-deviations file can list.  The entry points sit here: :mod:`.entry` (``check`` and
+``identify``), :mod:`.cli`, :mod:`.pytest_plugin`, :mod:`.session` (one function under test),
+:mod:`.checks` and :mod:`.explanations` (the checks, and why each deviation happened),
+:mod:`.identify` (the verdict in words) and :mod:`.generate` (drawing inputs).  The rest is in
+subpackages, each saying what it holds: :mod:`.adapters` (the signatures, and every behaviour that
+depends on one), :mod:`.calling` (calling the function safely), :mod:`.inputs` (what it is called
+on), :mod:`.candidates` (what it might compute, and what each candidate predicts),
+:mod:`.engine` (identification by elimination, shared by ``check`` and ``--identify``) and
+:mod:`.report` (what was found, in words).
 """
 from __future__ import annotations
 
-from retrieval_conformance.conformance.harness.adapters import ADAPTERS, UsageError
-from retrieval_conformance.conformance.harness.cases import FAMILIES
+from retrieval_conformance.conformance.harness.adapters.base import UsageError
+from retrieval_conformance.conformance.harness.adapters.registry import ADAPTERS
+from retrieval_conformance.conformance.harness.calling.loading import load_function, read_known_deviations
 from retrieval_conformance.conformance.harness.checks import Checker
 from retrieval_conformance.conformance.harness.cli import add_check_arguments, check_main, run_check_args
 from retrieval_conformance.conformance.harness.entry import check, identify
-from retrieval_conformance.conformance.harness.loading import load_function, read_known_deviations
-from retrieval_conformance.conformance.harness.report import Identification, Report
+from retrieval_conformance.conformance.harness.inputs.public import FAMILIES
+from retrieval_conformance.conformance.harness.report.results import Identification, Report
 from retrieval_conformance.conformance.harness.session import Session
 
 __all__ = ["check", "identify", "check_main", "add_check_arguments", "run_check_args", "Report", "Identification",

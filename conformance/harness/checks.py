@@ -12,20 +12,25 @@ Flow::
 is named only when a candidate reproducing every field of every input survives, and on a given
 input only the parts of it that input needs, when the protocol changed in exactly those parts
 reproduces it (:mod:`.engine.causes`); otherwise "cause unknown".  Every part is reported: one
-no check's smallest input showed gets its own result (``identified/...``).
+no check's smallest input showed gets its own result (``identified/...``).  :mod:`.explanations`
+words each deviation.
 """
 from __future__ import annotations
 
 import fnmatch
 import time
-from dataclasses import replace
-from fractions import Fraction
 from typing import Any, Callable, Dict, List, NamedTuple, Optional, Tuple
 
-from retrieval_conformance.conformance.harness import findings, outside, separate
-from retrieval_conformance.conformance.harness.analysis import Analysis, analyse
-from retrieval_conformance.conformance.harness.candidates import UNSTABLE, search_text
-from retrieval_conformance.conformance.harness.cases import (
+from retrieval_conformance.conformance.harness.candidates.candidate import UNSTABLE
+from retrieval_conformance.conformance.harness.engine import findings, outside, separate
+from retrieval_conformance.conformance.harness.engine.analysis import Analysis, analyse
+from retrieval_conformance.conformance.harness.engine.causes import (
+    identified_note,
+)
+from retrieval_conformance.conformance.harness.engine.probes import minus_one_probe
+from retrieval_conformance.conformance.harness.explanations import Explanations
+from retrieval_conformance.conformance.harness.identify import identification_cases
+from retrieval_conformance.conformance.harness.inputs.public import (
     FAMILIES,
     Case,
     Family,
@@ -34,25 +39,8 @@ from retrieval_conformance.conformance.harness.cases import (
     golden_cases,
     hypothesis_strategy,
 )
-from retrieval_conformance.conformance.harness.describe import alternatives, cause_of
-from retrieval_conformance.conformance.harness.engine.causes import (
-    clause_and_why,
-    identified_note,
-    part_label,
-    partial_causes,
-    parts,
-    remove,
-    shown,
-)
-from retrieval_conformance.conformance.harness.engine.composite import Composite
-from retrieval_conformance.conformance.harness.engine.evidence import decisive
-from retrieval_conformance.conformance.harness.engine.impossible import impossible_text
-from retrieval_conformance.conformance.harness.engine.impossible import outside as outside_unit_interval
-from retrieval_conformance.conformance.harness.identify import identification_cases
-from retrieval_conformance.conformance.harness.known import KnownDeviations, cause_spellings
-from retrieval_conformance.conformance.harness.predict import within
-from retrieval_conformance.conformance.harness.probes import minus_one_probe
-from retrieval_conformance.conformance.harness.report import (
+from retrieval_conformance.conformance.harness.report.known import KnownDeviations
+from retrieval_conformance.conformance.harness.report.results import (
     DEVIATE,
     KNOWN,
     PASS,
@@ -61,17 +49,11 @@ from retrieval_conformance.conformance.harness.report import (
     Deviation,
     Mismatch,
     Report,
-    fmt_exact,
-    fmt_float,
 )
 from retrieval_conformance.conformance.harness.session import Evaluation, Session
-from retrieval_conformance.conformance.harness.snippet import make_snippet
 
-FAILING = ("raised", "timeout", "crashed", "wrong-type")
-#: the head of a deviation no identified candidate explains: no clause is named without one
 #: inputs per family of ``--identify``'s fixed sample that ``check`` also runs before explaining
 IDENTIFY_PER_FAMILY = 3
-UNKNOWN = "cause unknown (no known convention or bug reproduces your values)"
 
 
 class FindingCheck(NamedTuple):
@@ -97,8 +79,8 @@ def every_check_id() -> List[str]:
             + list(outside.CHECK_IDS) + [f.id for f in FINDING_CHECKS])
 
 
-class Checker:
-    """Runs the checks of one :class:`Session` and explains its deviations."""
+class Checker(Explanations):
+    """Runs the checks of one :class:`Session` and explains its deviations (:class:`Explanations`)."""
 
     def __init__(self, session: Session):
         self.s = session
@@ -240,7 +222,7 @@ class Checker:
         return res
 
     def check_long_lists(self) -> CheckResult:
-        """The dedicated long inputs (:mod:`.separate`): the first that deviates is the evidence."""
+        """The dedicated long inputs (:mod:`.engine.separate`): the first that deviates is the evidence."""
         start = time.perf_counter()
         res = CheckResult(separate.CHECK_ID, separate.CHECK_TITLE, separate.CHECK_CLAUSE, PASS)
         skipped = ""
@@ -259,7 +241,7 @@ class Checker:
         return res
 
     def check_outside(self, check_id: str) -> CheckResult:
-        """One input outside the protocol's usual domain (:mod:`.outside`), with the AP rule identified."""
+        """One input outside the protocol's usual domain (:mod:`.engine.outside`), with the AP rule identified."""
         start = time.perf_counter()
         v = self.analysis().verdict if self.s.observed else None
         ap_rule = v.best.conv.ap_rule if v is not None and v.best is not None else self.s.convention.ap_rule
@@ -287,106 +269,6 @@ class Checker:
             self._analysis = analyse(self.s, evs)
             self._analysis_size = len(self.s.observed)
         return self._analysis
-
-    def explain_pending(self) -> None:
-        if not self._pending:
-            return
-        pending, self._pending = self._pending, []
-        for res, ev, fam_clause in pending:
-            self._causes = []
-            clauses, why = self.explain(ev, fam_clause)
-            res.deviation.clauses, res.deviation.explanations = clauses, why
-            res.deviation.causes = self._causes
-
-    def explain(self, ev: Evaluation, fam_clause: str) -> Tuple[List[str], List[str]]:
-        s = self.s
-        clauses: List[str] = []
-        why: List[str] = []
-        kinds = {m.kind for m in ev.mismatches}
-        case = ev.case
-        user = s.user_value(ev)
-        bug = (case.golden or {}).get("known_bug")
-        if bug and isinstance(user, float) and within(user, (Fraction(bug["value"]),) * 2, s.atol, s.rtol):
-            why.append(f"this is the documented bug of golden case {case.golden.get('id')}: {bug['what']}")
-        failing = kinds & set(FAILING)
-        if failing:
-            clauses.append(f"adapter {s.adapter.name}: returns {s.adapter.metrics_text} for every valid input")
-            m = next(m for m in ev.mismatches if m.kind in failing)
-            why.append({"raised": f"the function raised {m.user}",
-                        "timeout": f"the function did not return within {s.timeout:g} s",
-                        "crashed": f"the function crashed the worker process ({m.user})",
-                        "wrong-type": f"{m.user}"}[m.kind])
-            r = self.analysis().raising
-            if m.kind == "raised" and r.kind:
-                why.append(f"it raises exactly on the inputs with {r.kind} ({len(r.raised)} calls), and returns a "
-                           "value on every other input")
-            return clauses, why
-        if case.non_positive_scores:
-            ev2 = s.evaluate(replace(case, non_positive_scores=False, name=case.name + " (scores > 0)"))
-            if ev2.skipped is None and not ev2.mismatches:
-                return (["spec §2 relevance does not depend on the score"],
-                        why + ["the same input with positive scores conforms: relevant items with a score <= 0 were "
-                               "counted as not relevant (torchmetrics >= 1.7.4, Lightning-AI/torchmetrics#3104)"])
-        a = self.analysis()
-        if a.nondeterministic:
-            return (["the same input gives the same value (determinism)"],
-                    why + ["not deterministic: " + a.nondeterministic])
-        v = a.verdict
-        if "non-finite" in kinds:
-            why.append("the function returned a non-finite value (NaN or inf) where the reference is a number")
-        beyond = outside_unit_interval(ev, s.atol)
-        if beyond is not None and not (v is not None and v.survivors and a.impossible is None):
-            why.append(impossible_text(beyond))
-        if v is None or not v.survivors:
-            named = partial_causes(s, a, ev)  # the fields that are identified may explain this input
-            if named is not None:
-                return named[0], why + named[1]
-            return ([UNKNOWN], why + [f"no candidate ({search_text(a.dims)}) reproduces every value the function "
-                                      f"returned (found by the {fam_clause} check); the values are below"])
-        described = v.described
-        # name the parts without which this input's values are not reproduced
-        here = shown(s, described, a.dims, ev)
-        for part in here:
-            clause, reason = clause_and_why(s, described, part)
-            clauses.append(clause)
-            why.append(reason)
-            names, comp = part  # the cause as the function's behaviour too, for --known-deviations
-            cand = described.of(names[0]) if names is not None and isinstance(described, Composite) else described
-            self._causes.append(cause_spellings(clause, cause_of(cand, comp)))
-        if not clauses:  # nothing identified differs from the protocol, yet this input deviates
-            return ([UNKNOWN], why + ["what was identified reproduces every value, yet differs nowhere from the "
-                                      "protocol on this input; the values are below"])
-        rest = [p for p in parts(s, described, a.dims) if p not in here]
-        together = ("together with " + ", ".join(part_label(described, p) for p in rest)
-                    + " (shown on other inputs), ") if rest else ""
-        why[-1] += f" [{together}reproduces all {v.compared} values of the {v.inputs} inputs compared]"
-        alts = alternatives(v.best, v.survivors[1:], a.dims)
-        if alts:
-            why.append("equally consistent with every input tried: " + "; ".join(alts))
-        return _unique(clauses), why
-
-    def _evidence(self, check_id: str, ev: Evaluation, clauses: List[str], why: List[str]) -> Deviation:
-        s = self.s
-        idx = 0
-        if s.adapter.per_query:
-            bad_q = {m.query for m in ev.mismatches}
-            idx = next((i for i, c in enumerate(ev.calls) if c.query in bad_q), 0)
-        call = ev.calls[min(idx, len(ev.calls) - 1)]
-        outcome = ev.outcomes[min(idx, len(ev.outcomes) - 1)]
-        m0 = ev.mismatches[0] if ev.mismatches else None
-        if m0 is None:
-            user_text = "?"
-        else:
-            user_text = fmt_float(m0.user) if m0.kind in ("value", "non-finite") else f"{m0.kind}: {m0.user}"
-        main = s.adapter.main_field
-        ref_val = ev.reference.get((main, call.query))
-        snippet = make_snippet(s.func, s.target, s.adapter, call, s.arrays, s.protocol,
-                               {k: v for k, v in s.overrides.items() if v is not None},
-                               user_text.replace("\n", " ")[:120], fmt_exact(ref_val))
-        case_text = ev.case.describe() + (f"; {call.note}" if call.note else "")
-        printed = outcome.stdout + getattr(outcome, "stderr", "")
-        return Deviation(check_id, clauses, why, ev.mismatches, case_text, snippet, printed,
-                         outcome.traceback, size=ev.case.n_queries * ev.case.n_gallery)
 
     # -- the whole run ------------------------------------------------------------------------
     def check(self) -> Report:
@@ -430,38 +312,6 @@ class Checker:
             report.notes.append(timing)
         return report
 
-    def unshown_causes(self, report: Report) -> List[CheckResult]:
-        """Every part of what was identified is reported: a part no check's smallest input showed
-        (unstable ties from 17 tied items, beside percent on every input) gets its own result, on
-        the smallest input that rules out the same candidate without it."""
-        a = self.analysis()
-        v = a.verdict
-        if v is None or not v.survivors:
-            return []
-        named = {c for r in report.results if r.deviation for c in r.deviation.clauses}
-        out = []
-        for part in parts(self.s, v.described, a.dims):
-            clause, reason = clause_and_why(self.s, v.described, part)
-            if clause in named:
-                continue
-            found = decisive(self.s, a.evidence, remove(self.s, v.described, [part]))
-            if found is None:
-                continue
-            ev = found.ev
-            ev.mismatches = ev.mismatches or self.s.compare(ev)
-            kind, what = part[1]
-            cid = f"identified/{what if kind == 'option' else what.id}"
-            res = CheckResult(cid, "a cause shown only on inputs the elimination ran", clause, DEVIATE, examples=1)
-            # every part this input needs is named: the values there may need more than this one
-            here = shown(self.s, v.described, a.dims, ev)
-            res.deviation = self._evidence(cid, ev, _unique([clause_and_why(self.s, v.described, p)[0] for p in here]),
-                                           [clause_and_why(self.s, v.described, p)[1] for p in here])
-            res.deviation.explanations[-1] += (f" [shown on {ev.case.name}; together these reproduce all "
-                                               f"{v.compared} values of the {v.inputs} inputs compared]")
-            named.add(clause)
-            out.append(res)
-        return out
-
     def check_finding(self, check: FindingCheck) -> CheckResult:
         """A check on the function's behaviour over every input it was called on so far."""
         res = CheckResult(check.id, check.title, check.clause, PASS)
@@ -481,14 +331,6 @@ def _size(case: Case) -> Tuple:
     """Order of "smaller" inputs: fewer queries x items, then fewer items, smaller distances."""
     return (case.n_queries * case.n_gallery, case.n_gallery, case.n_queries,
             float(abs(case.distances).sum()), int(case.relevance.sum()), case.k or 0)
-
-
-def _unique(items) -> List[str]:
-    out: List[str] = []
-    for i in items:
-        if i not in out:
-            out.append(i)
-    return out
 
 
 __all__ = ["Checker", "Mismatch"]

@@ -18,10 +18,15 @@ import argparse
 import sys
 from typing import List, Optional, Sequence
 
-from retrieval_conformance.conformance.harness.adapters import ADAPTERS, UsageError
+from retrieval_conformance.conformance.harness.adapters.base import UsageError
+from retrieval_conformance.conformance.harness.adapters.registry import ADAPTERS
+from retrieval_conformance.conformance.harness.calling.loading import (
+    IMPORT_OUTPUT,
+    load_function,
+    read_known_deviations,
+)
 from retrieval_conformance.conformance.harness.entry import check, identify
-from retrieval_conformance.conformance.harness.loading import IMPORT_OUTPUT, load_function, read_known_deviations
-from retrieval_conformance.conformance.harness.report import Report
+from retrieval_conformance.conformance.harness.report.results import Report
 from retrieval_conformance.reference.contract import options_table
 from retrieval_conformance.reference.contract.command_line import (
     CommandParser,

@@ -6,12 +6,13 @@ from __future__ import annotations
 
 from typing import Callable, Optional, Sequence, Union
 
-from retrieval_conformance.conformance.harness.adapters import UsageError
+from retrieval_conformance.conformance.harness.adapters.base import UsageError
+from retrieval_conformance.conformance.harness.calling.loading import load_function
 from retrieval_conformance.conformance.harness.checks import Checker
 from retrieval_conformance.conformance.harness.identify import identify as _identify_session
-from retrieval_conformance.conformance.harness.loading import load_function
-from retrieval_conformance.conformance.harness.report import Report
-from retrieval_conformance.conformance.harness.session import Session
+from retrieval_conformance.conformance.harness.report.results import Report
+from retrieval_conformance.conformance.harness.session import PROTOCOL_DETAIL, Session
+from retrieval_conformance.reference.contract import options_table
 
 
 def _session(func, adapter, protocol, **kw) -> Session:
@@ -22,6 +23,7 @@ def _session(func, adapter, protocol, **kw) -> Session:
     return Session(func, adapter, protocol, target=target, **kw)
 
 
+@options_table.documented("check", protocol=PROTOCOL_DETAIL)
 def check(func: Union[Callable, str], adapter: str = "hashing-codes", protocol: Optional[str] = None, *,
           ties: Optional[str] = None, ap_rule: Optional[str] = None, ap_at_k: Optional[str] = None,
           empty: Optional[str] = None, gain: Optional[str] = None, recall: Optional[str] = None,
@@ -36,12 +38,9 @@ def check(func: Union[Callable, str], adapter: str = "hashing-codes", protocol: 
     func : callable or "module:function"
     adapter : str
         The function's signature: ``hashing-codes``, ``distances-relevance``, ``reid``,
-        ``oxford``, ``sklearn``, ``torchmetrics`` (see :mod:`.adapters`); ``sklearn-ndcg``, ``pml``,
-        ``mrr``, ``recall-at-k`` (see :mod:`.adapters_rank`).
-    protocol : str, optional
-        A preset (spec §9); default: the adapter's usual one (``hashing``, ``reid``...).
-    ties, ap_rule, ap_at_k, empty, gain, recall, discount : str, optional
-        Overrides of the preset's options.
+        ``oxford``, ``sklearn``, ``torchmetrics`` (see :mod:`.adapters.average_precision`); ``sklearn-ndcg``, ``pml``,
+        ``mrr``, ``recall-at-k`` (see :mod:`.adapters.rank_metrics`).
+    {options}
     arrays : {"auto", "numpy", "torch"}
         What the function receives; ``auto`` switches to torch tensors when numpy arrays make
         the first call fail and torch is installed.

@@ -1,33 +1,30 @@
 """Generating test inputs: one case of a family, as hypothesis draws it or from a seeded ``random``.
 
-:func:`generate` draws through a :class:`~.drawing.Drawer`; what a family does differently is
-its :class:`~.families.Family` entry (sizes, distinct distances, the shape that gives the input its
-property).  :func:`hypothesis_strategy` shrinks towards small cases; :func:`sample_cases` gives a
-fixed, reproducible set (used by ``identify``).
+:func:`generate` draws through a source of choices of the shared problem generator
+(:mod:`retrieval_conformance.conformance.problems.choices`), its arrays cell by cell so that
+hypothesis shrinks them; what a family does differently is its :class:`~.families.Family` entry
+(sizes, distinct distances, the shape that gives the input its property).
+:func:`hypothesis_strategy` shrinks towards small cases; :func:`sample_cases` gives a fixed,
+reproducible set (used by ``identify``).
 """
 from __future__ import annotations
 
 from typing import List, Optional, Tuple
 
 import numpy as np
-from retrieval_conformance.conformance.harness.drawing import (
-    Drawer,
-    HypothesisDrawer,
-    IdRelevance,
-    MaskRelevance,
-    RandomDrawer,
-)
-from retrieval_conformance.conformance.harness.families import Capabilities, Family
-from retrieval_conformance.conformance.harness.inputs import Case
+from retrieval_conformance.conformance.harness.inputs.case import Case
+from retrieval_conformance.conformance.harness.inputs.drawing import IdRelevance, MaskRelevance
+from retrieval_conformance.conformance.harness.inputs.families import Capabilities, Family
+from retrieval_conformance.conformance.problems.choices import CellChoices, Choices, HypothesisChoices, RandomChoices
 
 
-def _count(d: Drawer, bounds: Tuple[int, int]) -> int:
+def _count(d: Choices, bounds: Tuple[int, int]) -> int:
     """A number in ``bounds``, drawn only when there is a choice."""
     lo, hi = bounds
     return lo if lo == hi else d.integer(lo, hi)
 
 
-def generate(d: Drawer, fam: Family, caps: Capabilities, index: int = 0) -> Case:
+def generate(d: Choices, fam: Family, caps: Capabilities, index: int = 0) -> Case:
     """Draw one case of family ``fam`` that an adapter with ``caps`` can express.
 
     Distances are small non-negative integers (exact in float32, realisable as Hamming
@@ -45,7 +42,7 @@ def generate(d: Drawer, fam: Family, caps: Capabilities, index: int = 0) -> Case
     n_q = _count(d, fam.queries) if caps.multi_query else 1
     n_g = _count(d, fam.gallery)
     n_levels = d.integer(1, fam.max_levels if fam.max_levels is not None else n_g + 2)
-    dist = np.array([[d.integer(0, n_levels - 1) for _ in range(n_g)] for _ in range(n_q)], dtype=np.float64)
+    dist = CellChoices(d).integers(0, n_levels, (n_q, n_g)).astype(np.float64)
     g = IdRelevance(d, n_q, n_g) if caps.ids else MaskRelevance(d, n_q, n_g, caps.junk)
     k: Optional[int] = fam.shape(d, dist, g, n_q, n_g)
     if fam.optional_k and caps.k and caps.protocol_k and d.boolean():
@@ -67,7 +64,7 @@ def hypothesis_strategy(fam: Family, caps: Capabilities):
 
     @st.composite
     def cases(draw):
-        return generate(HypothesisDrawer(draw), fam, caps)
+        return generate(HypothesisChoices(draw), fam, caps)
 
     return cases()
 
@@ -77,4 +74,4 @@ def sample_cases(fam: Family, caps: Capabilities, n: int, seed: int = 0) -> List
     import random
 
     rng = random.Random(f"{seed}:{fam.id}")
-    return [generate(RandomDrawer(rng), fam, caps, i) for i in range(n)]
+    return [generate(RandomChoices(rng), fam, caps, i) for i in range(n)]

@@ -1,24 +1,30 @@
 """``identify``: run the function on a fixed set of inputs and name what it computes.
 
-The golden cases and a fixed sample of every input family are run; :func:`~.analysis.analyse`
+The golden cases and a fixed sample of every input family are run; :func:`~.engine.analysis.analyse`
 eliminates the candidates; :func:`identification` puts the verdict into words (the nearest preset
-and what differs, :mod:`.describe`), with the probes' notes (:mod:`.probes`).
+and what differs, :mod:`.report.describe`), with the probes' notes (:mod:`.engine.probes`).
 """
 from __future__ import annotations
 
 from typing import List
 
-from retrieval_conformance.conformance.harness import findings, outside, separate
-from retrieval_conformance.conformance.harness.analysis import Analysis, analyse, expects_value
-from retrieval_conformance.conformance.harness.candidates import UNSTABLE, search_text
-from retrieval_conformance.conformance.harness.cases import FAMILIES, family_skip_reason, golden_cases, sample_cases
-from retrieval_conformance.conformance.harness.describe import alternatives, describe
+from retrieval_conformance.conformance.harness.candidates.candidate import UNSTABLE, search_text
+from retrieval_conformance.conformance.harness.candidates.reference_values import LANDMARK_CONVENTIONS
+from retrieval_conformance.conformance.harness.engine import findings, outside, separate
+from retrieval_conformance.conformance.harness.engine.analysis import Analysis, analyse, expects_value
 from retrieval_conformance.conformance.harness.engine.composite import field_name
 from retrieval_conformance.conformance.harness.engine.evidence import ruled_out_lines
 from retrieval_conformance.conformance.harness.engine.impossible import impossible, impossible_text
-from retrieval_conformance.conformance.harness.probes import minus_one_probe, score_shift_note
-from retrieval_conformance.conformance.harness.report import Identification
-from retrieval_conformance.conformance.harness.session import LANDMARK_CONVENTIONS, Session
+from retrieval_conformance.conformance.harness.engine.probes import minus_one_probe, score_shift_note
+from retrieval_conformance.conformance.harness.inputs.public import (
+    FAMILIES,
+    family_skip_reason,
+    golden_cases,
+    sample_cases,
+)
+from retrieval_conformance.conformance.harness.report.describe import alternatives, describe
+from retrieval_conformance.conformance.harness.report.results import Identification
+from retrieval_conformance.conformance.harness.session import Session
 
 
 def identification_cases(session: Session, per_family: int) -> List:
@@ -101,8 +107,7 @@ def identification(session: Session, a: Analysis) -> Identification:
                      "convention (torchreid, fast-reid, reid-strong-baseline), compared on the common prefix")
     if equal and not diffs:
         lines.append(f"  the same through this signature: {', '.join(f'`{p}`' for p in equal)}"
-                     + (" (roxford's difficulties differ only in the positive and junk sets you pass)"
-                        if session.adapter.name == "oxford" else ""))
+                     + (f" ({session.adapter.same_presets_note})" if session.adapter.same_presets_note else ""))
     # an alternative under which the function raises where a value is due is not equally consistent
     due = len(r.raised)
     others = [c for c in v.survivors[1:]

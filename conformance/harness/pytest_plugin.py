@@ -10,6 +10,9 @@ from __future__ import annotations
 import pytest
 from retrieval_conformance.reference.contract import options_table
 
+#: the adapter ``--adapter`` names when not given (``retrieval-conformance check``'s default too)
+DEFAULT_ADAPTER = "hashing-codes"
+
 
 def is_registered(pluginmanager) -> bool:
     """True when this module is already a registered plugin (entry point or ``-p``)."""
@@ -52,8 +55,8 @@ def unusable_options(config) -> "str | None":
             "--adapter", "--conformance-max-examples", "--conformance-timeout"))
     except ValueError:  # the options are not ours to read (added by the conftest later)
         return None
-    if adapter != "hashing-codes":
-        from retrieval_conformance.conformance.harness.adapters import ADAPTERS
+    if adapter != DEFAULT_ADAPTER:  # the default needs no import of the harness to be known
+        from retrieval_conformance.conformance.harness.adapters.registry import ADAPTERS
 
         if adapter not in ADAPTERS:
             return f"--adapter: unknown adapter {adapter!r}; expected one of {', '.join(sorted(ADAPTERS))}"
@@ -75,23 +78,33 @@ def pytest_collection_modifyitems(config, items):
         return
     if not impl:
         return
-    keep = [it for it in items if it.nodeid.split("::")[0].endswith(LAB_CHECKS_MODULE)]
+    # by the file's name: a node id holds no file part when the suite lies outside the rootdir
+    # (``pytest --pyargs ...`` run from the lab's folder)
+    keep = [it for it in items if it.path.name == LAB_CHECKS_MODULE]
     if len(keep) == len(items):
         return
     config.hook.pytest_deselected(items=[it for it in items if it not in keep])
     items[:] = keep
 
 
+def _landmark_presets():
+    from retrieval_conformance.conformance.harness.session import LANDMARK_CONVENTIONS
+
+    return tuple(LANDMARK_CONVENTIONS)
+
+
+#: the presets --protocol takes beyond the table's, and when
+PROTOCOL_VALUES = (_landmark_presets(), "default: the adapter's usual one; the landmark presets with --adapter oxford")
+
+
 def add_options(parser):
     group = parser.getgroup("retrieval-conformance", "retrieval-conformance: check a user's metric function")
     group.addoption("--impl", default=None, metavar="MODULE:FUNCTION",
                     help="the metric function to check (module:function or path/to/file.py:function)")
-    group.addoption("--adapter", default="hashing-codes", metavar="NAME",
+    group.addoption("--adapter", default=DEFAULT_ADAPTER, metavar="NAME",
                     help="its signature (retrieval-conformance check --help lists every adapter)")
-    group.addoption("--protocol", default=None, metavar="PRESET",
-                    help="preset to check against (default: the adapter's usual one)")
-    # the convention overrides (--ties, --ap-rule, ...), generated from the one options table
-    options_table.add_arguments(group, "pytest-plugin", skip=("protocol",))
+    # --protocol and the convention overrides (--ties, --ap-rule, ...), generated from the one options table
+    options_table.add_arguments(group, "pytest-plugin", wider={"protocol": PROTOCOL_VALUES})
     group.addoption("--arrays", default="auto", choices=("auto", "numpy", "torch"),
                     help="pass numpy arrays or torch tensors to --impl (auto: torch if numpy fails)")
     group.addoption("--known-deviations", default=None, metavar="FILE",

@@ -1,6 +1,6 @@
 """One function under test: its adapter, the protocol, the worker that calls it, and what it returned.
 
-:class:`Session` turns a :class:`~.cases.Case` into the adapter's calls, runs them, keeps every
+:class:`Session` turns a :class:`~.inputs.case.Case` into the adapter's calls, runs them, keeps every
 evaluated input (``observed``: the evidence identification eliminates candidates with) and
 compares the returned fields with the protocol's prediction.  The checks (:mod:`.checks`) and
 identification (:mod:`.identify`) build on it.
@@ -11,47 +11,24 @@ import math
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Optional, Sequence
 
-from retrieval_conformance.conformance.harness import adapters as ad
-from retrieval_conformance.conformance.harness.candidates import CMC_LENGTHS, TIE_CANDIDATES, Candidate, conventions
-from retrieval_conformance.conformance.harness.cases import Case
-from retrieval_conformance.conformance.harness.eliminate import Eliminator, exact_value
-from retrieval_conformance.conformance.harness.expected import OPTION_VALUES, PLAIN_BASE, Convention, ReferenceCache
-from retrieval_conformance.conformance.harness.predict import Predictor, within
-from retrieval_conformance.conformance.harness.report import Mismatch
-from retrieval_conformance.conformance.harness.runner import Outcome, Runner, torch_available
-from retrieval_conformance.reference.contract.presets import PRESETS
+from retrieval_conformance.conformance.harness.adapters.base import Call, Reading, Skip, UsageError, WrongType
+from retrieval_conformance.conformance.harness.adapters.registry import DEFAULT_PROTOCOL, get_adapter
+from retrieval_conformance.conformance.harness.calling.runner import Outcome, Runner, torch_available
+from retrieval_conformance.conformance.harness.candidates.candidate import Candidate, conventions
+from retrieval_conformance.conformance.harness.candidates.predict import Predictor, within
+from retrieval_conformance.conformance.harness.candidates.reference_values import (
+    K_PROTOCOLS,
+    LANDMARK_CONVENTIONS,
+    OPTION_VALUES,
+    ReferenceCache,
+)
+from retrieval_conformance.conformance.harness.engine.eliminate import Eliminator, exact_value
+from retrieval_conformance.conformance.harness.inputs.public import Case
+from retrieval_conformance.conformance.harness.report.results import Mismatch
+from retrieval_conformance.reference.contract import options_table
 
-# the presets' families, by their junk rules: a preset with the camera junk rule is a ReID preset
-# (its function gets cameras); the others are the hashing presets, which all define AP@k
-REID_PRESETS = tuple(name for name, p in PRESETS.items() if "same_id_cam" in p.junk)
-HASHING_PRESETS = tuple(name for name, p in PRESETS.items() if "same_id_cam" not in p.junk)
-K_PROTOCOLS = HASHING_PRESETS
-# landmark presets through the one-query oxford adapter: the ranked list is given (no ties), junk
-# is removed, a query without a positive is left out; roxford's difficulties differ only in the
-# positive and junk sets the caller passes
-_TRAPEZOID = Convention(PLAIN_BASE, "stable", "trapezoid", "hits", "skip")
-LANDMARK_CONVENTIONS = {
-    "oxford": _TRAPEZOID, "roxford-easy": _TRAPEZOID, "roxford-medium": _TRAPEZOID, "roxford-hard": _TRAPEZOID,
-    "gldv2": Convention.from_protocol("gldv2"),  # the preset itself: its function gets one query at a time
-}
-#: the presets of each kind an adapter's function can be identified among (``Adapter.preset_kinds``)
-PRESET_KINDS = {"hashing": HASHING_PRESETS, "reid": REID_PRESETS, "landmark": tuple(LANDMARK_CONVENTIONS),
-                # the presets that report these values (spec §9): nDCG, and metric learning's MAP@R
-                "ndcg": ("sklearn-ndcg", "trec"), "metric-learning": ("pml",)}
 MAX_HANGS = 2
 FAILED_CALLS_LIMIT = 25  # stop early when not one of this many calls has returned
-
-
-def presets_for(adapter: str) -> Sequence[str]:
-    """The presets an adapter's function can be identified among."""
-    return tuple(name for kind in ad.ADAPTERS[adapter].preset_kinds for name in PRESET_KINDS[kind])
-
-
-def preset_convention(name: str, adapter: str) -> Convention:
-    if adapter == "oxford":
-        return LANDMARK_CONVENTIONS[name]
-    conv = Convention.from_protocol(name)
-    return conv if adapter == "reid" else conv.with_(base=PLAIN_BASE)
 
 
 @dataclass
@@ -59,9 +36,9 @@ class Evaluation:
     """One case run through the user's function (and, once compared, its mismatches)."""
 
     case: Case
-    calls: List[ad.Call] = field(default_factory=list)
+    calls: List[Call] = field(default_factory=list)
     outcomes: List[Outcome] = field(default_factory=list)
-    readings: List[Optional[ad.Reading]] = field(default_factory=list)
+    readings: List[Optional[Reading]] = field(default_factory=list)
     mismatches: List[Mismatch] = field(default_factory=list)
     skipped: Optional[str] = None
     reference: Dict[Any, Any] = field(default_factory=dict)  # (metric, query) -> exact reference value
@@ -83,8 +60,27 @@ class Evaluation:
         return any(r is not None for r in self.readings)
 
 
+#: what ``check`` and ``Session`` say of ``protocol`` beyond the options table
+PROTOCOL_DETAIL = ("Default: the adapter's usual one (``hashing``, ``reid``...); with ``adapter=\"oxford\"``, "
+                   "one of " + ", ".join(f"``{name}``" for name in LANDMARK_CONVENTIONS) + ".")
+
+
+@options_table.documented("check", protocol=PROTOCOL_DETAIL)
 class Session:
-    """Everything needed to check one function.  Use as a context manager so the worker stops."""
+    """Everything needed to check one function.  Use as a context manager so the worker stops.
+
+    Parameters
+    ----------
+    func, adapter
+        The function and its signature, as in :func:`~.entry.check`.
+    {options}
+    arrays, timeout, isolation, max_examples, atol, rtol, target, derandomize, known_deviations, only
+        As in :func:`~.entry.check`.
+    shrink_budget : int
+        Calls allowed to shrink a failing input.
+    warmup_timeout : float, optional
+        Seconds allowed for the first call in a worker, as in :func:`~.entry.check`.
+    """
 
     def __init__(self, func: Callable, adapter: str = "hashing-codes", protocol: Optional[str] = None, *,
                  ties: Optional[str] = None, ap_rule: Optional[str] = None, ap_at_k: Optional[str] = None,
@@ -95,21 +91,21 @@ class Session:
                  only: Sequence[str] = (), shrink_budget: int = 150, warmup_timeout: Optional[float] = None):
         self.func = func
         self.target = target or _name_of(func)
-        self.adapter = ad.get_adapter(adapter, func)
-        self.protocol = protocol or ad.DEFAULT_PROTOCOL[adapter]
+        self.adapter = get_adapter(adapter, func)
+        self.protocol = protocol or DEFAULT_PROTOCOL[adapter]
         self.overrides = {"ties": ties, "ap_rule": ap_rule, "ap_at_k": ap_at_k, "empty": empty, "gain": gain,
                           "recall": recall, "discount": discount}
         for name, value in self.overrides.items():
             if value is not None and value not in OPTION_VALUES[name]:
-                raise ad.UsageError(f"--{name.replace('_', '-')}: expected one of {list(OPTION_VALUES[name])}, "
+                raise UsageError(f"--{name.replace('_', '-')}: expected one of {list(OPTION_VALUES[name])}, "
                                     f"got {value!r}")
-        self.convention = self._protocol_convention()
-        self.protocol_k = (self.protocol in K_PROTOCOLS or ap_at_k is not None) and self.adapter.name != "oxford"
+        self.convention = self.adapter.protocol_convention(self.protocol, self.overrides)
+        self.protocol_k = (self.protocol in K_PROTOCOLS or ap_at_k is not None) and not self.adapter.ranked_list
         self.requested_arrays = self.adapter.forced_arrays or arrays
         if self.requested_arrays not in ("auto", "numpy", "torch"):
-            raise ad.UsageError(f"--arrays: expected 'numpy', 'torch' or 'auto', got {arrays!r}")
+            raise UsageError(f"--arrays: expected 'numpy', 'torch' or 'auto', got {arrays!r}")
         if self.requested_arrays == "torch" and torch_available() is not None:
-            raise ad.UsageError(f"arrays=torch: {torch_available()}; install it with: pip install torch==2.13.0")
+            raise UsageError(f"arrays=torch: {torch_available()}; install it with: pip install torch==2.13.0")
         self.arrays = "numpy" if self.requested_arrays == "auto" else self.requested_arrays
         self.timeout, self.isolation, self.warmup_timeout = timeout, isolation, warmup_timeout
         self.max_examples, self.derandomize = max_examples, derandomize
@@ -118,7 +114,8 @@ class Session:
         self.known = list(known_deviations)
         self.only = list(only)
         self.cache = ReferenceCache()
-        self.predictor = Predictor(self.cache, self.adapter.name, self.adapter.per_query, self.adapter.fields)
+        self.predictor = Predictor(self.cache, self.adapter.name, self.adapter.per_query, self.adapter.fields,
+                                   reads_cmc=self.adapter.reads_cmc)
         self.eliminator = Eliminator(self.predictor, atol, rtol, check_cmc_length=self._passes_max_rank())
         # the protocol as a candidate; a CMC of either length rule conforms (both are conventions)
         self.protocol_candidate = Candidate(self.convention, None)
@@ -128,47 +125,22 @@ class Session:
         self.observed: List[Evaluation] = []
         self._success_count = 0
 
-    def _protocol_convention(self) -> Convention:
-        name = self.protocol
-        if self.adapter.name == "oxford":
-            if name not in LANDMARK_CONVENTIONS:
-                raise ad.UsageError(f"--protocol: the oxford adapter checks the landmark presets "
-                                    f"{list(LANDMARK_CONVENTIONS)}; got {name!r}")
-            conv = LANDMARK_CONVENTIONS[name]
-            preset = PRESETS[name] if name in PRESETS else None
-            # GLDv2 has no junk and reads the first k names: its inputs say so
-            self.adapter.protocol_junk = preset is None or bool(preset.junk)
-            self.adapter.cutoff = preset.k if preset is not None else None
-            return conv.with_(**{k: v for k, v in self.overrides.items() if v is not None})
-        if name in LANDMARK_CONVENTIONS and name != "gldv2":
-            raise ad.UsageError(f"--protocol {name!r} is a landmark preset: check a function "
-                                f"f(positives, junk, ranked_list) with --adapter oxford")
-        try:
-            conv = Convention.from_protocol(name, **self.overrides)
-        except ValueError as exc:
-            raise ad.UsageError(f"--protocol: {exc}; the landmark presets {list(LANDMARK_CONVENTIONS)} "
-                                f"go with --adapter oxford") from None
-        if self.adapter.name == "reid" and conv.base not in REID_PRESETS:
-            raise ad.UsageError(f"adapter reid passes cameras, so it needs a protocol with the camera junk rule "
-                                f"({', '.join(REID_PRESETS)}); got {name!r}")
-        return conv
-
     def _passes_max_rank(self) -> bool:
-        return self.adapter.name != "reid" or getattr(self.adapter, "takes_max_rank", True)
+        return self.adapter.passes_max_rank
 
     # -- the candidate space of this adapter ------------------------------------------------
     def dims(self, any_k: bool) -> List[str]:
         """The options the adapter's values depend on (``Adapter.options``; AP@k's only with a cut-off)."""
         dims = [d for d in OPTION_VALUES if d in self.adapter.options and (any_k or d != "ap_at_k")]
-        if self.adapter.name == "reid" and self._passes_max_rank():
+        if self.adapter.cmc_lengths != (None,):
             dims.append("cmc_length")
         return dims
 
     def candidate_space(self, any_k: bool):
         """(conventions, CMC length rules) that identification starts from."""
-        bases = REID_PRESETS if self.adapter.name == "reid" else (PLAIN_BASE,)
+        bases = self.adapter.junk_rule_presets
         values = {name: tuple(vals) for name, vals in OPTION_VALUES.items()}
-        values["ties"] = ("stable",) if self.adapter.name == "oxford" else TIE_CANDIDATES
+        values["ties"] = self.adapter.tie_candidates
         values["ap_at_k"] = OPTION_VALUES["ap_at_k"] if any_k else ("hits",)
         # skip_no_hit differs from skip only in a mean over queries with a cut-off
         values["empty"] = tuple(e for e in OPTION_VALUES["empty"]
@@ -177,8 +149,7 @@ class Session:
             if name not in self.adapter.options:
                 values[name] = (getattr(self.convention, name),)
         # a function that chooses its own max_rank is compared on the common prefix: no length rule
-        cmc = CMC_LENGTHS if self.adapter.name == "reid" and self._passes_max_rank() else (None,)
-        return conventions(bases, values), cmc
+        return conventions(bases, values), self.adapter.cmc_lengths
 
     # -- calling ----------------------------------------------------------------------------
     def _runner(self) -> Runner:
@@ -200,17 +171,17 @@ class Session:
     def __exit__(self, *exc) -> None:
         self.close()
 
-    def call(self, call: ad.Call) -> Outcome:
+    def call(self, call: Call) -> Outcome:
         out = self._call_once(call)
         if out.ok:
             self._success_count += 1
         return out
 
     @staticmethod
-    def _invoke(runner: Runner, call: ad.Call) -> Outcome:
+    def _invoke(runner: Runner, call: Call) -> Outcome:
         return runner.call(call.args, call.kwargs, names=call.names)
 
-    def _call_once(self, call: ad.Call) -> Outcome:
+    def _call_once(self, call: Call) -> Outcome:
         out = self._invoke(self._runner(), call)
         if not self._arrays_decided:
             self._arrays_decided = True
@@ -231,16 +202,16 @@ class Session:
     def convention_text(self) -> str:
         return self.convention.label([d for d in self.dims(True) if d in OPTION_VALUES])
 
-    def adapter_calls(self, case: Case) -> List[ad.Call]:
-        """The adapter's calls for ``case``; :class:`~.adapters.Skip` when it cannot express it."""
+    def adapter_calls(self, case: Case) -> List[Call]:
+        """The adapter's calls for ``case``; :class:`~.adapters.base.Skip` when it cannot express it."""
         rel, junk = self.cache.effective(case, self.convention.base)
         return self.adapter.calls(case, rel, junk, self.arrays)
 
-    def calls(self, case: Case) -> List[ad.Call]:
+    def calls(self, case: Case) -> List[Call]:
         """The adapter's calls for ``case`` ([] when it cannot express it)."""
         try:
             return self.adapter_calls(case)
-        except ad.Skip:
+        except Skip:
             return []
 
     def run_case(self, case: Case) -> Evaluation:
@@ -251,7 +222,7 @@ class Session:
             return ev
         try:
             ev.calls = self.adapter_calls(case)
-        except ad.Skip as exc:
+        except Skip as exc:
             ev.skipped = str(exc)
             return ev
         if not ev.calls:
@@ -264,7 +235,7 @@ class Session:
             if out.ok:
                 try:
                     reading = self.adapter.read(out.value, call)
-                except ad.WrongType as exc:
+                except WrongType as exc:
                     out.error = f"wrong return type: {exc} (got {out.type_name})"
             ev.readings.append(reading)
             if out.kind == "timeout":
@@ -273,7 +244,7 @@ class Session:
         return ev
 
     # -- comparing with the protocol ----------------------------------------------------------
-    def prediction(self, ev: Evaluation, call: ad.Call, reading: Optional[ad.Reading],
+    def prediction(self, ev: Evaluation, call: Call, reading: Optional[Reading],
                    cand: Optional[Candidate] = None):
         cmc = reading.values.get("cmc") if reading is not None else None
         return self.predictor.predict(cand or self.protocol_candidate, ev.case, call,
@@ -313,7 +284,7 @@ class Session:
                     out.append(Mismatch(self._metric_name(q, metric), kind, value, exact_value(iv), q))
         return out
 
-    def _compare_cmc(self, user: List[float], pred: Dict[str, Any], call: ad.Call) -> List[Mismatch]:
+    def _compare_cmc(self, user: List[float], pred: Dict[str, Any], call: Call) -> List[Mismatch]:
         cmc = pred.get("cmc")
         if cmc is None:
             return []

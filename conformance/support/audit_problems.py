@@ -10,6 +10,8 @@ import os
 
 import numpy as np
 from retrieval_conformance import golden
+from retrieval_conformance.conformance.problems.choices import NumpyChoices
+from retrieval_conformance.conformance.problems.tie_heavy import integer_level_problem
 
 
 def seed000(case_id: str):
@@ -32,12 +34,9 @@ def ap_by_hand(order_rel: np.ndarray, k=None, divide_by=None) -> float:
 
 
 def tied_problem(seed=3, n_q=12, n_g=40, levels=5):
-    """Distances on a few integer levels (ties everywhere) and a relevance matrix."""
-    rng = np.random.default_rng(seed)
-    dist = rng.integers(0, levels, (n_q, n_g)).astype(np.float64)
-    rel = rng.random((n_q, n_g)) < 0.25
-    rel[:, 0] = True  # every query has a relevant item
-    return dist, rel
+    """Distances on a few integer levels (ties everywhere) and a relevance matrix, every query
+    with a relevant item (the shared builder's, from a seeded numpy Generator)."""
+    return integer_level_problem(NumpyChoices(np.random.default_rng(seed)), n_q, n_g, levels)
 
 
 def previous_hit_trapezoid(order_rel: np.ndarray) -> float:

@@ -192,7 +192,7 @@ def sklearn_style_ap(distances, relevant) -> Fraction:
 def seed000_problem() -> Problem:
     """Seed 000's worked example: ±1 codes as bits (+1 -> 1), multi-hot labels."""
     import numpy as np
-    from retrieval_conformance.conformance.harness.golden_inputs import SEED000
+    from retrieval_conformance.conformance.harness.inputs.golden import SEED000
 
     qb, db = (np.array(SEED000[key]) > 0 for key in ("query_codes", "db_codes"))
     ql, dl = (np.array(SEED000[key], dtype=np.uint8) for key in ("query_labels", "db_labels"))

@@ -79,6 +79,6 @@ def test_audit_cost_workload_runs_and_traces_its_own_number():
         assert row["reproduced"] >= 1  # the workload's own mAP, printed to 4 digits, is traced to a convention
 
 
-def test_trec_runs_are_refused_by_name():
-    with pytest.raises(ValueError, match="run: TREC runs"):
-        rc.audit(run={"q": {"d": 1.0}}, qrels={"q": {"d": 1}})
+def test_arrays_and_a_run_are_not_mixed():
+    with pytest.raises(ValueError, match="^distances:"):
+        rc.audit(distances=np.zeros((1, 1)), run={"q": {"d": 1.0}}, qrels={"q": {"d": 1}})

@@ -22,7 +22,7 @@ from fractions import Fraction
 import numpy as np
 import pytest
 from retrieval_conformance.conformance.crosscheck import compare_exact, compare_per_query, run_both
-from retrieval_conformance.conformance.harness.golden_inputs import SEED000
+from retrieval_conformance.conformance.harness.inputs.golden import SEED000
 from retrieval_conformance.conformance.support import oracle
 from retrieval_conformance.conformance.support.c_test_support import TIES
 from retrieval_conformance.conformance.support.problems import random_options, tie_heavy_problem

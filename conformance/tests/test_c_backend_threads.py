@@ -18,7 +18,7 @@ from retrieval_conformance.reference.contract.problem import Options
 # ---------------------------------------------------------------------------------------------
 @pytest.mark.parametrize("ties", TIES)
 def test_thread_count_does_not_change_results(c_backend, ties):
-    """OpenMP over queries, no reduction across queries: 1 and 2 threads give equal arrays."""
+    """Threads over queries, no reduction across queries: 1 and 2 threads give equal arrays."""
     for name, p in medium_problems().items():
         for k, apk in ((None, "hits"), (37, "hits"), (37, "dcmh"), (500, "min_k_r")):
             o = Options(ties=ties, k=k, ap_at_k=apk, radius=3.0 if name == "codes" else 0.3)

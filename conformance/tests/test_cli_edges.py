@@ -113,8 +113,8 @@ def test_every_subcommand_with_lost_output(runs, where):
     "retrieval_conformance.conformance.harness.cli",
     "retrieval_conformance.conformance.bench.cli",
     "retrieval_conformance.comparison",
-    "retrieval_conformance.reference.spec_cli",
-    "retrieval_conformance.reference.landmark.cli",
+    "retrieval_conformance.spec_cli",
+    "retrieval_conformance.reference.protocols.landmark.cli",
 ])
 @posix_only
 def test_python_m_mains_share_the_wrapper(module):
@@ -258,7 +258,7 @@ def test_require_with_a_typo_fails_the_pytest_session(tmp_path):
 
 
 def test_unwritable_junit_after_the_run_keeps_the_verdict(tmp_path, capsys, monkeypatch):
-    from retrieval_conformance.conformance.harness.report import Report
+    from retrieval_conformance.conformance.harness.report.results import Report
 
     def fail(self, path):
         raise PermissionError(13, "Permission denied")
@@ -320,7 +320,7 @@ def test_install_hints_say_what_works_from_a_checkout():
 def test_check_reads_a_fraction_as_a_number():
     from fractions import Fraction
 
-    from retrieval_conformance.conformance.harness.outcome import Opaque, to_plain
+    from retrieval_conformance.conformance.harness.calling.outcome import Opaque, to_plain
 
     assert to_plain(Fraction(1, 3)) == Fraction(1, 3)
     assert to_plain(np.float32(0.5)) == 0.5

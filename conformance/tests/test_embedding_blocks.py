@@ -14,10 +14,10 @@ from fractions import Fraction
 import numpy as np
 import pytest
 import retrieval_conformance as rc
+from retrieval_conformance.conformance.fuzz.case import Case
 from retrieval_conformance.conformance.fuzz.changes import _embedding_block_sizes
 from retrieval_conformance.conformance.fuzz.classify import classify
-from retrieval_conformance.conformance.fuzz.draw import RandomDraw, case_rng
-from retrieval_conformance.conformance.fuzz.problems import Case
+from retrieval_conformance.conformance.problems.choices import RandomChoices, case_rng
 from retrieval_conformance.conformance.support.requirements import implementation_params, require_implementation
 from retrieval_conformance.reference.contract import embedding_dots
 from retrieval_conformance.reference.contract.embeddings import embedding_distances
@@ -136,7 +136,7 @@ def test_the_fuzz_change_finds_block_dependent_distances():
     base = dict(distances=np.zeros((6, 300)), query_labels=np.arange(6) % 3, db_labels=np.arange(300) % 3)
     seen = set()
     for index in range(8):
-        case = _embedding_block_sizes(RandomDraw(case_rng(7, index)), dict(base))
+        case = _embedding_block_sizes(RandomChoices(case_rng(7, index)), dict(base))
         assert case.twin is not None and "distances" not in case.kwargs and case.expect == "value"
         seen.add(case.kwargs["block_size"])
         outcome = classify(lambda case=case: Case(dict(case.kwargs), case.change, twin=dict(case.twin)),

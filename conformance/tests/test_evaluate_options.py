@@ -21,7 +21,7 @@ from retrieval_conformance.reference.contract import options_table
 #: the last value of each table option with choices (not the default)
 VALUES = {name: (option.values()[-1] if option.values() else None)
           for name, option in options_table.BY_NAME.items() if name in ARRAY_OPTIONS}
-VALUES.update(protocol="trec", radius="1.5", device="cpu", progress=None)
+VALUES.update(protocol="trec", radius="1.5", device="cpu", progress=None, metrics="map")
 
 
 def _strict(text: str):

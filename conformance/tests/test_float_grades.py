@@ -12,8 +12,9 @@ import numpy as np
 import pytest
 import retrieval_conformance as rc
 from retrieval_conformance.reference.contract.discounts import discount_table
+from retrieval_conformance.reference.protocols.trec.evaluation import evaluate_run
 from retrieval_conformance.reference.readers.grades import atol
-from retrieval_conformance.reference.trec import as_qrels, evaluate_run, read_qrels
+from retrieval_conformance.reference.readers.trec import as_qrels, read_qrels
 
 QRELS = "q1 0 a 2.5\nq1 0 b -0.5\nq1 0 c 1\nq1 0 z 1.5\n"
 RUN = {"q1": {"a": 3.0, "b": 2.0, "c": 1.0}}  # ranked a, b, c; z is never retrieved

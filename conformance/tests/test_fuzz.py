@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from retrieval_conformance.conformance.fuzz.campaign import PROFILES, reproduce_command, run_campaign
 from retrieval_conformance.conformance.fuzz.cases import CHANGES, draw_case
 from retrieval_conformance.conformance.fuzz.classify import FAILURES, classify, names_an_argument
-from retrieval_conformance.conformance.fuzz.draw import HypothesisDraw, RecordingDraw, ReplayDraw
+from retrieval_conformance.conformance.problems.choices import HypothesisChoices, RecordingChoices, ReplayChoices
 from retrieval_conformance.reference.contract.registry import available
 
 IMPLEMENTATIONS = ["reference"] + [n for n in available() if n != "reference"]
@@ -41,11 +41,11 @@ def test_quick_campaign_in_worker_processes():
 @settings(deadline=None)  # a case runs every implementation: far beyond hypothesis's 200 ms default
 def test_generated_cases_are_clean(data):
     """The same generator driven by hypothesis, so a failure shrinks to a small reproducer."""
-    recorder = RecordingDraw(HypothesisDraw(data))
+    recorder = RecordingChoices(HypothesisChoices(data))
     draw_case(recorder)
 
     def build():
-        return draw_case(ReplayDraw(recorder.values))
+        return draw_case(ReplayChoices(recorder.values))
 
     outcome = classify(build, IMPLEMENTATIONS)
     assert outcome.clean, f"{outcome.kind} ({outcome.implementation}): {outcome.detail}\n{build().describe()}"

@@ -14,8 +14,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from retrieval_conformance.conformance.fuzz.__main__ import main as fuzz_main
 from retrieval_conformance.conformance.fuzz.compare_inputs import classify_compare_case, draw_compare_case
-from retrieval_conformance.conformance.fuzz.draw import HypothesisDraw
 from retrieval_conformance.conformance.fuzz.files import run_file_campaign
+from retrieval_conformance.conformance.problems.choices import HypothesisChoices
 
 CASES = 100_000 if os.environ.get("RC_FUZZ") == "long" else 1000
 
@@ -32,7 +32,7 @@ def test_compare_campaign_is_clean():
 @given(st.data())
 @settings(deadline=None, max_examples=50)
 def test_generated_compare_cases_are_clean(data):
-    case = draw_compare_case(HypothesisDraw(data))
+    case = draw_compare_case(HypothesisChoices(data))
     outcome = classify_compare_case(case)
     assert outcome.clean, f"{outcome.kind}: {outcome.detail}"
 

@@ -11,8 +11,8 @@ import os
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from retrieval_conformance.conformance.fuzz.__main__ import main as fuzz_main
-from retrieval_conformance.conformance.fuzz.draw import HypothesisDraw
 from retrieval_conformance.conformance.fuzz.files import classify_file_case, draw_file_case, run_file_campaign
+from retrieval_conformance.conformance.problems.choices import HypothesisChoices
 
 CASES = 200_000 if os.environ.get("RC_FUZZ") == "long" else 1000
 
@@ -28,7 +28,7 @@ def test_file_campaign_is_clean():
 @given(st.data())
 @settings(deadline=None, max_examples=100)
 def test_generated_file_cases_are_clean(data):
-    case = draw_file_case(HypothesisDraw(data))
+    case = draw_file_case(HypothesisChoices(data))
     outcome = classify_file_case(case)
     assert outcome.clean, f"{outcome.kind}: {outcome.detail}\n{case.kind} {case.data[:300]!r}"
 

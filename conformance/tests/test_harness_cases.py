@@ -15,8 +15,10 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from retrieval_conformance.conformance.harness.adapters import ADAPTERS, Skip
-from retrieval_conformance.conformance.harness.cases import (
+from retrieval_conformance.conformance.harness.adapters.base import Skip
+from retrieval_conformance.conformance.harness.adapters.registry import ADAPTERS
+from retrieval_conformance.conformance.harness.candidates.reference_values import Convention, ReferenceCache
+from retrieval_conformance.conformance.harness.inputs.public import (
     FAMILIES,
     Capabilities,
     Case,
@@ -25,7 +27,6 @@ from retrieval_conformance.conformance.harness.cases import (
     hypothesis_strategy,
     sample_cases,
 )
-from retrieval_conformance.conformance.harness.expected import Convention, ReferenceCache
 
 SEEDS = range(3)
 DRAWS_PER_FAMILY = 800  # per family, over every adapter (and protocol_k) that runs it

@@ -12,7 +12,7 @@ from contextlib import redirect_stdout
 import numpy as np
 import pytest
 from retrieval_conformance.conformance.harness import check, check_main
-from retrieval_conformance.conformance.harness.runner import Runner
+from retrieval_conformance.conformance.harness.calling.runner import Runner
 
 E = "retrieval_conformance.conformance.examples."
 

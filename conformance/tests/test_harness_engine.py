@@ -10,8 +10,9 @@ import re
 
 import pytest
 from retrieval_conformance.conformance.harness import check, identify
-from retrieval_conformance.conformance.harness.checks import UNKNOWN, Checker
+from retrieval_conformance.conformance.harness.checks import Checker
 from retrieval_conformance.conformance.harness.engine.causes import clause_and_why, partial, parts, remove
+from retrieval_conformance.conformance.harness.explanations import UNKNOWN
 from retrieval_conformance.conformance.harness.session import Session
 from retrieval_conformance.reference.contract import spec
 
@@ -131,7 +132,7 @@ def test_junk_not_removed_is_named():
 
 
 def test_the_clause_builders_of_the_new_behaviours_resolve():
-    from retrieval_conformance.conformance.harness.candidates import BUGS
+    from retrieval_conformance.conformance.harness.candidates.candidate import BUGS
     ids = spec.clauses()
     for bug_id in ("rounded", "empty-scores-one", "cut-at-r", "junk-kept"):
         assert f"§11 {bug_id}" in ids
@@ -149,7 +150,7 @@ def test_the_clause_builders_of_the_new_behaviours_resolve():
 def test_no_clause_is_named_unless_its_candidate_reproduces_the_values(target, adapter, protocol, monkeypatch):
     """Every clause heading a deviation belongs to a part of what was identified, and the protocol
     changed in exactly the named parts reproduces that deviation's input; otherwise "cause unknown"."""
-    from retrieval_conformance.conformance.harness.loading import load_function
+    from retrieval_conformance.conformance.harness.calling.loading import load_function
 
     inputs = {}
     real = Checker._evidence

@@ -8,7 +8,7 @@ single skipped test.
 from __future__ import annotations
 
 import pytest
-from retrieval_conformance.conformance.harness.report import DEVIATE, KNOWN, SKIP
+from retrieval_conformance.conformance.harness.report.results import DEVIATE, KNOWN, SKIP
 
 
 def _ids(config):
@@ -27,13 +27,13 @@ def pytest_generate_tests(metafunc):
 @pytest.fixture(scope="module")
 def impl_session(conformance_options):
     from retrieval_conformance.conformance.harness import Checker, Session, load_function, read_known_deviations
-    from retrieval_conformance.conformance.harness.adapters import UsageError
+    from retrieval_conformance.conformance.harness.adapters.base import UsageError
 
     opts = conformance_options
     if not opts["impl"]:
         pytest.skip("no --impl given: pass --impl module:function to check your own metric function")
     if opts["arrays"] == "torch":
-        from retrieval_conformance.conformance.harness.runner import torch_available
+        from retrieval_conformance.conformance.harness.calling.runner import torch_available
 
         reason = torch_available()
         if reason is not None:
@@ -51,7 +51,7 @@ def impl_session(conformance_options):
 
 
 def test_check(impl_session, check_id):
-    from retrieval_conformance.conformance.harness.report import Report
+    from retrieval_conformance.conformance.harness.report.results import Report
 
     res = impl_session.run_one(check_id)
     session = impl_session.s

@@ -6,8 +6,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from retrieval_conformance.conformance.harness import check, identify
-from retrieval_conformance.conformance.harness.adapters import ADAPTERS, get_adapter
-from retrieval_conformance.conformance.harness.cases import Case
+from retrieval_conformance.conformance.harness.adapters.registry import ADAPTERS, get_adapter
+from retrieval_conformance.conformance.harness.inputs.public import Case
 
 E = "retrieval_conformance.conformance.examples."
 FAST = dict(max_examples=15)
@@ -136,7 +136,7 @@ def test_ndcg_adapter_passes_grades_and_skips_what_it_cannot_express():
     call = adapter.calls(case, grades > 0, np.zeros((1, 3), bool), "numpy")[0]
     assert call.args[0].tolist() == [[0, 3, 1]] and call.kwargs == {"k": 2}
     assert call.args[1][0, 0] > call.args[1][0, 1] == call.args[1][0, 2]  # similarities: larger is closer
-    from retrieval_conformance.conformance.harness.adapters import Skip
+    from retrieval_conformance.conformance.harness.adapters.base import Skip
 
     with pytest.raises(Skip):
         adapter.calls(Case("one", d[:, :1], grades[:, :1] > 0), grades[:, :1] > 0, np.zeros((1, 1), bool), "numpy")

@@ -9,9 +9,9 @@ import time
 
 import numpy as np
 import pytest
-from retrieval_conformance.conformance.harness.adapters import UsageError
-from retrieval_conformance.conformance.harness.loading import load_function, read_known_deviations
-from retrieval_conformance.conformance.harness.runner import OUTPUT_LIMIT, Runner, clip_output
+from retrieval_conformance.conformance.harness.adapters.base import UsageError
+from retrieval_conformance.conformance.harness.calling.loading import load_function, read_known_deviations
+from retrieval_conformance.conformance.harness.calling.runner import OUTPUT_LIMIT, Runner, clip_output
 
 MODES = ["process", "thread", "none"]
 

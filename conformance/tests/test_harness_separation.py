@@ -60,10 +60,10 @@ def test_identify_help_names_identify(capsys):
 def test_landmark_model_is_each_reference_rule_exactly():
     import random
 
-    from retrieval_conformance.conformance.harness.landmark_rules import landmark_ap
-    from retrieval_conformance.reference.landmark.gldv2 import gldv2_ap_at_k
-    from retrieval_conformance.reference.landmark.oxford import oxford_ap_exact
-    from retrieval_conformance.reference.landmark.revisitop import revisitop_ap, revisitop_positions
+    from retrieval_conformance.conformance.harness.candidates.landmark_rules import landmark_ap
+    from retrieval_conformance.reference.protocols.landmark.gldv2 import gldv2_ap_at_k
+    from retrieval_conformance.reference.protocols.landmark.oxford import oxford_ap_exact
+    from retrieval_conformance.reference.protocols.landmark.revisitop import revisitop_ap, revisitop_positions
 
     rng = random.Random(3)
     for _ in range(1500):  # repeated names, overlapping positive and junk lists, unranked positives
@@ -156,8 +156,8 @@ def _cut_at_1000(qB, rB, query_L, retrieval_L, topk=1000):
 
 def test_the_challenge_runs_the_input_where_the_nearest_alternative_differs():
     # evidence of short inputs only: the protocol and "its own default cut at 1000" agree on all of them
-    from retrieval_conformance.conformance.harness.analysis import analyse
-    from retrieval_conformance.conformance.harness.cases import family, sample_cases
+    from retrieval_conformance.conformance.harness.engine.analysis import analyse
+    from retrieval_conformance.conformance.harness.inputs.public import family, sample_cases
     from retrieval_conformance.conformance.harness.session import Session
 
     with Session(_cut_at_1000, isolation="none") as s:
@@ -171,7 +171,7 @@ def test_the_challenge_runs_the_input_where_the_nearest_alternative_differs():
 
 
 def test_every_known_bug_has_its_clause_a_cause_entry_can_name():
-    from retrieval_conformance.conformance.harness.candidates import BUG_SECTION, BUGS
+    from retrieval_conformance.conformance.harness.candidates.candidate import BUG_SECTION, BUGS
     from retrieval_conformance.reference.contract.spec import clauses
 
     assert all(f"{BUG_SECTION} {b.id}" in clauses() for b in BUGS)

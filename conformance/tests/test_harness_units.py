@@ -5,8 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from retrieval_conformance.conformance.harness import check
-from retrieval_conformance.conformance.harness.adapters import UsageError, get_adapter
-from retrieval_conformance.conformance.harness.cases import (
+from retrieval_conformance.conformance.harness.adapters.base import UsageError
+from retrieval_conformance.conformance.harness.adapters.registry import get_adapter
+from retrieval_conformance.conformance.harness.inputs.public import (
     FAMILIES,
     Capabilities,
     Case,
@@ -124,7 +125,7 @@ def _compute_ap_prev_hit(positives, junk, ranked):
 
 
 def test_oxford_adapter():
-    pytest.importorskip("retrieval_conformance.reference.landmark")
+    pytest.importorskip("retrieval_conformance.reference.protocols.landmark")
     ok = check(_compute_ap, adapter="oxford", protocol="oxford", max_examples=15)
     assert ok.exit_code == 0, ok.text()
     bad = check(_compute_ap_prev_hit, adapter="oxford", protocol="oxford", max_examples=15,

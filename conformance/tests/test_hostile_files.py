@@ -30,8 +30,8 @@ import pytest
 from retrieval_conformance.cli import main
 from retrieval_conformance.conformance.support.hostile_support import needs_dev_zero, needs_fifo, run_in_child
 from retrieval_conformance.reference import readers
-from retrieval_conformance.reference.landmark import cli as landmark_cli
-from retrieval_conformance.reference.landmark import format_cpp_float, oxford_ap
+from retrieval_conformance.reference.protocols.landmark import cli as landmark_cli
+from retrieval_conformance.reference.protocols.landmark import format_cpp_float, oxford_ap
 from retrieval_conformance.reference.readers import (
     FileRefusedError,
     load_restricted_pickle,

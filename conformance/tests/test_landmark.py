@@ -23,7 +23,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from retrieval_conformance.reference.landmark import (
+from retrieval_conformance.reference.protocols.landmark import (
     evaluate_landmark,
     format_cpp_float,
     normalize_cpp_float_text,

@@ -31,14 +31,14 @@ import pytest
 from retrieval_conformance.conformance.tests import test_landmark as _landmark
 from retrieval_conformance.conformance.tests.test_landmark import GOLDEN, OXFORD_JSON, RUNS, _ap_txt
 from retrieval_conformance.golden import compute_ap_build, compute_ap_tool
-from retrieval_conformance.reference.landmark import (
+from retrieval_conformance.reference.protocols.landmark import (
     format_cpp_float,
     normalize_cpp_float_text,
     oxford_ap,
     oxford_ap_exact,
     oxford_ap_float64,
 )
-from retrieval_conformance.reference.landmark.cli import USAGE, compute_ap_main
+from retrieval_conformance.reference.protocols.landmark.cli import USAGE, compute_ap_main
 
 # test_landmark's module-scoped fixtures, bound here by name so that pytest finds them
 gt, real_cases, adversarial = _landmark.gt, _landmark.real_cases, _landmark.adversarial
@@ -237,7 +237,7 @@ def test_cli_matches_program(tmp_path, compute_ap_exe):
 
 
 def test_cli_as_a_process_exits_255(tmp_path):
-    code = ("import sys; from retrieval_conformance.reference.landmark.cli import compute_ap_main;"
+    code = ("import sys; from retrieval_conformance.reference.protocols.landmark.cli import compute_ap_main;"
             " sys.exit(compute_ap_main(sys.argv[1:]))")
     proc = subprocess.run([sys.executable, "-c", code, str(tmp_path / "q"), str(tmp_path / "r")],
                           capture_output=True, timeout=120)

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from retrieval_conformance.reference.landmark import evaluate_landmark
+from retrieval_conformance.reference.protocols.landmark import evaluate_landmark
 from retrieval_conformance.reference.readers import (
     RestrictedUnpickler,
     load_restricted_pickle,
@@ -65,7 +65,7 @@ def test_read_lines_files_and_directories(tmp_path):
 
 def test_crlf_names_agree_with_compute_ap_semantics(tmp_path):
     """A gt file written on Windows matches nothing in a Unix ranked list."""
-    from retrieval_conformance.reference.landmark import oxford_ap
+    from retrieval_conformance.reference.protocols.landmark import oxford_ap
 
     for kind, data in (("good", b"a\r\nb\r\n"), ("ok", b""), ("junk", b"")):
         (tmp_path / f"q_{kind}.txt").write_bytes(data)
@@ -242,17 +242,17 @@ def test_no_unrestricted_pickle_loading_in_landmark_modules():
     """The repo hook greps for the unrestricted loaders; keep these modules clean."""
     import retrieval_conformance.golden.compute_ap_build as tool_build
     import retrieval_conformance.golden.compute_ap_tool as tool
-    import retrieval_conformance.reference.landmark as landmark
-    import retrieval_conformance.reference.landmark.cli as cli
-    import retrieval_conformance.reference.npy_files as npy_files
+    import retrieval_conformance.reference.protocols.landmark as landmark
+    import retrieval_conformance.reference.protocols.landmark.cli as cli
     import retrieval_conformance.reference.readers as readers
+    import retrieval_conformance.reference.readers.npy as npy_readers
     import retrieval_conformance.reference.readers.pickles.opcodes as pickle_opcodes
     import retrieval_conformance.reference.readers.pickles.proxies as pickle_proxies
     import retrieval_conformance.reference.readers.pickles.restricted as safe_pickle
     import retrieval_conformance.reference.readers.pickles.revisitop_gnd as revisitop_gnd
 
     banned = ("pickle." + "load(", "pickle." + "loads(")
-    for mod in (readers, safe_pickle, pickle_opcodes, pickle_proxies, revisitop_gnd, npy_files, landmark, cli, tool,
+    for mod in (readers, safe_pickle, pickle_opcodes, pickle_proxies, revisitop_gnd, npy_readers, landmark, cli, tool,
                 tool_build):
         text = Path(mod.__file__).read_text(encoding="utf-8")
         assert not any(b in text for b in banned), mod.__name__

@@ -15,7 +15,7 @@ from importlib.resources import files
 
 import numpy as np
 import pytest
-from retrieval_conformance.reference.landmark import (
+from retrieval_conformance.reference.protocols.landmark import (
     corrected_precision_at_k,
     evaluate_landmark,
     gldv2_ap_at_k,

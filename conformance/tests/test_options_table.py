@@ -27,18 +27,58 @@ SHOWN_BY = {"ties": "map", "ap_rule": "map", "ap_at_k": "map", "empty": "map", "
             "discount": "ndcg_at_k", "recall": "recall_at_k"}
 
 
-def _parameters(func) -> set:
-    return set(inspect.signature(func).parameters)
-
-
 def python_entry_points():
+    """entry point -> the callables that take its options, and the objects whose docstrings list them"""
     import retrieval_conformance as rc
     from retrieval_conformance.conformance.harness.entry import check
     from retrieval_conformance.conformance.harness.session import Session
     from retrieval_conformance.reference.contract.evaluate import evaluate
 
-    return {"evaluate": [rc.evaluate, evaluate], "accumulator": [rc.Accumulator.__init__],
-            "check": [check, Session.__init__]}
+    return {"evaluate": ([rc.evaluate, evaluate], [evaluate]),
+            "accumulator": ([rc.Accumulator.__init__], [rc.Accumulator]),
+            "check": ([check, Session.__init__], [check, Session])}
+
+
+def signature_problems(entry_point: str) -> list:
+    """What the signatures of ``entry_point`` get wrong against the table (empty: nothing)."""
+    problems = []
+    for func in python_entry_points()[entry_point][0]:
+        params = inspect.signature(func).parameters
+        problems += [f"{func.__qualname__} lacks the option {o.name}" for o in taken_by(entry_point)
+                     if o.name not in params]
+        problems += [f"{func.__qualname__} takes {name}, which the table says it refuses"
+                     for name in NOT_TAKEN[entry_point] if name in params]
+        # a convention's default is the preset's: None, never a value that would override every preset
+        problems += [f"{func.__qualname__}: {name} defaults to {params[name].default!r}, not None (the preset's)"
+                     for name in options_table.CONVENTION_OPTIONS
+                     if name in params and params[name].default is not None]
+    return problems
+
+
+def _entry_lines(doc: str) -> dict:
+    """numpydoc parameter entries of a docstring: name -> its ``name : type`` line"""
+    lines = [line.strip() for line in doc.splitlines()]
+    return {line.split(" : ")[0]: line for line in lines if " : " in line and line.split(" : ")[0].isidentifier()}
+
+
+def docstring_problems(entry_point: str) -> list:
+    """What the docstrings of ``entry_point`` get wrong against the table: an option taken without its
+    entry or one of its values, a refused option documented, a slot left unfilled."""
+    problems = []
+    for obj in python_entry_points()[entry_point][1]:
+        doc, name = obj.__doc__ or "", obj.__qualname__
+        entries = _entry_lines(doc)
+        if options_table.SLOT in doc:
+            problems.append(f"{name}: the {options_table.SLOT} slot is not filled")
+        for option in taken_by(entry_point):
+            if option.name not in entries:
+                problems.append(f"{name}'s docstring has no entry for the option {option.name}")
+                continue
+            problems += [f"{name}'s docstring: {option.name} does not list {value!r}"
+                         for value in option.documented_values() or () if f'"{value}"' not in entries[option.name]]
+        problems += [f"{name}'s docstring documents {refused}, which it refuses" for refused in NOT_TAKEN[entry_point]
+                     if refused in entries]
+    return problems
 
 
 def test_every_entry_point_is_in_the_table():
@@ -47,12 +87,49 @@ def test_every_entry_point_is_in_the_table():
 
 @pytest.mark.parametrize("entry_point", ["evaluate", "accumulator", "check"])
 def test_python_entry_points_take_exactly_the_options_of_the_table(entry_point):
-    for func in python_entry_points()[entry_point]:
-        params = _parameters(func)
-        missing = [o.name for o in taken_by(entry_point) if o.name not in params]
-        assert not missing, f"{func.__qualname__} lacks options of the table: {missing}"
-        refused = [name for name in NOT_TAKEN[entry_point] if name in params]
-        assert not refused, f"{func.__qualname__} takes {refused}, which the table says it refuses"
+    assert signature_problems(entry_point) == []
+
+
+@pytest.mark.parametrize("entry_point", ["evaluate", "accumulator", "check"])
+def test_docstrings_document_every_option_with_its_values(entry_point):
+    assert docstring_problems(entry_point) == []
+
+
+def test_an_option_added_to_the_table_fails_until_every_entry_point_takes_it(monkeypatch):
+    """The mutation the tests above exist for: a new row of the table, and no entry point updated."""
+    dummy = options_table.Option("dummy_option", "an option no entry point takes yet", choices=lambda: ("a", "b"))
+    monkeypatch.setattr(options_table, "OPTIONS_TABLE", OPTIONS_TABLE + (dummy,))
+    monkeypatch.setitem(options_table.BY_NAME, dummy.name, dummy)
+    for entry_point in ("evaluate", "accumulator", "check"):
+        assert any("lacks the option dummy_option" in p for p in signature_problems(entry_point)), entry_point
+        # the docstrings were generated at import, before the row: the check sees the stale ones
+        assert any("no entry for the option dummy_option" in p for p in docstring_problems(entry_point)), entry_point
+    # what is generated from the table follows it: a docstring slot, the command lines' flags
+    @options_table.documented("evaluate")
+    def entry(dummy_option="a"):
+        """Parameters
+        ----------
+        {options}
+        """
+    assert 'dummy_option : {"a", "b"}, default "a"' in entry.__doc__
+    assert "--dummy-option {a,b}" in _evaluate_parser().format_help()
+    assert "--dummy-option {a,b}" in _check_parser().format_help()
+    assert "--dummy-option" in _plugin_options()
+
+
+def test_a_docstring_without_the_slot_or_with_details_of_a_stranger_is_an_error():
+    def no_slot(k=None):
+        """Parameters
+        ----------
+        k : int
+        """
+    with pytest.raises(ValueError, match="slot"):
+        options_table.documented("evaluate")(no_slot)
+
+    def slot(k=None):
+        """{options}"""
+    with pytest.raises(ValueError, match=r"does not take: \['k'\]"):
+        options_table.documented("check", k="the harness draws cut-offs")(slot)
 
 
 def test_identify_passes_every_convention_option_to_the_session():
@@ -117,14 +194,15 @@ def test_convention_flags_list_every_value_with_its_meaning():
             assert f"§{conventions.OPTIONS[option.name][0]}" in text
 
 
-def test_pytest_plugin_declares_every_option_it_takes():
+def _plugin_options() -> dict:
+    """flag -> the keyword arguments the pytest plugin declares it with"""
     from retrieval_conformance.conformance.harness import pytest_plugin
 
-    declared = []
+    declared = {}
 
     class Group:
         def addoption(self, *names, **kwargs):
-            declared.append(names[0])
+            declared[names[0]] = kwargs
 
         add_argument = addoption
 
@@ -133,20 +211,32 @@ def test_pytest_plugin_declares_every_option_it_takes():
             return Group()
 
     pytest_plugin.add_options(Parser())
+    return declared
+
+
+def test_pytest_plugin_declares_every_option_it_takes_with_the_tables_values():
+    from retrieval_conformance.conformance.harness.session import LANDMARK_CONVENTIONS
+
+    declared = _plugin_options()
     for option in taken_by("pytest-plugin"):
         assert option.flag in declared, f"the pytest plugin lacks {option.flag}"
+        assert declared[option.flag]["help"], option.flag
+        if option.choices is not None:
+            # --protocol also takes the landmark presets of the oxford adapter
+            extra = tuple(LANDMARK_CONVENTIONS) if option.name == "protocol" else ()
+            assert set(declared[option.flag]["choices"]) == set(option.values() + extra), option.name
+    for name in NOT_TAKEN["pytest-plugin"]:
+        assert options_table.BY_NAME[name].flag not in declared
 
 
-def test_evaluates_docstring_names_every_preset_and_implementation():
-    from retrieval_conformance.reference.contract.evaluate import evaluate
-
-    doc = evaluate.__doc__
-    for option in taken_by("evaluate"):
-        assert option.name in doc, f"evaluate's docstring does not document {option.name}"
-    for name in PRESETS:
-        assert f"``{name}``" in doc, f"evaluate's docstring does not list the preset {name}"
-    for name in options_table.BY_NAME["implementation"].values():
-        assert f'"{name}"' in doc, f"evaluate's docstring does not list the implementation {name}"
+@pytest.mark.parametrize("entry_point", ["evaluate-cli", "check-cli"])
+def test_command_line_help_shows_every_option_and_value(entry_point):
+    text = (_evaluate_parser() if entry_point == "evaluate-cli" else _check_parser()).format_help()
+    for option in taken_by(entry_point):
+        assert option.flag in text, f"{entry_point} --help lacks {option.flag}"
+        if option.convention:  # the values, and their meanings from the specification
+            for value in option.values():
+                assert value in text, f"{entry_point} --help: {option.flag} lacks {value}"
 
 
 def _value_that_shows(option: str):

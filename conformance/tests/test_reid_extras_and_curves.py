@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import retrieval_conformance as rc
 from retrieval_conformance.reference.curves import plot_cmc, plot_pr_curves, pr_curve
-from retrieval_conformance.reference.reid import cuhk03_single_shot_cmc
+from retrieval_conformance.reference.protocols.reid import cuhk03_single_shot_cmc
 
 
 def test_seed002_pr_table():

@@ -18,9 +18,9 @@ from fractions import Fraction as F
 import numpy as np
 import pytest
 import retrieval_conformance as rc
+from retrieval_conformance.reference.protocols.trec.evaluation import evaluate_run
 from retrieval_conformance.reference.readers import FileRefusedError, read_qrels, read_run
 from retrieval_conformance.reference.readers.tables import qrels_from_labels, read_table, run_from_search
-from retrieval_conformance.reference.trec import evaluate_run
 
 RUN = b"q1 Q0 d1 1 0.9 t\nq1 Q0 d2 2 0.5 t\nq1 Q0 d3 3 0.4 t\nq2 Q0 d9 1 1.0 t\n"
 QRELS = b"q1 0 d2 1\nq1 0 d4 2\nq2 0 d9 1\n"
@@ -177,7 +177,8 @@ def test_pandas_frames_as_ranx_and_ir_measures_take_them():
 
 
 def test_pandas_is_not_imported_by_the_readers():
-    code = ("import sys, retrieval_conformance.reference.readers.tables, retrieval_conformance.reference.trec; "
+    code = ("import sys, retrieval_conformance.reference.readers.tables, "
+            "retrieval_conformance.reference.protocols.trec.evaluation; "
             "print('pandas' in sys.modules)")
     assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout == "False\n"
 

@@ -162,8 +162,8 @@ def all_citations() -> List[Tuple[str, str, str, bool]]:
 
 # -- how a citation resolves ------------------------------------------------------------------
 def _vocabularies() -> Dict[str, Sequence[str]]:
-    from retrieval_conformance.conformance.harness.candidates import CMC_LENGTHS, TIE_CANDIDATES
-    from retrieval_conformance.conformance.harness.expected import OPTION_VALUES
+    from retrieval_conformance.conformance.harness.candidates.candidate import CMC_LENGTHS, TIE_CANDIDATES
+    from retrieval_conformance.conformance.harness.candidates.reference_values import OPTION_VALUES
     from retrieval_conformance.reference.contract import problem
 
     vocab: Dict[str, Sequence[str]] = dict(OPTION_VALUES)
@@ -254,8 +254,12 @@ def test_the_scan_reads_citations_as_printed():
 
 
 def test_every_option_value_has_its_clause():
-    from retrieval_conformance.conformance.harness.candidates import CMC_LENGTHS, UNSTABLE, option_clause
-    from retrieval_conformance.conformance.harness.expected import OPTION_SECTIONS, OPTION_VALUES, clause
+    from retrieval_conformance.conformance.harness.candidates.candidate import CMC_LENGTHS, UNSTABLE, option_clause
+    from retrieval_conformance.conformance.harness.candidates.reference_values import (
+        OPTION_SECTIONS,
+        OPTION_VALUES,
+        clause,
+    )
     from retrieval_conformance.reference.contract import problem
 
     ids = spec.clauses()
@@ -330,15 +334,16 @@ def test_presets_use_values_of_the_table():
 
 
 def test_every_bug_and_family_clause_resolves():
-    from retrieval_conformance.conformance.harness import expected
-    from retrieval_conformance.conformance.harness.candidates import BUGS
-    from retrieval_conformance.conformance.harness.cases import FAMILIES
+    from retrieval_conformance.conformance.harness.candidates import reference_values
+    from retrieval_conformance.conformance.harness.candidates.candidate import BUGS
+    from retrieval_conformance.conformance.harness.inputs.public import FAMILIES
 
     ids = spec.clauses()
-    models = list(BUGS) + list(getattr(expected, "BUG_MODELS", ()))
+    models = list(BUGS) + list(getattr(reference_values, "BUG_MODELS", ()))
     for bug in models:
         assert f"§11 {bug.id}" in ids, bug.id
-        for ap_at_k, empty in itertools.product(expected.OPTION_VALUES["ap_at_k"], expected.OPTION_VALUES["empty"]):
+        values = reference_values.OPTION_VALUES
+        for ap_at_k, empty in itertools.product(values["ap_at_k"], values["empty"]):
             cited = bug.clause.format(ap_at_k=ap_at_k, empty=empty)
             assert cited.startswith(PREFIX) and cited[len(PREFIX):] in ids, cited
     for fam in FAMILIES:

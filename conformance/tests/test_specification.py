@@ -19,7 +19,7 @@ from retrieval_conformance.reference.contract import spec
 
 def test_presets_and_bugs_of_the_brief_are_clauses():
     from retrieval_conformance.reference.contract.presets import PRESETS
-    from retrieval_conformance.reference.landmark import LANDMARK_PROTOCOLS
+    from retrieval_conformance.reference.protocols.landmark import LANDMARK_PROTOCOLS
 
     ids = spec.clauses()
     for name in list(PRESETS) + list(LANDMARK_PROTOCOLS):

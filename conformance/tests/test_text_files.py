@@ -10,7 +10,7 @@ import threading
 
 import pytest
 from retrieval_conformance.conformance.bench.runs import load_run
-from retrieval_conformance.conformance.harness.loading import read_known_deviations
+from retrieval_conformance.conformance.harness.calling.loading import read_known_deviations
 from retrieval_conformance.reference.readers import FileRefusedError
 from retrieval_conformance.reference.readers.text import TextFileError, read_text_file, read_text_lines
 

@@ -17,9 +17,10 @@ from retrieval_conformance.conformance.examples.trec_eval_style import trec_eval
 from retrieval_conformance.conformance.support.hostile_support import needs_fifo
 from retrieval_conformance.conformance.support.requirements import implementation_params, require_implementation
 from retrieval_conformance.reference.contract.problem import ResultsAtK
-from retrieval_conformance.reference.files import FileRefusedError
-from retrieval_conformance.reference.trec import evaluate_run, trec_order
-from retrieval_conformance.reference.trec_files import read_qrels, read_run
+from retrieval_conformance.reference.protocols.trec.evaluation import evaluate_run
+from retrieval_conformance.reference.protocols.trec.queries import trec_order
+from retrieval_conformance.reference.readers.limits import FileRefusedError
+from retrieval_conformance.reference.readers.trec import read_qrels, read_run
 
 QRELS = """\
 # graded judgments: 2 and 1 relevant, 0 not, -1 in the pool but unjudged

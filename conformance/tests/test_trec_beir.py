@@ -10,7 +10,7 @@ from __future__ import annotations
 import random
 
 import pytest
-from retrieval_conformance.reference.trec import evaluate_run
+from retrieval_conformance.reference.protocols.trec.evaluation import evaluate_run
 
 
 def _run_and_qrels(seed: int):

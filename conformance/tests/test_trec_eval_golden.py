@@ -19,7 +19,7 @@ from typing import Dict, List, Optional, Tuple
 import pytest
 from retrieval_conformance.conformance.support.requirements import implementation_params, require_implementation
 from retrieval_conformance.golden.trec_inputs import generate
-from retrieval_conformance.reference.trec import evaluate_run
+from retrieval_conformance.reference.protocols.trec.evaluation import evaluate_run
 
 GOLDEN_DIR = files("retrieval_conformance.golden")
 GOLDEN = json.loads(GOLDEN_DIR.joinpath("trec_eval.json").read_text(encoding="utf-8"))

@@ -8,8 +8,9 @@ from importlib.resources import files
 from pathlib import Path
 
 import pytest
-from retrieval_conformance.reference.trec import evaluate_run, trec_order
-from retrieval_conformance.reference.trec_files import as_qrels, as_run
+from retrieval_conformance.reference.protocols.trec.evaluation import evaluate_run
+from retrieval_conformance.reference.protocols.trec.queries import trec_order
+from retrieval_conformance.reference.readers.trec import as_qrels, as_run
 
 DATA = Path(str(files("retrieval_conformance.golden") / "data" / "trec"))
 #: ir_measures' name -> evaluate_run's

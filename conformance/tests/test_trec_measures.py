@@ -14,7 +14,7 @@ from importlib.resources import files
 import pytest
 from retrieval_conformance.conformance.support.requirements import implementation_params, require_implementation
 from retrieval_conformance.reference.contract.discounts import discount_table
-from retrieval_conformance.reference.trec import evaluate_run
+from retrieval_conformance.reference.protocols.trec.evaluation import evaluate_run
 
 RUN = {"q1": {"a": 3.0, "b": 2.0, "c": 1.0, "q1": 5.0, "x": 0.5}}
 QRELS = {"q1": {"a": 0, "b": 1, "c": 2, "q1": 1, "y": 0, "z": 1}}

@@ -12,7 +12,7 @@ from retrieval_conformance.cli import main
 from retrieval_conformance.conformance.support.requirements import implementation_params, require_implementation
 from retrieval_conformance.reference.contract.discounts import discount_table
 from retrieval_conformance.reference.contract.presets import PRESETS
-from retrieval_conformance.reference.trec import evaluate_run
+from retrieval_conformance.reference.protocols.trec.evaluation import evaluate_run
 
 D2 = Fraction(float(discount_table(2)[1]))  # the float64 nearest to 1 / log2(3)
 

@@ -2,6 +2,10 @@
  * per-distance histograms, or a counting sort for the concrete tie policies. */
 #include "rc_core.h"
 
+#if RC_INTERLEAVE != 4
+#error "the unrolled pass below has one step per copy of the counters: RC_INTERLEAVE must be 4"
+#endif
+
 /* ---- Hamming codes: one query --------------------------------------------------------------- */
 /* distance and common-label tests over W packed words */
 static inline __attribute__((always_inline)) int64_t
@@ -21,34 +25,46 @@ any_common(const uint64_t *a, const uint64_t *b, int64_t W)
     return any != 0;
 }
 
-/* one specialised loop per (distance, relevance) source keeps the hot loop free of
- * invariant tests and its variables in registers */
-#define RC_CODES_LOOP1(DIST, REL, JUNK)                                                        \
+/* One item j of the pass, counted in copy C of the counters (C = j mod RC_INTERLEAVE, a
+ * constant in the unrolled loop below, so no index arithmetic).  record: a relevant item
+ * first records its distance and the items of that distance before it (the sum of the copies),
+ * then every item counts in its copy; otherwise h2[2 d + relevant] with no branch but junk. */
+#define RC_CODES_STEP(C, J, DIST, REL, JUNK)                                            \
     do {                                                                                \
-        if (record) {   /* RC_INTERLEAVE running counts, summed at a relevant item */   \
-            for (j = 0; j < N; j++) {                                                   \
-                int64_t d_;                                                             \
-                if (JUNK) continue;                                                       \
-                d_ = (DIST);                                                            \
+        const int64_t j = (J);                                                          \
+        if (!(JUNK)) {                                                                  \
+            const uint32_t d_ = (uint32_t)(DIST);                                       \
+            if (!record) {                                                              \
+                h2[(C) * H2 + 2 * d_ + ((REL) ? 1 : 0)]++;                              \
+            } else {                                                                    \
                 if (REL) {                                                              \
-                    int64_t c_, s_ = 0;                                                 \
-                    if (nr == w->rinfo_cap &&                                           \
-                        grow((void **)&w->rinfo, &w->rinfo_cap, max64(2 * nr, 1024), sizeof(uint64_t))) \
-                        return -1;                                                      \
-                    for (c_ = 0; c_ < RC_INTERLEAVE; c_++) s_ += h2[c_ * H1 + d_];       \
+                    uint64_t s_ = (uint64_t)h2[d_] + h2[H1 + d_] + h2[2 * H1 + d_] + h2[3 * H1 + d_]; \
+                    if (nr == rinfo_cap) {                                              \
+                        if (grow((void **)&w->rinfo, &w->rinfo_cap, max64(2 * nr, 1024), sizeof(uint64_t))) \
+                            return -1;                                                  \
+                        rinfo = w->rinfo;                                               \
+                        rinfo_cap = w->rinfo_cap;                                       \
+                    }                                                                   \
                     /* s < 2^32 (N < 2^32) */                                           \
-                    w->rinfo[nr++] = (uint64_t)d_ << RC_RINFO_SHIFT | (uint64_t)s_;     \
+                    rinfo[nr++] = (uint64_t)d_ << RC_RINFO_SHIFT | s_;                  \
                 }                                                                       \
-                h2[(j & (RC_INTERLEAVE - 1)) * H1 + d_]++;                              \
-            }                                                                           \
-        } else {        /* RC_INTERLEAVE histograms: no chain through one counter */    \
-            for (j = 0; j < N; j++) {                                                   \
-                int64_t d_;                                                             \
-                if (JUNK) continue;                                                       \
-                d_ = (DIST);                                                            \
-                h2[(j & (RC_INTERLEAVE - 1)) * H2 + 2 * d_ + (REL)]++;                   \
+                h2[(C) * H1 + d_]++;                                                    \
             }                                                                           \
         }                                                                               \
+    } while (0)
+
+/* the pass unrolled by RC_INTERLEAVE (one step per copy of the counters), then the tail;
+ * record is a constant in each specialised copy (codes_pass is inlined per value) */
+#define RC_CODES_LOOP1(DIST, REL, JUNK)                                                 \
+    do {                                                                                \
+        int64_t j0 = 0;                                                                 \
+        for (; j0 + RC_INTERLEAVE <= N; j0 += RC_INTERLEAVE) {                          \
+            RC_CODES_STEP(0, j0, DIST, REL, JUNK);                                      \
+            RC_CODES_STEP(1, j0 + 1, DIST, REL, JUNK);                                  \
+            RC_CODES_STEP(2, j0 + 2, DIST, REL, JUNK);                                  \
+            RC_CODES_STEP(3, j0 + 3, DIST, REL, JUNK);                                  \
+        }                                                                               \
+        for (; j0 < N; j0++) RC_CODES_STEP(j0 & (RC_INTERLEAVE - 1), j0, DIST, REL, JUNK); \
     } while (0)
 
 #define RC_CODES_LOOP(DIST, REL)                                                        \
@@ -81,36 +97,54 @@ any_common(const uint64_t *a, const uint64_t *b, int64_t W)
  * record = 1 (stable, reverse): a counting sort in one pass: every relevant item records its
  *   distance d and s = the number of non-junk items at distance d before it in gallery order
  *   (running counts per distance, in RC_INTERLEAVE copies by j mod 4: distances cluster, and
- *   one counter would chain consecutive items through memory; a relevant item sums them). */
+ *   one counter would chain consecutive items through memory; a relevant item sums them).
+ * The counters are uint32_t (N < 2^32, checked by rc_evaluate): half the cache lines of int64. */
 static inline __attribute__((always_inline)) int64_t
-codes_pass(const rc_input *in, int64_t q, workspace *w, const uint8_t *jk, int record)
+codes_pass(const rc_input *in, int64_t q, workspace *w, const uint8_t *jk, const int record)
 {
     const int64_t N = in->n_gallery, W = in->code_words;
     const uint64_t *qc = in->query_codes + q * W, *db = in->db_codes;
-    int64_t *h2 = w->h2;
-    const int64_t H2 = 2 * in->n_bits + 2, H1 = in->n_bits + 1;
-    int64_t j, nr = 0;
-    if (W == 1) {
+    uint32_t *h2 = w->h2;
+    /* in registers: a store through rinfo could otherwise alias rinfo_cap (int64_t) */
+    uint64_t *rinfo = w->rinfo;
+    int64_t nr = 0, rinfo_cap = w->rinfo_cap;
+    if (W == 1) {   /* 64-bit codes and shorter: one word in a register, a constant stride */
         const uint64_t q0 = qc[0];
+        const int64_t H1 = RC_WORD_DISTANCES, H2 = 2 * RC_WORD_DISTANCES;
         RC_CODES_REL(__builtin_popcountll(q0 ^ db[j]));
     } else {
+        const int64_t H1 = rc_codes_distances(in->n_bits), H2 = 2 * H1;
         RC_CODES_REL(popcount_words(qc, db + j * W, W));
     }
     return nr;
 }
 
+/* one copy of the pass per (CPU feature, record): record is a constant in each, so its test
+ * leaves the inner loop */
 #ifdef RC_HAVE_POPCNT_DISPATCH
 __attribute__((target("popcnt"))) static int64_t
 codes_pass_popcnt(const rc_input *in, int64_t q, workspace *w, const uint8_t *jk, int record)
 {
-    return codes_pass(in, q, w, jk, record);
+    return record ? codes_pass(in, q, w, jk, 1) : codes_pass(in, q, w, jk, 0);
 }
 #endif
 
 static int64_t codes_pass_generic(const rc_input *in, int64_t q, workspace *w, const uint8_t *jk,
                                   int record)
 {
-    return codes_pass(in, q, w, jk, record);
+    return record ? codes_pass(in, q, w, jk, 1) : codes_pass(in, q, w, jk, 0);
+}
+
+int64_t rc_codes_pass(const rc_input *in, int64_t q, workspace *w, const uint8_t *jk, int record,
+                      int use_popcnt)
+{
+    memset(w->h2, 0, (size_t)(RC_INTERLEAVE * 2 * rc_codes_distances(in->n_bits)) * sizeof(uint32_t));
+#ifdef RC_HAVE_POPCNT_DISPATCH
+    if (use_popcnt) return codes_pass_popcnt(in, q, w, jk, record);
+#else
+    (void)use_popcnt;
+#endif
+    return codes_pass_generic(in, q, w, jk, record);
 }
 
 /* Graded relevance (a relevance matrix): the grades of the relevant items in rank order,
@@ -138,8 +172,9 @@ static void codes_grades(const rc_input *in, int64_t q, workspace *w, const uint
 void rc_query_codes(const rc_input *in, const rc_options *o, const dd *Hh,
                     int64_t q, workspace *w, qres *res, rc_output *out, int use_popcnt)
 {
-    const int64_t B = in->n_bits, ties = o->ties;
-    int64_t *ht = w->ht, *hr = w->hr, *h2 = w->h2, *clt = w->clt, *rlt = w->rlt;
+    const int64_t B = in->n_bits, D = rc_codes_distances(B), ties = o->ties;
+    int64_t *ht = w->ht, *hr = w->hr, *clt = w->clt, *rlt = w->rlt;
+    const uint32_t *h2 = w->h2;
     const uint64_t *ri;
     int64_t *run = w->run, *rk;
     const int record = ties == T_STABLE || ties == T_REVERSE;
@@ -151,14 +186,7 @@ void rc_query_codes(const rc_input *in, const rc_options *o, const dd *Hh,
         rc_build_junk(in, q, w->skip);
         jk = w->skip;
     }
-    memset(h2, 0, (size_t)(RC_INTERLEAVE * (2 * B + 2)) * sizeof(int64_t));
-#ifdef RC_HAVE_POPCNT_DISPATCH
-    if (use_popcnt) R = codes_pass_popcnt(in, q, w, jk, record);
-    else R = codes_pass_generic(in, q, w, jk, record);
-#else
-    (void)use_popcnt;
-    R = codes_pass_generic(in, q, w, jk, record);
-#endif
+    R = rc_codes_pass(in, q, w, jk, record, use_popcnt);
     if (R < 0) {
         out->status[q] = Q_NOMEM;
         return;
@@ -168,20 +196,21 @@ void rc_query_codes(const rc_input *in, const rc_options *o, const dd *Hh,
         for (d = 0; d <= B; d++) {
             int64_t c;
             ht[d] = 0;
-            for (c = 0; c < RC_INTERLEAVE; c++) ht[d] += h2[c * (B + 1) + d];
+            for (c = 0; c < RC_INTERLEAVE; c++) ht[d] += h2[c * D + d];
         }
         memset(hr, 0, (size_t)(B + 1) * sizeof(int64_t));
         for (i = 0; i < R; i++) hr[ri[i] >> RC_RINFO_SHIFT]++;
     } else {
-        const int64_t H2 = 2 * B + 2;
-        for (d = 0; d < H2; d++) {
-            int64_t c;
-            for (c = 1; c < RC_INTERLEAVE; c++) h2[d] += h2[c * H2 + d];
-        }
+        const int64_t H2 = 2 * D;
         for (d = 0; d <= B; d++) {
-            ht[d] = h2[2 * d] + h2[2 * d + 1];
-            hr[d] = h2[2 * d + 1];
-            R += hr[d];
+            int64_t c, other = 0, relevant = 0;
+            for (c = 0; c < RC_INTERLEAVE; c++) {
+                other += h2[c * H2 + 2 * d];
+                relevant += h2[c * H2 + 2 * d + 1];
+            }
+            ht[d] = other + relevant;
+            hr[d] = relevant;
+            R += relevant;
         }
     }
     for (d = 0; d <= B; d++) {
@@ -228,7 +257,7 @@ void rc_query_codes(const rc_input *in, const rc_options *o, const dd *Hh,
         }
         rk = w->ranks;
     }
-    if (rc_rankin_init(&rin, w, in, R)) {
+    if (rc_rankin_init(&rin, w, in, o, R)) {
         out->status[q] = Q_NOMEM;
         return;
     }

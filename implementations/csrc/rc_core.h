@@ -43,8 +43,8 @@
  * Arithmetic: metric values are accumulated in double-double (about 106 bits), so that the
  * final rounding to double is correct whenever the exact value is a double (and otherwise far
  * inside 1e-12).  Concrete ranks and `grouped`: rc_metrics.c; `expected`: rc_expected.c.
- * Queries are independent: OpenMP parallelises over queries with no reduction across
- * queries, so results are identical for any thread count (rc_evaluate.c).
+ * Queries are independent: threads take chunks of queries (rc_threads.c) with no reduction
+ * across queries, so results are identical for any thread count (rc_evaluate.c).
  *
  * nDCG, RR, AP@R and the hit rate (recall = "hit") come from the same ranks or groups (spec §7):
  * DCG reads the float64 discount table d(1..N) passed from Python (never a log2 computed here),
@@ -53,7 +53,8 @@
  * counts the grades (at most RC_MAX_GRADE) and sums from the highest (rc_rank.c).
  *
  * Units: rc_input.c, rc_metrics.c, rc_expected.c, rc_rank.c, rc_order.c, rc_float.c,
- * rc_codes.c, rc_evaluate.c; rc_curves.c (rc.curves) and rc_shard.c (gallery shards' counts).
+ * rc_codes.c, rc_threads.c, rc_evaluate.c, rc_curves.c, rc_shard.c (gallery shards' counts); rc_bench.c
+ * holds benchmark-only entry points.
  * Functions shared between units are declared below with RC_INTERNAL (hidden visibility):
  * the library exports only the entry points of rc_evaluate.c, declared at the end.
  */
@@ -66,7 +67,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define RC_ABI_VERSION 10 /* must equal ABI_VERSION in c_library.py */
+#define RC_ABI_VERSION 11 /* must equal ABI_VERSION in c_library.py */
 
 /* internal functions shared between units stay out of the library's exported symbols */
 #if defined(__GNUC__) && !defined(_WIN32)
@@ -124,6 +125,10 @@
 #define RC_RINFO_COUNT_MASK 0xffffffffu  /* the low RC_RINFO_SHIFT bits: the count */
 /* bits of one packed code / label word (uint64_t) */
 #define RC_CODE_WORD_BITS 64
+/* the codes pass's counters per copy (rc_codes.c): one per distance 0 .. B, at least this many,
+ * so that codes of one word have a constant stride (the four copies are then constant offsets
+ * from one register, and the hot loop keeps its variables in registers) */
+#define RC_WORD_DISTANCES (RC_CODE_WORD_BITS + 1)
 /* NaN/inf test on the bits: adding one unit of the exponent field's lowest bit carries into
  * the sign bit exactly when the exponent is all ones (inf or NaN) */
 #define RC_F32_EXP_MASK 0x7f800000u            /* the 8 exponent bits of a float */
@@ -132,9 +137,14 @@
 #define RC_F64_EXP_MASK 0x7ff0000000000000ull  /* the 11 exponent bits of a double */
 #define RC_F64_EXP_ONE 0x0010000000000000ull   /* the lowest exponent bit of a double */
 #define RC_F64_SIGN 0x8000000000000000ull      /* the sign bit of a double */
-/* OpenMP dynamic schedule: queries per chunk, as per-query cost varies widely (ties, number
- * of relevant items); a few per chunk keep the scheduling overhead small */
-#define RC_OMP_CHUNK 4
+/* threads take queries in chunks of about this many (query, item) pairs (at least one
+ * query): ~0.2 ms of work, so claiming a chunk (an atomic add and a lock) and the cache lines of
+ * the output arrays shared with the neighbouring chunks cost under 1%, while a thread slowed
+ * while it holds one delays the end by about one chunk at its pace */
+#define RC_CHUNK_ITEMS 262144
+/* ... and each thread gets at least this many chunks on average (small problems: one query per
+ * chunk), so the last chunks can go to whichever thread is free */
+#define RC_CHUNKS_PER_THREAD 8
 /* CPU features (bits of rc_set_features' mask and result, as c_backend.cpu_features) */
 #define RC_FEATURE_POPCNT 1  /* bit 0: hardware popcount for Hamming distances */
 #define RC_FEATURE_FMA 2     /* bit 1: fused multiply-add for exact division remainders */
@@ -213,8 +223,17 @@ typedef struct {
 typedef struct {
     int64_t ties, ap_rule, k, ap_at_k, max_rank, has_radius; /* k < 0: no cut-off */
     int64_t gain, recall;                                     /* G_*, RECALL_* */
+    int64_t wanted;  /* the values to compute: bit RC_V_* each, bit RC_WANT_CMC the CMC;
+                      * RC_V_HITS_AT_K is always computed (the empty-query policy reads it).
+                      * A value not wanted is left as the kernels found it (0), never read. */
     double radius;
 } rc_options;
+
+/* bit of rc_options.wanted for the CMC row (after the RC_V_* bits) */
+#define RC_WANT_CMC RC_N_VALUES
+#define RC_WANT_ALL ((INT64_C(1) << (RC_N_VALUES + 1)) - 1)
+/* is value v (RC_V_* or RC_WANT_CMC) asked for */
+#define RC_WANTS(o, v) (((o)->wanted >> (v)) & 1)
 
 /* the per-query arrays: the values (RC_V_*), then the contract's other arrays in its order
  * (c_library.py builds the ctypes structure from the same two lists) and the status words */
@@ -342,6 +361,9 @@ static inline dd acc_get(ddacc a) { return two_sum(a.s, a.c); }
 static inline int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
 static inline int64_t max64(int64_t a, int64_t b) { return a > b ? a : b; }
 
+/* distances per copy of the codes pass's counters: max(n_bits + 1, RC_WORD_DISTANCES) */
+static inline int64_t rc_codes_distances(int64_t n_bits) { return max64(n_bits + 1, RC_WORD_DISTANCES); }
+
 /* ---- per-thread workspace and per-query results ----------------------------------------- */
 typedef struct { double d; int64_t j; } relitem;
 typedef struct { double value; int64_t first; } bucketent;  /* float path: rc_float.c bucket_setup */
@@ -368,8 +390,9 @@ typedef struct {
     relitem *rtmp;           /* grown on demand (float path): the radix sort's other buffer */
     int64_t sel_cap, cand_cap, rtmp_cap;
     int prefix;              /* the prefix path is enabled (RC_FEATURE_PREFIX) */
-    int64_t *h2;             /* RC_INTERLEAVE x 2 (B + 1) (codes path): per (distance, relevant),
-                              * or (stable / reverse) RC_INTERLEAVE running counts per distance */
+    uint32_t *h2;            /* RC_INTERLEAVE x 2 D (codes path, D = rc_codes_distances(B)): per
+                              * (distance, relevant), or (stable / reverse) RC_INTERLEAVE running
+                              * counts per distance, D apart */
     int64_t *ht, *hr;        /* B + 1: totals and relevant per distance */
     int64_t *clt, *rlt;      /* B + 1: items / relevant items at smaller distance */
     int64_t *run;            /* B + 1: counting-sort cursors */
@@ -454,7 +477,7 @@ RC_INTERNAL void rc_rank_expected(const group *g, int64_t ng, int64_t R, int64_t
                                   const rc_options *o, const rankin *ri, qres *res);
 RC_INTERNAL void rc_sort_grades(uint8_t *a, int64_t n, int descending);
 RC_INTERNAL int rc_ideal_upto(workspace *w, const double *disc, int64_t n);
-RC_INTERNAL int rc_rankin_init(rankin *ri, workspace *w, const rc_input *in, int64_t R);
+RC_INTERNAL int rc_rankin_init(rankin *ri, workspace *w, const rc_input *in, const rc_options *o, int64_t R);
 
 /* rc_order.c: relevant items a[0..n) sorted by distance, stably (tmp: n more); the k-th
  * smallest (1-based) of a[0..n) (permuted); the same with the counts below and equal to it */
@@ -465,8 +488,28 @@ RC_INTERNAL void rc_kth_counts(double *a, int64_t n, int64_t k, int64_t *lt, int
 /* rc_float.c and rc_codes.c: one query of float distances / of Hamming codes */
 RC_INTERNAL void rc_query_float(const rc_input *in, const rc_options *o, const dd *Hh, int64_t q,
                                 workspace *w, qres *res, rc_output *out);
+/* rc_codes.c: the XOR + popcount pass of query q over the gallery (counts in w->h2; record:
+ * the relevant items' entries in w->rinfo), returns the relevant items recorded or -1 (no
+ * memory); rc_query_codes runs it, and the benchmark entry point rc_bench_codes_pass alone */
+RC_INTERNAL int64_t rc_codes_pass(const rc_input *in, int64_t q, workspace *w, const uint8_t *jk, int record,
+                                  int use_popcnt);
 RC_INTERNAL void rc_query_codes(const rc_input *in, const rc_options *o, const dd *Hh, int64_t q,
                                 workspace *w, qres *res, rc_output *out, int use_popcnt);
+
+/* rc_threads.c: queries 0 .. n-1 on up to `threads` threads (the caller's among them), in
+ * chunks of `chunk` handed out as threads become free; returns the OR of query()'s flags
+ * (no_memory() stands in for query() on a thread whose thread_init() returned NULL), or -1
+ * when the loop cannot start (no memory).  A thread calls thread_init, query and no_memory
+ * only for a chunk it has claimed; thread_fini must not read ctx (the call may have returned) */
+typedef struct {
+    void *ctx;
+    void *(*thread_init)(void *ctx);
+    void (*thread_fini)(void *state);
+    int (*query)(void *ctx, void *state, int64_t q);
+    int (*no_memory)(void *ctx, int64_t q);
+} rc_query_loop;
+RC_INTERNAL int rc_run_queries(const rc_query_loop *loop, int64_t n, int64_t chunk, int64_t threads);
+RC_INTERNAL int64_t rc_cpu_count(void);  /* online CPUs (1 where unknown) */
 
 /* ---- the exported entry points (rc_evaluate.c; c_backend.py binds them by name) ---------- */
 int64_t rc_abi_version(void);
@@ -489,5 +532,15 @@ int64_t rc_shard_counts(int64_t dist_kind, const void *distances, const uint8_t 
                         int64_t n_items, int64_t offset, int64_t count, const int64_t *point_start,
                         const int64_t *point_key, const int64_t *point_index, int64_t *out_a, int64_t *out_b,
                         int64_t num_threads);
+
+/* rc_bench.c: benchmark-only (conformance/bench/hashing_pass.py): the bare Hamming histogram
+ * loop (the anchor) and the real pass of rc_codes.c alone, on 64-bit codes with one label word;
+ * hist is (n_queries, 2 (n_bits + 1)); 0, or -1 for arguments they do not take */
+int64_t rc_bench_hamming_histograms(const uint64_t *query_codes, const uint64_t *db_codes,
+                                    const uint64_t *query_labels, const uint64_t *db_labels, int64_t n_queries,
+                                    int64_t n_gallery, int64_t n_bits, int64_t use_popcnt, int64_t *hist);
+int64_t rc_bench_codes_pass(const uint64_t *query_codes, const uint64_t *db_codes, const uint64_t *query_labels,
+                            const uint64_t *db_labels, int64_t n_queries, int64_t n_gallery, int64_t n_bits,
+                            int64_t use_popcnt, int64_t record, int64_t *hist);
 
 #endif /* RC_CORE_H */

@@ -13,9 +13,6 @@
  *                  num / (scale N) with Python integers.
  * Levels r = num / den are compared exactly in 128-bit integers. */
 #include "rc_core.h"
-#ifdef _OPENMP
-#include <omp.h>
-#endif
 
 enum { CURVE_INTERPOLATED = 0, CURVE_RADIUS = 1, CURVE_PRECISION_AT_N = 2 };
 enum { TIES_STABLE = 0, TIES_REVERSE = 1, TIES_OPTIMISTIC = 2, TIES_PESSIMISTIC = 3, TIES_EXPECTED = 4,
@@ -374,6 +371,83 @@ static int curve_query(const curve_args *a, int64_t q, curve_work *w, int use_po
     return CURVES_OK;
 }
 
+/* ---- the loop over queries (rc_threads.c runs it) ------------------------------------------ */
+#define CURVE_FLAG_BAD 1    /* an N inside a tie group (grouped): bad_at[q] holds the index */
+#define CURVE_FLAG_NOMEM 2  /* a thread without its arrays */
+
+typedef struct {
+    const curve_args *a;
+    int use_popcnt;
+    int64_t *bad_at;  /* per query: -1, or the index of the failing N (the first query wins) */
+} curve_ctx;
+
+static void curve_work_free(curve_work *w)
+{
+    free(w->rel_group);
+    free(w->group_key);
+    free(w->keys);
+    free(w->keys_tmp);
+    free(w->items);
+    free(w->items_tmp);
+    free(w->rel_place);
+    free(w->rank);
+    free(w->best);
+    free(w->cnt);
+    free(w);
+}
+
+static void curve_thread_fini(void *state) { curve_work_free((curve_work *)state); }
+
+static void *curve_thread_init(void *arg)
+{
+    const curve_args *a = ((const curve_ctx *)arg)->a;
+    const int64_t n_db = a->n_db;
+    const int64_t groups = a->dist_kind == CURVE_CODES ? a->bits + 1 : n_db;
+    const int64_t sorted = a->dist_kind == CURVE_CODES ? 0 : n_db;  /* float distances sort */
+    curve_work *w = (curve_work *)calloc(1, sizeof(curve_work));
+    if (!w) return NULL;
+    w->stride = groups;
+    w->rel_group = (int64_t *)malloc((size_t)n_db * sizeof(int64_t));
+    w->rel_place = (int64_t *)malloc((size_t)n_db * sizeof(int64_t));
+    w->group_key = (double *)malloc((size_t)(sorted + 1) * sizeof(double));
+    w->keys = (uint64_t *)malloc((size_t)(sorted + 1) * sizeof(uint64_t));
+    w->keys_tmp = (uint64_t *)malloc((size_t)(sorted + 1) * sizeof(uint64_t));
+    w->items = (int64_t *)malloc((size_t)(sorted + 1) * sizeof(int64_t));
+    w->items_tmp = (int64_t *)malloc((size_t)(sorted + 1) * sizeof(int64_t));
+    w->rank = (int64_t *)malloc((size_t)n_db * sizeof(int64_t));
+    w->best = (double *)malloc((size_t)(n_db > groups ? n_db : groups) * sizeof(double));
+    w->cnt = (int64_t *)calloc((size_t)(5 * groups), sizeof(int64_t));
+    if (!(w->rel_group && w->rel_place && w->rank && w->best && w->cnt && w->group_key && w->keys &&
+          w->keys_tmp && w->items && w->items_tmp)) {
+        curve_work_free(w);
+        return NULL;
+    }
+    return w;
+}
+
+static int curve_one(void *arg, void *state, int64_t q)
+{
+    const curve_ctx *c = (const curve_ctx *)arg;
+    int64_t bad = 0;
+    if (curve_query(c->a, q, (curve_work *)state, c->use_popcnt, &bad) == CURVES_OK) return 0;
+    c->bad_at[q] = bad;
+    return CURVE_FLAG_BAD;
+}
+
+static int curve_no_memory(void *arg, int64_t q)
+{
+    (void)arg;
+    (void)q;
+    return CURVE_FLAG_NOMEM;
+}
+
+/* queries per chunk: about RC_CHUNK_ITEMS pairs, RC_CHUNKS_PER_THREAD chunks per thread */
+static int64_t curve_chunk(int64_t n_q, int64_t n_db, int64_t threads)
+{
+    int64_t chunk = RC_CHUNK_ITEMS / (n_db > 0 ? n_db : 1) + 1;
+    return max64(1, min64(chunk, n_q / (RC_CHUNKS_PER_THREAD * max64(threads, 1))));
+}
+
 int64_t rc_curves(int64_t dist_kind, const void *distances, const uint64_t *q_words, const uint64_t *db_words,
                   int64_t n_q, int64_t n_db, int64_t words, int64_t bits, int64_t rel_mode, const uint8_t *state,
                         const int64_t *q_ids, const int64_t *db_ids, const uint64_t *q_labels,
@@ -384,11 +458,10 @@ int64_t rc_curves(int64_t dist_kind, const void *distances, const uint64_t *q_wo
                         int64_t *n_relevant, int64_t *failure, int64_t use_popcnt, int64_t num_threads)
 {
     curve_args a;
+    curve_ctx ctx;
+    rc_query_loop loop;
     int64_t q, first_bad = n_q, bad_index = 0;
-    int nomem = 0;
-#ifdef _OPENMP
-    int team = num_threads > 0 ? (int)min64(num_threads, n_q) : (int)min64(omp_get_max_threads(), n_q);
-#endif
+    int nomem, flags;
     if (bits < 0 || rel_mode < CURVE_REL_STATE || rel_mode > CURVE_REL_MULTI ||
         n_db < 1 || words < 1 || ties < 0 || ties > TIES_GROUPED)
         return CURVES_ARGS;
@@ -401,65 +474,25 @@ int64_t rc_curves(int64_t dist_kind, const void *distances, const uint64_t *q_wo
     a.db_labels = db_labels; a.label_words = label_words; a.kind = kind; a.ties = ties; a.level_num = level_num; a.level_den = level_den;
     a.n_levels = n_levels; a.radii = radii; a.n_radii = n_radii; a.ns = ns; a.n_ns = n_ns;
     a.out_a = out_a; a.out_b = out_b; a.out_num = out_num; a.out_scale = out_scale; a.n_relevant = n_relevant;
-#ifdef _OPENMP
-    /* no more threads than queries; one thread runs without waking the thread team (whose
-     * start and final barrier cost more than a small call) */
-#pragma omp parallel num_threads(team > 1 ? team : 1) if (team > 1)
-#else
-    (void)num_threads;
-#endif
-    {
-        curve_work w;
-        const int64_t groups = dist_kind == CURVE_CODES ? bits + 1 : n_db;
-        const int64_t sorted = dist_kind == CURVE_CODES ? 0 : n_db;  /* float distances sort */
-        w.stride = groups;
-        w.rel_group = (int64_t *)malloc((size_t)n_db * sizeof(int64_t));
-        w.rel_place = (int64_t *)malloc((size_t)n_db * sizeof(int64_t));
-        w.group_key = (double *)malloc((size_t)(sorted + 1) * sizeof(double));
-        w.keys = (uint64_t *)malloc((size_t)(sorted + 1) * sizeof(uint64_t));
-        w.keys_tmp = (uint64_t *)malloc((size_t)(sorted + 1) * sizeof(uint64_t));
-        w.items = (int64_t *)malloc((size_t)(sorted + 1) * sizeof(int64_t));
-        w.items_tmp = (int64_t *)malloc((size_t)(sorted + 1) * sizeof(int64_t));
-        w.rank = (int64_t *)malloc((size_t)n_db * sizeof(int64_t));
-        w.best = (double *)malloc((size_t)(n_db > groups ? n_db : groups) * sizeof(double));
-        w.cnt = (int64_t *)calloc((size_t)(5 * groups), sizeof(int64_t));
-        int ready = w.rel_group && w.rel_place && w.rank && w.best && w.cnt && w.group_key && w.keys &&
-                    w.keys_tmp && w.items && w.items_tmp;
-        /* every thread meets the loop (a work-sharing loop must be met by all); one without its
-         * buffers only marks the failure */
-#ifdef _OPENMP
-#pragma omp for schedule(dynamic, 8)
-#endif
-        for (q = 0; q < n_q; q++) {
-            int64_t bad = 0;
-            if (!ready) {
-#ifdef _OPENMP
-#pragma omp atomic write
-#endif
-                nomem = 1;
-                continue;
-            }
-            if (curve_query(&a, q, &w, (int)use_popcnt, &bad) != CURVES_OK) {
-#ifdef _OPENMP
-#pragma omp critical(rc_curves_failure)
-#endif
-                if (q < first_bad) {  /* the first query in order, whatever the threads */
-                    first_bad = q;
-                    bad_index = bad;
-                }
-            }
-        }
-        free(w.rel_group);
-        free(w.group_key);
-        free(w.keys);
-        free(w.keys_tmp);
-        free(w.items);
-        free(w.items_tmp);
-        free(w.rel_place);
-        free(w.rank);
-        free(w.best);
-        free(w.cnt);
+    if (num_threads <= 0) num_threads = rc_max_threads();
+    ctx.a = &a;
+    ctx.use_popcnt = (int)use_popcnt;
+    ctx.bad_at = (int64_t *)malloc((size_t)(n_q > 0 ? n_q : 1) * sizeof(int64_t));
+    if (!ctx.bad_at) return CURVES_NOMEM;
+    for (q = 0; q < n_q; q++) ctx.bad_at[q] = -1;
+    loop.ctx = &ctx;
+    loop.thread_init = curve_thread_init;
+    loop.thread_fini = curve_thread_fini;
+    loop.query = curve_one;
+    loop.no_memory = curve_no_memory;
+    flags = rc_run_queries(&loop, n_q, curve_chunk(n_q, n_db, num_threads), num_threads);
+    nomem = flags < 0 || (flags & CURVE_FLAG_NOMEM);
+    if (!nomem && (flags & CURVE_FLAG_BAD)) {  /* the first query in order, whatever the threads */
+        for (q = 0; q < n_q && ctx.bad_at[q] < 0; q++) continue;
+        first_bad = q;
+        bad_index = ctx.bad_at[q];
     }
+    free(ctx.bad_at);
     if (nomem) return CURVES_NOMEM;
     if (first_bad < n_q) {
         failure[0] = first_bad;

@@ -1,6 +1,7 @@
 /* rc_evaluate.c -- the exported entry points (bound by name with ctypes in c_backend.py):
- * argument checks, CPU feature dispatch, per-thread workspaces and the OpenMP loop over
- * queries.  Builds with and without OpenMP (-fopenmp). */
+ * argument checks, CPU feature dispatch, per-thread workspaces and the loop over queries (on
+ * the threads of rc_threads.c).  Builds with and without OpenMP (-fopenmp: only its default
+ * thread count, OMP_NUM_THREADS, is read here). */
 #include "rc_core.h"
 #ifdef _OPENMP
 #include <omp.h>
@@ -24,7 +25,7 @@ static int ws_alloc(workspace *w, const rc_input *in)
     if (!w->skip) return -1;
     if (in->dist_kind == D_CODES) {
         size_t B = (size_t)in->n_bits + 1;
-        w->h2 = (int64_t *)malloc(RC_INTERLEAVE * 2 * B * sizeof(int64_t));
+        w->h2 = (uint32_t *)malloc(RC_INTERLEAVE * 2 * (size_t)rc_codes_distances(in->n_bits) * sizeof(uint32_t));
         w->ht = (int64_t *)malloc(B * sizeof(int64_t));
         w->hr = (int64_t *)malloc(B * sizeof(int64_t));
         w->clt = (int64_t *)malloc(B * sizeof(int64_t));
@@ -65,12 +66,13 @@ int64_t rc_set_features(int64_t mask)
     return have | RC_FEATURE_PREFIX;  /* not a CPU feature: always there */
 }
 
+/* the default thread count: OpenMP's (OMP_NUM_THREADS where set), else the online CPUs */
 int64_t rc_max_threads(void)
 {
 #ifdef _OPENMP
     return (int64_t)omp_get_max_threads();
 #else
-    return 1;
+    return rc_cpu_count();
 #endif
 }
 
@@ -94,8 +96,9 @@ static int check_args(const rc_input *in, const rc_options *o, const rc_output *
     if (in->grades && in->rel_kind != REL_MATRIX) return -1;
     if (o->has_radius && (!out->precision_at_radius || !out->recall_at_radius)) return -1;
     if (in->dist_kind == D_CODES) {
+        /* the pass's uint32 counters and the counting sort's 32-bit counts: N < 2^32 */
         if (!in->query_codes || !in->db_codes || in->code_words < 1 || in->n_bits < 1 ||
-            in->n_bits > RC_CODE_WORD_BITS * in->code_words)
+            in->n_bits > RC_CODE_WORD_BITS * in->code_words || in->n_gallery > (int64_t)UINT32_MAX)
             return -1;
     } else if (in->dist_kind == D_F32 || in->dist_kind == D_F64) {
         if (!in->distances) return -1;
@@ -119,15 +122,80 @@ static int check_args(const rc_input *in, const rc_options *o, const rc_output *
     return 0;
 }
 
+/* ---- the loop over queries (rc_threads.c runs it) ------------------------------------------ */
+/* flags a query returns to rc_run_queries */
+#define RC_FLAG_STATUS 1  /* a non-zero out->status */
+#define RC_FLAG_NOMEM 2   /* ... and it is Q_NOMEM (a workspace that could not grow or be made) */
+
+typedef struct {
+    const rc_input *in;
+    const rc_options *o;
+    rc_output *out;
+    const dd *Hh;
+    int use_popcnt, use_prefix;
+} eval_ctx;
+
+static void *eval_thread_init(void *arg)
+{
+    const eval_ctx *c = (const eval_ctx *)arg;
+    workspace *w = (workspace *)malloc(sizeof(workspace));
+    if (!w) return NULL;
+    if (ws_alloc(w, c->in)) {
+        ws_free(w);
+        free(w);
+        return NULL;
+    }
+    w->prefix = c->use_prefix;
+    return w;
+}
+
+static void eval_thread_fini(void *state)
+{
+    ws_free((workspace *)state);
+    free(state);
+}
+
+static int eval_query(void *arg, void *state, int64_t q)
+{
+    const eval_ctx *c = (const eval_ctx *)arg;
+    rc_output *out = c->out;
+    qres res;
+    int v;
+    out->status[q] = Q_OK;
+    out->err_a[q] = out->err_b[q] = 0;
+    /* a value no kernel sets on some path is 0, never stack garbage */
+    memset(res.v, 0, sizeof(res.v));
+    res.cmc = out->cmc + q * c->o->max_rank;
+    if (c->in->dist_kind == D_CODES) rc_query_codes(c->in, c->o, c->Hh, q, (workspace *)state, &res, out, c->use_popcnt);
+    else rc_query_float(c->in, c->o, c->Hh, q, (workspace *)state, &res, out);
+    if (out->status[q] != Q_OK) return RC_FLAG_STATUS | (out->status[q] == Q_NOMEM ? RC_FLAG_NOMEM : 0);
+    for (v = 0; v < RC_N_VALUES; v++) out->values[v][q] = res.v[v];
+    return 0;
+}
+
+static int eval_no_memory(void *arg, int64_t q)
+{
+    ((eval_ctx *)arg)->out->status[q] = Q_NOMEM;
+    return RC_FLAG_STATUS | RC_FLAG_NOMEM;
+}
+
+/* queries per chunk: about RC_CHUNK_ITEMS pairs, and RC_CHUNKS_PER_THREAD chunks per thread */
+static int64_t chunk_queries(int64_t Q, int64_t N, int64_t threads)
+{
+    int64_t chunk = RC_CHUNK_ITEMS / max64(N, 1) + 1;
+    return max64(1, min64(chunk, Q / (RC_CHUNKS_PER_THREAD * max64(threads, 1))));
+}
+
 /* Evaluate queries 0 .. n_queries-1.  Returns RC_OK, RC_ERR_QUERY (see out->status: the
  * caller raises for the first query with a non-zero status), RC_ERR_NOMEM or RC_ERR_ARGS.
- * num_threads <= 0: OpenMP's default.  Results do not depend on the thread count. */
+ * num_threads <= 0: rc_max_threads().  Results do not depend on the thread count. */
 int64_t rc_evaluate(const rc_input *in, const rc_options *o, rc_output *out, int64_t num_threads)
 {
     const int64_t Q = in ? in->n_queries : 0, N = in ? in->n_gallery : 0;
     dd *Hh = NULL;
-    int fail = 0, any_status = 0, any_nomem = 0, use_popcnt = 0, use_prefix = 0;
-    int64_t q;
+    eval_ctx ctx;
+    rc_query_loop loop;
+    int flags;
     if (check_args(in, o, out)) return RC_ERR_ARGS;
     if (Q == 0) return RC_OK;
     if (o->ties == T_EXPECTED) {  /* harmonic numbers H_0 .. H_{N+1} */
@@ -137,56 +205,25 @@ int64_t rc_evaluate(const rc_input *in, const rc_options *o, rc_output *out, int
         Hh[0] = DD_ZERO;
         for (j = 1; j <= N + 1; j++) Hh[j] = dd_add(Hh[j - 1], dd_ratio(1.0, (double)j));
     }
+    ctx.in = in;
+    ctx.o = o;
+    ctx.out = out;
+    ctx.Hh = Hh;
     {
         int64_t have = rc_set_features(rc_feature_mask) & rc_feature_mask;
-        use_popcnt = (int)((have & RC_FEATURE_POPCNT) != 0);
+        ctx.use_popcnt = (int)((have & RC_FEATURE_POPCNT) != 0);
         rc_use_fma = (int)((have & RC_FEATURE_FMA) != 0);
         rc_use_avx2 = (int)((have & RC_FEATURE_AVX2) != 0);
-        use_prefix = (int)((have & RC_FEATURE_PREFIX) != 0);
+        ctx.use_prefix = (int)((have & RC_FEATURE_PREFIX) != 0);
     }
-#ifdef _OPENMP
-    if (num_threads <= 0) num_threads = omp_get_max_threads();
-    if (num_threads > Q) num_threads = Q;
-    /* if(): one thread runs the loop without touching the OpenMP thread pool (which does not
-     * survive fork(): c_backend.py asks for one thread in a forked child) */
-#pragma omp parallel num_threads((int)num_threads) reduction(| : any_status, any_nomem) if (num_threads > 1)
-#else
-    (void)num_threads;
-#endif
-    {
-        workspace w;
-        int mine = ws_alloc(&w, in);
-        w.prefix = use_prefix;
-        if (mine) {
-#ifdef _OPENMP
-#pragma omp atomic write
-#endif
-            fail = 1;
-        }
-#ifdef _OPENMP
-#pragma omp for schedule(dynamic, RC_OMP_CHUNK)
-#endif
-        for (q = 0; q < Q; q++) {
-            qres res;
-            int v;
-            if (mine) continue;
-            out->status[q] = Q_OK;
-            out->err_a[q] = out->err_b[q] = 0;
-            /* a value no kernel sets on some path is 0, never stack garbage */
-            memset(res.v, 0, sizeof(res.v));
-            res.cmc = out->cmc + q * o->max_rank;
-            if (in->dist_kind == D_CODES) rc_query_codes(in, o, Hh, q, &w, &res, out, use_popcnt);
-            else rc_query_float(in, o, Hh, q, &w, &res, out);
-            if (out->status[q] != Q_OK) {
-                any_status |= 1;
-                any_nomem |= out->status[q] == Q_NOMEM;  /* a workspace that could not grow */
-                continue;
-            }
-            for (v = 0; v < RC_N_VALUES; v++) out->values[v][q] = res.v[v];
-        }
-        ws_free(&w);
-    }
+    if (num_threads <= 0) num_threads = rc_max_threads();
+    loop.ctx = &ctx;
+    loop.thread_init = eval_thread_init;
+    loop.thread_fini = eval_thread_fini;
+    loop.query = eval_query;
+    loop.no_memory = eval_no_memory;
+    flags = rc_run_queries(&loop, Q, chunk_queries(Q, N, num_threads), num_threads);
     free(Hh);
-    if (fail || any_nomem) return RC_ERR_NOMEM;
-    return any_status ? RC_ERR_QUERY : RC_OK;
+    if (flags < 0 || (flags & RC_FLAG_NOMEM)) return RC_ERR_NOMEM;
+    return (flags & RC_FLAG_STATUS) ? RC_ERR_QUERY : RC_OK;
 }

@@ -238,7 +238,9 @@ void rc_metrics_expected(const group *g, int64_t ng, int64_t R, int64_t Np,
     const int64_t k = o->k, rule = o->ap_rule;
     int64_t a, j;
     dd s = DD_ZERO, hk;
-    if (k < 0) {
+    if (!RC_WANTS(o, RC_V_AP)) {
+        /* AP not asked for: its sums skipped */
+    } else if (k < 0) {
         for (a = 0; a < ng; a++) s = dd_add(s, exp_group_sum(&g[a], g[a].n, Hh, rule));
         res->v[RC_V_AP] = dd_round(dd_div_d(s, (double)R));
     } else if (o->ap_at_k == K_DCMH) {
@@ -270,7 +272,7 @@ void rc_metrics_expected(const group *g, int64_t ng, int64_t R, int64_t Np,
     res->v[RC_V_HITS_AT_K] = dd_round(hk);
     res->v[RC_V_PRECISION_AT_K] = dd_round(dd_div_d(hk, (double)(k >= 0 ? k : Np)));
     res->v[RC_V_RECALL_AT_K] = dd_round(dd_div_d(hk, (double)R));
-    {   /* CMC@K = P(r_1 <= K) = 1 - C(n-m, t)/C(n, t), t = K - c, for the first group */
+    if (RC_WANTS(o, RC_WANT_CMC)) {  /* CMC@K = P(r_1 <= K) = 1 - C(n-m, t)/C(n, t), t = K - c, first group */
         const int64_t c = g[0].c, n = g[0].n, m = g[0].m;
         int64_t tcur = 0;
         dd prod = dd_make(1.0);
@@ -289,12 +291,15 @@ void rc_metrics_expected(const group *g, int64_t ng, int64_t R, int64_t Np,
             }
         }
     }
-    res->v[RC_V_INP] = dd_round(exp_inp(&g[ng - 1], R, Hh));
-    res->v[RC_V_R_PRECISION] = dd_round(dd_div_d(exp_hits(g, ng, R), (double)R));
-    /* AP@R: the expected precision-term sum over the first R positions, over R */
-    s = DD_ZERO;
-    for (a = 0; a < ng && g[a].c < R; a++)
-        s = dd_add(s, exp_group_sum(&g[a], min64(g[a].n, R - g[a].c), Hh, AP_PS));
-    res->v[RC_V_AP_AT_R] = dd_round(dd_div_d(s, (double)R));
+    if (RC_WANTS(o, RC_V_INP)) res->v[RC_V_INP] = dd_round(exp_inp(&g[ng - 1], R, Hh));
+    if (RC_WANTS(o, RC_V_R_PRECISION))
+        res->v[RC_V_R_PRECISION] = dd_round(dd_div_d(exp_hits(g, ng, R), (double)R));
+    if (RC_WANTS(o, RC_V_AP_AT_R)) {
+        /* AP@R: the expected precision-term sum over the first R positions, over R */
+        s = DD_ZERO;
+        for (a = 0; a < ng && g[a].c < R; a++)
+            s = dd_add(s, exp_group_sum(&g[a], min64(g[a].n, R - g[a].c), Hh, AP_PS));
+        res->v[RC_V_AP_AT_R] = dd_round(dd_div_d(s, (double)R));
+    }
     rc_rank_expected(g, ng, R, Np, o, ri, res);
 }

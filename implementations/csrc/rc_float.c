@@ -739,8 +739,11 @@ query_float_body(const rc_input *in, const rc_options *o, const dd *Hh, int64_t 
     }
     for (i = 0; i < G; i++) rd[i] = rel[i].d;
     if (w->prefix && o->k >= 0 && o->ap_at_k != K_DCMH && N >= RC_PREFIX_MIN_N) {
-        /* the prefix path: the items at distance <= tau, the L-th smallest */
-        const int64_t L = max64(max64(o->k, G), o->max_rank);
+        /* the prefix path: the items at distance <= tau, the L-th smallest; L counts only
+         * the ranks the wanted metrics read (R-precision and AP@R: up to R; the CMC: up to
+         * max_rank; the rest, and H_k, which is always wanted: up to k) */
+        const int reads_r = RC_WANTS(o, RC_V_R_PRECISION) || RC_WANTS(o, RC_V_AP_AT_R);
+        const int64_t L = max64(max64(o->k, reads_r ? G : 0), RC_WANTS(o, RC_WANT_CMC) ? o->max_rank : 0);
         if (L * RC_PREFIX_DIVISOR <= Np) {
             const uint8_t *jm = junk_in ? skip : NULL;
             const int64_t cap = RC_PREFIX_AIM * 4 * L + 16 * (Np / RC_PREFIX_SAMPLE) + 64;
@@ -760,7 +763,8 @@ query_float_body(const rc_input *in, const rc_options *o, const dd *Hh, int64_t 
                         w->cand[n_red] = c;
                         n_red += c.d <= tau;
                     }
-                    last_beyond = rd[G - 1] > tau;
+                    /* INP reads the last relevant item's rank; without INP it stays too small */
+                    last_beyond = rd[G - 1] > tau && RC_WANTS(o, RC_V_INP);
                     if (last_beyond) last_counts(D32, D64, is32, neg, N, rd[G - 1], rel[G - 1].j, jm, last);
                 }
             }
@@ -785,7 +789,7 @@ query_float_body(const rc_input *in, const rc_options *o, const dd *Hh, int64_t 
         bucket_setup(rd, G, nb, w->bucket, &bm);
         tab = w->bucket;
     }
-    if (rc_rankin_init(&rin, w, in, G)) RC_NOMEM();
+    if (rc_rankin_init(&rin, w, in, o, G)) RC_NOMEM();
     if (in->grades) {  /* the grades in rank order; a tie run by grade under opt./pess. */
         const uint8_t *grades_row = in->grades + q * N;
         for (i = 0; i < G; i++) w->gr[i] = grades_row[rel[i].j];

@@ -61,7 +61,9 @@ static void sum_terms(const int64_t *rk, int64_t n, int64_t rule, ddacc *acc)
     sum_terms_generic(rk, n, rule, acc);
 }
 
-/* Concrete ranking: every metric from the sorted 1-based ranks rk[0..R-1] (R >= 1). */
+/* Concrete ranking: every metric asked for (o->wanted) from the sorted 1-based ranks
+ * rk[0..R-1] (R >= 1); a rank past the largest one a wanted metric reads may be too small
+ * (rc_float.c's prefix path), so nothing else reads it. */
 void rc_metrics_ranks(const int64_t *rk, int64_t R, int64_t Np, const rc_options *o,
                       const rankin *ri, qres *res)
 {
@@ -72,27 +74,34 @@ void rc_metrics_ranks(const int64_t *rk, int64_t R, int64_t Np, const rc_options
         hk = 0;
         while (hk < R && rk[hk] <= k) hk++;
     }
-    if (k < 0) {                       /* full AP: (1/R) sum_i term_i */
-        n_terms = den = R;
-    } else if (o->ap_at_k == K_DCMH) { /* the first min(k, R) relevant items, wherever */
-        n_terms = den = min64(k, R);
-    } else {                           /* S_k = sum_{r_i <= k} term_i over a denominator */
-        n_terms = hk;
-        den = o->ap_at_k == K_HITS ? hk : (o->ap_at_k == K_R ? R : min64(k, R));
+    if (RC_WANTS(o, RC_V_AP)) {
+        if (k < 0) {                       /* full AP: (1/R) sum_i term_i */
+            n_terms = den = R;
+        } else if (o->ap_at_k == K_DCMH) { /* the first min(k, R) relevant items, wherever */
+            n_terms = den = min64(k, R);
+        } else {                           /* S_k = sum_{r_i <= k} term_i over a denominator */
+            n_terms = hk;
+            den = o->ap_at_k == K_HITS ? hk : (o->ap_at_k == K_R ? R : min64(k, R));
+        }
+        sum_terms(rk, n_terms, o->ap_rule, &s);
+        res->v[RC_V_AP] = den ? dd_round(dd_div_d(acc_get(s), (double)den)) : 0.0;
     }
-    sum_terms(rk, n_terms, o->ap_rule, &s);
-    res->v[RC_V_AP] = den ? dd_round(dd_div_d(acc_get(s), (double)den)) : 0.0;
     res->v[RC_V_HITS_AT_K] = (double)hk;
     res->v[RC_V_PRECISION_AT_K] = (double)hk / (double)(k >= 0 ? k : Np);
     res->v[RC_V_RECALL_AT_K] = (double)hk / (double)R;
-    for (i = 0; i < o->max_rank; i++) res->cmc[i] = rk[0] <= i + 1 ? 1.0 : 0.0;
-    res->v[RC_V_INP] = (double)R / (double)rk[R - 1];
-    while (hr < R && rk[hr] <= R) hr++;
-    res->v[RC_V_R_PRECISION] = (double)hr / (double)R;
-    /* AP@R: (1/R) sum_{r_i <= R} i / r_i, precision terms whatever ap_rule (spec §7 MAP@R) */
-    s.s = s.c = 0.0;
-    sum_terms(rk, hr, AP_PS, &s);
-    res->v[RC_V_AP_AT_R] = dd_round(dd_div_d(acc_get(s), (double)R));
+    if (RC_WANTS(o, RC_WANT_CMC))
+        for (i = 0; i < o->max_rank; i++) res->cmc[i] = rk[0] <= i + 1 ? 1.0 : 0.0;
+    if (RC_WANTS(o, RC_V_INP)) res->v[RC_V_INP] = (double)R / (double)rk[R - 1];
+    if (RC_WANTS(o, RC_V_R_PRECISION) || RC_WANTS(o, RC_V_AP_AT_R)) {
+        while (hr < R && rk[hr] <= R) hr++;
+        res->v[RC_V_R_PRECISION] = (double)hr / (double)R;
+    }
+    if (RC_WANTS(o, RC_V_AP_AT_R)) {
+        /* AP@R: (1/R) sum_{r_i <= R} i / r_i, precision terms whatever ap_rule (spec §7 MAP@R) */
+        s.s = s.c = 0.0;
+        sum_terms(rk, hr, AP_PS, &s);
+        res->v[RC_V_AP_AT_R] = dd_round(dd_div_d(acc_get(s), (double)R));
+    }
     rc_rank_concrete(rk, R, Np, o, ri, res);
 }
 
@@ -117,7 +126,9 @@ void rc_metrics_grouped(const group *g, int64_t ng, int64_t R, int64_t Np,
         for (a = 0; a < ng && g[a].c + g[a].n <= k; a++) hk += g[a].m;
     }
     for (a = 0; a < ng && g[a].c + g[a].n <= R; a++) hr += g[a].m;
-    if (k < 0) {
+    if (!RC_WANTS(o, RC_V_AP)) {
+        /* AP not asked for: its sums skipped */
+    } else if (k < 0) {
         for (a = 0; a < ng; a++) s = dd_add(s, dd_mul_d(grouped_term(&g[a], o->ap_rule), (double)g[a].m));
         res->v[RC_V_AP] = dd_round(dd_div_d(s, (double)R));
     } else if (o->ap_at_k == K_DCMH) {
@@ -137,14 +148,17 @@ void rc_metrics_grouped(const group *g, int64_t ng, int64_t R, int64_t Np,
     res->v[RC_V_HITS_AT_K] = (double)hk;
     res->v[RC_V_PRECISION_AT_K] = (double)hk / (double)(k >= 0 ? k : Np);
     res->v[RC_V_RECALL_AT_K] = (double)hk / (double)R;
-    for (i = 0; i < o->max_rank; i++) res->cmc[i] = g[0].c + g[0].n <= i + 1 ? 1.0 : 0.0;
-    res->v[RC_V_INP] = (double)R / (double)(g[ng - 1].c + g[ng - 1].n);
+    if (RC_WANTS(o, RC_WANT_CMC))
+        for (i = 0; i < o->max_rank; i++) res->cmc[i] = g[0].c + g[0].n <= i + 1 ? 1.0 : 0.0;
+    if (RC_WANTS(o, RC_V_INP)) res->v[RC_V_INP] = (double)R / (double)(g[ng - 1].c + g[ng - 1].n);
     res->v[RC_V_R_PRECISION] = (double)hr / (double)R;
-    /* AP@R: the groups ending within R, m (h + m) / (c + n) each */
-    s = DD_ZERO;
-    for (a = 0; a < ng && g[a].c + g[a].n <= R; a++)
-        s = dd_add(s, dd_mul_d(grouped_term(&g[a], AP_PS), (double)g[a].m));
-    res->v[RC_V_AP_AT_R] = dd_round(dd_div_d(s, (double)R));
+    if (RC_WANTS(o, RC_V_AP_AT_R)) {
+        /* AP@R: the groups ending within R, m (h + m) / (c + n) each */
+        s = DD_ZERO;
+        for (a = 0; a < ng && g[a].c + g[a].n <= R; a++)
+            s = dd_add(s, dd_mul_d(grouped_term(&g[a], AP_PS), (double)g[a].m));
+        res->v[RC_V_AP_AT_R] = dd_round(dd_div_d(s, (double)R));
+    }
     rc_rank_grouped(g, ng, R, Np, o, ri, res);
 }
 

@@ -49,13 +49,14 @@ int rc_ideal_upto(workspace *w, const double *disc, int64_t n)
 }
 
 /* what the rank metrics of a query with R relevant items read (the grades, if any, are set by
- * the caller once in rank order); 0, or -1 when there is no memory for the IDCG table */
-int rc_rankin_init(rankin *ri, workspace *w, const rc_input *in, int64_t R)
+ * the caller once in rank order); 0, or -1 when there is no memory for the IDCG table (made
+ * only when nDCG is asked for) */
+int rc_rankin_init(rankin *ri, workspace *w, const rc_input *in, const rc_options *o, int64_t R)
 {
     ri->disc = in->discounts;
     ri->gr = NULL;
     ri->ideal1 = NULL;
-    if (!in->grades) {
+    if (!in->grades && RC_WANTS(o, RC_V_NDCG)) {
         if (rc_ideal_upto(w, in->discounts, R)) return -1;
         ri->ideal1 = w->ideal1;
     }
@@ -90,12 +91,15 @@ void rc_rank_concrete(const int64_t *rk, int64_t R, int64_t Np, const rc_options
     const double *disc = ri->disc;
     ddacc s = {0.0, 0.0};
     int64_t i;
-    if (ri->gr) {
-        for (i = 0; i < R && rk[i] <= K; i++) acc_add(&s, two_prod(gain_of(ri->gr[i], o->gain), disc[rk[i] - 1]));
-    } else {
-        for (i = 0; i < R && rk[i] <= K; i++) acc_add(&s, dd_make(disc[rk[i] - 1]));
+    if (RC_WANTS(o, RC_V_NDCG)) {
+        if (ri->gr) {
+            for (i = 0; i < R && rk[i] <= K; i++)
+                acc_add(&s, two_prod(gain_of(ri->gr[i], o->gain), disc[rk[i] - 1]));
+        } else {
+            for (i = 0; i < R && rk[i] <= K; i++) acc_add(&s, dd_make(disc[rk[i] - 1]));
+        }
+        res->v[RC_V_NDCG] = dd_round(dd_div(acc_get(s), ideal_dcg(ri, R, K, o->gain)));
     }
-    res->v[RC_V_NDCG] = dd_round(dd_div(acc_get(s), ideal_dcg(ri, R, K, o->gain)));
     res->v[RC_V_RR] = rk[0] <= K ? 1.0 / (double)rk[0] : 0.0;
     if (o->recall == RECALL_HIT) res->v[RC_V_RECALL_AT_K] = rk[0] <= K ? 1.0 : 0.0;
 }
@@ -108,12 +112,14 @@ void rc_rank_grouped(const group *g, int64_t ng, int64_t R, int64_t Np, const rc
     const int64_t K = cutoff(o, Np), e1 = g[0].c + g[0].n;
     ddacc s = {0.0, 0.0};
     int64_t a;
-    for (a = 0; a < ng && g[a].c + g[a].n <= K; a++) {
-        const double d = ri->disc[g[a].c + g[a].n - 1];
-        if (ri->gr) acc_add(&s, dd_mul_d(gain_sum(ri->gr + g[a].h, g[a].m, o->gain), d));
-        else acc_add(&s, two_prod((double)g[a].m, d));
+    if (RC_WANTS(o, RC_V_NDCG)) {
+        for (a = 0; a < ng && g[a].c + g[a].n <= K; a++) {
+            const double d = ri->disc[g[a].c + g[a].n - 1];
+            if (ri->gr) acc_add(&s, dd_mul_d(gain_sum(ri->gr + g[a].h, g[a].m, o->gain), d));
+            else acc_add(&s, two_prod((double)g[a].m, d));
+        }
+        res->v[RC_V_NDCG] = dd_round(dd_div(acc_get(s), ideal_dcg(ri, R, K, o->gain)));
     }
-    res->v[RC_V_NDCG] = dd_round(dd_div(acc_get(s), ideal_dcg(ri, R, K, o->gain)));
     res->v[RC_V_RR] = e1 <= K ? 1.0 / (double)e1 : 0.0;
     if (o->recall == RECALL_HIT) res->v[RC_V_RECALL_AT_K] = e1 <= K ? 1.0 : 0.0;
 }
@@ -129,16 +135,18 @@ void rc_rank_expected(const group *g, int64_t ng, int64_t R, int64_t Np, const r
     const double *disc = ri->disc;
     ddacc s = {0.0, 0.0}, rr = {0.0, 0.0}, hit = {0.0, 0.0};
     int64_t a, p, last;
-    for (a = 0; a < ng && g[a].c < K; a++) {
-        const int64_t inside = min64(g[a].n, K - g[a].c);
-        ddacc ds = {0.0, 0.0};
-        dd G = ri->gr ? gain_sum(ri->gr + g[a].h, g[a].m, o->gain) : dd_make((double)g[a].m);
-        for (p = 0; p < inside; p++) acc_add(&ds, dd_make(disc[g[a].c + p]));
-        acc_add(&s, dd_div_d(dd_mul(G, acc_get(ds)), (double)g[a].n));
+    if (RC_WANTS(o, RC_V_NDCG)) {
+        for (a = 0; a < ng && g[a].c < K; a++) {
+            const int64_t inside = min64(g[a].n, K - g[a].c);
+            ddacc ds = {0.0, 0.0};
+            dd G = ri->gr ? gain_sum(ri->gr + g[a].h, g[a].m, o->gain) : dd_make((double)g[a].m);
+            for (p = 0; p < inside; p++) acc_add(&ds, dd_make(disc[g[a].c + p]));
+            acc_add(&s, dd_div_d(dd_mul(G, acc_get(ds)), (double)g[a].n));
+        }
+        res->v[RC_V_NDCG] = dd_round(dd_div(acc_get(s), ideal_dcg(ri, R, K, o->gain)));
     }
-    res->v[RC_V_NDCG] = dd_round(dd_div(acc_get(s), ideal_dcg(ri, R, K, o->gain)));
     last = min64(n - m + 1, K - c);  /* the positions p that can hold it within K */
-    if (last >= 1) {
+    if (last >= 1 && (RC_WANTS(o, RC_V_RR) || o->recall == RECALL_HIT)) {
         dd w = dd_ratio((double)m, (double)n);
         const double w0 = w.hi;
         for (p = 1; p <= last; p++) {

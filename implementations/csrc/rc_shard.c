@@ -15,14 +15,12 @@
  * One pass over the row, no sort of the items: the row's points are sorted by (key, bound)
  * (a few dozen per row), each item finds its key among the distinct point keys by a
  * branch-free binary search (an item beyond the largest point key, most of a row, is dropped
- * after one comparison of its distance as read with that key's distance), a histogram of those places gives below and at, and a cursor per distinct key
- * walks its points in bound order as the items arrive in index order, so that each point
- * reads the tied items before its bound.  Every count is an integer: the result is the same
- * for any thread count. */
+ * after one comparison of its distance as read with that key's distance), a histogram of
+ * those places gives below and at, and a cursor per distinct key walks its points in bound
+ * order as the items arrive in index order, so that each point reads the tied items before its
+ * bound.  Rows run through rc_threads.c; every count is an integer: the result is the same for
+ * any thread count. */
 #include "rc_core.h"
-#ifdef _OPENMP
-#include <omp.h>
-#endif
 
 enum { SHARD_F64 = 0, SHARD_F32 = 1, SHARD_I64 = 2 };            /* the distances' type */
 enum { SHARD_BELOW_AT = 0, SHARD_STABLE = 1, SHARD_REVERSE = 2 }; /* what is counted */
@@ -185,58 +183,88 @@ static int shard_row(int64_t kind, const void *row, const uint8_t *junk, int64_t
     return 0;
 }
 
+/* ---- the loop over rows (rc_threads.c runs it) ------------------------------------------- */
+#define SHARD_FLAG_NOMEM 1  /* a thread without its arrays, or arrays that could not grow */
+
+typedef struct {
+    int64_t kind, n_items, offset, count;
+    const char *distances;
+    size_t row_bytes;
+    const uint8_t *junk;
+    const int64_t *point_start, *point_key, *point_index;
+    int64_t *out_a, *out_b;
+} shard_ctx;
+
+static void *shard_thread_init(void *arg)
+{
+    (void)arg;
+    return calloc(1, sizeof(shard_work));
+}
+
+static void shard_thread_fini(void *state)
+{
+    work_free((shard_work *)state);
+    free(state);
+}
+
+static int shard_one(void *arg, void *state, int64_t r)
+{
+    const shard_ctx *c = (const shard_ctx *)arg;
+    const int64_t a = c->point_start[r];
+    return shard_row(c->kind, c->distances + (size_t)r * c->row_bytes, c->junk ? c->junk + r * c->n_items : NULL,
+                     c->n_items, c->offset, c->count, c->point_key + a, c->point_index ? c->point_index + a : NULL,
+                     c->point_start[r + 1] - a, c->out_a + a, c->out_b ? c->out_b + a : NULL, (shard_work *)state)
+               ? SHARD_FLAG_NOMEM : 0;
+}
+
+static int shard_no_memory(void *arg, int64_t r)
+{
+    (void)arg;
+    (void)r;
+    return SHARD_FLAG_NOMEM;
+}
+
 /* Rows 0 .. n_rows-1 of a shard's (n_rows, n_items) distances (dist_kind SHARD_*; junk: the
  * same shape, 1 = junk, or NULL), each against its points point_start[r] .. point_start[r+1]
  * (keys and global indices; point_index is read for the index orders only).  count:
  * SHARD_BELOW_AT writes out_a = below, out_b = at; SHARD_STABLE / SHARD_REVERSE write out_a =
- * the items ahead.  Returns SHARD_OK, SHARD_NOMEM or SHARD_ARGS. */
+ * the items ahead.  num_threads <= 0: the library's default.  Returns SHARD_OK, SHARD_NOMEM or
+ * SHARD_ARGS. */
 int64_t rc_shard_counts(int64_t dist_kind, const void *distances, const uint8_t *junk, int64_t n_rows,
                         int64_t n_items, int64_t offset, int64_t count, const int64_t *point_start,
                         const int64_t *point_key, const int64_t *point_index, int64_t *out_a, int64_t *out_b,
                         int64_t num_threads)
 {
-    const size_t width = dist_kind == SHARD_F32 ? sizeof(float) : sizeof(double);  /* int64 too */
-    int64_t r;
-    int nomem = 0;
+    shard_ctx ctx;
+    rc_query_loop loop;
+    int64_t chunk;
+    int flags;
     if (dist_kind < SHARD_F64 || dist_kind > SHARD_I64 || count < SHARD_BELOW_AT || count > SHARD_REVERSE ||
         n_rows < 0 || n_items < 0 || !point_start || !out_a || (count == SHARD_BELOW_AT && !out_b) ||
         (count != SHARD_BELOW_AT && !point_index) || (n_rows > 0 && n_items > 0 && !distances))
         return SHARD_ARGS;
     if (n_rows == 0) return SHARD_OK;
-#ifdef _OPENMP
-    {
-        int team = (int)min64(num_threads > 0 ? num_threads : omp_get_max_threads(), n_rows);
-        /* one thread runs without waking the thread team (which does not survive fork()) */
-#pragma omp parallel num_threads(team > 1 ? team : 1) if (team > 1) reduction(| : nomem)
-        {
-            shard_work w;
-            memset(&w, 0, sizeof w);
-#pragma omp for schedule(dynamic, RC_OMP_CHUNK)
-            for (r = 0; r < n_rows; r++) {
-                int64_t a = point_start[r];
-                if (nomem) continue;
-                nomem |= shard_row(dist_kind, (const char *)distances + (size_t)(r * n_items) * width,
-                                   junk ? junk + r * n_items : NULL, n_items, offset, count, point_key + a,
-                                   point_index ? point_index + a : NULL, point_start[r + 1] - a, out_a + a,
-                                   out_b ? out_b + a : NULL, &w) != 0;
-            }
-            work_free(&w);
-        }
-    }
-#else
-    (void)num_threads;
-    {
-        shard_work w;
-        memset(&w, 0, sizeof w);
-        for (r = 0; r < n_rows && !nomem; r++) {
-            int64_t a = point_start[r];
-            nomem |= shard_row(dist_kind, (const char *)distances + (size_t)(r * n_items) * width,
-                               junk ? junk + r * n_items : NULL, n_items, offset, count, point_key + a,
-                               point_index ? point_index + a : NULL, point_start[r + 1] - a, out_a + a,
-                               out_b ? out_b + a : NULL, &w) != 0;
-        }
-        work_free(&w);
-    }
-#endif
-    return nomem ? SHARD_NOMEM : SHARD_OK;
+    if (num_threads <= 0) num_threads = rc_max_threads();
+    ctx.kind = dist_kind;
+    ctx.n_items = n_items;
+    ctx.offset = offset;
+    ctx.count = count;
+    ctx.distances = (const char *)distances;
+    ctx.row_bytes = (size_t)n_items * (dist_kind == SHARD_F32 ? sizeof(float) : sizeof(double));  /* int64 too */
+    ctx.junk = junk;
+    ctx.point_start = point_start;
+    ctx.point_key = point_key;
+    ctx.point_index = point_index;
+    ctx.out_a = out_a;
+    ctx.out_b = out_b;
+    loop.ctx = &ctx;
+    loop.thread_init = shard_thread_init;
+    loop.thread_fini = shard_thread_fini;
+    loop.query = shard_one;
+    loop.no_memory = shard_no_memory;
+    /* rows per chunk: about RC_CHUNK_ITEMS items, RC_CHUNKS_PER_THREAD chunks per thread */
+    chunk = max64(1, min64(RC_CHUNK_ITEMS / (n_items > 0 ? n_items : 1) + 1,
+                           n_rows / (RC_CHUNKS_PER_THREAD * max64(num_threads, 1))));
+    flags = rc_run_queries(&loop, n_rows, chunk, num_threads);
+    return flags < 0 || (flags & SHARD_FLAG_NOMEM) ? SHARD_NOMEM : SHARD_OK;
 }

@@ -29,6 +29,7 @@ from retrieval_conformance.implementations.vector.double_double import (
 )
 from retrieval_conformance.implementations.vector.rank_metrics import item_gains, item_rank_metrics, order_in_groups
 from retrieval_conformance.reference.contract.conventions import CONCRETE_POLICIES, INDEX_ORDERS
+from retrieval_conformance.reference.contract.metric_names import computes
 from retrieval_conformance.reference.contract.problem import Options
 
 
@@ -151,21 +152,23 @@ def item_metrics(ops, rows, ranks, grouped, R, n_kept, options: Options, big_n: 
     r_pad = ops.full((B, maxR), 1, "i64")
     r_pad[rows, i0] = ranks
     i_pad = ops.arange(maxR)[None, :] + 1
-    if grouped is None:
-        term = concrete_term(ops, i_pad, r_pad, rule, small=big_n < 2 ** 26)
-    else:
+    # the double-double terms only for the sums asked for (AP, AP@R: ``Options.metrics``)
+    want_ap, want_ap_at_r = computes(options.metrics, "ap"), computes(options.metrics, "ap_at_r")
+    if grouped is not None:
         hm_pad = ops.zeros((B, maxR), "i64")
         h_pad = ops.zeros((B, maxR), "i64")
         hm_pad[rows, i0] = grouped[0]
         h_pad[rows, i0] = grouped[1]
-        term = grouped_term(ops, hm_pad, h_pad, r_pad, rule)
 
-    if rule == "precision_sum":
-        ps_term = term
-    elif grouped is None:
-        ps_term = concrete_term(ops, i_pad, r_pad, "precision_sum", small=big_n < 2 ** 26)
-    else:
-        ps_term = grouped_term(ops, hm_pad, h_pad, r_pad, "precision_sum")
+    def terms(which: str):
+        if grouped is None:
+            return concrete_term(ops, i_pad, r_pad, which, small=big_n < 2 ** 26)
+        return grouped_term(ops, hm_pad, h_pad, r_pad, which)
+
+    term = terms(rule) if want_ap else None
+    ps_term = None
+    if want_ap_at_r:
+        ps_term = term if rule == "precision_sum" and term is not None else terms("precision_sum")
     gains_pad = None
     if grades is not None:
         gains_pad = ops.zeros((B, maxR), "f64")
@@ -175,12 +178,14 @@ def item_metrics(ops, rows, ranks, grouped, R, n_kept, options: Options, big_n: 
         return dd_rowsum(ops, dd_zero_where(ops, ~mask, term))
 
     if k is None:
-        ap = ratio(ops, term_sum(valid), R)
+        ap = ratio(ops, term_sum(valid), R) if want_ap else ops.zeros((B,), "f64")
         hk = R
     else:
         in_k = valid & (r_pad <= k)
         hk = ops.sum(in_k, 1)
-        if options.ap_at_k == "dcmh":
+        if not want_ap:
+            ap = ops.zeros((B,), "f64")
+        elif options.ap_at_k == "dcmh":
             L = ops.clip(R, None, k)
             ap = ratio(ops, term_sum(valid & (i_pad <= L[:, None])), L)
         else:

@@ -39,6 +39,7 @@ from retrieval_conformance.implementations.vector.double_double import (
 )
 from retrieval_conformance.implementations.vector.rank_metrics import expected_rank_metrics
 from retrieval_conformance.implementations.vector.tie_groups import TieGroups
+from retrieval_conformance.reference.contract.metric_names import computes
 from retrieval_conformance.reference.contract.problem import Options
 
 
@@ -121,7 +122,11 @@ def expected_metrics(ops, groups: TieGroups, R, n_kept, options: Options, gains=
     c, n, m, h = groups.c, groups.n, groups.m, groups.h
     full = _group_expected_sum(ops, T, c, n, m, h, n, rule)
     everything = ops.full(c.shape, True, "bool")
-    if k is None:
+    zero = ops.zeros((B,), "f64")
+    wants = {name: computes(options.metrics, name) for name in ("ap", "ap_at_r", "r_precision", "cmc", "inp")}
+    if not wants["ap"]:  # the values not asked for (``Options.metrics``) are skipped
+        ap = zero
+    elif k is None:
         ap = ratio(ops, groups.rel_sum(full, everything), R)
     elif options.ap_at_k in ("r", "min_k_r"):
         # a fixed denominator: E is linear, each position inside the top k counts
@@ -144,23 +149,31 @@ def expected_metrics(ops, groups: TieGroups, R, n_kept, options: Options, gains=
         hk = safe_div(ops, num, n)
         p_at_k = safe_div(ops, num, n * k)
         r_at_k = safe_div(ops, num, n * R)
-    num_R, n_R = _expected_hits_num(ops, groups, R)
-    # AP@R (spec §7 MAP@R): the expected precision-term sum over the top R, divided by R
-    c, n = groups.c, groups.n  # (``n`` was the cut group's above)
-    t_R = ops.clip(R[groups.rows] - c, 0, None)
-    t_R = ops.where(t_R < n, t_R, n)
-    s_R = groups.rel_sum(_group_expected_sum(ops, T, c, n, groups.m, groups.h, t_R, "precision_sum"), everything)
+    r_precision = ap_at_r = inp = zero
+    if wants["r_precision"]:
+        num_R, n_R = _expected_hits_num(ops, groups, R)
+        r_precision = safe_div(ops, ops.where(has, num_R, 0), n_R * R)
+    if wants["ap_at_r"]:
+        # AP@R (spec §7 MAP@R): the expected precision-term sum over the top R, divided by R
+        c, n = groups.c, groups.n  # (``n`` was the cut group's above)
+        t_R = ops.clip(R[groups.rows] - c, 0, None)
+        t_R = ops.where(t_R < n, t_R, n)
+        s_R = groups.rel_sum(_group_expected_sum(ops, T, c, n, groups.m, groups.h, t_R, "precision_sum"), everything)
+        ap_at_r = ratio(ops, s_R, R)
+    if wants["inp"]:
+        inp = _expected_inp(ops, groups, R)
+    cmc = _expected_cmc(ops, groups, R, options.max_rank) if wants["cmc"] else ops.zeros((B, options.max_rank), "f64")
     rank = expected_rank_metrics(ops, groups, R, n_kept, options, gains)
     return {
         **rank,
-        "ap_at_r": ratio(ops, s_R, R),
+        "ap_at_r": ap_at_r,
         "ap": ap,
         "hits_at_k": hk,
         "precision_at_k": p_at_k,
         "recall_at_k": r_at_k,
-        "r_precision": safe_div(ops, ops.where(has, num_R, 0), n_R * R),
-        "cmc": _expected_cmc(ops, groups, R, options.max_rank),
-        "inp": _expected_inp(ops, groups, R),
+        "r_precision": r_precision,
+        "cmc": cmc,
+        "inp": inp,
     }
 
 

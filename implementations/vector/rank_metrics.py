@@ -42,6 +42,7 @@ from retrieval_conformance.implementations.vector.double_double import (
     two_prod,
 )
 from retrieval_conformance.reference.contract.discounts import rank_discounts
+from retrieval_conformance.reference.contract.metric_names import computes
 from retrieval_conformance.reference.contract.problem import Options
 
 #: the largest grade (``validation.MAX_GRADE``) fits in these bits of a sort key
@@ -110,24 +111,31 @@ def item_rank_metrics(ops, r_pad, valid, ps_term, R, gains_pad, n: int, options:
     """ndcg, rr, ap_at_r and hit from the padded ranks ``r_pad`` (B, W) of each row's relevant
     items in ranked order (``valid`` marks them; padding has rank 1), ``ps_term`` their
     precision terms (double-double), ``gains_pad`` their gains (float64, None for binary
-    relevance) and ``n`` the gallery size (the largest rank)."""
+    relevance) and ``n`` the gallery size (the largest rank); ``ps_term`` None: AP@R is not
+    asked for (``Options.metrics``), nor is nDCG computed unless it is."""
     k = options.k
     has = R > 0
     B, W = r_pad.shape
     if W == 0:
         zero = ops.zeros((B,), "f64")
         return {"ndcg": zero, "rr": zero, "ap_at_r": zero, "hit": zero}
-    in_k = valid if k is None else valid & (r_pad <= k)
-    d = discounts(ops, n, options.discount)[r_pad - 1]
-    terms = (d, d * 0.0) if gains_pad is None else two_prod(gains_pad, d)
-    dcg = dd_rowsum(ops, dd_zero_where(ops, ~in_k, terms))
-    L = R if k is None else ops.clip(R, None, k)
     first = r_pad[:, 0]
     hit = has & (first <= k) if k is not None else has
+    zero = ops.zeros((B,), "f64")
+    ndcg = ap_at_r = zero  # the sums not asked for (``Options.metrics``) are skipped
+    if computes(options.metrics, "ndcg"):
+        in_k = valid if k is None else valid & (r_pad <= k)
+        d = discounts(ops, n, options.discount)[r_pad - 1]
+        terms = (d, d * 0.0) if gains_pad is None else two_prod(gains_pad, d)
+        dcg = dd_rowsum(ops, dd_zero_where(ops, ~in_k, terms))
+        L = R if k is None else ops.clip(R, None, k)
+        ndcg = _ndcg(ops, dcg, ideal_dcg(ops, gains_pad, L, n, options), has)
+    if ps_term is not None:  # None: AP@R not asked for
+        ap_at_r = ratio(ops, dd_rowsum(ops, dd_zero_where(ops, ~(valid & (r_pad <= R[:, None])), ps_term)), R)
     return {
-        "ndcg": _ndcg(ops, dcg, ideal_dcg(ops, gains_pad, L, n, options), has),
+        "ndcg": ndcg,
         "rr": safe_div(ops, ops.i64(hit), ops.where(has, first, 0)),
-        "ap_at_r": ratio(ops, dd_rowsum(ops, dd_zero_where(ops, ~(valid & (r_pad <= R[:, None])), ps_term)), R),
+        "ap_at_r": ap_at_r,
         "hit": ops.f64(hit),
     }
 

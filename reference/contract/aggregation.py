@@ -12,13 +12,15 @@ they do not depend on the order of the queries or on the block size.
 """
 from __future__ import annotations
 
+import dataclasses
 import math
 import warnings
 from fractions import Fraction
 from typing import Any, Dict, List, Optional, cast
 
 import numpy as np
-from retrieval_conformance.reference.contract.problem import MEANS, ExactResult, Options, PerQuery, Result
+from retrieval_conformance.reference.contract.metric_names import per_query_fields
+from retrieval_conformance.reference.contract.problem import ARRAY_FIELDS, MEANS, ExactResult, Options, PerQuery, Result
 
 
 class NoQueryCountedWarning(UserWarning):
@@ -110,7 +112,16 @@ def aggregate(pq: PerQuery, options: Options, protocol: str, implementation: str
     ``n_gallery``: when given, CMC columns from the gallery size on are known to repeat the
     last one (§7 cmc_length=max_rank), so only the first ``n_gallery`` are averaged: a
     max_rank far beyond the gallery costs no exact arithmetic per column.
+
+    With ``options.metrics``, only those metrics are averaged and shown: the other per-query
+    fields are dropped (None), whatever an implementation left in them.
     """
+    pq = only_requested(pq, options)
+    computed = None if options.metrics is None else frozenset(options.metrics)
+
+    def wanted(name: str) -> bool:
+        return computed is None or name in computed
+
     empty = empty_queries(pq, options)
     if options.empty == "error" and empty.any():
         idx = np.flatnonzero(empty)
@@ -132,19 +143,22 @@ def aggregate(pq: PerQuery, options: Options, protocol: str, implementation: str
             out[empty] = np.nan
         return out
 
-    ap = per_query(pq.ap)
-    inp = per_query(pq.inp)
+    ap = per_query(pq.ap) if wanted("map") else None
+    inp = per_query(pq.inp) if wanted("minp") else None
     # columns worth averaging: beyond the gallery every CMC row is flat
-    width = min(pq.cmc.shape[1], options.max_rank, n_gallery if n_gallery is not None else options.max_rank)
+    limit = n_gallery if n_gallery is not None else options.max_rank
+    width = 0 if pq.cmc is None else min(pq.cmc.shape[1], options.max_rank, limit)
     exact = None
     if pq.exact is not None and not poisoned:
+        with_k = options.k is not None
         exact = ExactResult(
-            map=_exact_mean(pq.exact["ap"], counted),
-            ap=[v if c else None for v, c in zip(pq.exact["ap"], counted)],
-            precision_at_k=_exact_mean(pq.exact["precision_at_k"], counted) if options.k is not None else None,
-            recall_at_k=_exact_mean(pq.exact["recall_at_k"], counted) if options.k is not None else None,
+            map=_exact_mean(pq.exact["ap"], counted) if wanted("map") else None,
+            ap=[v if c else None for v, c in zip(pq.exact["ap"], counted)] if wanted("map") else [],
+            precision_at_k=_exact_mean(pq.exact["precision_at_k"], counted) if with_k and wanted("precision_at_k")
+            else None,
+            recall_at_k=_exact_mean(pq.exact["recall_at_k"], counted) if with_k and wanted("recall_at_k") else None,
             cmc=[_exact_mean([row[j] for row in pq.exact["cmc"]], counted) for j in range(width)],
-            minp=_exact_mean(pq.exact["inp"], counted),
+            minp=_exact_mean(pq.exact["inp"], counted) if wanted("minp") else None,
         )
         if exact.cmc and width < options.max_rank:
             exact.cmc = exact.cmc + [exact.cmc[-1]] * (options.max_rank - width)
@@ -159,7 +173,9 @@ def aggregate(pq: PerQuery, options: Options, protocol: str, implementation: str
             return float(cast(Fraction, _exact_mean(pq.exact[field], counted)))  # the reference's other exact fields
         return _float_mean(getattr(pq, field), counted)
 
-    if poisoned or not counted.any():
+    if not wanted("cmc"):
+        cmc = None
+    elif poisoned or not counted.any():
         cmc = np.full(options.max_rank, np.nan)
     elif exact is not None:
         # some query is counted here, so every exact rank holds a value
@@ -167,8 +183,8 @@ def aggregate(pq: PerQuery, options: Options, protocol: str, implementation: str
     else:
         cmc = _flat_tail(_column_means(pq.cmc[counted][:, :width]), options.max_rank)
     # every mean of the table, None where its option is not set (P@k without k, ...)
-    means: Dict[str, Any] = {name: mean(name) if needs is None or getattr(options, needs) is not None else None
-             for name, (_, needs) in MEANS.items()}
+    means: Dict[str, Any] = {name: mean(name) if wanted(name) and (needs is None or getattr(options, needs) is not None)
+                             else None for name, (_, needs) in MEANS.items()}
     return Result(
         **means,
         ap=ap,
@@ -180,4 +196,17 @@ def aggregate(pq: PerQuery, options: Options, protocol: str, implementation: str
         options=options,
         per_query=pq,
         exact=exact,
+        computed=computed,
     )
+
+
+def only_requested(pq: PerQuery, options: Options) -> PerQuery:
+    """``pq`` with the per-query fields no metric of ``options.metrics`` needs set to None
+    (and left out of its exact values); ``pq`` itself when every metric is asked for."""
+    needed = per_query_fields(options.metrics)
+    if needed is None:
+        return pq
+    dropped = {name: None for name in ARRAY_FIELDS if name not in needed}
+    exact = None if pq.exact is None else {key: v for key, v in pq.exact.items() if key in needed}
+    return dataclasses.replace(pq, exact=exact, **dropped)
+

@@ -12,6 +12,7 @@ import inspect
 from typing import Any, Optional, cast
 
 import numpy as np
+from retrieval_conformance.reference.contract import options_table
 from retrieval_conformance.reference.contract import validation as v
 from retrieval_conformance.reference.contract.aggregation import aggregate
 from retrieval_conformance.reference.contract.arrays import first_where
@@ -19,6 +20,7 @@ from retrieval_conformance.reference.contract.conventions import DISCOUNTS, GAIN
 from retrieval_conformance.reference.contract.cutoffs import compute_within_gallery
 from retrieval_conformance.reference.contract.embeddings import METRICS, embedding_distances
 from retrieval_conformance.reference.contract.gallery import Gallery, prepare_gallery
+from retrieval_conformance.reference.contract.metric_names import check_requested, resolve_metrics
 from retrieval_conformance.reference.contract.precision import precisions, warn_low_precision
 from retrieval_conformance.reference.contract.presets import get_preset
 from retrieval_conformance.reference.contract.problem import (
@@ -176,11 +178,14 @@ def resolve_options(
     gain: Optional[str] = None,
     recall: Optional[str] = None,
     discount: Optional[str] = None,
+    metrics=None,
 ) -> Options:
     """A preset's options with every explicit override applied, each one validated."""
     preset = get_preset(protocol)
     if not k_given:
         k = preset.k
+    chosen = resolve_metrics(metrics)
+    check_requested(chosen, [name for name, value in (("k", k), ("radius", radius)) if value is not None])
     return Options(
         ties=v.choice("ties", ties if ties is not None else preset.ties, TIE_POLICIES),
         ap_rule=v.choice("ap_rule", ap_rule if ap_rule is not None else preset.ap_rule, AP_RULES),
@@ -192,6 +197,7 @@ def resolve_options(
         gain=v.choice("gain", gain if gain is not None else preset.gain, GAINS),
         recall=v.choice("recall", recall if recall is not None else preset.recall, RECALL_SENSES),
         discount=v.choice("discount", discount if discount is not None else preset.discount, DISCOUNTS),
+        metrics=chosen,
     )
 
 
@@ -200,6 +206,27 @@ _UNSET: Any = object()
 MAX_CUTOFFS = 100
 
 
+@options_table.documented(
+    "evaluate",
+    protocol="``retrieval-conformance presets`` lists the presets' conventions.",
+    k="The presets' k is None, except ``gldv2``'s: 100.  Any Python or numpy integer >= 1, of any size: a k beyond the "
+      "gallery gives full AP and R@k = 1, and P@k = R/k still divides by k (spec §6).  bools, floats and "
+      "strings are errors.  A tuple or list of cut-offs (``k=(1, 5, 10, 100)``) returns a :class:`ResultsAtK` "
+      "(``{k: Result}``, in the order given).",
+    max_rank="It sets the length of ``cmc`` and of every row of ``per_query.cmc``, 1 .. 10**7 "
+             "(``validation.MAX_RANK_LIMIT``).  Beyond the gallery the CMC is flat (§7 cmc_length=max_rank): "
+             "computed up to the gallery size and extended by its last value.  A max_rank beyond the gallery "
+             "whose per-query rows would exceed 2**27 values (1 GiB) is an error that says so.",
+    implementation="``result.implementation`` says who did.  ``\"auto\"``: the fastest available (C, then "
+                   "numpy, then torch; torch is not imported unless it is picked).  ``\"reference\"`` is the "
+                   "slow exact yardstick, the only one that also returns exact ``Fraction`` values "
+                   "(``result.exact``).  ``\"dask\"`` runs the queries on the current ``dask.distributed`` "
+                   "client (``pip install '.[dask]'``).  A registered third-party implementation is named "
+                   "the same way.",
+    device="Only with ``implementation=\"torch\"`` or ``\"auto\"`` (which then means torch).  Default: the "
+           "environment variable ``RC_TORCH_DEVICE``, else CUDA when present, else the CPU.  The numbers do not "
+           "depend on the device.",
+)
 def evaluate(
     distances=None,
     scores=None,
@@ -229,6 +256,7 @@ def evaluate(
     recall: Optional[str] = None,
     discount: Optional[str] = None,
     device=None,
+    metrics=None,
 ) -> Result:
     """Evaluate a retrieval run under a named protocol, with any implementation.
 
@@ -246,36 +274,7 @@ def evaluate(
     query_cams, db_cams, junk
         Junk items are removed before ranking.  With cameras, a gallery item with the query's
         id and camera is junk (ReID presets); ``junk`` is an explicit (Q, N) mask.
-    protocol : str
-        A preset of spec §9: ``hashing``, ``hashnet``, ``dcmh``, ``reid``, ``reid-matlab``,
-        ``gldv2``, ``pml``, ``trec`` or ``sklearn-ndcg`` (``retrieval-conformance presets``
-        lists their conventions; a test keeps this list complete).
-    k : int or None
-        Cut-off for AP@k, P@k and R@k; None for the whole gallery.  Default: the preset's
-        (None except ``gldv2``: 100).  Any Python or numpy integer >= 1, of any size: a k
-        beyond the gallery gives full AP and R@k = 1, and P@k = R/k still divides by k
-        (spec §6 k at or beyond the gallery).  bools, floats and strings are errors.
-        A tuple or list of cut-offs (``k=(1, 5, 10, 100)``) evaluates each one and returns a
-        :class:`ResultsAtK` (``{k: Result}``, in the order given).
-    max_rank : int
-        Length of the CMC (``cmc`` and every row of ``per_query.cmc``), 1 .. 10**7
-        (``validation.MAX_RANK_LIMIT``).  Beyond the gallery the CMC is flat (§7
-        cmc_length=max_rank): it is computed up to the gallery size and extended by its last
-        value.  A max_rank beyond the gallery whose per-query rows would exceed 2**27 values
-        (1 GiB) is an error that says so.
-    ties, ap_rule, ap_at_k, empty, radius, gain, recall, discount
-        Overrides of the preset's options (see :class:`Options`).
-    implementation : {"auto", "reference", "numpy", "torch", "c", "dask"}
-        Who computes; all return the same numbers, and ``result.implementation`` says who did.
-        Default ``"auto"``: the fastest available (C, then numpy, then torch; torch is not
-        imported unless it is picked).  ``"reference"`` is the slow exact yardstick, the only
-        one that also returns exact ``Fraction`` values (``result.exact``).  ``"dask"`` runs
-        the queries on the current ``dask.distributed`` client (``pip install '.[dask]'``).
-    device : str or torch.device, optional
-        Where torch computes (``"cpu"``, ``"cuda"``, ``"cuda:1"``); only with
-        ``implementation="torch"`` or ``"auto"`` (which then means torch).  Default: the
-        environment variable ``RC_TORCH_DEVICE``, else CUDA when present, else the CPU.  The
-        numbers do not depend on the device.
+    {options}
     block_size : int, optional
         Queries per block.  Inputs are validated and evaluated one query block at a time
         (a memory-mapped ``distances`` array is read block by block, embeddings and codes give
@@ -318,7 +317,7 @@ def evaluate(
         return ResultsAtK((c, evaluate(**arguments, k=c)) for c in cutoffs)
     options = resolve_options(
         protocol, None if k is _UNSET else k, max_rank, ties, ap_rule, ap_at_k, empty, radius,
-        k_given=k is not _UNSET, gain=gain, recall=recall, discount=discount,
+        k_given=k is not _UNSET, gain=gain, recall=recall, discount=discount, metrics=metrics,
     )
     preset = get_preset(protocol)
     metric = v.choice("metric", metric, METRICS)

@@ -2,9 +2,12 @@
 
 Entry points (``rc.evaluate``, ``rc.Accumulator``, ``evaluate`` on the command line, the
 harness's ``check`` and its pytest plugin) take their option arguments from here: the command
-lines generate their flags, choices and help from :data:`OPTIONS_TABLE`, and
-``conformance/tests/test_options_table.py`` checks that every entry point accepts every option
-of the table or refuses it by name (:data:`NOT_TAKEN`).  The values of a convention come from the
+lines and the pytest plugin generate their flags, choices and help from :data:`OPTIONS_TABLE`,
+and the Python entry points' docstrings their option entries (:func:`documented` fills an
+``{options}`` slot).  Their signatures keep explicit keyword parameters, which IDEs, ``help()``
+and mypy read from the source; ``conformance/tests/test_options_table.py`` checks them, the
+docstrings and each ``--help`` against the table: every entry point takes every option of the
+table or refuses it by name (:data:`NOT_TAKEN`).  The values of a convention come from the
 conventions table (:mod:`.conventions`), the presets from :mod:`.presets`, the implementations
 from the registry: nothing is listed twice.
 
@@ -13,8 +16,10 @@ from the registry: nothing is listed twice.
 """
 from __future__ import annotations
 
+import inspect
+import textwrap
 from dataclasses import dataclass
-from typing import Callable, Dict, Optional, Tuple
+from typing import Any, Callable, Dict, Optional, Tuple
 
 from retrieval_conformance.reference.contract import conventions
 
@@ -31,6 +36,12 @@ def _implementations() -> Tuple[str, ...]:
     return ("auto",) + tuple(registry.names())
 
 
+def _built_in_implementations() -> Tuple[str, ...]:
+    from retrieval_conformance.reference.contract import registry
+
+    return ("auto",) + registry.BUILT_IN
+
+
 @dataclass(frozen=True)
 class Option:
     """One option: its keyword, how a command line reads it, and its help."""
@@ -45,6 +56,13 @@ class Option:
     section: Optional[str] = None
     #: True for the options that override one convention of the preset (ties, ap_rule, ...)
     convention: bool = False
+    #: the numpydoc type of the Python parameter where the values are not a fixed set ("float, optional")
+    python_type: Optional[str] = None
+    #: the docstrings' summary where the command line's reads differently (``k="1,5"`` is ``k=(1, 5)``)
+    python_summary: Optional[str] = None
+    #: the values docstrings list, where not every allowed one (the built-in implementations, not
+    #: those registered by whatever else is installed where the docs are built)
+    documented_choices: Optional[Callable[[], Tuple[str, ...]]] = None
 
     @property
     def flag(self) -> str:
@@ -66,6 +84,32 @@ class Option:
             text += f" [spec {self.section}; retrieval-conformance explain {self.name}]"
         return text.replace("%", "%%")  # argparse formats help with %
 
+    def documented_values(self) -> Optional[Tuple[str, ...]]:
+        choices = self.documented_choices or self.choices
+        return None if choices is None else tuple(choices())
+
+    def parameter_doc(self, default: Any = inspect.Parameter.empty, detail: str = "", width: int = 96) -> str:
+        """The numpydoc entry of the Python parameter: its type and default, the summary, every value
+        with its meaning, the clause, then ``detail`` (what one entry point adds)."""
+        values = self.documented_values()
+        kind = "{" + ", ".join(f'"{v}"' for v in values) + "}" if values else (self.python_type or self.kind.__name__)
+        if default is None and "optional" not in kind:
+            kind += ", optional"
+        elif isinstance(default, (str, int, float)) and not isinstance(default, bool):
+            kind += f", default {default!r}".replace("'", '"')
+        summary = self.python_summary or self.summary
+        text = (summary if summary[1:2].isupper() else summary[0].upper() + summary[1:]) + "."  # nDCG stays
+        if self.convention:
+            text += " Default: the preset's. " + " ".join(
+                f"``{c.value}``: {c.meaning.rstrip('.')}." for c in conventions.CONVENTIONS if c.option == self.name)
+        if self.section is not None:
+            text += f" Spec {self.section} (``retrieval-conformance\0explain\0{self.name}``)."  # \0: kept on one line
+        if detail:
+            text += " " + " ".join(detail.split())
+        body = textwrap.fill(text, width - 4, initial_indent="    ", subsequent_indent="    ",
+                             break_long_words=False, break_on_hyphens=False).replace("\0", " ")
+        return f"{self.name} : {kind}\n{body}"
+
 
 def _convention(name: str, summary: str) -> Option:
     section = conventions.convention(name, conventions.values(name)[0]).clause.split()[0]  # "§4"
@@ -75,8 +119,10 @@ def _convention(name: str, summary: str) -> Option:
 OPTIONS_TABLE: Tuple[Option, ...] = (
     Option("protocol", "the preset whose conventions apply", choices=_presets, section="§9"),
     Option("k", "cut-off of AP@k, P@k, R@k, nDCG@k and MRR@k: an integer, several (1,5,10,100: each "
-           "reported), or 'all'; default: the preset's", section="§6"),
-    Option("max_rank", "length of the CMC (default 50)", kind=int, section="§7"),
+           "reported), or 'all'; default: the preset's", section="§6", python_type="int or None",
+           python_summary="cut-off of AP@k, P@k, R@k, nDCG@k and MRR@k: an int >= 1, or None for the whole "
+           "gallery; default: the preset's"),
+    Option("max_rank", "length of the CMC (default 50)", kind=int, section="§7", python_summary="length of the CMC"),
     _convention("ties", "how items at equal distance are ordered"),
     _convention("ap_rule", "how the precision-recall curve is summed into AP"),
     _convention("ap_at_k", "what AP@k divides by"),
@@ -84,10 +130,21 @@ OPTIONS_TABLE: Tuple[Option, ...] = (
     _convention("gain", "nDCG's gain of a relevance grade"),
     _convention("discount", "nDCG's rank discount"),
     _convention("recall", "what Recall@k means"),
-    Option("radius", "Hamming radius of precision and recall within a radius", kind=float, section="§7"),
+    Option("radius", "Hamming radius of precision and recall within a radius", kind=float, section="§7",
+           python_type="float, optional"),
     Option("implementation", "who computes (all give the same numbers; default auto: the fastest here)",
-           choices=_implementations),
-    Option("device", "where torch computes: cpu, cuda, cuda:1 (with implementation torch or auto)"),
+           choices=_implementations, documented_choices=_built_in_implementations),
+    Option("device", "where torch computes: cpu, cuda, cuda:1 (with implementation torch or auto)",
+           python_type="str or torch.device, optional"),
+    Option("metrics", "the metrics to compute, comma-separated (map,rank1); only they and what they depend on are "
+           "computed, with the bits they have among all; default: every metric. Names: Result's fields "
+           "(map, precision_at_k, recall_at_k, cmc, minp, r_precision, ndcg_at_k, mrr, map_at_r, "
+           "precision_at_radius, recall_at_radius), rankN, and aliases (mAP, mINP, nDCG, MRR, P@k, MAP@R, ...)",
+           python_type="list of str or str, optional",
+           python_summary="the metrics to compute: Result fields (``map``, ``cmc``, ``minp``, ...), their aliases "
+           "(``mAP``, ``mINP``, ``nDCG``, ...) or ``rankN``, as a list or one comma-separated string; only they and "
+           "what they depend on are computed, each with the bits it has among all, and reading another raises "
+           "``NotComputedError`` naming it.  Default None: every metric the protocol reports"),
 )
 
 #: option name -> Option
@@ -108,6 +165,7 @@ NOT_TAKEN: Dict[str, Dict[str, str]] = {
         "radius": "no adapter passes a Hamming radius",
         "implementation": "the harness compares with the exact reference",
         "device": "the harness compares with the exact reference on the CPU",
+        "metrics": "the harness checks every metric the function under test returns",
     },
 }
 NOT_TAKEN["check-cli"] = NOT_TAKEN["pytest-plugin"] = NOT_TAKEN["check"]
@@ -124,18 +182,59 @@ def refusal(entry_point: str, name: str) -> str:
 
 
 def add_arguments(parser, entry_point: str, defaults: Optional[Dict[str, object]] = None,
-                  skip: Tuple[str, ...] = ()) -> None:
+                  skip: Tuple[str, ...] = (), wider: Optional[Dict[str, Tuple[Tuple[str, ...], str]]] = None) -> None:
     """Add the flags of the options ``entry_point`` takes to an argparse parser (or a pytest group):
     ``--ties {stable,...}`` with the values' meanings as help; ``skip`` names flags the
-    entry point declares itself (with a wider set of values, say)."""
-    defaults = defaults or {}
+    entry point declares itself; ``wider``: option name -> (the values it takes beyond the
+    table's, the help that says when), such as the landmark presets of the harness's oxford adapter."""
+    defaults, wider = defaults or {}, wider or {}
     add = getattr(parser, "add_argument", None) or parser.addoption  # argparse, or a pytest option group
     for option in taken_by(entry_point):
         if option.name in skip:
             continue
-        kwargs = {"dest": option.name, "default": defaults.get(option.name), "help": option.help()}
+        extra, note = wider.get(option.name, ((), ""))
+        kwargs = {"dest": option.name, "default": defaults.get(option.name),
+                  "help": option.help() + (f"; {note}" if note else "")}
         if option.kind is not str:
             kwargs["type"] = option.kind
-        if option.choices is not None:
-            kwargs["choices"] = option.values()
+        values = option.values()
+        if values is not None:
+            kwargs["choices"] = values + tuple(v for v in extra if v not in values)
         add(option.flag, **kwargs)
+
+
+#: where a docstring takes the generated entries of its options
+SLOT = "{options}"
+
+
+def options_doc(entry_point: str, defaults: Optional[Dict[str, Any]] = None, details: Optional[Dict[str, str]] = None,
+                indent: str = "") -> str:
+    """The numpydoc entries (``name : type``, indented text) of every option ``entry_point`` takes,
+    in the table's order, each with its default from ``defaults`` and the text ``details`` adds."""
+    defaults, details = defaults or {}, details or {}
+    entries = [o.parameter_doc(defaults.get(o.name, inspect.Parameter.empty), details.get(o.name, ""))
+               for o in taken_by(entry_point)]
+    return textwrap.indent("\n".join(entries), indent).lstrip()
+
+
+def documented(entry_point: str, **details: str) -> Callable:
+    """Decorator: fill the ``{options}`` slot of a function's (or a class's) numpydoc "Parameters"
+    section with :func:`options_doc`, the defaults read from its signature (a class's ``__init__``);
+    ``details``: option name -> what this entry point says beyond the table (its own limits)."""
+    def fill(obj):
+        doc = obj.__doc__
+        if doc is None:  # python -OO drops docstrings
+            return obj
+        if SLOT not in doc:
+            raise ValueError(f"{obj.__qualname__}: its docstring has no {SLOT} slot for the options of the table")
+        unknown = sorted(set(details) - {o.name for o in taken_by(entry_point)})
+        if unknown:
+            raise ValueError(f"{obj.__qualname__}: details given for options it does not take: {unknown}")
+        signature = inspect.signature(obj.__init__ if isinstance(obj, type) else obj)
+        defaults = {name: p.default for name, p in signature.parameters.items()}
+        line = next(text for text in doc.splitlines() if SLOT in text)
+        indent = line[:len(line) - len(line.lstrip())]
+        obj.__doc__ = doc.replace(SLOT, options_doc(entry_point, defaults, details, indent))
+        return obj
+
+    return fill

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, fields
 from fractions import Fraction
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Dict, FrozenSet, List, Optional, Sequence, Tuple
 
 import numpy as np
 from retrieval_conformance.reference.contract.conventions import (  # noqa: F401  (re-exported)
@@ -68,6 +68,7 @@ class Options:
     gain: str = "linear"
     recall: str = "fraction"
     discount: str = "log2"
+    metrics: Optional[Tuple[str, ...]] = None
 
 
 @dataclass
@@ -231,12 +232,24 @@ class ExactResult:
     minp: Optional[Fraction]
 
 
+class NotComputedError(AttributeError):
+    """A metric of a :class:`Result` that its evaluation was not asked for (``metrics=``)."""
+
+
+#: the attributes of :class:`Result` holding a metric -> the metric (``metrics=`` name) they show
+_METRIC_ATTRIBUTES = {**{name: name for name in MEANS}, "cmc": "cmc", "ap": "map", "inp": "minp"}
+
+
 @dataclass
 class Result:
     """What :func:`retrieval_conformance.evaluate` returns.
 
     ``ap`` holds one value per query; a query left out of the mean by the empty-query policy
     holds NaN there, so ``np.nanmean(res.ap) == res.map``.  ``cmc[0]`` is Rank-1.
+
+    ``computed``: the metrics computed (``metrics=`` of ``evaluate``), None for every one.
+    Reading a metric that was not computed (``res.minp`` after ``metrics=["map"]``, and its
+    per-query ``res.inp``) raises :class:`NotComputedError`, naming it.
     """
 
     map: float
@@ -259,6 +272,22 @@ class Result:
     recall_at_radius: Optional[float] = None
     exact: Optional[ExactResult] = None
     extras: Dict[str, Any] = field(default_factory=dict)
+    computed: Optional[FrozenSet[str]] = None
+
+    def __getattribute__(self, name: str) -> Any:
+        metric = _METRIC_ATTRIBUTES.get(name)
+        if metric is not None:
+            computed = object.__getattribute__(self, "computed")
+            if computed is not None and metric not in computed:
+                shown = "" if metric == name else f" (per query, of {metric!r})"
+                raise NotComputedError(
+                    f"Result.{name}: not computed{shown}; this evaluation computed only metrics="
+                    f"{sorted(computed)}; add {metric!r} to metrics= (or leave metrics=None for every metric)")
+        return object.__getattribute__(self, name)
+
+    def has(self, metric: str) -> bool:
+        """Whether the metric ``metric`` (a canonical ``metrics=`` name: ``"map"``, ``"cmc"``, ...) was computed."""
+        return self.computed is None or metric in self.computed
 
     @property
     def n_counted(self) -> int:
@@ -266,12 +295,15 @@ class Result:
 
     def __repr__(self) -> str:
         # a summary of bounded length: the per-query arrays are one attribute away
-        rank1 = float(self.cmc[0]) if self.cmc.size else None
+        shown = {name: getattr(self, name) for name in ("map", "minp", "ndcg_at_k") if self.has(name)}
+        if self.has("cmc"):
+            shown["rank1"] = float(self.cmc[0]) if self.cmc.size else None
         o = self.options
+        values = "".join(f"{name}={value!r}, " for name, value in shown.items())
+        subset = "" if self.computed is None else f"metrics={sorted(self.computed)!r}, "
         return (f"Result(protocol={self.protocol!r}, implementation={self.implementation!r}, "
-                f"queries={self.ap.shape[0]}, counted={self.n_counted}, map={self.map!r}, rank1={rank1!r}, "
-                f"minp={self.minp!r}, ndcg_at_k={self.ndcg_at_k!r}, k={o.k!r}, ties={o.ties!r}, "
-                f"ap_rule={o.ap_rule!r}; per query: .ap, .inp, .counted, .per_query)")
+                f"queries={self.counted.shape[0]}, counted={self.n_counted}, {values}{subset}k={o.k!r}, "
+                f"ties={o.ties!r}, ap_rule={o.ap_rule!r}; per query: .ap, .inp, .counted, .per_query)")
 
     def per_query_table(self, query_ids: Optional[Sequence[object]] = None) -> List[Dict[str, object]]:
         """One plain-Python row per query (what ``trec_eval -q`` prints), for text, JSON or CSV.
@@ -280,17 +312,17 @@ class Result:
         ``counted`` (whether the empty-query policy keeps it in the means), ``n_relevant``
         and the per-query values behind every mean: ``ap``, ``precision_at_k``,
         ``recall_at_k``, ``rank1`` (the first CMC column), ``inp``, ``r_precision``, ``ndcg``,
-        ``rr`` and ``ap_at_r``; AP is
+        ``rr`` and ``ap_at_r`` (those of the metrics computed); AP is
         NaN (``None`` in JSON terms) for a query the policy leaves out.
         """
-        n = self.ap.shape[0]
+        n = self.counted.shape[0]
         ids = list(range(n)) if query_ids is None else list(query_ids)
         if len(ids) != n:
             raise ValueError(f"query_ids: expected {n} ids (one per query), got {len(ids)}")
         pq = self.per_query
-        columns = {"ap": self.ap, "precision_at_k": pq.precision_at_k, "recall_at_k": pq.recall_at_k,
-                   "rank1": pq.cmc[:, 0] if pq.cmc.size else None, "inp": pq.inp, "r_precision": pq.r_precision,
-                   "ndcg": pq.ndcg, "rr": pq.rr, "ap_at_r": pq.ap_at_r}
+        columns = {"ap": self.ap if self.has("map") else None, "precision_at_k": pq.precision_at_k,
+                   "recall_at_k": pq.recall_at_k, "rank1": pq.cmc[:, 0] if pq.cmc is not None and pq.cmc.size else None,
+                   "inp": pq.inp, "r_precision": pq.r_precision, "ndcg": pq.ndcg, "rr": pq.rr, "ap_at_r": pq.ap_at_r}
         rows = []
         for q in range(n):
             row: Dict[str, object] = {"query": ids[q], "counted": bool(self.counted[q]),
@@ -302,31 +334,33 @@ class Result:
         return rows
 
     def summary(self) -> Dict[str, object]:
-        """Plain-Python summary for reports and ``--json``, with the specification version it follows."""
+        """Plain-Python summary for reports and ``--json``, with the specification version it
+        follows: the metrics computed (every one, unless ``metrics=`` chose some)."""
         from retrieval_conformance.reference.contract.spec import SPEC_VERSION
 
-        out = {
+        out: Dict[str, object] = {
             "spec_version": SPEC_VERSION,
             "protocol": self.protocol,
             "implementation": self.implementation,
             "options": self.options.__dict__,
-            "queries": int(self.ap.shape[0]),
+            "queries": int(self.counted.shape[0]),
             "queries_counted": self.n_counted,
-            "map": self.map,
-            "precision_at_k": self.precision_at_k,
-            "recall_at_k": self.recall_at_k,
-            "rank1": float(self.cmc[0]) if self.cmc.size else None,
-            "cmc": [float(v) for v in self.cmc],
-            "minp": self.minp,
-            "r_precision": self.r_precision,
-            "ndcg_at_k": self.ndcg_at_k,
-            "mrr": self.mrr,
-            "map_at_r": self.map_at_r,
         }
-        if self.precision_at_radius is not None:
-            out["precision_at_radius"] = self.precision_at_radius
-            out["recall_at_radius"] = self.recall_at_radius
-        if self.exact is not None and self.exact.map is not None:
+        for name in ("map", "precision_at_k", "recall_at_k", "cmc", "minp", "r_precision", "ndcg_at_k", "mrr",
+                     "map_at_r"):
+            if not self.has(name):
+                continue
+            if name == "cmc":
+                out["rank1"] = float(self.cmc[0]) if self.cmc.size else None
+                out["cmc"] = [float(v) for v in self.cmc]
+            else:
+                out[name] = getattr(self, name)
+        for name in ("precision_at_radius", "recall_at_radius"):
+            if self.has(name) and getattr(self, name) is not None:
+                out[name] = getattr(self, name)
+        if self.computed is not None:
+            out["metrics"] = [name for name in MEANS if name in self.computed] + ["cmc"] * ("cmc" in self.computed)
+        if self.has("map") and self.exact is not None and self.exact.map is not None:
             out["map_exact"] = str(self.exact.map)
         return out
 
@@ -339,6 +373,6 @@ class ResultsAtK(dict):
         return {f"k={k}": result.summary() for k, result in self.items()}
 
     def table(self) -> List[Dict[str, object]]:
-        """One row per cut-off: k, mAP@k, P@k, R@k."""
-        return [{"k": k, "map": r.map, "precision_at_k": r.precision_at_k, "recall_at_k": r.recall_at_k}
-                for k, r in self.items()]
+        """One row per cut-off: k, mAP@k, P@k, R@k (those computed)."""
+        names = ("map", "precision_at_k", "recall_at_k")
+        return [{"k": k, **{name: getattr(r, name) for name in names if r.has(name)}} for k, r in self.items()]

@@ -29,7 +29,7 @@ Search results
 :func:`run_from_search` turns ``(D, I)`` as ``faiss.Index.search`` returns them (no faiss needed:
 the two arrays) into a run, and :func:`qrels_from_labels` turns class labels (person ids,
 landmark ids) into qrels, so that embedding retrieval is evaluated with
-:func:`~retrieval_conformance.reference.trec.evaluate_run` like any run.
+:func:`~retrieval_conformance.reference.protocols.trec.evaluation.evaluate_run` like any run.
 """
 from __future__ import annotations
 

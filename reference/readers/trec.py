@@ -170,8 +170,8 @@ def read_run(path: PathLike, *, max_bytes: int = MAX_FILE_BYTES,
 
     Each line is ``qid Q0 docno rank score tag``; only ``qid``, ``docno`` and ``score`` are
     kept (trec_eval ignores the rest, see the module doc).  Documents keep the order of the
-    file; the ranking is made later, by score (:func:`~retrieval_conformance.reference.trec.
-    evaluate_run`).
+    file; the ranking is made later, by score
+    (:func:`~retrieval_conformance.reference.protocols.trec.evaluation.evaluate_run`).
 
     Parameters
     ----------

@@ -1,6 +1,6 @@
 """The causes ``check`` names for a deviation: the parts of what was identified, each shown.
 
-What identification found (a :class:`~..candidates.Candidate`, or a
+What identification found (a :class:`~..candidates.candidate.Candidate`, or a
 :class:`~.composite.Composite` with one per field) differs from the protocol in some parts: an
 option value (``ties=grouped``) or a known bug, per field.  On one deviating input, :func:`shown`
 keeps the parts without which that input's values are not reproduced, and only when the protocol
@@ -12,9 +12,9 @@ from __future__ import annotations
 
 from typing import List, Optional, Sequence, Tuple, Union
 
-from retrieval_conformance.conformance.harness.candidates import Candidate
-from retrieval_conformance.conformance.harness.describe import clause_of, components, describe, why_of, without
+from retrieval_conformance.conformance.harness.candidates.candidate import Candidate
 from retrieval_conformance.conformance.harness.engine.composite import Composite, field_name
+from retrieval_conformance.conformance.harness.report.describe import clause_of, components, describe, why_of, without
 
 Described = Union[Candidate, Composite]
 #: one part: (the fields it concerns, or None for the whole function; ("option", name) or ("bug", Bug))

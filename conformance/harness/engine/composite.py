@@ -1,7 +1,7 @@
 """A candidate per returned field: what a function computes when its fields come from different code.
 
 A :class:`Composite` maps each field the adapter reads (``mAP``, ``cmc``, ``mINP``, ``MAP@R``...)
-to the :class:`~..candidates.Candidate` that field follows.  Its prediction on a call is each
+to the :class:`~..candidates.candidate.Candidate` that field follows.  Its prediction on a call is each
 field's prediction under that field's candidate (:func:`predict_composite`), so the eliminator,
 the comparison with the function and the split search treat it as one candidate.
 """
@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
-from retrieval_conformance.conformance.harness.candidates import Candidate
+from retrieval_conformance.conformance.harness.candidates.candidate import Candidate
 
 #: keys of a prediction that belong to a field other than their own name
 FIELD_OF_KEY = {"cmc_lengths": "cmc"}

@@ -10,15 +10,14 @@ from __future__ import annotations
 
 from typing import Any, List, NamedTuple, Optional, Sequence, Tuple
 
-from retrieval_conformance.conformance.harness.candidates import UNSTABLE, Candidate
-from retrieval_conformance.conformance.harness.describe import nearest_preset
-from retrieval_conformance.conformance.harness.eliminate import exact_value
+from retrieval_conformance.conformance.harness.candidates.candidate import UNSTABLE, Candidate
+from retrieval_conformance.conformance.harness.candidates.predict import agreement, within
 from retrieval_conformance.conformance.harness.engine.causes import Described, parts, remove
 from retrieval_conformance.conformance.harness.engine.composite import Composite, field_name
-from retrieval_conformance.conformance.harness.predict import agreement, within
-from retrieval_conformance.conformance.harness.report import fmt_exact, fmt_float
-from retrieval_conformance.conformance.harness.session import preset_convention
-from retrieval_conformance.conformance.harness.snippet import make_snippet
+from retrieval_conformance.conformance.harness.engine.eliminate import exact_value
+from retrieval_conformance.conformance.harness.report.describe import nearest_preset
+from retrieval_conformance.conformance.harness.report.results import fmt_exact, fmt_float
+from retrieval_conformance.conformance.harness.report.snippet import make_snippet
 
 MAX_NEAR = 4  # near candidates shown
 
@@ -92,7 +91,7 @@ def near_candidates(session, analysis) -> List[Tuple[str, Described]]:
     described = v.described
     preset = nearest_preset(session, v.best, analysis.dims)[0]
     if preset != session.protocol:  # the preset it is described against, when not the protocol
-        out.append((f"the preset `{preset}`", Candidate(preset_convention(preset, session.adapter.name))))
+        out.append((f"the preset `{preset}`", Candidate(session.adapter.preset_convention(preset))))
     every = parts(session, described, analysis.dims)
     if len(every) < 2:
         return out  # one part: the protocol is that part set back

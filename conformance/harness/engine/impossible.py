@@ -12,7 +12,7 @@ from typing import Optional
 
 from retrieval_conformance.conformance.harness.engine.composite import Composite, field_name
 from retrieval_conformance.conformance.harness.engine.evidence import Decisive, size
-from retrieval_conformance.conformance.harness.report import fmt_float
+from retrieval_conformance.conformance.harness.report.results import fmt_float
 
 CLAUSE = "spec §8 fractions in [0, 1]"
 
@@ -26,7 +26,7 @@ def impossible(session, analysis) -> Optional[Decisive]:
     """The smallest input on which a returned fraction lies outside [0, 1], unless what was
     identified (percent, a landmark quirk) reproduces it."""
     v = analysis.verdict
-    if v is not None and v.survivors and (_scaled(v.described) or session.adapter.name == "oxford"):
+    if v is not None and v.survivors and (_scaled(v.described) or session.adapter.exceeds_one_by_convention):
         return None
     for ev in sorted(analysis.evidence, key=lambda e: size(e.case)):
         found = outside(ev, session.atol)

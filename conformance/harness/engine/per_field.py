@@ -3,7 +3,7 @@
 Real evaluators compute their fields with different code (mAP through scikit-learn's grouped-ties
 AP, CMC through ``np.argsort``), so one convention for the whole function can fail where each
 field has a simple description.  Each returned field is identified on its own values
-(:func:`eliminate_field`: the staged candidates of :mod:`..candidates`, the split search and the
+(:func:`eliminate_field`: the staged candidates of :mod:`..candidates.candidate`, the split search and the
 tie challenge, all comparing that field only), then :func:`combine` keeps one candidate where one
 reproduces every field, and otherwise the product of each field's nearest survivor, choosing
 what a field's values cannot tell (the AP rule of a CMC) as the main field does.
@@ -16,10 +16,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
-from retrieval_conformance.conformance.harness.candidates import Candidate
-from retrieval_conformance.conformance.harness.cases import fingerprint
-from retrieval_conformance.conformance.harness.eliminate import Eliminator, drop_dominated
+from retrieval_conformance.conformance.harness.candidates.candidate import Candidate
 from retrieval_conformance.conformance.harness.engine.composite import Composite, field_of
+from retrieval_conformance.conformance.harness.engine.eliminate import Eliminator, drop_dominated
+from retrieval_conformance.conformance.harness.inputs.public import fingerprint
 
 
 @dataclass
@@ -42,7 +42,7 @@ class Search:
     challenge: Callable  # survivors -> evaluations with large tie groups
     budget: int
     #: (eliminator, survivors, evidence) -> evaluations of inputs on which the nearest alternatives
-    #: of the best survivor predict other values (:func:`..separate.challenge`)
+    #: of the best survivor predict other values (:func:`.separate.challenge`)
     separate: Optional[Callable] = None
     n_split: int = 0
     _ran: Dict = field(default_factory=dict)

@@ -1,0 +1,373 @@
+"""What a candidate predicts a function returns on an input: every field of every call, exactly.
+
+A prediction is an interval ``(lo, hi)`` of exact values per field (a point when ``lo == hi``;
+the ``unstable`` tie candidate spans the extreme tie orders), or ``None`` where the candidate
+leaves the value undefined (no query is counted), which compares nothing.
+
+Flow for one call: the case (possibly transformed by a bug: descending order, exact-label
+relevance) -> the cut-off the function effectively uses (the call's k, or none when it ignores
+k, or N - 1 when it drops the last item) -> per-query values from the exact reference under each
+concrete tie order (:class:`Table`) -> per-query bugs (divided by k, 0-based ranks, previous-hit
+trapezoid) -> envelope over tie orders -> the adapter's fields (mean under the empty-query
+policy, the first query only, percent).
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from fractions import Fraction
+from typing import Any, Collection, Dict, List, Optional, Sequence, Tuple
+
+from retrieval_conformance.conformance.harness.adapters.base import Call, Reading
+from retrieval_conformance.conformance.harness.candidates import rank_bugs
+from retrieval_conformance.conformance.harness.candidates.candidate import UNSTABLE, Bug, Candidate
+from retrieval_conformance.conformance.harness.candidates.reference_values import Convention, ReferenceCache
+from retrieval_conformance.conformance.harness.engine.composite import Composite, field_of, predict_composite
+from retrieval_conformance.conformance.harness.inputs.public import Case
+from retrieval_conformance.reference.contract.conventions import CONCRETE_POLICIES
+
+Interval = Tuple[Any, Any]  # exact Fractions, or float inf where a bug divides by zero
+#: the orders an "unstable" sort's values lie between: every concrete tie policy
+EXTREME_ORDERS = CONCRETE_POLICIES
+#: per-query values besides AP, CMC and INP, by their name in a table: the reference's field
+#: (``p1`` is ``cmc[0]``, precision at 1)
+EXTRA = {"ndcg": "ndcg", "rr": "rr", "ap_at_r": "ap_at_r", "r_precision": "r_precision", "recall": "recall_at_k"}
+#: the bugs modelled per query by :mod:`.rank_bugs`: id -> (the value it replaces, its model)
+MODELS = {"ndcg-ideal-from-retrieved": ("ndcg", rank_bugs.ndcg_ideal_from_retrieved),
+          "mrr-counting-junk": ("rr", rank_bugs.rr_counting_junk)}
+
+
+@dataclass
+class Table:
+    """Per-query values under one tie order (each an interval once enveloped)."""
+
+    ap: List[Interval]
+    cmc: List[List[Interval]]
+    inp: List[Interval]
+    n_relevant: List[int]
+    hits: List[float]
+    extra: Dict[str, List[Interval]] = field(default_factory=dict)  # ndcg, rr, ap_at_r, r_precision, recall, p1
+
+    def values(self, name: str) -> List[Interval]:
+        return self.ap if name == "ap" else self.extra[name]
+
+
+def _point(v) -> Interval:
+    return (v, v)
+
+
+def _envelope(tables: Sequence[Table], hits_denominator: bool = False) -> Table:
+    """Per-query intervals spanning the tables of the extreme tie orders.
+
+    Every AP is monotone in "relevant items earlier" (so the extreme orders bound it) except
+    AP@k divided by the hits in the top k when the cut-off falls inside a tie group: the number
+    of hits then changes with the order and the value is not monotone, so such a query's AP is
+    only known to lie in [0, 1].
+    """
+    if len(tables) == 1:
+        return tables[0]
+
+    def env(values: Sequence[Interval]) -> Interval:
+        return (min(v[0] for v in values), max(v[1] for v in values))
+
+    first = tables[0]
+    n_q = len(first.ap)
+
+    def ap(q: int) -> Interval:
+        if hits_denominator and len({t.hits[q] for t in tables}) > 1:
+            return (Fraction(0), Fraction(1))
+        return env([t.ap[q] for t in tables])
+
+    return Table(
+        ap=[ap(q) for q in range(n_q)],
+        cmc=[[env([t.cmc[q][j] for t in tables]) for j in range(len(first.cmc[q]))] for q in range(n_q)],
+        inp=[env([t.inp[q] for t in tables]) for q in range(n_q)],
+        n_relevant=first.n_relevant,
+        hits=first.hits if all(
+            [h > 0 for h in t.hits] == [h > 0 for h in first.hits] for t in tables) else [math.nan] * n_q,
+        extra={name: [env([t.extra[name][q] for t in tables]) for q in range(n_q)] for name in first.extra},
+    )
+
+
+def _rank_sum(ranks: List[int], R: int, k: Optional[int], ap_at_k: str, k_div: Optional[int], bug: Bug):
+    """AP from the 1-based ranks of the relevant items with a rank-level bug; inf where it divides by 0."""
+    if k is None:
+        used = ranks
+    elif ap_at_k == "dcmh":
+        used = ranks[: min(k, R)]
+    else:
+        used = [r for r in ranks if r <= k]
+    if R == 0 or not used:
+        return Fraction(0)
+    total = bug.rank_sum(used)
+    if total == math.inf:
+        return total
+    if k_div:
+        denom = k_div
+    elif k is None:
+        denom = R
+    else:
+        denom = {"hits": len(used), "r": R, "min_k_r": min(k, R), "dcmh": min(k, R)}[ap_at_k]
+    return total / denom
+
+
+class Predictor:
+    """Predictions of candidates on evaluated inputs, with everything computed once."""
+
+    def __init__(self, cache: ReferenceCache, adapter_name: str, per_query: bool,
+                 fields: Optional[Dict[str, str]] = None, reads_cmc: bool = False):
+        self.cache = cache
+        self.adapter_name = adapter_name
+        #: the function also returns a CMC curve and mINP (``Adapter.reads_cmc``)
+        self.reads_cmc = reads_cmc
+        self.per_query = per_query
+        #: the adapter's fields -> the per-query value each is the mean of (``mAP`` -> ``ap``)
+        self.fields = fields or {("AP" if per_query else "mAP"): "ap"}
+        self._cases: Dict[Tuple[int, str], Case] = {}
+        self._tables: Dict[Tuple, Optional[Table]] = {}
+        self._kept_counts: Dict[Tuple[int, str], List[int]] = {}
+
+    # -- the input a buggy function effectively sees ----------------------------------------
+    def _case(self, case: Case, cand: Candidate) -> Case:
+        out = case
+        for b in cand.bugs:
+            if b.sees is not None:
+                key = (id(out), b.id)
+                if key not in self._cases:
+                    self._cases[key] = b.sees(out)
+                out = self._cases[key]
+        return out
+
+    def _kept(self, case: Case, base: str) -> List[int]:
+        """Non-junk gallery items per query (asked once per input, not per candidate)."""
+        key = (id(case), base)
+        if key not in self._kept_counts:
+            _, junk = self.cache.effective(case, base)
+            self._kept_counts[key] = [case.n_gallery - int(row.sum()) for row in junk]
+        return self._kept_counts[key]
+
+    # -- per-query values -----------------------------------------------------------------
+    def _table(self, case: Case, conv: Convention, k: Optional[int], max_rank: int, cand: Candidate,
+               k_div: Optional[int]) -> Optional[Table]:
+        rank_bug = next((b for b in cand.bugs if b.rank_sum is not None), None)
+        divided = any(b.id == "divided-by-k" for b in cand.bugs)
+        models = tuple(sorted(b.id for b in cand.bugs if b.id in MODELS))
+        key = (id(case), conv, k, max_rank, rank_bug.id if rank_bug else None, k_div if divided else None, models)
+        if key in self._tables:
+            return self._tables[key]
+        self._tables[key] = table = self._compute_table(case, conv, k, max_rank, rank_bug,
+                                                        k_div if divided else None, models)
+        return table
+
+    def _compute_table(self, case, conv, k, max_rank, rank_bug, k_div, models=()) -> Optional[Table]:
+        n_q = case.n_queries
+        if k is not None and k < 1:  # gnd[0:-1] of a one-item gallery: nothing is ranked
+            zero = _point(Fraction(0))
+            return Table([zero] * n_q, [[zero] * max_rank for _ in range(n_q)], [zero] * n_q,
+                         [0] * n_q, [0.0] * n_q, {name: [zero] * n_q for name in (*EXTRA, "p1")})
+        pq, options = self.cache.per_query(case, conv.with_(ap_at_k="r") if k_div else conv, k, max_rank)
+        if pq is None:
+            return None  # this convention has no value here (grouped ties cut inside a group)
+        ex = pq.exact
+        R = [int(r) for r in pq.n_relevant]
+        ap: List[Any] = list(ex["ap"])
+        if k_div:
+            # AP@k under "r" is (sum of precisions at the hits in the top k) / R
+            ap = [a * r / k_div for a, r in zip(ap, R)]
+        if rank_bug is not None:
+            ranks = self.cache.ranks(case, conv)
+            if ranks is None:
+                return None
+            new = [_rank_sum(rk, R[q], k, conv.ap_at_k, k_div, rank_bug) for q, rk in enumerate(ranks)]
+            ap = new
+        extra = {name: [_point(v) for v in ex[source]] for name, source in EXTRA.items()}
+        extra["p1"] = [_point(row[0]) for row in ex["cmc"]]
+        for bug_id in models:
+            name, model = MODELS[bug_id]
+            values = model(self.cache, case, conv, k)
+            if values is None:
+                return None
+            extra[name] = [_point(v) for v in values]
+        return Table([_point(a) for a in ap], [[_point(c) for c in row] for row in ex["cmc"]],
+                     [_point(v) for v in ex["inp"]], R, [float(h) for h in pq.hits_at_k], extra)
+
+    def tables(self, cand: Candidate, case: Case, call: Call, max_rank: int) -> Optional[Table]:
+        """The enveloped per-query values for ``call`` (None: the candidate has no value)."""
+        case = self._case(case, cand)
+        k = call.k
+        bug_ids = {b.id for b in cand.bugs}
+        if "topk-ignored" in bug_ids:
+            k = None
+        no_k_passed = call.k is None and (call.without_k or call.k_passed is None)
+        if "last-item-dropped" in bug_ids and no_k_passed:
+            # no cut-off passed: the function's own "all" (topk=-1, gnd[0:-1]) stands
+            k = case.n_gallery - 1
+        default = next((int(b.variant) for b in cand.bugs if b.id == "default-cutoff"), None)
+        if default is not None and no_k_passed:
+            k = default  # no cut-off passed: the function's own default k stands
+        k_div = None
+        if "divided-by-k" in bug_ids:
+            own = default if default is not None and no_k_passed else None
+            k_div = call.k_passed if call.k_passed is not None else (call.k or own or case.n_gallery)
+        orders = EXTREME_ORDERS if cand.conv.ties == UNSTABLE else (cand.conv.ties,)
+        tables = []
+        for t in orders:
+            tab = self._table(case, cand.conv.with_(ties=t), k, max_rank, cand, k_div)
+            if tab is None:
+                return None
+            tables.append(tab)
+        rank_bug = any(b.rank_sum is not None or b.id == "divided-by-k" for b in cand.bugs)
+        return _envelope(tables, hits_denominator=k is not None and (cand.conv.ap_at_k == "hits" or rank_bug))
+
+    # -- the adapter's fields ---------------------------------------------------------------
+    def predict(self, cand: Candidate, case: Case, call: Call, cmc_len: Optional[int] = None
+                ) -> Optional[Dict[str, Any]]:
+        """Field -> interval (or None: undefined) for one call; None when the candidate has no value.
+
+        ``cand`` may be a :class:`~..engine.composite.Composite`: each field under its own candidate.
+        """
+        if isinstance(cand, Composite):
+            return predict_composite(self.predict, cand, case, call, cmc_len)
+        max_rank = max(call.max_rank, cmc_len or 0)
+        tab = self.tables(cand, case, call, max_rank)
+        if tab is None:
+            return None
+        conv = cand.conv
+        n_q = len(tab.ap)
+        if any(b.id == "empty-scores-one" for b in cand.bugs):
+            tab = _empty_scores_one(tab)
+            counted = [True] * n_q
+        elif conv.empty == "skip":
+            counted = [r > 0 for r in tab.n_relevant]
+        elif conv.empty == "skip_no_hit":
+            if any(math.isnan(h) for h in tab.hits):
+                return {}  # which queries count depends on the tie order: compare nothing
+            counted = [h > 0 for h in tab.hits]
+        else:
+            counted = [True] * n_q
+        if any(b.id == "cut-at-r" for b in cand.bugs):
+            tab = Table(tab.extra["ap_at_r"], tab.cmc, tab.inp, tab.n_relevant, tab.hits, tab.extra)
+        scale = math.prod(b.scale for b in cand.bugs)
+        decimals = next((b.decimals for b in cand.bugs if b.decimals is not None), None)
+        if decimals is not None:
+            scale = (scale, decimals)
+        if self.per_query:
+            q = call.query
+            return {name: _scale(tab.values(source)[q], scale) if counted[q] else None
+                    for name, source in self.fields.items()}
+        first = next((b for b in cand.bugs if b.id == "first-query-only"), None)
+        out: Dict[str, Any] = {}
+        if first is not None:
+            which, how = first.variant.split(",")
+            cond = {"first": [True] * n_q, "first-relevant": [r > 0 for r in tab.n_relevant],
+                    "first-hit": [h > 0 for h in tab.hits]}[which]
+            for name, source in self.fields.items():
+                if not any(cond):  # the loop never reaches its `break`: nothing was added
+                    out[name] = _point(Fraction(0))
+                    continue
+                lo, hi = tab.values(source)[cond.index(True)]
+                out[name] = _scale((lo / n_q, hi / n_q) if how == "divided" else (lo, hi), scale)
+            return out
+        for name, source in self.fields.items():
+            out[name] = _scale(_mean(tab.values(source), counted), scale)
+        if self.reads_cmc:
+            out["mINP"] = _scale(_mean(tab.inp, counted), scale)
+            cmc = [_mean([row[j] for row in tab.cmc], counted) for j in range(max_rank)]
+            out["cmc"] = None if any(c is None for c in cmc) else [_scale(c, scale) for c in cmc]
+            n = case.n_gallery
+            # the "gallery" rule: torchreid lowers max_rank to the gallery size, and each query's CMC
+            # row is cut from its ranking after junk removal (rows of one length when they agree)
+            kept = [c for c, q_counted in zip(self._kept(self._case(case, cand), conv.base), counted) if q_counted]
+            gallery = {min(call.max_rank, n)} | ({min(call.max_rank, min(kept))} if kept else set())
+            lengths = {"max_rank": {call.max_rank}, "gallery": gallery}
+            out["cmc_lengths"] = (lengths[cand.cmc_length] if cand.cmc_length
+                                  else lengths["max_rank"] | lengths["gallery"])
+        return out
+
+
+def _mean(values: Sequence[Interval], counted: Sequence[bool]) -> Optional[Interval]:
+    chosen = [v for v, c in zip(values, counted) if c]
+    if not chosen:
+        return None
+    n = len(chosen)
+    return (sum((v[0] for v in chosen), Fraction(0)) / n, sum((v[1] for v in chosen), Fraction(0)) / n)
+
+
+def _scale(iv: Optional[Interval], scale) -> Optional[Interval]:
+    """The interval times ``scale``; ``scale`` = (factor, decimals): then rounded to that many decimals
+    (rounding is monotone, so the rounded ends bound every rounded value)."""
+    decimals = None
+    if isinstance(scale, tuple):
+        scale, decimals = scale
+    if iv is None or (scale == 1 and decimals is None):
+        return iv
+    lo, hi = iv[0] * scale, iv[1] * scale
+    if decimals is not None:
+        lo, hi = (_round(v, decimals) for v in (lo, hi))
+    return (lo, hi)
+
+
+def _round(value, decimals: int):
+    if isinstance(value, float):  # inf where a bug divides by zero
+        return value
+    return Fraction(round(Fraction(value) * 10 ** decimals), 10 ** decimals)
+
+
+def _empty_scores_one(tab: Table) -> Table:
+    """Every value of a query without a relevant item is 1 (a perfect score)."""
+    one = _point(Fraction(1))
+    empty = [r == 0 for r in tab.n_relevant]
+
+    def fix(values):
+        return [one if e else v for v, e in zip(values, empty)]
+
+    return Table(fix(tab.ap), [[one] * len(row) if e else row for row, e in zip(tab.cmc, empty)], fix(tab.inp),
+                 tab.n_relevant, tab.hits, {name: fix(values) for name, values in tab.extra.items()})
+
+
+# -- comparing a prediction with what the function returned ---------------------------------
+
+def within(user: float, iv: Interval, atol: float, rtol: float) -> bool:
+    lo, hi = iv
+    if isinstance(lo, float) and math.isinf(lo) or isinstance(hi, float) and math.isinf(hi):
+        if math.isinf(user):
+            return True
+        if lo == hi:
+            return False
+    if not math.isfinite(user):
+        return False
+    flo = float(lo) if not math.isinf(lo) else -math.inf
+    fhi = float(hi) if not math.isinf(hi) else math.inf
+    eps = atol + rtol * max(abs(flo) if math.isfinite(flo) else 0, abs(fhi) if math.isfinite(fhi) else 0)
+    return flo - eps <= user <= fhi + eps
+
+
+def agreement(pred: Optional[Dict[str, Any]], reading: Reading, atol: float, rtol: float,
+              check_cmc_length: bool = True, fields: Optional[Collection[str]] = None) -> Tuple[bool, int]:
+    """(agrees, number of values compared) of one call's reading with a prediction; ``fields``:
+    compare only these returned fields (None: every field)."""
+    values = reading.values if fields is None else {m: v for m, v in reading.values.items() if field_of(m) in fields}
+    if pred is None:
+        # the candidate has no value here (e.g. grouped ties cut inside a tie group): it cannot
+        # reproduce a number the function returned
+        return (not values), 0
+    compared = 0
+    for metric, value in values.items():
+        if metric == "cmc":
+            cmc = pred.get("cmc")
+            if cmc is None:
+                continue
+            if check_cmc_length and len(value) not in pred["cmc_lengths"]:
+                return False, compared + 1
+            for j, v in enumerate(value[: len(cmc)]):
+                compared += 1
+                if not within(v, cmc[j], atol, rtol):
+                    return False, compared
+            continue
+        iv = pred.get(metric)
+        if iv is None:
+            continue
+        compared += 1
+        if not within(value, iv, atol, rtol):
+            return False, compared
+    return True, compared

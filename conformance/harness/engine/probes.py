@@ -1,0 +1,124 @@
+"""Probes: further calls that test a claim or a calling convention beyond the elimination.
+
+* :func:`tie_challenge`: a declared tie order must also hold on large tie groups;
+* :func:`minus_one_probe`: what ``topk=-1`` ("all" in DeepHash-pytorch's configs) means to the function;
+* :func:`score_shift_note`: the same ranking with scores <= 0 must give the same values.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import replace
+from typing import List, Optional
+
+import numpy as np
+from retrieval_conformance.conformance.harness.candidates.candidate import Candidate, bug
+from retrieval_conformance.conformance.harness.candidates.predict import agreement, within
+from retrieval_conformance.conformance.harness.inputs.public import FAMILIES, family, sample_cases
+from retrieval_conformance.conformance.harness.session import Evaluation, Session
+from retrieval_conformance.reference.contract.conventions import CONCRETE_POLICIES
+
+TIE_CHALLENGE = 8  # inputs with large tie groups a declared tie order must also reproduce
+LARGE_TIE_GROUP = 16  # sort implementations switch algorithm around here (numba, numpy's introsort)
+
+
+def run_extra(session: Session, case) -> Optional[Evaluation]:
+    """Run one more input unless the session gave up; None when it was not run or was skipped."""
+    if session.aborted():
+        return None
+    ev = session.run_case(case)
+    return None if ev.skipped is not None else ev
+
+
+def tie_challenge(session: Session, survivors: List[Candidate]) -> List[Evaluation]:
+    """A declared tie order (reverse, stable...) is claimed only after it also holds on large tie
+    groups: sorts that reverse or keep small groups often do something else from 16 items on."""
+    if not any(c.conv.ties in CONCRETE_POLICIES for c in survivors):
+        return []
+    if len(session.adapter.tie_candidates) < 2:
+        return []  # the ranked list is given: no ties to order
+    caps = session.adapter.capabilities(True)
+    out: List[Evaluation] = []
+    for case in sample_cases(family("ties/tie-heavy"), caps, 60, seed=11):
+        if len(out) >= TIE_CHALLENGE:
+            break
+        if case.n_gallery < LARGE_TIE_GROUP or case.k is not None:
+            continue
+        if max(np.unique(row, return_counts=True)[1].max() for row in case.distances) < LARGE_TIE_GROUP:
+            continue
+        ev = run_extra(session, case)
+        if ev is not None and ev.any_read:
+            out.append(ev)
+    return out
+
+
+def minus_one_probe(session: Session, best: Candidate, limit: int = 6) -> Optional[str]:
+    """A function whose topk is required is given topk = N for the whole gallery; labs often pass
+    -1 for "all" (DeepHash-pytorch's configs do).  Call it so on full-gallery inputs and say what
+    -1 means to it, when that is not the whole gallery."""
+    ad = session.adapter
+    if not ad.required_topk:
+        return None
+    drop = Candidate(best.conv, best.cmc_length, tuple(b for b in best.bugs if b.id != "last-item-dropped")
+                     + (bug("last-item-dropped"),))
+    tried = dropped = full = 0
+    for ev in session.observed:
+        if tried >= limit:
+            break
+        if ev.case.k is not None or not ev.all_read or ev.case.n_gallery < 2 or not ev.calls:
+            continue
+        call = ev.calls[0]
+        if call.k_passed != ev.case.n_gallery:
+            continue
+        tried += 1
+        minus = replace(call, args=call.args[:4] + (-1,), k_passed=-1, without_k=True, note="topk=-1")
+        out = session.call(minus)
+        if not out.ok:
+            continue
+        try:
+            reading = ad.read(out.value, minus)
+        except Exception:
+            continue
+        p = session.predictor
+        is_full = agreement(p.predict(best, ev.case, call), reading, session.atol, session.rtol)[0]
+        is_drop = agreement(p.predict(drop, ev.case, minus), reading, session.atol, session.rtol)[0]
+        full += is_full
+        dropped += is_drop and not is_full
+        if not is_drop:
+            return None
+    if dropped:
+        return ("with topk=-1, the spelling of 'all' that DeepHash-pytorch's configs use, it drops the last ranked "
+                f"item (`gnd[0:-1]`): mAP@ALL computed that way is mAP@(N-1) (checked on {tried} inputs; "
+                "spec §6, §11)")
+    return None
+
+
+def same_value(a: float, b: float, atol: float, rtol: float) -> bool:
+    """Whether two returned values are the same within tolerance; NaN is the same as NaN and an
+    infinity as the same infinity (a function returning NaN for an empty query does so whatever
+    the scores are: that is no change)."""
+    if math.isnan(a) or math.isnan(b):
+        return math.isnan(a) and math.isnan(b)
+    if math.isinf(a) or math.isinf(b):
+        return a == b
+    return within(a, (b, b), atol, rtol)
+
+
+def score_shift_note(session: Session, per_family: int) -> Optional[str]:
+    """Metamorphic probe for score adapters: the same ranking with scores <= 0 must give the
+    same values (torchmetrics >= 1.7.4 drops relevant items with a score <= 0)."""
+    caps = session.adapter.capabilities(True)
+    if not caps.scores:
+        return None
+    changed = 0
+    main = session.adapter.main_field
+    for case in sample_cases(next(f for f in FAMILIES if f.needs_scores), caps, per_family, seed=0):
+        neg, pos = session.run_case(case), session.run_case(replace(case, non_positive_scores=False))
+        if neg.all_read and pos.all_read and neg.readings and any(
+                not same_value(a.values[main], b.values[main], session.atol, session.rtol)
+                for a, b in zip(neg.readings, pos.readings)):
+            changed += 1
+    if changed:
+        return (f"with every score <= 0 (same ranking) its values change on {changed} of {per_family} inputs: "
+                "relevant items with a score <= 0 count as not relevant (torchmetrics >= 1.7.4, "
+                "Lightning-AI/torchmetrics#3104); spec §2")
+    return None

@@ -1,0 +1,140 @@
+/* rc_bench.c -- benchmark-only entry points (conformance/bench/hashing_pass.py), never called
+ * by an evaluation.
+ *
+ * rc_bench_hamming_histograms is the physical anchor of the Hamming pass: a bare loop doing
+ * only the work every evaluation of codes must do -- per (query, item) one XOR, one popcount,
+ * one label AND and one counter increment into a per-distance histogram of all and of
+ * relevant items -- with nothing of the library around it (no junk, no tie policy, no counting
+ * sort, no metric).  Its time is the floor the real pass (rc_codes.c) is measured against.
+ *
+ * rc_bench_codes_pass runs that real pass, the very function rc_evaluate calls, over the same
+ * input and leaves out the rest of the evaluation (ranks and metrics), so the two times
+ * compare like with like.  Both take 64-bit codes (one uint64 word per item) and multi-hot
+ * labels in one uint64 word, write per query the histogram hist[2 d + relevant] of the items
+ * at Hamming distance d, run on one thread, and return 0, or -1 for arguments they do not
+ * take (or no memory). */
+#include "rc_core.h"
+
+/* one item of the anchor: counter copy C (4 copies: consecutive items at the same distance do
+ * not chain through one counter in memory) */
+#define RC_ANCHOR_STEP(C, J) \
+    h[(C) * H2 + 2 * __builtin_popcountll(qw ^ db[J]) + ((ql & dl[J]) != 0)]++
+
+static inline __attribute__((always_inline)) void
+anchor_query(uint64_t qw, uint64_t ql, const uint64_t *db, const uint64_t *dl, int64_t N, int64_t H2,
+             uint32_t *h, int64_t *out)
+{
+    int64_t j = 0, v;
+    memset(h, 0, (size_t)(RC_INTERLEAVE * H2) * sizeof(uint32_t));
+    for (; j + RC_INTERLEAVE <= N; j += RC_INTERLEAVE) {
+        RC_ANCHOR_STEP(0, j);
+        RC_ANCHOR_STEP(1, j + 1);
+        RC_ANCHOR_STEP(2, j + 2);
+        RC_ANCHOR_STEP(3, j + 3);
+    }
+    for (; j < N; j++) RC_ANCHOR_STEP(0, j);
+    for (v = 0; v < H2; v++) out[v] = (int64_t)h[v] + h[H2 + v] + h[2 * H2 + v] + h[3 * H2 + v];
+}
+
+#ifdef RC_HAVE_POPCNT_DISPATCH
+__attribute__((target("popcnt"))) static void
+anchor_popcnt(uint64_t qw, uint64_t ql, const uint64_t *db, const uint64_t *dl, int64_t N, int64_t H2,
+              uint32_t *h, int64_t *out)
+{
+    anchor_query(qw, ql, db, dl, N, H2, h, out);
+}
+#endif
+
+static void anchor_generic(uint64_t qw, uint64_t ql, const uint64_t *db, const uint64_t *dl, int64_t N,
+                           int64_t H2, uint32_t *h, int64_t *out)
+{
+    anchor_query(qw, ql, db, dl, N, H2, h, out);
+}
+
+static int bench_args(const uint64_t *qc, const uint64_t *dc, const uint64_t *ql, const uint64_t *dl,
+                      int64_t Q, int64_t N, int64_t n_bits, const int64_t *hist)
+{
+    return !qc || !dc || !ql || !dl || !hist || Q < 0 || N < 0 || N > (int64_t)UINT32_MAX || n_bits < 1 ||
+           n_bits > RC_CODE_WORD_BITS;
+}
+
+int64_t rc_bench_hamming_histograms(const uint64_t *query_codes, const uint64_t *db_codes,
+                                    const uint64_t *query_labels, const uint64_t *db_labels, int64_t n_queries,
+                                    int64_t n_gallery, int64_t n_bits, int64_t use_popcnt, int64_t *hist)
+{
+    const int64_t H2 = 2 * n_bits + 2;
+    uint32_t *h;
+    int64_t q;
+    if (bench_args(query_codes, db_codes, query_labels, db_labels, n_queries, n_gallery, n_bits, hist))
+        return -1;
+    h = (uint32_t *)malloc((size_t)(RC_INTERLEAVE * H2) * sizeof(uint32_t));
+    if (!h) return -1;
+    for (q = 0; q < n_queries; q++) {
+#ifdef RC_HAVE_POPCNT_DISPATCH
+        if (use_popcnt) {
+            anchor_popcnt(query_codes[q], query_labels[q], db_codes, db_labels, n_gallery, H2, h, hist + q * H2);
+            continue;
+        }
+#endif
+        anchor_generic(query_codes[q], query_labels[q], db_codes, db_labels, n_gallery, H2, h, hist + q * H2);
+    }
+    (void)use_popcnt;
+    free(h);
+    return 0;
+}
+
+int64_t rc_bench_codes_pass(const uint64_t *query_codes, const uint64_t *db_codes, const uint64_t *query_labels,
+                            const uint64_t *db_labels, int64_t n_queries, int64_t n_gallery, int64_t n_bits,
+                            int64_t use_popcnt, int64_t record, int64_t *hist)
+{
+    const int64_t H1 = n_bits + 1, H2 = 2 * H1, D = rc_codes_distances(n_bits);
+    rc_input in;
+    workspace w;
+    int64_t q, d, c, i, nr, fail = 0;
+    if (bench_args(query_codes, db_codes, query_labels, db_labels, n_queries, n_gallery, n_bits, hist))
+        return -1;
+    memset(&in, 0, sizeof(in));
+    in.n_queries = n_queries;
+    in.n_gallery = n_gallery;
+    in.dist_kind = D_CODES;
+    in.query_codes = query_codes;
+    in.db_codes = db_codes;
+    in.code_words = 1;
+    in.n_bits = n_bits;
+    in.rel_kind = REL_MULTI;
+    in.query_label_bits = query_labels;
+    in.db_label_bits = db_labels;
+    in.label_words = 1;
+    memset(&w, 0, sizeof(w));  /* the pass reads h2 and grows rinfo, nothing else */
+    w.h2 = (uint32_t *)malloc((size_t)(RC_INTERLEAVE * 2 * D) * sizeof(uint32_t));
+    if (!w.h2) return -1;
+    for (q = 0; q < n_queries && !fail; q++) {
+        int64_t *out = hist + q * H2;
+        nr = rc_codes_pass(&in, q, &w, NULL, (int)(record != 0), (int)use_popcnt);
+        if (nr < 0) {
+            fail = 1;
+            break;
+        }
+        /* the same histogram as the anchor's, from what the pass leaves */
+        if (record) {   /* running totals per distance, and the relevant items' entries */
+            for (d = 0; d < H1; d++) {
+                out[2 * d] = 0;
+                for (c = 0; c < RC_INTERLEAVE; c++) out[2 * d] += w.h2[c * D + d];
+                out[2 * d + 1] = 0;
+            }
+            for (i = 0; i < nr; i++) {
+                d = (int64_t)(w.rinfo[i] >> RC_RINFO_SHIFT);
+                out[2 * d]--;
+                out[2 * d + 1]++;
+            }
+        } else {
+            for (d = 0; d < H2; d++) {
+                out[d] = 0;
+                for (c = 0; c < RC_INTERLEAVE; c++) out[d] += w.h2[c * 2 * D + d];
+            }
+        }
+    }
+    free(w.h2);
+    free(w.rinfo);
+    return fail ? -1 : 0;
+}
