@@ -32,8 +32,11 @@ __all__ = ["PairedRuns", "TREC_SETTINGS", "default_metrics", "definition", "pair
 #: the settings of ``evaluate_run`` kept in ``result.extras`` that change a number
 TREC_SETTINGS = ("relevance_level", "complete", "score_dtype", "depth", "judged_only", "ignore_identical_ids",
                  "gains", "float_grades")
-#: every field of ``Options``: the conventions table's options first, then the rest (k, max_rank, ...)
-_OPTION_FIELDS = tuple(OPTIONS) + tuple(f.name for f in fields(Options) if f.name not in OPTIONS)
+#: every field of ``Options`` that defines the numbers: the conventions table's options first, then the
+#: rest (k, max_rank, ...); not ``metrics``, which says only which of them were computed (each has the
+#: same bits whatever else was asked for; a metric one run lacks is refused by name when read)
+_OPTION_FIELDS = tuple(OPTIONS) + tuple(f.name for f in fields(Options)
+                                        if f.name not in OPTIONS and f.name != "metrics")
 
 
 def definition(run: Any) -> Dict[str, Any]:

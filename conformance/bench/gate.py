@@ -69,7 +69,10 @@ def gated_run(args) -> int:
     if args.select:
         cmd += ["-k", args.select]
     cmd += list(args.pytest_args)
-    env = dict(os.environ, RC_BENCH="1")
+    # the benchmarks' own pytest: not an xdist worker's, even when this runs inside one (pytest-benchmark
+    # disables itself when PYTEST_XDIST_WORKER is set, and no JSON would be written)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_XDIST_")}
+    env["RC_BENCH"] = "1"
     if args.no_memory:
         env["RC_BENCH_MEMORY"] = "0"
     print("$ " + " ".join(cmd), flush=True)
