@@ -100,6 +100,7 @@ def test_c_names_a_nonfinite_value_as_the_front_end_does(c_backend, place, bad):
     ids_q, ids_g = rng.integers(0, 40, Q), rng.integers(0, 40, N)
     ids_q[1] = 99  # a query without relevant items
     rel = ids_q[:, None] == ids_g[None, :]
+    multi_hot = np.eye(100, dtype=np.uint8)
     cases = [dict(k=10), dict(k=None), dict(k=10, ties="grouped"), dict(k=10, radius=0.5),
              dict(k=None, ties="grouped"), dict(k=200, metrics=["map"])]
     for dtype in (np.float32, np.float64):
@@ -108,7 +109,7 @@ def test_c_names_a_nonfinite_value_as_the_front_end_does(c_backend, place, bad):
             M[place] = bad
             M[4, 2000] = np.nan  # a later one is not the one named
             inputs = [dict(relevance=rel), dict(query_labels=ids_q, db_labels=ids_g),
-                      dict(query_labels=np.eye(100, dtype=np.uint8)[ids_q], db_labels=np.eye(100, dtype=np.uint8)[ids_g]),
+                      dict(query_labels=multi_hot[ids_q], db_labels=multi_hot[ids_g]),
                       dict(relevance=rel, junk=rng.random((Q, N)) < 0.1)]
             for given in inputs:
                 for case in cases:
