@@ -92,11 +92,7 @@ query_float_body(const rc_input *in, const rc_options *o, const dd *Hh, int64_t 
         rel = w->rel;
         for (t = in->id_start[q]; t < in->id_stop[q]; t++) {
             j = ord[t];
-            if (!skip[j]) {
-                rel[G].d = RC_D(j);
-                rel[G].j = j;
-                G++;
-            }
+            if (!skip[j]) rel[G++].j = j;  /* the distances below */
         }
     } else if (in->rel_kind == REL_MATRIX) {
         /* a row of 0/1 flags, mostly 0: eight flags at a time, an all-zero word skipped */
@@ -143,10 +139,9 @@ query_float_body(const rc_input *in, const rc_options *o, const dd *Hh, int64_t 
             G += relsrc_get(&src, j) & !skip[j];
         }
     }
-    if (in->rel_kind == REL_MATRIX) {
-        if (!row_read && !top_l && G * RC_FEW_RELEVANT > N) RC_CHECK_ROW();  /* the row, read ahead */
+    if (in->rel_kind == REL_MATRIX && !row_read && !top_l && G * RC_FEW_RELEVANT > N) RC_CHECK_ROW();  /* read ahead */
+    if (in->rel_kind != REL_MULTI && !top_l)
         for (i = 0; i < G; i++) rel[i].d = RC_D(rel[i].j);
-    }
     out->n_relevant[q] = G;
     if (o->has_radius) {
         const double r = o->radius;
@@ -171,6 +166,26 @@ query_float_body(const rc_input *in, const rc_options *o, const dd *Hh, int64_t 
         rc_metrics_zero(o, res);
         return;
     }
+    /* the prefix path: the items at distance <= tau, the L-th smallest; L counts only the ranks
+     * the wanted metrics read (R-precision and AP@R: up to R; the CMC: up to max_rank; the rest,
+     * and H_k, which is always wanted: up to k).  Its filter reads the row first, so that the
+     * relevant items' distances (top_l: read only now) come from the cache. */
+    const int reads_r = RC_WANTS(o, RC_V_R_PRECISION) || RC_WANTS(o, RC_V_AP_AT_R);
+    const int64_t L = max64(max64(o->k, reads_r ? G : 0), RC_WANTS(o, RC_WANT_CMC) ? o->max_rank : 0);
+    int64_t n_top = -1;  /* the prefix path: the filter's items in w->cand; -1: not taken */
+    if (w->prefix && o->k >= 0 && o->ap_at_k != K_DCMH && N >= RC_PREFIX_MIN_N && L * RC_PREFIX_DIVISOR <= Np) {
+        const int64_t cap = RC_PREFIX_ROOM * L + RC_PREFIX_ROOM_EXTRA;
+        if (grow((void **)&w->cand, &w->cand_cap, cap, sizeof(relitem)) ||
+            grow((void **)&w->sel, &w->sel_cap, cap, sizeof(double)))
+            RC_NOMEM();
+        n_top = rc_row_filter(D32, D64, is32, neg, N, HUGE_VAL, L, junk_in ? skip : NULL, w->cand, cap, w->sel, &bad);
+        if (n_top >= 0) {  /* the row was read through, and checked */
+            if (bad >= 0) RC_CHECK_ROW();
+            checked = 1;
+        }
+    }
+    if (in->rel_kind != REL_MULTI && top_l)
+        for (i = 0; i < G; i++) rel[i].d = RC_D(rel[i].j);
     if (rc_grow_relevant(w, G, in->grades != NULL)) RC_NOMEM();
     rd = w->rd;
     before = w->before;
@@ -208,40 +223,20 @@ query_float_body(const rc_input *in, const rc_options *o, const dd *Hh, int64_t 
         }
     }
     for (i = 0; i < G; i++) rd[i] = rel[i].d;
-    if (w->prefix && o->k >= 0 && o->ap_at_k != K_DCMH && N >= RC_PREFIX_MIN_N) {
-        /* the prefix path: the items at distance <= tau, the L-th smallest; L counts only
-         * the ranks the wanted metrics read (R-precision and AP@R: up to R; the CMC: up to
-         * max_rank; the rest, and H_k, which is always wanted: up to k) */
-        const int reads_r = RC_WANTS(o, RC_V_R_PRECISION) || RC_WANTS(o, RC_V_AP_AT_R);
-        const int64_t L = max64(max64(o->k, reads_r ? G : 0), RC_WANTS(o, RC_WANT_CMC) ? o->max_rank : 0);
-        if (L * RC_PREFIX_DIVISOR <= Np) {
-            const uint8_t *jm = junk_in ? skip : NULL;
-            const int64_t cap = RC_PREFIX_ROOM * L + RC_PREFIX_ROOM_EXTRA;
-            if (grow((void **)&w->cand, &w->cand_cap, cap, sizeof(relitem)) ||
-                grow((void **)&w->sel, &w->sel_cap, cap, sizeof(double)))
-                RC_NOMEM();
-            {
-                const int64_t n_c = rc_row_filter(D32, D64, is32, neg, N, HUGE_VAL, L, jm, w->cand, cap, w->sel, &bad);
-                if (n_c >= 0) {  /* the row was read through, and checked */
-                    if (bad >= 0) RC_CHECK_ROW();
-                    checked = 1;
-                }
-                if (n_c >= L) {  /* else (-1) ties fill the room: every item */
-                    int64_t t;
-                    double tau;
-                    for (t = 0; t < n_c; t++) w->sel[t] = w->cand[t].d;
-                    tau = rc_kth_smallest(w->sel, n_c, L);
-                    for (t = n_red = 0; t < n_c; t++) {  /* keep those at most tau, in order */
-                        const relitem c = w->cand[t];
-                        w->cand[n_red] = c;
-                        n_red += c.d <= tau;
-                    }
-                    /* INP reads the last relevant item's rank; without INP it stays too small */
-                    last_beyond = rd[G - 1] > tau && RC_WANTS(o, RC_V_INP);
-                    if (last_beyond) rc_last_counts(D32, D64, is32, neg, N, rd[G - 1], rel[G - 1].j, jm, last);
-                }
-            }
+    if (n_top >= L) {  /* else not taken, or (-1) ties filled the filter's room: every item */
+        int64_t t;
+        double tau;
+        for (t = 0; t < n_top; t++) w->sel[t] = w->cand[t].d;
+        tau = rc_kth_smallest(w->sel, n_top, L);
+        for (t = n_red = 0; t < n_top; t++) {  /* keep those at most tau, in order */
+            const relitem c = w->cand[t];
+            w->cand[n_red] = c;
+            n_red += c.d <= tau;
         }
+        /* INP reads the last relevant item's rank; without INP it stays too small */
+        last_beyond = rd[G - 1] > tau && RC_WANTS(o, RC_V_INP);
+        if (last_beyond)
+            rc_last_counts(D32, D64, is32, neg, N, rd[G - 1], rel[G - 1].j, junk_in ? skip : NULL, last);
     }
     if (w->prefix && n_red < 0 && N >= RC_PREFIX_MIN_N) {
         /* the bounded pass: an item farther than the farthest relevant item stands behind every
