@@ -42,7 +42,8 @@ int64_t rc_first_nonfinite(const float *x32, const double *x64, int64_t n)
 
 /* bit t set: item t of x[0 .. RC_PREFIX_BLOCK) is at distance <= p (x as the row holds it;
  * -x <= p is x >= -p, exactly, for scores); the lanes that hold NaN or +-inf are ORed into
- * *bad (a NaN compares false: it is never at distance <= p) */
+ * *bad (a NaN compares false: it is never at distance <= p).  The comparisons of a block are
+ * ORed first: most blocks hold no item at or below p, and cost no bit extraction. */
 static inline uint32_t block_mask32(const float *x, float p, int neg, uint32_t *bad)
 {
     uint32_t m = 0;
@@ -50,11 +51,16 @@ static inline uint32_t block_mask32(const float *x, float p, int neg, uint32_t *
 #if defined(__SSE2__)
     const __m128 pv = _mm_set1_ps(neg ? -p : p), big = _mm_set1_ps(FLT_MAX);
     const __m128 abs_mask = _mm_castsi128_ps(_mm_set1_epi32(0x7fffffff));
-    for (t = 0; t < RC_PREFIX_BLOCK; t += 4) {
-        const __m128 v = _mm_loadu_ps(x + t);
-        m |= (uint32_t)_mm_movemask_ps(neg ? _mm_cmpge_ps(v, pv) : _mm_cmple_ps(v, pv)) << t;
-        *bad |= (uint32_t)_mm_movemask_ps(_mm_cmpnle_ps(_mm_and_ps(v, abs_mask), big));
+    __m128 c[RC_PREFIX_BLOCK / 4], any = _mm_setzero_ps(), out = _mm_setzero_ps();
+    for (t = 0; t < RC_PREFIX_BLOCK / 4; t++) {
+        const __m128 v = _mm_loadu_ps(x + 4 * t);
+        c[t] = neg ? _mm_cmpge_ps(v, pv) : _mm_cmple_ps(v, pv);
+        any = _mm_or_ps(any, c[t]);
+        out = _mm_or_ps(out, _mm_cmpnle_ps(_mm_and_ps(v, abs_mask), big));
     }
+    *bad |= (uint32_t)_mm_movemask_ps(out);
+    if (!_mm_movemask_ps(any)) return 0;
+    for (t = 0; t < RC_PREFIX_BLOCK / 4; t++) m |= (uint32_t)_mm_movemask_ps(c[t]) << (4 * t);
 #else
     for (t = 0; t < RC_PREFIX_BLOCK; t++) {
         m |= (uint32_t)(neg ? -x[t] <= p : x[t] <= p) << t;
@@ -71,11 +77,16 @@ static inline uint32_t block_mask64(const double *x, double p, int neg, uint32_t
 #if defined(__SSE2__)
     const __m128d pv = _mm_set1_pd(neg ? -p : p), big = _mm_set1_pd(DBL_MAX);
     const __m128d abs_mask = _mm_castsi128_pd(_mm_set1_epi64x(0x7fffffffffffffffLL));
-    for (t = 0; t < RC_PREFIX_BLOCK; t += 2) {
-        const __m128d v = _mm_loadu_pd(x + t);
-        m |= (uint32_t)_mm_movemask_pd(neg ? _mm_cmpge_pd(v, pv) : _mm_cmple_pd(v, pv)) << t;
-        *bad |= (uint32_t)_mm_movemask_pd(_mm_cmpnle_pd(_mm_and_pd(v, abs_mask), big));
+    __m128d c[RC_PREFIX_BLOCK / 2], any = _mm_setzero_pd(), out = _mm_setzero_pd();
+    for (t = 0; t < RC_PREFIX_BLOCK / 2; t++) {
+        const __m128d v = _mm_loadu_pd(x + 2 * t);
+        c[t] = neg ? _mm_cmpge_pd(v, pv) : _mm_cmple_pd(v, pv);
+        any = _mm_or_pd(any, c[t]);
+        out = _mm_or_pd(out, _mm_cmpnle_pd(_mm_and_pd(v, abs_mask), big));
     }
+    *bad |= (uint32_t)_mm_movemask_pd(out);
+    if (!_mm_movemask_pd(any)) return 0;
+    for (t = 0; t < RC_PREFIX_BLOCK / 2; t++) m |= (uint32_t)_mm_movemask_pd(c[t]) << (2 * t);
 #else
     for (t = 0; t < RC_PREFIX_BLOCK; t++) {
         m |= (uint32_t)(neg ? -x[t] <= p : x[t] <= p) << t;
@@ -92,14 +103,18 @@ block_mask32_avx2(const float *x, float p, int neg, uint32_t *bad)
 {
     const __m256 pv = _mm256_set1_ps(neg ? -p : p), big = _mm256_set1_ps(FLT_MAX);
     const __m256 abs_mask = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff));
+    __m256 c[RC_PREFIX_BLOCK / 8], any = _mm256_setzero_ps(), out = _mm256_setzero_ps();
     uint32_t m = 0;
     int t;
-    for (t = 0; t < RC_PREFIX_BLOCK; t += 8) {
-        const __m256 v = _mm256_loadu_ps(x + t);
-        m |= (uint32_t)_mm256_movemask_ps(neg ? _mm256_cmp_ps(v, pv, _CMP_GE_OQ) : _mm256_cmp_ps(v, pv, _CMP_LE_OQ))
-             << t;
-        *bad |= (uint32_t)_mm256_movemask_ps(_mm256_cmp_ps(_mm256_and_ps(v, abs_mask), big, _CMP_NLE_UQ));
+    for (t = 0; t < RC_PREFIX_BLOCK / 8; t++) {
+        const __m256 v = _mm256_loadu_ps(x + 8 * t);
+        c[t] = neg ? _mm256_cmp_ps(v, pv, _CMP_GE_OQ) : _mm256_cmp_ps(v, pv, _CMP_LE_OQ);
+        any = _mm256_or_ps(any, c[t]);
+        out = _mm256_or_ps(out, _mm256_cmp_ps(_mm256_and_ps(v, abs_mask), big, _CMP_NLE_UQ));
     }
+    *bad |= (uint32_t)_mm256_movemask_ps(out);
+    if (_mm256_testz_ps(any, any)) return 0;
+    for (t = 0; t < RC_PREFIX_BLOCK / 8; t++) m |= (uint32_t)_mm256_movemask_ps(c[t]) << (8 * t);
     return m;
 }
 
@@ -108,14 +123,18 @@ block_mask64_avx2(const double *x, double p, int neg, uint32_t *bad)
 {
     const __m256d pv = _mm256_set1_pd(neg ? -p : p), big = _mm256_set1_pd(DBL_MAX);
     const __m256d abs_mask = _mm256_castsi256_pd(_mm256_set1_epi64x(0x7fffffffffffffffLL));
+    __m256d c[RC_PREFIX_BLOCK / 4], any = _mm256_setzero_pd(), out = _mm256_setzero_pd();
     uint32_t m = 0;
     int t;
-    for (t = 0; t < RC_PREFIX_BLOCK; t += 4) {
-        const __m256d v = _mm256_loadu_pd(x + t);
-        m |= (uint32_t)_mm256_movemask_pd(neg ? _mm256_cmp_pd(v, pv, _CMP_GE_OQ) : _mm256_cmp_pd(v, pv, _CMP_LE_OQ))
-             << t;
-        *bad |= (uint32_t)_mm256_movemask_pd(_mm256_cmp_pd(_mm256_and_pd(v, abs_mask), big, _CMP_NLE_UQ));
+    for (t = 0; t < RC_PREFIX_BLOCK / 4; t++) {
+        const __m256d v = _mm256_loadu_pd(x + 4 * t);
+        c[t] = neg ? _mm256_cmp_pd(v, pv, _CMP_GE_OQ) : _mm256_cmp_pd(v, pv, _CMP_LE_OQ);
+        any = _mm256_or_pd(any, c[t]);
+        out = _mm256_or_pd(out, _mm256_cmp_pd(_mm256_and_pd(v, abs_mask), big, _CMP_NLE_UQ));
     }
+    *bad |= (uint32_t)_mm256_movemask_pd(out);
+    if (_mm256_testz_pd(any, any)) return 0;
+    for (t = 0; t < RC_PREFIX_BLOCK / 4; t++) m |= (uint32_t)_mm256_movemask_pd(c[t]) << (4 * t);
     return m;
 }
 #endif
