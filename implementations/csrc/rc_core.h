@@ -107,11 +107,12 @@
 #define RC_HEAP_SELECT_DIVISOR 16
 /* float path with a cut-off (the prefix path, rc_float.c): used when the L ranks the metrics
  * read are at most 1/RC_PREFIX_DIVISOR of the N' items and N >= RC_PREFIX_MIN_N; its streaming
- * selection keeps up to RC_PREFIX_ROOM x L + RC_PREFIX_ROOM_EXTRA items between compactions */
+ * selection keeps up to RC_PREFIX_ROOM x L + RC_PREFIX_ROOM_EXTRA items between compactions
+ * (small: the threshold follows the L-th smallest closely, so few blocks hold a candidate) */
 #define RC_PREFIX_DIVISOR 8
 #define RC_PREFIX_MIN_N 1024
-#define RC_PREFIX_ROOM 4
-#define RC_PREFIX_ROOM_EXTRA 256
+#define RC_PREFIX_ROOM 2
+#define RC_PREFIX_ROOM_EXTRA 64
 /* items per block of the prefix path's filter: a block with no item below the pivot costs
  * one vectorised comparison per item */
 #define RC_PREFIX_BLOCK 32

@@ -147,7 +147,7 @@ block_mask64_avx2(const double *x, double p, int neg, uint32_t *bad)
  * comes down as the row is read (a streaming selection of the L smallest): when cand is full,
  * p becomes the L-th smallest of its items and only those at most p stay.  Every item at or
  * below the row's L-th smallest distance is kept (the L-th smallest of a part of the row is
- * never below it); should the items tied at p still fill half of cand, it gives up (-1).
+ * never below it); should the items tied at p still fill 3/4 of cand, it gives up (-1).
  * avx2: the AVX2 masks (only in the copy compiled for AVX2, row_filter_avx2). */
 static inline __attribute__((always_inline)) int64_t
 row_filter_body(const float *D32, const double *D64, const int is32, const int neg, int64_t N, double p, int64_t L,
@@ -191,7 +191,7 @@ row_filter_body(const float *D32, const double *D64, const int is32, const int n
                     kept += cand[t].d <= p;
                 }
                 n = kept;
-                if (2 * n > cap) return -1;
+                if (4 * n > 3 * cap) return -1;
             }
             d = row_dist(D32, D64, is32, neg, j);
             cand[n].d = d;
