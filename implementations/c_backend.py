@@ -80,7 +80,7 @@ from retrieval_conformance.reference.contract.cutoffs import within_gallery
 from retrieval_conformance.reference.contract.discounts import rank_discounts
 from retrieval_conformance.reference.contract.problem import Options, PerQuery, Problem, zero_arrays
 from retrieval_conformance.reference.contract.registry import Implementation, PreparedGallery, gallery_store
-from retrieval_conformance.reference.contract.validation import MAX_GRADE
+from retrieval_conformance.reference.contract.validation import MAX_GRADE, NonFiniteError
 
 #: queries per C call: bounds the latency of a progress callback, not the memory (the C code
 #: never holds more than O(N) per thread)
@@ -222,6 +222,7 @@ class CImplementation(Implementation):
     speed_rank = 0
     reads_packed_codes = True  # the gallery's codes packed once, by validation: no (N, B) bytes
     reads_scores = True  # negated inside C: no negated copy of a score matrix
+    checks_finite = True  # each row checked for NaN/inf as C reads it: no separate pass in Python
 
     def __init__(self, num_threads: Optional[int] = None):
         self.num_threads = num_threads
@@ -403,11 +404,10 @@ class CImplementation(Implementation):
         bad = np.flatnonzero(status == Q_NONFINITE)
         if bad.size:
             q = int(bad[0])
-            raise ValueError(
+            raise NonFiniteError(
                 f"{ranking}: expected finite values, found a non-finite value at "
                 f"[{offset + q}, {int(err_a[q])}]; replace NaN/inf (e.g. by a large distance) "
-                "before evaluating"
-            )
+                "before evaluating", ranking, (offset + q, int(err_a[q])))
         bad = np.flatnonzero(status == Q_GROUPED_K)
         if bad.size:
             q = int(bad[0])

@@ -52,9 +52,9 @@
  * put in rank order, and a tie group sorted by grade under optimistic / pessimistic), IDCG
  * counts the grades (at most RC_MAX_GRADE) and sums from the highest (rc_rank.c).
  *
- * Units: rc_input.c, rc_metrics.c, rc_expected.c, rc_rank.c, rc_order.c, rc_float.c,
- * rc_codes.c, rc_threads.c, rc_evaluate.c, rc_curves.c, rc_shard.c (gallery shards' counts); rc_bench.c
- * holds benchmark-only entry points.
+ * Units: rc_input.c, rc_metrics.c, rc_expected.c, rc_rank.c, rc_order.c, rc_float.c (with
+ * rc_float_gaps.c, rc_float_select.c and rc_float.h), rc_codes.c, rc_threads.c, rc_evaluate.c,
+ * rc_curves.c, rc_shard.c (gallery shards' counts); rc_bench.c holds benchmark-only entry points.
  * Functions shared between units are declared below with RC_INTERNAL (hidden visibility):
  * the library exports only the entry points of rc_evaluate.c, declared at the end.
  */
@@ -106,12 +106,13 @@
  * items then fail one comparison with the top); larger k: a quickselect over all N' items */
 #define RC_HEAP_SELECT_DIVISOR 16
 /* float path with a cut-off (the prefix path, rc_float.c): used when the L ranks the metrics
- * read are at most 1/RC_PREFIX_DIVISOR of the N' items and N >= RC_PREFIX_MIN_N; the pivot
- * comes from RC_PREFIX_SAMPLE items of the row, aimed at RC_PREFIX_AIM x L items below it */
+ * read are at most 1/RC_PREFIX_DIVISOR of the N' items and N >= RC_PREFIX_MIN_N; its streaming
+ * selection keeps up to RC_PREFIX_ROOM x L + RC_PREFIX_ROOM_EXTRA items between compactions
+ * (small: the threshold follows the L-th smallest closely, so few blocks hold a candidate) */
 #define RC_PREFIX_DIVISOR 8
-#define RC_PREFIX_MIN_N 1024  /* at least RC_PREFIX_SAMPLE: the sample never repeats an item */
-#define RC_PREFIX_SAMPLE 1024
-#define RC_PREFIX_AIM 2
+#define RC_PREFIX_MIN_N 1024
+#define RC_PREFIX_ROOM 2
+#define RC_PREFIX_ROOM_EXTRA 64
 /* items per block of the prefix path's filter: a block with no item below the pivot costs
  * one vectorised comparison per item */
 #define RC_PREFIX_BLOCK 32
@@ -455,7 +456,7 @@ RC_INTERNAL int64_t rc_count_bytes(const uint8_t *p, int64_t n);
 
 /* rc_metrics.c: every metric from concrete ranks, from `grouped` tie groups, or all zero */
 RC_INTERNAL extern int rc_use_fma;  /* set once by rc_evaluate before the parallel region */
-RC_INTERNAL extern int rc_use_avx2; /* likewise (rc_float.c's filter) */
+RC_INTERNAL extern int rc_use_avx2; /* likewise (rc_float_select.c's filters) */
 RC_INTERNAL void rc_metrics_ranks(const int64_t *rk, int64_t R, int64_t Np, const rc_options *o,
                                   const rankin *ri, qres *res);
 RC_INTERNAL void rc_metrics_grouped(const group *g, int64_t ng, int64_t R, int64_t Np,

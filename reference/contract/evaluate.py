@@ -69,6 +69,7 @@ def build_problem(
     codes_signed: bool = False,
     keep_scores: bool = False,
     packed_codes: bool = False,
+    check_finite: bool = True,
 ) -> Problem:
     """Validate and normalise the inputs of :func:`evaluate` into a :class:`Problem`.
 
@@ -80,6 +81,9 @@ def build_problem(
     that reads them (``Implementation.reads_scores``), instead of a negated copy.
     ``packed_codes``: the gallery's codes as packed words (``Problem.db_words``) instead of
     ``db_bits``, for an implementation that reads them (``Implementation.reads_packed_codes``).
+    ``check_finite=False``: distances and scores are not checked for NaN/inf here
+    (``Problem.finite`` False), for an implementation that checks them as it reads them
+    (``Implementation.checks_finite``).
     """
     ranking_inputs = _count_given(
         distances=distances, scores=scores, query_codes=query_codes, db_codes=db_codes,
@@ -93,9 +97,9 @@ def build_problem(
         )
     dist = sims = query_bits = db_side = None
     if distances is not None:
-        dist = v.float_matrix("distances", distances, "queries x gallery")
+        dist = v.float_matrix("distances", distances, "queries x gallery", check_finite)
     elif scores is not None:
-        sims = v.float_matrix("scores", scores, "queries x gallery")
+        sims = v.float_matrix("scores", scores, "queries x gallery", check_finite)
         if not keep_scores:
             # similarity ranks descending; negation is exact, so the ranking is unchanged
             dist, sims = np.ascontiguousarray(-sims), None
@@ -161,7 +165,8 @@ def build_problem(
     return Problem(
         n_queries=int(n_q), n_gallery=int(n_g), distances=dist, scores=sims, query_bits=query_bits, db_bits=db_bits,
         relevance=rel, grades=grades, query_labels=ql, db_labels=dl, junk=junk_mask, query_cams=qc, db_cams=dc,
-        junk_ids=junk_ids, db_words=db_words, finite=matrix is not None,
+        junk_ids=junk_ids, db_words=db_words,
+        finite=matrix is not None and (check_finite or (distances is None and scores is None)),
     )
 
 
@@ -376,7 +381,8 @@ def evaluate(
         try:
             problem = build_problem(**block, **gallery_side, row0=start, gallery=gallery, codes_signed=codes_signed,
                                     keep_scores=getattr(impl, "reads_scores", False),
-                                    packed_codes=getattr(impl, "reads_packed_codes", False))
+                                    packed_codes=getattr(impl, "reads_packed_codes", False),
+                                    check_finite=not getattr(impl, "checks_finite", False))
         except (ValueError, TypeError) as exc:
             if per_block < n_q:
                 raise type(exc)(f"{exc} (in the query block starting at row {start})") from None
@@ -387,11 +393,28 @@ def evaluate(
         within = None  # progress inside the block, from implementations that report it
         if report is not None and _takes(impl.compute, "progress"):
             within = functools.partial(_report_from, report, start)
-        parts.append(_compute_block(impl, problem, options, state, within))
+        try:
+            parts.append(_compute_block(impl, problem, options, state, within))
+        except v.NonFiniteError as exc:  # the implementation's own check: the error of ours
+            if exc.at is None or problem.finite:
+                raise
+            message = v.nonfinite_message(exc.name, _matrix_value(problem, exc.name, exc.at), exc.at)
+            if per_block < n_q:
+                message += f" (in the query block starting at row {start})"
+            raise v.NonFiniteError(message, exc.name, exc.at) from None
         if report is not None:
             report(stop)
     n_gallery = cast(Problem, problem).n_gallery  # the loop runs at least once
     return aggregate(PerQuery.concat(parts), options, protocol, impl.name, n_gallery=n_gallery)
+
+
+def _matrix_value(problem: Problem, name: str, at) -> Any:
+    """The value at ``at`` of the ranking matrix the caller gave as ``name`` (scores held as
+    negated distances are negated back)."""
+    if name == "scores" and problem.scores is not None:
+        return problem.scores[at]
+    value = cast(np.ndarray, problem.distances)[at]
+    return -value if name == "scores" else value
 
 
 def _holds_minus_one(codes) -> bool:

@@ -32,13 +32,18 @@ class Implementation:
     ``Problem.scores`` instead of negating them into ``Problem.distances`` (a copy of the
     whole matrix that such an implementation does not need).  ``reads_packed_codes``: a gallery
     of binary codes is handed over packed (``Problem.db_words``) and not as ``db_bits`` (one
-    byte per bit, which such an implementation would only pack again).
+    byte per bit, which such an implementation would only pack again).  ``checks_finite``:
+    ``evaluate`` leaves the check of distances and scores for NaN/inf to the implementation,
+    which reads them anyway (``Problem.finite`` False); it raises
+    :class:`~.validation.NonFiniteError` with ``name`` and ``at`` (the first one, row-major),
+    before any result, and ``evaluate`` shows the error its own check would have shown.
     """
 
     name: str = ""
     speed_rank: int = 100
     reads_scores: bool = False
     reads_packed_codes: bool = False
+    checks_finite: bool = False
 
     def unavailable_reason(self) -> Optional[str]:
         """None when the implementation can run here, else a sentence saying why not."""

@@ -27,8 +27,9 @@ from retrieval_conformance.reference.contract.precision import LowPrecisionWarni
 
 __all__ = [  # the names callers use; arrays.py and ids.py hold the first two steps
     "ID_ARGUMENTS", "INT64_MAX", "MAX_GRADE", "MAX_RANK_LIMIT", "LowPrecisionWarning", "array_input", "bool_matrix",
-    "check_finite", "check_ndim", "choice", "codes_pair", "exact_ids", "float_matrix", "id_vector", "joint_ids",
-    "labels_pair", "max_rank_value", "non_negative_number", "positive_int", "relevance_matrix", "shown",
+    "NonFiniteError", "check_finite", "check_ndim", "choice", "codes_pair", "exact_ids", "float_matrix", "id_vector",
+    "joint_ids", "labels_pair", "max_rank_value", "non_negative_number", "nonfinite_message", "positive_int",
+    "relevance_matrix", "shown",
 ]
 
 #: the largest relevance grade: with ``gain="exponential"`` its gain 2**52 - 1 is still an exact
@@ -36,12 +37,22 @@ __all__ = [  # the names callers use; arrays.py and ids.py hold the first two st
 MAX_GRADE = 52
 
 
+class NonFiniteError(ValueError):
+    """NaN or inf in a ranking matrix: ``name`` (the argument), ``at`` (the index of the first
+    one, row-major), or None where the raiser has no index."""
+
+    def __init__(self, message: str, name: str = "", at: Optional[Tuple[int, ...]] = None):
+        super().__init__(message)
+        self.name = name
+        self.at = at
+
+
 def check_finite(name: str, arr: np.ndarray) -> None:
     """No NaN or inf in a float array; read in chunks, so no array-sized mask is built."""
     if arr.dtype.kind == "f":
         at = first_where(arr, _not_finite)
         if at is not None:
-            raise ValueError(_nonfinite_message(name, arr, at))
+            raise NonFiniteError(_nonfinite_message(name, arr, at), name, at)
 
 
 def _not_finite(chunk: np.ndarray) -> np.ndarray:
@@ -50,13 +61,22 @@ def _not_finite(chunk: np.ndarray) -> np.ndarray:
 
 def _nonfinite_message(name: str, arr: np.ndarray, at: Tuple[int, ...]) -> str:
     """The error of :func:`check_finite`, for the first non-finite value of ``arr``, at ``at``."""
-    return (f"{name}: expected finite values, found {arr[at]} at {index_text(at)}; "
+    return nonfinite_message(name, arr[at], at)
+
+
+def nonfinite_message(name: str, value: Any, at: Tuple[int, ...]) -> str:
+    """The error of :func:`check_finite` for ``value`` at index ``at`` of argument ``name``
+    (also what ``evaluate`` shows when an implementation that checks finiteness itself,
+    ``Implementation.checks_finite``, finds one)."""
+    return (f"{name}: expected finite values, found {value} at {index_text(at)}; "
             "replace NaN/inf (e.g. by a large distance) before evaluating")
 
 
-def float_matrix(name: str, value: Any, what: str) -> np.ndarray:
+def float_matrix(name: str, value: Any, what: str, finite: bool = True) -> np.ndarray:
     """A finite 2-D float32/float64 array (integers are converted to float64 exactly; float16
-    exactly, long double rounded in order: ``evaluate`` warns about both, see :mod:`.precision`)."""
+    exactly, long double rounded in order: ``evaluate`` warns about both, see :mod:`.precision`).
+    ``finite=False``: NaN and inf are left to the caller to check (an implementation that
+    checks them as it reads the array)."""
     arr = to_numpy(name, value)
     check_ndim(name, arr, 2, what)
     if arr.dtype == np.bool_ or arr.dtype.kind not in "fiu":
@@ -67,7 +87,8 @@ def float_matrix(name: str, value: Any, what: str) -> np.ndarray:
         arr = arr.astype(np.float64)
     elif arr.dtype not in (np.float32, np.float64):
         arr = arr.astype(np.float64)
-    check_finite(name, arr)
+    if finite:
+        check_finite(name, arr)
     return np.ascontiguousarray(arr)
 
 
