@@ -24,7 +24,8 @@ from retrieval_conformance.reference.contract import options_table, registry
 from retrieval_conformance.reference.contract import validation as v
 from retrieval_conformance.reference.contract.aggregation import aggregate
 from retrieval_conformance.reference.contract.embeddings import METRICS, SliceCache, embedding_distances
-from retrieval_conformance.reference.contract.evaluate import evaluate, resolve_options
+from retrieval_conformance.reference.contract.evaluate import evaluate
+from retrieval_conformance.reference.contract.protocol_options import resolve_options
 from retrieval_conformance.reference.contract.precision import EMBEDDINGS, precision_of, precisions, warn_low_precision
 from retrieval_conformance.reference.contract.presets import get_preset
 from retrieval_conformance.reference.contract.problem import Options, PerQuery, Result

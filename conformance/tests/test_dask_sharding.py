@@ -261,7 +261,8 @@ def test_memory_mapped_distances_and_embeddings(sharded, tmp_path):
 
 
 def test_the_automatic_rule_and_bad_arguments(cluster):
-    from retrieval_conformance.reference.contract.evaluate import build_problem, resolve_options
+    from retrieval_conformance.reference.contract.evaluate import build_problem
+    from retrieval_conformance.reference.contract.protocol_options import resolve_options
 
     rng = np.random.default_rng(4)
     problem = build_problem(distances=rng.random((6, 1000)), query_labels=rng.integers(0, 9, 6),
