@@ -62,9 +62,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="seed of the generated problems (default 0)")
     g.set_defaults(func=_by_name("retrieval_conformance.conformance.main_job:golden_main"))
 
-    from retrieval_conformance.commands import evaluate
+    from retrieval_conformance.commands import evaluation
 
-    evaluate.add_parser(sub)  # evaluate: arrays, a TREC run with its qrels, or a search
+    evaluation.add_parser(sub)  # evaluate: arrays, a TREC run with its qrels, or a search
 
     p = sub.add_parser("presets", help="list the protocol presets")
     p.set_defaults(func=presets_main)

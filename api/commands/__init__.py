@@ -1,6 +1,6 @@
 """The subcommands of ``retrieval-conformance`` that the package face runs itself.
 
-:mod:`.evaluate`
+:mod:`.evaluation`
     ``evaluate``: its flags, reading the arrays, and the evaluation.
 :mod:`.run_options`
     Which options apply to arrays, to a TREC run (``--run``/``--qrels``) or to a search
