@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import functools
 import inspect
-from typing import Optional, Tuple, cast
+from typing import Any, Dict, Optional, Tuple, cast
 
 import numpy as np
 from retrieval_conformance.reference.contract import validation as v
@@ -186,3 +186,11 @@ def compute_block(impl, problem: Problem, options: Options, state=None, progress
     if progress is not None:
         extra["progress"] = progress
     return compute_within_gallery(impl.compute, problem, options, **extra)
+
+
+def no_queries(block: Dict[str, Any]) -> bool:
+    """A block with exactly one ranking input and 0 rows in every array given (anything else,
+    0 rows included, goes to ``evaluate``, which names what is wrong)."""
+    rankings = [name for name in ("query_embeddings", "query_codes", "distances", "scores") if name in block]
+    return (len(rankings) == 1 and block[rankings[0]].ndim == 2
+            and all(arr.ndim >= 1 and arr.shape[0] == 0 for arr in block.values()))
