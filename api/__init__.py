@@ -30,7 +30,7 @@ _EXPORTS: Dict[str, str] = {
     "audit": "retrieval_conformance.conformance.audit:audit",
     "Audit": "retrieval_conformance.conformance.audit:Audit",
     "build_problem": "retrieval_conformance.reference.contract.evaluate:build_problem",
-    "resolve_options": "retrieval_conformance.reference.contract.evaluate:resolve_options",
+    "resolve_options": "retrieval_conformance.reference.contract.protocol_options:resolve_options",
     "available_implementations": "retrieval_conformance.reference.contract.registry:available",
     "ImplementationUnavailable": "retrieval_conformance.reference.contract.registry:ImplementationUnavailable",
     "Options": "retrieval_conformance.reference.contract.problem:Options",

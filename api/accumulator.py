@@ -18,17 +18,18 @@ on the order of the queries nor on how they were split into blocks.
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Dict, Optional, Tuple, cast
+from typing import Any, Dict, Optional, cast
 
 from retrieval_conformance.reference.contract import options_table, registry
 from retrieval_conformance.reference.contract import validation as v
 from retrieval_conformance.reference.contract.aggregation import aggregate
 from retrieval_conformance.reference.contract.embeddings import METRICS, SliceCache, embedding_distances
-from retrieval_conformance.reference.contract.evaluate import evaluate, resolve_options
+from retrieval_conformance.reference.contract.evaluate import evaluate
+from retrieval_conformance.reference.contract.gallery import fixed_gallery_arrays, fixed_gallery_size
 from retrieval_conformance.reference.contract.precision import EMBEDDINGS, precision_of, precisions, warn_low_precision
-from retrieval_conformance.reference.contract.presets import get_preset
 from retrieval_conformance.reference.contract.problem import Options, PerQuery, Result
-from retrieval_conformance.reference.contract.query_blocks import check_cmc_size
+from retrieval_conformance.reference.contract.protocol_options import resolve_options
+from retrieval_conformance.reference.contract.query_blocks import check_cmc_size, no_queries
 
 _UNSET: Any = object()
 
@@ -112,7 +113,7 @@ class Accumulator:
         self._protocol = protocol
         self._metric = v.choice("metric", metric, METRICS)
         self._db_precision = precision_of(db_embeddings)  # before a bfloat16 tensor is read as float32
-        self._gallery = _gallery_arrays(
+        self._gallery = fixed_gallery_arrays(
             dict(db_labels=db_labels, db_embeddings=db_embeddings, db_codes=db_codes, db_cams=db_cams), protocol
         )
         if distributed not in (True, False):
@@ -122,7 +123,7 @@ class Accumulator:
             from retrieval_conformance.distributed import DistributedQueries  # torch only when asked for
             self._distributed = DistributedQueries(self._gallery, self._options, protocol, self._metric,
                                                    implementation, device)
-        self._gallery_size = None if distributed else _gallery_size(self._gallery)
+        self._gallery_size = None if distributed else fixed_gallery_size(self._gallery)
         impl = registry.get(implementation) if device is None else registry.on_device(implementation, device)
         self._implementation = self._distributed.implementation if self._distributed is not None else impl.name
         self._device = device
@@ -223,7 +224,7 @@ class Accumulator:
             block = {name: v.array_input(name, value) for name, value in block.items() if value is not None}
             seen = self._check_code_kind(block.get("query_codes"), start)
             n_gallery = self._check_gallery_columns(block)
-            if _no_queries(block):
+            if no_queries(block):
                 return
             per_query = self._evaluate_block(block, kinds)
             # the per-query CMC rows of every query so far, as one evaluate call would check them
@@ -336,48 +337,6 @@ class Accumulator:
                                                  "one embedding per gallery item")
         return embedding_distances(query_embeddings, self._db_embeddings, self._metric,
                                    db_checked=True, sliced=self._db_slices)
-
-
-def _no_queries(block: Dict[str, Any]) -> bool:
-    """A block with exactly one ranking input and 0 rows in every array given (anything else,
-    0 rows included, goes to ``evaluate``, which names what is wrong)."""
-    rankings = [name for name in ("query_embeddings", "query_codes", "distances", "scores") if name in block]
-    return (len(rankings) == 1 and block[rankings[0]].ndim == 2
-            and all(arr.ndim >= 1 and arr.shape[0] == 0 for arr in block.values()))
-
-
-def _gallery_arrays(given: Dict[str, Any], protocol: str) -> Dict[str, Any]:
-    """The given gallery inputs as numpy arrays (tensors moved to the CPU), checked for what
-    is known before any query arrives."""
-    arrays = {name: v.array_input(name, value) for name, value in given.items() if value is not None}
-    if "db_embeddings" in arrays and "db_codes" in arrays:
-        raise ValueError(
-            "db_embeddings, db_codes: expected one gallery ranking input, got both; pass db_embeddings= "
-            "for blocks of query_embeddings, or db_codes= for blocks of query_codes"
-        )
-    for name in ("db_embeddings", "db_codes"):
-        if name in arrays:
-            v.check_ndim(name, arrays[name], 2, "one row per gallery item")
-    if "db_cams" in arrays and "same_id_cam" not in get_preset(protocol).junk:
-        raise ValueError(
-            f"db_cams: protocol {protocol!r} has no camera junk rule; use protocol='reid' or 'reid-matlab', "
-            "or leave db_cams out and pass junk= masks to update()"
-        )
-    return arrays
-
-
-def _gallery_size(arrays: Dict[str, Any]) -> Optional[int]:
-    """Rows of the gallery arrays (None when none was given); every array must agree."""
-    if not arrays:
-        return None
-    sizes: Tuple[Tuple[str, int], ...] = tuple((name, arr.shape[0]) for name, arr in arrays.items())
-    first, n = sizes[0]
-    for name, size in sizes[1:]:
-        if size != n:
-            raise ValueError(f"{name}: expected {n} rows (one per gallery item, as {first}), got {size}")
-    if n == 0:
-        raise ValueError(f"{first}: expected at least one gallery item (row), got an empty gallery")
-    return n
 
 
 def _located(exc: Exception, start: int) -> Exception:

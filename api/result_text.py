@@ -12,10 +12,11 @@ def print_result(res) -> None:
     if res.has("map"):
         exact = f"  (exact {res.exact.map})" if res.exact is not None and res.exact.map is not None else ""
         print(f"  mAP{at_k}: {res.map:.6f}{exact}")
-    pair = [f"{label}: {getattr(res, name):.6f}" for name, label in
-            (("precision_at_k", f"P@{o.k}"), ("recall_at_k", f"R@{o.k}")) if o.k is not None and res.has(name)]
-    if pair:
-        print("  " + "   ".join(pair))
+    if o.k is not None:  # without a cut-off P@k and R@k have no value
+        pair = [f"{label}: {getattr(res, name):.6f}" for name, label in
+                (("precision_at_k", f"P@{o.k}"), ("recall_at_k", f"R@{o.k}")) if res.has(name)]
+        if pair:
+            print("  " + "   ".join(pair))
     if res.has("cmc"):
         ranks = [r for r in (1, 5, 10, 20, 50) if r <= res.cmc.shape[0]]
         print("  CMC: " + "  ".join(f"Rank-{r} {res.cmc[r - 1]:.4f}" for r in ranks))

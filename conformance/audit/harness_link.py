@@ -2,7 +2,7 @@
 
 Everything the audit knows about *what a published number could have been computed as* comes
 from the harness (``conformance/harness``): the conventions searched over and the known bugs of
-spec §11 (``candidates.BUGS``, ``candidates.staged``: simplest first), their clauses and
+spec §11 (``bugs.BUGS``, ``candidate.staged``: simplest first), their clauses and
 meanings, and the exact predictions (``predict.Predictor``).  Only this module imports it, so a
 change of the harness's internals touches one file of the audit.
 
@@ -31,6 +31,7 @@ from retrieval_conformance.conformance.audit.inputs import AuditData, Evaluator
 from retrieval_conformance.conformance.audit.metrics import Metric
 from retrieval_conformance.conformance.harness.adapters.base import Call
 from retrieval_conformance.conformance.harness.candidates import candidate as hc
+from retrieval_conformance.conformance.harness.candidates.bugs import applicable_bugs
 from retrieval_conformance.conformance.harness.candidates.predict import EXTREME_ORDERS, Predictor
 from retrieval_conformance.conformance.harness.candidates.reference_values import (
     OPTION_VALUES,
@@ -109,7 +110,7 @@ def stages(data: AuditData, protocol: str, k: Optional[int], metrics: Sequence[M
              for c in hc.conventions(bases, values)]
     sources = {m.source for m in metrics}
     # a printed percent is read as one (reported.parse), so the percent bug never explains a number
-    bugs = [b for b in hc.applicable_bugs(True, data.multi_hot, k is not None, k is None, junk=data.single_ids)
+    bugs = [b for b in applicable_bugs(True, data.multi_hot, k is not None, k is None, junk=data.single_ids)
             if (not b.metrics or any(_corrupts(b, s) for s in sources)) and b.id != "percent"]
     for stage in (hc.staged(convs, [None], bugs, declared, max_cost=max_cost)):
         yield [Found(c, hc.cost(c)) for c in stage]

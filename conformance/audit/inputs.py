@@ -144,8 +144,8 @@ class Evaluator:
     _cache: Dict[Tuple, Any] = field(default_factory=dict)
 
     def run(self, protocol: str, variant: str = "", k: Optional[int] = None, **options: Any):
-        from retrieval_conformance.reference.contract.evaluate import resolve_options
         from retrieval_conformance.reference.contract.presets import get_preset
+        from retrieval_conformance.reference.contract.protocol_options import resolve_options
 
         resolved = resolve_options(protocol, k=k, max_rank=self.max_rank, **options)  # named errors
         junk = get_preset(protocol).junk

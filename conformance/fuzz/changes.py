@@ -23,7 +23,21 @@ from retrieval_conformance.conformance.problems.evaluate_inputs import (
 )
 from retrieval_conformance.reference.contract.conventions import TIE_POLICIES
 
-from .case import Case, short_repr, torch_or_none
+from .array_changes import (
+    as_fractions,
+    drop_column,
+    drop_row,
+    fixed,
+    generator,
+    huge_ids,
+    negative_stride,
+    ragged,
+    read_only,
+    tensor,
+    transpose,
+    with_nonfinite,
+)
+from .case import Case, short_repr
 
 
 @dataclass(frozen=True)
@@ -66,81 +80,6 @@ def _option(name: str, values: Tuple[Any, ...], expect: str):
         out[name] = value() if callable(value) else value
         return Case(out, f"{name}={short_repr(out[name])}", expect)
     return apply
-
-
-def _ragged(arr):
-    rows = arr.tolist()
-    if arr.ndim != 2 or len(rows) < 2 or arr.shape[1] < 2:
-        return None
-    rows[-1] = rows[-1][:-1]
-    return rows
-
-
-def _negative_stride(arr):
-    # the same values, seen through a view that walks memory backwards
-    return np.flip(np.ascontiguousarray(np.flip(arr, 0)), 0)
-
-
-def _read_only(arr):
-    arr = arr.copy()
-    arr.setflags(write=False)
-    return arr
-
-
-def _with_nonfinite(d):
-    def make(arr):
-        if arr.size == 0:
-            return None
-        arr = arr.astype(np.float64)
-        arr.flat[d.integer(0, arr.size - 1)] = d.choice((np.nan, np.inf, -np.inf))
-        return arr
-    return make
-
-
-def _tensor(d, dtype_name: Optional[str] = None, layout: str = "strided"):
-    def make(arr):
-        torch = torch_or_none()
-        if torch is None:
-            return None
-        t = torch.from_numpy(np.ascontiguousarray(arr))
-        if dtype_name is not None:
-            t = t.to(getattr(torch, dtype_name))
-        if layout == "sparse":
-            return t.to_sparse() if t.ndim >= 1 else None
-        if layout == "meta":
-            return t.to("meta")
-        if layout == "grad":
-            return t.double().requires_grad_(True) if t.dtype.is_floating_point else None
-        if layout == "noncontiguous":
-            return t.t().contiguous().t() if t.ndim == 2 else None
-        return t
-    return make
-
-
-def _transpose(arr):
-    return arr.T if arr.ndim == 2 and arr.shape[0] != arr.shape[1] else None
-
-
-def _drop_row(arr):
-    return arr[:-1] if arr.ndim >= 1 and arr.shape[0] >= 1 else None
-
-
-def _drop_column(arr):
-    return arr[:, :-1] if arr.ndim == 2 and arr.shape[1] >= 1 else None
-
-
-def _huge_ids(d):
-    def make(arr):
-        if arr.ndim != 1:
-            return None
-        size = np.abs(arr).astype(np.float64) + 1  # >= 1, so every value below is out of range (-1 too)
-        return d.choice((
-            size * 1e20,                                          # floats >= 2**63: would merge in int64
-            np.where(arr >= 0, arr, 0).astype(np.uint64) + np.uint64(2**64 - 4),  # beyond int64
-            arr.astype(np.float64) + 0.5,                         # not integers
-            size * float(2**53),                                  # at or beyond float64's exact integers
-        ))
-    return make
 
 
 def _huge_k(d, kw):
@@ -345,22 +284,9 @@ def _string_ids_on_one_side(d, kw):
     return Case(dict(kw, **{name: np.asarray(kw[name]).astype(str)}), f"strings_on_one_side:{name}", "error")
 
 
-def _generator(arr):
-    return (row for row in arr.tolist())
-
-
 def _on_array(name: str, expect: str, make, names: Tuple[str, ...] = ARRAYS, twin: bool = False) -> Change:
     """A change that replaces one array argument (drawn from ``names``) by ``make(d)(array)``."""
     return Change(name, expect, lambda d, kw: _replace(d, kw, names, make(d), expect, name, twin))
-
-
-def _fixed(make):
-    """``make`` needs no drawer."""
-    return lambda d: make
-
-
-def _as_fractions(arr):
-    return np.array([Fraction(int(x)) for x in arr.flat], dtype=object).reshape(arr.shape)
 
 
 RANKING = MATRICES[:2] + EMBEDDINGS  # float inputs that are ranked
@@ -368,13 +294,13 @@ SCALARS = (np.float64(1.0), 3, 2.5, "abc", b"x", True)
 
 CHANGES: Tuple[Change, ...] = (
     # valid edges: the reference's numbers, and the twin's bits where one is named
-    _on_array("as_list", "value", _fixed(lambda a: a.tolist()), twin=True),
-    _on_array("fortran_order", "value", _fixed(np.asfortranarray), twin=True),
-    _on_array("negative_stride", "value", _fixed(_negative_stride), twin=True),
-    _on_array("read_only", "value", _fixed(_read_only), twin=True),
-    _on_array("torch_tensor", "value", lambda d: _tensor(d), twin=True),
-    _on_array("torch_noncontiguous", "value", lambda d: _tensor(d, layout="noncontiguous"), twin=True),
-    _on_array("torch_requires_grad", "value", lambda d: _tensor(d, layout="grad"), RANKING),
+    _on_array("as_list", "value", fixed(lambda a: a.tolist()), twin=True),
+    _on_array("fortran_order", "value", fixed(np.asfortranarray), twin=True),
+    _on_array("negative_stride", "value", fixed(negative_stride), twin=True),
+    _on_array("read_only", "value", fixed(read_only), twin=True),
+    _on_array("torch_tensor", "value", lambda d: tensor(d), twin=True),
+    _on_array("torch_noncontiguous", "value", lambda d: tensor(d, layout="noncontiguous"), twin=True),
+    _on_array("torch_requires_grad", "value", lambda d: tensor(d, layout="grad"), RANKING),
     Change("huge_k", "value", _huge_k, weight=2),
     Change("permute_queries", "value", _permute_queries, weight=2),
     Change("block_size", "value", _block_sizes, weight=2),
@@ -383,30 +309,30 @@ CHANGES: Tuple[Change, ...] = (
     Change("large_gallery", "value", _large_gallery),
     Change("numpy_integer_options", "value", _option("max_rank", (np.int8(3), np.uint64(7), np.int64(1)), "value")),
     # invalid inputs: a named error, the same from every implementation
-    _on_array("object_dtype", "error", _fixed(lambda a: a.astype(object))),
-    _on_array("fraction_objects", "error", _fixed(_as_fractions)),
-    _on_array("complex_dtype", "error", _fixed(lambda a: a.astype(complex))),
-    _on_array("string_dtype", "error", _fixed(lambda a: a.astype(str)), MATRICES + CODES + EMBEDDINGS),
+    _on_array("object_dtype", "error", fixed(lambda a: a.astype(object))),
+    _on_array("fraction_objects", "error", fixed(as_fractions)),
+    _on_array("complex_dtype", "error", fixed(lambda a: a.astype(complex))),
+    _on_array("string_dtype", "error", fixed(lambda a: a.astype(str)), MATRICES + CODES + EMBEDDINGS),
     Change("string_ids", "value", _string_ids),
     Change("strings_on_one_side", "error", _string_ids_on_one_side),
-    _on_array("datetime_dtype", "error", _fixed(lambda a: np.zeros(a.shape, "datetime64[s]"))),
-    _on_array("structured_dtype", "error", _fixed(lambda a: np.zeros(a.shape, [("a", "f8")]))),
+    _on_array("datetime_dtype", "error", fixed(lambda a: np.zeros(a.shape, "datetime64[s]"))),
+    _on_array("structured_dtype", "error", fixed(lambda a: np.zeros(a.shape, [("a", "f8")]))),
     _on_array("scalar", "error", lambda d: (lambda a: d.choice(SCALARS))),
-    _on_array("generator", "error", _fixed(_generator)),
-    _on_array("ragged", "error", _fixed(_ragged)),
+    _on_array("generator", "error", fixed(generator)),
+    _on_array("ragged", "error", fixed(ragged)),
     _on_array("set_or_dict", "error", lambda d: (lambda a: d.choice(({1, 2}, {"a": 1}, frozenset())))),
-    _on_array("extra_dimension", "error", _fixed(lambda a: a[None])),
-    _on_array("flattened", "error", _fixed(lambda a: a.reshape(-1) if a.ndim == 2 else None),
+    _on_array("extra_dimension", "error", fixed(lambda a: a[None])),
+    _on_array("flattened", "error", fixed(lambda a: a.reshape(-1) if a.ndim == 2 else None),
               MATRICES + CODES + EMBEDDINGS),
-    _on_array("transposed", "error", _fixed(_transpose), MATRICES),
-    _on_array("missing_row", "error", _fixed(_drop_row)),
-    _on_array("missing_column", "error", _fixed(_drop_column), MATRICES + CODES + EMBEDDINGS + LABELS),
-    _on_array("non_finite", "error", _with_nonfinite, RANKING),
-    _on_array("huge_or_fractional_ids", "error", _huge_ids, LABELS + CAMS),
-    _on_array("torch_bfloat16", "value", lambda d: _tensor(d, "bfloat16"), RANKING),
-    _on_array("torch_sparse", "error", lambda d: _tensor(d, layout="sparse")),
-    _on_array("torch_meta", "error", lambda d: _tensor(d, layout="meta")),
-    _on_array("torch_complex", "error", lambda d: _tensor(d, "complex64")),
+    _on_array("transposed", "error", fixed(transpose), MATRICES),
+    _on_array("missing_row", "error", fixed(drop_row)),
+    _on_array("missing_column", "error", fixed(drop_column), MATRICES + CODES + EMBEDDINGS + LABELS),
+    _on_array("non_finite", "error", with_nonfinite, RANKING),
+    _on_array("huge_or_fractional_ids", "error", huge_ids, LABELS + CAMS),
+    _on_array("torch_bfloat16", "value", lambda d: tensor(d, "bfloat16"), RANKING),
+    _on_array("torch_sparse", "error", lambda d: tensor(d, layout="sparse")),
+    _on_array("torch_meta", "error", lambda d: tensor(d, layout="meta")),
+    _on_array("torch_complex", "error", lambda d: tensor(d, "complex64")),
     Change("bad_k", "error", _option("k", (0, -1, 1.5, 2.0, "5", "all", [0], True, np.float64(3), Fraction(3),
                                            lambda: (i for i in [5]), np.array([5, 10]), complex(3, 0)), "error")),
     Change("bad_max_rank", "error",

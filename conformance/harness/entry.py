@@ -4,9 +4,11 @@ Re-exported by the package (``from retrieval_conformance.conformance.harness imp
 """
 from __future__ import annotations
 
+import textwrap
 from typing import Callable, Optional, Sequence, Union
 
 from retrieval_conformance.conformance.harness.adapters.base import UsageError
+from retrieval_conformance.conformance.harness.adapters.registry import adapter_names_text
 from retrieval_conformance.conformance.harness.calling.loading import load_function
 from retrieval_conformance.conformance.harness.checks import Checker
 from retrieval_conformance.conformance.harness.identify import identify as _identify_session
@@ -23,6 +25,16 @@ def _session(func, adapter, protocol, **kw) -> Session:
     return Session(func, adapter, protocol, target=target, **kw)
 
 
+def _with_adapters(function: Callable) -> Callable:
+    """Fill the ``{adapters}`` slot of ``function``'s docstring with every adapter of the registry."""
+    if function.__doc__ is not None:  # python -OO drops docstrings
+        text = textwrap.fill(f"The function's signature: {adapter_names_text()}.", 88, initial_indent=" " * 8,
+                             subsequent_indent=" " * 8, break_long_words=False, break_on_hyphens=False)
+        function.__doc__ = function.__doc__.replace(" " * 8 + "{adapters}", text)
+    return function
+
+
+@_with_adapters
 @options_table.documented("check", protocol=PROTOCOL_DETAIL)
 def check(func: Union[Callable, str], adapter: str = "hashing-codes", protocol: Optional[str] = None, *,
           ties: Optional[str] = None, ap_rule: Optional[str] = None, ap_at_k: Optional[str] = None,
@@ -37,9 +49,7 @@ def check(func: Union[Callable, str], adapter: str = "hashing-codes", protocol: 
     ----------
     func : callable or "module:function"
     adapter : str
-        The function's signature: ``hashing-codes``, ``distances-relevance``, ``reid``,
-        ``oxford``, ``sklearn``, ``torchmetrics`` (see :mod:`.adapters.average_precision`); ``sklearn-ndcg``, ``pml``,
-        ``mrr``, ``recall-at-k`` (see :mod:`.adapters.rank_metrics`).
+        {adapters}
     {options}
     arrays : {"auto", "numpy", "torch"}
         What the function receives; ``auto`` switches to torch tensors when numpy arrays make

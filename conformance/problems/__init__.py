@@ -11,6 +11,7 @@ cell).
     Keyword problems of ``rc.evaluate``: every ranking and relevance input, junk, cameras,
     graded relevance and every option (the fuzz campaign's valid problems), and the main job's
     cross-check inputs (fewer kinds, the same stream per seed as always).
+    Also the inputs of ``rc.curves``' tests, with codes and multi-hot rows several words wide.
 :mod:`.tie_heavy`
     Small tie-heavy problems of the engine: ``Problem`` fields, bare matrices, and options.
 

@@ -185,3 +185,41 @@ def crosscheck_options(c: Choices) -> Dict[str, Any]:
         "discount": c.choice(DISCOUNTS),
         "recall": c.choice(RECALL_SENSES),
     }
+
+
+def curve_inputs(c: Choices, nq: int, n: int, codes: bool = False) -> Dict[str, Any]:
+    """Inputs of ``build_problem`` and ``rc.curves`` (no options): many ties, some junk, queries
+    without relevant items, and wide inputs: ±1 codes up to 130 bits (three words), multi-hot rows
+    of up to 70 labels (two words), camera junk.  ``codes``: the ranking input is always codes."""
+    arrays = c.arrays()
+    shape = 0 if codes else c.integer(0, 3)
+    out: Dict[str, Any] = {}
+    if shape == 0:
+        bits = c.integer(1, 8)
+        out["query_codes"] = arrays.integers(0, 2, size=(nq, bits))
+        out["db_codes"] = arrays.integers(0, 2, size=(n, bits))
+        if c.boolean():
+            bits = c.choice((bits, 64, 130))
+            out["query_codes"] = arrays.choice([-1, 1], size=(nq, bits))
+            out["db_codes"] = arrays.choice([-1, 1], size=(n, bits))
+    elif shape == 1:
+        out["distances"] = arrays.integers(0, 4, size=(nq, n)).astype(np.float64)
+    elif shape == 2:
+        out["distances"] = (arrays.integers(-3, 3, size=(nq, n)) / 4).astype(np.float32)
+    else:
+        out["scores"] = arrays.random((nq, n)).round(1)
+    if c.boolean():
+        out["relevance"] = arrays.random((nq, n)) < c.choice((0.0, 0.2, 0.6))
+    elif c.boolean():
+        out["query_labels"] = arrays.integers(0, 3, size=nq)
+        out["db_labels"] = arrays.integers(0, 3, size=n)
+    else:  # multi-hot: relevant when a label is shared
+        n_labels = c.choice((3, 70))
+        out["query_labels"] = (arrays.random((nq, n_labels)) < 2 / n_labels).astype(np.uint8)
+        out["db_labels"] = (arrays.random((n, n_labels)) < 2 / n_labels).astype(np.uint8)
+    if c.boolean():
+        out["junk"] = arrays.random((nq, n)) < 0.2
+    elif "query_labels" in out and out["query_labels"].ndim == 1 and c.boolean():  # camera junk
+        out["query_cams"] = arrays.integers(0, 2, size=nq)
+        out["db_cams"] = arrays.integers(0, 2, size=n)
+    return out

@@ -25,7 +25,7 @@ from retrieval_conformance.conformance.crosscheck import compare_exact, compare_
 from retrieval_conformance.conformance.harness.inputs.golden import SEED000
 from retrieval_conformance.conformance.support import oracle
 from retrieval_conformance.conformance.support.c_test_support import TIES
-from retrieval_conformance.conformance.support.problems import random_options, tie_heavy_problem
+from retrieval_conformance.conformance.support.fixtures import random_options, tie_heavy_problem
 
 
 # ---------------------------------------------------------------------------------------------

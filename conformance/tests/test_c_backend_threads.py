@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from retrieval_conformance.conformance.crosscheck import same_bits
 from retrieval_conformance.conformance.support.c_test_support import RULES, TIES
-from retrieval_conformance.conformance.support.problems import medium_problems
+from retrieval_conformance.conformance.support.fixtures import medium_problems
 from retrieval_conformance.reference.contract.problem import Options
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from retrieval_conformance.conformance.crosscheck import same_bits
-from retrieval_conformance.conformance.support.problems import medium_problems
+from retrieval_conformance.conformance.support.fixtures import medium_problems
 from retrieval_conformance.reference.contract.problem import Options, Problem
 
 

@@ -13,6 +13,8 @@ import numpy as np
 import pytest
 import retrieval_conformance as rc
 from retrieval_conformance import golden
+from retrieval_conformance.conformance.problems.choices import NumpyChoices
+from retrieval_conformance.conformance.problems.evaluate_inputs import curve_inputs
 from retrieval_conformance.conformance.support.requirements import require_implementation
 from retrieval_conformance.reference.contract.conventions import TIE_POLICIES
 from retrieval_conformance.reference.contract.curves import (
@@ -48,41 +50,6 @@ def test_golden_curves(implementation):
             assert got.exact["y"] == expected, want
 
 
-def _random_problem(rng, n_q, n_g, codes=False):
-    """Inputs of ``evaluate`` with many ties, some junk, and queries without relevant items."""
-    shape = 0 if codes else rng.integers(4)
-    inputs = {}
-    if shape == 0:
-        bits = int(rng.integers(1, 9))
-        inputs["query_codes"] = rng.integers(0, 2, (n_q, bits))
-        inputs["db_codes"] = rng.integers(0, 2, (n_g, bits))
-        if rng.integers(2):  # ±1 codes, and up to 130 bits (three words)
-            bits = int(rng.choice([bits, 64, 130]))
-            inputs["query_codes"] = rng.choice([-1, 1], (n_q, bits))
-            inputs["db_codes"] = rng.choice([-1, 1], (n_g, bits))
-    elif shape == 1:
-        inputs["distances"] = rng.integers(0, 4, (n_q, n_g)).astype(np.float64)
-    elif shape == 2:
-        inputs["distances"] = (rng.integers(-3, 3, (n_q, n_g)) / 4).astype(np.float32)
-    else:
-        inputs["scores"] = rng.random((n_q, n_g)).round(1)
-    if rng.integers(2):
-        inputs["relevance"] = rng.random((n_q, n_g)) < rng.choice([0.0, 0.2, 0.6])
-    elif rng.integers(2):
-        inputs["query_labels"] = rng.integers(0, 3, n_q)
-        inputs["db_labels"] = rng.integers(0, 3, n_g)
-    else:  # multi-hot: relevant when a label is shared (up to 70 labels: two words)
-        n_labels = int(rng.choice([3, 70]))
-        inputs["query_labels"] = (rng.random((n_q, n_labels)) < 2 / n_labels).astype(np.uint8)
-        inputs["db_labels"] = (rng.random((n_g, n_labels)) < 2 / n_labels).astype(np.uint8)
-    if rng.integers(2):
-        inputs["junk"] = rng.random((n_q, n_g)) < 0.2
-    elif "query_labels" in inputs and inputs["query_labels"].ndim == 1 and rng.integers(2):  # camera junk
-        inputs["query_cams"] = rng.integers(0, 2, n_q)
-        inputs["db_cams"] = rng.integers(0, 2, n_g)
-    return inputs
-
-
 def _requests(rng, problem, n_g):
     radii = (-0.5, 0, 1, 2.5) if problem.query_bits is None else (*range(problem.query_bits.shape[1] + 2), 0.5, 2.5, -1)
     levels = check_recall_levels([0, 0.1, Fraction(1, 3), 0.5, Fraction(2, 3), 1, rng.random()])
@@ -112,7 +79,7 @@ def _outcome(kernel, problem, request):
 def test_per_query_values_are_the_exact_ones_rounded(implementation, codes, seed):
     rng = np.random.default_rng(seed)
     n_q, n_g = int(rng.integers(1, 5)), int(rng.choice([1, 2, 5, 13, 40]))
-    problem = build_problem(**_random_problem(rng, n_q, n_g, codes))
+    problem = build_problem(**curve_inputs(NumpyChoices(rng), n_q, n_g, codes))
     _, reference = curve_kernel("reference")
     _, fast = curve_kernel(implementation)
     if _cannot_draw(implementation, problem):

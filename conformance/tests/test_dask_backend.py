@@ -176,7 +176,8 @@ def test_several_blocks_scatter_the_gallery_once_and_report_progress(cluster, ch
 
 def test_a_direct_call_without_evaluate(cluster):
     """``compute`` on a Problem (no ``prepare``): the same PerQuery as the local implementation's."""
-    from retrieval_conformance.reference.contract.evaluate import build_problem, resolve_options
+    from retrieval_conformance.reference.contract.evaluate import build_problem
+    from retrieval_conformance.reference.contract.protocol_options import resolve_options
 
     kwargs = problem("reid-cameras", seed=3)
     options = resolve_options("reid", max_rank=20)

@@ -18,7 +18,7 @@ from retrieval_conformance.conformance.support.dask_support import (
     local_cluster,
     requires_distributed,
 )
-from retrieval_conformance.conformance.support.problems import random_options, tie_heavy_problem
+from retrieval_conformance.conformance.support.fixtures import random_options, tie_heavy_problem
 from retrieval_conformance.implementations.dask import DaskEvaluationError, DaskImplementation
 from retrieval_conformance.implementations.dask.shards import shard_bounds
 from retrieval_conformance.reference.contract import registry
@@ -161,7 +161,7 @@ def test_every_tie_policy_input_kind_and_option(sharded, ties):
 
 
 def test_small_problems_of_the_shared_generator(cluster):
-    """The implementation tests' tie-heavy problems (``support/problems.py``: -0.0 and 0.0,
+    """The implementation tests' tie-heavy problems (``support/fixtures.py``: -0.0 and 0.0,
     continuous float32/64, codes, every relevance input and kind of junk, empty queries),
     called directly on a Problem with random options, under every tie policy."""
     rng = np.random.default_rng(7)
@@ -261,7 +261,8 @@ def test_memory_mapped_distances_and_embeddings(sharded, tmp_path):
 
 
 def test_the_automatic_rule_and_bad_arguments(cluster):
-    from retrieval_conformance.reference.contract.evaluate import build_problem, resolve_options
+    from retrieval_conformance.reference.contract.evaluate import build_problem
+    from retrieval_conformance.reference.contract.protocol_options import resolve_options
 
     rng = np.random.default_rng(4)
     problem = build_problem(distances=rng.random((6, 1000)), query_labels=rng.integers(0, 9, 6),

@@ -31,6 +31,7 @@ SNIPPETS = {
     "docs/guide/distributed.md": "runs under torchrun, one process per rank",
     "docs/guide/runs.md": "uses the arrays of the ReID and hashing guides, named there (D, M, q, g)",
     "docs/implementations.md": "connects to the reader's dask scheduler",
+    "docs/metrics-subset.md": "evaluates the README tour's codes qB, rB, qL, rL; one line shows an error",
     "docs/trec_eval.md": "reads the reader's run and qrels files",
 }
 #: the documents whose shell commands are checked

@@ -14,7 +14,8 @@ import threading
 import numpy as np
 import pytest
 import retrieval_conformance as rc
-from retrieval_conformance.cli import ARRAY_OPTIONS, main
+from retrieval_conformance.cli import main
+from retrieval_conformance.commands.run_options import ARRAY_OPTIONS
 from retrieval_conformance.reference.contract import options_table
 
 #: a value for each array option, valid for rc.evaluate (so a refusal is about --run, not the value):

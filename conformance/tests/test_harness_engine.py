@@ -132,7 +132,7 @@ def test_junk_not_removed_is_named():
 
 
 def test_the_clause_builders_of_the_new_behaviours_resolve():
-    from retrieval_conformance.conformance.harness.candidates.candidate import BUGS
+    from retrieval_conformance.conformance.harness.candidates.bugs import BUGS
     ids = spec.clauses()
     for bug_id in ("rounded", "empty-scores-one", "cut-at-r", "junk-kept"):
         assert f"§11 {bug_id}" in ids

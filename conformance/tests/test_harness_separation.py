@@ -171,7 +171,7 @@ def test_the_challenge_runs_the_input_where_the_nearest_alternative_differs():
 
 
 def test_every_known_bug_has_its_clause_a_cause_entry_can_name():
-    from retrieval_conformance.conformance.harness.candidates.candidate import BUG_SECTION, BUGS
+    from retrieval_conformance.conformance.harness.candidates.bugs import BUG_SECTION, BUGS
     from retrieval_conformance.reference.contract.spec import clauses
 
     assert all(f"{BUG_SECTION} {b.id}" in clauses() for b in BUGS)

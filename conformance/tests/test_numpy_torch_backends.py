@@ -24,7 +24,7 @@ import pytest
 from retrieval_conformance.conformance.crosscheck import TOLERANCE as TOL  # noqa: F401  (test_vector_numerics)
 from retrieval_conformance.conformance.crosscheck import compare_exact, compare_per_query, run_both, same_bits
 from retrieval_conformance.conformance.support import oracle
-from retrieval_conformance.conformance.support.problems import option_grid, tie_heavy_problem
+from retrieval_conformance.conformance.support.fixtures import option_grid, tie_heavy_problem
 from retrieval_conformance.conformance.support.requirements import require_implementation
 from retrieval_conformance.implementations.numpy_backend import NumpyImplementation
 from retrieval_conformance.implementations.torch_backend import TorchImplementation

@@ -19,7 +19,7 @@ import subprocess
 import sys
 
 import pytest
-from retrieval_conformance.conformance.fuzz import sanitize
+from retrieval_conformance.conformance.fuzz import sanitize, sanitized_library
 from retrieval_conformance.conformance.support.requirements import require_implementation
 
 SANITIZED = os.environ.get("RC_SANITIZED") == "1"
@@ -78,9 +78,9 @@ def test_sanitized_run_uses_the_sanitized_library():
 
 def _toolchain():
     try:
-        cc = sanitize.compiler()
-        return cc, sanitize.asan_runtime(cc)
-    except sanitize.SetupError as exc:
+        cc = sanitized_library.compiler()
+        return cc, sanitized_library.asan_runtime(cc)
+    except sanitized_library.SetupError as exc:
         pytest.skip(f"no sanitizer toolchain here: {exc}")
 
 
@@ -89,11 +89,11 @@ def test_canaries_are_caught_only_with_the_runtime_preloaded(tmp_path):
     reports = tmp_path / "reports"
     reports.mkdir()
     base = {k: v for k, v in os.environ.items() if k != "LD_PRELOAD"}
-    env = sanitize.sanitizer_env(libasan, str(tmp_path / "unused.so"), str(reports), base=base)
-    sanitize.check_canaries(cc, str(tmp_path), env, str(reports))  # raises NotActive if missed
+    env = sanitized_library.sanitizer_env(libasan, str(tmp_path / "unused.so"), str(reports), base=base)
+    sanitized_library.check_canaries(cc, str(tmp_path), env, str(reports))  # raises NotActive if missed
     env.pop("LD_PRELOAD")
-    with pytest.raises(sanitize.NotActive):
-        sanitize.check_canaries(cc, str(tmp_path), env, str(reports))
+    with pytest.raises(sanitized_library.NotActive):
+        sanitized_library.check_canaries(cc, str(tmp_path), env, str(reports))
 
 
 def test_plan_runs_every_module_at_the_first_thread_count():
@@ -108,8 +108,8 @@ def test_plan_runs_every_module_at_the_first_thread_count():
 def test_missing_compiler_is_a_setup_error(monkeypatch):
     monkeypatch.setenv("CC", "no-such-compiler-rc")
     monkeypatch.setattr(shutil, "which", lambda name: None)
-    with pytest.raises(sanitize.SetupError, match="no C compiler"):
-        sanitize.compiler()
+    with pytest.raises(sanitized_library.SetupError, match="no C compiler"):
+        sanitized_library.compiler()
 
 
 def test_reports_on_stderr_are_found(capfd):
@@ -121,7 +121,7 @@ def test_reports_on_stderr_are_found(capfd):
 
 
 def test_the_shipped_c_units_and_their_header_are_found(tmp_path):
-    sources, include = sanitize.source_paths(str(tmp_path))
+    sources, include = sanitized_library.source_paths(str(tmp_path))
     assert sources and all(s.endswith(".c") and os.path.isfile(s) for s in sources)
     assert sources == sorted(sources)
     assert os.path.isfile(os.path.join(include, "rc_core.h"))

@@ -335,7 +335,7 @@ def test_presets_use_values_of_the_table():
 
 def test_every_bug_and_family_clause_resolves():
     from retrieval_conformance.conformance.harness.candidates import reference_values
-    from retrieval_conformance.conformance.harness.candidates.candidate import BUGS
+    from retrieval_conformance.conformance.harness.candidates.bugs import BUGS
     from retrieval_conformance.conformance.harness.inputs.public import FAMILIES
 
     ids = spec.clauses()

@@ -8,7 +8,7 @@
 * double-double quotients and row sums carry ~2**-104 relative error;
 * the Hamming packing, the float32 order key, the binomial table.
 
-The comparison rule is ``crosscheck``'s, the problem generator ``support/problems.py``'s, the
+The comparison rule is ``crosscheck``'s, the problem generator ``support/fixtures.py``'s, the
 implementations at hand ``test_numpy_torch_backends``'s.
 """
 from __future__ import annotations
@@ -20,7 +20,7 @@ import numpy as np
 import pytest
 from retrieval_conformance.conformance.crosscheck import TOLERANCE as TOL
 from retrieval_conformance.conformance.crosscheck import compare_per_query, same_bits
-from retrieval_conformance.conformance.support.problems import tie_heavy_problem
+from retrieval_conformance.conformance.support.fixtures import tie_heavy_problem
 from retrieval_conformance.conformance.tests.test_numpy_torch_backends import (
     FIELDS,
     NUMPY,

@@ -38,7 +38,7 @@ with 0.0).  The client then computes the metrics with the numpy implementation's
 (the relevant groups, with the counts above), in the order the numpy implementation feeds them:
 the same operations on the same numbers, hence the numpy implementation's bits.  These are C's
 bits too on every problem the tests draw; the one difference found is C's own: INP under
-``ties="expected"`` on ``support/problems.py``'s medium float problem (6 of 40 queries, last bit,
+``ties="expected"`` on ``support/fixtures.py``'s medium float problem (6 of 40 queries, last bit,
 within the specification's 1e-12), where numpy and C already disagree.
 
 One caveat, beyond any gallery tested: under ``expected``, P@k, R@k and R-precision divide

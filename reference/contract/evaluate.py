@@ -7,40 +7,33 @@
 """
 from __future__ import annotations
 
-import functools
-import inspect
 from typing import Any, Optional, cast
 
 import numpy as np
 from retrieval_conformance.reference.contract import options_table
 from retrieval_conformance.reference.contract import validation as v
 from retrieval_conformance.reference.contract.aggregation import aggregate
-from retrieval_conformance.reference.contract.arrays import first_where
-from retrieval_conformance.reference.contract.conventions import DISCOUNTS, GAINS, RECALL_SENSES
-from retrieval_conformance.reference.contract.cutoffs import compute_within_gallery
 from retrieval_conformance.reference.contract.embeddings import METRICS, embedding_distances
 from retrieval_conformance.reference.contract.gallery import Gallery, prepare_gallery
-from retrieval_conformance.reference.contract.metric_names import check_requested, resolve_metrics
 from retrieval_conformance.reference.contract.precision import precisions, warn_low_precision
 from retrieval_conformance.reference.contract.presets import get_preset
 from retrieval_conformance.reference.contract.problem import (
-    AP_AT_K_DENOMINATORS,
-    AP_RULES,
-    EMPTY_POLICIES,
-    TIE_POLICIES,
-    Options,
     PerQuery,
     Problem,
     Result,
     ResultsAtK,
 )
+from retrieval_conformance.reference.contract.protocol_options import check_camera_rule, resolve_options
 from retrieval_conformance.reference.contract.query_blocks import (
+    block_progress,
     block_rows,
     check_cmc_size,
-    check_not_transposed,
-    input_shape,
+    compute_block,
+    holds_minus_one,
     progress_callback,
     query_rows,
+    read_sides,
+    takes,
 )
 from retrieval_conformance.reference.contract.registry import get, on_device
 
@@ -170,42 +163,6 @@ def build_problem(
     )
 
 
-def resolve_options(
-    protocol: str = "hashing",
-    k: Optional[int] = None,
-    max_rank: int = 50,
-    ties: Optional[str] = None,
-    ap_rule: Optional[str] = None,
-    ap_at_k: Optional[str] = None,
-    empty: Optional[str] = None,
-    radius: Optional[float] = None,
-    k_given: bool = True,
-    gain: Optional[str] = None,
-    recall: Optional[str] = None,
-    discount: Optional[str] = None,
-    metrics=None,
-) -> Options:
-    """A preset's options with every explicit override applied, each one validated."""
-    preset = get_preset(protocol)
-    if not k_given:
-        k = preset.k
-    chosen = resolve_metrics(metrics)
-    check_requested(chosen, [name for name, value in (("k", k), ("radius", radius)) if value is not None])
-    return Options(
-        ties=v.choice("ties", ties if ties is not None else preset.ties, TIE_POLICIES),
-        ap_rule=v.choice("ap_rule", ap_rule if ap_rule is not None else preset.ap_rule, AP_RULES),
-        k=v.positive_int("k", k, allow_none=True),
-        ap_at_k=v.choice("ap_at_k", ap_at_k if ap_at_k is not None else preset.ap_at_k, AP_AT_K_DENOMINATORS),
-        empty=v.choice("empty", empty if empty is not None else preset.empty, EMPTY_POLICIES),
-        max_rank=v.max_rank_value(max_rank),
-        radius=v.non_negative_number("radius", radius),
-        gain=v.choice("gain", gain if gain is not None else preset.gain, GAINS),
-        recall=v.choice("recall", recall if recall is not None else preset.recall, RECALL_SENSES),
-        discount=v.choice("discount", discount if discount is not None else preset.discount, DISCOUNTS),
-        metrics=chosen,
-    )
-
-
 _UNSET: Any = object()
 #: cut-offs one call evaluates at most (each is a full evaluation)
 MAX_CUTOFFS = 100
@@ -326,19 +283,7 @@ def evaluate(
     )
     preset = get_preset(protocol)
     metric = v.choice("metric", metric, METRICS)
-    if (query_cams is not None or db_cams is not None) and "same_id_cam" not in preset.junk:
-        raise ValueError(
-            f"query_cams: protocol {protocol!r} has no camera junk rule; use protocol='reid' or "
-            "'reid-matlab', or pass an explicit junk= mask"
-        )
-    if ("same_id_cam" in preset.junk and query_cams is None and db_cams is None and junk is None
-            and query_labels is not None and np.ndim(query_labels) == 1):
-        # without cameras the preset's junk rule removes nothing, and mAP silently changes
-        raise ValueError(
-            f"query_cams: protocol {protocol!r} removes gallery items with the query's id and camera as "
-            "junk, so it needs query_cams= and db_cams=; to evaluate without camera junk, say so with an "
-            "explicit mask: junk=np.zeros((queries, gallery), bool)"
-        )
+    check_camera_rule(protocol, preset, query_cams, db_cams, junk, query_labels)
     query_side = dict(distances=distances, scores=scores, query_codes=query_codes,
                       query_embeddings=query_embeddings, relevance=relevance, query_labels=query_labels,
                       query_cams=query_cams if "same_id_cam" in preset.junk else None, junk=junk)
@@ -347,21 +292,7 @@ def evaluate(
                         junk_ids=(-1,) if "minus_one" in preset.junk else ())
     impl = get(implementation) if device is None else on_device(implementation, device)
     kinds = precisions({**query_side, **gallery_side})  # before the conversion reads bfloat16 as float32
-    # every array argument read as an array once (no copy of numpy arrays, memory maps or CPU
-    # tensors), so a scalar, a generator, a ragged list or an exotic tensor is named here
-    for side in (query_side, gallery_side):
-        for key, value in side.items():
-            if value is not None and key not in ("metric", "junk_ids"):
-                side[key] = v.array_input(key, value)
-    for key in ("distances", "scores", "query_codes", "query_embeddings"):
-        if query_side[key] is not None:
-            v.check_ndim(key, query_side[key], 2, "one row per query")
-    n_q, n_g = input_shape(query_side, gallery_side)
-    check_not_transposed(query_side, gallery_side)
-    for key, value in query_side.items():
-        if value is not None and hasattr(value, "__len__") and len(value) != n_q:
-            shape = getattr(value, "shape", (len(value),))
-            raise ValueError(f"{key}: expected {n_q} rows (one per query), got shape {tuple(shape)}")
+    n_q, n_g = read_sides(query_side, gallery_side)
     warn_low_precision(kinds, {**query_side, **gallery_side}, lambda q, d: embedding_distances(q, d, metric))
     per_block = block_rows(n_q, n_g, block_size)
     report = progress_callback(progress, n_q)
@@ -370,7 +301,7 @@ def evaluate(
     gallery = prepare_gallery(gallery_side) if per_block < n_q else None
     # ±1 or {0, 1} codes is decided on all query rows at once, not per block (a 0 is an error in
     # ±1 codes wherever their -1 is)
-    codes_signed = per_block < n_q and _holds_minus_one(query_side["query_codes"])
+    codes_signed = per_block < n_q and holds_minus_one(query_side["query_codes"])
     state = None
     for start in range(0, max(n_q, 1), per_block):
         stop = min(start + per_block, n_q)
@@ -391,10 +322,10 @@ def evaluate(
         if gallery is not None and state is None and hasattr(impl, "prepare"):  # a third party may have none
             state = impl.prepare(problem)
         within = None  # progress inside the block, from implementations that report it
-        if report is not None and _takes(impl.compute, "progress"):
-            within = functools.partial(_report_from, report, start)
+        if report is not None and takes(impl.compute, "progress"):
+            within = block_progress(report, start)
         try:
-            parts.append(_compute_block(impl, problem, options, state, within))
+            parts.append(compute_block(impl, problem, options, state, within))
         except v.NonFiniteError as exc:  # the implementation's own check: the error of ours
             if exc.at is None or problem.finite:
                 raise
@@ -415,36 +346,3 @@ def _matrix_value(problem: Problem, name: str, at) -> Any:
         return problem.scores[at]
     value = cast(np.ndarray, problem.distances)[at]
     return -value if name == "scores" else value
-
-
-def _holds_minus_one(codes) -> bool:
-    """Whether numeric codes hold a -1 anywhere (anything else is left to the block's checks);
-    read in chunks, like every whole-array check."""
-    if codes is None or getattr(codes, "dtype", np.dtype(object)).kind not in "fiub":
-        return False
-    return first_where(codes, lambda chunk: chunk == -1) is not None
-
-
-def _report_from(report, first: int, done: int, total: int) -> None:
-    """An implementation's ``progress(done, total)`` inside the block starting at query ``first``."""
-    report(first + done)
-
-
-def _takes(function, name: str) -> bool:
-    try:
-        return name in inspect.signature(function).parameters
-    except (TypeError, ValueError):  # a callable without a signature (a C function...)
-        return False
-
-
-def _compute_block(impl, problem: Problem, options: Options, state=None, progress=None) -> PerQuery:
-    """Per-query values of one block, computed with k and max_rank clipped to the gallery.
-
-    Implementations never see a cut-off beyond the gallery (so no k wraps in int64, and no
-    CMC value beyond the gallery is computed); P@k is restored with the caller's k and CMC
-    rows are extended by their flat tail (``reference/contract/cutoffs.py``).
-    """
-    extra = {} if state is None else {"state": state}  # implementations without prepare() take none
-    if progress is not None:
-        extra["progress"] = progress
-    return compute_within_gallery(impl.compute, problem, options, **extra)

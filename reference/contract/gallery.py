@@ -8,6 +8,9 @@ Whatever does not fit (another code format, strings on one side only, another nu
 or labels, any invalid value) goes to the pair checks of ``validation``/``ids`` with the user's
 gallery array, so the error is word for word the one a single call raises, and a gallery that
 cannot be prepared is simply checked per block as before.
+
+Also the gallery ``rc.Accumulator`` is given before its queries: its arrays and size, checked
+at construction (:func:`fixed_gallery_arrays`, :func:`fixed_gallery_size`).
 """
 from __future__ import annotations
 
@@ -19,6 +22,7 @@ from retrieval_conformance.reference.contract import validation as v
 from retrieval_conformance.reference.contract.arrays import to_numpy
 from retrieval_conformance.reference.contract.codes import CodeScan, scan_codes, unpack_words
 from retrieval_conformance.reference.contract.ids import exact_ids, is_text
+from retrieval_conformance.reference.contract.presets import get_preset
 
 __all__ = ["Gallery", "prepare_gallery"]
 
@@ -167,3 +171,37 @@ def _id_codes(name: str, arr: np.ndarray, ids: _Ids, camera: bool = False) -> Op
     # a string the gallery does not hold gets a code no gallery item has: ids are only ever
     # compared query against gallery, so every equality and inequality is kept
     return np.where(known, at, ids.vocabulary.shape[0]).astype(np.int64)
+
+
+def fixed_gallery_arrays(given: Dict[str, Any], protocol: str) -> Dict[str, Any]:
+    """A gallery given before its queries (``rc.Accumulator``): the inputs as numpy arrays (tensors
+    moved to the CPU), checked for what is known before any query arrives."""
+    arrays = {name: v.array_input(name, value) for name, value in given.items() if value is not None}
+    if "db_embeddings" in arrays and "db_codes" in arrays:
+        raise ValueError(
+            "db_embeddings, db_codes: expected one gallery ranking input, got both; pass db_embeddings= "
+            "for blocks of query_embeddings, or db_codes= for blocks of query_codes"
+        )
+    for name in ("db_embeddings", "db_codes"):
+        if name in arrays:
+            v.check_ndim(name, arrays[name], 2, "one row per gallery item")
+    if "db_cams" in arrays and "same_id_cam" not in get_preset(protocol).junk:
+        raise ValueError(
+            f"db_cams: protocol {protocol!r} has no camera junk rule; use protocol='reid' or 'reid-matlab', "
+            "or leave db_cams out and pass junk= masks to update()"
+        )
+    return arrays
+
+
+def fixed_gallery_size(arrays: Dict[str, Any]) -> Optional[int]:
+    """Rows of the gallery arrays (None when none was given); every array must agree."""
+    if not arrays:
+        return None
+    sizes: Tuple[Tuple[str, int], ...] = tuple((name, arr.shape[0]) for name, arr in arrays.items())
+    first, n = sizes[0]
+    for name, size in sizes[1:]:
+        if size != n:
+            raise ValueError(f"{name}: expected {n} rows (one per gallery item, as {first}), got {size}")
+    if n == 0:
+        raise ValueError(f"{first}: expected at least one gallery item (row), got an empty gallery")
+    return n

@@ -8,10 +8,15 @@ matrix) and the progress report.
 """
 from __future__ import annotations
 
-from typing import Optional, cast
+import functools
+import inspect
+from typing import Any, Dict, Optional, Tuple, cast
 
 import numpy as np
 from retrieval_conformance.reference.contract import validation as v
+from retrieval_conformance.reference.contract.arrays import first_where
+from retrieval_conformance.reference.contract.cutoffs import compute_within_gallery
+from retrieval_conformance.reference.contract.problem import Options, PerQuery, Problem
 
 #: about this many bytes of float64 per block (the largest per-block temporaries are Q x N)
 BLOCK_BYTES = 256 * 2**20
@@ -116,3 +121,76 @@ def progress_callback(progress, n_q: int):
         sys.stderr.flush()
 
     return report
+
+
+def read_sides(query_side: dict, gallery_side: dict) -> Tuple[int, int]:
+    """Every array argument read as an array, in place, and the shape ``(queries, gallery)``.
+
+    Raises
+    ------
+    ValueError
+        Naming the argument: a wrong number of dimensions or of rows, or a transposed matrix.
+    """
+    # every array argument read as an array once (no copy of numpy arrays, memory maps or CPU
+    # tensors), so a scalar, a generator, a ragged list or an exotic tensor is named here
+    for side in (query_side, gallery_side):
+        for key, value in side.items():
+            if value is not None and key not in ("metric", "junk_ids"):
+                side[key] = v.array_input(key, value)
+    for key in ("distances", "scores", "query_codes", "query_embeddings"):
+        if query_side[key] is not None:
+            v.check_ndim(key, query_side[key], 2, "one row per query")
+    n_q, n_g = input_shape(query_side, gallery_side)
+    check_not_transposed(query_side, gallery_side)
+    for key, value in query_side.items():
+        if value is not None and hasattr(value, "__len__") and len(value) != n_q:
+            shape = getattr(value, "shape", (len(value),))
+            raise ValueError(f"{key}: expected {n_q} rows (one per query), got shape {tuple(shape)}")
+    return n_q, n_g
+
+
+def holds_minus_one(codes) -> bool:
+    """Whether numeric codes hold a -1 anywhere (anything else is left to the block's checks);
+    read in chunks, like every whole-array check."""
+    if codes is None or getattr(codes, "dtype", np.dtype(object)).kind not in "fiub":
+        return False
+    return first_where(codes, lambda chunk: chunk == -1) is not None
+
+
+def block_progress(report, first: int):
+    """The ``progress(done, total)`` an implementation reports into, inside the block starting at ``first``."""
+    return functools.partial(_report_from, report, first)
+
+
+def _report_from(report, first: int, done: int, total: int) -> None:
+    """An implementation's ``progress(done, total)`` inside the block starting at query ``first``."""
+    report(first + done)
+
+
+def takes(function, name: str) -> bool:
+    """Whether ``function`` takes a keyword ``name`` (False when it has no signature)."""
+    try:
+        return name in inspect.signature(function).parameters
+    except (TypeError, ValueError):  # a callable without a signature (a C function...)
+        return False
+
+
+def compute_block(impl, problem: Problem, options: Options, state=None, progress=None) -> PerQuery:
+    """Per-query values of one block, computed with k and max_rank clipped to the gallery.
+
+    Implementations never see a cut-off beyond the gallery (so no k wraps in int64, and no
+    CMC value beyond the gallery is computed); P@k is restored with the caller's k and CMC
+    rows are extended by their flat tail (``reference/contract/cutoffs.py``).
+    """
+    extra = {} if state is None else {"state": state}  # implementations without prepare() take none
+    if progress is not None:
+        extra["progress"] = progress
+    return compute_within_gallery(impl.compute, problem, options, **extra)
+
+
+def no_queries(block: Dict[str, Any]) -> bool:
+    """A block with exactly one ranking input and 0 rows in every array given (anything else,
+    0 rows included, goes to ``evaluate``, which names what is wrong)."""
+    rankings = [name for name in ("query_embeddings", "query_codes", "distances", "scores") if name in block]
+    return (len(rankings) == 1 and block[rankings[0]].ndim == 2
+            and all(arr.ndim >= 1 and arr.shape[0] == 0 for arr in block.values()))

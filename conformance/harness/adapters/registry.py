@@ -21,3 +21,12 @@ def get_adapter(name: str, func: Callable) -> Adapter:
     if name not in ADAPTERS:
         raise UsageError(f"adapter: unknown adapter {name!r}; expected one of {sorted(ADAPTERS)}")
     return ADAPTERS[name](func)
+
+
+def adapter_names_text() -> str:
+    """Every adapter's name, module by module, as a docstring names them: ```hashing-codes``, ...
+    (see :mod:`.adapters.average_precision`); ...``."""
+    by_module: Dict[str, list] = {}
+    for name, cls in ADAPTERS.items():
+        by_module.setdefault(cls.__module__.rsplit(".", 1)[1], []).append(f"``{name}``")
+    return "; ".join(f"{', '.join(names)} (see :mod:`.adapters.{module}`)" for module, names in by_module.items())

@@ -1,7 +1,8 @@
 """What a function might compute, and what each possibility predicts, exactly.
 
 * :mod:`.candidate`: :class:`~.candidate.Candidate` (a convention, a CMC length rule, known
-  bugs), the known bugs, and the staged space identification searches;
+  bugs) and the staged space identification searches;
+* :mod:`.bugs`: the known bugs (spec §11), each with when its model applies;
 * :mod:`.reference_values`: :class:`~.reference_values.Convention` and the reference's exact
   values of an input under it (:class:`~.reference_values.ReferenceCache`), and the presets'
   conventions by kind;

@@ -2,7 +2,7 @@
 
 A :class:`Candidate` is a full description of a metric function's behaviour: a
 :class:`~.reference_values.Convention` (junk rules, tie policy, AP rule, AP@k denominator, empty-query
-policy), the CMC length rule, and zero or more known :class:`Bug` s.  The tie policy may also
+policy), the CMC length rule, and zero or more known bugs (:mod:`.bugs`).  The tie policy may also
 be ``unstable``: "some order that no declared policy gives", whose values lie between the
 extreme tie orders (see :mod:`.predict`).
 
@@ -12,20 +12,16 @@ every field of every call, and names a cause only when it survives (:mod:`..engi
 from __future__ import annotations
 
 import itertools
-import math
-from dataclasses import dataclass, field, replace
-from fractions import Fraction
-from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Tuple
+from dataclasses import dataclass
+from typing import Dict, Iterable, List, Optional, Sequence, Tuple
 
-import numpy as np
+from retrieval_conformance.conformance.harness.candidates.bugs import Bug, bug_fits
 from retrieval_conformance.conformance.harness.candidates.reference_values import (
     OPTION_VALUES,
     VALUE_MEANING,
     Convention,
     clause,
 )
-from retrieval_conformance.conformance.harness.inputs.public import Case, labels_from_relevance
-from retrieval_conformance.reference.contract.conventions import AP_RULES, CONCRETE_POLICIES, TIE_POLICIES
 
 UNSTABLE = "unstable"
 TIE_CANDIDATES = OPTION_VALUES["ties"] + (UNSTABLE,)
@@ -73,172 +69,6 @@ def option_clause(option: str, value: str) -> str:
     return clause(option, value)
 
 
-#: the tie policies that give no single ranking (they average or group tied items)
-NON_CONCRETE_POLICIES = tuple(t for t in TIE_POLICIES if t not in CONCRETE_POLICIES)
-
-
-@dataclass(frozen=True)
-class Bug:
-    """A known bug of real evaluation code (spec §11), modelled exactly in :mod:`.predict`.
-
-    ``requires`` says when the model applies: ``aggregate`` (a function returning one mean over
-    several queries), ``codes`` (multi-hot labels are passed), ``k`` (a cut-off is passed),
-    ``no-k`` (a full-gallery call without a cut-off), ``precision_sum``/``trapezoid`` (the AP
-    rule it corrupts), ``concrete`` (a tie policy that gives one ranking), ``junk`` (the function
-    is told about junk items).  ``metrics``: the per-query values it can corrupt (``ap``,
-    ``ndcg``, ``rr``...; empty: any), so an adapter is only searched with the bugs of what it returns.
-
-    Parts of the model that belong to one bug are on its entry: ``sees`` (the input as the buggy
-    function sees it), ``rank_sum`` (the sum over the 1-based ranks of the relevant items it uses
-    that replaces the precision sum; ``math.inf`` where it divides by zero), ``scale`` (the factor
-    on every value).  The bugs that change the cut-off or the mean are modelled in :mod:`.predict`,
-    the nDCG and MRR ones in :mod:`.rank_bugs`.
-    """
-
-    id: str
-    clause: str
-    what: str
-    requires: Tuple[str, ...] = ()
-    variant: str = ""
-    replaces: Tuple[str, ...] = ()  # options the bug makes irrelevant (pinned to the protocol's value)
-    sees: Optional[Callable[[Case], Case]] = field(default=None, compare=False, repr=False)
-    rank_sum: Optional[Callable[[Sequence[int]], Any]] = field(default=None, compare=False, repr=False)
-    scale: int = field(default=1, compare=False, repr=False)
-    metrics: Tuple[str, ...] = ()
-    decimals: Optional[int] = field(default=None, compare=False, repr=False)  # every value rounded so
-
-    @property
-    def label(self) -> str:
-        return f"{self.id}[{self.variant}]" if self.variant else self.id
-
-
-def _descending(case: Case) -> Case:
-    """The ranking sorted the wrong way: the largest distance first."""
-    return replace(case, name=case.name + " (descending)", distances=case.distances.max() - case.distances,
-                   codes=None, golden=None)
-
-
-def _exact_labels(case: Case) -> Case:
-    """Relevant only when the label vectors are equal."""
-    if case.codes is not None:
-        ql, dl = case.codes[2], case.codes[3]
-    else:
-        ql, dl = labels_from_relevance(case.relevance)
-    same = (np.asarray(ql)[:, None, :] == np.asarray(dl)[None, :, :]).all(-1)
-    return replace(case, name=case.name + " (exact labels)", relevance=case.relevance & same, codes=None,
-                   golden=None)
-
-
-def _junk_kept(case: Case) -> Case:
-    """Junk left in the ranking as items that are not relevant."""
-    if case.junk is None or not case.junk.any():
-        return case
-    return replace(case, name=case.name + " (junk kept)", relevance=case.relevance & ~case.junk, junk=None,
-                   codes=None, golden=None)
-
-
-#: the roundings modelled (from 5 decimals on, rounding hides inside the default tolerance)
-ROUNDED_DECIMALS = (2, 3, 4)
-
-
-def _zero_based_sum(ranks: Sequence[int]) -> Any:
-    """The sum of i / (r_i - 1): the ``+ 1`` of 1-based ranks is missing."""
-    total = Fraction(0)
-    for i, r in enumerate(ranks, start=1):
-        if r == 1:
-            return math.inf
-        total += Fraction(i, r - 1)
-    return total
-
-
-def _previous_hit_sum(ranks: Sequence[int]) -> Any:
-    """The trapezoid whose left side is the precision at the previous hit (1 before the first)."""
-    total = Fraction(0)
-    old = Fraction(1)
-    for i, r in enumerate(ranks, start=1):
-        p = Fraction(i, r)
-        total += (old + p) / 2
-        old = p
-    return total
-
-
-#: the section of the specification that describes each known bug under its id (a test checks each resolves)
-BUG_SECTION = "§11"
-#: the cut-offs real evaluation code defaults to (``topk=1000``, ``map_at_k=[100]``, ``mrr_at_k=[10]``...)
-DEFAULT_CUTOFFS = (10, 20, 50, 100, 1000)
-
-_FIRST_QUERY = "spec §8 mean over all queries"
-_FIRST_WHAT = ("only the first query{which} is evaluated (a stray `break` in the loop over queries, "
-               "spec §11){how}")
-
-
-def _first_query_bugs() -> List[Bug]:
-    out = []
-    for which, which_text in (("first", ""), ("first-relevant", " with a relevant item"),
-                              ("first-hit", " with a relevant item in the top k")):
-        for how, how_text in (("divided", "; its AP is still divided by the number of queries"),
-                              ("own", "; the function returns that query's AP")):
-            out.append(Bug("first-query-only", _FIRST_QUERY, _FIRST_WHAT.format(which=which_text, how=how_text),
-                           ("aggregate",), variant=f"{which},{how}", replaces=("empty",)))
-    return out
-
-
-BUGS: Tuple[Bug, ...] = tuple(_first_query_bugs()) + (
-    Bug("topk-ignored", "spec §6 the cut-off k",
-        "the cut-off is ignored: every value is the full-gallery one (penghu-cs/UCCH#4)", ("k",),
-        replaces=("ap_at_k",)),
-    Bug("last-item-dropped", "spec §6 k=None (whole gallery)",
-        "the last ranked item is dropped: the full-gallery value is AP@(N-1) (`gnd[0:-1]`, topk=-1 meant as "
-        "'all', as DeepHash-pytorch's CalcTopMap with topK=-1; spec §11)", ("aggregate", "no-k"), metrics=("ap",)),
-    *(Bug("default-cutoff", "spec §6 k=None (whole gallery)",
-          f"called without a cut-off it cuts at its own default k = {k} (a topk parameter defaulting to {k}): "
-          f"the whole-gallery value is AP@{k} (spec §11 default-cutoff)", ("no-k",), variant=str(k))
-      for k in DEFAULT_CUTOFFS),
-    Bug("divided-by-k", "spec §6 ap_at_k={ap_at_k}",
-        "AP@k is divided by k (the sum of precisions at the hits in the top k over k; a topk defaulting to the "
-        "gallery size divides the full AP by N)", (), replaces=("ap_at_k",), metrics=("ap",)),
-    Bug("zero-based-ranks", "spec §5 ranks start at 1",
-        "0-based ranks in i / r_i (the `+ 1` is missing; a relevant item at the top divides by zero)",
-        ("precision_sum", "concrete"), rank_sum=_zero_based_sum, metrics=("ap",)),
-    Bug("previous-hit-trapezoid", "spec §5 ap_rule=trapezoid (precision at the previous rank)",
-        "the trapezoid's left side is the precision at the previous HIT, not at the previous RANK "
-        "(seed 002 'One More Thing', layumi/Person_reID_baseline_pytorch#110)", ("trapezoid", "concrete"),
-        rank_sum=_previous_hit_sum, metrics=("ap",)),
-    Bug("ndcg-ideal-from-retrieved", "spec §7 nDCG",
-        "the ideal DCG is taken from the grades of the retrieved top k only, not from every relevant item "
-        "(a relevant item ranked beyond k costs nothing; spec §11)", ("concrete",), metrics=("ndcg",)),
-    Bug("mrr-counting-junk", "spec §7 MRR",
-        "junk items keep their rank positions when the first relevant item's rank is read (the reciprocal "
-        "rank counts the junk ranked before it; spec §11)", ("concrete", "junk"), metrics=("rr",)),
-    Bug("percent", "spec §8 fractions in [0, 1]", "every value is 100 x the reference: it returns percent", (),
-        scale=100),
-    *(Bug("rounded", "spec §0 conformance", f"every value is rounded to {d} decimals (recommender toolkits round "
-          "to 4 by default)", (), variant=str(d), decimals=d) for d in ROUNDED_DECIMALS),
-    Bug("empty-scores-one", "spec §8 empty={empty}",
-        "a query without a relevant item scores 1 and counts in the mean (torchmetrics' "
-        "empty_target_action=\"pos\", learning-to-rank libraries)", (), replaces=("empty",)),
-    Bug("cut-at-r", "spec §6 k=None (whole gallery)",
-        "each query's list is cut at its own R, the number of its relevant items: the value is MAP@R "
-        "(spec §7 MAP@R), not AP over the whole list", (), replaces=("ap_at_k",), metrics=("ap",)),
-    Bug("junk-kept", "spec §3 junk is removed before ranking",
-        "junk items are not removed: each one is ranked and counted as a wrong prediction", ("junk",),
-        sees=_junk_kept, metrics=("ap", "ndcg", "ap_at_r", "r_precision", "recall")),  # MRR: mrr-counting-junk
-    Bug("descending", "spec §1 smaller distance ranks first",
-        "the ranking is sorted the wrong way (largest distance first: a similarity sorted ascending or a "
-        "distance sorted descending)", (), sees=_descending),
-    Bug("exact-label-match", "spec §2 relevant = sharing a label",
-        "an item is relevant only when its label vector equals the query's (==), not when they share a label",
-        ("codes",), sees=_exact_labels, metrics=("ap",)),
-)
-
-
-def bug(bug_id: str, variant: str = "") -> Bug:
-    for b in BUGS:
-        if b.id == bug_id and (not variant or b.variant == variant):
-            return b
-    raise KeyError(bug_id)
-
-
 @dataclass(frozen=True)
 class Candidate:
     """One full description of what a function computes."""
@@ -258,22 +88,6 @@ class Candidate:
         parts = [f"{d}={self.option(d)}" for d in dims if self.option(d) is not None]
         parts += [f"bug {b.label}" for b in self.bugs]
         return ", ".join(parts)
-
-
-def applicable_bugs(aggregate: bool, codes: bool, any_k: bool, any_no_k: bool, metric: str = "ap",
-                    junk: bool = False) -> List[Bug]:
-    have = {"aggregate": aggregate, "codes": codes, "k": any_k, "no-k": any_no_k, "concrete": True, "junk": junk,
-            **{rule: True for rule in AP_RULES}}
-    return [b for b in BUGS if all(have[r] for r in b.requires) and (not b.metrics or metric in b.metrics)]
-
-
-def bug_fits(b: Bug, conv: Convention) -> bool:
-    """Whether bug ``b`` can be combined with convention ``conv``."""
-    if any(rule in b.requires and conv.ap_rule != rule for rule in AP_RULES):
-        return False
-    if "concrete" in b.requires and conv.ties in NON_CONCRETE_POLICIES:
-        return False
-    return True
 
 
 def conventions(bases: Sequence[str], values: Dict[str, Sequence[str]]) -> List[Convention]:

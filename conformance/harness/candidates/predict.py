@@ -20,7 +20,8 @@ from typing import Any, Collection, Dict, List, Optional, Sequence, Tuple
 
 from retrieval_conformance.conformance.harness.adapters.base import Call, Reading
 from retrieval_conformance.conformance.harness.candidates import rank_bugs
-from retrieval_conformance.conformance.harness.candidates.candidate import UNSTABLE, Bug, Candidate
+from retrieval_conformance.conformance.harness.candidates.bugs import Bug
+from retrieval_conformance.conformance.harness.candidates.candidate import UNSTABLE, Candidate
 from retrieval_conformance.conformance.harness.candidates.reference_values import Convention, ReferenceCache
 from retrieval_conformance.conformance.harness.engine.composite import Composite, field_of, predict_composite
 from retrieval_conformance.conformance.harness.inputs.public import Case

@@ -176,7 +176,7 @@ class ReferenceCache:
         return relevance_block(p, 0, p.n_queries), junk_block(p, 0, p.n_queries)
 
     def per_query(self, case: Case, conv: Convention, k: Optional[int], max_rank: int):
-        from retrieval_conformance.reference.contract.evaluate import resolve_options
+        from retrieval_conformance.reference.contract.protocol_options import resolve_options
         from retrieval_conformance.reference.contract.registry import get
 
         ap_at_k = conv.ap_at_k if k is not None else "hits"  # irrelevant without a cut-off

@@ -12,10 +12,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
+from retrieval_conformance.conformance.harness.candidates.bugs import applicable_bugs
 from retrieval_conformance.conformance.harness.candidates.candidate import (
     UNSTABLE,
     Candidate,
-    applicable_bugs,
     cost,
     staged,
 )

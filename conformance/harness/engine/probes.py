@@ -11,7 +11,8 @@ from dataclasses import replace
 from typing import List, Optional
 
 import numpy as np
-from retrieval_conformance.conformance.harness.candidates.candidate import Candidate, bug
+from retrieval_conformance.conformance.harness.candidates.bugs import bug
+from retrieval_conformance.conformance.harness.candidates.candidate import Candidate
 from retrieval_conformance.conformance.harness.candidates.predict import agreement, within
 from retrieval_conformance.conformance.harness.inputs.public import FAMILIES, family, sample_cases
 from retrieval_conformance.conformance.harness.session import Evaluation, Session

@@ -6,7 +6,7 @@ its own (``topk=10``, ``map_at_k=[100]``, ``topk=1000``) never binds on them, an
 cut at 100 and its min(R, 100).  This module holds
 
 * :func:`long_cases`: a few dedicated inputs longer than the cut-offs real code defaults to
-  (:data:`~..candidates.candidate.DEFAULT_CUTOFFS`: 10, 20, 50, 100, 1000) with relevant items beyond each,
+  (:data:`~..candidates.bugs.DEFAULT_CUTOFFS`: 10, 20, 50, 100, 1000) with relevant items beyond each,
   one query with more than 100 relevant items, and a one-item gallery asked for k > 1 (the only
   long inputs: everything else stays small, so a check stays fast);
 * :func:`near_candidates`: the alternatives nearest the best survivor: one more known bug, or one
@@ -26,11 +26,8 @@ from functools import lru_cache
 from typing import Iterable, List, Sequence, Tuple
 
 import numpy as np
-from retrieval_conformance.conformance.harness.candidates.candidate import (
-    Bug,
-    Candidate,
-    bug_fits,
-)
+from retrieval_conformance.conformance.harness.candidates.bugs import Bug, bug_fits
+from retrieval_conformance.conformance.harness.candidates.candidate import Candidate
 from retrieval_conformance.conformance.harness.candidates.reference_values import OPTION_VALUES
 from retrieval_conformance.conformance.harness.engine.eliminate import _distinguishable
 from retrieval_conformance.conformance.harness.inputs.case import Case, fingerprint

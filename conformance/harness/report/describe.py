@@ -8,9 +8,8 @@ from __future__ import annotations
 
 from typing import List, Sequence, Tuple
 
+from retrieval_conformance.conformance.harness.candidates.bugs import BUG_SECTION, Bug
 from retrieval_conformance.conformance.harness.candidates.candidate import (
-    BUG_SECTION,
-    Bug,
     Candidate,
     meaning,
     option_clause,
