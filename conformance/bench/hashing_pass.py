@@ -35,7 +35,7 @@ import numpy as np
 import retrieval_conformance as rc
 from retrieval_conformance.conformance.bench.hashing import cifar10
 from retrieval_conformance.conformance.bench.threads import thread_environment
-from retrieval_conformance.implementations import c_library
+from retrieval_conformance.implementations.c import library as c_library
 from retrieval_conformance.reference.contract.codes import pack_words
 
 #: bit 0 of the CPU-feature mask: hardware popcount (RC_FEATURE_POPCNT in csrc/rc_core.h)

@@ -53,7 +53,7 @@ SCORES_SIZES = {"full": (1000, 50_000, 100, 0.005), "smoke": (40, 8000, 20, 0.00
 def _one_thread_c():
     """C on one thread registered as :data:`ONE_THREAD` for the duration (and no longer: the
     registry is the process's, and evaluate's callers list its names)."""
-    from retrieval_conformance.implementations.c_backend import CImplementation
+    from retrieval_conformance.implementations.c.backend import CImplementation
     from retrieval_conformance.reference.contract import registry
 
     added = ONE_THREAD not in registry.names()

@@ -35,7 +35,7 @@ from typing import Any, Dict, Iterator, List, Optional
 import retrieval_conformance as rc
 from retrieval_conformance.conformance.bench.hashing import cifar10
 from retrieval_conformance.conformance.crosscheck import same_bits
-from retrieval_conformance.implementations.c_threads import default_threads
+from retrieval_conformance.implementations.c.threads import default_threads
 
 #: the speed-up of two threads over one the report checks, quiet and with a competing process
 QUIET_TARGET = 1.7

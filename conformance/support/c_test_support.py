@@ -13,9 +13,9 @@ from retrieval_conformance.reference.contract.conventions import TIE_POLICIES as
 
 
 def load_c_backend():
-    """``implementations.c_backend``; the test is skipped when the library is not built (fails
+    """``implementations.c.backend``; the test is skipped when the library is not built (fails
     with ``RC_REQUIRE=c``)."""
     require_implementation("c")
-    from retrieval_conformance.implementations import c_backend as module
+    from retrieval_conformance.implementations.c import backend as module
 
     return module

@@ -8,7 +8,7 @@ from retrieval_conformance.conformance.support.c_test_support import load_c_back
 
 @pytest.fixture(scope="module")
 def c_backend():
-    """The module ``implementations.c_backend``."""
+    """The module ``implementations.c.backend``."""
     return load_c_backend()
 
 

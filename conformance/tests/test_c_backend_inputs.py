@@ -127,7 +127,7 @@ def test_non_contiguous_inputs_are_copied_not_misread(cimpl):
 def test_not_built_reason(c_backend, monkeypatch):
     """Without the shared object the implementation says why and how to build it."""
     monkeypatch.delenv("RC_C_LIBRARY", raising=False)  # (the sanitizer run points it at its own build)
-    from retrieval_conformance.implementations import c_library  # where the load state lives
+    from retrieval_conformance.implementations.c import library as c_library  # where the load state lives
 
     monkeypatch.setattr(c_library, "_LIB", None)
     monkeypatch.setattr(c_library, "_LOAD_ERROR", None)
@@ -165,7 +165,7 @@ def test_c_source_compiles_without_warnings(c_backend, tmp_path):
 
     configured = (os.environ.get("CC") or sysconfig.get_config_var("CC") or "cc").split()[0]
     cc = shutil.which(configured) or shutil.which("cc") or shutil.which("gcc")
-    csrc = os.path.join(os.path.dirname(c_backend.__file__), "csrc")
+    csrc = os.path.join(os.path.dirname(os.path.dirname(c_backend.__file__)), "csrc")
     sources = sorted(glob.glob(os.path.join(csrc, "*.c")))
     if cc is None or not sources:
         pytest.skip("no C compiler or no C source here")

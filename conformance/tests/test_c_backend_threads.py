@@ -82,7 +82,7 @@ def test_query_blocks_do_not_change_results(c_backend, monkeypatch):
 
 
 def _ap_in_child(problem):
-    from retrieval_conformance.implementations.c_backend import CImplementation
+    from retrieval_conformance.implementations.c.backend import CImplementation
 
     return CImplementation(num_threads=2).compute(problem, Options()).ap
 

@@ -247,7 +247,7 @@ def test_grades_and_discounts_are_checked_before_the_c_call(c_backend):
 
 
 def _header_without_comments(c_backend) -> str:
-    path = os.path.join(os.path.dirname(c_backend.__file__), "csrc", "rc_core.h")
+    path = os.path.join(os.path.dirname(os.path.dirname(c_backend.__file__)), "csrc", "rc_core.h")
     with open(path, encoding="utf-8") as f:
         return re.sub(r"/\*.*?\*/", " ", f.read(), flags=re.S)
 
@@ -265,7 +265,7 @@ def test_the_value_enum_lists_the_contract_values_in_order(c_backend):
 
 
 def test_the_output_struct_has_the_values_then_the_other_arrays(c_backend):
-    from retrieval_conformance.implementations.c_library import OTHER_FIELDS, STATUS_FIELDS
+    from retrieval_conformance.implementations.c.library import OTHER_FIELDS, STATUS_FIELDS
 
     header = _header_without_comments(c_backend)
     body = re.search(r"typedef struct \{([^}]*)\} rc_output;", header).group(1)

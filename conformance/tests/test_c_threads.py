@@ -1,4 +1,4 @@
-"""The C implementation's threads: the default thread count (``implementations/c_threads.py``)
+"""The C implementation's threads: the default thread count (``implementations/c/threads.py``)
 and the chunked loop over queries (``csrc/rc_threads.c``): every thread count, however many
 threads start late or not at all, gives the bits of one thread.  Skipped when the library is
 not built, or fails with ``RC_REQUIRE=c``.
@@ -14,7 +14,7 @@ from retrieval_conformance.reference.contract.problem import Options, Problem
 
 @pytest.fixture
 def c_threads(c_backend):
-    from retrieval_conformance.implementations import c_threads
+    from retrieval_conformance.implementations.c import threads as c_threads
 
     c_threads.cgroup_cpu_quota.cache_clear()
     yield c_threads

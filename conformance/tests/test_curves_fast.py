@@ -190,7 +190,7 @@ def test_c_curves_run_a_small_problem_on_one_thread(monkeypatch):
     work); a thread count asked for is passed on as it is."""
     if _cannot_draw("c", build_problem(query_codes=[[1]], db_codes=[[1]], relevance=[[True]])):
         pytest.skip("the C library is not built")
-    from retrieval_conformance.implementations import c_curves
+    from retrieval_conformance.implementations.c import curves as c_curves
 
     library, asked = c_curves._require(), []
 

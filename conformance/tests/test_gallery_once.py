@@ -128,7 +128,8 @@ def test_progress_comes_from_inside_a_block(implementation):
     # one block of queries for evaluate, several for the implementation: the caller hears of each
     if implementation not in rc.available_implementations():
         pytest.skip(f"{implementation} unavailable here")
-    from retrieval_conformance.implementations import c_backend, numpy_backend
+    from retrieval_conformance.implementations import numpy_backend
+    from retrieval_conformance.implementations.c import backend as c_backend
 
     seen = []
     inputs = _inputs()["codes ±1, ids"]

@@ -148,9 +148,9 @@ def test_importing_a_layer_loads_nothing_above_it(layer):
 def test_the_check_sees_a_violation():
     # the rules themselves: an upward and a sideways import are caught, a downward one is not
     assert upward(f"{PACKAGE}.reference.contract.problem", f"{PACKAGE}.reference.per_query")
-    assert upward(f"{PACKAGE}.implementations.c_backend", f"{PACKAGE}.reference.per_query")
+    assert upward(f"{PACKAGE}.implementations.c.backend", f"{PACKAGE}.reference.per_query")
     assert upward(f"{PACKAGE}.dispatch", f"{PACKAGE}.conformance.crosscheck")
-    assert not upward(f"{PACKAGE}.implementations.c_backend", f"{PACKAGE}.reference.contract.problem")
+    assert not upward(f"{PACKAGE}.implementations.c.backend", f"{PACKAGE}.reference.contract.problem")
     assert not upward(f"{PACKAGE}.conformance.crosscheck", PACKAGE)
 
 

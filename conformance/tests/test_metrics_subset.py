@@ -264,7 +264,7 @@ def test_c_reads_a_misaligned_array_through_an_aligned_copy():
     """dask's workers unpickle arrays from buffers at any byte offset; C reads doubles, so the C
     backend hands it an aligned copy (the sanitizer run reports a misaligned load otherwise)."""
     require_implementation("c")
-    from retrieval_conformance.implementations.c_backend import _array
+    from retrieval_conformance.implementations.c.backend import _array
 
     raw = np.frombuffer(bytes(1 + 8 * 12), dtype=np.uint8)[1:]
     misaligned = raw.view(np.float64).reshape(3, 4)

@@ -81,7 +81,7 @@ def test_a_third_party_registers_through_the_entry_point_group(monkeypatch, tmp_
     monkeypatch.setattr(registry, "_SPECS", dict(registry._SPECS))
     monkeypatch.setattr(registry, "_CACHE", {})
     assert "thirdparty" in registry.names()
-    assert registry._SPECS["c"] == "retrieval_conformance.implementations.c_backend:CImplementation"
+    assert registry._SPECS["c"] == "retrieval_conformance.implementations.c.backend:CImplementation"
     res = rc.evaluate(distances=[[0.1, 0.2], [0.3, 0.1]], relevance=[[0, 1], [0, 1]], implementation="thirdparty",
                       block_size=1)  # several blocks, and no prepare(): nothing is passed
     assert res.implementation == "thirdparty" and res.map == 0.75

@@ -59,7 +59,7 @@ def _mapped_files() -> set:
 @pytest.mark.skipif(not SANITIZED, reason="only in the sanitizer run (RC_SANITIZED=1)")
 def test_sanitized_run_uses_the_sanitized_library():
     require_implementation("c")
-    from retrieval_conformance.implementations import c_backend
+    from retrieval_conformance.implementations.c import backend as c_backend
 
     library = os.environ.get("RC_C_LIBRARY", "")
     assert library, "RC_SANITIZED=1 without RC_C_LIBRARY"

@@ -1,5 +1,5 @@
 """Pass 2 of the gallery shards: the C counts (``csrc/rc_shard.c``, bound by
-``implementations/c_shards.py``) are the numpy loop's integers, on the points a real merge asks
+``implementations/c/shards.py``) are the numpy loop's integers, on the points a real merge asks
 for and on points made to reach every edge (keys no item has, points of other shards before and
 after this one, several points on one key, rows without points), with ties, -0.0, junk, camera
 junk, an empty shard and any thread count."""
@@ -9,7 +9,7 @@ from dataclasses import replace
 
 import numpy as np
 import pytest
-from retrieval_conformance.implementations import c_shards
+from retrieval_conformance.implementations.c import shards as c_shards
 from retrieval_conformance.implementations.dask.merge import merge_statistics, points_for
 from retrieval_conformance.implementations.dask.shards import (
     gallery_part,

@@ -3,7 +3,7 @@
 The dask implementation (:mod:`.backend`) cuts the gallery into contiguous shards (items
 ``lo:hi``, with their global offset ``lo``) and runs, for each chunk of queries, two passes over
 every shard; this module holds what those passes compute on the workers (numpy, and pass 2's
-counts in C where the library is built: :mod:`..c_shards`; no dask), :mod:`.merge` what the
+counts in C where the library is built: :mod:`..c.shards`; no dask), :mod:`.merge` what the
 client does with their results.
 
 What the metrics of one query depend on (spec §4, §5, §7):
@@ -53,7 +53,7 @@ from dataclasses import fields, replace
 from typing import Any, Dict, List, Optional, Sequence, Tuple, Union, cast
 
 import numpy as np
-from retrieval_conformance.implementations import c_shards
+from retrieval_conformance.implementations.c import shards as c_shards
 from retrieval_conformance.implementations.numpy_backend import NumpyOps, NumpySource
 from retrieval_conformance.implementations.vector.blocks import BLOCK_BYTES, float32_order_key
 from retrieval_conformance.reference.contract.conventions import INDEX_ORDERS
@@ -228,7 +228,7 @@ def shard_counts(part: Problem, gallery: Dict[str, np.ndarray], offset: int, tie
     shard's non-junk items ahead of it under an index order ((P,) int64), or below and at its
     key under the other policies ((2, P) int64).
 
-    ``use_c``: count in C (:mod:`..c_shards`, one pass per row; None: where it is built), or
+    ``use_c``: count in C (:mod:`..c.shards`, one pass per row; None: where it is built), or
     with the numpy loop below (False); both give the same integers."""
     index_order = ties in INDEX_ORDERS
     n_points = points["row"].shape[0]

@@ -37,7 +37,7 @@ CURVE_EMPTY_POLICIES = ("skip", "zero")
 CURVE_KERNELS = {
     "reference": "retrieval_conformance.reference.curve_values:per_query_curves",
     "numpy": "retrieval_conformance.implementations.vector.curves:per_query_curves",
-    "c": "retrieval_conformance.implementations.c_curves:per_query_curves",
+    "c": "retrieval_conformance.implementations.c.curves:per_query_curves",
 }
 #: the fastest first: ``implementation="auto"`` picks the first whose module's
 #: ``unavailable_reason(problem)`` (where it has one) is None

@@ -108,7 +108,7 @@ _SPECS: Dict[str, str] = {
     "reference": "retrieval_conformance.reference.backend:ReferenceImplementation",
     "numpy": "retrieval_conformance.implementations.numpy_backend:NumpyImplementation",
     "torch": "retrieval_conformance.implementations.torch_backend:TorchImplementation",
-    "c": "retrieval_conformance.implementations.c_backend:CImplementation",
+    "c": "retrieval_conformance.implementations.c.backend:CImplementation",
     "dask": "retrieval_conformance.implementations.dask.backend:DaskImplementation",
 }
 BUILT_IN = tuple(_SPECS)

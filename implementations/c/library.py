@@ -11,7 +11,7 @@ Here: the load (once per process, with the ABI version and value-count checks), 
 ``Structure``s and enum codes of ``csrc/rc_core.h`` (the output structure built from the
 contract's field lists, with no metric named), the CPU-feature and thread-count controls (a forked child
 runs on one thread) and the bit packing of codes and multi-hot labels.  The calls themselves
-are made by :mod:`.c_backend`.
+are made by :mod:`.backend`.
 """
 from __future__ import annotations
 
@@ -225,7 +225,7 @@ def cpu_features(mask: Optional[int] = None) -> int:
 
 def max_threads() -> int:
     """OpenMP's thread count (``OMP_NUM_THREADS``, else every online CPU): the most the default rule of
-    :mod:`.c_threads` picks."""
+    :mod:`.threads` picks."""
     return int(_require().rc_max_threads())
 
 
@@ -249,7 +249,7 @@ def _fork_safe(num_threads: int) -> int:
 
 def thread_count(num_threads: Optional[int] = None) -> int:
     """The thread count asked for: ``num_threads``, else ``RC_NUM_THREADS``, else 0 (the
-    default rule, :func:`.c_threads.default_threads`, decides)."""
+    default rule, :func:`.threads.default_threads`, decides)."""
     if num_threads is None:
         env = os.environ.get("RC_NUM_THREADS", "").strip()
         if not env:

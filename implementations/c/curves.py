@@ -15,15 +15,15 @@ from __future__ import annotations
 from typing import Optional, cast
 
 import numpy as np
-from retrieval_conformance.implementations.c_library import (
+from retrieval_conformance.implementations.c.library import (
     _TIES,
     _require,
     cpu_features,
 )
-from retrieval_conformance.implementations.c_library import (
+from retrieval_conformance.implementations.c.library import (
     unavailable_reason as library_unavailable,
 )
-from retrieval_conformance.implementations.c_threads import resolve_threads
+from retrieval_conformance.implementations.c.threads import resolve_threads
 from retrieval_conformance.implementations.numpy_backend import pack_bits
 from retrieval_conformance.implementations.vector.relevance_blocks import junk_block, relevance_block
 from retrieval_conformance.reference.contract.codes import pack_words

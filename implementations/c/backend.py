@@ -1,7 +1,7 @@
 """The C implementation: a plain C library (``csrc/*.c``, no ``Python.h``) called with ctypes.
 
 Loading the library (``RC_C_LIBRARY``, the "not built" reason, the ABI check), its ctypes
-structures and enum codes, the thread count and the bit packing live in :mod:`.c_library`;
+structures and enum codes, the thread count and the bit packing live in :mod:`.library`;
 here: :class:`CImplementation`, which checks and packs the arguments and calls the library
 once per block of queries, and maps its error codes to Python exceptions.
 
@@ -24,7 +24,7 @@ What the C code does per query (spec §4, §12), never sorting the whole gallery
   ``Q x N`` matrix is ever built.
 * Queries are independent and run in parallel, in chunks handed out as threads become free
   (``csrc/rc_threads.c``); results do not depend on the thread count (``num_threads=``,
-  ``RC_NUM_THREADS``, or the default rule of :mod:`.c_threads`).
+  ``RC_NUM_THREADS``, or the default rule of :mod:`.threads`).
 * nDCG, RR, AP@R and the hit rate come from the same ranks or tie groups (``csrc/rc_rank.c``):
   DCG reads the discount table of ``reference/contract/discounts.py`` (``rank_discounts``, by
   pointer: C computes no logarithm), graded relevance goes to C as one uint8 grade per item.
@@ -38,8 +38,8 @@ import ctypes
 from typing import Any, Callable, Dict, Optional, Tuple, cast
 
 import numpy as np
-from retrieval_conformance.implementations import c_library
-from retrieval_conformance.implementations.c_library import (  # noqa: F401 (re-exported: the names c_backend had)
+from retrieval_conformance.implementations.c import library as c_library
+from retrieval_conformance.implementations.c.library import (  # noqa: F401 (re-exported: the names c_backend had)
     _DENOMINATORS,
     _GAINS,
     _RECALLS,
@@ -72,7 +72,7 @@ from retrieval_conformance.implementations.c_library import (  # noqa: F401 (re-
     output_struct,
     thread_count,
 )
-from retrieval_conformance.implementations.c_threads import resolve_threads
+from retrieval_conformance.implementations.c.threads import resolve_threads
 from retrieval_conformance.reference.contract.arrays import CHUNK_ITEMS
 from retrieval_conformance.reference.contract.codes import pack_words, padding_is_zero, word_count
 from retrieval_conformance.reference.contract.conventions import DISCOUNTS
@@ -214,7 +214,7 @@ class CImplementation(Implementation):
     ----------
     num_threads : int, optional
         Threads for the C code; default ``RC_NUM_THREADS``, else the default rule of
-        :mod:`.c_threads` (one thread for small problems, else one per CPU this process may
+        :mod:`.threads` (one thread for small problems, else one per CPU this process may
         use).  Any count gives the same arrays.
     """
 
@@ -390,7 +390,7 @@ class CImplementation(Implementation):
             if rc == RC_ERR_NOMEM:
                 raise MemoryError(f"C implementation: cannot allocate workspace for a gallery of {N} items")
             if rc == RC_ERR_ARGS:
-                raise ValueError("C implementation: inconsistent arguments (this is a bug in c_backend.py)")
+                raise ValueError("C implementation: inconsistent arguments (this is a bug in c/backend.py)")
             if rc == RC_ERR_QUERY:
                 self._raise_for_status(status[start:stop], err_a[start:stop], err_b[start:stop], start, options,
                                        "scores" if negated else "distances")

@@ -5,7 +5,7 @@ shard, its non-junk items counted against the row's points, the counts
 
 The numpy loop of :mod:`.dask.shards` is the fallback where the library is not built (or was
 built without this unit): both give the same integers (a test compares them).  The function is
-bound here, apart from the library's load checks (:mod:`.c_library`), so that a library without
+bound here, apart from the library's load checks (:mod:`.library`), so that a library without
 it leaves the rest of the ``c`` implementation usable.
 """
 from __future__ import annotations
@@ -14,8 +14,8 @@ import ctypes
 from typing import Optional
 
 import numpy as np
-from retrieval_conformance.implementations.c_library import _load
-from retrieval_conformance.implementations.c_threads import resolve_threads
+from retrieval_conformance.implementations.c.library import _load
+from retrieval_conformance.implementations.c.threads import resolve_threads
 
 #: the distances' type codes of rc_shard.c (Hamming distances travel as int64)
 _F64, _F32, _I64 = 0, 1, 2

@@ -22,7 +22,7 @@ import os
 from functools import lru_cache
 from typing import Optional
 
-from retrieval_conformance.implementations.c_library import _fork_safe, max_threads, thread_count
+from retrieval_conformance.implementations.c.library import _fork_safe, max_threads, thread_count
 
 #: below this many (query, item) pairs the default is one thread
 SMALL_PROBLEM = 1 << 18
