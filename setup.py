@@ -3,6 +3,7 @@
 RC_BUILD_C=auto (default): build if a compiler works, else install without it.
 RC_BUILD_C=1: the build must succeed.  RC_BUILD_C=0: never build it.
 """
+
 import os
 
 from setuptools import Extension, setup

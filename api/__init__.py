@@ -7,6 +7,7 @@ The package face names what users call and loads each name's module on first use
 so ``import retrieval_conformance`` is cheap and importing a lower layer (for example
 ``retrieval_conformance.reference.contract``) loads nothing above it (ARCHITECTURE.md).
 """
+
 from __future__ import annotations
 
 import importlib

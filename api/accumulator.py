@@ -15,6 +15,7 @@ on the order of the queries nor on how they were split into blocks.
 >>> len(acc), acc.compute().map
 (2, 0.75)
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -39,8 +40,8 @@ GALLERY_COLUMNS = ("distances", "scores", "relevance", "junk")
 
 @options_table.documented(
     "accumulator",
-    implementation="Resolved here (``\"auto\"``: the fastest available) and used for every block; "
-                   "``\"reference\"`` also keeps exact ``Fraction`` values (``result.exact``).",
+    implementation='Resolved here (``"auto"``: the fastest available) and used for every block; '
+    '``"reference"`` also keeps exact ``Fraction`` values (``result.exact``).',
     device="As in :func:`~retrieval_conformance.evaluate`.",
 )
 class Accumulator:
@@ -107,8 +108,19 @@ class Accumulator:
         metrics=None,
     ) -> None:
         self._options = resolve_options(
-            protocol, None if k is _UNSET else k, max_rank, ties, ap_rule, ap_at_k, empty, radius,
-            k_given=k is not _UNSET, gain=gain, recall=recall, discount=discount, metrics=metrics,
+            protocol,
+            None if k is _UNSET else k,
+            max_rank,
+            ties,
+            ap_rule,
+            ap_at_k,
+            empty,
+            radius,
+            k_given=k is not _UNSET,
+            gain=gain,
+            recall=recall,
+            discount=discount,
+            metrics=metrics,
         )
         self._protocol = protocol
         self._metric = v.choice("metric", metric, METRICS)
@@ -121,8 +133,10 @@ class Accumulator:
         self._distributed = None
         if distributed:  # a rank's shard may be empty; the shards' sizes are gathered at compute()
             from retrieval_conformance.distributed import DistributedQueries  # torch only when asked for
-            self._distributed = DistributedQueries(self._gallery, self._options, protocol, self._metric,
-                                                   implementation, device)
+
+            self._distributed = DistributedQueries(
+                self._gallery, self._options, protocol, self._metric, implementation, device
+            )
         self._gallery_size = None if distributed else fixed_gallery_size(self._gallery)
         impl = registry.get(implementation) if device is None else registry.on_device(implementation, device)
         self._implementation = self._distributed.implementation if self._distributed is not None else impl.name
@@ -148,8 +162,10 @@ class Accumulator:
         return self._n_queries
 
     def __repr__(self) -> str:
-        return (f"Accumulator(protocol={self._protocol!r}, implementation={self._implementation!r}, "
-                f"queries={self._n_queries}, gallery={self._n_gallery})")
+        return (
+            f"Accumulator(protocol={self._protocol!r}, implementation={self._implementation!r}, "
+            f"queries={self._n_queries}, gallery={self._n_gallery})"
+        )
 
     @property
     def options(self) -> Options:
@@ -209,9 +225,16 @@ class Accumulator:
         and leaves the accumulator as it was.  A block of no queries (every given array with 0
         rows, as the last batch of a sharded loader can be) changes nothing.
         """
-        block = dict(query_embeddings=query_embeddings, query_codes=query_codes, distances=distances,
-                     scores=scores, query_labels=query_labels, query_cams=query_cams,
-                     relevance=relevance, junk=junk)
+        block = dict(
+            query_embeddings=query_embeddings,
+            query_codes=query_codes,
+            distances=distances,
+            scores=scores,
+            query_labels=query_labels,
+            query_cams=query_cams,
+            relevance=relevance,
+            junk=junk,
+        )
         start = self._n_queries
         if self._distributed is not None:
             try:
@@ -250,8 +273,9 @@ class Accumulator:
             return result
         if not self._parts:
             raise ValueError("Accumulator.compute: no queries yet; call update(...) with a block of queries first")
-        return aggregate(PerQuery.concat(self._parts), self._options, self._protocol, self._implementation,
-                         n_gallery=self._n_gallery)
+        return aggregate(
+            PerQuery.concat(self._parts), self._options, self._protocol, self._implementation, n_gallery=self._n_gallery
+        )
 
     # -- helpers ----------------------------------------------------------------------------
     def _check_gallery_columns(self, block: Dict[str, Any]) -> Optional[int]:
@@ -273,8 +297,10 @@ class Accumulator:
         if self._gallery_size is not None:
             name, arr = next(iter(self._gallery.items()))
             return f"the gallery given to Accumulator ({name}) has {arr.shape[0]} items"
-        return (f"earlier update() blocks had {self._n_gallery} gallery items, and every block ranks the same "
-                "gallery; call reset() first to start over with another one")
+        return (
+            f"earlier update() blocks had {self._n_gallery} gallery items, and every block ranks the same "
+            "gallery; call reset() first to start over with another one"
+        )
 
     def _check_code_kind(self, codes, start: int) -> Dict[str, Optional[int]]:
         """±1 or {0, 1} codes is decided over every query, as one ``evaluate`` call decides it: a
@@ -310,33 +336,50 @@ class Accumulator:
         # embeddings whose distances are computed here
         seen_by_evaluate = ("float16", "longdouble")
         if self._embeddings_only(block):
-            warn_low_precision({name: kind for name, kind in kinds.items() if name in EMBEDDINGS},
-                               dict(block, db_embeddings=self._gallery["db_embeddings"]),
-                               lambda q, d: embedding_distances(q, d, self._metric))
+            warn_low_precision(
+                {name: kind for name, kind in kinds.items() if name in EMBEDDINGS},
+                dict(block, db_embeddings=self._gallery["db_embeddings"]),
+                lambda q, d: embedding_distances(q, d, self._metric),
+            )
             kinds = {name: kind for name, kind in kinds.items() if name not in EMBEDDINGS}
-        warn_low_precision({name: kind for name, kind in kinds.items() if kind not in seen_by_evaluate}, block,
-                           lambda q, d: embedding_distances(q, d, self._metric))
+        warn_low_precision(
+            {name: kind for name, kind in kinds.items() if kind not in seen_by_evaluate},
+            block,
+            lambda q, d: embedding_distances(q, d, self._metric),
+        )
         if self._embeddings_only(block):
             # the distances evaluate would compute, with the gallery's slices made once for every block
             block = dict(block, distances=self._embedding_distances(block.pop("query_embeddings")))
             gallery = {name: value for name, value in gallery.items() if name != "db_embeddings"}
-        result = evaluate(**gallery, **block, protocol=self._protocol, **options, metric=self._metric,
-                          implementation=self._implementation, device=self._device)
+        result = evaluate(
+            **gallery,
+            **block,
+            protocol=self._protocol,
+            **options,
+            metric=self._metric,
+            implementation=self._implementation,
+            device=self._device,
+        )
         return result.per_query
 
     def _embeddings_only(self, block: Dict[str, Any]) -> bool:
         """A block whose one ranking input is a matrix of query embeddings, against db_embeddings
         (anything else goes to ``evaluate`` as it is, which names what is wrong)."""
         rankings = [name for name in ("query_embeddings", "query_codes", "distances", "scores") if name in block]
-        return (rankings == ["query_embeddings"] and "db_embeddings" in self._gallery
-                and block["query_embeddings"].ndim == 2)
+        return (
+            rankings == ["query_embeddings"]
+            and "db_embeddings" in self._gallery
+            and block["query_embeddings"].ndim == 2
+        )
 
     def _embedding_distances(self, query_embeddings):
         if self._db_embeddings is None:
-            self._db_embeddings = v.float_matrix("db_embeddings", self._gallery["db_embeddings"],
-                                                 "one embedding per gallery item")
-        return embedding_distances(query_embeddings, self._db_embeddings, self._metric,
-                                   db_checked=True, sliced=self._db_slices)
+            self._db_embeddings = v.float_matrix(
+                "db_embeddings", self._gallery["db_embeddings"], "one embedding per gallery item"
+            )
+        return embedding_distances(
+            query_embeddings, self._db_embeddings, self._metric, db_checked=True, sliced=self._db_slices
+        )
 
 
 def _located(exc: Exception, start: int) -> Exception:

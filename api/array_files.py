@@ -4,6 +4,7 @@ Every failure is a ``ValueError`` whose message starts with the option and the f
 what to do (the commands print it as ``error: ...`` and exit 2).  The readers bound what a
 file may make us allocate (``--max-array-bytes``, shared by all files of one command).
 """
+
 from __future__ import annotations
 
 from typing import Dict, Optional, Sequence, Tuple
@@ -19,8 +20,20 @@ from retrieval_conformance.reference.readers import (
 )
 
 #: the array arguments of ``evaluate``, i.e. the names an ``.npz`` may hold
-EVALUATE_ARRAYS = ("distances", "scores", "query_codes", "db_codes", "query_embeddings", "db_embeddings",
-                   "relevance", "query_labels", "db_labels", "query_cams", "db_cams", "junk")
+EVALUATE_ARRAYS = (
+    "distances",
+    "scores",
+    "query_codes",
+    "db_codes",
+    "query_embeddings",
+    "db_embeddings",
+    "relevance",
+    "query_labels",
+    "db_labels",
+    "query_cams",
+    "db_cams",
+    "junk",
+)
 #: the arrays of a search file (``--search``): faiss's ``D, I = index.search(x, k)``, labels and ids
 SEARCH_ARRAYS = ("D", "I", "query_labels", "db_labels", "query_ids", "db_ids")
 
@@ -37,8 +50,9 @@ class ArrayBudget:
         self.left -= sum(a.nbytes for a in arrays.values())
 
 
-def read_array_file(option: str, path: str, budget: ArrayBudget, archive: bool,
-                    names: Sequence[str] = EVALUATE_ARRAYS) -> Dict[str, np.ndarray]:
+def read_array_file(
+    option: str, path: str, budget: ArrayBudget, archive: bool, names: Sequence[str] = EVALUATE_ARRAYS
+) -> Dict[str, np.ndarray]:
     """The arrays of one file: ``{name: array}`` from an ``.npz`` (``archive``), ``{"": array}`` from an ``.npy``."""
     kind = ".npz archive written by numpy.savez" if archive else ".npy file written by numpy.save"
     try:
@@ -47,8 +61,9 @@ def read_array_file(option: str, path: str, budget: ArrayBudget, archive: bool,
         if exc.limit == "max_bytes":  # the reader's advice names its keyword; ours the flag
             raise ValueError(f"{option} {exc.path}: {exc.reason}; raise the limit with --max-array-bytes N") from None
         if exc.limit == "max_elements":  # no flag: 2**31 elements is past any array of 2 GiB of bytes
-            raise ValueError(f"{option} {exc.path}: {exc.reason}; evaluate the data in smaller parts "
-                             "(rc.Accumulator)") from None
+            raise ValueError(
+                f"{option} {exc.path}: {exc.reason}; evaluate the data in smaller parts (rc.Accumulator)"
+            ) from None
         raise ValueError(f"{option} {exc}") from None
     except FileNotFoundError:
         raise ValueError(f"{option} {path}: no such file; check the path") from None
@@ -65,8 +80,7 @@ def read_array_file(option: str, path: str, budget: ArrayBudget, archive: bool,
     return arrays
 
 
-def read_search_file(path: str, metric: str, budget: ArrayBudget,
-                     qrels_given: bool) -> Tuple[dict, Optional[dict]]:
+def read_search_file(path: str, metric: str, budget: ArrayBudget, qrels_given: bool) -> Tuple[dict, Optional[dict]]:
     """The run (and, from labels, the qrels) of a search file: ``np.savez(path, D=D, I=I, ...)``.
 
     ``D`` and ``I`` are what ``faiss.Index.search`` returns (``I = -1``: no neighbour);
@@ -76,23 +90,41 @@ def read_search_file(path: str, metric: str, budget: ArrayBudget,
     arrays = read_array_file("--search", path, budget, archive=True, names=SEARCH_ARRAYS)
     for name in ("D", "I"):
         if name not in arrays:
-            raise ValueError(f"--search {path}: no array {name}; expected D and I as index.search returns them "
-                             "(np.savez(path, D=D, I=I, query_labels=..., db_labels=...))")
+            raise ValueError(
+                f"--search {path}: no array {name}; expected D and I as index.search returns them "
+                "(np.savez(path, D=D, I=I, query_labels=..., db_labels=...))"
+            )
     labels = [name in arrays for name in ("query_labels", "db_labels")]
     if any(labels) and not all(labels):
-        raise ValueError(f"--search {path}: holds {'query_labels' if labels[0] else 'db_labels'} alone; the qrels "
-                         "come from both query_labels and db_labels")
+        raise ValueError(
+            f"--search {path}: holds {'query_labels' if labels[0] else 'db_labels'} alone; the qrels "
+            "come from both query_labels and db_labels"
+        )
     if all(labels) and qrels_given:
-        raise ValueError(f"--qrels: {path} holds query_labels and db_labels, which give the qrels; drop --qrels or "
-                         "the labels")
+        raise ValueError(
+            f"--qrels: {path} holds query_labels and db_labels, which give the qrels; drop --qrels or the labels"
+        )
     if not all(labels) and not qrels_given:
         raise ValueError(f"--search {path}: no query_labels and db_labels, and no --qrels; give the qrels one way")
     try:
-        run = run_from_search(arrays["D"], arrays["I"], metric=metric, query_ids=arrays.get("query_ids"),
-                              db_ids=arrays.get("db_ids"),
-                              n_db=len(arrays["db_labels"]) if all(labels) else None)
-        qrels = qrels_from_labels(arrays["query_labels"], arrays["db_labels"], query_ids=arrays.get("query_ids"),
-                                  db_ids=arrays.get("db_ids")) if all(labels) else None
+        run = run_from_search(
+            arrays["D"],
+            arrays["I"],
+            metric=metric,
+            query_ids=arrays.get("query_ids"),
+            db_ids=arrays.get("db_ids"),
+            n_db=len(arrays["db_labels"]) if all(labels) else None,
+        )
+        qrels = (
+            qrels_from_labels(
+                arrays["query_labels"],
+                arrays["db_labels"],
+                query_ids=arrays.get("query_ids"),
+                db_ids=arrays.get("db_ids"),
+            )
+            if all(labels)
+            else None
+        )
     except ValueError as exc:
         raise ValueError(f"--search {path}: {exc}") from None
     return run, qrels

@@ -1,5 +1,6 @@
 """Command line: ``retrieval-conformance COMMAND`` (golden, evaluate, compare, check, identify, audit, bench,
 compute-ap, presets, explain)."""
+
 from __future__ import annotations
 
 import argparse
@@ -35,8 +36,10 @@ def presets_main(args) -> int:
         at_k = p.ap_at_k + (f" k={p.k}" if p.k else "")
         defaults = (("gain", "linear"), ("discount", "log2"), ("recall", "fraction"))
         other = [f"{name}={getattr(p, name)}" for name, default in defaults if getattr(p, name) != default]
-        print(f"{p.name:<13} {p.ap_rule:<14} {at_k:<12} {p.ties:<9} {p.empty:<12} "
-              f"{'+'.join(p.junk) or '-':<22} {' '.join(other) or '-':<16} {p.matches}")
+        print(
+            f"{p.name:<13} {p.ap_rule:<14} {at_k:<12} {p.ties:<9} {p.empty:<12} "
+            f"{'+'.join(p.junk) or '-':<22} {' '.join(other) or '-':<16} {p.matches}"
+        )
     return 0
 
 
@@ -44,22 +47,40 @@ def build_parser() -> argparse.ArgumentParser:
     from retrieval_conformance import __version__
     from retrieval_conformance.reference.contract.spec import SPEC_VERSION
 
-    parser = CommandParser(allow_abbrev=False, prog="retrieval-conformance", description=__doc__,
-                           epilog="Exit status: 0 done, 1 a negative verdict or lost output, 2 usage error, "
-                                  "130 interrupted, 141 the reader of the output went away (| head).")
-    parser.add_argument("--version", action="version",
-                        version=f"%(prog)s {__version__} (specification {SPEC_VERSION})")
+    parser = CommandParser(
+        allow_abbrev=False,
+        prog="retrieval-conformance",
+        description=__doc__,
+        epilog="Exit status: 0 done, 1 a negative verdict or lost output, 2 usage error, "
+        "130 interrupted, 141 the reader of the output went away (| head).",
+    )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__} (specification {SPEC_VERSION})")
     sub = parser.add_subparsers(dest="command", required=True)
 
     g = sub.add_parser("golden", help="check every implementation against the golden cases and the reference")
-    g.add_argument("--implementations", nargs="*", metavar="NAME",
-                   help="registered names to check (default: all registered); an unknown name is an error")
-    g.add_argument("--require", nargs="*", default=[], metavar="NAME",
-                   help="exit 1 if one of these is unavailable here; an unknown name is an error")
-    g.add_argument("--random", type=non_negative_int, default=200, metavar="N",
-                   help="generated cross-check problems (0 to skip; default 200)")
-    g.add_argument("--seed", type=non_negative_int, default=0, metavar="N",
-                   help="seed of the generated problems (default 0)")
+    g.add_argument(
+        "--implementations",
+        nargs="*",
+        metavar="NAME",
+        help="registered names to check (default: all registered); an unknown name is an error",
+    )
+    g.add_argument(
+        "--require",
+        nargs="*",
+        default=[],
+        metavar="NAME",
+        help="exit 1 if one of these is unavailable here; an unknown name is an error",
+    )
+    g.add_argument(
+        "--random",
+        type=non_negative_int,
+        default=200,
+        metavar="N",
+        help="generated cross-check problems (0 to skip; default 200)",
+    )
+    g.add_argument(
+        "--seed", type=non_negative_int, default=0, metavar="N", help="seed of the generated problems (default 0)"
+    )
     g.set_defaults(func=_by_name("retrieval_conformance.conformance.main_job:golden_main"))
 
     from retrieval_conformance.commands import evaluation
@@ -92,19 +113,37 @@ def _run(argv: Optional[List[str]]) -> int:
 
 #: subcommands that parse their own arguments: name -> (module, function, help)
 DELEGATED = {
-    "compare": ("retrieval_conformance.comparison", "compare_main",
-                "compare runs (.npz, or TREC runs with --qrels) query by query: intervals, paired tests, effect sizes"),
-    "check": ("retrieval_conformance.conformance.harness.cli", "check_main",
-              "check your own metric function against the reference, and name its conventions"),
-    "identify": ("retrieval_conformance.conformance.harness.cli", "identify_main",
-                 "name the conventions (and known bugs) your metric function follows: check --identify"),
-    "audit": ("retrieval_conformance.conformance.audit.cli", "audit_main",
-              "audit an evaluation: every convention's number, the conventions behind reported numbers, fragility"),
-    "bench": ("retrieval_conformance.conformance.bench.cli", "bench_main",
-              "speed benchmarks at dataset scale with peers, a ratio regression gate, the feature page "
-              "(run, gate, report, features, plot)"),
-    "compute-ap": ("retrieval_conformance.reference.protocols.landmark.cli", "compute_ap_main",
-                   "the VGG compute_ap program for Oxford/Paris ranked lists"),
+    "compare": (
+        "retrieval_conformance.comparison",
+        "compare_main",
+        "compare runs (.npz, or TREC runs with --qrels) query by query: intervals, paired tests, effect sizes",
+    ),
+    "check": (
+        "retrieval_conformance.conformance.harness.cli",
+        "check_main",
+        "check your own metric function against the reference, and name its conventions",
+    ),
+    "identify": (
+        "retrieval_conformance.conformance.harness.cli",
+        "identify_main",
+        "name the conventions (and known bugs) your metric function follows: check --identify",
+    ),
+    "audit": (
+        "retrieval_conformance.conformance.audit.cli",
+        "audit_main",
+        "audit an evaluation: every convention's number, the conventions behind reported numbers, fragility",
+    ),
+    "bench": (
+        "retrieval_conformance.conformance.bench.cli",
+        "bench_main",
+        "speed benchmarks at dataset scale with peers, a ratio regression gate, the feature page "
+        "(run, gate, report, features, plot)",
+    ),
+    "compute-ap": (
+        "retrieval_conformance.reference.protocols.landmark.cli",
+        "compute_ap_main",
+        "the VGG compute_ap program for Oxford/Paris ranked lists",
+    ),
 }
 
 

@@ -3,6 +3,7 @@
 One entry point for both kinds of input a lab has: matrices (distances, scores, codes,
 embeddings with labels or relevance) and TREC-style runs (files or ranx-style dicts).
 """
+
 from __future__ import annotations
 
 import functools
@@ -37,10 +38,13 @@ def evaluate(*args, run=None, qrels=None, **kwargs):
 # the signature callers (and the harness) read: evaluate's arguments plus run= and qrels=
 _parameters = list(inspect.signature(evaluate_arrays).parameters.values())
 # a function takes the __signature__ attribute that inspect.signature reads; typeshed does not declare it
-evaluate.__signature__ = inspect.Signature(_parameters + [  # type: ignore[attr-defined]
-    inspect.Parameter("run", inspect.Parameter.KEYWORD_ONLY, default=None),
-    inspect.Parameter("qrels", inspect.Parameter.KEYWORD_ONLY, default=None),
-])
+evaluate.__signature__ = inspect.Signature(  # type: ignore[attr-defined]
+    _parameters
+    + [
+        inspect.Parameter("run", inspect.Parameter.KEYWORD_ONLY, default=None),
+        inspect.Parameter("qrels", inspect.Parameter.KEYWORD_ONLY, default=None),
+    ]
+)
 _RUN_PARAMETERS = """    run, qrels : path or dict, optional
         Instead of arrays: a TREC run and its qrels (files, or ranx-style dicts
         ``{qid: {doc_id: score}}`` and ``{qid: {doc_id: grade}}``), evaluated as trec_eval does

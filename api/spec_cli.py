@@ -6,6 +6,7 @@
 * an unknown clause: a message with close matches on stderr, exit status 2.
 * no argument: the section headings and every clause id.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -18,13 +19,19 @@ EXIT_UNKNOWN = 2
 def add_parser(subparsers) -> argparse.ArgumentParser:
     """Add the ``explain`` subcommand to an ``argparse`` subparsers object."""
     p = subparsers.add_parser(
-        "explain", help="print a clause of the specification, e.g. explain \"§4 ties=stable\"",
+        "explain",
+        help='print a clause of the specification, e.g. explain "§4 ties=stable"',
         description="Print a clause (or section) of the retrieval-conformance specification, as cited by "
-                    "error messages and reports (\"spec §4 ties=stable\"). Without CLAUSE: list every "
-                    "section and clause id.")
-    p.add_argument("clause", nargs="*", metavar="CLAUSE",
-                   help="a clause id (\"§4 ties=stable\", \"ties=stable\", \"stable\"), a section (\"§4\", \"4\"), "
-                        "or a citation as printed (\"spec §4 ties=stable\")")
+        'error messages and reports ("spec §4 ties=stable"). Without CLAUSE: list every '
+        "section and clause id.",
+    )
+    p.add_argument(
+        "clause",
+        nargs="*",
+        metavar="CLAUSE",
+        help='a clause id ("§4 ties=stable", "ties=stable", "stable"), a section ("§4", "4"), '
+        'or a citation as printed ("spec §4 ties=stable")',
+    )
     p.set_defaults(func=main)
     return p
 
@@ -40,7 +47,7 @@ def index_text() -> str:
     for n, title in spec.section_titles().items():
         lines.append(f"§{n} {title}")
         lines.extend(f"    {cid}" for cid in by_section.get(n, []))
-    lines += ["", "retrieval-conformance explain CLAUSE prints one (e.g. explain \"§4 ties=stable\", explain 4)."]
+    lines += ["", 'retrieval-conformance explain CLAUSE prints one (e.g. explain "§4 ties=stable", explain 4).']
     return "\n".join(lines) + "\n"
 
 

@@ -7,6 +7,7 @@ can be NaN (``empty="nan"`` with no counted query), so every ``--json`` output g
 top-level ``"non_finite"`` object with the value it had (``"NaN"``, ``"Infinity"`` or
 ``"-Infinity"``).
 """
+
 from __future__ import annotations
 
 import json

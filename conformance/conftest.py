@@ -16,6 +16,7 @@ package registers as a ``pytest11`` entry point (pytest reads options before it 
 ``--pyargs`` packages, so a conftest alone cannot provide them there); this conftest adds them
 when that plugin is not loaded (e.g. running the suite from a checkout by path).
 """
+
 from retrieval_conformance.conformance.harness import pytest_plugin as _plugin
 from retrieval_conformance.conformance.harness.pytest_plugin import (  # noqa: F401  (fixtures)
     conformance_options,

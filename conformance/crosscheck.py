@@ -4,6 +4,7 @@ An implementation agrees when every per-query value equals the reference's exact
 rounded to float64 where that rounding is exact (bit for bit), and lies within 1e-12
 otherwise; an input the reference rejects must be rejected too.
 """
+
 from __future__ import annotations
 
 from fractions import Fraction
@@ -114,8 +115,9 @@ def describe(kwargs: Dict[str, object]) -> str:
     return f"{opts} {shapes}"
 
 
-def crosscheck(name: str, count: int, seed: int = 0,
-               progress: Optional[Callable[[int, int], None]] = None) -> List[str]:
+def crosscheck(
+    name: str, count: int, seed: int = 0, progress: Optional[Callable[[int, int], None]] = None
+) -> List[str]:
     """Run ``count`` generated problems through ``name`` and the reference."""
     choices = NumpyChoices(np.random.default_rng(seed))
     problems: List[str] = []

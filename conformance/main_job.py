@@ -3,6 +3,7 @@ implementation, the landmark golden values, then generated cross-checks against 
 
 ``api/cli.py`` parses the arguments and calls :func:`golden_main` by name.
 """
+
 from __future__ import annotations
 
 import sys
@@ -36,13 +37,17 @@ def golden_main(args) -> int:
         if status[n] is not None:
             print(f"unavailable: {status[n]}")
             if n in args.require:
-                print(f"error: --require: implementation {n!r} is required but unavailable here: {status[n]}",
-                      file=sys.stderr)
+                print(
+                    f"error: --require: implementation {n!r} is required but unavailable here: {status[n]}",
+                    file=sys.stderr,
+                )
                 return 1
     cases = golden.load_cases()
     width = max(len(c["id"]) for c in cases)
-    print(f"\nGolden cases ({len(cases)}) against {', '.join(usable)}; exact Fractions for the reference,"
-          f" |diff| <= {golden.FLOAT_TOLERANCE:g} otherwise\n")
+    print(
+        f"\nGolden cases ({len(cases)}) against {', '.join(usable)}; exact Fractions for the reference,"
+        f" |diff| <= {golden.FLOAT_TOLERANCE:g} otherwise\n"
+    )
     print(f"{'case':<{width}}  {'expected mAP':>14}  " + "  ".join(f"{n:>10}" for n in usable))
     failures = 0
     for case in cases:
@@ -62,14 +67,12 @@ def golden_main(args) -> int:
         print(f"{case['id']:<{width}}  {expected_map:>14}  " + "  ".join(f"{c:>10}" for c in cells))
     failures += _landmark_golden(args)
     if args.random:
-        print(f"\nGenerated cross-checks against the reference ({args.random} tie-heavy problems,"
-              " every option):")
+        print(f"\nGenerated cross-checks against the reference ({args.random} tie-heavy problems, every option):")
         for n in usable:
             if n == "reference":
                 continue
             t0 = time.perf_counter()
-            report = crosscheck(n, args.random, seed=args.seed,
-                                progress=lambda d, t, n=n: _progress(d, t, f"  {n}"))
+            report = crosscheck(n, args.random, seed=args.seed, progress=lambda d, t, n=n: _progress(d, t, f"  {n}"))
             failures += len(report)
             verdict = "ok" if not report else f"{len(report)} MISMATCH(ES)"
             print(f"  {n:<10} {verdict}  ({time.perf_counter() - t0:.1f} s)")
@@ -91,8 +94,10 @@ def _checked_names(args) -> list:
     names = given or registry.names()
     left_out = [n for n in required if n not in names]
     if left_out:
-        raise ValueError(f"--require: {left_out[0]!r} is required but not among --implementations "
-                         f"({', '.join(names)}); add it there or drop it from --require")
+        raise ValueError(
+            f"--require: {left_out[0]!r} is required but not among --implementations "
+            f"({', '.join(names)}); add it there or drop it from --require"
+        )
     return names
 
 
@@ -143,9 +148,11 @@ def _landmark_golden(args) -> int:
         want_ap = [golden.parse_value(v) for v in case["expected"].get("ap", [])]
         if not same_map or (want_ap and list(res.ap_exact) != want_ap):
             problems.append(f"{case['id']}: mAP {got_map}, golden {case['expected']['map']}")
-    print(f"\nLandmark golden values (reference): {checked} cases (compute_ap edge cases, "
-          f"{sum(len(v) for v in data['runs'].values())} real Oxford5k lists, ROxford and GLDv2): "
-          f"{'ok' if not problems else f'{len(problems)} MISMATCH(ES)'}")
+    print(
+        f"\nLandmark golden values (reference): {checked} cases (compute_ap edge cases, "
+        f"{sum(len(v) for v in data['runs'].values())} real Oxford5k lists, ROxford and GLDv2): "
+        f"{'ok' if not problems else f'{len(problems)} MISMATCH(ES)'}"
+    )
     for line in problems[:20]:
         print(f"  {line}")
     return len(problems)

@@ -5,6 +5,7 @@
 is imported. mkdocstrings reads the source, which holds the empty slot: for these objects the page
 shows the docstring of the imported object (``mkdocs.yml`` loads this file as a griffe extension).
 """
+
 from __future__ import annotations
 
 import inspect

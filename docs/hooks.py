@@ -7,6 +7,7 @@
 * ``specification.md`` and ``changelog.md`` include ``reference/SPECIFICATION.md`` and
   ``CHANGELOG.md`` at build time (one copy of each text).
 """
+
 from __future__ import annotations
 
 import pathlib
@@ -45,8 +46,19 @@ def generated_tables() -> str:
     presets = _table(
         ["preset", "ties", "ap_rule", "ap_at_k", "empty", "junk", "k", "gain", "discount", "recall", "matches"],
         [
-            (f"`{p.name}`", p.ties, p.ap_rule, p.ap_at_k, p.empty, ", ".join(p.junk) or "—",
-             "—" if p.k is None else p.k, p.gain, p.discount, p.recall, p.matches)
+            (
+                f"`{p.name}`",
+                p.ties,
+                p.ap_rule,
+                p.ap_at_k,
+                p.empty,
+                ", ".join(p.junk) or "—",
+                "—" if p.k is None else p.k,
+                p.gain,
+                p.discount,
+                p.recall,
+                p.matches,
+            )
             for p in PRESETS.values()
         ],
     )

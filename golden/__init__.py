@@ -9,6 +9,7 @@ number comes from independently of this project's code.  Besides the fields of `
 (``map``, ``ap``, ``ndcg_at_k``, ``mrr``, ``map_at_r``, ...), ``expected`` may hold the per-query
 values ``ndcg``, ``rr`` and ``ap_at_r`` of ``result.per_query``.
 """
+
 from __future__ import annotations
 
 import json
@@ -82,9 +83,14 @@ def _result_value(result, key: str, exact: bool):
     if key in PER_QUERY_KEYS or key in MEANS_OF_PER_QUERY:
         return _per_query_value(result, key, exact)
     if exact and result.exact is not None:
-        value = {"map": result.exact.map, "ap": result.exact.ap, "cmc": result.exact.cmc,
-                 "minp": result.exact.minp, "precision_at_k": result.exact.precision_at_k,
-                 "recall_at_k": result.exact.recall_at_k}.get(key)
+        value = {
+            "map": result.exact.map,
+            "ap": result.exact.ap,
+            "cmc": result.exact.cmc,
+            "minp": result.exact.minp,
+            "precision_at_k": result.exact.precision_at_k,
+            "recall_at_k": result.exact.recall_at_k,
+        }.get(key)
         if value is not None:
             return value
     value = getattr(result, key)
@@ -117,9 +123,7 @@ def mismatches(case: Dict[str, Any], result, exact: bool = True) -> List[str]:
         if isinstance(expected_text, list):
             expected = [parse_value(t) for t in expected_text]
             got_list = list(got) if got is not None else []
-            if len(got_list) != len(expected) or not all(
-                _same(e, g, exact) for e, g in zip(expected, got_list)
-            ):
+            if len(got_list) != len(expected) or not all(_same(e, g, exact) for e, g in zip(expected, got_list)):
                 problems.append(f"{key}: expected {expected_text}, got {_show(got_list)}")
         else:
             expected = parse_value(expected_text)

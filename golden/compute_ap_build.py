@@ -14,6 +14,7 @@ The command line and the Oxford golden values built with the program are in
 :mod:`retrieval_conformance.golden.compute_ap_tool` (``python -m
 retrieval_conformance.golden.compute_ap_tool build`` prints the binary's path).
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -94,7 +95,8 @@ def find_compiler() -> str:
             return found
     raise CompilerUnavailable(
         "no C++ compiler found (tried $CXX, g++, c++, clang++): cannot build "
-        "golden/tools/compute_ap.cpp; install g++ or set CXX")
+        "golden/tools/compute_ap.cpp; install g++ or set CXX"
+    )
 
 
 def _compiler_identity(cxx: str) -> str:
@@ -127,20 +129,19 @@ def _build_cached(cxx: str, source: str) -> Tuple[str, str]:
         fd, tmp = tempfile.mkstemp(prefix=exe_name + ".", dir=str(root))
         os.close(fd)
         try:
-            proc = subprocess.run([cxx, "-O2", "-o", tmp, source], capture_output=True,
-                                  timeout=300)
+            proc = subprocess.run([cxx, "-O2", "-o", tmp, source], capture_output=True, timeout=300)
             if proc.returncode != 0:
                 raise CompileError(
                     f"{cxx} -O2 failed on {source} (status {proc.returncode}):\n"
-                    + proc.stderr.decode("utf-8", "replace"))
+                    + proc.stderr.decode("utf-8", "replace")
+                )
             os.chmod(tmp, 0o755)
             os.replace(tmp, exe)
         finally:
             if os.path.exists(tmp):
                 os.unlink(tmp)
         return str(exe), ident
-    raise CompilerUnavailable("no writable cache directory for the compute_ap binary "
-                              "(set RC_CACHE_DIR)")
+    raise CompilerUnavailable("no writable cache directory for the compute_ap binary (set RC_CACHE_DIR)")
 
 
 def build() -> Path:
@@ -169,18 +170,17 @@ def require_build() -> Path:
         return build()
     except CompilerUnavailable as exc:
         if os.environ.get(REQUIRE_ENV, "") not in ("", "0"):
-            raise RuntimeError(f"{REQUIRE_ENV} is set but compute_ap cannot be built: {exc}") \
-                from exc
+            raise RuntimeError(f"{REQUIRE_ENV} is set but compute_ap cannot be built: {exc}") from exc
         raise
 
 
 # --------------------------------------------------------------------------- running
-def run(gtquery: str, ranked_list: str, *, exe: Optional[Path] = None,
-        extra_args: Sequence[str] = ()) -> subprocess.CompletedProcess:
+def run(
+    gtquery: str, ranked_list: str, *, exe: Optional[Path] = None, extra_args: Sequence[str] = ()
+) -> subprocess.CompletedProcess:
     """Run ``compute_ap GTQUERY RANKEDLIST``; stdout/stderr as bytes, never raises on status."""
     exe = exe or build()
-    return subprocess.run([str(exe), gtquery, ranked_list, *extra_args], capture_output=True,
-                          timeout=120)
+    return subprocess.run([str(exe), gtquery, ranked_list, *extra_args], capture_output=True, timeout=120)
 
 
 Case = Tuple[Sequence[str], Sequence[str], Sequence[str], Sequence[str]]
@@ -194,9 +194,15 @@ def _write_names(path: str, names: Sequence[str]) -> None:
         f.write(data)
 
 
-def run_case(ranked: Sequence[str], good: Sequence[str], ok: Sequence[str],
-             junk: Sequence[str], *, exe: Optional[Path] = None,
-             workdir: Optional[str] = None) -> str:
+def run_case(
+    ranked: Sequence[str],
+    good: Sequence[str],
+    ok: Sequence[str],
+    junk: Sequence[str],
+    *,
+    exe: Optional[Path] = None,
+    workdir: Optional[str] = None,
+) -> str:
     """Write one case as files, run the program, return its stdout without the newline.
 
     Every file is written with a newline after each name, so every name (the empty name
@@ -218,8 +224,7 @@ def run_case(ranked: Sequence[str], good: Sequence[str], ok: Sequence[str],
         _write_names(os.path.join(d, "ranked.txt"), list(ranked))
         proc = run(prefix, os.path.join(d, "ranked.txt"), exe=exe)
         if proc.returncode != 0:
-            raise RuntimeError(f"compute_ap exited with {proc.returncode}: "
-                               f"{proc.stderr.decode('utf-8', 'replace')}")
+            raise RuntimeError(f"compute_ap exited with {proc.returncode}: {proc.stderr.decode('utf-8', 'replace')}")
         out = proc.stdout.decode("ascii")
         if not out.endswith("\n") or out.count("\n") != 1:
             raise RuntimeError(f"unexpected compute_ap output {out!r}")
@@ -229,12 +234,12 @@ def run_case(ranked: Sequence[str], good: Sequence[str], ok: Sequence[str],
             shutil.rmtree(d, ignore_errors=True)
 
 
-def run_cases(cases: Sequence[Case], *, exe: Optional[Path] = None,
-              jobs: Optional[int] = None) -> List[str]:
+def run_cases(cases: Sequence[Case], *, exe: Optional[Path] = None, jobs: Optional[int] = None) -> List[str]:
     """:func:`run_case` over many cases, a few processes at a time (results in order)."""
     exe = exe or build()
     jobs = jobs or min(8, (os.cpu_count() or 2) * 2)
     with tempfile.TemporaryDirectory(prefix="rc-compute-ap-") as root:
+
         def one(i_case):
             i, (r, g, o, j) = i_case
             d = os.path.join(root, str(i))

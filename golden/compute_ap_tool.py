@@ -13,6 +13,7 @@ Building and running the program (the compiler, the binary cache, :class:`Compil
 and :class:`CompileError`) is :mod:`~retrieval_conformance.golden.compute_ap_build`'s; its
 names are re-exported here.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -86,8 +87,7 @@ def edge_cases() -> List[Dict[str, object]]:
     c = []
 
     def add(name, ranked, good, ok=(), junk=()):
-        c.append({"name": name, "ranked": list(ranked), "good": list(good), "ok": list(ok),
-                  "junk": list(junk)})
+        c.append({"name": name, "ranked": list(ranked), "good": list(good), "ok": list(ok), "junk": list(junk)})
 
     add("perfect", ["a", "b", "c"], ["a", "b"])
     add("single_hit_first", ["a", "x", "y"], ["a"])
@@ -115,13 +115,18 @@ def edge_cases() -> List[Dict[str, object]]:
     add("empty_line_junk", ["", "a"], ["a"], junk=[""])
     add("unicode_names", ["é", "ü", "x"], ["ü"])
     add("tiny_value_exponent", ["x%d" % i for i in range(5000)] + ["a"], ["a", "m0", "m1"])
-    add("many_positives_late", ["x%d" % i for i in range(50)] + ["p%d" % i for i in range(50)],
-        ["p%d" % i for i in range(100)])
-    add("alternating", [("p%d" if i % 2 else "x%d") % i for i in range(200)],
-        ["p%d" % i for i in range(1, 200, 2)])
+    add(
+        "many_positives_late",
+        ["x%d" % i for i in range(50)] + ["p%d" % i for i in range(50)],
+        ["p%d" % i for i in range(100)],
+    )
+    add("alternating", [("p%d" if i % 2 else "x%d") % i for i in range(200)], ["p%d" % i for i in range(1, 200, 2)])
     add("hit_at_rank_three", ["x", "x2", "a"], ["a"])
-    add("recall_steps_of_one_seventh", ["a", "x", "b", "y", "c", "d", "z", "e", "f", "g"],
-        ["a", "b", "c", "d", "e", "f", "g"])
+    add(
+        "recall_steps_of_one_seventh",
+        ["a", "x", "b", "y", "c", "d", "z", "e", "f", "g"],
+        ["a", "b", "c", "d", "e", "f", "g"],
+    )
     return c
 
 
@@ -150,20 +155,20 @@ def oxford_golden(exe: Optional[Path] = None) -> Dict[str, object]:
         "schema": 1,
         "source": "the suite's own compute_ap built from golden/tools/compute_ap.cpp",
         "description": "Oxford protocol golden values: the output of the suite's own "
-                       "compute_ap (golden/tools/compute_ap.cpp) on hand-written edge cases "
-                       "and on every copied real Oxford5k ranked list.",
+        "compute_ap (golden/tools/compute_ap.cpp) on hand-written edge cases "
+        "and on every copied real Oxford5k ranked list.",
         "provenance": {
             "generator": "python -m retrieval_conformance.golden.compute_ap_tool regenerate",
             "program": "golden/tools/compute_ap.cpp, built with `<CXX> -O2`",
             "source_sha256": hashlib.sha256(src).hexdigest(),
             "compiler": compiler_identity(),
             "data": "golden/data/oxford5k (see golden/data/PROVENANCE.md); the real lists "
-                    "also have the values recorded by the original VGG compute_ap in "
-                    "runs/<run>/AP.txt, which these equal after normalising the one "
-                    "Windows-printed exponent (6.96767e-005 -> 6.96767e-05)",
+            "also have the values recorded by the original VGG compute_ap in "
+            "runs/<run>/AP.txt, which these equal after normalising the one "
+            "Windows-printed exponent (6.96767e-005 -> 6.96767e-05)",
             "format": "edge_cases: ranked/good/ok/junk are the lines of each file (written "
-                      "with a newline after every name); printed is the program's stdout "
-                      "without its newline. runs: run -> query -> printed.",
+            "with a newline after every name); printed is the program's stdout "
+            "without its newline. runs: run -> query -> printed.",
         },
         "edge_cases": cases,
         "runs": runs,
@@ -176,6 +181,7 @@ def _golden_path() -> Path:
 
 def dump_golden(doc: Dict[str, object]) -> str:
     """Compact, diff-friendly JSON: one line per edge case and per run."""
+
     def j(v):
         return json.dumps(v, ensure_ascii=False, separators=(", ", ": "))
 
@@ -188,8 +194,7 @@ def dump_golden(doc: Dict[str, object]) -> str:
     lines.append(" ],")
     runs = doc["runs"]
     lines.append(' "runs": {')
-    lines.extend(f"  {j(name)}: {j(runs[name])}" + ("," if i + 1 < len(runs) else "")
-                 for i, name in enumerate(runs))
+    lines.extend(f"  {j(name)}: {j(runs[name])}" + ("," if i + 1 < len(runs) else "") for i, name in enumerate(runs))
     lines.append(" }")
     lines.append("}")
     return "\n".join(lines) + "\n"
@@ -204,13 +209,13 @@ def _strip_volatile(doc: Dict[str, object]) -> Dict[str, object]:
 def main(argv: Optional[Sequence[str]] = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m retrieval_conformance.golden.compute_ap_tool",
-        description="Build/run the suite's compute_ap and regenerate the Oxford golden JSON.")
+        description="Build/run the suite's compute_ap and regenerate the Oxford golden JSON.",
+    )
     sub = parser.add_subparsers(dest="cmd", required=True)
     sub.add_parser("build", help="build (or reuse) the binary and print its path")
     reg = sub.add_parser("regenerate", help=f"rewrite golden/{OXFORD_GOLDEN} from the program")
     reg.add_argument("--output", help="write here instead of the package's golden folder")
-    reg.add_argument("--check", action="store_true",
-                     help="do not write; exit 1 if the committed file differs")
+    reg.add_argument("--check", action="store_true", help="do not write; exit 1 if the committed file differs")
     r = sub.add_parser("run", help="run compute_ap GTQUERY RANKEDLIST")
     r.add_argument("gtquery")
     r.add_argument("ranked_list")
@@ -235,8 +240,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             return 0
         out = Path(args.output) if args.output else _golden_path()
         out.write_text(text, encoding="utf-8")
-        print(f"wrote {out} ({len(doc['edge_cases'])} edge cases, "
-              f"{sum(len(v) for v in doc['runs'].values())} real lists)")
+        print(
+            f"wrote {out} ({len(doc['edge_cases'])} edge cases, {sum(len(v) for v in doc['runs'].values())} real lists)"
+        )
         return 0
     except (CompilerUnavailable, CompileError) as exc:
         print(f"error: {exc}", file=sys.stderr)

@@ -13,6 +13,7 @@ test files (``--testdata``; those files are not ours and are not committed: only
 numbers trec_eval printed for them are kept).  Every printed value is kept as printed (text),
 per query (``-q``) and for ``all``.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -26,16 +27,38 @@ from typing import Dict, List, Sequence
 #: the cut-offs of every cut measure (P, recall, map_cut, ndcg_cut, success)
 CUTOFFS = (1, 3, 5, 10, 20, 100)
 _CUTS = ",".join(map(str, CUTOFFS))
-MEASURES = ("num_q", "num_ret", "num_rel", "num_rel_ret", "map", f"map_cut.{_CUTS}", f"P.{_CUTS}",
-            f"recall.{_CUTS}", "Rprec", "recip_rank", "ndcg", f"ndcg_cut.{_CUTS}", f"success.{_CUTS}", "bpref")
+MEASURES = (
+    "num_q",
+    "num_ret",
+    "num_rel",
+    "num_rel_ret",
+    "map",
+    f"map_cut.{_CUTS}",
+    f"P.{_CUTS}",
+    f"recall.{_CUTS}",
+    "Rprec",
+    "recip_rank",
+    "ndcg",
+    f"ndcg_cut.{_CUTS}",
+    f"success.{_CUTS}",
+    "bpref",
+)
 MEASURE_FLAGS = tuple(flag for m in MEASURES for flag in ("-m", m))
 
 #: version -> the tag and commit built, and what ``trec_eval -v`` prints for it
 PROGRAMS = {
-    "9.0.8": {"tag": "v9.0.8", "commit": "d95ca64e14a47d763ae349fb65e6d8cde4141dbd",
-              "prints_version": "trec_eval version 9.0.7", "score_dtype": "float32"},
-    "10.0": {"tag": "v10.0", "commit": "f4253652c8efd0d86ddffd0d163cc0a0f813111a",
-             "prints_version": "trec_eval version 10.0-rc3", "score_dtype": "float64"},
+    "9.0.8": {
+        "tag": "v9.0.8",
+        "commit": "d95ca64e14a47d763ae349fb65e6d8cde4141dbd",
+        "prints_version": "trec_eval version 9.0.7",
+        "score_dtype": "float32",
+    },
+    "10.0": {
+        "tag": "v10.0",
+        "commit": "f4253652c8efd0d86ddffd0d163cc0a0f813111a",
+        "prints_version": "trec_eval version 10.0-rc3",
+        "score_dtype": "float64",
+    },
 }
 
 #: the clauses of the specification the printed values pin
@@ -45,20 +68,27 @@ GAINS = "ndcg.0=1,1=3,2=9,3=4.5"
 TEST_FILES = ("qrels.test", "results.test")
 #: (case id, version, input files, trec_eval options); trec_eval 10.0 stops without -c when a
 #: qrels query has no results, as the generated qrels have, so its generated cases use -c
-CASES = [
-    (f"generated-{version}{tag}", version, GENERATED, flags)
-    for version, base in (("9.0.8", []), ("10.0", ["-c"]))
-    for tag, flags in (("", base), ("-c", ["-c"]), ("-l2", base + ["-l", "2"]), ("-J", base + ["-J"]),
-                       ("-M7", base + ["-M", "7"]))
-    if not (version == "10.0" and tag == "-c")
-] + [
-    # a user gain map (grade 0 given a gain, 3 a gain other than 3); gains 1 apart at least, since
-    # gain_init.c sorts them with a comparator that truncates the difference to an int
-    (f"generated-{version}-gains", version, GENERATED, base + ["-m", GAINS])
-    for version, base in (("9.0.8", []), ("10.0", ["-c"]))
-] + [
-    (f"trec_eval-test-{version}", version, TEST_FILES, []) for version in PROGRAMS
-]
+CASES = (
+    [
+        (f"generated-{version}{tag}", version, GENERATED, flags)
+        for version, base in (("9.0.8", []), ("10.0", ["-c"]))
+        for tag, flags in (
+            ("", base),
+            ("-c", ["-c"]),
+            ("-l2", base + ["-l", "2"]),
+            ("-J", base + ["-J"]),
+            ("-M7", base + ["-M", "7"]),
+        )
+        if not (version == "10.0" and tag == "-c")
+    ]
+    + [
+        # a user gain map (grade 0 given a gain, 3 a gain other than 3); gains 1 apart at least, since
+        # gain_init.c sorts them with a comparator that truncates the difference to an int
+        (f"generated-{version}-gains", version, GENERATED, base + ["-m", GAINS])
+        for version, base in (("9.0.8", []), ("10.0", ["-c"]))
+    ]
+    + [(f"trec_eval-test-{version}", version, TEST_FILES, []) for version in PROGRAMS]
+)
 
 
 def command(flags: Sequence[str], inputs: Sequence[str]) -> List[str]:
@@ -99,24 +129,26 @@ def build_golden(binaries: Dict[str, str], testdata: Path | None) -> dict:
             continue
         where = generated if inputs == GENERATED else testdata
         program = PROGRAMS[version]
-        cases.append({
-            "id": case_id,
-            "kind": "trec_eval",
-            "clauses": list(CLAUSES),
-            "program": f"trec_eval {version}",
-            "command": " ".join(command(flags, inputs)),
-            "provenance": f"printed by trec_eval {version} (usnistgov/trec_eval tag {program['tag']}, commit "
-                          f"{program['commit']}, built with 'make'; '-v' prints '{program['prints_version']}'), "
-                          f"run in the folder of its inputs",
-            "inputs": "golden/data/trec/" if inputs == GENERATED else "trec_eval's test/ folder (not committed)",
-            "values": run_case(binaries[version], flags, inputs, where),
-        })
+        cases.append(
+            {
+                "id": case_id,
+                "kind": "trec_eval",
+                "clauses": list(CLAUSES),
+                "program": f"trec_eval {version}",
+                "command": " ".join(command(flags, inputs)),
+                "provenance": f"printed by trec_eval {version} (usnistgov/trec_eval tag {program['tag']}, commit "
+                f"{program['commit']}, built with 'make'; '-v' prints '{program['prints_version']}'), "
+                f"run in the folder of its inputs",
+                "inputs": "golden/data/trec/" if inputs == GENERATED else "trec_eval's test/ folder (not committed)",
+                "values": run_case(binaries[version], flags, inputs, where),
+            }
+        )
     return {
         "schema": 1,
         "source": "trec_eval built from source (usnistgov/trec_eval, 'make' at each tag), run on the generated "
-                  "inputs of golden/trec_inputs.py and on trec_eval's own test files; every value as printed "
-                  "(per query with -q, and 'all'); a measure given parameters prints them in its name "
-                  "(ndcg_0=1,1=3,2=9,3=4.5 is ndcg under that gain map)",
+        "inputs of golden/trec_inputs.py and on trec_eval's own test files; every value as printed "
+        "(per query with -q, and 'all'); a measure given parameters prints them in its name "
+        "(ndcg_0=1,1=3,2=9,3=4.5 is ndcg under that gain map)",
         "programs": {v: {k: p[k] for k in ("tag", "commit", "prints_version")} for v, p in PROGRAMS.items()},
         "cases": cases,
     }
@@ -124,8 +156,13 @@ def build_golden(binaries: Dict[str, str], testdata: Path | None) -> dict:
 
 def main(argv: Sequence[str]) -> int:
     parser = argparse.ArgumentParser(prog="python -m retrieval_conformance.golden.trec_eval_tool")
-    parser.add_argument("--trec-eval", action="append", required=True, metavar="VERSION=PATH",
-                        help=f"a trec_eval binary built at one of {sorted(PROGRAMS)}")
+    parser.add_argument(
+        "--trec-eval",
+        action="append",
+        required=True,
+        metavar="VERSION=PATH",
+        help=f"a trec_eval binary built at one of {sorted(PROGRAMS)}",
+    )
     parser.add_argument("--testdata", type=Path, help="trec_eval's test/ folder (qrels.test, results.test)")
     parser.add_argument("out", type=Path)
     args = parser.parse_args(argv)

@@ -17,6 +17,7 @@ Python's ``random``), written to be hard on an evaluator:
 ``generated.qrels`` to DIR; the committed copies under ``golden/data/trec/`` are that output
 (a test regenerates and compares them).
 """
+
 from __future__ import annotations
 
 import sys
@@ -48,8 +49,22 @@ class _Stream:
 
 
 #: score texts: few distinct values (ties), and pairs equal in float32 but not in float64
-SCORES = ("9", "7.5", "7.5", "3.25", "3.25", "3.25", "1", "0.5", "0.123456789012", "0.123456789013",
-          "-2.0000000001", "-2.0000000002", "12.000001", "12.0000011")
+SCORES = (
+    "9",
+    "7.5",
+    "7.5",
+    "3.25",
+    "3.25",
+    "3.25",
+    "1",
+    "0.5",
+    "0.123456789012",
+    "0.123456789013",
+    "-2.0000000001",
+    "-2.0000000002",
+    "12.000001",
+    "12.0000011",
+)
 GRADES = (0, 0, 0, 1, 1, 2, 3, -1)
 NAMES = ("doc{n}", "DOC{n}", "d-{n:03d}", "x.{n}", "Doc_{n}")
 

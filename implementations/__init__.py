@@ -1,4 +1,5 @@
 """Interchangeable implementations behind one interface (see :mod:`.registry`)."""
+
 from retrieval_conformance.reference.contract.registry import (
     Implementation,
     ImplementationUnavailable,

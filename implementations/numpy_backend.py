@@ -10,6 +10,7 @@ numpy specifics of the sort: Hamming keys take the narrowest unsigned type that 
 (8/16-bit keys get numpy's radix sort), and the relevance bit is read from the lowest byte
 of the sorted keys without a shift.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -24,8 +25,7 @@ from retrieval_conformance.reference.contract.cutoffs import within_gallery
 from retrieval_conformance.reference.contract.problem import Options, PerQuery, Problem
 from retrieval_conformance.reference.contract.registry import Implementation, PreparedGallery
 
-_DTYPES = {"f64": np.float64, "i64": np.int64, "bool": bool, "u8": np.uint8, "u16": np.uint16,
-           "u32": np.uint32}
+_DTYPES = {"f64": np.float64, "i64": np.int64, "bool": bool, "u8": np.uint8, "u16": np.uint16, "u32": np.uint32}
 
 
 class NumpyOps:
@@ -223,8 +223,13 @@ class NumpyImplementation(Implementation):
         return PreparedGallery(problem)
 
     @within_gallery
-    def compute(self, problem: Problem, options: Options,
-                progress: Optional[Callable[[int, int], None]] = None, state: object = None) -> PerQuery:
+    def compute(
+        self,
+        problem: Problem,
+        options: Options,
+        progress: Optional[Callable[[int, int], None]] = None,
+        state: object = None,
+    ) -> PerQuery:
         """Per-query metrics of ``problem`` under ``options`` (see ``vector.blocks``);
         ``progress(done, total)`` after every block of queries; ``state`` from :meth:`prepare`."""
         return compute_in_blocks(NumpyOps(), problem, options, NumpySource, self.block_bytes, progress, state)

@@ -14,6 +14,7 @@ distances are sorted with ``stable=True`` (a documented guarantee on every devic
 already in tie-key order.  Hamming distances come from a float32 matrix product of {0, 1}
 bits (``|q| + |r| - 2 q.r``), exact while the code length stays below 2**24.
 """
+
 from __future__ import annotations
 
 import functools
@@ -169,18 +170,23 @@ def checked_device(device, argument: str, remedy: str):
     ``TypeError``) naming ``argument``, what was given and ``remedy``."""
     torch = _torch()
     if not isinstance(device, (str, torch.device)):
-        raise TypeError(f"{argument}: expected a torch device name such as 'cpu' or 'cuda:0' (or a torch.device), "
-                        f"got {type(device).__name__} {device!r}")
+        raise TypeError(
+            f"{argument}: expected a torch device name such as 'cpu' or 'cuda:0' (or a torch.device), "
+            f"got {type(device).__name__} {device!r}"
+        )
     try:
         place = torch.device(device)
     except (RuntimeError, ValueError, TypeError) as exc:
-        raise ValueError(f"{argument}: {device!r} is not a torch device ({exc}); expected e.g. 'cpu', 'cuda' or "
-                         f"'cuda:1'; {remedy}") from None
+        raise ValueError(
+            f"{argument}: {device!r} is not a torch device ({exc}); expected e.g. 'cpu', 'cuda' or 'cuda:1'; {remedy}"
+        ) from None
     if place.type == "meta":  # shapes without data: nothing would be computed
         raise ValueError(f"{argument}: {device!r} holds no data; {remedy}")
     if place.type == "cuda" and not torch.cuda.is_available():
-        raise ValueError(f"{argument}: {device!r} asks for CUDA, but torch {torch.__version__} sees no CUDA device "
-                         f"on this machine; {remedy}")
+        raise ValueError(
+            f"{argument}: {device!r} asks for CUDA, but torch {torch.__version__} sees no CUDA device "
+            f"on this machine; {remedy}"
+        )
     try:
         torch.zeros(1, device=place)  # a device this build or machine lacks fails here, not mid-run
     except (RuntimeError, AssertionError) as exc:
@@ -192,8 +198,9 @@ def checked_device(device, argument: str, remedy: str):
 def _environment_device_problem(env: str) -> Optional[str]:
     """Why ``RC_TORCH_DEVICE=env`` cannot be used here (None when it can); checked once per value."""
     try:
-        checked_device(env, "RC_TORCH_DEVICE", "set RC_TORCH_DEVICE=cpu, or unset it (then CUDA if present, else "
-                                               "the CPU)")
+        checked_device(
+            env, "RC_TORCH_DEVICE", "set RC_TORCH_DEVICE=cpu, or unset it (then CUDA if present, else the CPU)"
+        )
     except (ValueError, TypeError) as exc:
         return str(exc)
     return None
@@ -220,7 +227,7 @@ class _TorchSource:
         self.db_bits: Any = None
         if problem.distances is None:
             # 0/1 products summed in float32 are exact below 2**24 bits
-            dtype = torch.float32 if cast(np.ndarray, problem.query_bits).shape[1] < 2 ** 24 else torch.float64
+            dtype = torch.float32 if cast(np.ndarray, problem.query_bits).shape[1] < 2**24 else torch.float64
             self.q_bits = dev(problem.query_bits, dtype)
             self.db_bits = gallery.get("db_bits", lambda: dev(problem.db_bits, dtype))
             self.db_ones = gallery.get("db_ones", lambda: self.db_bits.sum(1))
@@ -312,8 +319,13 @@ class TorchImplementation(Implementation):
         return PreparedGallery(problem)
 
     @within_gallery
-    def compute(self, problem: Problem, options: Options,
-                progress: Optional[Callable[[int, int], None]] = None, state: object = None) -> PerQuery:
+    def compute(
+        self,
+        problem: Problem,
+        options: Options,
+        progress: Optional[Callable[[int, int], None]] = None,
+        state: object = None,
+    ) -> PerQuery:
         """Per-query metrics of ``problem`` under ``options`` (see ``vector.blocks``);
         ``progress(done, total)`` after every block of queries; ``state`` from :meth:`prepare`
         (the gallery's arrays on the device, moved there once)."""
@@ -321,5 +333,12 @@ class TorchImplementation(Implementation):
         if reason is not None:
             raise ImplementationUnavailable(reason)
         device = _torch().device(self.device)
-        return compute_in_blocks(TorchOps(device), problem, options,
-                                 functools.partial(_TorchSource, device=device), self.block_bytes, progress, state)
+        return compute_in_blocks(
+            TorchOps(device),
+            problem,
+            options,
+            functools.partial(_TorchSource, device=device),
+            self.block_bytes,
+            progress,
+            state,
+        )

@@ -1,4 +1,5 @@
 """The reference as an implementation: plain Python per query, exact ``Fraction`` values."""
+
 from __future__ import annotations
 
 from typing import Callable, List, Optional
@@ -15,13 +16,15 @@ from retrieval_conformance.reference.relevance import query_grades, query_junk, 
 
 def reference_query(problem: Problem, options: Options, q: int) -> QueryValues:
     """Query ``q`` through the whole pipeline: distances -> ties -> relevance/junk -> metrics."""
-    groups = tie_groups(query_distances(problem, q), query_relevance(problem, q), query_junk(problem, q),
-                        query_grades(problem, q))
+    groups = tie_groups(
+        query_distances(problem, q), query_relevance(problem, q), query_junk(problem, q), query_grades(problem, q)
+    )
     return query_values(groups, options, q)
 
 
 def per_query_from_values(values: List[QueryValues], options: Options) -> PerQuery:
     """Pack exact per-query values into float64 arrays, keeping the Fractions in ``exact``."""
+
     def column(name: str) -> np.ndarray:
         return np.array([float(getattr(v, name)) for v in values], dtype=np.float64)
 

@@ -10,6 +10,7 @@ Each query goes through the reference pipeline (distances, tie groups with junk 
 
 A query without a relevant non-junk item gives 0 everywhere; the front end decides whether it counts.
 """
+
 from __future__ import annotations
 
 from fractions import Fraction
@@ -47,7 +48,8 @@ def hits_at(groups: Sequence[TieGroup], ties: str, depth: int, n: int, query: in
             raise ValueError(
                 f"n: N={n} falls inside a tie group (ranks {g.before + 1}..{g.end}) of query {query}; under "
                 "ties='grouped' a list length inside a tie group has no meaning. Use ties='expected', or an N "
-                "at a tie-group boundary")
+                "at a tie-group boundary"
+            )
     return Fraction(sum(g.relevant for g in groups if g.end <= depth))
 
 
@@ -81,5 +83,9 @@ def per_query_curves(problem: Problem, request: CurveRequest) -> CurveValues:
     def matrix(rows: List[List[Fraction]]) -> np.ndarray:
         return np.array([[float(x) for x in row] for row in rows], dtype=np.float64).reshape(len(rows), -1)
 
-    return CurveValues(np.array(n_relevant, dtype=np.int64), matrix(precision),
-                       matrix(recall) if request.kind == "pr_radius" else None, exact)
+    return CurveValues(
+        np.array(n_relevant, dtype=np.int64),
+        matrix(precision),
+        matrix(recall) if request.kind == "pr_radius" else None,
+        exact,
+    )

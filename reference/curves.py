@@ -4,6 +4,7 @@
 exactly, under a tie policy (``expected``: expected precision and recall at every depth;
 ``grouped``: one point per tie group, at its end).
 """
+
 from __future__ import annotations
 
 from fractions import Fraction
@@ -15,8 +16,9 @@ from retrieval_conformance.reference.per_query import expected_hits
 from retrieval_conformance.reference.ranking import TieGroup, ranked_relevance, tie_groups
 
 
-def pr_curve(distances: Sequence[float], relevant: Sequence[bool], junk: Optional[Sequence[bool]] = None,
-             ties: str = "stable") -> List[Tuple[Fraction, Fraction]]:
+def pr_curve(
+    distances: Sequence[float], relevant: Sequence[bool], junk: Optional[Sequence[bool]] = None, ties: str = "stable"
+) -> List[Tuple[Fraction, Fraction]]:
     """(recall, precision) after each rank of one query's ranking (junk removed first)."""
     junk = junk if junk is not None else [False] * len(distances)
     groups = tie_groups(list(distances), list(relevant), list(junk))
@@ -39,8 +41,10 @@ def pr_points(groups: Sequence[TieGroup], ties: str) -> List[Tuple[Fraction, Fra
     if ties == "expected":
         return [(expected_hits(groups, k) / R, expected_hits(groups, k) / k) for k in range(1, n + 1)]
     if ties == "grouped":
-        return [(Fraction(g.relevant_before + g.relevant, R), Fraction(g.relevant_before + g.relevant, g.end))
-                for g in groups]
+        return [
+            (Fraction(g.relevant_before + g.relevant, R), Fraction(g.relevant_before + g.relevant, g.end))
+            for g in groups
+        ]
     raise ValueError(f"ties: expected one of {list(CONCRETE_POLICIES) + ['expected', 'grouped']}, got {ties!r}")
 
 
@@ -52,8 +56,9 @@ def plot_pr_curves(curves, labels=None, ax=None, path: Optional[str] = None):
     if isinstance(curves, dict):  # {label: points}
         labels, curves = list(curves), list(curves.values())
     for i, curve in enumerate(curves):
-        ax.plot([float(r) for r, _ in curve], [float(p) for _, p in curve], marker=".",
-                label=labels[i] if labels else None)
+        ax.plot(
+            [float(r) for r, _ in curve], [float(p) for _, p in curve], marker=".", label=labels[i] if labels else None
+        )
     ax.set(xlabel="recall", ylabel="precision", xlim=(0, 1.02), ylim=(0, 1.02), title="precision-recall")
     if labels:
         ax.legend()
@@ -66,8 +71,9 @@ def plot_pr_curves(curves, labels=None, ax=None, path: Optional[str] = None):
 ELEVEN_POINTS = tuple(Fraction(i, 10) for i in range(11))
 
 
-def mean_pr_curve(distances, relevance, junk=None, ties: str = "stable",
-                  recall_levels: Sequence = ELEVEN_POINTS) -> List[Tuple[Fraction, Fraction]]:
+def mean_pr_curve(
+    distances, relevance, junk=None, ties: str = "stable", recall_levels: Sequence = ELEVEN_POINTS
+) -> List[Tuple[Fraction, Fraction]]:
     """Mean interpolated precision-recall curve over queries, exactly.
 
     For query q and recall level r, the interpolated precision is the highest precision at any
@@ -87,8 +93,9 @@ def mean_pr_curve(distances, relevance, junk=None, ties: str = "stable",
     dist = np.asarray(distances, dtype=np.float64)
     rel = np.asarray(relevance, dtype=bool)
     if dist.ndim != 2 or rel.shape != dist.shape:
-        raise ValueError(f"relevance: expected the shape of distances {dist.shape} (queries x gallery), "
-                         f"got {rel.shape}")
+        raise ValueError(
+            f"relevance: expected the shape of distances {dist.shape} (queries x gallery), got {rel.shape}"
+        )
     jm = np.zeros_like(rel) if junk is None else np.asarray(junk, dtype=bool)
     levels = [Fraction(r) for r in recall_levels]
     sums = [Fraction(0)] * len(levels)
@@ -107,6 +114,7 @@ def mean_pr_curve(distances, relevance, junk=None, ties: str = "stable",
 
 def _named_curves(curves, labels) -> List[Tuple[Optional[str], List[float]]]:
     """(label, values) pairs from a Result, a mapping label -> Result or values, or a list of them."""
+
     def values(item):
         cmc = getattr(item, "cmc", item)  # a Result gives its mean CMC
         return [float(c) for c in cmc]
@@ -147,7 +155,5 @@ def _pyplot():
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
     except ImportError:
-        raise ImportError(
-            "plotting needs matplotlib: " + install_hint("plot")
-        ) from None
+        raise ImportError("plotting needs matplotlib: " + install_hint("plot")) from None
     return plt

@@ -5,6 +5,7 @@ distances (given, negated scores, or computed from embeddings once for every imp
 by ``contract/embeddings.py``) are used as they are: floats compare exactly, so the
 ranking is exact.
 """
+
 from __future__ import annotations
 
 from typing import List, Sequence

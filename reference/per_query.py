@@ -22,6 +22,7 @@ Clauses (each a function below, cited by tests and error reports):
 * nDCG@k, RR, AP@R and the hit rate (``recall="hit"``): :mod:`.rank_metrics`.
 A query with R = 0 has 0 everywhere; the empty-query policy decides later what it means.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -141,8 +142,10 @@ def _expected_term_sum(group: TieGroup, positions: int, m: int, n: int, rule: st
     if m == 0:
         return ZERO
     return sum(
-        (Fraction(m, n) * ap_term(_expected_count_before(group, p, m, n), group.before + p, rule)
-         for p in range(1, positions + 1)),
+        (
+            Fraction(m, n) * ap_term(_expected_count_before(group, p, m, n), group.before + p, rule)
+            for p in range(1, positions + 1)
+        ),
         ZERO,
     )
 
@@ -194,8 +197,11 @@ def expected_values(groups: Sequence[TieGroup], opts: Options) -> QueryValues:
 
     def term_sum_up_to(K: int, term_rule: str = rule) -> Fraction:
         return sum(
-            (_expected_term_sum(g, min(g.size, K - g.before), g.relevant, g.size, term_rule)
-             for g in groups if g.before < K),
+            (
+                _expected_term_sum(g, min(g.size, K - g.before), g.relevant, g.size, term_rule)
+                for g in groups
+                if g.before < K
+            ),
             ZERO,
         )
 
@@ -211,8 +217,7 @@ def expected_values(groups: Sequence[TieGroup], opts: Options) -> QueryValues:
                 if i > L:
                     break
                 total += sum(
-                    (chance * ap_term(i, g.before + p, rule)
-                     for p, chance in _positions_of_jth(j, g.relevant, g.size)),
+                    (chance * ap_term(i, g.before + p, rule) for p, chance in _positions_of_jth(j, g.relevant, g.size)),
                     ZERO,
                 )
         ap = total / L
@@ -320,8 +325,14 @@ def grouped_values(groups: Sequence[TieGroup], opts: Options) -> QueryValues:
 def empty_values(opts: Options) -> QueryValues:
     """A query with no relevant non-junk item: 0 everywhere (the policy decides later)."""
     return QueryValues(
-        ap=ZERO, n_relevant=0, hits_at_k=ZERO, precision_at_k=ZERO, recall_at_k=ZERO,
-        cmc=[ZERO] * opts.max_rank, inp=ZERO, r_precision=ZERO,
+        ap=ZERO,
+        n_relevant=0,
+        hits_at_k=ZERO,
+        precision_at_k=ZERO,
+        recall_at_k=ZERO,
+        cmc=[ZERO] * opts.max_rank,
+        inp=ZERO,
+        r_precision=ZERO,
     )
 
 

@@ -23,6 +23,7 @@ of its positions within K (scikit-learn's tie-averaged DCG); RR and the hit rate
 on where the group's first relevant item lands.  Under ``ties="grouped"`` every item takes
 its group's end rank ``c + n``.
 """
+
 from __future__ import annotations
 
 from fractions import Fraction
@@ -36,7 +37,7 @@ ZERO = Fraction(0)
 
 def gain(grade: int, rule: str) -> int:
     """The gain of a relevance grade: ``g`` (linear) or ``2**g - 1`` (exponential)."""
-    return grade if rule == "linear" else 2 ** grade - 1
+    return grade if rule == "linear" else 2**grade - 1
 
 
 def discount(r: int, rule: str = "log2") -> Fraction:
@@ -61,8 +62,7 @@ def concrete_rank_metrics(ranked_grades: Sequence[int], opts: Options) -> dict:
     """nDCG, RR, AP@R and the hit rate of one concretely ranked list of grades (R >= 1)."""
     n_kept = len(ranked_grades)
     K = cutoff(opts, n_kept)
-    dcg = sum((gain(g, opts.gain) * discount(r, opts.discount) for r, g in enumerate(ranked_grades[:K], 1) if g),
-              ZERO)
+    dcg = sum((gain(g, opts.gain) * discount(r, opts.discount) for r, g in enumerate(ranked_grades[:K], 1) if g), ZERO)
     ranks = [r for r, g in enumerate(ranked_grades, 1) if g > 0]
     R = len(ranks)
     first = ranks[0]
@@ -91,7 +91,8 @@ def expected_rank_metrics(groups, opts: Options, positions_of_jth, term_sum_up_t
         total_gain = sum(gain(x, opts.gain) for x in g.item_grades)
         if inside > 0 and total_gain:
             dcg += Fraction(total_gain, g.size) * sum(
-                (discount(g.before + p, opts.discount) for p in range(1, inside + 1)), ZERO)
+                (discount(g.before + p, opts.discount) for p in range(1, inside + 1)), ZERO
+            )
     R = sum(g.relevant for g in groups)
     first = next(g for g in groups if g.relevant)
     rr = hit = ZERO
@@ -113,13 +114,24 @@ def grouped_rank_metrics(groups, opts: Options) -> dict:
     that ``k`` does not fall inside a tie group."""
     n_kept = sum(g.size for g in groups)
     K = cutoff(opts, n_kept)
-    dcg = sum((sum(gain(x, opts.gain) for x in g.item_grades) * discount(g.end, opts.discount) for g in groups
-               if g.relevant and g.end <= K), ZERO)
+    dcg = sum(
+        (
+            sum(gain(x, opts.gain) for x in g.item_grades) * discount(g.end, opts.discount)
+            for g in groups
+            if g.relevant and g.end <= K
+        ),
+        ZERO,
+    )
     grades = [x for g in groups for x in g.item_grades]
     R = sum(g.relevant for g in groups)
     first_end = next(g for g in groups if g.relevant).end
-    ap_at_r = sum((g.relevant * Fraction(g.relevant_before + g.relevant, g.end) for g in groups
-                   if g.relevant and g.end <= R), ZERO) / R
+    ap_at_r = (
+        sum(
+            (g.relevant * Fraction(g.relevant_before + g.relevant, g.end) for g in groups if g.relevant and g.end <= R),
+            ZERO,
+        )
+        / R
+    )
     return {
         "ndcg": dcg / ideal_dcg(grades, K, opts),
         "rr": Fraction(1, first_end) if first_end <= K else ZERO,

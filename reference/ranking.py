@@ -7,6 +7,7 @@ either orders every group (``stable``, ``reverse``, ``optimistic``, ``pessimisti
 concrete ranking) or is applied to whole groups by the metric code (``expected``,
 ``grouped``).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -48,8 +49,9 @@ class TieGroup:
         return self.before + self.size
 
 
-def tie_groups(distances: Sequence, relevant: Sequence[bool], junk: Sequence[bool],
-               grades: Optional[Sequence[int]] = None) -> List[TieGroup]:
+def tie_groups(
+    distances: Sequence, relevant: Sequence[bool], junk: Sequence[bool], grades: Optional[Sequence[int]] = None
+) -> List[TieGroup]:
     """Group the non-junk items by exactly equal distance, closest first.
 
     Junk items are dropped first: they take no rank position (spec §3).  ``grades``: the

@@ -2,6 +2,7 @@
 
 Plain Python per query, independent of the numpy block helpers of ``Problem``.
 """
+
 from __future__ import annotations
 
 from typing import List, Optional

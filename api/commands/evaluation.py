@@ -1,5 +1,6 @@
 """``retrieval-conformance evaluate``: the metrics of arrays from ``.npy``/``.npz`` files, of a TREC run
 against its qrels, or of nearest-neighbour search results."""
+
 from __future__ import annotations
 
 import sys
@@ -19,39 +20,77 @@ from retrieval_conformance.result_text import print_result
 def add_parser(sub) -> None:
     """The ``evaluate`` subcommand and its flags (the evaluation options from the options table)."""
     e = sub.add_parser("evaluate", help="evaluate arrays from .npy/.npz files, or a TREC run against qrels")
-    e.add_argument("--run", help="a TREC run file (qid Q0 docno rank score tag; .gz, or .jsonl as JSON Lines), "
-                                 "evaluated as trec_eval does")
+    e.add_argument(
+        "--run",
+        help="a TREC run file (qid Q0 docno rank score tag; .gz, or .jsonl as JSON Lines), evaluated as trec_eval does",
+    )
     e.add_argument("--qrels", help="the TREC qrels file for --run (qid iter docno rel); .gz and .jsonl read too")
-    e.add_argument("--search", metavar="NPZ",
-                   help="nearest-neighbour results as a run: an .npz of faiss's D and I (-1: none), with "
-                        "query_labels and db_labels (same label: relevant) or --qrels, optional query_ids, db_ids")
-    e.add_argument("--search-metric", choices=("l2", "inner_product"),
-                   help="with --search: how D ranks (l2: smaller is closer; inner_product: larger is closer)")
+    e.add_argument(
+        "--search",
+        metavar="NPZ",
+        help="nearest-neighbour results as a run: an .npz of faiss's D and I (-1: none), with "
+        "query_labels and db_labels (same label: relevant) or --qrels, optional query_ids, db_ids",
+    )
+    e.add_argument(
+        "--search-metric",
+        choices=("l2", "inner_product"),
+        help="with --search: how D ranks (l2: smaller is closer; inner_product: larger is closer)",
+    )
     e.add_argument("--complete", action="store_true", help="with --run: trec_eval -c (every qrels query counts)")
     e.add_argument("--relevance-level", type=int, help="with --run: least relevant grade (trec_eval -l; default 1)")
-    e.add_argument("--depth", type=int, metavar="M", help="with --run: only the first M documents of each query "
-                   "count (trec_eval -M)")
-    e.add_argument("--judged-only", action="store_true", help="with --run: unjudged documents are dropped from the "
-                   "run first (trec_eval -J)")
-    e.add_argument("--ignore-identical-ids", action="store_true", help="with --run: a document whose id equals the "
-                   "query id is dropped from the run (BEIR's ignore_identical_ids)")
-    e.add_argument("--gains", type=parse_gains, metavar="G=V,...", help="with --run: nDCG's gain of each grade, "
-                   "e.g. 1=1,2=3,3=7 (trec_eval -m ndcg.1=1,2=3,3=7); other grades keep their own value")
-    e.add_argument("--float-grades", choices=FLOAT_GRADES, help="with --run: qrels grades that are not integers "
-                   "(2.5): exact (the default, with a warning), truncate (trec_eval's atol: 2) or refuse")
+    e.add_argument(
+        "--depth",
+        type=int,
+        metavar="M",
+        help="with --run: only the first M documents of each query count (trec_eval -M)",
+    )
+    e.add_argument(
+        "--judged-only",
+        action="store_true",
+        help="with --run: unjudged documents are dropped from the run first (trec_eval -J)",
+    )
+    e.add_argument(
+        "--ignore-identical-ids",
+        action="store_true",
+        help="with --run: a document whose id equals the "
+        "query id is dropped from the run (BEIR's ignore_identical_ids)",
+    )
+    e.add_argument(
+        "--gains",
+        type=parse_gains,
+        metavar="G=V,...",
+        help="with --run: nDCG's gain of each grade, "
+        "e.g. 1=1,2=3,3=7 (trec_eval -m ndcg.1=1,2=3,3=7); other grades keep their own value",
+    )
+    e.add_argument(
+        "--float-grades",
+        choices=FLOAT_GRADES,
+        help="with --run: qrels grades that are not integers "
+        "(2.5): exact (the default, with a warning), truncate (trec_eval's atol: 2) or refuse",
+    )
     e.add_argument("--npz", help="an .npz holding arrays named like evaluate()'s arguments")
     for key in EVALUATE_ARRAYS:
         e.add_argument("--" + key.replace("_", "-"), dest=key, help=f"{key} as a .npy file")
-    e.add_argument("--max-array-bytes", type=int, metavar="N",
-                   help="refuse input arrays larger than N bytes in total, checked from the "
-                        "file headers before loading (default 2 GiB)")
+    e.add_argument(
+        "--max-array-bytes",
+        type=int,
+        metavar="N",
+        help="refuse input arrays larger than N bytes in total, checked from the "
+        "file headers before loading (default 2 GiB)",
+    )
     # every evaluation option from the one options table (flags, choices and help); --protocol has no
     # default here so that one given with --run is seen (arrays: hashing)
     options_table.add_arguments(e, "evaluate-cli", defaults={"max_rank": 50, "implementation": "auto"})
-    e.add_argument("--json", action="store_true",
-                   help="machine-readable output (strict JSON: NaN/inf as null, listed under 'non_finite')")
-    e.add_argument("--per-query", choices=("text", "json", "csv"),
-                   help="one row per query (text: 'metric<TAB>query<TAB>value' lines like trec_eval -q)")
+    e.add_argument(
+        "--json",
+        action="store_true",
+        help="machine-readable output (strict JSON: NaN/inf as null, listed under 'non_finite')",
+    )
+    e.add_argument(
+        "--per-query",
+        choices=("text", "json", "csv"),
+        help="one row per query (text: 'metric<TAB>query<TAB>value' lines like trec_eval -q)",
+    )
     e.add_argument("--query-ids", metavar="FILE", help="query ids for --per-query, one per line (default 0..Q-1)")
     e.add_argument("--progress", action="store_true", help="show progress on stderr")
     e.add_argument("--quiet", action="store_true", help="print only mAP (errors still go to stderr)")
@@ -87,8 +126,9 @@ def evaluate_main(args) -> int:
     run, qrels = args.run, args.qrels
     if args.search is not None:
         try:
-            run, from_labels = read_search_file(args.search, args.search_metric, ArrayBudget(args.max_array_bytes),
-                                                qrels_given=qrels is not None)
+            run, from_labels = read_search_file(
+                args.search, args.search_metric, ArrayBudget(args.max_array_bytes), qrels_given=qrels is not None
+            )
         except ValueError as exc:
             print(f"error: {exc}", file=sys.stderr)
             return 2
@@ -107,13 +147,15 @@ def evaluate_main(args) -> int:
         cutoffs = _parse_k(args.k)
         if cutoffs is None:
             shown = args.k if len(args.k) <= 40 else args.k[:40] + "..."
-            print(f"error: --k: expected a positive integer, a list like 1,5,10, or 'all' for the whole gallery, "
-                  f"got {shown!r}", file=sys.stderr)
+            print(
+                f"error: --k: expected a positive integer, a list like 1,5,10, or 'all' for the whole gallery, "
+                f"got {shown!r}",
+                file=sys.stderr,
+            )
             return 2
         kwargs["k"] = cutoffs[0] if len(cutoffs) == 1 else tuple(cutoffs)
         if len(cutoffs) > 1 and args.per_query:
-            print("error: --per-query: give one --k (per-query values are reported for one cut-off)",
-                  file=sys.stderr)
+            print("error: --per-query: give one --k (per-query values are reported for one cut-off)", file=sys.stderr)
             return 2
     try:
         # a TREC run's warnings (grades trec_eval reads otherwise) print as one line each
@@ -133,17 +175,21 @@ def evaluate_main(args) -> int:
     if args.json:
         summary = res.summary()
         if trec:  # trec_eval's own names as well
-            summary = {key: dict(one, trec_eval=r.extras["trec_eval"]) for (key, one), r in
-                       zip(summary.items(), results)} if isinstance(res, rc.ResultsAtK) else \
-                dict(summary, trec_eval=res.extras["trec_eval"])
+            summary = (
+                {key: dict(one, trec_eval=r.extras["trec_eval"]) for (key, one), r in zip(summary.items(), results)}
+                if isinstance(res, rc.ResultsAtK)
+                else dict(summary, trec_eval=res.extras["trec_eval"])
+            )
         print(strict_json.dumps(summary, indent=2, default=str))
         return 0
     if trec and not args.quiet:
         print("\n".join(trec_eval_lines(results)))
         return 0
     if args.quiet and not results[0].has("map"):
-        print("error: --quiet: prints only mAP, which --metrics did not ask for; add map to --metrics, or drop "
-              "--quiet", file=sys.stderr)
+        print(
+            "error: --quiet: prints only mAP, which --metrics did not ask for; add map to --metrics, or drop --quiet",
+            file=sys.stderr,
+        )
         return 2
     for one in results:
         if args.quiet:
@@ -172,5 +218,6 @@ def _read_query_ids(path: str) -> List[str]:
     except ValueError as exc:  # FIFO, device, too large, not UTF-8: the message names the file
         raise ValueError(f"--query-ids {exc}; pass a text file with one query id per line") from None
     except OSError as exc:
-        raise ValueError(f"--query-ids {path}: cannot read it ({exc.strerror or exc}); pass a text file with "
-                         "one query id per line") from None
+        raise ValueError(
+            f"--query-ids {path}: cannot read it ({exc.strerror or exc}); pass a text file with one query id per line"
+        ) from None

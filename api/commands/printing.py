@@ -1,4 +1,5 @@
 """What ``evaluate`` prints besides the summary: trec_eval's lines, and one row per query."""
+
 from __future__ import annotations
 
 import sys
@@ -23,8 +24,10 @@ def trec_eval_lines(results) -> List[str]:
     measures = dict(uncut)
     for family in families.values():
         measures.update(family)
-    return [f"{name:<22}\tall\t{value if isinstance(value, int) else format(value, '.4f')}"
-            for name, value in measures.items()]
+    return [
+        f"{name:<22}\tall\t{value if isinstance(value, int) else format(value, '.4f')}"
+        for name, value in measures.items()
+    ]
 
 
 def print_per_query(res, fmt: str, ids_path: Optional[str], ids: Optional[List[str]]) -> int:

@@ -4,6 +4,7 @@ An option that does not apply to the input given is refused by name (``error: --
 never ignored; with ``--run`` each option is passed to ``rc.evaluate_run`` when it takes that
 keyword.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -17,11 +18,19 @@ RUN_OPTIONS = ("k", "max_rank", "implementation")
 #: the other options of ``evaluate`` (the options table's, and --progress): with ``--run`` each one is
 #: passed to ``rc.evaluate_run`` when it takes that keyword, and refused by name when it does not
 ARRAY_OPTIONS = tuple(o.name for o in options_table.taken_by("evaluate-cli") if o.name not in RUN_OPTIONS) + (
-    "progress",)
+    "progress",
+)
 #: options that only mean something for a TREC run (trec_eval's -c, -l, -M, -J, -m ndcg.G=V; BEIR's
 #: ignore_identical_ids)
-RUN_ONLY_OPTIONS = ("complete", "relevance_level", "depth", "judged_only", "ignore_identical_ids", "gains",
-                    "float_grades")
+RUN_ONLY_OPTIONS = (
+    "complete",
+    "relevance_level",
+    "depth",
+    "judged_only",
+    "ignore_identical_ids",
+    "gains",
+    "float_grades",
+)
 
 
 def parse_gains(text: str) -> dict:
@@ -56,18 +65,24 @@ def check_combination(args, trec: bool) -> Optional[str]:
             if args.run is not None:
                 return "--run: give a run file or a search (--search), not both"
             if args.search_metric is None:
-                return ("--search-metric: required with --search: l2 (D is a distance, smaller is closer, "
-                        "faiss METRIC_L2) or inner_product (larger is closer)")
+                return (
+                    "--search-metric: required with --search: l2 (D is a distance, smaller is closer, "
+                    "faiss METRIC_L2) or inner_product (larger is closer)"
+                )
             array_options: Tuple[str, ...] = ("npz",) + EVALUATE_ARRAYS
         elif args.run is None or args.qrels is None:
-            return (f"{'--run' if args.run is None else '--qrels'}: a TREC run is evaluated against qrels; "
-                    "give both --run RUN and --qrels QRELS")
+            return (
+                f"{'--run' if args.run is None else '--qrels'}: a TREC run is evaluated against qrels; "
+                "give both --run RUN and --qrels QRELS"
+            )
         else:
             array_options = ("npz", "max_array_bytes") + EVALUATE_ARRAYS
         for dest in array_options:
             if given(args, dest):
-                return (f"{flag(dest)}: arrays are not read with --run or --search (the run and the qrels are the "
-                        f"input); drop {flag(dest)} or evaluate the arrays without --run/--qrels/--search")
+                return (
+                    f"{flag(dest)}: arrays are not read with --run or --search (the run and the qrels are the "
+                    f"input); drop {flag(dest)} or evaluate the arrays without --run/--qrels/--search"
+                )
     else:
         for dest in RUN_ONLY_OPTIONS:
             if given(args, dest):
@@ -96,8 +111,10 @@ def run_options(args) -> Tuple[dict, Optional[str]]:
         if not given(args, dest):
             continue
         if dest not in accepted:
-            return kwargs, (f"{flag(dest)}: not an option of a TREC run evaluation (rc.evaluate_run takes "
-                            f"{', '.join(flag(name) for name in ARRAY_OPTIONS + RUN_ONLY_OPTIONS if name in accepted)}"
-                            f"); drop {flag(dest)}, or evaluate arrays without --run/--qrels")
+            return kwargs, (
+                f"{flag(dest)}: not an option of a TREC run evaluation (rc.evaluate_run takes "
+                f"{', '.join(flag(name) for name in ARRAY_OPTIONS + RUN_ONLY_OPTIONS if name in accepted)}"
+                f"); drop {flag(dest)}, or evaluate arrays without --run/--qrels"
+            )
         kwargs[dest] = args.progress and not args.quiet if dest == "progress" else getattr(args, dest)
     return kwargs, None

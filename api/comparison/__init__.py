@@ -37,6 +37,7 @@ downward, in this order:
 * :mod:`~retrieval_conformance.comparison.trec_runs`: TREC run files for the command line;
 * :mod:`~retrieval_conformance.comparison.cli`: :func:`compare_main`, the command line.
 """
+
 from __future__ import annotations
 
 from retrieval_conformance.comparison.cli import compare_main
@@ -54,5 +55,19 @@ from retrieval_conformance.comparison.stats import (
 )
 from retrieval_conformance.comparison.tables import Comparison, ComparisonRow
 
-__all__ = ["Comparison", "ComparisonRow", "MeanInterval", "benjamini_hochberg", "cohens_dz", "compare",
-           "compare_main", "holm", "mean_intervals", "permutation_p", "run_metrics", "CORRECTIONS", "PAIRS", "TESTS"]
+__all__ = [
+    "Comparison",
+    "ComparisonRow",
+    "MeanInterval",
+    "benjamini_hochberg",
+    "cohens_dz",
+    "compare",
+    "compare_main",
+    "holm",
+    "mean_intervals",
+    "permutation_p",
+    "run_metrics",
+    "CORRECTIONS",
+    "PAIRS",
+    "TESTS",
+]

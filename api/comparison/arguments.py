@@ -3,6 +3,7 @@
 One check per kind of argument, raising with the argument's name (the function's keyword or
 the command line's flag) and what was expected.
 """
+
 from __future__ import annotations
 
 import math
@@ -10,8 +11,15 @@ from typing import Any, Iterable, List, Optional
 
 import numpy as np
 
-__all__ = ["check_choice", "check_digits", "check_level", "check_names", "check_non_negative", "check_resamples",
-           "check_seed"]
+__all__ = [
+    "check_choice",
+    "check_digits",
+    "check_level",
+    "check_names",
+    "check_non_negative",
+    "check_resamples",
+    "check_seed",
+]
 
 
 # -- checks ------------------------------------------------------------------------------

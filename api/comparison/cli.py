@@ -8,6 +8,7 @@ printed as tables (text, ``--markdown``, ``--latex``) or ``--json``; a warning o
 says how many queries were dropped when the runs answer different queries.
 ``--fail-if-worse METRIC:MARGIN`` turns a significant regression into exit status 1.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -42,53 +43,90 @@ def _parser() -> argparse.ArgumentParser:
         allow_abbrev=False,
         prog="retrieval-conformance compare",
         description="Evaluate runs (.npz files of evaluate()'s arrays, or TREC run files with --qrels) and compare "
-                    "them query by query (paired by query id): each run's mean with t and bootstrap intervals; "
-                    "for each pair, paired permutation test, paired t-test, bootstrap interval of the difference "
-                    "and effect size.  Exit 0; 1 when --fail-if-worse finds a significant regression; 2 for "
-                    "unusable input.")
-    p.add_argument("runs", nargs="+", metavar="RUN",
-                   help="a .npz of arrays named like evaluate()'s arguments (scores or distances, plus relevance or "
-                        "query_labels/db_labels, ...), or with --qrels a TREC run file (qid Q0 docno rank score tag); "
-                        "the first is the baseline unless --baseline")
+        "them query by query (paired by query id): each run's mean with t and bootstrap intervals; "
+        "for each pair, paired permutation test, paired t-test, bootstrap interval of the difference "
+        "and effect size.  Exit 0; 1 when --fail-if-worse finds a significant regression; 2 for "
+        "unusable input.",
+    )
+    p.add_argument(
+        "runs",
+        nargs="+",
+        metavar="RUN",
+        help="a .npz of arrays named like evaluate()'s arguments (scores or distances, plus relevance or "
+        "query_labels/db_labels, ...), or with --qrels a TREC run file (qid Q0 docno rank score tag); "
+        "the first is the baseline unless --baseline",
+    )
     p.add_argument("--names", nargs="+", metavar="NAME", help="names of the runs (default: the file names)")
     p.add_argument("--baseline", metavar="NAME", help="the run the others are compared with (default: the first)")
     p.add_argument("--shared", metavar="FILE.npz", help=".npz runs: arrays shared by every run (e.g. the labels)")
     p.add_argument("--protocol", help=".npz runs: evaluation preset (default hashing)")
     p.add_argument("--k", help=".npz runs: cut-off (an integer, or 'all')")
     p.add_argument("--qrels", metavar="QRELS", help="the runs are TREC run files, judged by this TREC qrels file")
-    p.add_argument("--float-grades", choices=FLOAT_GRADES,
-                   help="TREC runs: qrels grades that are not integers (2.5): exact (the default, with a warning), "
-                        "truncate (trec_eval's atol: 2) or refuse")
-    p.add_argument("--complete", action="store_true",
-                   help="TREC runs: evaluate every qrels query, 0 for a run without results for it (trec_eval -c); "
-                        "without it, queries not answered by every run are dropped, with a warning")
-    p.add_argument("--relevance-level", type=int, default=1, metavar="L",
-                   help="TREC runs: least relevant grade (trec_eval -l, default 1)")
+    p.add_argument(
+        "--float-grades",
+        choices=FLOAT_GRADES,
+        help="TREC runs: qrels grades that are not integers (2.5): exact (the default, with a warning), "
+        "truncate (trec_eval's atol: 2) or refuse",
+    )
+    p.add_argument(
+        "--complete",
+        action="store_true",
+        help="TREC runs: evaluate every qrels query, 0 for a run without results for it (trec_eval -c); "
+        "without it, queries not answered by every run are dropped, with a warning",
+    )
+    p.add_argument(
+        "--relevance-level",
+        type=int,
+        default=1,
+        metavar="L",
+        help="TREC runs: least relevant grade (trec_eval -l, default 1)",
+    )
     p.add_argument("--implementation", default="auto")
-    p.add_argument("--metrics", nargs="+", metavar="METRIC",
-                   help="names, space- or comma-separated: for .npz runs map, precision_at_k, recall_at_k, "
-                        "rank1..rankN, minp, r_precision, ndcg, mrr, map_at_r; for TREC runs trec_eval's names "
-                        f"(default {','.join(DEFAULT_TREC_METRICS)}; also ndcg, Rprec, recall_k, ...)")
-    p.add_argument("--pairs", choices=PAIRS, default="baseline",
-                   help="compare each run with the baseline (default) or every pair of runs")
+    p.add_argument(
+        "--metrics",
+        nargs="+",
+        metavar="METRIC",
+        help="names, space- or comma-separated: for .npz runs map, precision_at_k, recall_at_k, "
+        "rank1..rankN, minp, r_precision, ndcg, mrr, map_at_r; for TREC runs trec_eval's names "
+        f"(default {','.join(DEFAULT_TREC_METRICS)}; also ndcg, Rprec, recall_k, ...)",
+    )
+    p.add_argument(
+        "--pairs",
+        choices=PAIRS,
+        default="baseline",
+        help="compare each run with the baseline (default) or every pair of runs",
+    )
     out = p.add_mutually_exclusive_group()
     out.add_argument("--json", action="store_true", help="machine-readable output")
     out.add_argument("--markdown", action="store_true", help="a markdown table (for a pull request)")
     out.add_argument("--latex", action="store_true", help="a booktabs table (for a paper)")
-    p.add_argument("--fail-if-worse", action="append", default=[], metavar="METRIC:MARGIN",
-                   help="exit 1 when a run is worse than the baseline on METRIC by more than MARGIN, significantly "
-                        "(permutation test p < --alpha); repeatable")
+    p.add_argument(
+        "--fail-if-worse",
+        action="append",
+        default=[],
+        metavar="METRIC:MARGIN",
+        help="exit 1 when a run is worse than the baseline on METRIC by more than MARGIN, significantly "
+        "(permutation test p < --alpha); repeatable",
+    )
     p.add_argument("--alpha", type=float, default=0.05, help="significance level (default 0.05)")
-    p.add_argument("--resamples", type=int, default=10_000, metavar="N",
-                   help="permutation and bootstrap resamples (default 10000)")
+    p.add_argument(
+        "--resamples", type=int, default=10_000, metavar="N", help="permutation and bootstrap resamples (default 10000)"
+    )
     p.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
     p.add_argument("--confidence", type=float, default=0.95, help="bootstrap interval level (default 0.95)")
-    p.add_argument("--correction", choices=[c for c in CORRECTIONS if c is not None],
-                   help="multiple-comparison correction over all tests: holm (family-wise error) or bh "
-                        "(Benjamini-Hochberg, false discovery rate)")
+    p.add_argument(
+        "--correction",
+        choices=[c for c in CORRECTIONS if c is not None],
+        help="multiple-comparison correction over all tests: holm (family-wise error) or bh "
+        "(Benjamini-Hochberg, false discovery rate)",
+    )
     p.add_argument("--plus-minus", action="store_true", help="--latex: each mean ± the half-width of its t interval")
-    p.add_argument("--max-array-bytes", type=int, metavar="N",
-                   help="refuse a file whose arrays exceed N bytes in total (default 2 GiB)")
+    p.add_argument(
+        "--max-array-bytes",
+        type=int,
+        metavar="N",
+        help="refuse a file whose arrays exceed N bytes in total (default 2 GiB)",
+    )
     return p
 
 
@@ -107,8 +145,9 @@ def _parse_fail_if_worse(specs: List[str]) -> List[Tuple[str, float]]:
         except ValueError:
             value = float("nan")
         if not (value >= 0 and math.isfinite(value)):
-            raise ValueError(f"--fail-if-worse: expected METRIC:MARGIN with a margin >= 0 (e.g. map:0.01), "
-                             f"got {spec!r}")
+            raise ValueError(
+                f"--fail-if-worse: expected METRIC:MARGIN with a margin >= 0 (e.g. map:0.01), got {spec!r}"
+            )
         out.append((canonical_metric(metric), value))
     return out
 
@@ -130,21 +169,34 @@ def _run_names(args) -> List[str]:
 
 def _trec_runs(args, names: List[str], metrics: List[str]) -> Dict[str, Any]:
     """TREC run files evaluated against ``--qrels``; the .npz options are refused by name."""
-    given = {"--shared": args.shared, "--protocol": args.protocol, "--k": args.k,
-             "--max-array-bytes": args.max_array_bytes}
+    given = {
+        "--shared": args.shared,
+        "--protocol": args.protocol,
+        "--k": args.k,
+        "--max-array-bytes": args.max_array_bytes,
+    }
     for flag, value in given.items():
         if value is not None:
-            raise ValueError(f"{flag}: applies to .npz runs, not to TREC runs (--qrels); the cut-offs of TREC runs "
-                             "come from the measure names (--metrics P_10,ndcg_cut_10)")
-    return evaluate_trec_runs(args.runs, names, args.qrels, metrics, args.complete, args.relevance_level,
-                              args.implementation, args.float_grades)
+            raise ValueError(
+                f"{flag}: applies to .npz runs, not to TREC runs (--qrels); the cut-offs of TREC runs "
+                "come from the measure names (--metrics P_10,ndcg_cut_10)"
+            )
+    return evaluate_trec_runs(
+        args.runs,
+        names,
+        args.qrels,
+        metrics,
+        args.complete,
+        args.relevance_level,
+        args.implementation,
+        args.float_grades,
+    )
 
 
 def _evaluated_runs(args, names: List[str]) -> Dict[str, Any]:
     """Read every .npz run (and --shared) and evaluate it; ValueError with the message to print."""
     if args.complete or args.relevance_level != 1 or args.float_grades is not None:
-        flag = "--complete" if args.complete else "--relevance-level" if args.relevance_level != 1 else \
-            "--float-grades"
+        flag = "--complete" if args.complete else "--relevance-level" if args.relevance_level != 1 else "--float-grades"
         raise ValueError(f"{flag}: applies to TREC runs (--qrels QRELS), not to .npz runs")
     shared: Dict[str, Any] = _read_run("--shared", args.shared, args.max_array_bytes) if args.shared else {}
     kwargs: Dict[str, Any] = dict(protocol=args.protocol or "hashing", implementation=args.implementation)
@@ -214,9 +266,16 @@ def compare_main(argv: Optional[Sequence[str]] = None) -> int:
             else:
                 runs = _evaluated_runs(args, names)
                 metrics = _metrics(args, gates, runs)
-            result = compare(runs, metrics=metrics, baseline=args.baseline, n_resamples=args.resamples,
-                             confidence=args.confidence, seed=args.seed, correction=args.correction,
-                             pairs=args.pairs)
+            result = compare(
+                runs,
+                metrics=metrics,
+                baseline=args.baseline,
+                n_resamples=args.resamples,
+                confidence=args.confidence,
+                seed=args.seed,
+                correction=args.correction,
+                pairs=args.pairs,
+            )
     except (ValueError, TypeError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
@@ -226,8 +285,9 @@ def compare_main(argv: Optional[Sequence[str]] = None) -> int:
     for w in caught:  # the dropped queries; numpy's warnings on empty means are the tables' "-"
         if issubclass(w.category, UserWarning):
             print(f"warning: {w.message}", file=sys.stderr)
-    worse = [(row, margin) for metric, margin in gates
-             for row in result.regressions(margin, alpha=args.alpha, metric=metric)]
+    worse = [
+        (row, margin) for metric, margin in gates for row in result.regressions(margin, alpha=args.alpha, metric=metric)
+    ]
     if args.json:
         payload = result.to_dict()
         payload["spec_version"] = SPEC_VERSION
@@ -241,6 +301,9 @@ def compare_main(argv: Optional[Sequence[str]] = None) -> int:
     else:
         print(result.to_text(alpha=args.alpha), end="")
     for row, margin in worse:
-        print(f"worse: {row.run} {row.label} {row.difference:+.4f} vs {row.baseline} (margin {margin:g}, "
-              f"permutation p = {format_p(row.p_permutation_adjusted)} < {args.alpha:g})", file=sys.stderr)
+        print(
+            f"worse: {row.run} {row.label} {row.difference:+.4f} vs {row.baseline} (margin {margin:g}, "
+            f"permutation p = {format_p(row.p_permutation_adjusted)} < {args.alpha:g})",
+            file=sys.stderr,
+        )
     return 1 if worse else 0

@@ -5,6 +5,7 @@ cell a mean, optionally with ± the half-width of its t interval, and a marker w
 differs significantly from the baseline); the rest are the cell formats and escapes the
 text and markdown tables share.
 """
+
 from __future__ import annotations
 
 import math
@@ -20,8 +21,15 @@ if TYPE_CHECKING:  # pragma: no cover
 __all__ = ["format_p", "json_ready", "latex_table"]
 
 
-def latex_table(cmp: "Comparison", alpha: float = 0.05, test: Optional[str] = None, digits: Optional[int] = None,
-                percent: bool = False, marker: str = r"\dagger", plus_minus: bool = False) -> str:
+def latex_table(
+    cmp: "Comparison",
+    alpha: float = 0.05,
+    test: Optional[str] = None,
+    digits: Optional[int] = None,
+    percent: bool = False,
+    marker: str = r"\dagger",
+    plus_minus: bool = False,
+) -> str:
     r"""A booktabs table for papers: runs as rows, metrics as columns (:meth:`Comparison.to_latex`).
 
     Each cell is the run's mean over the paired queries it counts; with ``plus_minus`` it
@@ -37,10 +45,13 @@ def latex_table(cmp: "Comparison", alpha: float = 0.05, test: Optional[str] = No
         raise TypeError(f"plus_minus: expected True or False, got {type(plus_minus).__name__}")
     scale = 100.0 if percent else 1.0
     cols = len(cmp.metrics) + 1
-    lines = [r"\begin{tabular}{l" + "c" * len(cmp.metrics) + "}", r"\toprule",
-             " & ".join(["Run"] + [latex_escape(lab) + (r" (\%)" if percent else "")
-                                   for lab in cmp.metrics.values()]) + r" \\",
-             r"\midrule"]
+    lines = [
+        r"\begin{tabular}{l" + "c" * len(cmp.metrics) + "}",
+        r"\toprule",
+        " & ".join(["Run"] + [latex_escape(lab) + (r" (\%)" if percent else "") for lab in cmp.metrics.values()])
+        + r" \\",
+        r"\midrule",
+    ]
     for run in cmp.runs:
         cells = [latex_escape(run) + (" (baseline)" if run == cmp.baseline and len(cmp.runs) > 1 else "")]
         for metric in cmp.metrics:
@@ -61,12 +72,16 @@ def latex_table(cmp: "Comparison", alpha: float = 0.05, test: Optional[str] = No
         notes.append(rf"$\pm$: half-width of the {level} t interval of the mean over queries.")
     if cmp.tests and len(cmp.runs) > 1:
         name = f"paired {TEST_LABELS[test].name}"
-        adjusted: Dict[Optional[str], str] = {"holm": ", Holm--Bonferroni corrected",
-                                              "bh": ", Benjamini--Hochberg corrected"}
+        adjusted: Dict[Optional[str], str] = {
+            "holm": ", Holm--Bonferroni corrected",
+            "bh": ", Benjamini--Hochberg corrected",
+        }
         pairs = sorted({r.n_queries for r in cmp.rows if r.baseline == cmp.baseline})
-        over = (f"{pairs[0]} queries" if len(pairs) == 1 else "the queries counted in both runs")
-        notes.append(rf"${{}}^{{{marker}}}$ significantly different from {latex_escape(cmp.baseline)} ({name}, "
-                     rf"two-sided, $p < {alpha:g}${adjusted.get(cmp.correction, '')}; {over}).")
+        over = f"{pairs[0]} queries" if len(pairs) == 1 else "the queries counted in both runs"
+        notes.append(
+            rf"${{}}^{{{marker}}}$ significantly different from {latex_escape(cmp.baseline)} ({name}, "
+            rf"two-sided, $p < {alpha:g}${adjusted.get(cmp.correction, '')}; {over})."
+        )
     for note in notes:
         lines.append(rf"\multicolumn{{{cols}}}{{l}}{{\footnotesize {note}}} \\")
     lines.append(r"\end{tabular}")
@@ -90,8 +105,18 @@ def md_escape(text: str) -> str:
     return text.replace("|", r"\|").replace("*", r"\*")
 
 
-_LATEX_SPECIAL = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_",
-                  "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}"}
+_LATEX_SPECIAL = {
+    "\\": r"\textbackslash{}",
+    "&": r"\&",
+    "%": r"\%",
+    "$": r"\$",
+    "#": r"\#",
+    "_": r"\_",
+    "{": r"\{",
+    "}": r"\}",
+    "~": r"\textasciitilde{}",
+    "^": r"\textasciicircum{}",
+}
 
 
 def latex_escape(text: str) -> str:

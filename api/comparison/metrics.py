@@ -23,6 +23,7 @@ A run is one of:
 metric's per-query values and the mask of the queries its empty-query policy counts;
 :func:`query_ids` the query ids (None: by position).
 """
+
 from __future__ import annotations
 
 import re
@@ -32,22 +33,36 @@ import numpy as np
 from retrieval_conformance.reference.contract.metric_names import RANK_NAME, canonical_metric
 from retrieval_conformance.reference.contract.problem import MEANS, Result, ResultsAtK
 
-__all__ = ["ARRAY_METRIC", "TREC_FIELDS", "canonical_metric", "is_trec", "metric_values", "query_ids",
-           "run_metrics"]
+__all__ = ["ARRAY_METRIC", "TREC_FIELDS", "canonical_metric", "is_trec", "metric_values", "query_ids", "run_metrics"]
 
 #: the name of the one metric of per-query arrays given without a name
 ARRAY_METRIC = "value"
 #: how tables show the means of ``Result`` (``{k}``: the cut-off); a mean not listed shows its name
-_LABELS = {"map": "mAP", "precision_at_k": "P@{k}", "recall_at_k": "R@{k}", "minp": "mINP",
-           "r_precision": "R-precision", "ndcg_at_k": "nDCG@{k}", "mrr": "MRR@{k}", "map_at_r": "MAP@R"}
+_LABELS = {
+    "map": "mAP",
+    "precision_at_k": "P@{k}",
+    "recall_at_k": "R@{k}",
+    "minp": "mINP",
+    "r_precision": "R-precision",
+    "ndcg_at_k": "nDCG@{k}",
+    "mrr": "MRR@{k}",
+    "map_at_r": "MAP@R",
+}
 #: the means whose per-query values change with the cut-off (their label names it)
 _CUT = ("map", "precision_at_k", "recall_at_k", "ndcg_at_k", "mrr")
 #: the CMC at a rank (rank1, rank_5, cmc10): the vocabulary of ``metrics=`` (``reference/contract/metric_names.py``,
 #: which also holds the aliases ``canonical_metric`` reads)
 _RANK = RANK_NAME
 #: trec_eval's measure (its name before any ``_k``) -> the ``PerQuery`` field holding it per query
-TREC_FIELDS = {"map": "ap", "P": "precision_at_k", "recall": "recall_at_k", "Rprec": "r_precision",
-               "recip_rank": "rr", "ndcg": "ndcg", "ndcg_cut": "ndcg"}
+TREC_FIELDS = {
+    "map": "ap",
+    "P": "precision_at_k",
+    "recall": "recall_at_k",
+    "Rprec": "r_precision",
+    "recip_rank": "rr",
+    "ndcg": "ndcg",
+    "ndcg_cut": "ndcg",
+}
 #: trec_eval's counts: sums over queries, not means of per-query values
 _COUNTS = re.compile(r"^num_")
 
@@ -131,11 +146,15 @@ def metric_values(run: Any, name: str, run_name: str) -> Tuple[str, np.ndarray, 
     res, key = _resolve(run, name)
     needs = MEANS.get(key, (None, None))[1]
     if res is None and needs is not None and not is_trec(_first(run)):
-        raise ValueError(f"metrics: {name!r} needs {'a cut-off' if needs == 'k' else needs}, but run {run_name!r} "
-                         f"was evaluated with {needs}=None; evaluate with {needs}=... or drop it")
+        raise ValueError(
+            f"metrics: {name!r} needs {'a cut-off' if needs == 'k' else needs}, but run {run_name!r} "
+            f"was evaluated with {needs}=None; evaluate with {needs}=... or drop it"
+        )
     if res is None and is_trec(_first(run)) and _COUNTS.match(name) and name in _first(run).extras["trec_eval"]:
-        raise ValueError(f"metrics: {name!r} is a count summed over queries, with no per-query values to pair; "
-                         f"compare a measure ({list(run_metrics(run))})")
+        raise ValueError(
+            f"metrics: {name!r} is a count summed over queries, with no per-query values to pair; "
+            f"compare a measure ({list(run_metrics(run))})"
+        )
     if res is None:
         offered = list(run_metrics(run)) + ([] if is_trec(_first(run)) else ["rank1", "rank5", "..."])
         hint = " (cut-offs: evaluate_run(..., k=(5, 10)))" if is_trec(_first(run)) else ""
@@ -143,15 +162,19 @@ def metric_values(run: Any, name: str, run_name: str) -> Tuple[str, np.ndarray, 
     if is_trec(res):
         trec_values = _trec_values(res, key)
         if trec_values is None:
-            raise ValueError(f"metrics: run {run_name!r} reports {key!r} only as a mean, with no per-query values "
-                             "to pair (looked in result.extras['trec_eval_per_query'] and the PerQuery fields); "
-                             "compare another measure")
+            raise ValueError(
+                f"metrics: run {run_name!r} reports {key!r} only as a mean, with no per-query values "
+                "to pair (looked in result.extras['trec_eval_per_query'] and the PerQuery fields); "
+                "compare another measure"
+            )
         values = trec_values
     elif _RANK.match(key):
         rank, cmc = int(key[4:]), res.per_query.cmc
         if not 1 <= rank <= cmc.shape[1]:
-            raise ValueError(f"metrics: {key!r} is beyond run {run_name!r}'s CMC of {cmc.shape[1]} ranks; "
-                             f"evaluate with max_rank >= {rank}, or compare rank1..rank{cmc.shape[1]}")
+            raise ValueError(
+                f"metrics: {key!r} is beyond run {run_name!r}'s CMC of {cmc.shape[1]} ranks; "
+                f"evaluate with max_rank >= {rank}, or compare rank1..rank{cmc.shape[1]}"
+            )
         values = np.asarray(cmc[:, rank - 1], dtype=np.float64)
     else:
         values = np.asarray(getattr(res.per_query, MEANS[key][0]), dtype=np.float64)

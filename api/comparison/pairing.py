@@ -7,6 +7,7 @@ arrays and ``evaluate`` results), keeps the queries every run answers and says h
 it dropped from each, and refuses infinite values.  NaN in per-query arrays marks a query
 not counted; how many there are is reported, never dropped silently.
 """
+
 from __future__ import annotations
 
 import numbers
@@ -30,13 +31,22 @@ from retrieval_conformance.reference.contract.problem import Options, Result, Re
 __all__ = ["PairedRuns", "TREC_SETTINGS", "default_metrics", "definition", "pair_runs"]
 
 #: the settings of ``evaluate_run`` kept in ``result.extras`` that change a number
-TREC_SETTINGS = ("relevance_level", "complete", "score_dtype", "depth", "judged_only", "ignore_identical_ids",
-                 "gains", "float_grades")
+TREC_SETTINGS = (
+    "relevance_level",
+    "complete",
+    "score_dtype",
+    "depth",
+    "judged_only",
+    "ignore_identical_ids",
+    "gains",
+    "float_grades",
+)
 #: every field of ``Options`` that defines the numbers: the conventions table's options first, then the
 #: rest (k, max_rank, ...); not ``metrics``, which says only which of them were computed (each has the
 #: same bits whatever else was asked for; a metric one run lacks is refused by name when read)
-_OPTION_FIELDS = tuple(OPTIONS) + tuple(f.name for f in fields(Options)
-                                        if f.name not in OPTIONS and f.name != "metrics")
+_OPTION_FIELDS = tuple(OPTIONS) + tuple(
+    f.name for f in fields(Options) if f.name not in OPTIONS and f.name != "metrics"
+)
 
 
 def definition(run: Any) -> Dict[str, Any]:
@@ -90,8 +100,10 @@ class PairedRuns:
 
 def _check_runs(runs: Any) -> Tuple[str, ...]:
     if not isinstance(runs, Mapping) or isinstance(runs, (Result, ResultsAtK)):
-        raise TypeError(f"runs: expected a mapping name -> rc.Result (or per-query array), got {type(runs).__name__};"
-                        " e.g. compare({'A': res_a, 'B': res_b})")
+        raise TypeError(
+            f"runs: expected a mapping name -> rc.Result (or per-query array), got {type(runs).__name__};"
+            " e.g. compare({'A': res_a, 'B': res_b})"
+        )
     if len(runs) < 1:
         raise ValueError("runs: expected at least 1 run, got none")
     bad = [n for n in runs if not isinstance(n, str)]
@@ -104,8 +116,10 @@ def _check_runs(runs: Any) -> Tuple[str, ...]:
         raise TypeError(f"runs[{odd[0]!r}]: mixes rc.Result runs with per-query arrays; give every run the same way")
     for name, value in runs.items():
         if isinstance(value, ResultsAtK) and not all(is_trec(r) for r in value.values()):
-            raise TypeError(f"runs[{name!r}]: a ResultsAtK of evaluate() holds one mAP per cut-off under one name; "
-                            "pass one cut-off's Result, e.g. res[10]")
+            raise TypeError(
+                f"runs[{name!r}]: a ResultsAtK of evaluate() holds one mAP per cut-off under one name; "
+                "pass one cut-off's Result, e.g. res[10]"
+            )
         if isinstance(value, ResultsAtK) and not value:
             raise ValueError(f"runs[{name!r}]: an empty ResultsAtK; evaluate with at least one cut-off")
     return names
@@ -121,7 +135,8 @@ def _check_definitions(runs: Mapping[str, Any], names: Sequence[str]) -> None:
                 raise ValueError(
                     f"runs[{name!r}]: evaluated with {option}={mine!r}, but runs[{names[0]!r}] with "
                     f"{option}={theirs!r}; the metric is not the same, evaluate every run with the same protocol "
-                    "and options")
+                    "and options"
+                )
 
 
 def _array_run(name: str, value: Any) -> Any:
@@ -135,20 +150,26 @@ def _array_run(name: str, value: Any) -> Any:
         arr = np.asarray(None)
     if arr.dtype.kind not in "biuf":  # strings, None and other objects are never read as numbers
         flat = list(items) if arr.ndim == 1 else []
-        odd = next((i for i, x in enumerate(flat) if isinstance(x, (str, bytes)) or not isinstance(x, numbers.Real)),
-                   None)
+        odd = next(
+            (i for i, x in enumerate(flat) if isinstance(x, (str, bytes)) or not isinstance(x, numbers.Real)), None
+        )
         if odd is not None:
             where = ids[odd] if ids is not None else odd
-            raise TypeError(f"runs[{name!r}]: the value of query {where!r} is {flat[odd]!r} "
-                            f"({type(flat[odd]).__name__}); expected real numbers (NaN marks a query not counted)")
+            raise TypeError(
+                f"runs[{name!r}]: the value of query {where!r} is {flat[odd]!r} "
+                f"({type(flat[odd]).__name__}); expected real numbers (NaN marks a query not counted)"
+            )
         if arr.ndim != 1:
-            raise TypeError(f"runs[{name!r}]: expected an rc.Result, a 1-D array of per-query values or a mapping "
-                            f"query id -> value, got {type(value).__name__}")
+            raise TypeError(
+                f"runs[{name!r}]: expected an rc.Result, a 1-D array of per-query values or a mapping "
+                f"query id -> value, got {type(value).__name__}"
+            )
         try:  # real numbers held as objects (Fraction, ints beyond int64)
             arr = arr.astype(np.float64)
         except OverflowError:
-            raise ValueError(f"runs[{name!r}]: a per-query value beyond the float64 range; values must be "
-                             "finite") from None
+            raise ValueError(
+                f"runs[{name!r}]: a per-query value beyond the float64 range; values must be finite"
+            ) from None
     if arr.ndim != 1:
         raise ValueError(f"runs[{name!r}]: expected a 1-D array of per-query values, got shape {arr.shape}")
     return value
@@ -169,8 +190,10 @@ def _wanted(runs: Mapping[str, Any], names: Sequence[str], metrics: Any) -> List
     if not isinstance(first, (Result, ResultsAtK)):
         wanted = [ARRAY_METRIC] if metrics is None else check_names("metrics", metrics)
         if len(wanted) != 1:
-            raise ValueError(f"metrics: per-query arrays hold one metric, but {len(wanted)} names were given "
-                             f"({wanted}); pass one name, e.g. metrics='ndcg'")
+            raise ValueError(
+                f"metrics: per-query arrays hold one metric, but {len(wanted)} names were given "
+                f"({wanted}); pass one name, e.g. metrics='ndcg'"
+            )
         return wanted
     if metrics is not None:
         wanted = check_names("metrics", metrics)
@@ -180,21 +203,26 @@ def _wanted(runs: Mapping[str, Any], names: Sequence[str], metrics: Any) -> List
     return default_metrics(first)
 
 
-def _positions(names: Sequence[str], ids: Dict[str, Optional[List[Any]]],
-               lengths: Dict[str, int]) -> Tuple[Optional[List[Any]], Dict[str, np.ndarray]]:
+def _positions(
+    names: Sequence[str], ids: Dict[str, Optional[List[Any]]], lengths: Dict[str, int]
+) -> Tuple[Optional[List[Any]], Dict[str, np.ndarray]]:
     """The paired query ids and, per run, the positions of those queries in the run."""
     given = [n for n in names if ids[n] is not None]
     if not given:
         for name in names[1:]:
             if lengths[name] != lengths[names[0]]:
-                raise ValueError(f"runs[{name!r}]: {lengths[name]} queries, but runs[{names[0]!r}] has "
-                                 f"{lengths[names[0]]}; runs without query ids are paired by position, so every run "
-                                 "must hold the same queries in the same order (or give a mapping query id -> value)")
+                raise ValueError(
+                    f"runs[{name!r}]: {lengths[name]} queries, but runs[{names[0]!r}] has "
+                    f"{lengths[names[0]]}; runs without query ids are paired by position, so every run "
+                    "must hold the same queries in the same order (or give a mapping query id -> value)"
+                )
         return None, {n: np.arange(lengths[n]) for n in names}
     if len(given) != len(names):
         odd = next(n for n in names if ids[n] is None)
-        raise TypeError(f"runs[{odd!r}]: has no query ids while runs[{given[0]!r}] has; give every run with ids "
-                        "(a mapping query id -> value, or evaluate_run results) or none")
+        raise TypeError(
+            f"runs[{odd!r}]: has no query ids while runs[{given[0]!r}] has; give every run with ids "
+            "(a mapping query id -> value, or evaluate_run results) or none"
+        )
     listed = {n: run_ids for n, run_ids in ids.items() if run_ids is not None}  # every run, here
     index: Dict[str, Dict[Any, int]] = {}
     for name in names:
@@ -254,15 +282,21 @@ def pair_runs(runs: Any, metrics: Any) -> PairedRuns:
     lengths = {n: next(iter(raw[n].values()))[0].shape[0] for n in names}
     common, positions = _positions(names, ids, lengths)
     if common is not None and not common:
-        raise ValueError(f"runs: no query is answered by every run ({', '.join(f'{n!r}: {lengths[n]}' for n in names)}"
-                         " queries); compare runs over the same topics")
+        raise ValueError(
+            f"runs: no query is answered by every run ({', '.join(f'{n!r}: {lengths[n]}' for n in names)}"
+            " queries); compare runs over the same topics"
+        )
     dropped = {n: int(lengths[n] - positions[n].shape[0]) for n in names}
     if common is not None and any(dropped.values()):  # by position (no ids), nothing is dropped
-        warnings.warn(f"compare: runs answer different queries; paired on the {len(common)} queries every run "
-                      "answers, dropped " + ", ".join(f"{d} of {lengths[n]} from {n!r}" for n, d in dropped.items()) +
-                      " (TREC runs: evaluate_run(..., complete=True), or compare --complete, evaluates every "
-                      "qrels query as trec_eval -c does)",
-                      UserWarning, stacklevel=3)
+        warnings.warn(
+            f"compare: runs answer different queries; paired on the {len(common)} queries every run "
+            "answers, dropped "
+            + ", ".join(f"{d} of {lengths[n]} from {n!r}" for n, d in dropped.items())
+            + " (TREC runs: evaluate_run(..., complete=True), or compare --complete, evaluates every "
+            "qrels query as trec_eval -c does)",
+            UserWarning,
+            stacklevel=3,
+        )
     values: Dict[str, Dict[str, Tuple[np.ndarray, np.ndarray]]] = {n: {} for n in names}
     not_counted: Dict[str, Dict[str, int]] = {n: {} for n in names}
     for name in names:
@@ -272,12 +306,15 @@ def pair_runs(runs: Any, metrics: Any) -> PairedRuns:
             if bad.size:
                 run_ids = ids[name]
                 where = run_ids[bad[0]] if run_ids is not None else int(bad[0])
-                raise ValueError(f"runs[{name!r}]: {labels[key]} is {vals[bad[0]]} at query {where!r} "
-                                 f"({bad.size} infinite value{'s' if bad.size > 1 else ''}); per-query values must be "
-                                 "finite (NaN marks a query not counted), also for queries other runs lack")
+                raise ValueError(
+                    f"runs[{name!r}]: {labels[key]} is {vals[bad[0]]} at query {where!r} "
+                    f"({bad.size} infinite value{'s' if bad.size > 1 else ''}); per-query values must be "
+                    "finite (NaN marks a query not counted), also for queries other runs lack"
+                )
             vals, counted = vals[positions[name]], counted[positions[name]]
             nan = counted & np.isnan(vals)
             not_counted[name][key] = int(nan.sum())
             values[name][key] = (vals, counted & ~nan)
-    return PairedRuns(names=names, labels=labels, query_ids=common, dropped=dropped, not_counted=not_counted,
-                      values=values)
+    return PairedRuns(
+        names=names, labels=labels, query_ids=common, dropped=dropped, not_counted=not_counted, values=values
+    )

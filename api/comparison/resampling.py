@@ -14,6 +14,7 @@ around the observed value (so sign vectors whose sums differ only by rounding co
 ties), exact over all :math:`2^n` sign vectors when :math:`2^n \\le` ``n_resamples``, and
 otherwise :math:`p_\\le = (\\#\\{T_s \\le T\\} + 1) / (N + 1)` over N random sign vectors.
 """
+
 from __future__ import annotations
 
 from typing import Optional, Tuple
@@ -82,7 +83,7 @@ def _null_sums_random(d: np.ndarray, n_resamples: int, rng: np.random.Generator)
     while done < n_resamples:
         count = min(rows, n_resamples - done)
         draws = rng.integers(0, 256, size=(count, groups), dtype=np.uint8)
-        out[done:done + count] = total - 2.0 * flipped[group_index, draws].sum(axis=1)
+        out[done : done + count] = total - 2.0 * flipped[group_index, draws].sum(axis=1)
         done += count
     return out
 

@@ -6,6 +6,7 @@ intervals, runs the tests of :mod:`~retrieval_conformance.comparison.stats` on e
 runs over the queries both count, applies the multiple-comparison correction and returns a
 :class:`~retrieval_conformance.comparison.tables.Comparison`.
 """
+
 from __future__ import annotations
 
 from dataclasses import replace
@@ -39,9 +40,18 @@ __all__ = ["PAIRS", "compare"]
 PAIRS = ("baseline", "all")
 
 
-def compare(runs: Mapping[str, Any], *, metrics: Any = None, baseline: Optional[str] = None,
-            tests: Sequence[str] = ("permutation", "t"), n_resamples: int = 10_000, confidence: float = 0.95,
-            seed: Optional[int] = 0, correction: Optional[str] = None, pairs: str = "baseline") -> Comparison:
+def compare(
+    runs: Mapping[str, Any],
+    *,
+    metrics: Any = None,
+    baseline: Optional[str] = None,
+    tests: Sequence[str] = ("permutation", "t"),
+    n_resamples: int = 10_000,
+    confidence: float = 0.95,
+    seed: Optional[int] = 0,
+    correction: Optional[str] = None,
+    pairs: str = "baseline",
+) -> Comparison:
     r"""Compare runs query by query, with paired significance tests and confidence intervals.
 
     The runs are lined up by query id: a TREC run's qids (``evaluate_run``), a mapping's keys,
@@ -167,20 +177,47 @@ def compare(runs: Mapping[str, Any], *, metrics: Any = None, baseline: Optional[
             b, b_counted = paired.values[name][metric]
             a, a_counted = paired.values[base][metric]
             both = a_counted & b_counted
-            rows.append(_paired_row(metric, label, name, base, b[both], a[both], tests,
-                                    n_resamples, confidence, seed))
+            rows.append(_paired_row(metric, label, name, base, b[both], a[both], tests, n_resamples, confidence, seed))
     means = {name: {m: float_mean(v[counted]) for m, (v, counted) in paired.values[name].items()} for name in names}
-    intervals = {name: {m: mean_intervals(v[counted], confidence, n_resamples, seed)
-                        for m, (v, counted) in paired.values[name].items()} for name in names}
-    return Comparison(rows=_apply_correction(rows, correction), baseline=baseline, runs=names,
-                      metrics=dict(paired.labels), means=means, n_queries=paired.n_queries, tests=tests,
-                      n_resamples=n_resamples, confidence=confidence, seed=seed, correction=correction,
-                      pairs=pairs, intervals=intervals, dropped=paired.dropped, not_counted=paired.not_counted,
-                      query_ids=paired.query_ids)
+    intervals = {
+        name: {
+            m: mean_intervals(v[counted], confidence, n_resamples, seed)
+            for m, (v, counted) in paired.values[name].items()
+        }
+        for name in names
+    }
+    return Comparison(
+        rows=_apply_correction(rows, correction),
+        baseline=baseline,
+        runs=names,
+        metrics=dict(paired.labels),
+        means=means,
+        n_queries=paired.n_queries,
+        tests=tests,
+        n_resamples=n_resamples,
+        confidence=confidence,
+        seed=seed,
+        correction=correction,
+        pairs=pairs,
+        intervals=intervals,
+        dropped=paired.dropped,
+        not_counted=paired.not_counted,
+        query_ids=paired.query_ids,
+    )
 
 
-def _paired_row(metric: str, label: str, run: str, baseline: str, b: np.ndarray, a: np.ndarray,
-                tests: Sequence[str], n_resamples: int, confidence: float, seed: Optional[int]) -> ComparisonRow:
+def _paired_row(
+    metric: str,
+    label: str,
+    run: str,
+    baseline: str,
+    b: np.ndarray,
+    a: np.ndarray,
+    tests: Sequence[str],
+    n_resamples: int,
+    confidence: float,
+    seed: Optional[int],
+) -> ComparisonRow:
     """One row: the means, the difference, the asked tests and the interval on the n pairs (b_i, a_i)."""
     n = a.shape[0]
     notes: List[str] = []
@@ -190,8 +227,7 @@ def _paired_row(metric: str, label: str, run: str, baseline: str, b: np.ndarray,
     low = high = float("nan")
     ci_method = "none"
     if n < 2:
-        notes.append(f"{n} quer{'y' if n == 1 else 'ies'} counted in both runs: no test or interval "
-                     "(needs at least 2)")
+        notes.append(f"{n} quer{'y' if n == 1 else 'ies'} counted in both runs: no test or interval (needs at least 2)")
         p_perm = float("nan") if "permutation" in tests else None
         p_t = float("nan") if "t" in tests else None
     else:
@@ -207,11 +243,26 @@ def _paired_row(metric: str, label: str, run: str, baseline: str, b: np.ndarray,
         effect, note = cohens_dz(b, a)
         notes += [note] if note else []
     mean_a, mean_b = float_mean(a), float_mean(b)
-    return ComparisonRow(metric=metric, label=label, run=run, baseline=baseline, n_queries=int(n),
-                         mean_baseline=mean_a, mean_run=mean_b, difference=mean_b - mean_a,
-                         ci_low=low, ci_high=high, ci_method=ci_method, p_permutation=p_perm, p_t=p_t,
-                         p_permutation_adjusted=p_perm, p_t_adjusted=p_t, permutation_exact=exact,
-                         effect_size=effect, notes=tuple(notes))
+    return ComparisonRow(
+        metric=metric,
+        label=label,
+        run=run,
+        baseline=baseline,
+        n_queries=int(n),
+        mean_baseline=mean_a,
+        mean_run=mean_b,
+        difference=mean_b - mean_a,
+        ci_low=low,
+        ci_high=high,
+        ci_method=ci_method,
+        p_permutation=p_perm,
+        p_t=p_t,
+        p_permutation_adjusted=p_perm,
+        p_t_adjusted=p_t,
+        permutation_exact=exact,
+        effect_size=effect,
+        notes=tuple(notes),
+    )
 
 
 def _apply_correction(rows: List[ComparisonRow], correction: Optional[str]) -> List[ComparisonRow]:

@@ -11,6 +11,7 @@ what was done.  scipy is imported on first use, not with the package.
 This module also holds the vocabulary of tests and corrections (:data:`TESTS`,
 :data:`TEST_LABELS`, :data:`CORRECTIONS`) that the rest of ``compare`` uses.
 """
+
 from __future__ import annotations
 
 import warnings
@@ -19,8 +20,21 @@ from typing import Dict, NamedTuple, Optional, Sequence, Tuple
 import numpy as np
 from retrieval_conformance.comparison.resampling import permutation_p
 
-__all__ = ["CORRECTIONS", "TESTS", "TEST_LABELS", "MeanInterval", "PairedTestLabel", "adjust", "benjamini_hochberg",
-           "bootstrap_interval", "cohens_dz", "holm", "mean_intervals", "paired_t_p", "permutation_p"]
+__all__ = [
+    "CORRECTIONS",
+    "TESTS",
+    "TEST_LABELS",
+    "MeanInterval",
+    "PairedTestLabel",
+    "adjust",
+    "benjamini_hochberg",
+    "bootstrap_interval",
+    "cohens_dz",
+    "holm",
+    "mean_intervals",
+    "paired_t_p",
+    "permutation_p",
+]
 
 
 class PairedTestLabel(NamedTuple):
@@ -181,9 +195,16 @@ def mean_intervals(values: np.ndarray, confidence: float, n_resamples: int, seed
     for method in ("BCa", "percentile"):
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
-            ci = stats.bootstrap((values,), np.mean, vectorized=True, n_resamples=n_resamples,
-                                 confidence_level=confidence, method=method, batch=_batch(n),
-                                 rng=np.random.default_rng(seed)).confidence_interval
+            ci = stats.bootstrap(
+                (values,),
+                np.mean,
+                vectorized=True,
+                n_resamples=n_resamples,
+                confidence_level=confidence,
+                method=method,
+                batch=_batch(n),
+                rng=np.random.default_rng(seed),
+            ).confidence_interval
         low, high = float(ci.low), float(ci.high)
         degenerate = any(issubclass(w.category, stats.DegenerateDataWarning) for w in caught)
         if np.isfinite([low, high]).all() and not (degenerate and method == "BCa"):
@@ -193,8 +214,9 @@ def mean_intervals(values: np.ndarray, confidence: float, n_resamples: int, seed
     return MeanInterval(n, mean, mean - half, mean + half, low, high, method)
 
 
-def bootstrap_interval(run: np.ndarray, base: np.ndarray, n_resamples: int, confidence: float,
-                       seed: Optional[int]) -> Tuple[float, float, str, Optional[str]]:
+def bootstrap_interval(
+    run: np.ndarray, base: np.ndarray, n_resamples: int, confidence: float, seed: Optional[int]
+) -> Tuple[float, float, str, Optional[str]]:
     """Bootstrap interval of the mean difference, resampling the pairs (``scipy.stats.bootstrap``).
 
     Returns
@@ -212,13 +234,24 @@ def bootstrap_interval(run: np.ndarray, base: np.ndarray, n_resamples: int, conf
     for method in ("BCa", "percentile"):
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
-            ci = stats.bootstrap((run, base), _mean_difference, paired=True, vectorized=True,
-                                 n_resamples=n_resamples, confidence_level=confidence, method=method,
-                                 batch=_batch(run.shape[0]), rng=np.random.default_rng(seed)).confidence_interval
+            ci = stats.bootstrap(
+                (run, base),
+                _mean_difference,
+                paired=True,
+                vectorized=True,
+                n_resamples=n_resamples,
+                confidence_level=confidence,
+                method=method,
+                batch=_batch(run.shape[0]),
+                rng=np.random.default_rng(seed),
+            ).confidence_interval
         low, high = float(ci.low), float(ci.high)
         degenerate = any(issubclass(w.category, stats.DegenerateDataWarning) for w in caught)
         if np.isfinite([low, high]).all() and not (degenerate and method == "BCa"):
-            note = "BCa interval degenerate (e.g. every difference equal): percentile interval" \
-                if method == "percentile" else None
+            note = (
+                "BCa interval degenerate (e.g. every difference equal): percentile interval"
+                if method == "percentile"
+                else None
+            )
             return low, high, method, note
     return float("nan"), float("nan"), "none", "bootstrap interval undefined"

@@ -5,6 +5,7 @@
 of the call, decides regressions and writes plain text, markdown, a LaTeX (booktabs) table
 (:mod:`~retrieval_conformance.comparison.formatting`) or a JSON-ready dict.
 """
+
 from __future__ import annotations
 
 import math
@@ -163,12 +164,13 @@ class Comparison:
         for r in self.rows:
             if r.metric == key and (r.run, r.baseline) in ((run, against), (against, run)):
                 return r
-        raise KeyError(f"no row for run {run!r} against {against!r} and metric {metric!r}; pairs compared: "
-                       f"{sorted({(r.run, r.baseline) for r in self.rows})}, metrics: {list(self.metrics)}")
+        raise KeyError(
+            f"no row for run {run!r} against {against!r} and metric {metric!r}; pairs compared: "
+            f"{sorted({(r.run, r.baseline) for r in self.rows})}, metrics: {list(self.metrics)}"
+        )
 
     # -- decisions --------------------------------------------------------------------
-    def regressions(self, margin: float, alpha: float = 0.05,
-                    metric: Optional[Any] = None) -> List[ComparisonRow]:
+    def regressions(self, margin: float, alpha: float = 0.05, metric: Optional[Any] = None) -> List[ComparisonRow]:
         """Rows where a run is worse than the baseline by more than ``margin``, significantly.
 
         A row is a regression when ``difference < -margin`` and the (corrected)
@@ -187,36 +189,43 @@ class Comparison:
         margin = check_non_negative("margin", margin)
         alpha = check_level("alpha", alpha)
         if "permutation" not in self.tests:
-            raise ValueError(f"regressions: need the permutation test, but compare() ran tests={self.tests}; "
-                             "call compare(..., tests=('permutation', 't'))")
+            raise ValueError(
+                f"regressions: need the permutation test, but compare() ran tests={self.tests}; "
+                "call compare(..., tests=('permutation', 't'))"
+            )
         wanted = set(self.metrics) if metric is None else {self._metric_key(m) for m in check_names("metric", metric)}
         unknown = wanted - set(self.metrics)
         if unknown:
             raise ValueError(f"metric: {sorted(unknown)} not compared; compared metrics: {list(self.metrics)}")
-        return [r for r in self.rows if r.metric in wanted and r.difference < -margin
-                and r.significant(alpha, "permutation")]
+        return [
+            r
+            for r in self.rows
+            if r.metric in wanted and r.difference < -margin and r.significant(alpha, "permutation")
+        ]
 
     # -- output -----------------------------------------------------------------------
     def to_dict(self) -> Dict[str, Any]:
         """JSON-ready summary: the settings, every run's means and intervals, every row (NaN as None)."""
-        return json_ready({
-            "baseline": self.baseline,
-            "runs": list(self.runs),
-            "metrics": dict(self.metrics),
-            "queries": self.n_queries,
-            "query_ids": self.query_ids,
-            "dropped": self.dropped,
-            "not_counted": self.not_counted,
-            "pairs": self.pairs,
-            "tests": list(self.tests),
-            "n_resamples": self.n_resamples,
-            "confidence": self.confidence,
-            "seed": self.seed,
-            "correction": self.correction,
-            "means": self.means,
-            "intervals": {run: {m: one._asdict() for m, one in per.items()} for run, per in self.intervals.items()},
-            "rows": [asdict(r) for r in self.rows],
-        })
+        return json_ready(
+            {
+                "baseline": self.baseline,
+                "runs": list(self.runs),
+                "metrics": dict(self.metrics),
+                "queries": self.n_queries,
+                "query_ids": self.query_ids,
+                "dropped": self.dropped,
+                "not_counted": self.not_counted,
+                "pairs": self.pairs,
+                "tests": list(self.tests),
+                "n_resamples": self.n_resamples,
+                "confidence": self.confidence,
+                "seed": self.seed,
+                "correction": self.correction,
+                "means": self.means,
+                "intervals": {run: {m: one._asdict() for m, one in per.items()} for run, per in self.intervals.items()},
+                "rows": [asdict(r) for r in self.rows],
+            }
+        )
 
     def _header(self) -> List[str]:
         level = percent_text(self.confidence)
@@ -227,34 +236,48 @@ class Comparison:
         lines = [f"Runs {', '.join(repr(r) for r in self.runs)}: {pairing}."]
         dropped = {r: d for r, d in self.dropped.items() if d}
         if dropped:
-            lines.append("Queries not answered by every run were dropped: " +
-                         ", ".join(f"{d} from {r!r}" for r, d in dropped.items()) + ".")
+            lines.append(
+                "Queries not answered by every run were dropped: "
+                + ", ".join(f"{d} from {r!r}" for r, d in dropped.items())
+                + "."
+            )
         nan = [f"{n} {self.metrics[m]} in {r!r}" for r, per in self.not_counted.items() for m, n in per.items() if n]
         if nan:
             lines.append("NaN per-query values, not counted: " + ", ".join(nan) + ".")
-        lines.append(f"Each run: mean over the paired queries it counts, ± half-width of the {level} t interval, "
-                     f"and the {level} bootstrap interval (BCa, {self.n_resamples} resamples, seed {self.seed}).")
+        lines.append(
+            f"Each run: mean over the paired queries it counts, ± half-width of the {level} t interval, "
+            f"and the {level} bootstrap interval (BCa, {self.n_resamples} resamples, seed {self.seed})."
+        )
         if not self.rows:
             return lines
         against = f"baseline {self.baseline!r}" if self.pairs == "baseline" else "every earlier run (column vs)"
-        lines.append(f"Each row: a run against {against} on the queries counted in both (column n); d_z: paired "
-                     "Cohen's d, mean difference / its standard deviation.")
+        lines.append(
+            f"Each row: a run against {against} on the queries counted in both (column n); d_z: paired "
+            "Cohen's d, mean difference / its standard deviation."
+        )
         tests = []
         if "permutation" in self.tests:
             floor = format_p(min(1.0, 2 / (self.n_resamples + 1)))
-            tests.append(f"paired {TEST_LABELS['permutation'].name} (sign flips, two-sided, "
-                         f"{self.n_resamples} resamples or exact, seed {self.seed}; a resampled p is at least "
-                         f"{floor})")
+            tests.append(
+                f"paired {TEST_LABELS['permutation'].name} (sign flips, two-sided, "
+                f"{self.n_resamples} resamples or exact, seed {self.seed}; a resampled p is at least "
+                f"{floor})"
+            )
         if "t" in self.tests:
             tests.append(f"paired {TEST_LABELS['t'].name} (two-sided)")
         if tests:
             adjusted = {"holm": "Holm", "bh": "Benjamini-Hochberg"}
             size = self._family_size()
-            family = f" ({adjusted[self.correction]}-adjusted over {size} row{'' if size == 1 else 's'})" \
-                if self.correction else ""
+            family = (
+                f" ({adjusted[self.correction]}-adjusted over {size} row{'' if size == 1 else 's'})"
+                if self.correction
+                else ""
+            )
             lines.append(f"p-values{family}: " + "; ".join(tests) + ".")
-        lines.append(f"CI: {level} bootstrap interval of the mean difference (BCa, "
-                     f"{self.n_resamples} resamples, seed {self.seed}).")
+        lines.append(
+            f"CI: {level} bootstrap interval of the mean difference (BCa, "
+            f"{self.n_resamples} resamples, seed {self.seed})."
+        )
         return lines
 
     def _family_size(self) -> int:
@@ -272,10 +295,22 @@ class Comparison:
                 one = self.intervals[run][metric]
                 half = one.t_high - one.mean
                 t_ci = "-" if math.isnan(half) else f"[{one.t_low:.{digits}f}, {one.t_high:.{digits}f}]"
-                boot = "-" if one.bootstrap_method == "none" else \
-                    f"[{one.bootstrap_low:.{digits}f}, {one.bootstrap_high:.{digits}f}]"
-                body.append([run, label, str(one.n_queries), "-" if math.isnan(one.mean) else f"{one.mean:.{digits}f}",
-                             "-" if math.isnan(half) else f"{half:.{digits}f}", t_ci, boot])
+                boot = (
+                    "-"
+                    if one.bootstrap_method == "none"
+                    else f"[{one.bootstrap_low:.{digits}f}, {one.bootstrap_high:.{digits}f}]"
+                )
+                body.append(
+                    [
+                        run,
+                        label,
+                        str(one.n_queries),
+                        "-" if math.isnan(one.mean) else f"{one.mean:.{digits}f}",
+                        "-" if math.isnan(half) else f"{half:.{digits}f}",
+                        t_ci,
+                        boot,
+                    ]
+                )
         return head, body, {2, 3, 4}
 
     def _table(self, digits: int, alpha: float) -> Tuple[List[str], List[List[str]], set]:
@@ -288,9 +323,17 @@ class Comparison:
         body = []
         for r in self.rows:
             ci = "-" if r.ci_method == "none" else f"[{r.ci_low:+.{digits}f}, {r.ci_high:+.{digits}f}]"
-            cells = [r.run, r.baseline, r.label, str(r.n_queries), f"{r.mean_baseline:.{digits}f}",
-                     f"{r.mean_run:.{digits}f}", f"{r.difference:+.{digits}f}", ci,
-                     "-" if math.isnan(r.effect_size) else f"{r.effect_size:+.2f}"]
+            cells = [
+                r.run,
+                r.baseline,
+                r.label,
+                str(r.n_queries),
+                f"{r.mean_baseline:.{digits}f}",
+                f"{r.mean_run:.{digits}f}",
+                f"{r.difference:+.{digits}f}",
+                ci,
+                "-" if math.isnan(r.effect_size) else f"{r.effect_size:+.2f}",
+            ]
             cells += [format_p(r.p_value(t)) for t in self.tests]
             if self.tests:
                 cells.append("*" if r.significant(alpha, self.primary_test) else "")
@@ -335,8 +378,9 @@ class Comparison:
             widths = [max(len(row[j]) for row in [head] + body) for j in range(len(head))]
 
             def line(cells, widths=widths, right=right):
-                return "  ".join(c.rjust(w) if j in right else c.ljust(w)
-                                 for j, (c, w) in enumerate(zip(cells, widths))).rstrip()
+                return "  ".join(
+                    c.rjust(w) if j in right else c.ljust(w) for j, (c, w) in enumerate(zip(cells, widths))
+                ).rstrip()
 
             out += ["", line(head), line(["-" * w for w in widths])] + [line(row) for row in body]
         return "\n".join(out + [""] + self._footer(alpha)).rstrip() + "\n"
@@ -346,14 +390,23 @@ class Comparison:
         alpha = check_level("alpha", alpha)
         out: List[str] = []
         for head, body, right in self._tables(digits, alpha):
-            out += ["| " + " | ".join(md_escape(c) for c in head) + " |",
-                    "|" + "|".join("---:" if j in right else "---" for j in range(len(head))) + "|"]
+            out += [
+                "| " + " | ".join(md_escape(c) for c in head) + " |",
+                "|" + "|".join("---:" if j in right else "---" for j in range(len(head))) + "|",
+            ]
             out += ["| " + " | ".join(md_escape(c) for c in row) + " |" for row in body] + [""]
         notes = [md_escape(line) for line in self._header() + self._footer(alpha)]
         return "\n".join(out) + "\n" + "\n\n".join(notes) + "\n"
 
-    def to_latex(self, alpha: float = 0.05, test: Optional[str] = None, digits: Optional[int] = None,
-                 percent: bool = False, marker: str = r"\dagger", plus_minus: bool = False) -> str:
+    def to_latex(
+        self,
+        alpha: float = 0.05,
+        test: Optional[str] = None,
+        digits: Optional[int] = None,
+        percent: bool = False,
+        marker: str = r"\dagger",
+        plus_minus: bool = False,
+    ) -> str:
         r"""A booktabs table for papers: runs as rows, metrics as columns.
 
         Each cell is the run's mean; with ``plus_minus``, ``\pm`` the half-width of its t
@@ -376,5 +429,6 @@ class Comparison:
         plus_minus : bool
             Follow each mean with ``\pm`` the half-width of its t interval.
         """
-        return latex_table(self, alpha=alpha, test=test, digits=digits, percent=percent, marker=marker,
-                           plus_minus=plus_minus)
+        return latex_table(
+            self, alpha=alpha, test=test, digits=digits, percent=percent, marker=marker, plus_minus=plus_minus
+        )

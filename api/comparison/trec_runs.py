@@ -5,6 +5,7 @@ at the cut-offs its measure names ask for (``P_10``, ``ndcg_cut_10``: k = 10) an
 cut-off when a measure has none (``map``, ``ndcg``, ``recip_rank``), and handed to ``compare``
 as a ``ResultsAtK`` whose results the metric lookup reads by trec_eval's names.
 """
+
 from __future__ import annotations
 
 import re
@@ -45,9 +46,16 @@ def cutoffs_of(metrics: Sequence[str]) -> Tuple[bool, Tuple[int, ...]]:
     return without, tuple(sorted(set(cutoffs)))
 
 
-def evaluate_trec_runs(paths: Sequence[str], names: Sequence[str], qrels_path: str, metrics: Sequence[str],
-                       complete: bool, relevance_level: int, implementation: str,
-                       float_grades: Optional[str] = None) -> Dict[str, Any]:
+def evaluate_trec_runs(
+    paths: Sequence[str],
+    names: Sequence[str],
+    qrels_path: str,
+    metrics: Sequence[str],
+    complete: bool,
+    relevance_level: int,
+    implementation: str,
+    float_grades: Optional[str] = None,
+) -> Dict[str, Any]:
     """Every run file evaluated against the qrels at the cut-offs ``metrics`` need.
 
     Raises
@@ -62,8 +70,12 @@ def evaluate_trec_runs(paths: Sequence[str], names: Sequence[str], qrels_path: s
         raise ValueError(f"--qrels {qrels_path}: {exc}") from None
     without, cutoffs = cutoffs_of(metrics)
     # the qrels are read once, above (None: exact, with one warning); every run is evaluated on them
-    settings: Dict[str, Any] = dict(complete=complete, relevance_level=relevance_level, implementation=implementation,
-                                    float_grades=float_grades or "exact")
+    settings: Dict[str, Any] = dict(
+        complete=complete,
+        relevance_level=relevance_level,
+        implementation=implementation,
+        float_grades=float_grades or "exact",
+    )
     results: Dict[str, Any] = {}
     for name, path in zip(names, paths):
         try:

@@ -11,6 +11,7 @@ the command line (:mod:`.cli`).  :mod:`.inputs` holds the data and the cached ev
 audit returns.  A TREC run and its qrels are audited by the subpackage :mod:`.trec` (trec_eval's
 measures under every order of tied documents and every trec_eval option that moves them).
 """
+
 from __future__ import annotations
 
 from retrieval_conformance.conformance.audit.result import Audit

@@ -4,6 +4,7 @@ exit 1 when a ``--fail-if`` holds.
 Exit status: 0 (audited, no condition met), 1 (a ``--fail-if`` condition is met), 2 (unusable
 input or options: one ``error: ...`` line naming the option).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -19,8 +20,9 @@ def build_parser() -> argparse.ArgumentParser:
     p = CommandParser(
         prog="retrieval-conformance audit",
         description="Audit an evaluation: every metric under every convention with its tie interval, the "
-                    "conventions (and known bugs) that reproduce reported numbers, and what in the data makes "
-                    "the numbers fragile.")
+        "conventions (and known bugs) that reproduce reported numbers, and what in the data makes "
+        "the numbers fragile.",
+    )
     p.add_argument("--npz", help="an .npz holding arrays named like evaluate()'s arguments")
     for key in EVALUATE_ARRAYS:
         p.add_argument("--" + key.replace("_", "-"), dest=key, help=f"{key} as a .npy file")
@@ -33,29 +35,54 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--score-dtype", help="with --run: float64 (trec_eval 10.0, default) or float32 (9.0.8)")
     p.add_argument("--float-grades", help="with --run: exact, truncate (trec_eval's atol) or refuse")
     p.add_argument("--gains", help="with --run: nDCG gain per grade, e.g. 1=3,2=9 (trec_eval -m ndcg.1=3,2=9)")
-    p.add_argument("--ignore-identical-ids", action="store_true",
-                   help="with --run: drop a document named like its query (BEIR)")
+    p.add_argument(
+        "--ignore-identical-ids", action="store_true", help="with --run: drop a document named like its query (BEIR)"
+    )
     p.add_argument("--metric", help="distance of embeddings: euclidean (default) or cosine")
     p.add_argument("--protocol", default="hashing", help="the declared preset (retrieval-conformance presets)")
-    p.add_argument("--k", help="the declared cut-off: an integer, or 'all' (default) for the whole gallery; with "
-                               "--run the cut-offs of P_k, ndcg_cut_k... (e.g. 5,10; default 10)")
+    p.add_argument(
+        "--k",
+        help="the declared cut-off: an integer, or 'all' (default) for the whole gallery; with "
+        "--run the cut-offs of P_k, ndcg_cut_k... (e.g. 5,10; default 10)",
+    )
     p.add_argument("--max-rank", type=int, default=50)
     for option in ("ties", "ap-rule", "ap-at-k", "empty", "gain", "discount", "recall"):
-        p.add_argument("--" + option, help=f"override of the preset's {option.replace('-', '_')}" + (
-            "; with --run the order of tied documents: trec_eval (docno descending, the default), stable "
-            "(file order), reverse, docno_ascending, pessimistic or optimistic" if option == "ties" else
-            "; with --run too" if option in ("discount", "gain") else ""))
+        p.add_argument(
+            "--" + option,
+            help=f"override of the preset's {option.replace('-', '_')}"
+            + (
+                "; with --run the order of tied documents: trec_eval (docno descending, the default), stable "
+                "(file order), reverse, docno_ascending, pessimistic or optimistic"
+                if option == "ties"
+                else "; with --run too"
+                if option in ("discount", "gain")
+                else ""
+            ),
+        )
     p.add_argument("--reported", help="published numbers to trace, e.g. map=0.6026,rank1=88.2%%")
-    p.add_argument("--max-cost", type=int, default=2,
-                   help="what a candidate may assume: known bugs plus an unstable tie order (0, 1 or 2)")
+    p.add_argument(
+        "--max-cost",
+        type=int,
+        default=2,
+        help="what a candidate may assume: known bugs plus an unstable tie order (0, 1 or 2)",
+    )
     p.add_argument("--format", choices=("text", "json", "html"), default="text")
     p.add_argument("--output", "-o", help="write the report here (default: standard output)")
-    p.add_argument("--fail-if", action="append", default=[], metavar="CONDITION",
-                   help="exit 1 when it holds: tie_interval:map>0.005, self_matches>0, empty_queries.share>0.01, "
-                        "reproduced<1, map<0.5 (repeat, or join with ;)")
+    p.add_argument(
+        "--fail-if",
+        action="append",
+        default=[],
+        metavar="CONDITION",
+        help="exit 1 when it holds: tie_interval:map>0.005, self_matches>0, empty_queries.share>0.01, "
+        "reproduced<1, map<0.5 (repeat, or join with ;)",
+    )
     p.add_argument("--implementation", default="auto")
-    p.add_argument("--max-array-bytes", type=int, metavar="N",
-                   help="refuse input arrays larger than N bytes in total (default 2 GiB)")
+    p.add_argument(
+        "--max-array-bytes",
+        type=int,
+        metavar="N",
+        help="refuse input arrays larger than N bytes in total (default 2 GiB)",
+    )
     return p
 
 
@@ -74,10 +101,24 @@ def audit_main(argv: Optional[List[str]] = None) -> int:
     except (ValueError, TypeError) as exc:
         message = str(exc)
         # the API's argument names, as options here
-        for name in ("fail_if", "reported", "max_cost", "relevance_level", "depth", "score_dtype", "float_grades",
-                     "run", "qrels", "ties", "discount", "gain", "gains", "k"):
+        for name in (
+            "fail_if",
+            "reported",
+            "max_cost",
+            "relevance_level",
+            "depth",
+            "score_dtype",
+            "float_grades",
+            "run",
+            "qrels",
+            "ties",
+            "discount",
+            "gain",
+            "gains",
+            "k",
+        ):
             if message.startswith(name + ":"):
-                message = "--" + name.replace("_", "-") + message[len(name):]
+                message = "--" + name.replace("_", "-") + message[len(name) :]
         print(f"error: {message}", file=sys.stderr)
         return 2
     except FileNotFoundError as exc:
@@ -92,8 +133,16 @@ def audit_main(argv: Optional[List[str]] = None) -> int:
 #: the options of arrays only, refused by name with --run
 ARRAY_ONLY = ("npz", "metric", "protocol", "ap_rule", "ap_at_k", "empty", "recall", "max_array_bytes")
 #: the options of runs only, refused by name without --run
-RUN_ONLY = ("relevance_level", "depth", "judged_only", "complete", "score_dtype", "float_grades", "gains",
-            "ignore_identical_ids")
+RUN_ONLY = (
+    "relevance_level",
+    "depth",
+    "judged_only",
+    "complete",
+    "score_dtype",
+    "float_grades",
+    "gains",
+    "ignore_identical_ids",
+)
 
 
 def _flag(name: str) -> str:
@@ -102,21 +151,37 @@ def _flag(name: str) -> str:
 
 def _audit_run(args, audit):
     if args.run is None or args.qrels is None:
-        raise ValueError(f"{'--run' if args.run is None else '--qrels'}: a TREC run is audited against its qrels; "
-                         "pass both --run and --qrels")
+        raise ValueError(
+            f"{'--run' if args.run is None else '--qrels'}: a TREC run is audited against its qrels; "
+            "pass both --run and --qrels"
+        )
     defaults = {"protocol": "hashing", "max_rank": 50}
     for name in ARRAY_ONLY + EVALUATE_ARRAYS + ("max_rank",):
         value = getattr(args, name, None)
         if value is not None and value is not False and value != defaults.get(name, object()):
-            raise ValueError(f"{_flag(name)}: applies to arrays; with --run the ranking and relevance come from the "
-                             "run and qrels (trec_eval's measures)")
-    return audit(run=args.run, qrels=args.qrels, k=_cutoffs(args.k), ties=args.ties, discount=args.discount,
-                 gain=args.gain,
-                 reported=args.reported, implementation=args.implementation, max_cost=args.max_cost,
-                 relevance_level=1 if args.relevance_level is None else args.relevance_level, depth=args.depth,
-                 judged_only=args.judged_only, complete=args.complete, score_dtype=args.score_dtype or "float64",
-                 float_grades=args.float_grades, gains=_gains(args.gains),
-                 ignore_identical_ids=args.ignore_identical_ids)
+            raise ValueError(
+                f"{_flag(name)}: applies to arrays; with --run the ranking and relevance come from the "
+                "run and qrels (trec_eval's measures)"
+            )
+    return audit(
+        run=args.run,
+        qrels=args.qrels,
+        k=_cutoffs(args.k),
+        ties=args.ties,
+        discount=args.discount,
+        gain=args.gain,
+        reported=args.reported,
+        implementation=args.implementation,
+        max_cost=args.max_cost,
+        relevance_level=1 if args.relevance_level is None else args.relevance_level,
+        depth=args.depth,
+        judged_only=args.judged_only,
+        complete=args.complete,
+        score_dtype=args.score_dtype or "float64",
+        float_grades=args.float_grades,
+        gains=_gains(args.gains),
+        ignore_identical_ids=args.ignore_identical_ids,
+    )
 
 
 def _audit_arrays(args, audit):
@@ -127,22 +192,40 @@ def _audit_arrays(args, audit):
     arrays = load_evaluate_arrays(args)
     unknown = sorted(set(arrays) - set(EVALUATE_ARRAYS))
     if unknown:
-        raise ValueError(f"--npz: array {unknown[0]!r} is not an evaluate() argument; expected names from "
-                         f"{list(EVALUATE_ARRAYS)}")
+        raise ValueError(
+            f"--npz: array {unknown[0]!r} is not an evaluate() argument; expected names from {list(EVALUATE_ARRAYS)}"
+        )
     if "query_embeddings" in arrays:
         arrays["metric"] = args.metric or "euclidean"
     elif args.metric is not None:
-        raise ValueError(f"--metric: {args.metric!r} applies to embeddings (--query-embeddings and "
-                         "--db-embeddings); the arrays given have their own distances")
-    return audit(**arrays, protocol=args.protocol, k=k, max_rank=args.max_rank, ties=args.ties,
-                 ap_rule=args.ap_rule, ap_at_k=args.ap_at_k, empty=args.empty, gain=args.gain,
-                 discount=args.discount, recall=args.recall, reported=args.reported,
-                 implementation=args.implementation, max_cost=args.max_cost)
+        raise ValueError(
+            f"--metric: {args.metric!r} applies to embeddings (--query-embeddings and "
+            "--db-embeddings); the arrays given have their own distances"
+        )
+    return audit(
+        **arrays,
+        protocol=args.protocol,
+        k=k,
+        max_rank=args.max_rank,
+        ties=args.ties,
+        ap_rule=args.ap_rule,
+        ap_at_k=args.ap_at_k,
+        empty=args.empty,
+        gain=args.gain,
+        discount=args.discount,
+        recall=args.recall,
+        reported=args.reported,
+        implementation=args.implementation,
+        max_cost=args.max_cost,
+    )
 
 
 def _write(args, result) -> int:
-    text = {"text": result.to_text, "html": result.to_html,
-            "json": lambda: json.dumps(result.to_dict(), indent=1, default=str) + "\n"}[args.format]()
+    text = {
+        "text": result.to_text,
+        "html": result.to_html,
+        "json": lambda: json.dumps(result.to_dict(), indent=1, default=str) + "\n",
+    }[args.format]()
     if args.output:
         try:
             with open(args.output, "w", encoding="utf-8") as f:

@@ -20,6 +20,7 @@ have (self-matches of hashing codes) counts 0.
 >>> parse("tie_interval:map>0.5%")
 ('tie_interval:map', '>', 0.005)
 """
+
 from __future__ import annotations
 
 import operator
@@ -30,15 +31,39 @@ from retrieval_conformance.conformance.audit.metrics import METRICS, metric
 from retrieval_conformance.conformance.audit.trec.measures import EXAMPLE as EXAMPLE_MEASURES
 from retrieval_conformance.conformance.audit.trec.measures import measure
 
-OPERATORS = {">=": operator.ge, "<=": operator.le, "==": operator.eq, "!=": operator.ne, ">": operator.gt,
-             "<": operator.lt}
-_CONDITION = re.compile(r"^\s*([A-Za-z0-9_@:.\-]+)\s*(>=|<=|==|!=|>|<)\s*([-+]?[0-9]*\.?[0-9]+(?:[eE][-+]?\d+)?)"
-                        r"\s*(%?)\s*$")
-FINDINGS = ("ties", "low_precision", "self_matches", "duplicates", "empty_queries", "ids_one_side", "junk",
-            "id_minus_1", "id_0", "no_label", "single_item_classes",
-            # a TREC run's (conformance/audit/trec/findings.py)
-            "float32_ties", "duplicate_docnos", "run_only_topics", "qrels_only_topics", "no_relevant_topics",
-            "unjudged_top_k", "float_grades")
+OPERATORS = {
+    ">=": operator.ge,
+    "<=": operator.le,
+    "==": operator.eq,
+    "!=": operator.ne,
+    ">": operator.gt,
+    "<": operator.lt,
+}
+_CONDITION = re.compile(
+    r"^\s*([A-Za-z0-9_@:.\-]+)\s*(>=|<=|==|!=|>|<)\s*([-+]?[0-9]*\.?[0-9]+(?:[eE][-+]?\d+)?)"
+    r"\s*(%?)\s*$"
+)
+FINDINGS = (
+    "ties",
+    "low_precision",
+    "self_matches",
+    "duplicates",
+    "empty_queries",
+    "ids_one_side",
+    "junk",
+    "id_minus_1",
+    "id_0",
+    "no_label",
+    "single_item_classes",
+    # a TREC run's (conformance/audit/trec/findings.py)
+    "float32_ties",
+    "duplicate_docnos",
+    "run_only_topics",
+    "qrels_only_topics",
+    "no_relevant_topics",
+    "unjudged_top_k",
+    "float_grades",
+)
 EXAMPLE = "e.g. 'tie_interval:map>0.005', 'self_matches>0', 'empty_queries.share>0.01', 'map<0.5'"
 
 
@@ -64,9 +89,11 @@ def _check_quantity(quantity: str, condition: str) -> None:
     if name in FINDINGS or quantity == "reproduced":
         return
     if not _known(quantity):
-        raise ValueError(f"fail_if: unknown quantity {quantity!r} in {condition!r}; expected tie_interval:METRIC, "
-                         f"reproduced, a metric ({', '.join(METRICS)}; for a TREC run trec_eval's names, "
-                         f"{EXAMPLE_MEASURES}) or a finding ({', '.join(FINDINGS)}, each with .share)")
+        raise ValueError(
+            f"fail_if: unknown quantity {quantity!r} in {condition!r}; expected tie_interval:METRIC, "
+            f"reproduced, a metric ({', '.join(METRICS)}; for a TREC run trec_eval's names, "
+            f"{EXAMPLE_MEASURES}) or a finding ({', '.join(FINDINGS)}, each with .share)"
+        )
 
 
 def _known(name: str) -> bool:
@@ -122,8 +149,10 @@ def failures(report: Dict[str, Any], given: Union[None, str, Iterable[str]]) -> 
         quantity, op, limit = parse(text)
         value = quantity_value(report, quantity)
         if value is None:
-            out.append(f"{text}: the audit has no value for {quantity} (no reported numbers, or no query "
-                       "counted), which fails the condition")
+            out.append(
+                f"{text}: the audit has no value for {quantity} (no reported numbers, or no query "
+                "counted), which fails the condition"
+            )
         elif OPERATORS[op](value, limit):
             out.append(f"{text}: {quantity} is {value:.6g}")
     return out

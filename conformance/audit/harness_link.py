@@ -21,6 +21,7 @@ Two ways to a candidate's value, chosen per candidate:
   the data has at most ``EXACT_CELLS`` query-gallery pairs, and above that those candidates are
   listed as not searched (the report says so).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -42,13 +43,26 @@ from retrieval_conformance.conformance.harness.inputs.public import case_from_in
 from retrieval_conformance.reference.contract.conventions import AP_AT_K_DENOMINATORS
 
 #: the bugs whose effect the fast path applies to fast per-query values
-FAST_BUGS = ("topk-ignored", "last-item-dropped", "divided-by-k", "percent", "descending", "exact-label-match",
-             "first-query-only")
+FAST_BUGS = (
+    "topk-ignored",
+    "last-item-dropped",
+    "divided-by-k",
+    "percent",
+    "descending",
+    "exact-label-match",
+    "first-query-only",
+)
 #: the largest data (queries x gallery) the exact predictions run on
 EXACT_CELLS = 20_000
 #: the harness's name of each per-query value an exact prediction gives
-EXACT_FIELDS = {"ap": "ap", "ndcg": "ndcg", "rr": "rr", "ap_at_r": "ap_at_r", "r_precision": "r_precision",
-                "recall_at_k": "recall"}
+EXACT_FIELDS = {
+    "ap": "ap",
+    "ndcg": "ndcg",
+    "rr": "rr",
+    "ap_at_r": "ap_at_r",
+    "r_precision": "r_precision",
+    "recall_at_k": "recall",
+}
 UNSTABLE = hc.UNSTABLE
 Interval = Tuple[float, float]
 
@@ -80,18 +94,30 @@ class Found:
 
     def meanings(self) -> List[str]:
         return [b.what for b in self.candidate.bugs] + (
-            [hc.meaning("ties", UNSTABLE)] if self.candidate.conv.ties == UNSTABLE else [])
+            [hc.meaning("ties", UNSTABLE)] if self.candidate.conv.ties == UNSTABLE else []
+        )
 
 
 def declared_target(protocol: str, overrides: Dict[str, str]) -> Dict[str, str]:
     """The declared protocol as a candidate's options (the base preset carries the junk rules)."""
     conv = Convention.from_protocol(protocol, **overrides)
-    return {"preset": conv.base, "ties": conv.ties, "ap_rule": conv.ap_rule, "ap_at_k": conv.ap_at_k,
-            "empty": conv.empty}
+    return {
+        "preset": conv.base,
+        "ties": conv.ties,
+        "ap_rule": conv.ap_rule,
+        "ap_at_k": conv.ap_at_k,
+        "empty": conv.empty,
+    }
 
 
-def stages(data: AuditData, protocol: str, k: Optional[int], metrics: Sequence[Metric],
-           max_cost: int = 2, overrides: Optional[Dict[str, str]] = None) -> Iterable[List[Found]]:
+def stages(
+    data: AuditData,
+    protocol: str,
+    k: Optional[int],
+    metrics: Sequence[Metric],
+    max_cost: int = 2,
+    overrides: Optional[Dict[str, str]] = None,
+) -> Iterable[List[Found]]:
     """The harness's candidates for this data, stage by stage (what they assume: 0, 1, 2).
 
     The AP rule and AP@k denominator are searched only when a reported metric is an AP
@@ -102,17 +128,24 @@ def stages(data: AuditData, protocol: str, k: Optional[int], metrics: Sequence[M
     if declared.base not in bases:
         bases.insert(0, declared.base)
     aps = any(m.source == "ap" for m in metrics)
-    values = {"ties": hc.TIE_CANDIDATES,
-              "ap_rule": OPTION_VALUES["ap_rule"] if aps else (declared.ap_rule,),
-              "ap_at_k": AP_AT_K_DENOMINATORS if (aps and k is not None) else (declared.ap_at_k,),
-              "empty": OPTION_VALUES["empty"]}
-    convs = [c.with_(gain=declared.gain, recall=declared.recall, discount=declared.discount)
-             for c in hc.conventions(bases, values)]
+    values = {
+        "ties": hc.TIE_CANDIDATES,
+        "ap_rule": OPTION_VALUES["ap_rule"] if aps else (declared.ap_rule,),
+        "ap_at_k": AP_AT_K_DENOMINATORS if (aps and k is not None) else (declared.ap_at_k,),
+        "empty": OPTION_VALUES["empty"],
+    }
+    convs = [
+        c.with_(gain=declared.gain, recall=declared.recall, discount=declared.discount)
+        for c in hc.conventions(bases, values)
+    ]
     sources = {m.source for m in metrics}
     # a printed percent is read as one (reported.parse), so the percent bug never explains a number
-    bugs = [b for b in applicable_bugs(True, data.multi_hot, k is not None, k is None, junk=data.single_ids)
-            if (not b.metrics or any(_corrupts(b, s) for s in sources)) and b.id != "percent"]
-    for stage in (hc.staged(convs, [None], bugs, declared, max_cost=max_cost)):
+    bugs = [
+        b
+        for b in applicable_bugs(True, data.multi_hot, k is not None, k is None, junk=data.single_ids)
+        if (not b.metrics or any(_corrupts(b, s) for s in sources)) and b.id != "percent"
+    ]
+    for stage in hc.staged(convs, [None], bugs, declared, max_cost=max_cost):
         yield [Found(c, hc.cost(c)) for c in stage]
 
 
@@ -127,7 +160,7 @@ def _equal_label_rows(data: AuditData) -> np.ndarray:
     dl = np.asarray(data.arrays["db_labels"]) != 0
     _, ids = np.unique(np.concatenate([ql, dl]), axis=0, return_inverse=True)
     ids = ids.reshape(-1)
-    q_ids, d_ids = ids[: len(ql)], ids[len(ql):]
+    q_ids, d_ids = ids[: len(ql)], ids[len(ql) :]
     return (q_ids[:, None] == d_ids[None, :]) & ql.any(1)[:, None]
 
 
@@ -154,8 +187,15 @@ class Values:
 
     # -- fast ---------------------------------------------------------------------------------
     def _run(self, conv, variant: str, k: Optional[int], ap_at_k: Optional[str] = None):
-        options = dict(ties=conv.ties, ap_rule=conv.ap_rule, ap_at_k=ap_at_k or conv.ap_at_k, empty="zero",
-                       gain=conv.gain, discount=conv.discount, recall=conv.recall)
+        options = dict(
+            ties=conv.ties,
+            ap_rule=conv.ap_rule,
+            ap_at_k=ap_at_k or conv.ap_at_k,
+            empty="zero",
+            gain=conv.gain,
+            discount=conv.discount,
+            recall=conv.recall,
+        )
         if k is None:
             options["ap_at_k"] = "hits"  # irrelevant without a cut-off: one evaluation serves all
         return self.ev.run(conv.base, variant, k=k, **options)
@@ -187,8 +227,7 @@ class Values:
             hits.append(np.asarray(pq.hits_at_k))
             n_rel = np.asarray(pq.n_relevant)
         lo, hi = np.min(values, axis=0), np.max(values, axis=0)
-        if len(orders) > 1 and k is not None and metric.source == "ap" and (
-                cand.conv.ap_at_k == "hits" or divided):
+        if len(orders) > 1 and k is not None and metric.source == "ap" and (cand.conv.ap_at_k == "hits" or divided):
             varies = np.any(np.asarray(hits) != hits[0], axis=0)
             lo, hi = np.where(varies, 0.0, lo), np.where(varies, 1.0, hi)
         return self._mean(found, lo, hi, n_rel, hits, metric)
@@ -233,8 +272,9 @@ class Values:
             self._case = case_from_inputs("audit", inputs, k=self.k, max_rank=self.max_rank)
             self._predictor = Predictor(ReferenceCache(), "audit", per_query=False, fields={"value": name})
         self._predictor.fields = {"value": name}
-        call = Call(args=(), kwargs={}, names=(), k=self.k, max_rank=self.max_rank, without_k=self.k is None,
-                    k_passed=self.k)
+        call = Call(
+            args=(), kwargs={}, names=(), k=self.k, max_rank=self.max_rank, without_k=self.k is None, k_passed=self.k
+        )
         pred = self._predictor.predict(found.candidate, self._case, call)
         iv = None if not pred else pred.get("value")
         if iv is None or any(not np.isfinite(float(v)) for v in iv):

@@ -5,6 +5,7 @@ junk).  :class:`Evaluator` evaluates them under any preset and options through t
 implementations and keeps every result, so each distinct option set is computed once however
 many tables, candidates and findings read it.
 """
+
 from __future__ import annotations
 
 import warnings
@@ -17,8 +18,21 @@ from retrieval_conformance.reference.contract.aggregation import aggregate
 #: the ranking inputs of ``evaluate``, in the order they are looked for
 RANKING_INPUTS = ("distances", "scores", "query_codes", "query_embeddings")
 #: every array argument the audit accepts (the ``evaluate`` arguments that describe the data)
-DATA_ARGUMENTS = ("distances", "scores", "query_codes", "db_codes", "query_embeddings", "db_embeddings", "metric",
-                  "relevance", "query_labels", "db_labels", "query_cams", "db_cams", "junk")
+DATA_ARGUMENTS = (
+    "distances",
+    "scores",
+    "query_codes",
+    "db_codes",
+    "query_embeddings",
+    "db_embeddings",
+    "metric",
+    "relevance",
+    "query_labels",
+    "db_labels",
+    "query_cams",
+    "db_cams",
+    "junk",
+)
 
 
 @dataclass
@@ -37,8 +51,10 @@ class AuditData:
         arrays = {key: value for key, value in given.items() if value is not None}
         kinds = [key for key in RANKING_INPUTS if key in arrays]
         if len(kinds) != 1:
-            raise ValueError("give exactly one ranking input: distances=, scores=, query_codes= with db_codes=, "
-                             f"or query_embeddings= with db_embeddings=; got {kinds or 'none'}")
+            raise ValueError(
+                "give exactly one ranking input: distances=, scores=, query_codes= with db_codes=, "
+                f"or query_embeddings= with db_embeddings=; got {kinds or 'none'}"
+            )
         dtypes = {}
         for key in ("distances", "scores", "query_codes", "db_codes", "query_embeddings", "db_embeddings"):
             if key in arrays:
@@ -80,8 +96,7 @@ class AuditData:
 
     def arguments(self, cams: bool, **replaced: Any) -> Dict[str, Any]:
         """The ``evaluate`` arguments of the data (cameras only where the preset reads them)."""
-        out = {key: value for key, value in self.arrays.items()
-               if cams or key not in ("query_cams", "db_cams")}
+        out = {key: value for key, value in self.arrays.items() if cams or key not in ("query_cams", "db_cams")}
         out.update(replaced)
         return out
 
@@ -101,8 +116,12 @@ class AuditData:
 
     def ranking_only(self) -> Dict[str, Any]:
         """Just the ranking input (``distances``, or codes / embeddings with their metric)."""
-        keys = {"distances": ("distances",), "scores": ("scores",), "codes": ("query_codes", "db_codes"),
-                "embeddings": ("query_embeddings", "db_embeddings", "metric")}[self.kind]
+        keys = {
+            "distances": ("distances",),
+            "scores": ("scores",),
+            "codes": ("query_codes", "db_codes"),
+            "embeddings": ("query_embeddings", "db_embeddings", "metric"),
+        }[self.kind]
         return {key: self.arrays[key] for key in keys if key in self.arrays}
 
 
@@ -174,14 +193,22 @@ class Evaluator:
             arguments.pop("query_labels", None), arguments.pop("db_labels", None)
         self.calls += 1
         quiet = self.calls > 1  # a warning about the data (low precision...) is given once, not per evaluation
-        named = {name: getattr(options, name) for name in ("ties", "ap_rule", "ap_at_k", "empty", "radius", "gain",
-                                                           "recall", "discount")}
+        named = {
+            name: getattr(options, name)
+            for name in ("ties", "ap_rule", "ap_at_k", "empty", "radius", "gain", "recall", "discount")
+        }
         try:
             with warnings.catch_warnings():
                 if quiet:
                     warnings.simplefilter("ignore")
-                return rc.evaluate(**arguments, protocol=protocol, k=options.k, max_rank=options.max_rank,
-                                   implementation=self.implementation, **named)
+                return rc.evaluate(
+                    **arguments,
+                    protocol=protocol,
+                    k=options.k,
+                    max_rank=options.max_rank,
+                    implementation=self.implementation,
+                    **named,
+                )
         except ValueError as exc:
             if "tie group" not in str(exc):
                 raise

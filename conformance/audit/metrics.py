@@ -5,6 +5,7 @@ One table of names: the audit's tables, reported numbers (``--reported map=0.602
 ``PerQuery`` whose mean the metric is (the harness's name for it, which says which known bugs
 can corrupt it); Rank-k reads column k - 1 of the CMC.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -29,9 +30,16 @@ class Metric:
         """The mean over counted queries (None where no query is counted)."""
         if self.rank:
             return float(result.cmc[self.rank - 1]) if result.cmc.shape[0] >= self.rank else None
-        attribute = {"ap": "map", "inp": "minp", "ndcg": "ndcg_at_k", "rr": "mrr", "ap_at_r": "map_at_r",
-                     "r_precision": "r_precision", "precision_at_k": "precision_at_k",
-                     "recall_at_k": "recall_at_k"}[self.source]
+        attribute = {
+            "ap": "map",
+            "inp": "minp",
+            "ndcg": "ndcg_at_k",
+            "rr": "mrr",
+            "ap_at_r": "map_at_r",
+            "r_precision": "r_precision",
+            "precision_at_k": "precision_at_k",
+            "recall_at_k": "recall_at_k",
+        }[self.source]
         value = getattr(result, attribute)
         return None if value is None or not np.isfinite(value) else float(value)
 
@@ -42,23 +50,40 @@ class Metric:
         return np.asarray(getattr(per_query, self.source), dtype=np.float64)
 
 
-METRICS: Dict[str, Metric] = {m.name: m for m in (
-    Metric("map", "mAP", "ap"),
-    Metric("rank1", "Rank-1", "cmc", rank=1),
-    Metric("rank5", "Rank-5", "cmc", rank=5),
-    Metric("rank10", "Rank-10", "cmc", rank=10),
-    Metric("minp", "mINP", "inp"),
-    Metric("ndcg", "nDCG", "ndcg"),
-    Metric("mrr", "MRR", "rr"),
-    Metric("map_at_r", "MAP@R", "ap_at_r"),
-    Metric("r_precision", "R-precision", "r_precision"),
-    Metric("precision_at_k", "P", "precision_at_k", needs_k=True),
-    Metric("recall_at_k", "R", "recall_at_k", needs_k=True),
-)}
+METRICS: Dict[str, Metric] = {
+    m.name: m
+    for m in (
+        Metric("map", "mAP", "ap"),
+        Metric("rank1", "Rank-1", "cmc", rank=1),
+        Metric("rank5", "Rank-5", "cmc", rank=5),
+        Metric("rank10", "Rank-10", "cmc", rank=10),
+        Metric("minp", "mINP", "inp"),
+        Metric("ndcg", "nDCG", "ndcg"),
+        Metric("mrr", "MRR", "rr"),
+        Metric("map_at_r", "MAP@R", "ap_at_r"),
+        Metric("r_precision", "R-precision", "r_precision"),
+        Metric("precision_at_k", "P", "precision_at_k", needs_k=True),
+        Metric("recall_at_k", "R", "recall_at_k", needs_k=True),
+    )
+}
 #: spellings a reported number may use for a metric (case-insensitive)
-ALIASES = {"mAP": "map", "rank-1": "rank1", "r1": "rank1", "top1": "rank1", "rank-5": "rank5", "r5": "rank5",
-           "rank-10": "rank10", "r10": "rank10", "inp": "minp", "ndcg@k": "ndcg", "p@k": "precision_at_k",
-           "precision": "precision_at_k", "recall": "recall_at_k", "r@k": "recall_at_k", "map@r": "map_at_r"}
+ALIASES = {
+    "mAP": "map",
+    "rank-1": "rank1",
+    "r1": "rank1",
+    "top1": "rank1",
+    "rank-5": "rank5",
+    "r5": "rank5",
+    "rank-10": "rank10",
+    "r10": "rank10",
+    "inp": "minp",
+    "ndcg@k": "ndcg",
+    "p@k": "precision_at_k",
+    "precision": "precision_at_k",
+    "recall": "recall_at_k",
+    "r@k": "recall_at_k",
+    "map@r": "map_at_r",
+}
 
 
 def metric(name: str, where: str = "metric") -> Metric:

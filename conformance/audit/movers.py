@@ -7,6 +7,7 @@ cut-off, the junk items the rule removes, the hits in the top k against all rele
 Queries without a relevant item do not move by themselves but move the mean: they are listed
 apart, with what each empty-query policy makes of them.
 """
+
 from __future__ import annotations
 
 from typing import Any, Dict, List, NamedTuple, Optional
@@ -43,8 +44,12 @@ class Moves(NamedTuple):
     def describe(self, q: int, values: np.ndarray) -> Dict[str, Any]:
         """Query ``q``'s declared value and its range along its widest axis."""
         axis = self.axis(q)
-        return {"declared": float(values[q]), "low": float(self.lows[axis][q]), "high": float(self.highs[axis][q]),
-                "axis": axis}
+        return {
+            "declared": float(values[q]),
+            "low": float(self.lows[axis][q]),
+            "high": float(self.highs[axis][q]),
+            "axis": axis,
+        }
 
     def by_axis(self) -> Dict[str, int]:
         """axis -> how many queries with a relevant item it moves."""
@@ -69,16 +74,18 @@ def _per_query(ev: Evaluator, protocol: str, k: Optional[int], options: Dict[str
     return None if isinstance(result, str) else result
 
 
-def query_movers(ev: Evaluator, protocol: str, declared: Dict[str, Any], metric: Metric, camera_rules: bool
-                 ) -> Dict[str, Any]:
+def query_movers(
+    ev: Evaluator, protocol: str, declared: Dict[str, Any], metric: Metric, camera_rules: bool
+) -> Dict[str, Any]:
     held = {name: declared[name] for name in HELD}
     k = declared["k"]
     base = _per_query(ev, protocol, k, held)
     n_rel = np.asarray(base.per_query.n_relevant)
     values = metric.per_query(base.per_query)
-    axes: Dict[str, List] = {"ties": [(protocol, dict(held, ties=t)) for t in TIE_POLICIES if t in CONCRETE_POLICIES
-                                      or t == "expected"],
-                             "ap_rule": [(protocol, dict(held, ap_rule=r)) for r in AP_RULES]}
+    axes: Dict[str, List] = {
+        "ties": [(protocol, dict(held, ties=t)) for t in TIE_POLICIES if t in CONCRETE_POLICIES or t == "expected"],
+        "ap_rule": [(protocol, dict(held, ap_rule=r)) for r in AP_RULES],
+    }
     if k is not None:
         axes["ap_at_k"] = [(protocol, dict(held, ap_at_k=d)) for d in AP_AT_K_DENOMINATORS]
     if camera_rules:
@@ -94,11 +101,22 @@ def query_movers(ev: Evaluator, protocol: str, declared: Dict[str, Any], metric:
     why = _reasons(ev, base, k)
     top = [{"query": int(q), **moves.describe(q, values), "why": why[moves.axis(q)](int(q))} for q in moves.order]
     empty = np.flatnonzero(n_rel == 0)
-    return {"metric": metric.name, "queries": int(values.size), "moved_by_any": int(moves.moved.size),
-            "declared_values": [float(v) for v in values[n_rel > 0]], "by_axis": moves.by_axis(),
-            "top": top, "empty": [int(q) for q in empty[:LISTED]], "n_empty": int(empty.size),
-            "empty_why": ("no relevant (non-junk) gallery item: 0 under empty='zero', left out under 'skip', "
-                          "NaN under 'nan', refused under 'error'") if empty.size else ""}
+    return {
+        "metric": metric.name,
+        "queries": int(values.size),
+        "moved_by_any": int(moves.moved.size),
+        "declared_values": [float(v) for v in values[n_rel > 0]],
+        "by_axis": moves.by_axis(),
+        "top": top,
+        "empty": [int(q) for q in empty[:LISTED]],
+        "n_empty": int(empty.size),
+        "empty_why": (
+            "no relevant (non-junk) gallery item: 0 under empty='zero', left out under 'skip', "
+            "NaN under 'nan', refused under 'error'"
+        )
+        if empty.size
+        else "",
+    }
 
 
 def _reasons(ev: Evaluator, base, k: Optional[int]):
@@ -117,7 +135,8 @@ def _reasons(ev: Evaluator, base, k: Optional[int]):
 
     def ties(qi: int) -> str:
         return "relevant and non-relevant items share a distance" + (
-            f" (a tie group may straddle the cut-off k={k})" if k is not None else "")
+            f" (a tie group may straddle the cut-off k={k})" if k is not None else ""
+        )
 
     def junk(qi: int) -> str:
         n = junk_count(qi)
@@ -129,7 +148,9 @@ def _reasons(ev: Evaluator, base, k: Optional[int]):
         return f"{int(pq.n_relevant[qi])} relevant items far apart: trapezoid and precision-sum AP differ"
 
     def ap_at_k(qi: int) -> str:
-        return (f"{int(pq.hits_at_k[qi])} of its {int(pq.n_relevant[qi])} relevant items are in the top {k}: "
-                "the AP@k denominators differ")
+        return (
+            f"{int(pq.hits_at_k[qi])} of its {int(pq.n_relevant[qi])} relevant items are in the top {k}: "
+            "the AP@k denominators differ"
+        )
 
     return {"ties": ties, "junk": junk, "ap_rule": ap_rule, "ap_at_k": ap_at_k}

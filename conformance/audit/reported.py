@@ -15,6 +15,7 @@ matches, the nearest candidate is reported with its distance.  The search itself
 :func:`match_stages`, takes any candidates: a TREC run's settings (:mod:`.trec.candidates`,
 with ``rounding="truncate"`` for a number printed truncated) go through it too.
 """
+
 from __future__ import annotations
 
 import math
@@ -59,8 +60,11 @@ class Reported:
         return f"{value * 100:.{digits}f}%" if self.percent else f"{value:.{digits}f}"
 
 
-def parse(reported: Union[str, Mapping[str, Any], None], where: str = "reported",
-          lookup: Callable[[str, str], Metric] = metric) -> List[Reported]:
+def parse(
+    reported: Union[str, Mapping[str, Any], None],
+    where: str = "reported",
+    lookup: Callable[[str, str], Metric] = metric,
+) -> List[Reported]:
     """``"map=0.6026,rank1=88.2%"`` or ``{"map": 0.6026, "rank1": "88.2%"}`` -> reported numbers
     (``lookup``: the metric a name names, the array metrics by default)."""
     if reported is None:
@@ -75,8 +79,10 @@ def parse(reported: Union[str, Mapping[str, Any], None], where: str = "reported"
     elif isinstance(reported, Mapping):
         pairs = list(reported.items())
     else:
-        raise TypeError(f"{where}: expected a dict like {{'map': 0.6026}} or a string like 'map=0.6026', "
-                        f"got {type(reported).__name__}")
+        raise TypeError(
+            f"{where}: expected a dict like {{'map': 0.6026}} or a string like 'map=0.6026', "
+            f"got {type(reported).__name__}"
+        )
     out, seen = [], set()
     for name, number in pairs:
         m = lookup(str(name), where)
@@ -93,7 +99,7 @@ def parse(reported: Union[str, Mapping[str, Any], None], where: str = "reported"
         percent = bool(sign) or value > 1
         if percent and value > 100:
             raise ValueError(f"{where}: {name}={number!r} is above 100%; metrics lie in [0, 1] (or 0-100 in percent)")
-        half = 0.5 * 10.0 ** -decimals
+        half = 0.5 * 10.0**-decimals
         out.append(Reported(m, text, value / 100 if percent else value, half / 100 if percent else half, percent))
     return out
 
@@ -103,19 +109,26 @@ def _distance_from_declared(found: Found, declared: Dict[str, Any]) -> int:
     return sum(opts.get(name) != declared[name] for name in declared)
 
 
-def match(values: Values, protocol: str, declared: Dict[str, str], reported: Sequence[Reported],
-          max_cost: int = 2) -> Dict[str, Any]:
+def match(
+    values: Values, protocol: str, declared: Dict[str, str], reported: Sequence[Reported], max_cost: int = 2
+) -> Dict[str, Any]:
     """Every candidate of the first stage that reproduces all reported numbers, or the nearest."""
     if not reported:
         return match_stages([], values.value, declared, reported)
     metrics = [r.metric for r in reported]
     staged = stages(values.ev.data, protocol, values.k, metrics, max_cost, values.overrides)
-    return match_stages(staged, values.value, declared, reported,
-                        skipped=lambda found: needs_exact(found) and not values.exact_allowed)
+    return match_stages(
+        staged, values.value, declared, reported, skipped=lambda found: needs_exact(found) and not values.exact_allowed
+    )
 
 
-def match_stages(staged: Iterable[Sequence[Any]], value: Callable[[Any, Metric], Any], declared: Dict[str, Any],
-                 reported: Sequence[Reported], skipped: Optional[Callable[[Any], bool]] = None) -> Dict[str, Any]:
+def match_stages(
+    staged: Iterable[Sequence[Any]],
+    value: Callable[[Any, Metric], Any],
+    declared: Dict[str, Any],
+    reported: Sequence[Reported],
+    skipped: Optional[Callable[[Any], bool]] = None,
+) -> Dict[str, Any]:
     """The search of :func:`match` over any candidates, stage by stage (simplest first).
 
     A candidate has ``cost``, ``bugs``, ``options()``, ``label()``, ``clauses()`` and
@@ -151,23 +164,44 @@ def match_stages(staged: Iterable[Sequence[Any]], value: Callable[[Any, Metric],
             break
     matches = _merge_empty(matches)
     matches.sort(key=lambda e: (e["cost"], e["changed"], e["label"]))
-    return {"reported": [{"metric": r.metric.name, "text": r.text, "low": r.value - r.half,
-                          "high": r.value + r.half} for r in reported],
-            "matches": matches[:LISTED], "more": max(0, len(matches) - LISTED), "n_matches": len(matches),
-            "nearest": None if matches else nearest, "searched": searched, "not_searched": not_searched,
-            "uninformative": uninformative,
-            "stages": stage_reached + 1}
+    return {
+        "reported": [
+            {"metric": r.metric.name, "text": r.text, "low": r.value - r.half, "high": r.value + r.half}
+            for r in reported
+        ],
+        "matches": matches[:LISTED],
+        "more": max(0, len(matches) - LISTED),
+        "n_matches": len(matches),
+        "nearest": None if matches else nearest,
+        "searched": searched,
+        "not_searched": not_searched,
+        "uninformative": uninformative,
+        "stages": stage_reached + 1,
+    }
 
 
-def _entry(found: Found, reported: Sequence[Reported], intervals, gap: float, declared: Dict[str, str]
-           ) -> Dict[str, Any]:
+def _entry(
+    found: Found, reported: Sequence[Reported], intervals, gap: float, declared: Dict[str, str]
+) -> Dict[str, Any]:
     opts = found.options()
-    return {"label": found.label(), "options": opts, "bugs": found.bugs, "cost": found.cost,
-            "changed": _distance_from_declared(found, declared), "clauses": found.clauses(),
-            "meanings": found.meanings(), "gap": gap,
-            "values": {r.metric.name: {"low": iv[0], "high": iv[1], "shown": (
-                r.shown(iv[0]) if iv[0] == iv[1] else f"{r.shown(iv[0])} .. {r.shown(iv[1])}")}
-                for r, iv in zip(reported, intervals)}}
+    return {
+        "label": found.label(),
+        "options": opts,
+        "bugs": found.bugs,
+        "cost": found.cost,
+        "changed": _distance_from_declared(found, declared),
+        "clauses": found.clauses(),
+        "meanings": found.meanings(),
+        "gap": gap,
+        "values": {
+            r.metric.name: {
+                "low": iv[0],
+                "high": iv[1],
+                "shown": (r.shown(iv[0]) if iv[0] == iv[1] else f"{r.shown(iv[0])} .. {r.shown(iv[1])}"),
+            }
+            for r, iv in zip(reported, intervals)
+        },
+    }
 
 
 def _merge_empty(matches: List[Dict[str, Any]]) -> List[Dict[str, Any]]:
@@ -179,13 +213,17 @@ def _merge_empty(matches: List[Dict[str, Any]]) -> List[Dict[str, Any]]:
             merged[id(e)] = e
             continue
         opts = {n: v for n, v in e["options"].items() if n != "empty"}
-        key = (tuple(sorted(opts.items())), tuple(e["bugs"]),
-               tuple((m, v["low"], v["high"]) for m, v in sorted(e["values"].items())))
+        key = (
+            tuple(sorted(opts.items())),
+            tuple(e["bugs"]),
+            tuple((m, v["low"], v["high"]) for m, v in sorted(e["values"].items())),
+        )
         if key in merged:
             kept = merged[key]
             kept["options"]["empty"] += "|" + e["options"]["empty"]
-            kept["label"] = kept["label"].replace(f"empty={kept['options']['empty'].rsplit('|', 1)[0]}",
-                                                  f"empty={kept['options']['empty']}")
+            kept["label"] = kept["label"].replace(
+                f"empty={kept['options']['empty'].rsplit('|', 1)[0]}", f"empty={kept['options']['empty']}"
+            )
             kept["changed"] = min(kept["changed"], e["changed"])
             # the policies agree here, so no one empty-query clause is the cause
             kept["clauses"] = _shared(kept, e)

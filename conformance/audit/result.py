@@ -1,4 +1,5 @@
 """The result of an audit (:class:`Audit`): every number it found, and its text, JSON and HTML reports."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -30,14 +31,20 @@ class Audit:
     def to_dict(self) -> Dict[str, Any]:
         from retrieval_conformance.reference.contract.spec import SPEC_VERSION
 
-        return {"specification_version": SPEC_VERSION, "protocol": self.protocol, "declared": self.declared,
-                "data": {"kind": self.kind, "queries": self.shape[0], "gallery": self.shape[1]},
-                "metrics": {name: METRICS[name].label(self.declared["k"]) for name in self.metrics},
-                "conventions": self.rows, "tie_intervals": self.tie_intervals, "per_query": self.movers,
-                "reproduced": self.reproduced, "findings": self.findings,
-                "cost": {"evaluations": self.evaluations, "seconds": self.seconds,
-                         "implementation": self.implementation},
-                "notes": self.notes}
+        return {
+            "specification_version": SPEC_VERSION,
+            "protocol": self.protocol,
+            "declared": self.declared,
+            "data": {"kind": self.kind, "queries": self.shape[0], "gallery": self.shape[1]},
+            "metrics": {name: METRICS[name].label(self.declared["k"]) for name in self.metrics},
+            "conventions": self.rows,
+            "tie_intervals": self.tie_intervals,
+            "per_query": self.movers,
+            "reproduced": self.reproduced,
+            "findings": self.findings,
+            "cost": {"evaluations": self.evaluations, "seconds": self.seconds, "implementation": self.implementation},
+            "notes": self.notes,
+        }
 
     def to_text(self) -> str:
         return report_text.render(self.to_dict())

@@ -1,5 +1,6 @@
 """``rc.audit``: the number under every convention, the conventions behind a published number, and
 what in the data makes it fragile, on the same inputs as ``evaluate`` (a TREC run: :mod:`.trec`)."""
+
 from __future__ import annotations
 
 import time
@@ -17,16 +18,45 @@ from retrieval_conformance.conformance.audit.result import Audit
 from retrieval_conformance.conformance.audit.trec.run import audit_run
 
 
-def audit(distances=None, scores=None, query_codes=None, db_codes=None, relevance=None, query_labels=None,
-          db_labels=None, query_cams=None, db_cams=None, junk=None, *, query_embeddings=None, db_embeddings=None,
-          metric: str = "euclidean", protocol: str = "hashing", k: Optional[int] = None, max_rank: int = 50,
-          ties: Optional[str] = None, ap_rule: Optional[str] = None, ap_at_k: Optional[str] = None,
-          empty: Optional[str] = None, gain: Optional[str] = None, discount: Optional[str] = None,
-          recall: Optional[str] = None, reported: Union[str, Mapping[str, Any], None] = None,
-          implementation: str = "auto", max_cost: int = 2, run=None, qrels=None, relevance_level: int = 1,
-          depth: Optional[int] = None, judged_only: bool = False, complete: bool = False,
-          score_dtype: str = "float64", float_grades: Optional[str] = None,
-          gains: Optional[Mapping[int, float]] = None, ignore_identical_ids: bool = False) -> Audit:
+def audit(
+    distances=None,
+    scores=None,
+    query_codes=None,
+    db_codes=None,
+    relevance=None,
+    query_labels=None,
+    db_labels=None,
+    query_cams=None,
+    db_cams=None,
+    junk=None,
+    *,
+    query_embeddings=None,
+    db_embeddings=None,
+    metric: str = "euclidean",
+    protocol: str = "hashing",
+    k: Optional[int] = None,
+    max_rank: int = 50,
+    ties: Optional[str] = None,
+    ap_rule: Optional[str] = None,
+    ap_at_k: Optional[str] = None,
+    empty: Optional[str] = None,
+    gain: Optional[str] = None,
+    discount: Optional[str] = None,
+    recall: Optional[str] = None,
+    reported: Union[str, Mapping[str, Any], None] = None,
+    implementation: str = "auto",
+    max_cost: int = 2,
+    run=None,
+    qrels=None,
+    relevance_level: int = 1,
+    depth: Optional[int] = None,
+    judged_only: bool = False,
+    complete: bool = False,
+    score_dtype: str = "float64",
+    float_grades: Optional[str] = None,
+    gains: Optional[Mapping[int, float]] = None,
+    ignore_identical_ids: bool = False,
+) -> Audit:
     """Audit an evaluation: every headline metric under every convention, the conventions (and known
     bugs) that reproduce reported numbers, and what in the data makes the numbers fragile.
 
@@ -76,48 +106,118 @@ def audit(distances=None, scores=None, query_codes=None, db_codes=None, relevanc
     ties='optimistic']`` (spec §4): every order of tied items gives a value inside it.
     """
     start = time.perf_counter()
-    run_options = dict(relevance_level=relevance_level, depth=depth, judged_only=judged_only, complete=complete,
-                       score_dtype=score_dtype, float_grades=float_grades, gains=gains,
-                       ignore_identical_ids=ignore_identical_ids)
+    run_options = dict(
+        relevance_level=relevance_level,
+        depth=depth,
+        judged_only=judged_only,
+        complete=complete,
+        score_dtype=score_dtype,
+        float_grades=float_grades,
+        gains=gains,
+        ignore_identical_ids=ignore_identical_ids,
+    )
     if run is not None or qrels is not None:
         if run is None or qrels is None:
             missing = "run" if run is None else "qrels"
             raise ValueError(f"{missing}: a TREC run is audited against its qrels; pass both run= and qrels=")
-        array_options = dict(distances=distances, scores=scores, query_codes=query_codes, db_codes=db_codes,
-                             relevance=relevance, query_labels=query_labels, db_labels=db_labels,
-                             query_cams=query_cams, db_cams=db_cams, junk=junk, query_embeddings=query_embeddings,
-                             db_embeddings=db_embeddings, ap_rule=ap_rule, ap_at_k=ap_at_k, empty=empty,
-                             recall=recall)
+        array_options = dict(
+            distances=distances,
+            scores=scores,
+            query_codes=query_codes,
+            db_codes=db_codes,
+            relevance=relevance,
+            query_labels=query_labels,
+            db_labels=db_labels,
+            query_cams=query_cams,
+            db_cams=db_cams,
+            junk=junk,
+            query_embeddings=query_embeddings,
+            db_embeddings=db_embeddings,
+            ap_rule=ap_rule,
+            ap_at_k=ap_at_k,
+            empty=empty,
+            recall=recall,
+        )
         given = [name for name, value in array_options.items() if value is not None]
-        given += [name for name, value, default in (("protocol", protocol, "hashing"), ("metric", metric, "euclidean"),
-                                                    ("max_rank", max_rank, 50)) if value != default]
+        given += [
+            name
+            for name, value, default in (
+                ("protocol", protocol, "hashing"),
+                ("metric", metric, "euclidean"),
+                ("max_rank", max_rank, 50),
+            )
+            if value != default
+        ]
         if given:
-            raise ValueError(f"{given[0]}: with run= and qrels= the ranking and relevance come from them and "
-                             "trec_eval's measures are audited; pass k, ties, discount, gain, reported and trec_eval's "
-                             "options (relevance_level, depth, judged_only, complete, score_dtype, float_grades, "
-                             "gains, ignore_identical_ids)")
-        return audit_run(run, qrels, k=k, ties=ties, discount=discount, gain=gain, reported=reported,
-                         implementation=implementation, max_cost=max_cost, **run_options)
-    defaults = dict(relevance_level=1, depth=None, judged_only=False, complete=False, score_dtype="float64",
-                    float_grades=None, gains=None, ignore_identical_ids=False)
+            raise ValueError(
+                f"{given[0]}: with run= and qrels= the ranking and relevance come from them and "
+                "trec_eval's measures are audited; pass k, ties, discount, gain, reported and trec_eval's "
+                "options (relevance_level, depth, judged_only, complete, score_dtype, float_grades, "
+                "gains, ignore_identical_ids)"
+            )
+        return audit_run(
+            run,
+            qrels,
+            k=k,
+            ties=ties,
+            discount=discount,
+            gain=gain,
+            reported=reported,
+            implementation=implementation,
+            max_cost=max_cost,
+            **run_options,
+        )
+    defaults = dict(
+        relevance_level=1,
+        depth=None,
+        judged_only=False,
+        complete=False,
+        score_dtype="float64",
+        float_grades=None,
+        gains=None,
+        ignore_identical_ids=False,
+    )
     for name, value in run_options.items():
         if value is not defaults[name] and value != defaults[name]:
-            raise ValueError(f"{name}: an option of a TREC run (trec_eval's); pass run= and qrels=, or leave it out "
-                             "for arrays")
+            raise ValueError(
+                f"{name}: an option of a TREC run (trec_eval's); pass run= and qrels=, or leave it out for arrays"
+            )
     if max_cost not in (0, 1, 2):
         raise ValueError(f"max_cost: expected 0, 1 or 2 (how much a candidate may assume), got {max_cost!r}")
     numbers = rp.parse(reported)  # refused before any work
     if metric != "euclidean" and query_embeddings is None:
-        raise ValueError(f"metric: {metric!r} applies to embeddings (query_embeddings= and db_embeddings=); "
-                         "the ranking input given has its own distances")
+        raise ValueError(
+            f"metric: {metric!r} applies to embeddings (query_embeddings= and db_embeddings=); "
+            "the ranking input given has its own distances"
+        )
     data = AuditData.from_arguments(
-        distances=distances, scores=scores, query_codes=query_codes, db_codes=db_codes, relevance=relevance,
-        query_labels=query_labels, db_labels=db_labels, query_cams=query_cams, db_cams=db_cams, junk=junk,
-        query_embeddings=query_embeddings, db_embeddings=db_embeddings,
-        metric=metric if query_embeddings is not None else None)
-    overrides = {name: value for name, value in (("ties", ties), ("ap_rule", ap_rule), ("ap_at_k", ap_at_k),
-                                                 ("empty", empty), ("gain", gain), ("discount", discount),
-                                                 ("recall", recall)) if value is not None}
+        distances=distances,
+        scores=scores,
+        query_codes=query_codes,
+        db_codes=db_codes,
+        relevance=relevance,
+        query_labels=query_labels,
+        db_labels=db_labels,
+        query_cams=query_cams,
+        db_cams=db_cams,
+        junk=junk,
+        query_embeddings=query_embeddings,
+        db_embeddings=db_embeddings,
+        metric=metric if query_embeddings is not None else None,
+    )
+    overrides = {
+        name: value
+        for name, value in (
+            ("ties", ties),
+            ("ap_rule", ap_rule),
+            ("ap_at_k", ap_at_k),
+            ("empty", empty),
+            ("gain", gain),
+            ("discount", discount),
+            ("recall", recall),
+        )
+        if value is not None
+    }
     ev = Evaluator(data, implementation=implementation, max_rank=max_rank)
     declared = tb.declared_options(protocol, k, overrides)
     held = {name: declared[name] for name in tb.HELD}
@@ -132,8 +232,11 @@ def audit(distances=None, scores=None, query_codes=None, db_codes=None, relevanc
             why = "needs a cut-off: pass k=" if number.metric.needs_k else f"needs a gallery of {number.metric.rank}"
             raise ValueError(f"reported: {number.metric.name} {why} (got k={k}, {n_g} gallery items)")
     main = METRICS["map"]
-    graded = "relevance" in data.arrays and np.asarray(data.arrays["relevance"]).dtype.kind in "iuf" and bool(
-        (np.asarray(data.arrays["relevance"]) > 1).any())
+    graded = (
+        "relevance" in data.arrays
+        and np.asarray(data.arrays["relevance"]).dtype.kind in "iuf"
+        and bool((np.asarray(data.arrays["relevance"]) > 1).any())
+    )
     rows = tb.convention_rows(ev, protocol, declared, metrics, data.camera_rules, graded)
     intervals = tb.tie_intervals(rows, metrics)
     movers = tb.tie_movers(ev, protocol, declared, main)
@@ -150,11 +253,24 @@ def audit(distances=None, scores=None, query_codes=None, db_codes=None, relevanc
         values = Values(ev, k, max_rank, overrides)
         reproduced = rp.match(values, protocol, declared_target(protocol, overrides), numbers, max_cost)
         if reproduced["not_searched"]:
-            notes.append(f"{reproduced['not_searched']} candidates with a bug modelled on the ranks themselves "
-                         "were not searched: their exact predictions run on data of at most "
-                         f"{EXACT_CELLS:,} query-gallery pairs")
-    return Audit(protocol=protocol, declared=declared, shape=(n_q, n_g), kind=data.kind,
-                 metrics=[m.name for m in metrics], rows=rows, tie_intervals=intervals, movers=movers,
-                 reproduced=reproduced, findings=findings, evaluations=ev.calls,
-                 seconds=time.perf_counter() - start, implementation=first.implementation, notes=notes)
-
+            notes.append(
+                f"{reproduced['not_searched']} candidates with a bug modelled on the ranks themselves "
+                "were not searched: their exact predictions run on data of at most "
+                f"{EXACT_CELLS:,} query-gallery pairs"
+            )
+    return Audit(
+        protocol=protocol,
+        declared=declared,
+        shape=(n_q, n_g),
+        kind=data.kind,
+        metrics=[m.name for m in metrics],
+        rows=rows,
+        tie_intervals=intervals,
+        movers=movers,
+        reproduced=reproduced,
+        findings=findings,
+        evaluations=ev.calls,
+        seconds=time.perf_counter() - start,
+        implementation=first.implementation,
+        notes=notes,
+    )

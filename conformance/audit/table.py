@@ -10,6 +10,7 @@ The tie policies bound each other: every concrete order lies between ``pessimist
 ``optimistic`` (spec §4), so ``[pessimistic, optimistic]`` is the part of a number that tie
 order alone can move; ``stable``, ``reverse``, ``expected`` and ``grouped`` are shown inside it.
 """
+
 from __future__ import annotations
 
 from typing import Any, Dict, List, Optional
@@ -54,17 +55,29 @@ def _values(result, metrics: List[Metric]) -> Dict[str, Optional[float]]:
     return {m.name: m.value(result) for m in metrics}
 
 
-def _row(axis: str, value: str, options: Dict[str, Any], result, metrics: List[Metric], declared: bool
-         ) -> Dict[str, Any]:
+def _row(
+    axis: str, value: str, options: Dict[str, Any], result, metrics: List[Metric], declared: bool
+) -> Dict[str, Any]:
     if isinstance(result, str):
-        return {"axis": axis, "value": value, "options": options, "declared": declared, "values": None,
-                "error": result}
-    return {"axis": axis, "value": value, "options": options, "declared": declared,
-            "values": _values(result, metrics), "error": None}
+        return {"axis": axis, "value": value, "options": options, "declared": declared, "values": None, "error": result}
+    return {
+        "axis": axis,
+        "value": value,
+        "options": options,
+        "declared": declared,
+        "values": _values(result, metrics),
+        "error": None,
+    }
 
 
-def convention_rows(ev: Evaluator, protocol: str, declared: Dict[str, Any], metrics: List[Metric],
-                    camera_rules: bool, graded: bool = False) -> List[Dict[str, Any]]:
+def convention_rows(
+    ev: Evaluator,
+    protocol: str,
+    declared: Dict[str, Any],
+    metrics: List[Metric],
+    camera_rules: bool,
+    graded: bool = False,
+) -> List[Dict[str, Any]]:
     """Every preset, then each axis with the declared protocol's other options held (nDCG's gain
     only with graded relevance, Recall@k's sense only with a cut-off)."""
     k = declared["k"]
@@ -106,9 +119,13 @@ def tie_intervals(rows: List[Dict[str, Any]], metrics: List[Metric]) -> Dict[str
     for m in metrics:
         values = {t: (by_policy[t]["values"] or {}).get(m.name) for t in TIE_ORDER}
         lo, hi = values["pessimistic"], values["optimistic"]
-        out[m.name] = {"values": values, "low": lo, "high": hi,
-                       "width": None if lo is None or hi is None else hi - lo,
-                       "errors": {t: by_policy[t]["error"] for t in TIE_ORDER if by_policy[t]["error"]}}
+        out[m.name] = {
+            "values": values,
+            "low": lo,
+            "high": hi,
+            "width": None if lo is None or hi is None else hi - lo,
+            "errors": {t: by_policy[t]["error"] for t in TIE_ORDER if by_policy[t]["error"]},
+        }
     return out
 
 
@@ -125,10 +142,25 @@ def tie_movers(ev: Evaluator, protocol: str, declared: Dict[str, Any], metric: M
     straddles = (low.per_query.hits_at_k != high.per_query.hits_at_k) if k is not None else np.zeros(lo.size, bool)
     rows = []
     for q in order:
-        why = (f"a tie group straddles the cut-off k={k}: which of its items fall inside depends on the order"
-               if straddles[q] else "relevant and non-relevant items share a distance")
-        rows.append({"query": int(q), "pessimistic": float(lo[q]), "optimistic": float(hi[q]),
-                     "spread": float(spread[q]), "why": why})
-    return {"metric": metric.name, "moved": int(moved.size), "queries": int(lo.size),
-            "spread": [float(s) for s in spread], "top": rows,
-            "straddling": int(straddles.sum())}
+        why = (
+            f"a tie group straddles the cut-off k={k}: which of its items fall inside depends on the order"
+            if straddles[q]
+            else "relevant and non-relevant items share a distance"
+        )
+        rows.append(
+            {
+                "query": int(q),
+                "pessimistic": float(lo[q]),
+                "optimistic": float(hi[q]),
+                "spread": float(spread[q]),
+                "why": why,
+            }
+        )
+    return {
+        "metric": metric.name,
+        "moved": int(moved.size),
+        "queries": int(lo.size),
+        "spread": [float(s) for s in spread],
+        "top": rows,
+        "straddling": int(straddles.sum()),
+    }

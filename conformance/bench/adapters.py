@@ -4,6 +4,7 @@
 called with exactly what its harness adapter passes, then checks its value against this
 package's numpy implementation.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -25,17 +26,29 @@ def as_case(workload: Workload):
     a = workload.arrays
     shape = (workload.n_queries, workload.n_gallery)
     if workload.kind == "scores":
-        raise ValueError(f"workload: {workload.name} has graded relevance, which no benchmark adapter passes "
-                         "yet; time it with rc.evaluate or the bench candidates")
+        raise ValueError(
+            f"workload: {workload.name} has graded relevance, which no benchmark adapter passes "
+            "yet; time it with rc.evaluate or the bench candidates"
+        )
     if workload.kind == "codes":
         placeholder = np.broadcast_to(np.float64(0.0), shape)
         codes = (a["query_codes"], a["db_codes"], a["query_labels"], a["db_labels"])
-        return Case(f"bench/{workload.name}", placeholder, np.broadcast_to(False, shape), None, workload.k, 50,
-                    codes=codes, family="bench")
+        return Case(
+            f"bench/{workload.name}",
+            placeholder,
+            np.broadcast_to(False, shape),
+            None,
+            workload.k,
+            50,
+            codes=codes,
+            family="bench",
+        )
     if "query_cams" in a:
         if workload.memory_mapped:
-            raise ValueError(f"workload: {workload.name} is memory-mapped; adapters pass a whole in-memory matrix "
-                             "(use a workload that fits in memory, or rc.evaluate's streaming for this one)")
+            raise ValueError(
+                f"workload: {workload.name} is memory-mapped; adapters pass a whole in-memory matrix "
+                "(use a workload that fits in memory, or rc.evaluate's streaming for this one)"
+            )
         ids = (a["query_labels"], a["db_labels"], a["query_cams"], a["db_cams"])
         relevance = a["query_labels"][:, None] == a["db_labels"][None, :]
         return Case(f"bench/{workload.name}", a["distances"], relevance, None, None, 50, ids=ids, family="bench")
@@ -70,9 +83,18 @@ class LabRun:
     differences: List[str]
 
 
-def benchmark_function(benchmark, func: Callable, adapter: str, workload: str = "cifar10-1000",
-                       scale: str = "full", protocol: Optional[str] = None, rounds: Optional[int] = None,
-                       check: bool = True, atol: float = 1e-6, **overrides) -> LabRun:
+def benchmark_function(
+    benchmark,
+    func: Callable,
+    adapter: str,
+    workload: str = "cifar10-1000",
+    scale: str = "full",
+    protocol: Optional[str] = None,
+    rounds: Optional[int] = None,
+    check: bool = True,
+    atol: float = 1e-6,
+    **overrides,
+) -> LabRun:
     """Time a lab's own evaluation function on a standard workload (pytest-benchmark fixture).
 
     ``func`` is called with the arguments its harness ``adapter`` builds (the same signatures
@@ -97,8 +119,9 @@ def benchmark_function(benchmark, func: Callable, adapter: str, workload: str = 
         ad, calls = adapter_calls(w, adapter, func)
         benchmark.group = f"lab: {w.group}"
         benchmark.extra_info.update(w.extra_info())
-        benchmark.extra_info.update({"candidate": getattr(func, "__name__", "function"), "role": "lab",
-                                     "adapter": adapter})
+        benchmark.extra_info.update(
+            {"candidate": getattr(func, "__name__", "function"), "role": "lab", "adapter": adapter}
+        )
 
         def run():
             return [func(*c.args, **c.kwargs) for c in calls]
@@ -142,7 +165,8 @@ def benchmark_function(benchmark, func: Callable, adapter: str, workload: str = 
         if check and differences:
             raise AssertionError(
                 f"{getattr(func, '__name__', 'function')} on {w.name} differs from the {protocol!r} protocol: "
-                + "; ".join(differences[:5]) + ". Run `retrieval-conformance check` to find which convention differs."
+                + "; ".join(differences[:5])
+                + ". Run `retrieval-conformance check` to find which convention differs."
             )
         return LabRun(values, expected, differences)
     finally:

@@ -11,6 +11,7 @@ work in every run on every machine.  :func:`interleaved` returns both series and
 average before and after; :mod:`.ratio` turns them into the per-round ratios, their median
 and the run's noise.
 """
+
 from __future__ import annotations
 
 import os
@@ -68,15 +69,20 @@ class Interleaved:
         """What goes into ``benchmark.extra_info``: both series, the ratio statistics, the load."""
         from retrieval_conformance.conformance.bench.ratio import ratio_stats
 
-        info: Dict[str, Any] = {"anchor": f"np.argsort of {ANCHOR_ELEMENTS:,} values of the workload's ranking input",
-                                "anchor_times": list(self.anchor), "candidate_times": list(self.candidate),
-                                "loadavg_before": self.load_before, "loadavg": self.load_after}
+        info: Dict[str, Any] = {
+            "anchor": f"np.argsort of {ANCHOR_ELEMENTS:,} values of the workload's ranking input",
+            "anchor_times": list(self.anchor),
+            "candidate_times": list(self.candidate),
+            "loadavg_before": self.load_before,
+            "loadavg": self.load_after,
+        }
         info.update(ratio_stats(self.candidate, self.anchor))
         return info
 
 
-def interleaved(benchmark, runner: Callable[[], Any], anchor: Callable[[], Any],
-                rounds: int) -> Tuple[Any, Interleaved]:
+def interleaved(
+    benchmark, runner: Callable[[], Any], anchor: Callable[[], Any], rounds: int
+) -> Tuple[Any, Interleaved]:
     """Run ``rounds`` rounds of (anchor, candidate), the candidate timed by ``benchmark``.
 
     The anchor runs in pytest-benchmark's untimed ``setup`` of each round, timed here; the

@@ -11,6 +11,7 @@ Prints one line per workload: one ``evaluate`` (the median of three), the audit 
 ratio and the number of evaluations the audit made.  No timing is asserted anywhere; the
 numbers are for the README's speed table.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -21,8 +22,11 @@ import time
 from typing import Any, Dict, List, Optional
 
 #: the workloads timed: (name in workloads.WORKLOAD_NAMES, what it stands for)
-AUDITED = (("market1501", "Market-1501-sized ReID run"), ("cifar10-1000", "CIFAR-10-sized hashing run, mAP@1000"),
-           ("trec-run", "TREC-sized run and qrels, trec_eval's measures at k=10"))
+AUDITED = (
+    ("market1501", "Market-1501-sized ReID run"),
+    ("cifar10-1000", "CIFAR-10-sized hashing run, mAP@1000"),
+    ("trec-run", "TREC-sized run and qrels, trec_eval's measures at k=10"),
+)
 #: topics and documents per topic of the TREC run at each scale
 TREC_SIZES = {"smoke": (10, 100), "full": (50, 1000)}
 
@@ -67,14 +71,27 @@ def measure(name: str, scale: str = "smoke", implementation: str = "auto") -> Di
         one = statistics.median(times)
         data = {key: value for key, value in kwargs.items() if key not in ("protocol", "implementation", "k")}
         start = time.perf_counter()
-        audit = rc.audit(**data, protocol=kwargs.get("protocol", "hashing"), k=kwargs.get("k"),
-                         implementation=implementation, reported={"map": f"{result.map:.4f}"})
+        audit = rc.audit(
+            **data,
+            protocol=kwargs.get("protocol", "hashing"),
+            k=kwargs.get("k"),
+            implementation=implementation,
+            reported={"map": f"{result.map:.4f}"},
+        )
         seconds = time.perf_counter() - start
     finally:
         workload.cleanup()
-    return {"workload": name, "scale": scale, "shape": list(audit.shape), "evaluate_s": one, "audit_s": seconds,
-            "ratio": seconds / one, "evaluations": audit.evaluations, "implementation": result.implementation,
-            "reproduced": audit.reproduced["n_matches"]}
+    return {
+        "workload": name,
+        "scale": scale,
+        "shape": list(audit.shape),
+        "evaluate_s": one,
+        "audit_s": seconds,
+        "ratio": seconds / one,
+        "evaluations": audit.evaluations,
+        "implementation": result.implementation,
+        "reproduced": audit.reproduced["n_matches"],
+    }
 
 
 def _measure_run(scale: str, implementation: str) -> Dict[str, Any]:
@@ -88,17 +105,32 @@ def _measure_run(scale: str, implementation: str) -> Dict[str, Any]:
         times.append(time.perf_counter() - start)
     one = statistics.median(times)
     start = time.perf_counter()
-    audit = rc.audit(run=run, qrels=qrels, k=10, implementation=implementation,
-                     reported={"map": f"{result.extras['trec_eval']['map']:.4f}"})
+    audit = rc.audit(
+        run=run,
+        qrels=qrels,
+        k=10,
+        implementation=implementation,
+        reported={"map": f"{result.extras['trec_eval']['map']:.4f}"},
+    )
     seconds = time.perf_counter() - start
-    return {"workload": "trec-run", "scale": scale, "shape": list(audit.shape), "evaluate_s": one,
-            "audit_s": seconds, "ratio": seconds / one, "evaluations": audit.evaluations,
-            "implementation": result.implementation, "reproduced": audit.reproduced["n_matches"]}
+    return {
+        "workload": "trec-run",
+        "scale": scale,
+        "shape": list(audit.shape),
+        "evaluate_s": one,
+        "audit_s": seconds,
+        "ratio": seconds / one,
+        "evaluations": audit.evaluations,
+        "implementation": result.implementation,
+        "reproduced": audit.reproduced["n_matches"],
+    }
 
 
 def main(argv: Optional[List[str]] = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m retrieval_conformance.conformance.bench.audit_cost",
-                                description="the audit's cost as a multiple of one evaluate")
+    p = argparse.ArgumentParser(
+        prog="python -m retrieval_conformance.conformance.bench.audit_cost",
+        description="the audit's cost as a multiple of one evaluate",
+    )
     p.add_argument("--scale", choices=("smoke", "full"), default="smoke")
     p.add_argument("--implementation", default="auto")
     p.add_argument("--json", help="also write the measurements here")
@@ -109,8 +141,10 @@ def main(argv: Optional[List[str]] = None) -> int:
         rows.append(row)
         q, n = row["shape"]
         shape = f"{q:,} topics, {n:,} retrieved" if name == "trec-run" else f"{q:,} x {n:,}"
-        print(f"{what} ({shape}, {row['implementation']}): evaluate {row['evaluate_s']:.3f} s, audit "
-              f"{row['audit_s']:.2f} s = {row['ratio']:.0f}x ({row['evaluations']} evaluations)")
+        print(
+            f"{what} ({shape}, {row['implementation']}): evaluate {row['evaluate_s']:.3f} s, audit "
+            f"{row['audit_s']:.2f} s = {row['ratio']:.0f}x ({row['evaluations']} evaluations)"
+        )
     if args.json:
         with open(args.json, "w", encoding="utf-8") as f:
             json.dump(rows, f, indent=1)

@@ -27,6 +27,7 @@
 Every baseline returns a :class:`BaselineResult` whose ``semantics`` say which conventions it
 computes, so the benchmark can check it against the reference under exactly those.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -94,8 +95,9 @@ def _ap_of_sorted_hits(gnd_sorted: np.ndarray) -> float:
     return float(np.mean(count / ranks))
 
 
-def calc_top_map(query_codes: np.ndarray, db_codes: np.ndarray, query_labels: np.ndarray,
-                 db_labels: np.ndarray, topk: int) -> BaselineResult:
+def calc_top_map(
+    query_codes: np.ndarray, db_codes: np.ndarray, query_labels: np.ndarray, db_labels: np.ndarray, topk: int
+) -> BaselineResult:
     """mAP@topk of ±1 codes, one query at a time (seed 000's ``CalcTopMap`` with a stable sort).
 
     AP@k = (1/H_k) * sum_{r_i <= k} i / r_i (0 when H_k = 0), Hamming = (B - q.r) / 2,
@@ -116,12 +118,16 @@ def calc_top_map(query_codes: np.ndarray, db_codes: np.ndarray, query_labels: np
         ap[it] = _ap_of_sorted_hits(tgnd)
         total += ap[it]
     k = None if topk >= db_codes.shape[0] else int(topk)
-    return BaselineResult(total / num_query, ap, semantics={"protocol": "hashing", "k": k, "empty": "zero",
-                                                            "ap_rule": "precision_sum", "tie_order": "stable"})
+    return BaselineResult(
+        total / num_query,
+        ap,
+        semantics={"protocol": "hashing", "k": k, "empty": "zero", "ap_rule": "precision_sum", "tie_order": "stable"},
+    )
 
 
-def loop_reid(distmat: np.ndarray, q_pids: np.ndarray, g_pids: np.ndarray, q_camids: np.ndarray,
-              g_camids: np.ndarray) -> BaselineResult:
+def loop_reid(
+    distmat: np.ndarray, q_pids: np.ndarray, g_pids: np.ndarray, q_camids: np.ndarray, g_camids: np.ndarray
+) -> BaselineResult:
     """The same loop on ReID data: per query sort the row, drop same-id-same-camera items, AP.
 
     Reads one distance row at a time, so a memory-mapped ``distmat`` is never loaded whole.
@@ -136,8 +142,11 @@ def loop_reid(distmat: np.ndarray, q_pids: np.ndarray, g_pids: np.ndarray, q_cam
         gnd = same_id[keep]
         ap[it] = _ap_of_sorted_hits(gnd)
         total += ap[it]
-    return BaselineResult(total / num_query, ap, semantics={"protocol": "reid", "k": None, "empty": "zero",
-                                                            "ap_rule": "precision_sum", "tie_order": "stable"})
+    return BaselineResult(
+        total / num_query,
+        ap,
+        semantics={"protocol": "reid", "k": None, "empty": "zero", "ap_rule": "precision_sum", "tie_order": "stable"},
+    )
 
 
 def loop_masked(distances: np.ndarray, relevance: np.ndarray, junk: np.ndarray) -> BaselineResult:
@@ -150,8 +159,17 @@ def loop_masked(distances: np.ndarray, relevance: np.ndarray, junk: np.ndarray) 
         keep = ~junk[it][order]
         ap[it] = _ap_of_sorted_hits(relevance[it][order][keep])
         total += ap[it]
-    return BaselineResult(total / num_query, ap, semantics={"protocol": "hashing", "k": None, "empty": "zero",
-                                                            "ap_rule": "precision_sum", "tie_order": "stable"})
+    return BaselineResult(
+        total / num_query,
+        ap,
+        semantics={
+            "protocol": "hashing",
+            "k": None,
+            "empty": "zero",
+            "ap_rule": "precision_sum",
+            "tie_order": "stable",
+        },
+    )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -185,8 +203,14 @@ def _full_matrix_metrics(valid: np.ndarray, keep: Optional[np.ndarray], max_rank
     return ap, cmc, inp, has
 
 
-def torchreid_style(distmat: np.ndarray, q_pids: np.ndarray, g_pids: np.ndarray, q_camids: np.ndarray,
-                    g_camids: np.ndarray, max_rank: int = 50) -> BaselineResult:
+def torchreid_style(
+    distmat: np.ndarray,
+    q_pids: np.ndarray,
+    g_pids: np.ndarray,
+    q_camids: np.ndarray,
+    g_camids: np.ndarray,
+    max_rank: int = 50,
+) -> BaselineResult:
     """Market-1501 protocol the torchreid way: whole-matrix argsort, full match matrix.
 
     Same id and same camera as the query is junk; a query without a valid match is left out
@@ -200,13 +224,25 @@ def torchreid_style(distmat: np.ndarray, q_pids: np.ndarray, g_pids: np.ndarray,
     del matches
     ap, cmc, inp, has = _full_matrix_metrics(valid, keep, max_rank)
     m = float(ap[has].mean()) if has.any() else float("nan")
-    return BaselineResult(m, ap, cmc, inp, semantics={"protocol": "reid", "k": None, "empty": "skip",
-                                                      "ap_rule": "precision_sum", "tie_order": "unspecified",
-                                                      "max_rank": max_rank})
+    return BaselineResult(
+        m,
+        ap,
+        cmc,
+        inp,
+        semantics={
+            "protocol": "reid",
+            "k": None,
+            "empty": "skip",
+            "ap_rule": "precision_sum",
+            "tie_order": "unspecified",
+            "max_rank": max_rank,
+        },
+    )
 
 
-def full_matrix_hashing(query_codes: np.ndarray, db_codes: np.ndarray, query_labels: np.ndarray,
-                        db_labels: np.ndarray, topk: int) -> BaselineResult:
+def full_matrix_hashing(
+    query_codes: np.ndarray, db_codes: np.ndarray, query_labels: np.ndarray, db_labels: np.ndarray, topk: int
+) -> BaselineResult:
     """mAP@topk of ±1 codes with whole-matrix Hamming distances, one stable argsort, full matrices."""
     n_bits = db_codes.shape[1]
     hamm = 0.5 * (n_bits - query_codes @ db_codes.T)
@@ -217,21 +253,36 @@ def full_matrix_hashing(query_codes: np.ndarray, db_codes: np.ndarray, query_lab
     del relevant, indices
     ap, _, _, _ = _full_matrix_metrics(valid, None, 1)
     k = None if topk >= db_codes.shape[0] else int(topk)
-    return BaselineResult(float(ap.mean()), ap, semantics={"protocol": "hashing", "k": k, "empty": "zero",
-                                                           "ap_rule": "precision_sum", "tie_order": "stable"})
+    return BaselineResult(
+        float(ap.mean()),
+        ap,
+        semantics={"protocol": "hashing", "k": k, "empty": "zero", "ap_rule": "precision_sum", "tie_order": "stable"},
+    )
 
 
-def full_matrix_masked(distances: np.ndarray, relevance: np.ndarray, junk: np.ndarray,
-                       max_rank: int = 50) -> BaselineResult:
+def full_matrix_masked(
+    distances: np.ndarray, relevance: np.ndarray, junk: np.ndarray, max_rank: int = 50
+) -> BaselineResult:
     """Whole-matrix argsort with explicit (Q, N) relevance and junk masks (landmark retrieval)."""
     indices = np.argsort(distances, axis=1)  # default kind: tie order unspecified
     keep = ~np.take_along_axis(junk, indices, axis=1)
     valid = np.take_along_axis(relevance, indices, axis=1) & keep
     del indices
     ap, cmc, inp, _ = _full_matrix_metrics(valid, keep, max_rank)
-    return BaselineResult(float(ap.mean()), ap, cmc, inp,
-                          semantics={"protocol": "hashing", "k": None, "empty": "zero", "ap_rule": "precision_sum",
-                                     "tie_order": "unspecified", "max_rank": max_rank})
+    return BaselineResult(
+        float(ap.mean()),
+        ap,
+        cmc,
+        inp,
+        semantics={
+            "protocol": "hashing",
+            "k": None,
+            "empty": "zero",
+            "ap_rule": "precision_sum",
+            "tie_order": "unspecified",
+            "max_rank": max_rank,
+        },
+    )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -253,10 +304,19 @@ def full_matrix_ndcg(scores: np.ndarray, grades: np.ndarray, k: int = 10, kind: 
     ideal = np.sort(grades, axis=1)[:, ::-1][:, :k].astype(np.float64)
     idcg = ideal @ discounts
     ndcg = np.divide(dcg, idcg, out=np.zeros_like(dcg), where=idcg > 0)
-    return BaselineResult(semantics={"protocol": "sklearn-ndcg", "k": int(k), "empty": "zero", "gain": "linear",
-                                     "discount": "log2", "metric": "ndcg_at_k",
-                                     "tie_order": "stable" if kind == "stable" else "unspecified"},
-                          ndcg=ndcg, ndcg_at_k=float(ndcg.mean()))
+    return BaselineResult(
+        semantics={
+            "protocol": "sklearn-ndcg",
+            "k": int(k),
+            "empty": "zero",
+            "gain": "linear",
+            "discount": "log2",
+            "metric": "ndcg_at_k",
+            "tie_order": "stable" if kind == "stable" else "unspecified",
+        },
+        ndcg=ndcg,
+        ndcg_at_k=float(ndcg.mean()),
+    )
 
 
 def bare_argsort(distances: np.ndarray) -> np.ndarray:

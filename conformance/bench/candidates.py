@@ -4,6 +4,7 @@
 no-argument callable, :func:`rounds` and :func:`memory_query_limit` say how it is timed and
 measured, :func:`skip_reason` why it is not run.
 """
+
 from __future__ import annotations
 
 from typing import Any, Callable, List, Optional
@@ -23,8 +24,8 @@ FULL_MATRIX_LIMIT = 3 * 2**30
 #: (workload, candidate) pairs that are not run at full scale, with the reason
 _FULL_SKIPS = {
     ("*", "reference"): "the pure-Python exact reference would take hours at this scale; results are "
-                        "checked against the numpy implementation (itself proven equal to the reference "
-                        "by the cross-implementation tests) and the reference runs in the smoke version",
+    "checked against the numpy implementation (itself proven equal to the reference "
+    "by the cross-implementation tests) and the reference runs in the smoke version",
 }
 
 
@@ -125,9 +126,11 @@ def skip_reason(workload: Workload, candidate: str) -> Optional[str]:
     if candidate in ("full-matrix", "argsort"):
         need = workload.n_queries * workload.n_gallery * 8
         if need > FULL_MATRIX_LIMIT:
-            return (f"{candidate}: needs a {workload.n_queries:,} x {workload.n_gallery:,} int64 index array "
-                    f"({need / 2**30:.1f} GiB) plus as much again for the match matrix, the failure mode "
-                    "the streaming evaluation avoids (torchreid at MSMT17 scale: JDAI-CV/fast-reid#404)")
+            return (
+                f"{candidate}: needs a {workload.n_queries:,} x {workload.n_gallery:,} int64 index array "
+                f"({need / 2**30:.1f} GiB) plus as much again for the match matrix, the failure mode "
+                "the streaming evaluation avoids (torchreid at MSMT17 scale: JDAI-CV/fast-reid#404)"
+            )
     return None
 
 
@@ -168,8 +171,9 @@ def make_runner(workload: Workload, candidate: str) -> Callable[[], Any]:
         if candidate == "loop":
             return lambda: bl.calc_top_map(a["query_codes"], a["db_codes"], a["query_labels"], a["db_labels"], topk)
         if candidate == "full-matrix":
-            return lambda: bl.full_matrix_hashing(a["query_codes"], a["db_codes"], a["query_labels"],
-                                                  a["db_labels"], topk)
+            return lambda: bl.full_matrix_hashing(
+                a["query_codes"], a["db_codes"], a["query_labels"], a["db_labels"], topk
+            )
     elif "query_cams" in a:
         ids = (a["query_labels"], a["db_labels"], a["query_cams"], a["db_cams"])
         if candidate == "loop":

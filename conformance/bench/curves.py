@@ -8,6 +8,7 @@ the median of the rounds, each one's ratio to the default ``evaluate``, and the 
 ``evaluate``).  Run:
 ``python -m retrieval_conformance.conformance.bench.curves [smoke|full] [c] [numpy]``.
 """
+
 from __future__ import annotations
 
 import os
@@ -57,9 +58,11 @@ def report(scale: str = "full", rounds: int = 3, implementations=("c",)) -> str:
     medians = curve_timings(scale, rounds, implementations)
     after = os.getloadavg()
     base = medians["evaluate"]
-    lines = [f"curves at CIFAR-10 scale ({scale}), median of {rounds} interleaved rounds; "
-             f"load average {before[0]:.2f} before, {after[0]:.2f} after",
-             f"{'what':42} {'seconds':>9} {'x evaluate':>11}"]
+    lines = [
+        f"curves at CIFAR-10 scale ({scale}), median of {rounds} interleaved rounds; "
+        f"load average {before[0]:.2f} before, {after[0]:.2f} after",
+        f"{'what':42} {'seconds':>9} {'x evaluate':>11}",
+    ]
     for label, value in medians.items():
         lines.append(f"{label:42} {value:9.3f} {value / base:11.2f}")
     return "\n".join(lines)
@@ -79,17 +82,23 @@ def figures(scale: str = "full", rounds: int = 3, implementations=("c", "numpy")
         if reason is None:
             ready.append(implementation)
         else:  # said on the page rather than failing the other implementation's figures
-            out[f"every curve [{implementation}]"] = {"value": None, "unit": "x evaluate",
-                                                      "note": f"not measured: {reason}"}
+            out[f"every curve [{implementation}]"] = {
+                "value": None,
+                "unit": "x evaluate",
+                "note": f"not measured: {reason}",
+            }
     medians = curve_timings(scale, rounds, tuple(ready))
     for implementation in ready:
         base = medians[f"evaluate [{implementation}]"]
         for label, _, _ in CURVES:
             seconds = medians[f"{label} [{implementation}]"]
             out[f"{label} [{implementation}]"] = {
-                "value": seconds / base, "unit": "x evaluate", "target": CURVE_TARGET,
+                "value": seconds / base,
+                "unit": "x evaluate",
+                "target": CURVE_TARGET,
                 "baseline": {"name": f"evaluate [{implementation}]", "value": base * 1e3, "unit": "ms"},
-                "note": f"{seconds * 1e3:.4g} ms, median of {rounds} interleaved rounds"}
+                "note": f"{seconds * 1e3:.4g} ms, median of {rounds} interleaved rounds",
+            }
     return out
 
 

@@ -26,6 +26,7 @@ gather-all run (a high-water mark: each includes the ones before).  A rank draws
 rows of the embeddings (seeded block by block), so its memory is its shard's.  :func:`figures`
 gives the same for the feature page (:mod:`.features`).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -59,7 +60,7 @@ def _embeddings(args, centres: np.ndarray, ids: np.ndarray, lo: int, hi: int) ->
         rng = np.random.default_rng([args.seed, 1, b])
         noise = rng.standard_normal((_BLOCK, args.dim), dtype=np.float32)
         a, z = max(lo, b * _BLOCK), min(hi, (b + 1) * _BLOCK)
-        blocks.append(noise[a - b * _BLOCK:z - b * _BLOCK])
+        blocks.append(noise[a - b * _BLOCK : z - b * _BLOCK])
     noise = np.concatenate(blocks) if blocks else np.zeros((0, args.dim), np.float32)
     return centres[ids[lo:hi]] + np.float32(args.noise) * noise
 
@@ -73,10 +74,11 @@ def _data(args, rank: int):
     cams = rng.integers(0, 2, n_q + n_g)
     q_bounds = np.linspace(0, n_q, args.world + 1).astype(int)
     g_bounds = n_q + np.linspace(0, n_g, args.world + 1).astype(int)
-    (q0, q1), (g0, g1) = q_bounds[rank:rank + 2], g_bounds[rank:rank + 2]
-    return (dict(query_embeddings=_embeddings(args, centres, ids, q0, q1), query_labels=ids[q0:q1],
-                 query_cams=cams[q0:q1]),
-            dict(db_embeddings=_embeddings(args, centres, ids, g0, g1), db_labels=ids[g0:g1], db_cams=cams[g0:g1]))
+    (q0, q1), (g0, g1) = q_bounds[rank : rank + 2], g_bounds[rank : rank + 2]
+    return (
+        dict(query_embeddings=_embeddings(args, centres, ids, q0, q1), query_labels=ids[q0:q1], query_cams=cams[q0:q1]),
+        dict(db_embeddings=_embeddings(args, centres, ids, g0, g1), db_labels=ids[g0:g1], db_cams=cams[g0:g1]),
+    )
 
 
 def _gather_all(group, queries, gallery, rc, options):
@@ -114,8 +116,13 @@ def _worker(rank: int, args, port: int, queue) -> None:
     from retrieval_conformance.implementations.distributed import ProcessGroup
 
     torch.set_num_threads(1)
-    dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=args.world,
-                            timeout=datetime.timedelta(seconds=600))
+    dist.init_process_group(
+        "gloo",
+        init_method=f"tcp://127.0.0.1:{port}",
+        rank=rank,
+        world_size=args.world,
+        timeout=datetime.timedelta(seconds=600),
+    )
     out = {"peak_at_start": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024}
     queries, gallery = _data(args, rank)
     _warm_up(rc, queries, gallery)
@@ -146,8 +153,10 @@ def _worker(rank: int, args, port: int, queue) -> None:
 
 
 def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="python -m retrieval_conformance.conformance.bench.distributed",
-                                description=(__doc__ or "").splitlines()[0])
+    p = argparse.ArgumentParser(
+        prog="python -m retrieval_conformance.conformance.bench.distributed",
+        description=(__doc__ or "").splitlines()[0],
+    )
     p.add_argument("--world", type=int, default=2)
     p.add_argument("--queries", type=int, default=3368)
     p.add_argument("--gallery", type=int, default=15913)
@@ -155,8 +164,12 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--ids", type=int, default=751)
     p.add_argument("--noise", type=float, default=1.0, help="spread of an identity's embeddings (its centre: 1)")
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--rounds", type=int, default=2,
-                   help="timed rounds, the order of the methods alternating; the best round is reported")
+    p.add_argument(
+        "--rounds",
+        type=int,
+        default=2,
+        help="timed rounds, the order of the methods alternating; the best round is reported",
+    )
     return p
 
 
@@ -170,26 +183,41 @@ def measure(args) -> List[Dict[str, Any]]:
     replies = dict(queue.get() for _ in range(args.world))
     rows: List[Dict[str, Any]] = []
     for method in ("sharded", "gather-all"):
-        rows.append({
-            "method": method, "world": args.world, "queries": args.queries, "gallery": args.gallery, "dim": args.dim,
-            # per round the slowest rank; the best round
-            "seconds": round(min(max(r[method][i][0] for r in replies.values()) for i in range(args.rounds)), 3),
-            "rounds": args.rounds,
-            "bytes_sent_rank0": replies[0][method][0][1], "bytes_received_rank0": replies[0][method][0][2],
-            "map": replies[0]["map"], "same_map": all(r["same_map"] for r in replies.values()),
-        })
-    rows.append({"peak_rss_at_start": max(r["peak_at_start"] for r in replies.values()),
-                 "peak_rss_after_sharded": max(r["peak_after_sharded"] for r in replies.values()),
-                 "peak_rss_after_gather_all": max(r["peak_after_gather-all"] for r in replies.values())})
+        rows.append(
+            {
+                "method": method,
+                "world": args.world,
+                "queries": args.queries,
+                "gallery": args.gallery,
+                "dim": args.dim,
+                # per round the slowest rank; the best round
+                "seconds": round(min(max(r[method][i][0] for r in replies.values()) for i in range(args.rounds)), 3),
+                "rounds": args.rounds,
+                "bytes_sent_rank0": replies[0][method][0][1],
+                "bytes_received_rank0": replies[0][method][0][2],
+                "map": replies[0]["map"],
+                "same_map": all(r["same_map"] for r in replies.values()),
+            }
+        )
+    rows.append(
+        {
+            "peak_rss_at_start": max(r["peak_at_start"] for r in replies.values()),
+            "peak_rss_after_sharded": max(r["peak_after_sharded"] for r in replies.values()),
+            "peak_rss_after_gather_all": max(r["peak_after_gather-all"] for r in replies.values()),
+        }
+    )
     return rows
 
 
 #: the feature page's configurations per scale: (label, command-line arguments)
 CONFIGURATIONS = {
-    "full": (("Market-1501 (3,368 x 15,913, d = 64)", []),
-             ("1M-item gallery (200 queries, d = 64)", ["--queries", "200", "--gallery", "1000000"])),
-    "smoke": (("small (100 x 2,000, d = 16)", ["--queries", "100", "--gallery", "2000", "--dim", "16",
-                                                "--ids", "50"]),),
+    "full": (
+        ("Market-1501 (3,368 x 15,913, d = 64)", []),
+        ("1M-item gallery (200 queries, d = 64)", ["--queries", "200", "--gallery", "1000000"]),
+    ),
+    "smoke": (
+        ("small (100 x 2,000, d = 16)", ["--queries", "100", "--gallery", "2000", "--dim", "16", "--ids", "50"]),
+    ),
 }
 
 
@@ -202,23 +230,35 @@ def figures(scale: str = "full") -> Dict[str, Dict[str, Any]]:
     for label, argv in CONFIGURATIONS[scale]:
         sharded, gathered, peaks = measure(_parser().parse_args(argv))
         if not (sharded["same_map"] and gathered["same_map"]):
-            raise RuntimeError(f"{label}: the sharded accumulator's mAP {sharded['map']!r} differs from the "
-                               f"gather-all evaluation's on some rank")
+            raise RuntimeError(
+                f"{label}: the sharded accumulator's mAP {sharded['map']!r} differs from the "
+                f"gather-all evaluation's on some rank"
+            )
         note = f"{sharded['world']} gloo ranks; the same mAP ({sharded['map']:.6f}) from both methods"
         out[f"{label}: time, sharded"] = {
-            "value": sharded["seconds"], "unit": "s",
+            "value": sharded["seconds"],
+            "unit": "s",
             "note": note + f"; the slowest rank, best of {sharded['rounds']} rounds (the order alternating)",
-            "baseline": {"name": "gather-all", "value": gathered["seconds"], "unit": "s"}}
+            "baseline": {"name": "gather-all", "value": gathered["seconds"], "unit": "s"},
+        }
         out[f"{label}: bytes sent per rank, sharded"] = {
-            "value": sharded["bytes_sent_rank0"] / 1e6, "unit": "MB", "note": "rank 0; as many received",
-            "baseline": {"name": "gather-all", "value": gathered["bytes_sent_rank0"] / 1e6, "unit": "MB"}}
+            "value": sharded["bytes_sent_rank0"] / 1e6,
+            "unit": "MB",
+            "note": "rank 0; as many received",
+            "baseline": {"name": "gather-all", "value": gathered["bytes_sent_rank0"] / 1e6, "unit": "MB"},
+        }
         start = peaks["peak_rss_at_start"]
         out[f"{label}: peak extra resident memory, sharded"] = {
-            "value": (peaks["peak_rss_after_sharded"] - start) / 2**20, "unit": "MiB",
+            "value": (peaks["peak_rss_after_sharded"] - start) / 2**20,
+            "unit": "MiB",
             "note": "the largest rank, its data included, above its peak before the data; the gather-all "
-                    "peak is the high-water mark after both runs",
-            "baseline": {"name": "gather-all", "value": (peaks["peak_rss_after_gather_all"] - start) / 2**20,
-                         "unit": "MiB"}}
+            "peak is the high-water mark after both runs",
+            "baseline": {
+                "name": "gather-all",
+                "value": (peaks["peak_rss_after_gather_all"] - start) / 2**20,
+                "unit": "MiB",
+            },
+        }
     return out
 
 

@@ -18,6 +18,7 @@ median gate pytest-benchmark would call a compare without a saved run a usage er
 ``--save pass`` (default) the run is saved only when it passed, so a regression never
 becomes the next baseline.
 """
+
 from __future__ import annotations
 
 import json
@@ -49,20 +50,35 @@ def gated_run(args) -> int:
     fd, json_path = tempfile.mkstemp(prefix="rc-bench-", suffix=".json")
     os.close(fd)
     os.unlink(json_path)
-    cmd = [sys.executable, "-m", "pytest", "--pyargs", "retrieval_conformance.conformance", "-m", "benchmark",
-           "--benchmark-enable", f"--benchmark-storage=file://{storage}", f"--benchmark-json={json_path}",
-           "-p", "no:cacheprovider"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "pytest",
+        "--pyargs",
+        "retrieval_conformance.conformance",
+        "-m",
+        "benchmark",
+        "--benchmark-enable",
+        f"--benchmark-storage=file://{storage}",
+        f"--benchmark-json={json_path}",
+        "-p",
+        "no:cacheprovider",
+    ]
     kind = gate_kind(args)
     compare_fail = getattr(args, "compare_fail", None) or "median:10%"
     if kind == "median" and previous:
         cmd += ["--benchmark-compare", f"--benchmark-compare-fail={compare_fail}"]
         print(f"gate: comparing with the last saved run {os.path.basename(previous[-1])} ({compare_fail})")
     elif kind == "ratio" and previous:
-        print(f"gate: ratio to the anchor, against the last {args.depth} saved runs of {len(previous)} "
-              f"(floor {args.floor:.0%}, {args.noise_k:g} x noise)")
+        print(
+            f"gate: ratio to the anchor, against the last {args.depth} saved runs of {len(previous)} "
+            f"(floor {args.floor:.0%}, {args.noise_k:g} x noise)"
+        )
     elif kind != "none":
-        print(f"gate: no saved run for {machine_id()} in {storage}: this run becomes the baseline; "
-              "later runs are compared with it")
+        print(
+            f"gate: no saved run for {machine_id()} in {storage}: this run becomes the baseline; "
+            "later runs are compared with it"
+        )
     load = load_average()
     if load is not None:
         print(f"load average at the start: {load[0]:.2f} {load[1]:.2f} {load[2]:.2f} (1, 5, 15 min)")

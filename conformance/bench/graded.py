@@ -13,6 +13,7 @@ tied scores within their top 11, and the tie-averaged nDCG@10 (``sklearn-ndcg``,
 a TREC-DL-like value) differs from the stable-order one on about 30% of the queries (2 of the
 36 smoke queries).
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -69,7 +70,18 @@ def graded_ndcg10(scale: str) -> Workload:
         n_q, n_g, median, low, high = 36, 400, 10, 2, 40
     seed = SEEDS["graded"]
     scores, grades = graded_scores(n_q, n_g, median, low, high, seed)
-    title = (f"graded relevance nDCG@10 (TREC-DL-like): {n_q:,} x {n_g:,} float32 scores rounded to "
-             f"{DECIMALS} decimals, grades 0..3, sklearn-ndcg (ties averaged)")
-    return Workload("graded-ndcg10", scale, title, "scores", {"scores": scores, "relevance": grades},
-                    "sklearn-ndcg", {"k": 10}, seed, metric="ndcg_at_k")
+    title = (
+        f"graded relevance nDCG@10 (TREC-DL-like): {n_q:,} x {n_g:,} float32 scores rounded to "
+        f"{DECIMALS} decimals, grades 0..3, sklearn-ndcg (ties averaged)"
+    )
+    return Workload(
+        "graded-ndcg10",
+        scale,
+        title,
+        "scores",
+        {"scores": scores, "relevance": grades},
+        "sklearn-ndcg",
+        {"k": 10},
+        seed,
+        metric="ndcg_at_k",
+    )

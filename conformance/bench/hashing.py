@@ -5,6 +5,7 @@ prototype of one of its labels and flips each bit with a small probability; a mi
 "hard" items flip far more.  64-bit Hamming distances take 65 values, so ties are everywhere,
 as in real hashing evaluations.  The database is shuffled.
 """
+
 from __future__ import annotations
 
 from typing import Optional, Tuple
@@ -13,8 +14,9 @@ import numpy as np
 from retrieval_conformance.conformance.bench.workload import SEEDS, Workload
 
 
-def _class_codes(rng: np.random.Generator, prototypes: np.ndarray, owner: np.ndarray, p_easy: float,
-                 p_hard: float, hard_share: float) -> np.ndarray:
+def _class_codes(
+    rng: np.random.Generator, prototypes: np.ndarray, owner: np.ndarray, p_easy: float, p_hard: float, hard_share: float
+) -> np.ndarray:
     """±1 float32 codes: bit b copies ``prototypes[owner[:, b], b]``, flipped with p_easy (or p_hard)."""
     n, bits = owner.shape
     codes = prototypes[owner, np.arange(bits)[None, :]]
@@ -41,9 +43,16 @@ def cifar10(scale: str, k: Optional[int], name: str) -> Workload:
         k = 50
     at = "ALL" if k is None else str(k)
     title = f"CIFAR-10 hashing mAP@{at}: {n_q:,} x {n_db:,}, {bits}-bit ±1 codes, {classes} classes"
-    return Workload(name, scale, title, "codes",
-                    {"query_codes": codes[0], "db_codes": codes[1], "query_labels": labels[0],
-                     "db_labels": labels[1]}, "hashing", {"k": k}, SEEDS["cifar10"])
+    return Workload(
+        name,
+        scale,
+        title,
+        "codes",
+        {"query_codes": codes[0], "db_codes": codes[1], "query_labels": labels[0], "db_labels": labels[1]},
+        "hashing",
+        {"k": k},
+        SEEDS["cifar10"],
+    )
 
 
 def _multi_hot(rng: np.random.Generator, n: int, n_labels: int, weights: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:

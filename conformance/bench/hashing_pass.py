@@ -21,6 +21,7 @@ returns them as a dict, :func:`figures` as the section ``hashing-pass`` of the f
 (``retrieval-conformance bench features``), :func:`report` as text.  Run:
 ``python -m retrieval_conformance.conformance.bench.hashing_pass [smoke|full] [rounds]``.
 """
+
 from __future__ import annotations
 
 import ctypes
@@ -60,12 +61,20 @@ def packed_inputs(arrays: Dict[str, np.ndarray]) -> Dict[str, Any]:
     """The workload's codes (bit = code > 0) and labels packed into one uint64 word per item."""
     bits = int(arrays["db_codes"].shape[1])
     if bits > 64 or arrays["db_labels"].shape[1] > 64:
-        raise ValueError(f"arrays: the anchor takes codes and labels of at most 64 bits, got {bits} bits and "
-                         f"{arrays['db_labels'].shape[1]} labels")
-    words = {name: np.ascontiguousarray(pack_words((arrays[name] > 0).astype(np.uint8))[:, 0])
-             for name in ("query_codes", "db_codes", "query_labels", "db_labels")}
-    return {"words": words, "bits": bits, "queries": int(words["query_codes"].size),
-            "gallery": int(words["db_codes"].size)}
+        raise ValueError(
+            f"arrays: the anchor takes codes and labels of at most 64 bits, got {bits} bits and "
+            f"{arrays['db_labels'].shape[1]} labels"
+        )
+    words = {
+        name: np.ascontiguousarray(pack_words((arrays[name] > 0).astype(np.uint8))[:, 0])
+        for name in ("query_codes", "db_codes", "query_labels", "db_labels")
+    }
+    return {
+        "words": words,
+        "bits": bits,
+        "queries": int(words["query_codes"].size),
+        "gallery": int(words["db_codes"].size),
+    }
 
 
 def _timed_histograms(function: Any, packed: Dict[str, Any], *extra: int) -> Tuple[float, np.ndarray]:
@@ -75,8 +84,7 @@ def _timed_histograms(function: Any, packed: Dict[str, Any], *extra: int) -> Tup
     use_popcnt = int(bool(c_library.cpu_features() & c_library._FEATURE_MASK & POPCNT_FEATURE))
     args = [words[name].ctypes.data for name in ("query_codes", "db_codes", "query_labels", "db_labels")]
     start = time.perf_counter()
-    status = function(*args, packed["queries"], packed["gallery"], packed["bits"], use_popcnt, *extra,
-                      hist.ctypes.data)
+    status = function(*args, packed["queries"], packed["gallery"], packed["bits"], use_popcnt, *extra, hist.ctypes.data)
     seconds = time.perf_counter() - start
     if status != 0:
         raise RuntimeError(f"{function.__name__}: the C library refused the arguments (status {status})")
@@ -86,10 +94,12 @@ def _timed_histograms(function: Any, packed: Dict[str, Any], *extra: int) -> Tup
 def _evaluate_calls(work) -> Dict[str, Callable[[], Any]]:
     """``rc.evaluate`` with every metric, and with mAP alone where ``evaluate`` takes ``metrics=``."""
     calls: Dict[str, Callable[[], Any]] = {
-        "evaluate": lambda: rc.evaluate(**work.arrays, protocol=work.protocol, implementation="c", **work.options)}
+        "evaluate": lambda: rc.evaluate(**work.arrays, protocol=work.protocol, implementation="c", **work.options)
+    }
     if "metrics" in inspect.signature(rc.evaluate).parameters:
-        calls["evaluate, mAP only"] = lambda: rc.evaluate(**work.arrays, protocol=work.protocol, implementation="c",
-                                                          metrics=["map"], **work.options)
+        calls["evaluate, mAP only"] = lambda: rc.evaluate(
+            **work.arrays, protocol=work.protocol, implementation="c", metrics=["map"], **work.options
+        )
     return calls
 
 
@@ -132,14 +142,23 @@ def hashing_pass_figures(scale: str = "full", rounds: int = 5) -> Dict[str, Any]
     load_after = os.getloadavg()
     pairs = packed["queries"] * packed["gallery"]
     medians = {label: statistics.median(values) for label, values in seconds.items()}
-    ratios = {label: statistics.median(t / a for t, a in zip(values, seconds["anchor"]))
-              for label, values in seconds.items()}
+    ratios = {
+        label: statistics.median(t / a for t, a in zip(values, seconds["anchor"])) for label, values in seconds.items()
+    }
     return {
-        "workload": work.title, "scale": scale, "queries": packed["queries"], "gallery": packed["gallery"],
-        "rounds": rounds, "load_before": load_before, "load_after": load_after,
-        "seconds": medians, "ns_per_pair": {label: 1e9 * value / pairs for label, value in medians.items()},
-        "ratio_to_anchor": ratios, "pass_target": PASS_TARGET,
-        "pass_within_target": ratios["pass"] <= PASS_TARGET, "same_counts": True,
+        "workload": work.title,
+        "scale": scale,
+        "queries": packed["queries"],
+        "gallery": packed["gallery"],
+        "rounds": rounds,
+        "load_before": load_before,
+        "load_after": load_after,
+        "seconds": medians,
+        "ns_per_pair": {label: 1e9 * value / pairs for label, value in medians.items()},
+        "ratio_to_anchor": ratios,
+        "pass_target": PASS_TARGET,
+        "pass_within_target": ratios["pass"] <= PASS_TARGET,
+        "same_counts": True,
     }
 
 
@@ -157,18 +176,26 @@ def figures(scale: str = "full") -> Dict[str, Dict[str, Any]]:
     anchor = {"name": "the anchor", "value": 1e3 * seconds["anchor"], "unit": "ms"}
     out: Dict[str, Dict[str, Any]] = {
         "anchor (bare XOR, popcount, count per distance)": {
-            "value": 1e3 * seconds["anchor"], "unit": "ms",
-            "note": f"{ns['anchor']:.2f} ns per (query, item) pair, {fig['queries']:,} x {fig['gallery']:,}"},
+            "value": 1e3 * seconds["anchor"],
+            "unit": "ms",
+            "note": f"{ns['anchor']:.2f} ns per (query, item) pair, {fig['queries']:,} x {fig['gallery']:,}",
+        },
     }
-    notes = {"pass": "the library's pass as the hashing protocol runs it (stable ties: counting sort)",
-             "pass, histogram only": "as the expected / grouped / optimistic / pessimistic policies run it",
-             "evaluate": "rc.evaluate(implementation='c'), every metric, inputs as given",
-             "evaluate, mAP only": "rc.evaluate(implementation='c', metrics=['map'])"}
+    notes = {
+        "pass": "the library's pass as the hashing protocol runs it (stable ties: counting sort)",
+        "pass, histogram only": "as the expected / grouped / optimistic / pessimistic policies run it",
+        "evaluate": "rc.evaluate(implementation='c'), every metric, inputs as given",
+        "evaluate, mAP only": "rc.evaluate(implementation='c', metrics=['map'])",
+    }
     for label in seconds:
         if label == "anchor":
             continue
-        figure = {"value": fig["ratio_to_anchor"][label], "unit": "x the anchor", "baseline": anchor,
-                  "note": f"{1e3 * seconds[label]:.3g} ms, {ns[label]:.2f} ns per pair; {notes.get(label, '')}"}
+        figure = {
+            "value": fig["ratio_to_anchor"][label],
+            "unit": "x the anchor",
+            "baseline": anchor,
+            "note": f"{1e3 * seconds[label]:.3g} ms, {ns[label]:.2f} ns per pair; {notes.get(label, '')}",
+        }
         if label == "pass":
             figure["target"] = f"<= {PASS_TARGET}x"
         out[label] = figure
@@ -178,13 +205,16 @@ def figures(scale: str = "full") -> Dict[str, Dict[str, Any]]:
 def report(scale: str = "full", rounds: int = 5) -> str:
     """:func:`hashing_pass_figures` as a table."""
     fig = hashing_pass_figures(scale, rounds)
-    lines = [f"Hamming pass against its anchor, one thread: {fig['workload']}",
-             f"median of {fig['rounds']} interleaved rounds; load average {fig['load_before'][0]:.2f} before, "
-             f"{fig['load_after'][0]:.2f} after; counts per distance equal to the anchor's",
-             f"{'what':26} {'ms':>9} {'ns/pair':>8} {'x anchor':>9}"]
+    lines = [
+        f"Hamming pass against its anchor, one thread: {fig['workload']}",
+        f"median of {fig['rounds']} interleaved rounds; load average {fig['load_before'][0]:.2f} before, "
+        f"{fig['load_after'][0]:.2f} after; counts per distance equal to the anchor's",
+        f"{'what':26} {'ms':>9} {'ns/pair':>8} {'x anchor':>9}",
+    ]
     for label, value in fig["seconds"].items():
-        lines.append(f"{label:26} {1e3 * value:9.3f} {fig['ns_per_pair'][label]:8.3f} "
-                     f"{fig['ratio_to_anchor'][label]:9.2f}")
+        lines.append(
+            f"{label:26} {1e3 * value:9.3f} {fig['ns_per_pair'][label]:8.3f} {fig['ratio_to_anchor'][label]:9.2f}"
+        )
     verdict = "within" if fig["pass_within_target"] else "NOT within"
     lines.append(f"the pass is {verdict} {fig['pass_target']}x of the anchor")
     return "\n".join(lines)

@@ -7,6 +7,7 @@ allocations alike (tracemalloc would miss C mallocs).  Memory-mapped inputs make
 resident too, so for them the anonymous memory (``resident - shared`` from
 ``/proc/self/statm``, sampled every millisecond) is reported instead.
 """
+
 from __future__ import annotations
 
 import json
@@ -103,18 +104,24 @@ def _memory_child(argv: Sequence[str]) -> int:
     return 0
 
 
-def measure_peak_memory(directory: str, candidate: str, query_limit: Optional[int] = None,
-                        timeout: float = 3600.0) -> Dict[str, Any]:
+def measure_peak_memory(
+    directory: str, candidate: str, query_limit: Optional[int] = None, timeout: float = 3600.0
+) -> Dict[str, Any]:
     """Peak extra memory of one run of ``candidate`` on the workload saved in ``directory``.
 
     Returns ``peak_extra_mib`` (what the summary shows: the high-water mark, or the sampled
     anonymous memory for memory-mapped inputs), the two raw measurements, and
     ``memory_queries`` (the queries run: all, or ``query_limit``).
     """
-    cmd = [sys.executable, "-c",
-           "import sys; from retrieval_conformance.conformance.bench.memory import _memory_child; "
-           "sys.exit(_memory_child(sys.argv[1:]))",
-           directory, candidate, "all" if query_limit is None else str(int(query_limit))]
+    cmd = [
+        sys.executable,
+        "-c",
+        "import sys; from retrieval_conformance.conformance.bench.memory import _memory_child; "
+        "sys.exit(_memory_child(sys.argv[1:]))",
+        directory,
+        candidate,
+        "all" if query_limit is None else str(int(query_limit)),
+    ]
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
     if proc.returncode != 0:
         return {"peak_extra_mib": None, "memory_error": (proc.stderr or proc.stdout)[-2000:]}

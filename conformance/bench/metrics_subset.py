@@ -24,6 +24,7 @@ loop's stable ties are the preset's) that the loop's mAP agrees within 1e-12.
 ``smoke`` (the default) runs in seconds on small inputs; ``full`` takes about a minute on one
 core.  :func:`figures` returns the numbers as a dict (what the benchmark page reads).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -72,8 +73,9 @@ def _timed(run: Callable[[], Any]):
     return time.perf_counter() - start, out
 
 
-def interleaved_rounds(candidates: Dict[str, Callable[[], Any]], rounds: int,
-                       check: Optional[Callable[[Dict[str, Any]], None]] = None) -> Dict[str, List[float]]:
+def interleaved_rounds(
+    candidates: Dict[str, Callable[[], Any]], rounds: int, check: Optional[Callable[[Dict[str, Any]], None]] = None
+) -> Dict[str, List[float]]:
     """Times of every candidate, round by round, in the dict's order, after one untimed run of
     each (loading the C library and first-call costs are not what is measured); ``check`` sees
     each round's outputs."""
@@ -122,11 +124,14 @@ def scores_case(scale: str, rounds: int) -> Dict[str, Any]:
         _same_bits(out["c_map_only"], out["c_all_metrics"])
 
     times = interleaved_rounds(candidates, rounds, check)
-    return {"workload": f"{n_q:,} x {n_g:,} float32 scores (3 decimals), ~{share:.1%} relevant, mAP@{k}",
-            "seconds": _summary(times),
-            "map_only_vs_numpy_argpartition": _ratio(times, "numpy_argpartition", "c_map_only"),
-            "all_metrics_vs_numpy_argpartition": _ratio(times, "numpy_argpartition", "c_all_metrics"),
-            "map_only_vs_all_metrics": _ratio(times, "c_all_metrics", "c_map_only"), "target_vs_numpy": 6.0}
+    return {
+        "workload": f"{n_q:,} x {n_g:,} float32 scores (3 decimals), ~{share:.1%} relevant, mAP@{k}",
+        "seconds": _summary(times),
+        "map_only_vs_numpy_argpartition": _ratio(times, "numpy_argpartition", "c_map_only"),
+        "all_metrics_vs_numpy_argpartition": _ratio(times, "numpy_argpartition", "c_all_metrics"),
+        "map_only_vs_all_metrics": _ratio(times, "c_all_metrics", "c_map_only"),
+        "target_vs_numpy": 6.0,
+    }
 
 
 def cifar10_case(scale: str, rounds: int) -> Dict[str, Any]:
@@ -139,8 +144,9 @@ def cifar10_case(scale: str, rounds: int) -> Dict[str, Any]:
     looped = min(n_q, LOOP_QUERIES) if scale == "full" else n_q
     c = dict(a, protocol="hashing", k=None, implementation=ONE_THREAD)
     candidates = {
-        "seed000_loop": lambda: calc_top_map(a["query_codes"][:looped], a["db_codes"], a["query_labels"][:looped],
-                                             a["db_labels"], n_db),
+        "seed000_loop": lambda: calc_top_map(
+            a["query_codes"][:looped], a["db_codes"], a["query_labels"][:looped], a["db_labels"], n_db
+        ),
         "c_map_only": lambda: rc.evaluate(**c, metrics=["map"]),
         "c_all_metrics": lambda: rc.evaluate(**c),
     }
@@ -154,10 +160,15 @@ def cifar10_case(scale: str, rounds: int) -> Dict[str, Any]:
 
     times = interleaved_rounds(candidates, rounds, check)
     times["seed000_loop"] = [t * n_q / looped for t in times["seed000_loop"]]
-    return {"workload": workload.title, "loop_queries_timed": looped, "seconds": _summary(times),
-            "map_only_vs_seed000_loop": _ratio(times, "seed000_loop", "c_map_only"),
-            "all_metrics_vs_seed000_loop": _ratio(times, "seed000_loop", "c_all_metrics"),
-            "map_only_vs_all_metrics": _ratio(times, "c_all_metrics", "c_map_only"), "target_vs_loop": 60.0}
+    return {
+        "workload": workload.title,
+        "loop_queries_timed": looped,
+        "seconds": _summary(times),
+        "map_only_vs_seed000_loop": _ratio(times, "seed000_loop", "c_map_only"),
+        "all_metrics_vs_seed000_loop": _ratio(times, "seed000_loop", "c_all_metrics"),
+        "map_only_vs_all_metrics": _ratio(times, "c_all_metrics", "c_map_only"),
+        "target_vs_loop": 60.0,
+    }
 
 
 def figures(scale: str = "smoke", rounds: int = 3) -> Dict[str, Any]:
@@ -176,24 +187,33 @@ def figures(scale: str = "smoke", rounds: int = 3) -> Dict[str, Any]:
 
 
 def _text(result: Dict[str, Any]) -> str:
-    lines = [f"metrics= benchmark ({result['scale']} scale, {result['rounds']} interleaved rounds, C on "
-             f"{result['threads']} thread); load average before {result['loadavg_before']}"]
+    lines = [
+        f"metrics= benchmark ({result['scale']} scale, {result['rounds']} interleaved rounds, C on "
+        f"{result['threads']} thread); load average before {result['loadavg_before']}"
+    ]
     for key in ("scores_map_at_k", "cifar10_map_all"):
         case = result[key]
         lines.append(f"  {case['workload']}")
         lines.append("    median seconds: " + ", ".join(f"{n} {s:.4f}" for n, s in case["seconds"].items()))
-        lines.append("    " + ", ".join(f"{n} {v:.1f}x" for n, v in case.items() if n.endswith(("_loop",
-                                                                                                   "_argpartition",
-                                                                                                   "_metrics"))))
+        lines.append(
+            "    "
+            + ", ".join(f"{n} {v:.1f}x" for n, v in case.items() if n.endswith(("_loop", "_argpartition", "_metrics")))
+        )
     lines.append(f"  load average after {result['loadavg_after']}")
     return "\n".join(lines)
 
 
 def main(argv: Optional[List[str]] = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m retrieval_conformance.conformance.bench.metrics_subset",
-                                     description="time metrics=['map'] against every metric and the baselines")
-    parser.add_argument("--scale", choices=tuple(SCORES_SIZES), default="smoke",
-                        help="smoke (seconds, the default) or full (about a minute on one core)")
+    parser = argparse.ArgumentParser(
+        prog="python -m retrieval_conformance.conformance.bench.metrics_subset",
+        description="time metrics=['map'] against every metric and the baselines",
+    )
+    parser.add_argument(
+        "--scale",
+        choices=tuple(SCORES_SIZES),
+        default="smoke",
+        help="smoke (seconds, the default) or full (about a minute on one core)",
+    )
     parser.add_argument("--rounds", type=int, default=3, help="interleaved rounds (default 3)")
     parser.add_argument("--json", action="store_true", help="print the figures as JSON")
     args = parser.parse_args(argv)

@@ -32,6 +32,7 @@ dicts for ranx, the tensors view for torchmetrics, packing the codes and buildin
 for faiss.  Query and document names for ranx are made once, outside the timed call (a user
 has them already).
 """
+
 from __future__ import annotations
 
 import importlib
@@ -44,13 +45,19 @@ from retrieval_conformance.reference.contract.install_hints import install_hint
 
 PEERS = ("plain-numpy", "sklearn", "torchmetrics", "ranx", "faiss")
 #: the module each peer needs (its import name) and its package on PyPI
-_MODULES = {"plain-numpy": ("numpy", "numpy"), "sklearn": ("sklearn.metrics", "scikit-learn"),
-            "torchmetrics": ("torchmetrics.functional.retrieval", "torchmetrics"), "ranx": ("ranx", "ranx"),
-            "faiss": ("faiss", "faiss-cpu")}
+_MODULES = {
+    "plain-numpy": ("numpy", "numpy"),
+    "sklearn": ("sklearn.metrics", "scikit-learn"),
+    "torchmetrics": ("torchmetrics.functional.retrieval", "torchmetrics"),
+    "ranx": ("ranx", "ranx"),
+    "faiss": ("faiss", "faiss-cpu"),
+}
 #: the peers that run on each workload (the rest of the workloads have none)
-_BY_WORKLOAD = {"scores-map": ("plain-numpy", "sklearn", "torchmetrics", "ranx"),
-                "scores-map100": ("plain-numpy", "torchmetrics", "ranx"),
-                "cifar10-1000": ("faiss",)}
+_BY_WORKLOAD = {
+    "scores-map": ("plain-numpy", "sklearn", "torchmetrics", "ranx"),
+    "scores-map100": ("plain-numpy", "torchmetrics", "ranx"),
+    "cifar10-1000": ("faiss",),
+}
 #: ranx keeps a run as dicts of Python strings: above this many (query, document) entries the
 #: run alone takes gigabytes (1,000 x 50,000 = 50 million entries), so full scale skips it
 RANX_ENTRY_LIMIT = 5_000_000
@@ -69,8 +76,7 @@ def unavailable_reason(peer: str) -> Optional[str]:
     try:
         importlib.import_module(module)
     except Exception as exc:  # ImportError, or a broken install raising something else
-        return (f"peer {peer}: {package} is not installed ({type(exc).__name__}: {exc}); "
-                + install_hint("bench"))
+        return f"peer {peer}: {package} is not installed ({type(exc).__name__}: {exc}); " + install_hint("bench")
     return None
 
 
@@ -80,8 +86,10 @@ def skip_reason(workload: Workload, peer: str) -> Optional[str]:
     if reason is None and peer == "ranx" and workload.k is None:
         entries = workload.n_queries * workload.n_gallery
         if entries > RANX_ENTRY_LIMIT:
-            reason = (f"peer ranx: a full-depth run of {entries:,} (query, document) entries is a dict of Python "
-                      "strings of several GB; ranx runs on mAP@100 (a depth-100 run) and in the smoke version")
+            reason = (
+                f"peer ranx: a full-depth run of {entries:,} (query, document) entries is a dict of Python "
+                "strings of several GB; ranx runs on mAP@100 (a depth-100 run) and in the smoke version"
+            )
     return reason
 
 
@@ -90,12 +98,21 @@ def load(peer: str) -> None:
     importlib.import_module(_MODULES[peer][0])
 
 
-def _semantics(k: Optional[int], ties: str, ap_at_k: str = "hits", tolerance: float = 1e-12,
-               note: str = "") -> Dict[str, Any]:
+def _semantics(
+    k: Optional[int], ties: str, ap_at_k: str = "hits", tolerance: float = 1e-12, note: str = ""
+) -> Dict[str, Any]:
     """What a peer computes, as ``rc.evaluate`` options plus its tie order and its float error."""
     concrete = ties in ("stable", "grouped")
-    return {"protocol": "hashing", "k": k, "ap_at_k": ap_at_k, "empty": "zero", "ap_rule": "precision_sum",
-            "tie_order": ties if concrete else "unspecified", "tolerance": tolerance, "note": note}
+    return {
+        "protocol": "hashing",
+        "k": k,
+        "ap_at_k": ap_at_k,
+        "empty": "zero",
+        "ap_rule": "precision_sum",
+        "tie_order": ties if concrete else "unspecified",
+        "tolerance": tolerance,
+        "note": note,
+    }
 
 
 def _ap_of_hits(hits: np.ndarray, denominator: int) -> float:
@@ -132,8 +149,9 @@ def numpy_map(scores: np.ndarray, relevance: np.ndarray, k: Optional[int] = None
     return BaselineResult(float(ap.mean()), ap, semantics=_semantics(k, ties, note=note), ranking=rankings)
 
 
-def numpy_codes_map(query_codes: np.ndarray, db_codes: np.ndarray, query_labels: np.ndarray,
-                    db_labels: np.ndarray) -> BaselineResult:
+def numpy_codes_map(
+    query_codes: np.ndarray, db_codes: np.ndarray, query_labels: np.ndarray, db_labels: np.ndarray
+) -> BaselineResult:
     """mAP@ALL of ±1 codes with class ids: Hamming by a float32 product, per query a stable argsort."""
     bits = db_codes.shape[1]
     db = db_codes.astype(np.float32)
@@ -155,8 +173,13 @@ def sklearn_map(scores: np.ndarray, relevance: np.ndarray) -> BaselineResult:
     from sklearn.metrics import average_precision_score
 
     ap = np.array([average_precision_score(relevance[q], scores[q]) for q in range(scores.shape[0])])
-    return BaselineResult(float(ap.mean()), ap, semantics=_semantics(
-        None, "grouped", tolerance=1e-12, note="a tie group counts as one threshold (precision at its end)"))
+    return BaselineResult(
+        float(ap.mean()),
+        ap,
+        semantics=_semantics(
+            None, "grouped", tolerance=1e-12, note="a tie group counts as one threshold (precision at its end)"
+        ),
+    )
 
 
 def torchmetrics_map(scores: np.ndarray, relevance: np.ndarray, k: Optional[int] = None) -> BaselineResult:
@@ -167,9 +190,16 @@ def torchmetrics_map(scores: np.ndarray, relevance: np.ndarray, k: Optional[int]
     preds = torch.from_numpy(np.ascontiguousarray(scores))
     target = torch.from_numpy(np.ascontiguousarray(relevance))
     ap = np.array([float(retrieval_average_precision(preds[q], target[q], top_k=k)) for q in range(preds.shape[0])])
-    return BaselineResult(float(ap.mean()), ap, semantics=_semantics(
-        k, "unspecified", tolerance=1e-6,
-        note="torch.topk order of tied scores; float32 precision; an item scoring <= 0 counts as non-relevant"))
+    return BaselineResult(
+        float(ap.mean()),
+        ap,
+        semantics=_semantics(
+            k,
+            "unspecified",
+            tolerance=1e-6,
+            note="torch.topk order of tied scores; float32 precision; an item scoring <= 0 counts as non-relevant",
+        ),
+    )
 
 
 def ranx_names(n_q: int, n_g: int):
@@ -190,13 +220,22 @@ def ranx_map(scores: np.ndarray, relevance: np.ndarray, k: Optional[int], names)
         run[q_names[q]] = dict(zip(d_names[cols].tolist(), scores[q, cols].tolist()))
     metric = "map" if k is None else f"map@{k}"
     ap = np.asarray(evaluate(Qrels(qrels), Run(run), metric, return_mean=False), dtype=np.float64)
-    return BaselineResult(float(ap.mean()), ap, semantics=_semantics(
-        k, "unspecified", ap_at_k="r", tolerance=1e-10,
-        note="numba's unstable sort of tied scores; map@k divides by all relevant items"))
+    return BaselineResult(
+        float(ap.mean()),
+        ap,
+        semantics=_semantics(
+            k,
+            "unspecified",
+            ap_at_k="r",
+            tolerance=1e-10,
+            note="numba's unstable sort of tied scores; map@k divides by all relevant items",
+        ),
+    )
 
 
-def faiss_map(query_codes: np.ndarray, db_codes: np.ndarray, query_labels: np.ndarray, db_labels: np.ndarray,
-              k: int) -> BaselineResult:
+def faiss_map(
+    query_codes: np.ndarray, db_codes: np.ndarray, query_labels: np.ndarray, db_labels: np.ndarray, k: int
+) -> BaselineResult:
     """mAP@k from ``faiss.IndexBinaryFlat.search`` over packed ±1 codes (multi-hot labels)."""
     import faiss
 
@@ -208,8 +247,12 @@ def faiss_map(query_codes: np.ndarray, db_codes: np.ndarray, query_labels: np.nd
     for q in range(found.shape[0]):
         hits = (db_labels[found[q]] @ query_labels[q]) > 0
         ap[q] = _ap_of_hits(hits, int(hits.sum()))
-    return BaselineResult(float(ap.mean()), ap, semantics=_semantics(
-        k, "unspecified", note="faiss's heap order among equal Hamming distances"), ranking=found.astype(np.int64))
+    return BaselineResult(
+        float(ap.mean()),
+        ap,
+        semantics=_semantics(k, "unspecified", note="faiss's heap order among equal Hamming distances"),
+        ranking=found.astype(np.int64),
+    )
 
 
 def make_peer_runner(workload: Workload, peer: str) -> Callable[[], BaselineResult]:
@@ -218,8 +261,9 @@ def make_peer_runner(workload: Workload, peer: str) -> Callable[[], BaselineResu
     if peer == "plain-numpy" and workload.kind == "codes":
         return lambda: numpy_codes_map(a["query_codes"], a["db_codes"], a["query_labels"], a["db_labels"])
     if peer == "faiss" and workload.kind == "codes":
-        return lambda: faiss_map(a["query_codes"], a["db_codes"], a["query_labels"], a["db_labels"],
-                                 k or workload.n_gallery)
+        return lambda: faiss_map(
+            a["query_codes"], a["db_codes"], a["query_labels"], a["db_labels"], k or workload.n_gallery
+        )
     if workload.kind == "scores" and workload.metric == "map":
         if peer == "plain-numpy":
             return lambda: numpy_map(a["scores"], a["relevance"], k)

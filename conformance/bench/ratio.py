@@ -17,6 +17,7 @@ run-to-run noise that rounds inside one run do not show).  The run fails when th
 exceeds ``max(floor, k x noise)``; when no noise is known, the floor doubled.  Only a
 slowdown fails; a speed-up is reported.
 """
+
 from __future__ import annotations
 
 import math
@@ -49,11 +50,17 @@ def bootstrap_noise(ratios: Sequence[float], resamples: int = BOOTSTRAP, seed: i
 def ratio_stats(candidate_times: Sequence[float], anchor_times: Sequence[float]) -> Dict[str, Any]:
     """``ratios`` per round, ``ratio_median``, ``ratio_noise`` (relative; None with few rounds)."""
     if len(candidate_times) != len(anchor_times) or not candidate_times:
-        raise ValueError(f"expected one anchor time per candidate round, got {len(anchor_times)} anchor and "
-                         f"{len(candidate_times)} candidate times")
+        raise ValueError(
+            f"expected one anchor time per candidate round, got {len(anchor_times)} anchor and "
+            f"{len(candidate_times)} candidate times"
+        )
     ratios = [c / a for c, a in zip(candidate_times, anchor_times)]
-    return {"ratios": ratios, "ratio_median": float(np.median(ratios)), "ratio_noise": bootstrap_noise(ratios),
-            "ratio_rounds": len(ratios)}
+    return {
+        "ratios": ratios,
+        "ratio_median": float(np.median(ratios)),
+        "ratio_noise": bootstrap_noise(ratios),
+        "ratio_rounds": len(ratios),
+    }
 
 
 def _robust_log_spread(values: Sequence[float]) -> Optional[float]:
@@ -83,13 +90,20 @@ class Verdict:
         noise = "unknown" if self.noise is None else f"{self.noise:.1%}"
         if self.status == "new":
             return f"  new   {name}: ratio {self.ratio:.4g} (no saved ratio to compare with)"
-        return (f"  {self.status:<5} {name}: ratio {self.ratio:.4g} vs {self.reference:.4g} "
-                f"(median of {self.history} saved) {self.change:+.1%}, threshold {self.threshold:.1%} "
-                f"(noise {noise})")
+        return (
+            f"  {self.status:<5} {name}: ratio {self.ratio:.4g} vs {self.reference:.4g} "
+            f"(median of {self.history} saved) {self.change:+.1%}, threshold {self.threshold:.1%} "
+            f"(noise {noise})"
+        )
 
 
-def judge(key: Tuple[str, str], now: Dict[str, Any], history: Sequence[Dict[str, Any]], floor: float = FLOOR,
-          k: float = K_NOISE) -> Verdict:
+def judge(
+    key: Tuple[str, str],
+    now: Dict[str, Any],
+    history: Sequence[Dict[str, Any]],
+    floor: float = FLOOR,
+    k: float = K_NOISE,
+) -> Verdict:
     """The verdict on one benchmark: ``now`` and each of ``history`` carry ``ratio_median`` and ``ratio_noise``."""
     ratio = float(now["ratio_median"])
     if not history:
@@ -118,8 +132,9 @@ def _ratios_of(data: Dict[str, Any]) -> Dict[Tuple[str, str], Dict[str, Any]]:
     return out
 
 
-def ratio_gate(run: Dict[str, Any], saved: Iterable[Dict[str, Any]], floor: float = FLOOR, k: float = K_NOISE,
-               depth: int = DEPTH) -> List[Verdict]:
+def ratio_gate(
+    run: Dict[str, Any], saved: Iterable[Dict[str, Any]], floor: float = FLOOR, k: float = K_NOISE, depth: int = DEPTH
+) -> List[Verdict]:
     """Verdicts on every benchmark of ``run`` against the ``saved`` runs (oldest first; the last
     ``depth`` with a ratio for the benchmark are read)."""
     saved_ratios = [_ratios_of(data) for data in saved]
@@ -144,13 +159,16 @@ def load_range(run: Dict[str, Any]) -> Optional[Tuple[float, float]]:
 def format_verdicts(verdicts: Sequence[Verdict], run: Dict[str, Any], floor: float, k: float) -> str:
     """The gate's report: one line per benchmark, the failures first, and the load average."""
     order = {"FAIL": 0, "faster": 1, "pass": 2, "new": 3}
-    lines = [f"ratio gate: candidate / anchor time per round; fails when the median ratio grew by more than "
-             f"max({floor:.0%}, {k:g} x noise) against the saved history"]
+    lines = [
+        f"ratio gate: candidate / anchor time per round; fails when the median ratio grew by more than "
+        f"max({floor:.0%}, {k:g} x noise) against the saved history"
+    ]
     load = load_range(run)
     if load is not None:
         lines.append(f"load average (1 min) during the run: {load[0]:.2f} .. {load[1]:.2f}")
     lines += [v.line() for v in sorted(verdicts, key=lambda v: (order[v.status], v.key))]
     failed = sum(v.status == "FAIL" for v in verdicts)
-    lines.append(f"ratio gate: {'FAILED, ' + str(failed) + ' slower' if failed else 'passed'} "
-                 f"({len(verdicts)} benchmarks)")
+    lines.append(
+        f"ratio gate: {'FAILED, ' + str(failed) + ' slower' if failed else 'passed'} ({len(verdicts)} benchmarks)"
+    )
     return "\n".join(lines)

@@ -7,6 +7,7 @@ junk under the ``reid`` protocol; Market-1501 adds distractors (id 0, ordinary w
 and junk images (id -1).  MSMT17's distance matrix is written block by block to a
 memory-mapped ``.npy`` (never whole in memory).
 """
+
 from __future__ import annotations
 
 import os
@@ -60,12 +61,22 @@ def _reid_ids(rng: np.random.Generator, spec: _ReidSpec):
     g_pid = np.concatenate([g_pid, np.zeros(spec.n_distractors, np.int64), np.full(spec.n_junk, -1)])
     g_cam = np.concatenate([g_cam, rng.integers(0, spec.n_cams, spec.n_distractors + spec.n_junk)])
     order = rng.permutation(g_pid.size)
-    return pair_id.astype(np.int64), pair_cam.astype(np.int64), g_pid[order].astype(np.int64), \
-        g_cam[order].astype(np.int64)
+    return (
+        pair_id.astype(np.int64),
+        pair_cam.astype(np.int64),
+        g_pid[order].astype(np.int64),
+        g_cam[order].astype(np.int64),
+    )
 
 
-def _reid_features(rng: np.random.Generator, spec: _ReidSpec, pids: np.ndarray, cams: np.ndarray,
-                   centres: np.ndarray, cam_offsets: np.ndarray) -> np.ndarray:
+def _reid_features(
+    rng: np.random.Generator,
+    spec: _ReidSpec,
+    pids: np.ndarray,
+    cams: np.ndarray,
+    centres: np.ndarray,
+    cam_offsets: np.ndarray,
+) -> np.ndarray:
     """L2-normalised float32 features: identity centre + camera offset + noise.
 
     Distractors (id 0) get a fresh random centre each; junk images (id -1) are a random
@@ -90,8 +101,7 @@ def _reid_embeddings(spec: _ReidSpec, seed: int):
     q_pid, q_cam, g_pid, g_cam = _reid_ids(rng, spec)
     centres = rng.standard_normal((spec.n_ids, spec.dim), dtype=np.float32)
     centres /= np.linalg.norm(centres, axis=1, keepdims=True)
-    cam_offsets = (spec.cam_scale / np.sqrt(spec.dim)) * rng.standard_normal((spec.n_cams, spec.dim),
-                                                                            dtype=np.float32)
+    cam_offsets = (spec.cam_scale / np.sqrt(spec.dim)) * rng.standard_normal((spec.n_cams, spec.dim), dtype=np.float32)
     qf = _reid_features(rng, spec, q_pid, q_cam, centres, cam_offsets)
     gf = _reid_features(rng, spec, g_pid, g_cam, centres, cam_offsets)
     return qf, gf, q_pid, q_cam, g_pid, g_cam
@@ -110,7 +120,7 @@ def squared_euclidean(qf: np.ndarray, gf: np.ndarray, g_sq: Optional[np.ndarray]
     q_sq = np.einsum("ij,ij->i", qf, qf)
     d = q_sq[:, None] + g_sq[None, :]
     for s in range(0, qf.shape[0], ROW_CHUNK):
-        d[s:s + ROW_CHUNK] -= np.float32(2.0) * (qf[s:s + ROW_CHUNK] @ gf.T)
+        d[s : s + ROW_CHUNK] -= np.float32(2.0) * (qf[s : s + ROW_CHUNK] @ gf.T)
     np.maximum(d, 0, out=d)
     return d.astype(np.float32, copy=False)
 
@@ -125,14 +135,15 @@ def write_distances_npy(path: str, qf: np.ndarray, gf: np.ndarray, block_rows: i
     g_sq = np.einsum("ij,ij->i", gf, gf)
     block_rows = max(ROW_CHUNK, block_rows - block_rows % ROW_CHUNK)  # the same bits as one whole product
     for s in range(0, qf.shape[0], block_rows):
-        out[s:s + block_rows] = squared_euclidean(qf[s:s + block_rows], gf, g_sq)
+        out[s : s + block_rows] = squared_euclidean(qf[s : s + block_rows], gf, g_sq)
     out.flush()
     del out
     return np.load(path, mmap_mode="r")
 
 
-def _reid_workload(name: str, scale: str, spec: _ReidSpec, title: str, mapped: bool,
-                   directory: Optional[str]) -> Workload:
+def _reid_workload(
+    name: str, scale: str, spec: _ReidSpec, title: str, mapped: bool, directory: Optional[str]
+) -> Workload:
     seed = SEEDS[name]
     qf, gf, q_pid, q_cam, g_pid, g_cam = _reid_embeddings(spec, seed)
     tmp = None
@@ -149,13 +160,14 @@ def _reid_workload(name: str, scale: str, spec: _ReidSpec, title: str, mapped: b
 def market1501(scale: str) -> Workload:
     """``market1501`` at ``scale`` (in memory)."""
     if scale == "full":
-        spec = _ReidSpec(n_ids=751, n_cams=6, n_queries=3368, n_identity_gallery=12_720, n_distractors=2793,
-                         n_junk=400)
+        spec = _ReidSpec(n_ids=751, n_cams=6, n_queries=3368, n_identity_gallery=12_720, n_distractors=2793, n_junk=400)
     else:
         spec = _ReidSpec(n_ids=12, n_cams=6, n_queries=40, n_identity_gallery=150, n_distractors=30, n_junk=10)
     n_g = spec.n_identity_gallery + spec.n_distractors + spec.n_junk
-    title = (f"Market-1501 ReID: {spec.n_queries:,} x {n_g:,} float32 squared-Euclidean distances, "
-             f"{spec.n_ids} ids, {spec.n_cams} cameras, ids 0 (distractors) and -1 (junk images)")
+    title = (
+        f"Market-1501 ReID: {spec.n_queries:,} x {n_g:,} float32 squared-Euclidean distances, "
+        f"{spec.n_ids} ids, {spec.n_cams} cameras, ids 0 (distractors) and -1 (junk images)"
+    )
     return _reid_workload("market1501", scale, spec, title, mapped=False, directory=None)
 
 
@@ -165,6 +177,8 @@ def msmt17(scale: str, directory: Optional[str]) -> Workload:
         spec = _ReidSpec(n_ids=3060, n_cams=15, n_queries=11_659, n_identity_gallery=82_161, noise=1.0, cam_scale=0.5)
     else:
         spec = _ReidSpec(n_ids=10, n_cams=15, n_queries=36, n_identity_gallery=300, noise=1.0, cam_scale=0.5)
-    title = (f"MSMT17 ReID: {spec.n_queries:,} x {spec.n_identity_gallery:,} float32 distances, memory-mapped "
-             f".npy written block by block, {spec.n_ids} ids, {spec.n_cams} cameras")
+    title = (
+        f"MSMT17 ReID: {spec.n_queries:,} x {spec.n_identity_gallery:,} float32 distances, memory-mapped "
+        f".npy written block by block, {spec.n_ids} ids, {spec.n_cams} cameras"
+    )
     return _reid_workload("msmt17", scale, spec, title, mapped=True, directory=directory)

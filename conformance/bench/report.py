@@ -11,6 +11,7 @@ same report as a documentation page (``bench report --markdown FILE``), so publi
 generated from the saved runs rather than written by hand.  :func:`plot_history` draws the median
 times of the saved runs.
 """
+
 from __future__ import annotations
 
 import math
@@ -22,8 +23,20 @@ from retrieval_conformance.conformance.bench.ratio import load_range
 from retrieval_conformance.conformance.bench.runs import load_run
 
 #: the order of the candidates in a table and their colours in the plot
-CANDIDATE_ORDER = ["c", "torch", "numpy", "reference", "full-matrix", "loop", "plain-numpy", "sklearn",
-                   "torchmetrics", "ranx", "faiss", "argsort"]
+CANDIDATE_ORDER = [
+    "c",
+    "torch",
+    "numpy",
+    "reference",
+    "full-matrix",
+    "loop",
+    "plain-numpy",
+    "sklearn",
+    "torchmetrics",
+    "ranx",
+    "faiss",
+    "argsort",
+]
 
 #: the speed goals: (description, workload, candidate, kind, reference, bound)
 #: kind "speedup": reference median / candidate median >= bound; "time_ratio": candidate
@@ -33,8 +46,14 @@ TARGETS: List[Tuple[str, str, str, str, Optional[str], float]] = [
     ("C >= 50x the per-query loop at CIFAR-10 scale (mAP@1000)", "cifar10-1000", "c", "speedup", "loop", 50.0),
     ("C >= 30x the per-query loop at NUS-WIDE scale (mAP@5000)", "nuswide-5000", "c", "speedup", "loop", 30.0),
     ("C <= 0.5x a bare np.argsort at Market-1501 scale", "market1501", "c", "time_ratio", "argsort", 0.5),
-    ("C >= 4x faster than the torchreid-style evaluator (Market-1501)", "market1501", "c", "speedup",
-     "full-matrix", 4.0),
+    (
+        "C >= 4x faster than the torchreid-style evaluator (Market-1501)",
+        "market1501",
+        "c",
+        "speedup",
+        "full-matrix",
+        4.0,
+    ),
     ("C peak extra memory < 200 MB at Market-1501 scale", "market1501", "c", "memory", None, 200e6 / MiB),
     ("MSMT17 scale completes with < 1 GB extra memory (C)", "msmt17", "c", "memory", None, 1e9 / MiB),
 ]
@@ -45,7 +64,7 @@ def _candidate(bench: Dict[str, Any]) -> str:
     if cand:
         return cand
     name = bench.get("name", "")
-    return name[name.rfind("-") + 1:].rstrip("]") if "[" in name else name
+    return name[name.rfind("-") + 1 :].rstrip("]") if "[" in name else name
 
 
 def _workload(bench: Dict[str, Any]) -> str:
@@ -62,12 +81,19 @@ def summarise(data: Dict[str, Any]) -> Dict[str, Dict[str, Dict[str, Any]]]:
     for bench in data["benchmarks"]:
         info = bench.get("extra_info") or {}
         groups.setdefault(bench.get("group") or "?", {})[_candidate(bench)] = {
-            "median": bench["stats"]["median"], "rounds": bench["stats"]["rounds"],
-            "peak_extra_mib": info.get("peak_extra_mib"), "memory_queries": info.get("memory_queries"),
-            "workload": _workload(bench), "title": info.get("title", ""), "role": info.get("role", ""),
-            "map": info.get("value", info.get("map")), "metric": info.get("metric") or "map",
-            "queries": info.get("queries"), "gallery": info.get("gallery"),
-            "ratio": info.get("ratio_median"), "noise": info.get("ratio_noise"),
+            "median": bench["stats"]["median"],
+            "rounds": bench["stats"]["rounds"],
+            "peak_extra_mib": info.get("peak_extra_mib"),
+            "memory_queries": info.get("memory_queries"),
+            "workload": _workload(bench),
+            "title": info.get("title", ""),
+            "role": info.get("role", ""),
+            "map": info.get("value", info.get("map")),
+            "metric": info.get("metric") or "map",
+            "queries": info.get("queries"),
+            "gallery": info.get("gallery"),
+            "ratio": info.get("ratio_median"),
+            "noise": info.get("ratio_noise"),
         }
     return groups
 
@@ -105,10 +131,13 @@ def format_report(data: Dict[str, Any]) -> str:
         lines.append(f"commit {commit['id'][:12]}{' (dirty)' if commit.get('dirty') else ''}")
     load = load_range(data)
     if load is not None:
-        lines.append(f"load average (1 min) during the run: {load[0]:.2f} .. {load[1]:.2f} "
-                     f"on {os.cpu_count() or '?'} cores")
-    head = (f"  {'candidate':<13}{'median':>11}{'rounds':>7}{'vs loop':>10}{'vs full-matrix':>16}"
-            f"{'time/argsort':>14}{'/anchor ±noise':>16}{'peak extra':>13}   ")
+        lines.append(
+            f"load average (1 min) during the run: {load[0]:.2f} .. {load[1]:.2f} on {os.cpu_count() or '?'} cores"
+        )
+    head = (
+        f"  {'candidate':<13}{'median':>11}{'rounds':>7}{'vs loop':>10}{'vs full-matrix':>16}"
+        f"{'time/argsort':>14}{'/anchor ±noise':>16}{'peak extra':>13}   "
+    )
     for group in sorted(groups):
         rows = groups[group]
         first = next(iter(rows.values()))
@@ -132,24 +161,30 @@ def format_report(data: Dict[str, Any]) -> str:
                 f"{_fmt_ratio(full / med if full and cand != 'full-matrix' else None):>16}"
                 f"{_fmt_ratio(med / arg if arg and cand != 'argsort' else None):>14}"
                 f"{_fmt_anchor(r.get('ratio'), r.get('noise')):>16}{mem_s:>13}"
-                f"   {'' if r['map'] is None else format(r['map'], '.4f')}".rstrip())
+                f"   {'' if r['map'] is None else format(r['map'], '.4f')}".rstrip()
+            )
     lines.append("")
-    lines.append("vs loop / vs full-matrix: how many times faster than that baseline in this run; "
-                 "time/argsort: median divided by a bare np.argsort of the distance (or score) matrix; "
-                 "/anchor: median over the rounds of the candidate's time divided by the anchor's (np.argsort of "
-                 "2**20 values of the same input, timed before each round) ± the run's noise (half-width of the "
-                 "95% bootstrap interval; none with fewer than 3 rounds), what the ratio gate compares; "
-                 "* memory measured on fewer queries (a slow candidate: 100 for the loop, two query blocks "
-                 "for an implementation; the peak does not grow with the number of queries)")
+    lines.append(
+        "vs loop / vs full-matrix: how many times faster than that baseline in this run; "
+        "time/argsort: median divided by a bare np.argsort of the distance (or score) matrix; "
+        "/anchor: median over the rounds of the candidate's time divided by the anchor's (np.argsort of "
+        "2**20 values of the same input, timed before each round) ± the run's noise (half-width of the "
+        "95% bootstrap interval; none with fewer than 3 rounds), what the ratio gate compares; "
+        "* memory measured on fewer queries (a slow candidate: 100 for the loop, two query blocks "
+        "for an implementation; the peak does not grow with the number of queries)"
+    )
     fits = scaling_fits(groups)
     if fits:
         lines.append("")
-        lines.append("scaling (time ~ N**a, least squares in log-log over the gallery sizes run; peak extra memory "
-                     "per size):")
+        lines.append(
+            "scaling (time ~ N**a, least squares in log-log over the gallery sizes run; peak extra memory per size):"
+        )
         for (family, cand), fit in sorted(fits.items()):
             mem = ", ".join("-" if m is None else f"{m:.0f}" for m in fit["memory_mib"])
-            lines.append(f"  {family:<16}{cand:<13} a = {fit['exponent']:.2f}  "
-                         f"(N = {', '.join(_fmt_size(n) for n in fit['sizes'])}; MiB: {mem})")
+            lines.append(
+                f"  {family:<16}{cand:<13} a = {fit['exponent']:.2f}  "
+                f"(N = {', '.join(_fmt_size(n) for n in fit['sizes'])}; MiB: {mem})"
+            )
     target_lines = check_targets(groups)
     if target_lines:
         lines.append("")
@@ -163,9 +198,13 @@ def markdown_page(runs: Sequence[Tuple[str, Dict[str, Any]]]) -> str:
 
     ``runs`` holds (name, pytest-benchmark JSON) pairs, newest last.
     """
-    parts = ["# Benchmark results", "",
-             "Generated by `retrieval-conformance bench report --markdown` from saved runs of "
-             "`retrieval-conformance bench run`; the columns are explained under each table.", ""]
+    parts = [
+        "# Benchmark results",
+        "",
+        "Generated by `retrieval-conformance bench report --markdown` from saved runs of "
+        "`retrieval-conformance bench run`; the columns are explained under each table.",
+        "",
+    ]
     for name, data in runs:
         parts += [f"## {name}", "", "```text", format_report(data), "```", ""]
     return "\n".join(parts)
@@ -188,8 +227,9 @@ def scaling_fits(groups: Dict[str, Dict[str, Dict[str, Any]]]) -> Dict[Tuple[str
             if not workload.startswith("scaling-") or not r.get("gallery") or not r["median"]:
                 continue
             family = workload.rpartition("-")[0]
-            points.setdefault((family, cand), []).append((int(r["gallery"]), float(r["median"]),
-                                                          r.get("peak_extra_mib")))
+            points.setdefault((family, cand), []).append(
+                (int(r["gallery"]), float(r["median"]), r.get("peak_extra_mib"))
+            )
     fits = {}
     for key, pts in points.items():
         pts.sort()
@@ -199,8 +239,12 @@ def scaling_fits(groups: Dict[str, Dict[str, Dict[str, Any]]]) -> Dict[Tuple[str
         ys = [math.log(t) for _, t, _ in pts]
         mx, my = sum(xs) / len(xs), sum(ys) / len(ys)
         slope = sum((x - mx) * (y - my) for x, y in zip(xs, ys)) / sum((x - mx) ** 2 for x in xs)
-        fits[key] = {"exponent": slope, "sizes": [n for n, _, _ in pts], "medians": [t for _, t, _ in pts],
-                     "memory_mib": [m for _, _, m in pts]}
+        fits[key] = {
+            "exponent": slope,
+            "sizes": [n for n, _, _ in pts],
+            "medians": [t for _, t, _ in pts],
+            "memory_mib": [m for _, _, m in pts],
+        }
     return fits
 
 
@@ -257,6 +301,7 @@ def plot_history(paths: Sequence[str], out: str) -> str:
     def colour(cand: str) -> str:  # the same colour for a candidate in every panel
         i = fixed.index(cand) if cand in fixed else len(fixed) + sum(map(ord, cand)) % 3
         return f"C{i % 10}"
+
     series: Dict[str, Dict[str, List[Tuple[int, float]]]] = {}
     for i, (_, data) in enumerate(runs):
         for group, rows in summarise(data).items():
@@ -280,7 +325,7 @@ def plot_history(paths: Sequence[str], out: str) -> str:
         ax.set_xticklabels(labels, rotation=90, fontsize=7)
         ax.grid(True, which="both", alpha=0.3)
         ax.legend(fontsize=7)
-    for ax in list(axes.flat)[len(groups):]:
+    for ax in list(axes.flat)[len(groups) :]:
         ax.axis("off")
     fig.suptitle("benchmark history (saved runs, oldest left): a slowdown is a step up")
     fig.tight_layout()

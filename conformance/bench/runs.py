@@ -1,5 +1,6 @@
 """Saved benchmark runs: pytest-benchmark's storage folder (one JSON file per run, per machine), and
 the runs of ``bench features`` in its ``features`` folder (:mod:`.features`)."""
+
 from __future__ import annotations
 
 import glob
@@ -20,8 +21,12 @@ def machine_id() -> str:
     except Exception:  # pragma: no cover - pytest-benchmark missing
         import platform
 
-        return "{}-{}-{}-{}".format(platform.system(), platform.python_implementation(),
-                                    ".".join(platform.python_version_tuple()[:2]), platform.architecture()[0])
+        return "{}-{}-{}-{}".format(
+            platform.system(),
+            platform.python_implementation(),
+            ".".join(platform.python_version_tuple()[:2]),
+            platform.architecture()[0],
+        )
 
 
 def saved_runs(storage: str = ".benchmarks", machine: Optional[str] = None) -> List[str]:
@@ -33,8 +38,11 @@ def saved_runs(storage: str = ".benchmarks", machine: Optional[str] = None) -> L
 def load_run(path: str) -> Dict[str, Any]:
     data = json.loads(read_text_file(path))  # bounded: a FIFO, /dev/zero or non-UTF-8 is a named ValueError
     if not isinstance(data, dict) or "benchmarks" not in data:
-        hint = " (a feature run: report it with --features)" if isinstance(data, dict) and \
-            data.get("kind") == "feature-benchmarks" else ""
+        hint = (
+            " (a feature run: report it with --features)"
+            if isinstance(data, dict) and data.get("kind") == "feature-benchmarks"
+            else ""
+        )
         raise ValueError(f"{path}: not a pytest-benchmark JSON file (no 'benchmarks' key){hint}")
     return data
 
@@ -69,10 +77,15 @@ def load_feature_run(path: str) -> Dict[str, Any]:
     """A run saved by ``bench features``; ``ValueError`` naming the file when it is something else."""
     data = json.loads(read_text_file(path))
     if not isinstance(data, dict) or data.get("kind") != "feature-benchmarks":
-        hint = " (a pytest-benchmark run: report it without --features)" if isinstance(data, dict) and \
-            "benchmarks" in data else ""
-        raise ValueError(f"{path}: not a feature run of 'retrieval-conformance bench features' (no "
-                         f"\"kind\": \"feature-benchmarks\"){hint}")
+        hint = (
+            " (a pytest-benchmark run: report it without --features)"
+            if isinstance(data, dict) and "benchmarks" in data
+            else ""
+        )
+        raise ValueError(
+            f"{path}: not a feature run of 'retrieval-conformance bench features' (no "
+            f'"kind": "feature-benchmarks"){hint}'
+        )
     return data
 
 

@@ -24,6 +24,7 @@ Large galleries are generated block by block from one fixed-seed generator (a qu
 time for scores, blocks of :data:`CODE_BLOCK` items for codes), so the memory is the outputs
 plus one block, and the arrays depend on the seed only.
 """
+
 from __future__ import annotations
 
 from typing import Dict, Optional, Tuple
@@ -46,8 +47,9 @@ SMOKE_SIZES: Dict[str, int] = {"10k": 60, "100k": 150, "1m": 400, "4m": 900}
 CODE_BLOCK = 1 << 18
 
 
-def scores_with_relevance(n_q: int, n_g: int, seed: int, decimals: Optional[int] = DECIMALS,
-                          share: float = RELEVANT_SHARE) -> Tuple[np.ndarray, np.ndarray]:
+def scores_with_relevance(
+    n_q: int, n_g: int, seed: int, decimals: Optional[int] = DECIMALS, share: float = RELEVANT_SHARE
+) -> Tuple[np.ndarray, np.ndarray]:
     """``(scores, relevance)``: (Q, N) float32 similarity scores and (Q, N) bool relevance.
 
     Generated one query row at a time from one generator in a fixed order.  ``decimals``
@@ -83,10 +85,11 @@ def scores_map(scale: str, k: Optional[int], name: str) -> Workload:
     if scale == "smoke" and k is not None:
         k = 40
     at = "" if k is None else f"@{k}"
-    title = (f"scores mAP{at}: {n_q:,} x {n_g:,} float32 similarity scores rounded to {DECIMALS} decimals (ties), "
-             f"binary relevance (~{RELEVANT_SHARE:.0%} relevant per query)")
-    return Workload(name, scale, title, "scores", {"scores": scores, "relevance": relevance}, "hashing",
-                    {"k": k}, seed)
+    title = (
+        f"scores mAP{at}: {n_q:,} x {n_g:,} float32 similarity scores rounded to {DECIMALS} decimals (ties), "
+        f"binary relevance (~{RELEVANT_SHARE:.0%} relevant per query)"
+    )
+    return Workload(name, scale, title, "scores", {"scores": scores, "relevance": relevance}, "hashing", {"k": k}, seed)
 
 
 def _size(scale: str, size: str) -> int:
@@ -100,11 +103,20 @@ def scaling_floats(scale: str, size: str) -> Workload:
     n_q, n_g = (100 if scale == "full" else 4), _size(scale, size)
     seed = SEEDS["scaling-floats"]
     # smoke galleries are tiny: a 5% share keeps several relevant items per query
-    scores, relevance = scores_with_relevance(n_q, n_g, seed, decimals=None,
-                                              share=RELEVANT_SHARE if scale == "full" else 0.05)
+    scores, relevance = scores_with_relevance(
+        n_q, n_g, seed, decimals=None, share=RELEVANT_SHARE if scale == "full" else 0.05
+    )
     title = f"scaling, float32 scores: {n_q:,} x {n_g:,}, binary relevance, full mAP"
-    return Workload(f"scaling-floats-{size}", scale, title, "scores", {"scores": scores, "relevance": relevance},
-                    "hashing", {"k": None}, seed)
+    return Workload(
+        f"scaling-floats-{size}",
+        scale,
+        title,
+        "scores",
+        {"scores": scores, "relevance": relevance},
+        "hashing",
+        {"k": None},
+        seed,
+    )
 
 
 def scaling_codes(scale: str, size: str) -> Workload:
@@ -119,11 +131,23 @@ def scaling_codes(scale: str, size: str) -> Workload:
     query_codes = _int8_codes(rng, protos, q_cls)
     db_codes = np.empty((n_g, bits), dtype=np.int8)
     for start in range(0, n_g, CODE_BLOCK):
-        db_codes[start:start + CODE_BLOCK] = _int8_codes(rng, protos, db_cls[start:start + CODE_BLOCK])
+        db_codes[start : start + CODE_BLOCK] = _int8_codes(rng, protos, db_cls[start : start + CODE_BLOCK])
     title = f"scaling, 64-bit ±1 codes: {n_q:,} x {n_g:,}, {classes} classes, mAP@ALL"
-    return Workload(f"scaling-codes-{size}", scale, title, "codes",
-                    {"query_codes": query_codes, "db_codes": db_codes, "query_labels": q_cls.astype(np.int64),
-                     "db_labels": db_cls.astype(np.int64)}, "hashing", {"k": None}, seed)
+    return Workload(
+        f"scaling-codes-{size}",
+        scale,
+        title,
+        "codes",
+        {
+            "query_codes": query_codes,
+            "db_codes": db_codes,
+            "query_labels": q_cls.astype(np.int64),
+            "db_labels": db_cls.astype(np.int64),
+        },
+        "hashing",
+        {"k": None},
+        seed,
+    )
 
 
 def _int8_codes(rng: np.random.Generator, protos: np.ndarray, cls: np.ndarray) -> np.ndarray:

@@ -22,6 +22,7 @@ bench features``); :func:`report` prints them.  Targets: two threads at least
 competing process.  Run:
 ``python -m retrieval_conformance.conformance.bench.threads [smoke|full] [rounds]``.
 """
+
 from __future__ import annotations
 
 import os
@@ -98,7 +99,7 @@ def _condition(work, rounds: int, niceness: Optional[int]) -> Dict[str, Any]:
     load_before = os.getloadavg()
     with competing_process(niceness) as cpu:
         for r in range(rounds):
-            order = SETTINGS[r % len(SETTINGS):] + SETTINGS[:r % len(SETTINGS)]
+            order = SETTINGS[r % len(SETTINGS) :] + SETTINGS[: r % len(SETTINGS)]
             for label, threads in order:
                 with thread_environment(threads):
                     start = time.perf_counter()
@@ -112,10 +113,16 @@ def _condition(work, rounds: int, niceness: Optional[int]) -> Dict[str, Any]:
     load_after = os.getloadavg()
     one = seconds["1 thread"]
     return {
-        "competing_cpu": cpu, "niceness": niceness, "load_before": load_before, "load_after": load_after,
+        "competing_cpu": cpu,
+        "niceness": niceness,
+        "load_before": load_before,
+        "load_after": load_after,
         "seconds": {label: statistics.median(values) for label, values in seconds.items()},
-        "speedup": {label: statistics.median(a / b for a, b in zip(one, values))
-                    for label, values in seconds.items() if label != "1 thread"},
+        "speedup": {
+            label: statistics.median(a / b for a, b in zip(one, values))
+            for label, values in seconds.items()
+            if label != "1 thread"
+        },
         "same_bits": True,
     }
 
@@ -138,8 +145,12 @@ def thread_figures(scale: str = "full", rounds: int = 5) -> Dict[str, Any]:
         raise ValueError(f"rounds: expected at least 1, got {rounds}")
     work = cifar10(scale, None, "cifar10-all")
     figures: Dict[str, Any] = {
-        "workload": work.title, "scale": scale, "rounds": rounds, "cpus": _own_cpus(),
-        "default_threads": default_threads(work.n_queries, work.n_gallery), "conditions": {},
+        "workload": work.title,
+        "scale": scale,
+        "rounds": rounds,
+        "cpus": _own_cpus(),
+        "default_threads": default_threads(work.n_queries, work.n_gallery),
+        "conditions": {},
     }
     with thread_environment(1):  # warm-up: the gallery packed, the library loaded
         rc.evaluate(**work.arrays, protocol=work.protocol, implementation="c", **work.options)
@@ -167,28 +178,40 @@ def figures(scale: str = "full") -> Dict[str, Dict[str, Any]]:
         one = {"name": "one thread", "value": 1e3 * s["1 thread"], "unit": "ms"}
         load = f"load average {cond['load_before'][0]:.2f} before, {cond['load_after'][0]:.2f} after"
         out[f"2 threads, {label}"] = {
-            "value": x["2 threads"], "unit": "x one thread", "target": f">= {cond['target']}x", "baseline": one,
-            "note": f"{1e3 * s['2 threads']:.3g} ms; same bits; {load}"}
+            "value": x["2 threads"],
+            "unit": "x one thread",
+            "target": f">= {cond['target']}x",
+            "baseline": one,
+            "note": f"{1e3 * s['2 threads']:.3g} ms; same bits; {load}",
+        }
         n = fig["default_threads"]
         out[f"default ({n} thread{'' if n == 1 else 's'}), {label}"] = {
-            "value": x["default"], "unit": "x one thread", "target": f">= {BUSY_TARGET}x", "baseline": one,
-            "note": f"{1e3 * s['default']:.3g} ms; never below one thread is the rule's aim"}
+            "value": x["default"],
+            "unit": "x one thread",
+            "target": f">= {BUSY_TARGET}x",
+            "baseline": one,
+            "note": f"{1e3 * s['default']:.3g} ms; never below one thread is the rule's aim",
+        }
     return out
 
 
 def report(scale: str = "full", rounds: int = 5) -> str:
     """:func:`thread_figures` as a table."""
     fig = thread_figures(scale, rounds)
-    lines = [f"threads: {fig['workload']}; CPUs {fig['cpus']}, default {fig['default_threads']} thread(s)",
-             f"median of {fig['rounds']} interleaved rounds; same bits for every thread count",
-             f"{'condition':16} {'1 thread ms':>11} {'2 threads ms':>12} {'default ms':>10} {'2 vs 1':>7} "
-             f"{'dflt vs 1':>9} {'target':>7}  load before/after"]
+    lines = [
+        f"threads: {fig['workload']}; CPUs {fig['cpus']}, default {fig['default_threads']} thread(s)",
+        f"median of {fig['rounds']} interleaved rounds; same bits for every thread count",
+        f"{'condition':16} {'1 thread ms':>11} {'2 threads ms':>12} {'default ms':>10} {'2 vs 1':>7} "
+        f"{'dflt vs 1':>9} {'target':>7}  load before/after",
+    ]
     for label, cond in fig["conditions"].items():
         s, x = cond["seconds"], cond["speedup"]
         mark = "" if cond["met"] else " (missed)"
-        lines.append(f"{label:16} {1e3 * s['1 thread']:11.2f} {1e3 * s['2 threads']:12.2f} {1e3 * s['default']:10.2f} "
-                     f"{x['2 threads']:7.2f} {x['default']:9.2f} {cond['target']:7.1f}  "
-                     f"{cond['load_before'][0]:.2f}/{cond['load_after'][0]:.2f}{mark}")
+        lines.append(
+            f"{label:16} {1e3 * s['1 thread']:11.2f} {1e3 * s['2 threads']:12.2f} {1e3 * s['default']:10.2f} "
+            f"{x['2 threads']:7.2f} {x['default']:9.2f} {cond['target']:7.1f}  "
+            f"{cond['load_before'][0]:.2f}/{cond['load_after'][0]:.2f}{mark}"
+        )
     return "\n".join(lines)
 
 

@@ -14,6 +14,7 @@ the peer names (:attr:`BaselineResult.semantics`):
 
 It returns the problems found (an empty list when the peer agrees).
 """
+
 from __future__ import annotations
 
 from typing import Any, Callable, Dict, List, Optional
@@ -49,8 +50,10 @@ def _close(got: np.ndarray, want: np.ndarray, tol: float, label: str, rows: Opti
     bad = np.flatnonzero(~(np.abs(got - want) <= tol))
     if bad.size:
         q = int(bad[0])
-        return [f"{label}: {bad.size} queries differ by more than {tol:g} (first: query {q}, {got[q]!r} "
-                f"against {want[q]!r})"]
+        return [
+            f"{label}: {bad.size} queries differ by more than {tol:g} (first: query {q}, {got[q]!r} "
+            f"against {want[q]!r})"
+        ]
     return []
 
 
@@ -97,8 +100,9 @@ def tie_free(w: Workload, rows: np.ndarray) -> Workload:
     return sub
 
 
-def _check_ranking(w: Workload, result: BaselineResult, opts: Dict[str, Any], tol: float,
-                   evaluate: Evaluate) -> List[str]:
+def _check_ranking(
+    w: Workload, result: BaselineResult, opts: Dict[str, Any], tol: float, evaluate: Evaluate
+) -> List[str]:
     """The exposed top k is a valid ranking, and its AP is ours of exactly that order."""
     ranking = np.asarray(result.ranking)
     keys = ranking_keys(w)
@@ -115,14 +119,30 @@ def _check_ranking(w: Workload, result: BaselineResult, opts: Dict[str, Any], to
     # our value of exactly this order: the ranked items get distances 0..k-1, the rest k (after them)
     forced = np.full(keys.shape, float(k), dtype=np.float32)  # exact up to 2**24 ranks
     np.put_along_axis(forced, ranking, np.arange(k, dtype=np.float32)[None, :], axis=1)
-    ours = evaluate(Workload(w.name, w.scale, w.title, "distances",
-                             {"distances": forced, "relevance": relevance_matrix(w)}, w.protocol,
-                             dict(w.options), w.seed), ties="stable", **opts)
+    ours = evaluate(
+        Workload(
+            w.name,
+            w.scale,
+            w.title,
+            "distances",
+            {"distances": forced, "relevance": relevance_matrix(w)},
+            w.protocol,
+            dict(w.options),
+            w.seed,
+        ),
+        ties="stable",
+        **opts,
+    )
     return problems + _close(result.ap, ours.per_query.ap, tol, "AP of the peer's own ranking")
 
 
-def check_peer(w: Workload, peer: str, result: BaselineResult, evaluate: Evaluate = default_evaluate,
-               rerun: Optional[Callable[[Workload], BaselineResult]] = None) -> List[str]:
+def check_peer(
+    w: Workload,
+    peer: str,
+    result: BaselineResult,
+    evaluate: Evaluate = default_evaluate,
+    rerun: Optional[Callable[[Workload], BaselineResult]] = None,
+) -> List[str]:
     """Problems with ``peer``'s ``result`` on ``w`` (an empty list: it computes what it says).
 
     ``rerun(workload)`` runs the peer again on another workload (the tie-free copy); default
@@ -150,8 +170,10 @@ def check_peer(w: Workload, peer: str, result: BaselineResult, evaluate: Evaluat
         bounded = ~cut_in_tie_group(ranking_keys(w), opts.get("k"))
     outside = bounded & ((ap < low - tol) | (ap > high + tol))
     if outside.any():
-        problems.append(f"{label}: {int(outside.sum())} queries outside the tie bounds (first: query "
-                        f"{int(np.flatnonzero(outside)[0])})")
+        problems.append(
+            f"{label}: {int(outside.sum())} queries outside the tie bounds (first: query "
+            f"{int(np.flatnonzero(outside)[0])})"
+        )
     if result.ranking is not None:
         problems += [f"{label}: {p}" for p in _check_ranking(w, result, opts, tol, evaluate)]
     if w.kind == "scores":

@@ -3,6 +3,7 @@
 The generators (:mod:`.hashing`, :mod:`.reid`, :mod:`.landmarks`, :mod:`.graded`) build Workloads;
 :func:`.workloads.build` picks the generator by name.
 """
+
 from __future__ import annotations
 
 import json
@@ -14,8 +15,17 @@ from typing import Any, Dict, Optional
 import numpy as np
 
 #: one seed per workload family: the same input on every run and every machine
-SEEDS = {"cifar10": 20_100, "nuswide": 20_200, "market1501": 20_300, "msmt17": 20_400, "oxford5k": 20_500,
-         "graded": 20_600, "scores-map": 20_700, "scaling-floats": 20_800, "scaling-codes": 20_900}
+SEEDS = {
+    "cifar10": 20_100,
+    "nuswide": 20_200,
+    "market1501": 20_300,
+    "msmt17": 20_400,
+    "oxford5k": 20_500,
+    "graded": 20_600,
+    "scores-map": 20_700,
+    "scaling-floats": 20_800,
+    "scaling-codes": 20_900,
+}
 
 #: the (Q, N) matrix of each float-input kind (the ranking input)
 MATRIX_KEYS = {"distances": "distances", "scores": "scores"}
@@ -93,9 +103,16 @@ class Workload:
     def extra_info(self) -> Dict[str, Any]:
         """Shapes and conventions for ``benchmark.extra_info``."""
         info: Dict[str, Any] = {
-            "workload": self.name, "scale": self.scale, "title": self.title,
-            "queries": self.n_queries, "gallery": self.n_gallery, "protocol": self.protocol,
-            "k": self.k, "seed": self.seed, "memory_mapped": self.memory_mapped, "metric": self.metric,
+            "workload": self.name,
+            "scale": self.scale,
+            "title": self.title,
+            "queries": self.n_queries,
+            "gallery": self.n_gallery,
+            "protocol": self.protocol,
+            "k": self.k,
+            "seed": self.seed,
+            "memory_mapped": self.memory_mapped,
+            "metric": self.metric,
         }
         for key, arr in self.arrays.items():
             info[f"shape_{key}"] = list(arr.shape)
@@ -122,8 +139,17 @@ class Workload:
                 arrays[key] = np.ascontiguousarray(arr[rows])
             else:
                 arrays[key] = arr
-        return Workload(self.name, self.scale, self.title + f" (queries {rows.size})", self.kind, arrays,
-                        self.protocol, dict(self.options), self.seed, metric=self.metric)
+        return Workload(
+            self.name,
+            self.scale,
+            self.title + f" (queries {rows.size})",
+            self.kind,
+            arrays,
+            self.protocol,
+            dict(self.options),
+            self.seed,
+            metric=self.metric,
+        )
 
     # -- storage (for the memory-measuring child process) -------------------------------
     def save(self, directory: str) -> str:
@@ -143,9 +169,18 @@ class Workload:
                 _copy_blockwise(arr, path)
             else:
                 np.save(path, arr)
-        meta = {"name": self.name, "scale": self.scale, "title": self.title, "kind": self.kind,
-                "protocol": self.protocol, "options": self.options, "seed": self.seed,
-                "metric": self.metric, "keys": list(self.arrays), "mapped": mapped}
+        meta = {
+            "name": self.name,
+            "scale": self.scale,
+            "title": self.title,
+            "kind": self.kind,
+            "protocol": self.protocol,
+            "options": self.options,
+            "seed": self.seed,
+            "metric": self.metric,
+            "keys": list(self.arrays),
+            "mapped": mapped,
+        }
         with open(os.path.join(directory, "meta.json"), "w") as fh:
             json.dump(meta, fh)
         return directory
@@ -159,8 +194,17 @@ class Workload:
         for key in meta["keys"]:
             path = os.path.join(directory, f"{key}.npy")
             arrays[key] = np.load(path, mmap_mode="r" if meta["mapped"].get(key) else None)
-        return cls(meta["name"], meta["scale"], meta["title"], meta["kind"], arrays, meta["protocol"],
-                   meta["options"], meta["seed"], metric=meta.get("metric", "map"))
+        return cls(
+            meta["name"],
+            meta["scale"],
+            meta["title"],
+            meta["kind"],
+            arrays,
+            meta["protocol"],
+            meta["options"],
+            meta["seed"],
+            metric=meta.get("metric", "map"),
+        )
 
     def cleanup(self) -> None:
         """Remove the temporary folder of memory-mapped arrays, if any."""
@@ -175,6 +219,6 @@ class Workload:
 def _copy_blockwise(arr: np.ndarray, path: str, rows: int = 1024) -> None:
     out = np.lib.format.open_memmap(path, mode="w+", dtype=arr.dtype, shape=arr.shape)
     for s in range(0, arr.shape[0], rows):
-        out[s:s + rows] = arr[s:s + rows]
+        out[s : s + rows] = arr[s : s + rows]
     out.flush()
     del out

@@ -39,6 +39,7 @@ Example
 >>> w = build("cifar10-1000", scale="smoke")
 >>> res = rc.evaluate(**w.evaluate_kwargs(), implementation="numpy")   # doctest: +SKIP
 """
+
 from __future__ import annotations
 
 from typing import Optional
@@ -49,8 +50,17 @@ from retrieval_conformance.conformance.bench.workload import SEEDS, Workload  # 
 #: the gallery-size series (``time ~ N**a``): one workload per size, named ``<family>-<size>``
 SCALING_FAMILIES = ("scaling-floats", "scaling-codes")
 SCALING_NAMES = tuple(f"{family}-{size}" for family in SCALING_FAMILIES for size in scores.SCALING_SIZES)
-WORKLOAD_NAMES = ("cifar10-all", "cifar10-1000", "nuswide-5000", "market1501", "msmt17", "oxford5k",
-                  "graded-ndcg10", "scores-map", "scores-map100") + SCALING_NAMES
+WORKLOAD_NAMES = (
+    "cifar10-all",
+    "cifar10-1000",
+    "nuswide-5000",
+    "market1501",
+    "msmt17",
+    "oxford5k",
+    "graded-ndcg10",
+    "scores-map",
+    "scores-map100",
+) + SCALING_NAMES
 SCALES = ("full", "smoke")
 
 

@@ -1,4 +1,5 @@
 """Helpers shared by the example functions (the Hamming distance every hashing lab writes)."""
+
 import numpy as np
 
 

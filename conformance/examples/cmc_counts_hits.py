@@ -12,6 +12,7 @@ deviations "cause unknown" (no clause is named that no candidate reproduces).
 ``per_field_ties``): a deviation only its mAP shows is named ``spec §4 ties=stable``, one its CMC
 shows stays "cause unknown".
 """
+
 import numpy as np
 from retrieval_conformance.conformance.examples.per_field_ties import _grouped_ap
 

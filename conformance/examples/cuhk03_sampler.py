@@ -10,6 +10,7 @@ calls on the same input give different CMCs (the mAP is stable).  Expected: the 
 the function as non-deterministic (the same input twice gives different values) on every check
 with a CMC; seeding ``np.random`` before each call reproduces torchreid's ``eval_cuhk03`` exactly.
 """
+
 from collections import defaultdict
 
 import numpy as np
@@ -19,7 +20,8 @@ from retrieval_conformance.conformance.examples._common import reid_ranking, val
 def evaluate(distmat, q_pids, g_pids, q_camids, g_camids, max_rank=50, num_repeats=10):
     """(cmc, mAP) with one randomly drawn gallery image per identity (unseeded)."""
     (q_pids, g_pids, q_camids, g_camids), max_rank, ranking = reid_ranking(
-        distmat, q_pids, g_pids, q_camids, g_camids, max_rank)
+        distmat, q_pids, g_pids, q_camids, g_camids, max_rank
+    )
     num_q = ranking.shape[0]
     curves, aps = [], []
     for q in range(num_q):

@@ -5,6 +5,7 @@ sit in the FULL ranking (spec §6 ``dcmh``); ``k=None`` is full AP.  Queries wit
 relevant item add 0 and count (§8 ``zero``).  Ties: stable.  Expected: conforms to
 ``--protocol dcmh``.  ``calc_map_k_torch`` is the same in torch (``--arrays torch``).
 """
+
 import numpy as np
 from retrieval_conformance.conformance.examples._common import hamming, relevant
 

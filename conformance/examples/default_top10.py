@@ -6,6 +6,7 @@ have one (recall@10, ndcg@10 and mrr@10 defaults).  Expected under ``--protocol 
 input with a cut-off conforms; on a gallery longer than 10 called without topk the value is
 mAP@10, named ``spec §6 k=None (whole gallery)``, and ``--identify`` names the default cut-off 10.
 """
+
 import numpy as np
 from retrieval_conformance.conformance.examples._common import hamming, relevant
 

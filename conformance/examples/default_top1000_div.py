@@ -7,6 +7,7 @@ order) and the precision sum over the top k divided by k.  Called without topk, 
 Expected under ``--protocol hashing``: deviates; ``--identify`` names all three: ties unstable, the
 default cut-off 1000, AP@k divided by k.
 """
+
 import numpy as np
 from retrieval_conformance.conformance.examples._common import hamming, relevant
 

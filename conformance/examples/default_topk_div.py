@@ -6,6 +6,7 @@ gallery order (stable sort); a query without a hit in the top k adds 0 and still
 Expected under ``--protocol hashing``: flagged on ``spec §6 ap_at_k=hits`` both with k and
 when called without topk (full mAP); ``--identify`` reports the divided-by-k rule.
 """
+
 import numpy as np
 from retrieval_conformance.conformance.examples._common import hamming, relevant
 

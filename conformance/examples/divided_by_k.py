@@ -4,6 +4,7 @@ AP@k = (1/k) sum_{r_i <= k} i / r_i: a query with 2 hits at ranks 1 and 2 in the
 0.2 instead of 1 (spec §6, §11).  Expected: flagged on ``spec §6
 ap_at_k=hits``; ``--identify`` reports the divided-by-k rule.
 """
+
 import numpy as np
 from retrieval_conformance.conformance.examples._common import hamming, relevant
 

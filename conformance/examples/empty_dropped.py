@@ -5,6 +5,7 @@ The mean divides by the number of queries that have a relevant item somewhere in
 (§8 ``zero``).  Expected: flagged on ``spec §8 empty=zero``; ``--identify`` says
 "matches `hashing` except empty: skip".
 """
+
 import numpy as np
 from retrieval_conformance.conformance.examples._common import hamming, relevant
 

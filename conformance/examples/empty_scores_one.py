@@ -5,6 +5,7 @@ libraries, score a query with no relevant item as perfect; such a query still co
 Otherwise seed 000's ``CalcTopMap`` with a stable sort.  Expected under ``--protocol hashing``:
 identified as "a query without a relevant item scores 1" (``spec §8 empty=zero``) and nothing else.
 """
+
 import numpy as np
 from retrieval_conformance.conformance.examples._common import hamming, relevant
 

@@ -9,6 +9,7 @@ Expected under ``--protocol reid`` with adapter ``reid``: every call is reported
 wrong type (the second element is a list, not a number); wrapped with ``np.mean`` as
 ``ReidEvaluator`` does, it behaves like ``torchreid_style`` and also returns mINP.
 """
+
 import numpy as np
 from retrieval_conformance.conformance.examples._common import reid_ranking, valid_matches
 
@@ -16,7 +17,8 @@ from retrieval_conformance.conformance.examples._common import reid_ranking, val
 def evaluate(distmat, q_pids, g_pids, q_camids, g_camids, max_rank=50):
     """(cmc, per-query AP list, per-query INP list), fast-reid-style."""
     (q_pids, g_pids, q_camids, g_camids), max_rank, ranking = reid_ranking(
-        distmat, q_pids, g_pids, q_camids, g_camids, max_rank)
+        distmat, q_pids, g_pids, q_camids, g_camids, max_rank
+    )
     num_q = ranking.shape[0]
     curves, all_ap, all_inp = [], [], []
     for q in range(num_q):

@@ -8,6 +8,7 @@ that "all" inside a function taking no ``topk``.  Expected under ``--protocol ha
 without k (full mAP), flagged on ``spec §6 k=None`` by inputs with a relevant item ranked
 last, and on ``spec §4 ties=stable`` by tie-heavy inputs.
 """
+
 import numpy as np
 from retrieval_conformance.conformance.examples._common import hamming, relevant
 

@@ -6,6 +6,7 @@ relevant item gives 0.  Signature of the ``sklearn`` adapter (``f(y_true, y_scor
 Expected under ``--protocol hashing``: flagged on ``spec §4 ties=stable``;
 ``--identify`` says "matches `hashing` except ties: grouped".
 """
+
 import numpy as np
 
 

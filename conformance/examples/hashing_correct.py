@@ -4,6 +4,7 @@ AP@k of one query divides by the hits in the top k (spec §6 ``hits``); a query 
 hit in the top k contributes 0 and still counts in the mean (§8 ``zero``); ties keep gallery
 order (§4 ``stable``).  Expected: conforms to ``--protocol hashing``.
 """
+
 import numpy as np
 from retrieval_conformance.conformance.examples._common import hamming, relevant
 

@@ -9,6 +9,7 @@ list, duplicates included.  Trapezoid AP: each positive j (0-based) at position 
 Expected: conforms to ``--protocol roxford-medium``; deviates from ``oxford`` on the inputs
 outside the usual domain; its identification names a roxford preset, not ``oxford``.
 """
+
 import numpy as np
 
 

@@ -5,6 +5,7 @@ the ranking, so a relevant item ranked last is never counted (spec §6, §11).  
 without ``topk`` (its own "all"), it computes AP@(N-1).  Expected: flagged on
 ``spec §6 k=None`` by inputs with a relevant item ranked last.
 """
+
 import numpy as np
 from retrieval_conformance.conformance.examples._common import hamming, relevant
 

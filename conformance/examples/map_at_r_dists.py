@@ -6,6 +6,7 @@ the hits within it are divided by R (``spec §7 MAP@R``, pytorch-metric-learning
 scores 0.  Expected under ``--protocol hashing``: identified as "the list cut at its own R:
 MAP@R" (``spec §6 k=None (whole gallery)``), nothing else blamed.
 """
+
 import numpy as np
 
 

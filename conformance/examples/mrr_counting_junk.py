@@ -6,6 +6,7 @@ from that list: junk ranked before it pushes it down.  ``mrr_junk_removed`` remo
 Expected: ``mrr`` is flagged on ``spec §7 MRR`` under ``hashing`` and ``--identify`` names the bug
 ``mrr-counting-junk``; ``mrr_junk_removed`` conforms.
 """
+
 import numpy as np
 
 

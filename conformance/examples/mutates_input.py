@@ -7,6 +7,7 @@ a second evaluation on the same arrays (or anything else using them) sees differ
 Expected: the harness reports that the function modified its arguments (``query_codes`` and
 ``db_codes``); the values themselves conform to ``--protocol hashing``.
 """
+
 from retrieval_conformance.conformance.examples.hashing_correct import calc_top_map
 
 

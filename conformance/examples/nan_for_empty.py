@@ -7,6 +7,7 @@ AP = (1/R) sum_i i / r_i.  With R = 0 the division gives NaN (numpy warns and re
 relevant item is left out): conforms, exit 0.  Its NaN does not depend on the scores, so the
 score-sign probe (scores <= 0) finds nothing.
 """
+
 import numpy as np
 
 

@@ -5,6 +5,7 @@ and trec_eval gain ``g``.  The two agree on binary relevance and differ on grade
 Ties are averaged as scikit-learn does.  Expected: flagged on ``spec §7 gain=linear`` under
 ``sklearn-ndcg``; ``--identify`` says "matches `sklearn-ndcg` except gain: exponential".
 """
+
 import numpy as np
 
 
@@ -16,7 +17,7 @@ def ndcg_score(y_true, y_score, k=None):
     disc[k:] = 0.0
     out = []
     for grades, scores in zip(y_true, y_score):
-        gains = 2.0 ** grades - 1.0
+        gains = 2.0**grades - 1.0
         ideal = float(np.dot(np.sort(gains)[::-1], disc))
         if ideal == 0:
             out.append(0.0)
@@ -25,6 +26,6 @@ def ndcg_score(y_true, y_score, k=None):
         for s in np.unique(scores):  # each tie group: its mean gain on each of its positions
             members = scores == s
             first = int((scores > s).sum())
-            dcg += gains[members].mean() * disc[first:first + int(members.sum())].sum()
+            dcg += gains[members].mean() * disc[first : first + int(members.sum())].sum()
         out.append(dcg / ideal)
     return float(np.mean(out))

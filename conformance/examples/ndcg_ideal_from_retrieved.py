@@ -5,6 +5,7 @@ relevant item ranked beyond k costs nothing and any top k already sorted by grad
 Ties keep gallery order (a stable sort).  Expected: flagged on ``spec §7 nDCG`` (with
 ``ties=stable``); ``--identify`` names ties: stable and the bug ``ndcg-ideal-from-retrieved``.
 """
+
 import numpy as np
 
 

@@ -7,6 +7,7 @@ divide the i-th by log2(i + 2) instead (spec §7 discount=log2).
 Expected: ``--identify`` under ``sklearn-ndcg`` says "matches `trec`" with
 discount=trec_eval_9.0a3; ``check`` under ``sklearn-ndcg`` flags ``spec §7 discount=log2``.
 """
+
 import math
 
 import numpy as np

@@ -4,6 +4,7 @@ A relevant item at the top gets rank 0: the division gives ``inf`` and the mAP i
 otherwise every precision is too large (spec §5, §11).  Expected: flagged on
 ``spec §5 ranks start at 1``, reported as a non-finite return where it is one.
 """
+
 import numpy as np
 from retrieval_conformance.conformance.examples._common import hamming, relevant
 

@@ -6,6 +6,7 @@ relevant item is counted 4 times: AP@4 = (1/1 + 2/2 + 3/3 + 4/4) / 1 = 4.  Expec
 ``--protocol hashing``: values above 1 named as impossible for a fraction (``spec §8 fractions in
 [0, 1]``), with the smallest such input, and "cause unknown" where no candidate reproduces them.
 """
+
 import numpy as np
 from retrieval_conformance.conformance.examples._common import hamming, relevant
 

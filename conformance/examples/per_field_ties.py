@@ -8,6 +8,7 @@ query without a valid match is left out, as the ``reid`` preset says.  Expected 
 ``--protocol reid``: identified field by field ("mAP: ties grouped; CMC: ties unstable"), and
 ``check`` names ``spec §4 ties=stable`` only (no AP rule, CMC or mean clause).
 """
+
 import numpy as np
 from retrieval_conformance.conformance.examples._common import valid_matches
 

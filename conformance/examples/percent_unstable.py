@@ -8,6 +8,7 @@ not).  Inputs with fewer than 17 tied items show only the percent.  Expected und
 hashing``: both causes named, ``spec §8 fractions in [0, 1]`` and ``spec §4 ties=stable``; no claim
 that percent alone reproduces every value under stable ties.
 """
+
 import numpy as np
 from retrieval_conformance.conformance.examples._common import hamming, relevant
 

@@ -13,6 +13,7 @@ to ``pml``; ``--identify`` says "matches `pml`".
 (the AP@R of code that reuses an AP@k loop): not a convention of any preset, and not a bug model
 of the harness either, so ``--identify`` says that nothing reproduces it.
 """
+
 import numpy as np
 
 

@@ -6,6 +6,7 @@ not the precision at rank r_i - 1 (spec §5, §11).  Expected under ``--protocol
 reid-matlab`` (adapter ``distances-relevance``): flagged on ``spec §5
 ap_rule=trapezoid``.
 """
+
 import numpy as np
 
 

@@ -6,6 +6,7 @@ and prints a header and the result to stdout.  The value is the ``hashing`` pres
 AP@k over the hits in the top k, a query without a hit counts 0.  Expected: conforms to
 ``--protocol hashing``; the output does not disturb the harness's report.
 """
+
 import sys
 
 from retrieval_conformance.conformance.examples.hashing_correct import calc_top_map
@@ -17,7 +18,7 @@ def calc_map(qB, rB, query_L, retrieval_L, topk):
     print(f"query codes {tuple(qB.shape)}, database codes {tuple(rB.shape)}, topk={topk}")
     total = 0.0
     for q in range(num_query):
-        total += calc_top_map(qB[q:q + 1], rB, query_L[q:q + 1], retrieval_L, topk)
+        total += calc_top_map(qB[q : q + 1], rB, query_L[q : q + 1], retrieval_L, topk)
         done = (q + 1) * 20 // num_query
         sys.stderr.write(f"\r mAP: {q + 1}/{num_query} [{'#' * done}{' ' * (20 - done)}]")
         sys.stderr.flush()

@@ -8,6 +8,7 @@ pytrec-eval-terrier``).
 
 Expected: ``check`` with ``--adapter sklearn-ndcg --protocol trec`` conforms.
 """
+
 import numpy as np
 
 

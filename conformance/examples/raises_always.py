@@ -10,6 +10,7 @@ input.  Otherwise it is ``calc_topMap``: default ``np.argsort``, AP@k over the h
 Expected: the harness cannot compare anything and stops with exit status 2, saying the function
 raised ``TypeError: 'numpy.float32' object cannot be interpreted as an integer`` on every input.
 """
+
 import numpy as np
 from retrieval_conformance.conformance.examples._common import hamming, relevant
 

@@ -9,6 +9,7 @@ returns 0.0 for a query with no relevant document.  Signature of the ``sklearn``
 Expected under ``--protocol hashing``: equal on every query with a positive; the checks with an
 empty query are reported as raising ZeroDivisionError (``spec §8 empty=zero``), with the input.
 """
+
 import numpy as np
 
 

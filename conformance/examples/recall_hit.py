@@ -6,6 +6,7 @@
 sort); every query counts, 0 without a relevant item.  Expected: flagged on
 ``spec §7 recall=fraction`` under ``hashing``; ``--identify`` says recall: hit.
 """
+
 import numpy as np
 
 

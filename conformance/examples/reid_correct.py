@@ -6,6 +6,7 @@ the top j+1, kept flat past the end of a short gallery (§7); INP = R / r_R; que
 valid match are left out (§8 ``skip``).  Ties: stable.  Returns ``(cmc, mAP, mINP)``.
 Expected: conforms to ``--protocol reid``.
 """
+
 import numpy as np
 
 

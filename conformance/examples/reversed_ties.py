@@ -4,6 +4,7 @@ Sorting the similarity ascending (stably) and reversing puts tied items in desce
 order (spec §4 ``reverse``, §11).  Expected: flagged on ``spec §4 ties=stable``;
 ``--identify`` says "matches `hashing` except ties: reverse".
 """
+
 import numpy as np
 from retrieval_conformance.conformance.examples._common import relevant
 

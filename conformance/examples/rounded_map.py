@@ -5,6 +5,7 @@ Recommender and information-retrieval toolkits round the numbers of their evalua
 seed 000's ``CalcTopMap`` with a stable sort.  Expected under ``--protocol hashing``: identified as
 "every value is rounded to 4 decimals" (``spec §0 conformance``), and nothing else blamed.
 """
+
 import numpy as np
 from retrieval_conformance.conformance.examples._common import hamming, relevant
 

@@ -5,6 +5,7 @@ seed's 4 queries it returns AP(query 0) / 4 = (7/12) / 4 = 7/48 = 0.1458 instead
 169/240 = 0.7042 (spec §10, §11).  ``calc_map_k`` is the numpy transcription (our own
 code), ``calc_map_k_torch`` the torch one the article uses (``--arrays torch``).
 """
+
 import numpy as np
 from retrieval_conformance.conformance.examples._common import hamming, relevant
 

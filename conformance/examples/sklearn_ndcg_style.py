@@ -13,6 +13,7 @@ deterministic (a stable sort, reversed).  Expected: ``--identify`` says ties: re
 order of ``trec``); scikit-learn's own ``ignore_ties=True`` is ``ties: unstable`` on rows where
 numpy's sort is not stable.
 """
+
 import numpy as np
 
 

@@ -9,6 +9,7 @@ AP@k over the hits in the top k, a query without a hit counts 0).  Expected: con
 warm-up with a longer time limit, so the sleep is not a hang; only a warm-up longer than that
 limit is reported as a time-out (the following calls, in a new worker, warm up again).
 """
+
 import os
 import time
 

@@ -3,6 +3,7 @@
 Expected: flagged on ``spec §6 k`` for any k below the gallery size; ``--identify``
 says the cut-off is ignored.
 """
+
 import numpy as np
 from retrieval_conformance.conformance.examples._common import hamming, relevant
 

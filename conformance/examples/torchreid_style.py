@@ -16,6 +16,7 @@ Expected under ``--protocol reid``: ``§4 ties=stable`` on tie-heavy inputs (``-
 the common prefix, and the ``ValueError`` reported as its own finding on the inputs with CMC rows
 of different lengths.
 """
+
 import numpy as np
 from retrieval_conformance.conformance.examples._common import reid_ranking, valid_matches
 
@@ -23,7 +24,8 @@ from retrieval_conformance.conformance.examples._common import reid_ranking, val
 def evaluate(distmat, q_pids, g_pids, q_camids, g_camids, max_rank=50):
     """(cmc, mAP) over the queries with at least one valid match, torchreid-style."""
     (q_pids, g_pids, q_camids, g_camids), max_rank, ranking = reid_ranking(
-        distmat, q_pids, g_pids, q_camids, g_camids, max_rank)
+        distmat, q_pids, g_pids, q_camids, g_camids, max_rank
+    )
     num_q = ranking.shape[0]
     curves, aps = [], []
     for q in range(num_q):

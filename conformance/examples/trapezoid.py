@@ -4,6 +4,7 @@ AP = (1/R) sum_i (i/r_i + (i-1)/(r_i-1)) / 2, with the second term 1 when r_i = 
 §5).  Correct for ``--protocol reid-matlab``; under ``--protocol hashing`` it is flagged on
 ``spec §5 ap_rule=precision_sum``.  Signature of the ``distances-relevance`` adapter.
 """
+
 import numpy as np
 
 

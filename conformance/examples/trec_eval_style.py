@@ -29,6 +29,7 @@ independent loop: no engine, no padding, no rescaling.  Values are exact ``Fract
 * ``form_res_rels.c``: ``-M n`` keeps the first n after sorting; ``-J`` then keeps the
   documents with a grade >= 0.
 """
+
 import math
 from fractions import Fraction
 from functools import cmp_to_key

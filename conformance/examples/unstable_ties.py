@@ -4,6 +4,7 @@ Tied Hamming distances come out in an order numpy does not promise; on AVX-512 C
 numpy >= 1.25 the seed's mAP is 0.5915 instead of 0.6026 (spec §4, §11).  Expected:
 flagged on ``spec §4 ties=stable`` by tie-heavy inputs.
 """
+
 import numpy as np
 from retrieval_conformance.conformance.examples._common import hamming, relevant
 

@@ -11,6 +11,7 @@ an input where no query has one returns zeros.  Adapter ``reid`` (no max_rank). 
 harness reports that it cannot run in this environment (AttributeError: ``np.in1d``; exit 2); with
 ``np.in1d`` present it matches ``--protocol reid-matlab`` except on tied distances.
 """
+
 import numpy as np
 
 
@@ -30,7 +31,7 @@ def evaluate(distmat, q_pids, g_pids, q_camids, g_camids):
         junk = np.append(np.intersect1d(same_id, same_cam), np.argwhere(g_pids == -1).ravel())
         index = index[np.in1d(index, junk, invert=True)]  # AttributeError on numpy >= 2.4
         rows = np.flatnonzero(np.in1d(index, good))
-        cmc_sum[rows[0]:] += 1
+        cmc_sum[rows[0] :] += 1
         for i, r in enumerate(rows):
             before = 1.0 if r == 0 else i / r
             ap_sum += (before + (i + 1) / (r + 1)) / 2 / good.size

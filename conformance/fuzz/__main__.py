@@ -4,6 +4,7 @@ Exit status: 0 when every case ended in the reference's numbers or a named error
 anything else happened (each finding is listed with the command that reproduces it), 2 on a
 usage error.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -23,8 +24,10 @@ def _progress(report: Report) -> None:
     total = report.stop - report.start
     rate = done / report.seconds if report.seconds else 0.0
     left = (total - done) / rate / 60 if rate else float("inf")
-    sys.stderr.write(f"\rcases {done}/{total} ({100 * done / total:.1f}%), {rate:.0f}/s, "
-                     f"~{left:.0f} min left, findings {len(report.findings)}   ")
+    sys.stderr.write(
+        f"\rcases {done}/{total} ({100 * done / total:.1f}%), {rate:.0f}/s, "
+        f"~{left:.0f} min left, findings {len(report.findings)}   "
+    )
     sys.stderr.flush()
 
 
@@ -69,8 +72,13 @@ def _cli_main(args) -> int:
     """``--target cli``: argument vectors of every subcommand, in this process (:mod:`.cli_vectors`)."""
     from .cli_vectors import run_cli_campaign
 
-    for flag, value in (("--implementations", args.implementations), ("--workers", args.workers),
-                        ("--case", args.case), ("--json", args.json), ("--start", args.start or None)):
+    for flag, value in (
+        ("--implementations", args.implementations),
+        ("--workers", args.workers),
+        ("--case", args.case),
+        ("--json", args.json),
+        ("--start", args.start or None),
+    ):
         if value is not None:
             print(f"error: {flag}: not used with --target cli; drop it", file=sys.stderr)
             return 2
@@ -88,11 +96,12 @@ def _cli_main(args) -> int:
     findings = run_cli_campaign(cases, args.seed, args.timeout or 120.0, progress)
     if not args.quiet:
         sys.stderr.write("\n")
-    print(f"command-line vectors, seed {args.seed}: {cases} in {time.monotonic() - start:.0f} s, "
-          f"{len(findings)} finding(s)")
+    print(
+        f"command-line vectors, seed {args.seed}: {cases} in {time.monotonic() - start:.0f} s, "
+        f"{len(findings)} finding(s)"
+    )
     for finding in findings[:50]:
-        print(f"  retrieval-conformance {' '.join(map(repr, finding.argv))}: status {finding.status}: "
-              f"{finding.detail}")
+        print(f"  retrieval-conformance {' '.join(map(repr, finding.argv))}: status {finding.status}: {finding.detail}")
     return 1 if findings else 0
 
 
@@ -100,8 +109,11 @@ def _files_main(args) -> int:
     """``--target files``, ``evaluate-argv`` and ``compare``: campaigns in this process (:mod:`.files`)."""
     from .files import run_file_campaign
 
-    for flag, value in (("--implementations", args.implementations), ("--workers", args.workers),
-                        ("--case", args.case)):
+    for flag, value in (
+        ("--implementations", args.implementations),
+        ("--workers", args.workers),
+        ("--case", args.case),
+    ):
         if value is not None:  # the readers have no implementations; the campaign runs in this process
             print(f"error: {flag}: not used with --target {args.target}; drop it", file=sys.stderr)
             return 2
@@ -115,19 +127,34 @@ def _files_main(args) -> int:
             sys.stderr.write(f"\rcases {report.cases}/{cases}, findings {len(report.findings)}   ")
             sys.stderr.flush()
 
-    report = run_file_campaign(seed=args.seed, cases=cases, start=args.start, timeout=args.timeout or 20.0,
-                               progress=progress, target=args.target)
+    report = run_file_campaign(
+        seed=args.seed,
+        cases=cases,
+        start=args.start,
+        timeout=args.timeout or 20.0,
+        progress=progress,
+        target=args.target,
+    )
     if not args.quiet:
         sys.stderr.write("\n")
     kinds = ", ".join(f"{k} {n}" for k, n in sorted(report.kinds.items()))
-    print(f"{args.target} fuzz campaign, seed {args.seed}: {report.cases} cases "
-          f"({args.start}..{args.start + cases - 1}) in {report.seconds:.1f} s; {kinds}")
+    print(
+        f"{args.target} fuzz campaign, seed {args.seed}: {report.cases} cases "
+        f"({args.start}..{args.start + cases - 1}) in {report.seconds:.1f} s; {kinds}"
+    )
     for kind, count in sorted(report.counts.items(), key=lambda kv: -kv[1]):
         print(f"  {kind:<17} {count}")
     if args.json:
-        data = {"target": args.target, "seed": args.seed, "start": args.start, "cases": report.cases,
-                "seconds": round(report.seconds, 1), "outcomes": dict(report.counts), "kinds": dict(report.kinds),
-                "findings": [dict(zip(("index", "kind", "outcome", "detail"), f)) for f in report.findings]}
+        data = {
+            "target": args.target,
+            "seed": args.seed,
+            "start": args.start,
+            "cases": report.cases,
+            "seconds": round(report.seconds, 1),
+            "outcomes": dict(report.counts),
+            "kinds": dict(report.kinds),
+            "findings": [dict(zip(("index", "kind", "outcome", "detail"), f)) for f in report.findings],
+        }
         with open(args.json, "w") as f:
             json.dump(data, f, indent=1)
     if not report.findings:
@@ -143,25 +170,37 @@ def main(argv: Optional[List[str]] = None) -> int:
     # a terminated campaign still stops its worker processes (SystemExit runs the cleanup)
     signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(143))
     default = os.environ.get("RC_FUZZ", "quick")
-    parser = argparse.ArgumentParser(allow_abbrev=False, prog="python -m retrieval_conformance.conformance.fuzz",
-                                     description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--profile", choices=sorted(PROFILES), default=default if default in PROFILES else "quick",
-                        help="quick (CI) or long (RC_FUZZ=long); sets --cases and --timeout")
+    parser = argparse.ArgumentParser(
+        allow_abbrev=False,
+        prog="python -m retrieval_conformance.conformance.fuzz",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument(
+        "--profile",
+        choices=sorted(PROFILES),
+        default=default if default in PROFILES else "quick",
+        help="quick (CI) or long (RC_FUZZ=long); sets --cases and --timeout",
+    )
     parser.add_argument("--cases", type=int, help="number of cases (default: the profile's)")
     parser.add_argument("--start", type=int, default=0, help="first case index (to resume or split a campaign)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--workers", type=int, help="worker processes (default: every core)")
     parser.add_argument("--timeout", type=float, help="seconds per case before it counts as a hang")
-    parser.add_argument("--implementations", nargs="+",
-                        help="the oracle first (default: reference, then all available)")
+    parser.add_argument(
+        "--implementations", nargs="+", help="the oracle first (default: reference, then all available)"
+    )
     parser.add_argument("--case", type=int, help="show one case and what every implementation does with it")
     parser.add_argument("--json", help="write the report to this file")
     parser.add_argument("--quiet", action="store_true", help="no progress line")
-    parser.add_argument("--target", choices=("evaluate", "files", "evaluate-argv", "cli", "compare"),
-                        default="evaluate",
-                        help="evaluate's inputs (default), files (.npy/.npz headers, TREC lines), evaluate-argv "
-                             "(argument vectors of the evaluate command), cli (argument vectors of every "
-                             "subcommand) or compare (rc.compare's runs and settings)")
+    parser.add_argument(
+        "--target",
+        choices=("evaluate", "files", "evaluate-argv", "cli", "compare"),
+        default="evaluate",
+        help="evaluate's inputs (default), files (.npy/.npz headers, TREC lines), evaluate-argv "
+        "(argument vectors of the evaluate command), cli (argument vectors of every "
+        "subcommand) or compare (rc.compare's runs and settings)",
+    )
     args = parser.parse_args(argv)
     if args.target in ("files", "evaluate-argv", "compare"):
         return _files_main(args)
@@ -184,14 +223,22 @@ def main(argv: Optional[List[str]] = None) -> int:
             checkpoint["at"] = report.seconds
             _write_json(args.json, report)
 
-    report = run_campaign(seed=args.seed, cases=cases, implementations=args.implementations,
-                          workers=args.workers, timeout=args.timeout or profile.timeout, start=args.start,
-                          progress=progress)
+    report = run_campaign(
+        seed=args.seed,
+        cases=cases,
+        implementations=args.implementations,
+        workers=args.workers,
+        timeout=args.timeout or profile.timeout,
+        start=args.start,
+        progress=progress,
+    )
     if not args.quiet:
         sys.stderr.write("\n")
-    print(f"fuzz campaign, profile {profile.name}, seed {args.seed}: {report.cases} cases "
-          f"({report.start}..{report.stop - 1}) through {', '.join(report.implementations)} "
-          f"in {report.seconds / 60:.1f} min")
+    print(
+        f"fuzz campaign, profile {profile.name}, seed {args.seed}: {report.cases} cases "
+        f"({report.start}..{report.stop - 1}) through {', '.join(report.implementations)} "
+        f"in {report.seconds / 60:.1f} min"
+    )
     for kind, count in sorted(report.counts.items(), key=lambda kv: -kv[1]):
         print(f"  {kind:<17} {count}")
     if args.json:

@@ -5,6 +5,7 @@ fractional ids).
 
 Each ``make(arr)`` returns the changed argument, or None where the change does not apply to it.
 """
+
 from __future__ import annotations
 
 from fractions import Fraction
@@ -41,6 +42,7 @@ def with_nonfinite(d):
         arr = arr.astype(np.float64)
         arr.flat[d.integer(0, arr.size - 1)] = d.choice((np.nan, np.inf, -np.inf))
         return arr
+
     return make
 
 
@@ -61,6 +63,7 @@ def tensor(d, dtype_name: Optional[str] = None, layout: str = "strided"):
         if layout == "noncontiguous":
             return t.t().contiguous().t() if t.ndim == 2 else None
         return t
+
     return make
 
 
@@ -81,12 +84,15 @@ def huge_ids(d):
         if arr.ndim != 1:
             return None
         size = np.abs(arr).astype(np.float64) + 1  # >= 1, so every value below is out of range (-1 too)
-        return d.choice((
-            size * 1e20,                                          # floats >= 2**63: would merge in int64
-            np.where(arr >= 0, arr, 0).astype(np.uint64) + np.uint64(2**64 - 4),  # beyond int64
-            arr.astype(np.float64) + 0.5,                         # not integers
-            size * float(2**53),                                  # at or beyond float64's exact integers
-        ))
+        return d.choice(
+            (
+                size * 1e20,  # floats >= 2**63: would merge in int64
+                np.where(arr >= 0, arr, 0).astype(np.uint64) + np.uint64(2**64 - 4),  # beyond int64
+                arr.astype(np.float64) + 0.5,  # not integers
+                size * float(2**53),  # at or beyond float64's exact integers
+            )
+        )
+
     return make
 
 

@@ -6,6 +6,7 @@ out index ranges.  A worker announces each case before running it; when a worker
 segfault, an abort) the case it announced is a ``crash``, when it stays silent longer than the
 time limit it is killed and the case is a ``hang``; either way a fresh worker takes over from the next case.
 """
+
 from __future__ import annotations
 
 import multiprocessing as mp
@@ -72,9 +73,14 @@ class Report:
 
     def as_dict(self) -> dict:
         return {
-            "seed": self.seed, "cases": self.cases, "start": self.start, "stop": self.stop,
-            "implementations": list(self.implementations), "seconds": round(self.seconds, 1),
-            "outcomes": dict(self.counts), "changes": dict(self.changes),
+            "seed": self.seed,
+            "cases": self.cases,
+            "start": self.start,
+            "stop": self.stop,
+            "implementations": list(self.implementations),
+            "seconds": round(self.seconds, 1),
+            "outcomes": dict(self.counts),
+            "changes": dict(self.changes),
             "findings": [f.__dict__ for f in self.findings],
         }
 
@@ -125,8 +131,7 @@ class _Slot:
 
     def __init__(self, ctx, seed, implementations, selftest):
         self.conn, child = ctx.Pipe()
-        self.process = ctx.Process(target=_worker, args=(child, seed, tuple(implementations), selftest),
-                                   daemon=True)
+        self.process = ctx.Process(target=_worker, args=(child, seed, tuple(implementations), selftest), daemon=True)
         # one thread per worker (the workers are the parallelism), unless the caller chose a count
         saved = {name: os.environ.get(name) for name in SINGLE_THREAD}
         os.environ.update({name: value for name, value in SINGLE_THREAD.items() if saved[name] is None})
@@ -198,8 +203,16 @@ def run_campaign(
             now = time.monotonic()
             for i, slot in enumerate(slots):
                 if slot.job is not None and slot.current is not None and now - slot.since > timeout:
-                    slots[i] = _replace(slot, "hang", f"no answer within {timeout:g} s", report,
-                                        ctx, seed, implementations, selftest or {})
+                    slots[i] = _replace(
+                        slot,
+                        "hang",
+                        f"no answer within {timeout:g} s",
+                        report,
+                        ctx,
+                        seed,
+                        implementations,
+                        selftest or {},
+                    )
             if progress is not None and now - last >= 1.0:
                 report.seconds, last = now - t0, now
                 progress(report)
@@ -224,8 +237,9 @@ def _receive(slot: _Slot, report: Report, jobs, slots, ctx, seed, implementation
         if code is None:
             slot.process.join(5)
             code = slot.process.exitcode
-        slots[slots.index(slot)] = _replace(slot, "crash", f"worker died (exit code {code})", report,
-                                            ctx, seed, implementations, selftest)
+        slots[slots.index(slot)] = _replace(
+            slot, "crash", f"worker died (exit code {code})", report, ctx, seed, implementations, selftest
+        )
         return
     if message[0] == "start":
         slot.current, slot.since = message[1], time.monotonic()

@@ -3,6 +3,7 @@
 The valid problems it starts from are built by
 :func:`retrieval_conformance.conformance.problems.evaluate_inputs.evaluate_problem`.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field

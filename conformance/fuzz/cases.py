@@ -17,6 +17,7 @@ A change may also name a *twin*: the same problem written the plain way, whose r
 identical bit for bit (``"same"``) or equal in the fields a huge cut-off leaves unchanged
 (``"same_uncut"``).
 """
+
 from __future__ import annotations
 
 from retrieval_conformance.conformance.problems.evaluate_inputs import evaluate_problem

@@ -4,6 +4,7 @@ Each :class:`Change` declares what a correct library does with it (``"value"``, 
 ``"either"``, see :mod:`.cases`) and may name a twin: the plain input whose result must be the
 same.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -59,8 +60,9 @@ def _pick_array(d, kw, names=ARRAYS) -> Optional[str]:
     return d.choice(present) if present else None
 
 
-def _replace(d, kw, names, make: Callable[[Any], Any], expect: str, change: str,
-             twin: bool = False, relation: str = "same") -> Optional[Case]:
+def _replace(
+    d, kw, names, make: Callable[[Any], Any], expect: str, change: str, twin: bool = False, relation: str = "same"
+) -> Optional[Case]:
     """A case with one array argument (drawn from ``names``) replaced by ``make(array)``."""
     name = _pick_array(d, kw, names)
     if name is None:
@@ -79,6 +81,7 @@ def _option(name: str, values: Tuple[Any, ...], expect: str):
         value = d.choice(values)
         out[name] = value() if callable(value) else value
         return Case(out, f"{name}={short_repr(out[name])}", expect)
+
     return apply
 
 
@@ -100,8 +103,16 @@ def _permute_queries(d, kw):
         return None
     order = np.random.default_rng(d.integer(0, 2**32 - 1)).permutation(nq)
     out = dict(kw)
-    for name in ("distances", "scores", "query_codes", "query_embeddings", "relevance", "junk",
-                 "query_labels", "query_cams"):
+    for name in (
+        "distances",
+        "scores",
+        "query_codes",
+        "query_embeddings",
+        "relevance",
+        "junk",
+        "query_labels",
+        "query_cams",
+    ):
         if out.get(name) is not None:
             out[name] = np.asarray(out[name])[order]
     return Case(out, "permute_queries", "value", twin=dict(kw), relation="same_means")
@@ -124,10 +135,14 @@ def _embedding_block_sizes(d, kw):
     (nq, n), rng = shapes, np.random.default_rng(d.integer(0, 2**32 - 1))
     dim, dtype = d.integer(2, 40), d.choice((np.float32, np.float32, np.float64))
     levels = np.array([-0.3, -0.1, 0.1, 0.3, 0.7], dtype=dtype)  # never zero: cosine is defined
-    plain = {key: value for key, value in kw.items()
-             if key not in ("distances", "scores", "block_size") + CODES + EMBEDDINGS}
-    plain.update(query_embeddings=levels[rng.integers(0, 5, (nq, dim))],
-                 db_embeddings=levels[rng.integers(0, 5, (n, dim))], metric=d.choice(("euclidean", "cosine")))
+    plain = {
+        key: value for key, value in kw.items() if key not in ("distances", "scores", "block_size") + CODES + EMBEDDINGS
+    }
+    plain.update(
+        query_embeddings=levels[rng.integers(0, 5, (nq, dim))],
+        db_embeddings=levels[rng.integers(0, 5, (n, dim))],
+        metric=d.choice(("euclidean", "cosine")),
+    )
     out = dict(plain, block_size=d.choice((1, 2, 3, 7)))
     return Case(out, f"embedding_block_size={out['block_size']}", "value", twin=plain, relation="same")
 
@@ -194,8 +209,13 @@ def _huge_tie_group(d, kw):
     relevance = rng.random((1, n)) < d.choice((0.001, 0.01, 0.5))
     if d.chance(0.3):  # graded: the tie group's mean gain on each position (nDCG)
         relevance = np.where(relevance, graded_relevance(d, rng, (1, n)), 0)
-    out.update(distances=np.zeros((1, n)), relevance=relevance, ties="expected",
-               protocol=d.choice(PLAIN_PROTOCOLS), max_rank=d.integer(1, 50))
+    out.update(
+        distances=np.zeros((1, n)),
+        relevance=relevance,
+        ties="expected",
+        protocol=d.choice(PLAIN_PROTOCOLS),
+        max_rank=d.integer(1, 50),
+    )
     # a cut-off deep inside the group (hypergeometric sums over many terms); not under "dcmh"
     # or with hundreds of relevant items, where the exact reference needs minutes a case
     if d.chance(0.3) and out.get("ap_at_k") != "dcmh" and np.count_nonzero(relevance) <= 50:
@@ -213,12 +233,14 @@ def _large_gallery(d, kw):
     n = d.integer(200, 2000)
     nq = d.integer(1, 2)
     rng = np.random.default_rng(d.integer(0, 2**32 - 1))
-    levels = d.choice((
-        np.round(rng.random(d.integer(2, 3000)), 3),                   # rounded scores: many ties
-        rng.standard_normal(d.integer(2, 400)) * 10.0 ** d.integer(-300, 300),
-        1.0 + np.arange(d.integer(2, 40)) * 2.0**-52,                 # neighbours a few ulps apart
-        np.array([-1e308, -1.0, 0.0, -0.0, 1e-310, 1.0, 1e308]),     # a range that overflows
-    ))
+    levels = d.choice(
+        (
+            np.round(rng.random(d.integer(2, 3000)), 3),  # rounded scores: many ties
+            rng.standard_normal(d.integer(2, 400)) * 10.0 ** d.integer(-300, 300),
+            1.0 + np.arange(d.integer(2, 40)) * 2.0**-52,  # neighbours a few ulps apart
+            np.array([-1e308, -1.0, 0.0, -0.0, 1e-310, 1.0, 1e308]),  # a range that overflows
+        )
+    )
     out = {key: value for key, value in kw.items() if key not in ARRAYS + ("metric", "radius")}
     values = rng.choice(levels, size=(nq, n))
     if d.chance(0.5):  # float32: levels kept inside its range (an overflow to inf is another change's)
@@ -256,8 +278,11 @@ def _bad_grade(d, kw):
 
 
 def _id_pair(d, kw) -> Optional[Tuple[str, str]]:
-    pairs = [(q, g) for q, g in (LABELS, CAMS)
-             if kw.get(q) is not None and kw.get(g) is not None and np.asarray(kw[q]).ndim == 1]
+    pairs = [
+        (q, g)
+        for q, g in (LABELS, CAMS)
+        if kw.get(q) is not None and kw.get(g) is not None and np.asarray(kw[q]).ndim == 1
+    ]
     return d.choice(pairs) if pairs else None
 
 
@@ -317,13 +342,14 @@ CHANGES: Tuple[Change, ...] = (
     Change("strings_on_one_side", "error", _string_ids_on_one_side),
     _on_array("datetime_dtype", "error", fixed(lambda a: np.zeros(a.shape, "datetime64[s]"))),
     _on_array("structured_dtype", "error", fixed(lambda a: np.zeros(a.shape, [("a", "f8")]))),
-    _on_array("scalar", "error", lambda d: (lambda a: d.choice(SCALARS))),
+    _on_array("scalar", "error", lambda d: lambda a: d.choice(SCALARS)),
     _on_array("generator", "error", fixed(generator)),
     _on_array("ragged", "error", fixed(ragged)),
-    _on_array("set_or_dict", "error", lambda d: (lambda a: d.choice(({1, 2}, {"a": 1}, frozenset())))),
+    _on_array("set_or_dict", "error", lambda d: lambda a: d.choice(({1, 2}, {"a": 1}, frozenset()))),
     _on_array("extra_dimension", "error", fixed(lambda a: a[None])),
-    _on_array("flattened", "error", fixed(lambda a: a.reshape(-1) if a.ndim == 2 else None),
-              MATRICES + CODES + EMBEDDINGS),
+    _on_array(
+        "flattened", "error", fixed(lambda a: a.reshape(-1) if a.ndim == 2 else None), MATRICES + CODES + EMBEDDINGS
+    ),
     _on_array("transposed", "error", fixed(transpose), MATRICES),
     _on_array("missing_row", "error", fixed(drop_row)),
     _on_array("missing_column", "error", fixed(drop_column), MATRICES + CODES + EMBEDDINGS + LABELS),
@@ -333,15 +359,45 @@ CHANGES: Tuple[Change, ...] = (
     _on_array("torch_sparse", "error", lambda d: tensor(d, layout="sparse")),
     _on_array("torch_meta", "error", lambda d: tensor(d, layout="meta")),
     _on_array("torch_complex", "error", lambda d: tensor(d, "complex64")),
-    Change("bad_k", "error", _option("k", (0, -1, 1.5, 2.0, "5", "all", [0], True, np.float64(3), Fraction(3),
-                                           lambda: (i for i in [5]), np.array([5, 10]), complex(3, 0)), "error")),
-    Change("bad_max_rank", "error",
-           _option("max_rank", (0, -5, 10**12, 2**63, 2**64 - 1, "x", 5.0, None, [5], np.nan), "error")),
+    Change(
+        "bad_k",
+        "error",
+        _option(
+            "k",
+            (
+                0,
+                -1,
+                1.5,
+                2.0,
+                "5",
+                "all",
+                [0],
+                True,
+                np.float64(3),
+                Fraction(3),
+                lambda: (i for i in [5]),
+                np.array([5, 10]),
+                complex(3, 0),
+            ),
+            "error",
+        ),
+    ),
+    Change(
+        "bad_max_rank",
+        "error",
+        _option("max_rank", (0, -5, 10**12, 2**63, 2**64 - 1, "x", 5.0, None, [5], np.nan), "error"),
+    ),
     Change("bad_protocol", "error", _option("protocol", ("nope", ["reid"], None, 5, "REID ", b"reid"), "error")),
     Change("bad_tie_policy", "error", _option("ties", ("nope", ["stable"], 5, b"stable", {"a": 1}), "error")),
-    Change("bad_choice", "error", lambda d, kw: _option(
-        d.choice(("ap_rule", "ap_at_k", "empty", "metric", "gain", "discount", "recall")),
-        ("nope", ["x"], 5, {1}), "error")(d, kw)),
+    Change(
+        "bad_choice",
+        "error",
+        lambda d, kw: _option(
+            d.choice(("ap_rule", "ap_at_k", "empty", "metric", "gain", "discount", "recall")),
+            ("nope", ["x"], 5, {1}),
+            "error",
+        )(d, kw),
+    ),
     Change("bad_grade", "error", _bad_grade),
     Change("bad_radius", "error", _option("radius", (-1, np.nan, "1", np.inf, [1], complex(1, 1)), "error")),
     Change("bad_block_size", "error", _option("block_size", (0, -1, 2.5, "3", [2], np.float64(2)), "error")),
@@ -351,5 +407,3 @@ CHANGES: Tuple[Change, ...] = (
     Change("zero_in_pm1_codes", "error", _zero_in_pm1_codes),
     Change("overflowing_embeddings", "either", _overflowing_embeddings),
 )
-
-

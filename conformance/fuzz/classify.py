@@ -14,6 +14,7 @@ Outcome classes (:data:`CLEAN` are the only acceptable ones):
 * ``warning``: a value came with a warning (a silent overflow, a copy torch complained about);
 * ``crash`` and ``hang`` are found by the campaign's worker processes (:mod:`.campaign`).
 """
+
 from __future__ import annotations
 
 import inspect
@@ -35,8 +36,17 @@ from .cases import Case
 __all__ = ["CLEAN", "FAILURES", "Outcome", "classify", "names_an_argument"]
 
 CLEAN = ("value", "named_error")
-FAILURES = ("wrong_number", "unnamed_error", "inconsistent", "accepted_invalid", "rejected_valid",
-            "mutated", "warning", "crash", "hang")
+FAILURES = (
+    "wrong_number",
+    "unnamed_error",
+    "inconsistent",
+    "accepted_invalid",
+    "rejected_valid",
+    "mutated",
+    "warning",
+    "crash",
+    "hang",
+)
 
 #: the words an error message may name: evaluate's own parameter names
 ARGUMENTS = tuple(p for p in inspect.signature(rc.evaluate).parameters)
@@ -91,7 +101,8 @@ def _mutated(before: Dict[str, Any], kwargs: Dict[str, Any]) -> List[str]:
             import torch
 
             same = bool(torch.equal(old, new.detach())) or bool(
-                torch.isnan(old).all() and torch.isnan(new.detach()).all())
+                torch.isnan(old).all() and torch.isnan(new.detach()).all()
+            )
         if not same:
             changed.append(key)
     return changed
@@ -105,8 +116,11 @@ def _call(kwargs: Dict[str, Any], implementation: str):
             result: Tuple[str, Any] = ("value", rc.evaluate(**kwargs, implementation=implementation))
         except Exception as exc:  # classified below: the point is to see every exception
             result = ("raise", exc)
-    return result, [f"{w.category.__name__}: {str(w.message)[:200]}" for w in caught
-                    if not issubclass(w.category, DOCUMENTED_WARNINGS)]
+    return result, [
+        f"{w.category.__name__}: {str(w.message)[:200]}"
+        for w in caught
+        if not issubclass(w.category, DOCUMENTED_WARNINGS)
+    ]
 
 
 def _stable(exc: BaseException) -> str:
@@ -162,8 +176,9 @@ UNCUT_FIELDS = ("n_relevant", "cmc") + tuple(f for f in VALUE_FIELDS if f != "pr
 
 def _twin_differences(case: Case, result, twin_result) -> List[str]:
     if case.relation == "same":
-        return (_per_query_differences(result, twin_result, UNCUT_FIELDS + ("precision_at_k",))
-                + _summary_differences(result, twin_result, MEAN_FIELDS, _equal))
+        return _per_query_differences(result, twin_result, UNCUT_FIELDS + ("precision_at_k",)) + _summary_differences(
+            result, twin_result, MEAN_FIELDS, _equal
+        )
     if case.relation == "same_means":
         return _summary_differences(result, twin_result, MEAN_FIELDS, _equal)
     if case.relation == "same_uncut":
@@ -196,12 +211,19 @@ def classify(build: Callable[[], Case], implementations: Sequence[str]) -> Outco
     oracle_name, oracle_kind, oracle = calls[0]
     for name, kind, value in calls[1:]:
         if kind != oracle_kind:
-            what = (f"{name} raised {type(value).__name__}: {str(value)[:200]}" if kind == "raise"
-                    else f"{oracle_name} raised {type(oracle).__name__}: {str(oracle)[:200]}")
+            what = (
+                f"{name} raised {type(value).__name__}: {str(value)[:200]}"
+                if kind == "raise"
+                else f"{oracle_name} raised {type(oracle).__name__}: {str(oracle)[:200]}"
+            )
             return Outcome("inconsistent", what, name)
         if kind == "raise" and (type(value), _stable(value)) != (type(oracle), _stable(oracle)):
-            return Outcome("inconsistent", f"{name}: {type(value).__name__}: {str(value)[:200]} / "
-                           f"{oracle_name}: {type(oracle).__name__}: {str(oracle)[:200]}", name)
+            return Outcome(
+                "inconsistent",
+                f"{name}: {type(value).__name__}: {str(value)[:200]} / "
+                f"{oracle_name}: {type(oracle).__name__}: {str(oracle)[:200]}",
+                name,
+            )
     case = cases[0]
     if oracle_kind == "raise":
         if case.expect == "value":
@@ -221,8 +243,9 @@ def classify(build: Callable[[], Case], implementations: Sequence[str]) -> Outco
             # the twin is the plain input, left unmodified by the call (checked above)
             (kind, twin_result), _ = _call(own.twin, name)
             if kind == "raise":
-                return Outcome("rejected_valid", f"the twin raised {type(twin_result).__name__}: "
-                               f"{str(twin_result)[:200]}", name)
+                return Outcome(
+                    "rejected_valid", f"the twin raised {type(twin_result).__name__}: {str(twin_result)[:200]}", name
+                )
             problems = _twin_differences(case, result, twin_result)
             if problems:
                 return Outcome("wrong_number", f"not {case.relation} as its twin: " + "; ".join(problems[:3]), name)

@@ -7,6 +7,7 @@ status 2 a last stderr line that starts with ``error:``.  Anything else is a fin
 
 ``python -m retrieval_conformance.conformance.fuzz --target cli --cases N`` runs N vectors.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -24,48 +25,132 @@ from retrieval_conformance.reference.contract.command_line import EXIT_STATUSES,
 
 HUGE = "9" * 30
 #: a value of no use anywhere: empty, negative, not a number, huge, control characters, a flag
-GARBAGE = ["", "-1", "0", "nan", "inf", "-inf", "1e400", HUGE, "x", "\x00", "\u00e9\u2603", "--", "-",
-           "--help", "1,2,,3", "all", " 5 ", "0x10", "1.5", "/dev/null", "/no/such/file"]
+GARBAGE = [
+    "",
+    "-1",
+    "0",
+    "nan",
+    "inf",
+    "-inf",
+    "1e400",
+    HUGE,
+    "x",
+    "\x00",
+    "\u00e9\u2603",
+    "--",
+    "-",
+    "--help",
+    "1,2,,3",
+    "all",
+    " 5 ",
+    "0x10",
+    "1.5",
+    "/dev/null",
+    "/no/such/file",
+]
 
 #: subcommand -> option -> values to draw from ("FILE:..." are resolved to files made for the run)
 FLAGS: Dict[str, Dict[str, Sequence[str]]] = {
-    "golden": {"--implementations": ["reference", "numpy", "nmupy", "c"], "--require": ["reference", "cee"],
-               "--random": ["0", "1", "-1"], "--seed": ["0", "3", "-1"]},
-    "evaluate": {"--npz": ["FILE:run", "FILE:garbage", "FILE:dir"], "--run": ["FILE:trec", "FILE:garbage"],
-                 "--qrels": ["FILE:qrels", "FILE:garbage", "FILE:missing"], "--relevance-level": ["1", "-2", "x"],
-                 "--protocol": ["hashing", "reid", "nope"],
-                 "--k": ["1", "5", "all", "1,5", "0"], "--max-rank": ["1", "5", "0", "-3"],
-                 "--ties": ["stable", "average", "bogus"], "--ap-rule": ["precision_sum", "bogus"],
-                 "--empty": ["zero", "exclude", "bogus"], "--radius": ["1", "-1", "nan"],
-                 "--gain": ["linear", "bogus"], "--recall": ["fraction", "hit", "bogus"],
-                 "--discount": ["log2", "trec", "bogus"], "--implementation": ["numpy", "reference", "nmupy"],
-                 "--json": [], "--quiet": [], "--per-query": ["text", "json", "csv", "xml"],
-                 "--max-array-bytes": ["1", "100000", "-1"], "--device": ["cpu", "cuda:7", "tpu"]},
-    "compare": {"--protocol": ["hashing", "nope"], "--k": ["1", "all", "0"], "--implementation": ["numpy", "dask"],
-                "--metrics": ["map", "rank1", "bogus"], "--json": [], "--markdown": [], "--latex": [],
-                "--fail-if-worse": ["map:0.01", "map:-1", "bogus"], "--alpha": ["0.05", "0", "2", "nan"],
-                "--resamples": ["50", "0", "-2"], "--seed": ["0", "-1"], "--confidence": ["0.9", "1"],
-                "--names": ["a b", "a a"], "--shared": ["FILE:garbage"], "--qrels": ["FILE:qrels", "FILE:garbage"],
-                "--pairs": ["all", "baseline", "bogus"], "--relevance-level": ["1", "-1", "x"], "--complete": [],
-                "--correction": ["holm", "bogus"], "--plus-minus": [], "--baseline": ["a", "nope"]},
-    "check": {"--adapter": ["hashing-codes", "reid", "nope"], "--protocol": ["hashing", "nope"],
-              "--ties": ["stable", "bogus"], "--timeout": ["5", "0", "-1", "nan"],
-              "--max-examples": ["1", "0", "-5"], "--only": ["nothing-matches*", "call/*"],
-              "--isolation": ["thread", "none", "bogus"], "--arrays": ["numpy", "bogus"],
-              "--junit-xml": ["FILE:out.xml", "/no/such/folder/out.xml"], "--identify": [],
-              "--known-deviations": ["FILE:missing"], "--random": []},
-    "identify": {"--adapter": ["hashing-codes", "nope"], "--timeout": ["5", "0", "nan"],
-                 "--max-examples": ["3"], "--isolation": ["thread", "bogus"]},
-    "bench": {"gate": ["FILE:garbage", "FILE:missing"], "report": ["FILE:garbage"], "--depth": ["0", "2"],
-              "--floor": ["nan", "0.1"], "--storage": ["FILE:dir"]},
-    "audit": {"--npz": ["FILE:run", "FILE:garbage"], "--protocol": ["hashing", "nope"], "--k": ["1", "all", "0"],
-              "--max-cost": ["0", "2", "-1"], "--format": ["text", "json", "xml"], "--reported": ["map=0.5", "x"],
-              "--fail-if": ["map<0.5", "bogus"], "--output": ["FILE:out.xml", "/no/such/folder/r.txt"],
-              "--max-rank": ["1", "0"], "--run": ["FILE:trec", "FILE:garbage", "FILE:missing"],
-              "--qrels": ["FILE:qrels", "FILE:garbage"], "--depth": ["5", "0", "x"], "--judged-only": [],
-              "--complete": [], "--score-dtype": ["float32", "bogus"], "--float-grades": ["truncate", "bogus"],
-              "--gains": ["1=3,2=9", "x"], "--relevance-level": ["2", "0"], "--ties": ["trec_eval", "bogus"],
-              "--ignore-identical-ids": []},
+    "golden": {
+        "--implementations": ["reference", "numpy", "nmupy", "c"],
+        "--require": ["reference", "cee"],
+        "--random": ["0", "1", "-1"],
+        "--seed": ["0", "3", "-1"],
+    },
+    "evaluate": {
+        "--npz": ["FILE:run", "FILE:garbage", "FILE:dir"],
+        "--run": ["FILE:trec", "FILE:garbage"],
+        "--qrels": ["FILE:qrels", "FILE:garbage", "FILE:missing"],
+        "--relevance-level": ["1", "-2", "x"],
+        "--protocol": ["hashing", "reid", "nope"],
+        "--k": ["1", "5", "all", "1,5", "0"],
+        "--max-rank": ["1", "5", "0", "-3"],
+        "--ties": ["stable", "average", "bogus"],
+        "--ap-rule": ["precision_sum", "bogus"],
+        "--empty": ["zero", "exclude", "bogus"],
+        "--radius": ["1", "-1", "nan"],
+        "--gain": ["linear", "bogus"],
+        "--recall": ["fraction", "hit", "bogus"],
+        "--discount": ["log2", "trec", "bogus"],
+        "--implementation": ["numpy", "reference", "nmupy"],
+        "--json": [],
+        "--quiet": [],
+        "--per-query": ["text", "json", "csv", "xml"],
+        "--max-array-bytes": ["1", "100000", "-1"],
+        "--device": ["cpu", "cuda:7", "tpu"],
+    },
+    "compare": {
+        "--protocol": ["hashing", "nope"],
+        "--k": ["1", "all", "0"],
+        "--implementation": ["numpy", "dask"],
+        "--metrics": ["map", "rank1", "bogus"],
+        "--json": [],
+        "--markdown": [],
+        "--latex": [],
+        "--fail-if-worse": ["map:0.01", "map:-1", "bogus"],
+        "--alpha": ["0.05", "0", "2", "nan"],
+        "--resamples": ["50", "0", "-2"],
+        "--seed": ["0", "-1"],
+        "--confidence": ["0.9", "1"],
+        "--names": ["a b", "a a"],
+        "--shared": ["FILE:garbage"],
+        "--qrels": ["FILE:qrels", "FILE:garbage"],
+        "--pairs": ["all", "baseline", "bogus"],
+        "--relevance-level": ["1", "-1", "x"],
+        "--complete": [],
+        "--correction": ["holm", "bogus"],
+        "--plus-minus": [],
+        "--baseline": ["a", "nope"],
+    },
+    "check": {
+        "--adapter": ["hashing-codes", "reid", "nope"],
+        "--protocol": ["hashing", "nope"],
+        "--ties": ["stable", "bogus"],
+        "--timeout": ["5", "0", "-1", "nan"],
+        "--max-examples": ["1", "0", "-5"],
+        "--only": ["nothing-matches*", "call/*"],
+        "--isolation": ["thread", "none", "bogus"],
+        "--arrays": ["numpy", "bogus"],
+        "--junit-xml": ["FILE:out.xml", "/no/such/folder/out.xml"],
+        "--identify": [],
+        "--known-deviations": ["FILE:missing"],
+        "--random": [],
+    },
+    "identify": {
+        "--adapter": ["hashing-codes", "nope"],
+        "--timeout": ["5", "0", "nan"],
+        "--max-examples": ["3"],
+        "--isolation": ["thread", "bogus"],
+    },
+    "bench": {
+        "gate": ["FILE:garbage", "FILE:missing"],
+        "report": ["FILE:garbage"],
+        "--depth": ["0", "2"],
+        "--floor": ["nan", "0.1"],
+        "--storage": ["FILE:dir"],
+    },
+    "audit": {
+        "--npz": ["FILE:run", "FILE:garbage"],
+        "--protocol": ["hashing", "nope"],
+        "--k": ["1", "all", "0"],
+        "--max-cost": ["0", "2", "-1"],
+        "--format": ["text", "json", "xml"],
+        "--reported": ["map=0.5", "x"],
+        "--fail-if": ["map<0.5", "bogus"],
+        "--output": ["FILE:out.xml", "/no/such/folder/r.txt"],
+        "--max-rank": ["1", "0"],
+        "--run": ["FILE:trec", "FILE:garbage", "FILE:missing"],
+        "--qrels": ["FILE:qrels", "FILE:garbage"],
+        "--depth": ["5", "0", "x"],
+        "--judged-only": [],
+        "--complete": [],
+        "--score-dtype": ["float32", "bogus"],
+        "--float-grades": ["truncate", "bogus"],
+        "--gains": ["1=3,2=9", "x"],
+        "--relevance-level": ["2", "0"],
+        "--ties": ["trec_eval", "bogus"],
+        "--ignore-identical-ids": [],
+    },
     "compute-ap": {},
     "presets": {},
     "explain": {},
@@ -145,8 +230,14 @@ def make_files(folder: str) -> Dict[str, str]:
     garbage = os.path.join(folder, "garbage.npz")
     with open(garbage, "wb") as f:
         f.write(b"PK\x03\x04 not a zip \xff\xfe")
-    files.update({"FILE:garbage": garbage, "FILE:dir": folder, "FILE:missing": os.path.join(folder, "missing"),
-                  "FILE:out.xml": os.path.join(folder, "out.xml")})
+    files.update(
+        {
+            "FILE:garbage": garbage,
+            "FILE:dir": folder,
+            "FILE:missing": os.path.join(folder, "missing"),
+            "FILE:out.xml": os.path.join(folder, "out.xml"),
+        }
+    )
     return files
 
 
@@ -185,8 +276,9 @@ def run_argv(argv: List[str], seconds: float = 120.0) -> Optional[Finding]:
     return None
 
 
-def run_cli_campaign(cases: int, seed: int = 0, seconds: float = 120.0,
-                     progress: Optional[Callable[[int, int], None]] = None) -> List[Finding]:
+def run_cli_campaign(
+    cases: int, seed: int = 0, seconds: float = 120.0, progress: Optional[Callable[[int, int], None]] = None
+) -> List[Finding]:
     """``cases`` vectors drawn from ``seed``; every finding."""
     rng = random.Random(seed)
     findings = []

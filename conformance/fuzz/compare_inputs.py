@@ -26,6 +26,7 @@ What a correct ``compare`` does (:func:`classify_compare_case`):
 
 Run with ``python -m retrieval_conformance.conformance.fuzz --target compare --cases N``.
 """
+
 from __future__ import annotations
 
 import math
@@ -43,8 +44,15 @@ __all__ = ["CompareCase", "classify_compare_case", "draw_compare_case"]
 _IDS = ("q1", "q2", "q3", "q4", "q5", "q6")
 _METRICS = ("map", "P_5", "ndcg_cut_5", "recip_rank", "Rprec", "bpref", "P_3", "nope")
 #: evaluate_run options a run may be evaluated with, beside the common definition
-_TREC_OPTIONS = {"relevance_level": (2,), "depth": (2, 3), "judged_only": (True,), "score_dtype": ("float32",),
-                 "gains": ({1: 3},), "float_grades": ("truncate",), "complete": (True,)}
+_TREC_OPTIONS = {
+    "relevance_level": (2,),
+    "depth": (2, 3),
+    "judged_only": (True,),
+    "score_dtype": ("float32",),
+    "gains": ({1: 3},),
+    "float_grades": ("truncate",),
+    "complete": (True,),
+}
 
 
 @dataclass
@@ -69,17 +77,20 @@ def _settings(d, names: List[str], kind: str) -> Dict[str, Any]:
     settings: Dict[str, Any] = {"n_resamples": d.choice((64, 200, 1000)), "seed": 0}
     for _ in range(d.integer(0, 2)):
         option = d.choice(("tests", "n_resamples", "confidence", "pairs", "correction", "baseline", "metrics", "seed"))
-        settings[option] = d.choice({
-            "tests": (("t",), ("permutation",), ("permutation", "t"), ("x",), "t", ()),
-            "n_resamples": (1, 0, -5, 2.5, 10_000),
-            "confidence": (0.9, 0.5, 1.0, 0.0, float("nan"), "high"),
-            "pairs": ("all", "baseline", "x"),
-            "correction": (None, "holm", "bh", "x"),
-            "baseline": tuple(names) + ("nobody",),
-            "metrics": ("value", "x", ["map", "recip_rank"], "map,P_5", 3) if kind != "trec" else
-                       (["map"], ["map", "P_5"], "ndcg_cut_5", ["nope"], ["recip_rank", "bpref"]),
-            "seed": (None, 1, -1, 2**70, "s"),
-        }[option])
+        settings[option] = d.choice(
+            {
+                "tests": (("t",), ("permutation",), ("permutation", "t"), ("x",), "t", ()),
+                "n_resamples": (1, 0, -5, 2.5, 10_000),
+                "confidence": (0.9, 0.5, 1.0, 0.0, float("nan"), "high"),
+                "pairs": ("all", "baseline", "x"),
+                "correction": (None, "holm", "bh", "x"),
+                "baseline": tuple(names) + ("nobody",),
+                "metrics": ("value", "x", ["map", "recip_rank"], "map,P_5", 3)
+                if kind != "trec"
+                else (["map"], ["map", "P_5"], "ndcg_cut_5", ["nope"], ["recip_rank", "bpref"]),
+                "seed": (None, 1, -1, 2**70, "s"),
+            }[option]
+        )
     return settings
 
 
@@ -89,7 +100,7 @@ def _trec_run(d, topics: List[str]) -> Tuple[dict, dict]:
     for qid in topics:
         docs = [f"d{i}" for i in range(d.integer(1, 6))]
         run[qid] = {doc: d.integer(0, 4) / 4 for doc in docs}  # ties on purpose
-    for qid in _IDS[:d.integer(2, len(_IDS))]:
+    for qid in _IDS[: d.integer(2, len(_IDS))]:
         qrels[qid] = {f"d{i}": d.choice((0, 1, 2, 2.5, -1)) for i in range(d.integer(1, 6))}
     return run, qrels
 
@@ -97,7 +108,7 @@ def _trec_run(d, topics: List[str]) -> Tuple[dict, dict]:
 def draw_compare_case(d) -> CompareCase:
     """One to three runs of one kind (module doc), and a few settings."""
     kind = d.choice(("arrays", "dicts", "mixed", "trec"))
-    names = ["A", "B", "C"][:d.integer(1, 3)]
+    names = ["A", "B", "C"][: d.integer(1, 3)]
     runs: Dict[str, Any] = {}
     change = kind
     if kind == "arrays":
@@ -138,8 +149,10 @@ def _evaluated(case: CompareCase) -> Dict[str, Any]:
     from retrieval_conformance.reference.protocols.trec.evaluation import evaluate_run
 
     first_qrels = next(iter(case.runs.values()))[1]
-    return {name: evaluate_run(run, first_qrels if qrels is None else qrels, **options)
-            for name, (run, qrels, options) in case.runs.items()}
+    return {
+        name: evaluate_run(run, first_qrels if qrels is None else qrels, **options)
+        for name, (run, qrels, options) in case.runs.items()
+    }
 
 
 def _per_query(value: Any, metric: str) -> Tuple[List[Any], List[float]]:
@@ -178,12 +191,15 @@ def _check_row(row, runs: Dict[str, Any], metric: str) -> Optional[str]:
         return None
     scale = max(abs(x) for pair in pairs for x in pair)
     mean_run, mean_base = _exact_mean([b for b, _ in pairs]), _exact_mean([a for _, a in pairs])
-    for label, got, want in (("difference", row.difference, mean_run - mean_base),
-                             ("mean of the run", row.mean_run, mean_run),
-                             ("mean of the baseline", row.mean_baseline, mean_base)):
+    for label, got, want in (
+        ("difference", row.difference, mean_run - mean_base),
+        ("mean of the run", row.mean_run, mean_run),
+        ("mean of the baseline", row.mean_baseline, mean_base),
+    ):
         if not _close(got, want, scale):
-            return f"{where}: {label} {got!r}, but the exact mean over the {len(pairs)} paired queries is " \
-                   f"{float(want)!r}"
+            return (
+                f"{where}: {label} {got!r}, but the exact mean over the {len(pairs)} paired queries is {float(want)!r}"
+            )
     return None
 
 

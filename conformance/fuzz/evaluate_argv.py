@@ -13,6 +13,7 @@ What a correct command does (:func:`classify_argv_case`):
 
 Run with ``python -m retrieval_conformance.conformance.fuzz --target evaluate-argv --cases N``.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -91,13 +92,21 @@ def draw_argv_case(d) -> ArgvCase:
 
 
 def _files(folder: str) -> None:
-    np.savez(os.path.join(folder, "arrays.npz"), distances=np.array([[0.1, 0.2, 0.3], [0.3, 0.1, 0.2]]),
-             relevance=np.array([[0, 1, 1], [0, 0, 0]]))
+    np.savez(
+        os.path.join(folder, "arrays.npz"),
+        distances=np.array([[0.1, 0.2, 0.3], [0.3, 0.1, 0.2]]),
+        relevance=np.array([[0, 1, 1], [0, 0, 0]]),
+    )
     np.savez(os.path.join(folder, "no_relevant.npz"), distances=np.array([[0.1, 0.2]]), relevance=np.array([[0, 0]]))
     np.save(os.path.join(folder, "distances.npy"), np.array([[0.1, 0.1, 0.3]]))
     np.save(os.path.join(folder, "relevance.npy"), np.array([[1, 0, 1]]))
-    np.savez(os.path.join(folder, "search.npz"), D=np.array([[0.1, 0.2]]), I=np.array([[1, 0]]),
-             query_labels=np.array([3]), db_labels=np.array([3, 4]))
+    np.savez(
+        os.path.join(folder, "search.npz"),
+        D=np.array([[0.1, 0.2]]),
+        I=np.array([[1, 0]]),
+        query_labels=np.array([3]),
+        db_labels=np.array([3, 4]),
+    )
     with open(os.path.join(folder, "a.run"), "w") as fh:
         fh.write("q1 Q0 d1 1 0.9 t\nq1 Q0 d2 2 0.5 t\nq2 Q0 d9 1 1.0 t\n")
     with open(os.path.join(folder, "a.qrels"), "w") as fh:
@@ -119,8 +128,7 @@ def classify_argv_case(case: ArgvCase) -> Outcome:
         out, err = io.StringIO(), io.StringIO()
         try:
             # warnings are the API's documented ones (no query counted, low precision): kept off stderr
-            with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err), \
-                    warnings.catch_warnings(record=True):
+            with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err), warnings.catch_warnings(record=True):
                 status = main(argv)
         except SystemExit as exc:  # argparse: a usage error
             status = exc.code
@@ -139,9 +147,11 @@ def classify_argv_case(case: ArgvCase) -> Outcome:
         return Outcome("unnamed_error", f"exit status {status!r}: {stderr[-300:]!r} for {argv}")
     if not out.getvalue():
         return Outcome("unnamed_error", f"exit 0 without output for {argv}")
-    if "--json" in argv or ("--per-query" in argv and argv[argv.index("--per-query") + 1:][:1] == ["json"]):
+    if "--json" in argv or ("--per-query" in argv and argv[argv.index("--per-query") + 1 :][:1] == ["json"]):
+
         def refuse(constant):
             raise ValueError(constant)
+
         try:
             json.loads(out.getvalue(), parse_constant=refuse)
         except ValueError as exc:

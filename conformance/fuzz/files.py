@@ -21,6 +21,7 @@ What a correct reader does (:func:`classify_file_case`):
 
 Run with ``python -m retrieval_conformance.conformance.fuzz --target files --cases N``.
 """
+
 from __future__ import annotations
 
 import gzip
@@ -43,13 +44,72 @@ from .classify import Outcome
 
 __all__ = ["FileCase", "classify_file_case", "draw_file_case", "run_file_campaign"]
 
-_DESCRS = ("<f8", "<f4", "<i8", "|u1", "|b1", ">i4", "<U3", "|S2", "<U0", "|S0", "|O", "|V8", "<c16", "<m8",
-           "[('a', '<f8')]", "('<f8', (2,))", "'<f8'", "1", "None")
-_SHAPES = ("()", "(0,)", "(3,)", "(2, 3)", "(0, 18446744073709551616)", "(268435456,)", "(-1,)", "(2.5,)",
-           "(9223372036854775807,)", "(4294967296, 4294967296)", "[3]", "(3", "'x'", "(1,) * 40")
-_TOKENS = (b"1", b"q1", b"Q0", b"d1", b"d2", b"\xef\xbb\xbfq1", b"#c", b"\xff\xfe", b"d\x00", b"", b"\r",
-           b"0.5", b"-1", b"1e400", b"nan", b"inf", b"abc", b"1.5", b"99999999999999999999", b"+2", b"0x10",
-           b"1_0", b".5", b"-0", b"52", b"53", b"1000")
+_DESCRS = (
+    "<f8",
+    "<f4",
+    "<i8",
+    "|u1",
+    "|b1",
+    ">i4",
+    "<U3",
+    "|S2",
+    "<U0",
+    "|S0",
+    "|O",
+    "|V8",
+    "<c16",
+    "<m8",
+    "[('a', '<f8')]",
+    "('<f8', (2,))",
+    "'<f8'",
+    "1",
+    "None",
+)
+_SHAPES = (
+    "()",
+    "(0,)",
+    "(3,)",
+    "(2, 3)",
+    "(0, 18446744073709551616)",
+    "(268435456,)",
+    "(-1,)",
+    "(2.5,)",
+    "(9223372036854775807,)",
+    "(4294967296, 4294967296)",
+    "[3]",
+    "(3",
+    "'x'",
+    "(1,) * 40",
+)
+_TOKENS = (
+    b"1",
+    b"q1",
+    b"Q0",
+    b"d1",
+    b"d2",
+    b"\xef\xbb\xbfq1",
+    b"#c",
+    b"\xff\xfe",
+    b"d\x00",
+    b"",
+    b"\r",
+    b"0.5",
+    b"-1",
+    b"1e400",
+    b"nan",
+    b"inf",
+    b"abc",
+    b"1.5",
+    b"99999999999999999999",
+    b"+2",
+    b"0x10",
+    b"1_0",
+    b".5",
+    b"-0",
+    b"52",
+    b"53",
+    b"1000",
+)
 
 
 _BOM = b"\xef\xbb\xbf"
@@ -58,6 +118,7 @@ _BOM = b"\xef\xbb\xbf"
 @dataclass
 class FileCase:
     """A file to read: its name, its bytes, and which reader reads it."""
+
     kind: str  # "npy", "npz", "run", "qrels", "run.jsonl"
     data: bytes
     notes: List[str] = field(default_factory=list)
@@ -75,7 +136,7 @@ def _npy_bytes(d) -> bytes:
     np.save(buf, array)
     valid = buf.getvalue()
     if d.chance(0.4):
-        return valid[:d.integer(0, len(valid))] if d.chance(0.2) else valid
+        return valid[: d.integer(0, len(valid))] if d.chance(0.2) else valid
     descr = d.choice(_DESCRS + (repr(array.dtype.str),))
     descr = descr if descr.startswith(("[", "(", "'", "1", "N")) else repr(descr)
     shape = d.choice(_SHAPES + (repr(array.shape),))
@@ -90,7 +151,7 @@ def _npy_bytes(d) -> bytes:
     length = len(header) if d.chance(0.8) else d.choice((0, 1, 2**16 - 1, 2**31, 2**32 - 1))
     length = min(length, 2 ** (8 * width) - 1)
     magic = b"\x93NUMPY" if d.chance(0.95) else b"\x93NUMPX"
-    data = array.tobytes()[:d.choice((0, 8, 24, 48, 10**3))] if d.chance(0.5) else array.tobytes()
+    data = array.tobytes()[: d.choice((0, 8, 24, 48, 10**3))] if d.chance(0.5) else array.tobytes()
     return magic + version + length.to_bytes(width, "little") + header + data
 
 
@@ -100,15 +161,16 @@ def _npz_bytes(d) -> bytes:
     with warnings.catch_warnings(), zipfile.ZipFile(buf, "w", compression) as archive:
         warnings.simplefilter("ignore")  # a duplicate member name is one of the cases
         for _ in range(d.integer(0, 3)):
-            name = d.choice(("distances.npy", "relevance.npy", "query_labels.npy", "weights.npy", "distances",
-                             "a/../b.npy"))
+            name = d.choice(
+                ("distances.npy", "relevance.npy", "query_labels.npy", "weights.npy", "distances", "a/../b.npy")
+            )
             archive.writestr(name, _npy_bytes(d))
     data = buf.getvalue()
     if d.chance(0.2):
-        data = data[:d.integer(0, len(data))]
+        data = data[: d.integer(0, len(data))]
     if d.chance(0.1) and data:
         at = d.integer(0, len(data) - 1)
-        data = data[:at] + bytes([data[at] ^ 0xFF]) + data[at + 1:]
+        data = data[:at] + bytes([data[at] ^ 0xFF]) + data[at + 1 :]
     return data
 
 
@@ -118,12 +180,12 @@ def _trec_bytes(d, kind: str) -> bytes:
     lines = []
     for _ in range(d.integer(0, 6)):
         qid, doc = d.choice((b"q1", b"q2", b"1")), d.choice((b"d1", b"d2", b"d3", b"d4"))
-        value = (d.choice((b"0.5", b"1", b"-2.5e1", b"3")) if kind == "run" else d.choice((b"0", b"1", b"2", b"-1")))
+        value = d.choice((b"0.5", b"1", b"-2.5e1", b"3")) if kind == "run" else d.choice((b"0", b"1", b"2", b"-1"))
         parts = [qid, b"Q0", doc, b"1", value, b"t"] if kind == "run" else [qid, b"0", doc, value]
         if d.chance(0.3):
             parts[d.integer(0, fields - 1)] = d.choice(_TOKENS)
         if d.chance(0.1):
-            parts = parts[:d.integer(0, fields + 2)] + [b"x"] * d.integer(0, 2)
+            parts = parts[: d.integer(0, fields + 2)] + [b"x"] * d.integer(0, 2)
         lines.append(d.choice((b" ", b"\t", b"  ")).join(parts))
     text = b"\n".join(lines) + (b"\n" if d.chance(0.8) else b"")
     if d.chance(0.05):
@@ -176,8 +238,12 @@ def _same_value(a: Any, b: Any) -> bool:
     if isinstance(a, dict):
         return isinstance(b, dict) and a.keys() == b.keys() and all(_same_value(a[k], b[k]) for k in a)
     if isinstance(a, np.ndarray):
-        return isinstance(b, np.ndarray) and a.dtype == b.dtype and a.shape == b.shape and \
-            np.array_equal(a, b, equal_nan=a.dtype.kind in "fc")
+        return (
+            isinstance(b, np.ndarray)
+            and a.dtype == b.dtype
+            and a.shape == b.shape
+            and np.array_equal(a, b, equal_nan=a.dtype.kind in "fc")
+        )
     return a == b
 
 
@@ -235,11 +301,16 @@ def classify_file_case(case: FileCase) -> Outcome:
             except Exception as exc:
                 return Outcome("unnamed_error", f"twin {twin}: {type(exc).__name__}: {str(exc)[:300]}")
             if other[0] != status or (status == "value" and not _same_value(result, other[1])):
-                return Outcome("wrong_number", f"twin {os.path.basename(twin)} reads differently: {other[0]} "
-                                               f"{str(other[1])[:200]} vs {status} {str(result)[:200]}")
+                return Outcome(
+                    "wrong_number",
+                    f"twin {os.path.basename(twin)} reads differently: {other[0]} "
+                    f"{str(other[1])[:200]} vs {status} {str(result)[:200]}",
+                )
             if status == "error" and other[1].replace(twin, path) != result:  # the same complaint, same line
-                return Outcome("wrong_number", f"twin {os.path.basename(twin)} is refused otherwise: {other[1][:200]} "
-                                               f"vs {result[:200]}")
+                return Outcome(
+                    "wrong_number",
+                    f"twin {os.path.basename(twin)} is refused otherwise: {other[1][:200]} vs {result[:200]}",
+                )
         if status == "value" and case.kind in ("run", "qrels") and not case.data.startswith(_BOM):
             twin = os.path.join(folder, f"twin-bom.{case.kind}")
             with open(twin, "wb") as fh:
@@ -256,8 +327,11 @@ def _evaluate_pair(case: FileCase, result: dict) -> Outcome:
     """An accepted run (or qrels) evaluated against a small fixed partner: a value or a named error."""
     from retrieval_conformance.reference.protocols.trec.evaluation import evaluate_run
 
-    partner = {"q1": {"d1": 1, "d2": 0}, "q2": {"d3": 2}} if case.kind == "run" else \
-        {"q1": {"d1": 0.5, "d2": 0.25}, "q2": {"d3": 1.0}}
+    partner = (
+        {"q1": {"d1": 1, "d2": 0}, "q2": {"d3": 2}}
+        if case.kind == "run"
+        else {"q1": {"d1": 0.5, "d2": 0.25}, "q2": {"d3": 1.0}}
+    )
     try:
         if case.kind == "run":
             evaluate_run(result, partner, implementation="reference")
@@ -303,8 +377,14 @@ def _target(name: str):
     raise ValueError(f"target: expected files, evaluate-argv or compare, got {name!r}")
 
 
-def run_file_campaign(seed: int = 0, cases: int = 1000, start: int = 0, timeout: float = 20.0,
-                      progress: Optional[Callable[[FileReport], None]] = None, target: str = "files") -> FileReport:
+def run_file_campaign(
+    seed: int = 0,
+    cases: int = 1000,
+    start: int = 0,
+    timeout: float = 20.0,
+    progress: Optional[Callable[[FileReport], None]] = None,
+    target: str = "files",
+) -> FileReport:
     """Cases ``start .. start + cases - 1`` of ``seed``, in this process, each within ``timeout`` seconds.
 
     ``target`` picks the generator: ``files`` (readers), ``evaluate-argv`` (the ``evaluate`` command)

@@ -37,6 +37,7 @@ pytest runs with ``--capture=sys`` so that they reach it).
 Exit status: 0 clean; 1 test failures or sanitizer findings; 2 the library cannot be built
 here (no compiler, or no ``libasan``); 3 the sanitizers are not active.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -65,20 +66,40 @@ from .sanitized_library import (
 
 PACKAGE = "retrieval_conformance.conformance.tests"
 PLUGIN = "retrieval_conformance.conformance.fuzz.sanitize"  # this module, loaded by pytest with -p
-TEST_MODULES = ("test_sanitizer_setup", "test_cross_implementation", "test_c_backend", "test_c_backend_numerics",
-                "test_c_backend_threads", "test_c_backend_inputs", "test_c_float_paths", "test_hardening",
-                "test_streaming", "test_curves_fast", "test_metrics_subset", "test_fuzz")
+TEST_MODULES = (
+    "test_sanitizer_setup",
+    "test_cross_implementation",
+    "test_c_backend",
+    "test_c_backend_numerics",
+    "test_c_backend_threads",
+    "test_c_backend_inputs",
+    "test_c_float_paths",
+    "test_hardening",
+    "test_streaming",
+    "test_curves_fast",
+    "test_metrics_subset",
+    "test_fuzz",
+)
 #: modules run at the other thread counts under --quick
-QUICK_THREAD_MODULES = ("test_c_backend", "test_c_backend_numerics", "test_c_backend_threads",
-                        "test_c_backend_inputs", "test_fuzz")
+QUICK_THREAD_MODULES = (
+    "test_c_backend",
+    "test_c_backend_numerics",
+    "test_c_backend_threads",
+    "test_c_backend_inputs",
+    "test_fuzz",
+)
 THREADS = (7, 1, 2)
 #: tests left out of the sanitizer run: the campaign's self-test runs only reference and numpy (never
 #: the C code) and waits out a 20 s hang
 DESELECT = {"test_the_campaign_reports_crashes_hangs_and_its_own_failures"}
 
 #: lines of a sanitizer report on stderr
-REPORT_MARKERS = ("ERROR: AddressSanitizer", "runtime error:", "SUMMARY: AddressSanitizer",
-                  "SUMMARY: UndefinedBehaviorSanitizer")
+REPORT_MARKERS = (
+    "ERROR: AddressSanitizer",
+    "runtime error:",
+    "SUMMARY: AddressSanitizer",
+    "SUMMARY: UndefinedBehaviorSanitizer",
+)
 
 
 # -- pytest plugin (loaded with -p in the child process) -----------------------------------------
@@ -156,8 +177,19 @@ def run_tests(env: Dict[str, str], reports: str, runs, extra: Sequence[str]) -> 
         run_env = dict(env, RC_NUM_THREADS=str(threads))
         # --capture=sys: pytest's default fd capture would swallow a UBSan report written to fd 2
         # when the process aborts; with sys capture it reaches run_pytest
-        cmd = [sys.executable, "-m", "pytest", "-p", PLUGIN, "-p", "no:cacheprovider", "--capture=sys",
-               "--pyargs", *modules, *extra]
+        cmd = [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-p",
+            PLUGIN,
+            "-p",
+            "no:cacheprovider",
+            "--capture=sys",
+            "--pyargs",
+            *modules,
+            *extra,
+        ]
         short = " ".join(m.rsplit(".", 1)[1] for m in modules)
         print(f"\n== RC_NUM_THREADS={threads}: pytest {short} {' '.join(extra)}", flush=True)
         start = time.monotonic()
@@ -174,10 +206,12 @@ def run_tests(env: Dict[str, str], reports: str, runs, extra: Sequence[str]) -> 
             where = [f"{len(in_files)} report file(s) printed above"] if in_files else []
             if on_stderr:
                 where.append("these lines in the output above:\n" + "\n".join(f"  {line}" for line in on_stderr))
-            print(f"\nsanitize: sanitizer finding at RC_NUM_THREADS={threads} during {test} (pytest exit "
-                  f"{returncode}, {took:.0f}s): {'; '.join(where)}\nFor the input of a hypothesis test, rerun it "
-                  "alone with -s --hypothesis-verbosity=verbose: the last 'Test case' printed is the one.",
-                  file=sys.stderr)
+            print(
+                f"\nsanitize: sanitizer finding at RC_NUM_THREADS={threads} during {test} (pytest exit "
+                f"{returncode}, {took:.0f}s): {'; '.join(where)}\nFor the input of a hypothesis test, rerun it "
+                "alone with -s --hypothesis-verbosity=verbose: the last 'Test case' printed is the one.",
+                file=sys.stderr,
+            )
             return 1
         if returncode != 0:
             why = f"killed by signal {-returncode}" if returncode < 0 else f"exit {returncode}"
@@ -201,12 +235,20 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m retrieval_conformance.conformance.fuzz.sanitize",
         description="Build the C library with ASan+UBSan and run the cross-implementation and fuzz tests "
-                    "against it. Unknown arguments go to pytest.")
-    parser.add_argument("--quick", action="store_true",
-                        help="the short CI version: every test at the first thread count, test_c_backend and "
-                             "test_fuzz at the others, HYPOTHESIS_PROFILE=ci unless set")
-    parser.add_argument("--threads", type=parse_threads, default=list(THREADS),
-                        help="RC_NUM_THREADS of each run, comma-separated (default 7,1,2)")
+        "against it. Unknown arguments go to pytest.",
+    )
+    parser.add_argument(
+        "--quick",
+        action="store_true",
+        help="the short CI version: every test at the first thread count, test_c_backend and "
+        "test_fuzz at the others, HYPOTHESIS_PROFILE=ci unless set",
+    )
+    parser.add_argument(
+        "--threads",
+        type=parse_threads,
+        default=list(THREADS),
+        help="RC_NUM_THREADS of each run, comma-separated (default 7,1,2)",
+    )
     parser.add_argument("--keep", action="store_true", help="keep the build folder (its path is printed)")
     ns, extra = parser.parse_known_args(argv)
 
@@ -221,8 +263,10 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             library = os.path.join(folder, "_rc_core_sanitized.so")
             sources, include = source_paths(folder)
             units = ", ".join(os.path.basename(s) for s in sources)
-            print(f"sanitize: building {include}/{{{units}}} with {os.path.basename(cc)} "
-                  "-fsanitize=address,undefined", flush=True)
+            print(
+                f"sanitize: building {include}/{{{units}}} with {os.path.basename(cc)} -fsanitize=address,undefined",
+                flush=True,
+            )
             build(cc, sources, library, [include])
             env = sanitizer_env(libasan, library, reports)
             if ns.quick:
@@ -234,11 +278,13 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         except NotActive as exc:
             print(f"sanitizer not active: {exc}", file=sys.stderr)
             return 3
-        print(f"sanitize: canaries caught (ASan heap-buffer-overflow, UBSan signed overflow); "
-              f"LD_PRELOAD={libasan} RC_C_LIBRARY={library}", flush=True)
+        print(
+            f"sanitize: canaries caught (ASan heap-buffer-overflow, UBSan signed overflow); "
+            f"LD_PRELOAD={libasan} RC_C_LIBRARY={library}",
+            flush=True,
+        )
         status = run_tests(env, reports, plan(ns.quick, ns.threads), extra)
-        print(f"\nsanitize: {'clean' if status == 0 else 'FAILED'} in {time.monotonic() - started:.0f}s",
-              flush=True)
+        print(f"\nsanitize: {'clean' if status == 0 else 'FAILED'} in {time.monotonic() - started:.0f}s", flush=True)
         return status
     finally:
         if ns.keep:

@@ -4,6 +4,7 @@ The C units of the package are compiled with the sanitizers into a temporary fol
 functions (a heap read one past the end, a signed overflow) must each end their process with
 their sanitizer's report under the environment the tests run in, or the run stops.
 """
+
 from __future__ import annotations
 
 import importlib.resources
@@ -13,8 +14,17 @@ import subprocess
 import sys
 from typing import Dict, List, Optional, Sequence, Tuple
 
-SANITIZE_FLAGS = ["-shared", "-fPIC", "-O1", "-g", "-fno-omit-frame-pointer", "-fsanitize=address,undefined",
-                  "-fno-sanitize-recover=all", "-std=c99", "-fopenmp"]
+SANITIZE_FLAGS = [
+    "-shared",
+    "-fPIC",
+    "-O1",
+    "-g",
+    "-fno-omit-frame-pointer",
+    "-fsanitize=address,undefined",
+    "-fno-sanitize-recover=all",
+    "-std=c99",
+    "-fopenmp",
+]
 
 
 # python leaks at exit by design: no leak checking; the first report ends the process
@@ -78,8 +88,10 @@ def asan_runtime(cc: str) -> str:
     res = subprocess.run([cc, "-print-file-name=libasan.so"], capture_output=True, text=True)
     path = res.stdout.strip()
     if res.returncode != 0 or not os.path.isabs(path) or not os.path.exists(path):
-        raise SetupError(f"no libasan for {cc} ({cc} -print-file-name=libasan.so gave {path!r}); "
-                         "install the compiler's sanitizer runtime (e.g. libasan8 for gcc 12)")
+        raise SetupError(
+            f"no libasan for {cc} ({cc} -print-file-name=libasan.so gave {path!r}); "
+            "install the compiler's sanitizer runtime (e.g. libasan8 for gcc 12)"
+        )
     return os.path.realpath(path)
 
 
@@ -93,8 +105,10 @@ def source_paths(folder: str) -> Tuple[List[str], str]:
     resource = importlib.resources.files("retrieval_conformance.implementations") / CSRC
     names = sorted(r.name for r in resource.iterdir() if r.is_file()) if resource.is_dir() else []
     if not any(n.endswith(".c") for n in names) or not any(n.endswith(".h") for n in names):
-        raise SetupError(f"the C sources retrieval_conformance/implementations/{CSRC}/*.c and *.h are not "
-                         "installed (package data missing)")
+        raise SetupError(
+            f"the C sources retrieval_conformance/implementations/{CSRC}/*.c and *.h are not "
+            "installed (package data missing)"
+        )
     include = str(resource)
     if not all(os.path.isfile(os.path.join(include, n)) for n in names):
         include = os.path.join(folder, CSRC)
@@ -158,17 +172,22 @@ def check_canaries(cc: str, folder: str, env: Dict[str, str], reports: str) -> N
     lib = os.path.join(folder, "canary.so")
     build(cc, [source], lib)
     call = "import ctypes, sys; print(ctypes.CDLL(sys.argv[1])[sys.argv[2]](int(sys.argv[3])))"
-    ok = subprocess.run([sys.executable, "-c", call, lib, "rc_canary_ok", "1"], env=env,
-                        capture_output=True, text=True, timeout=120)
+    ok = subprocess.run(
+        [sys.executable, "-c", call, lib, "rc_canary_ok", "1"], env=env, capture_output=True, text=True, timeout=120
+    )
     take_reports(reports)
     if ok.returncode != 0 or ok.stdout.strip() != "2":
-        raise NotActive(f"the canary library cannot even be called under the sanitizer environment "
-                        f"(exit {ok.returncode}):\n{ok.stderr.strip()}")
+        raise NotActive(
+            f"the canary library cannot even be called under the sanitizer environment "
+            f"(exit {ok.returncode}):\n{ok.stderr.strip()}"
+        )
     for func, arg, expected in CANARIES:
-        res = subprocess.run([sys.executable, "-c", call, lib, func, arg], env=env,
-                             capture_output=True, text=True, timeout=120)
+        res = subprocess.run(
+            [sys.executable, "-c", call, lib, func, arg], env=env, capture_output=True, text=True, timeout=120
+        )
         text = res.stderr + "".join(t for _, t in take_reports(reports))
         if res.returncode == 0 or expected not in text:
             raise NotActive(
                 f"{func}({arg}) was not caught: exit {res.returncode}, no {expected!r} in its report "
-                f"(LD_PRELOAD={env.get('LD_PRELOAD')!r})\n--- stderr ---\n{res.stderr.strip()}")
+                f"(LD_PRELOAD={env.get('LD_PRELOAD')!r})\n--- stderr ---\n{res.stderr.strip()}"
+            )

@@ -17,6 +17,7 @@ on), :mod:`.candidates` (what it might compute, and what each candidate predicts
 :mod:`.engine` (identification by elimination, shared by ``check`` and ``--identify``) and
 :mod:`.report` (what was found, in words).
 """
+
 from __future__ import annotations
 
 from retrieval_conformance.conformance.harness.adapters.base import UsageError
@@ -29,5 +30,19 @@ from retrieval_conformance.conformance.harness.inputs.public import FAMILIES
 from retrieval_conformance.conformance.harness.report.results import Identification, Report
 from retrieval_conformance.conformance.harness.session import Session
 
-__all__ = ["check", "identify", "check_main", "add_check_arguments", "run_check_args", "Report", "Identification",
-           "Session", "Checker", "ADAPTERS", "FAMILIES", "UsageError", "load_function", "read_known_deviations"]
+__all__ = [
+    "check",
+    "identify",
+    "check_main",
+    "add_check_arguments",
+    "run_check_args",
+    "Report",
+    "Identification",
+    "Session",
+    "Checker",
+    "ADAPTERS",
+    "FAMILIES",
+    "UsageError",
+    "load_function",
+    "read_known_deviations",
+]

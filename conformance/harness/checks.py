@@ -15,6 +15,7 @@ reproduces it (:mod:`.engine.causes`); otherwise "cause unknown".  Every part is
 no check's smallest input showed gets its own result (``identified/...``).  :mod:`.explanations`
 words each deviation.
 """
+
 from __future__ import annotations
 
 import fnmatch
@@ -66,17 +67,30 @@ class FindingCheck(NamedTuple):
 
 
 FINDING_CHECKS = (
-    FindingCheck("call/deterministic", "the same input twice gives the same values",
-                 "the same input gives the same value (determinism)", lambda a: a.nondeterministic),
-    FindingCheck("call/inputs-unchanged", "the function does not modify its inputs", "inputs are read, not modified",
-                 lambda a: a.mutated),
+    FindingCheck(
+        "call/deterministic",
+        "the same input twice gives the same values",
+        "the same input gives the same value (determinism)",
+        lambda a: a.nondeterministic,
+    ),
+    FindingCheck(
+        "call/inputs-unchanged",
+        "the function does not modify its inputs",
+        "inputs are read, not modified",
+        lambda a: a.mutated,
+    ),
 )
 
 
 def every_check_id() -> List[str]:
     """Every check id, in the order they run (whatever the adapter: a check it cannot express is skipped)."""
-    return ([c.name for c in golden_cases()] + [f.id for f in FAMILIES] + [separate.CHECK_ID]
-            + list(outside.CHECK_IDS) + [f.id for f in FINDING_CHECKS])
+    return (
+        [c.name for c in golden_cases()]
+        + [f.id for f in FAMILIES]
+        + [separate.CHECK_ID]
+        + list(outside.CHECK_IDS)
+        + [f.id for f in FINDING_CHECKS]
+    )
 
 
 class Checker(Explanations):
@@ -112,8 +126,7 @@ class Checker(Explanations):
     def _is_known(self, res: CheckResult) -> bool:
         return self.known.accepts(res.id, res.deviation.causes if res.deviation else [])
 
-    def run_one(self, cid: str, run: Optional[Callable[[], CheckResult]] = None, explain: bool = True
-                ) -> CheckResult:
+    def run_one(self, cid: str, run: Optional[Callable[[], CheckResult]] = None, explain: bool = True) -> CheckResult:
         """Run one check by id (explained at once unless ``explain=False``), known deviations applied."""
         if run is None:
             run = dict(self.plan())[cid]
@@ -153,8 +166,13 @@ class Checker(Explanations):
             from hypothesis import HealthCheck, Phase, find, settings
             from hypothesis.errors import NoSuchExample, Unsatisfiable
         except ImportError as exc:  # pragma: no cover - hypothesis is a dependency
-            return CheckResult(fam.id, fam.purpose, fam.clause, SKIP,
-                               reason=f"hypothesis is not installed ({exc}): pip install hypothesis")
+            return CheckResult(
+                fam.id,
+                fam.purpose,
+                fam.clause,
+                SKIP,
+                reason=f"hypothesis is not installed ({exc}): pip install hypothesis",
+            )
         s = self.s
         start = time.perf_counter()
         res = CheckResult(fam.id, fam.purpose, fam.clause, PASS)
@@ -193,9 +211,15 @@ class Checker(Explanations):
             seen[key] = result
             return result
 
-        cfg = settings(max_examples=s.max_examples, derandomize=s.derandomize, database=None,
-                       deadline=None, suppress_health_check=list(HealthCheck),
-                       phases=(Phase.generate, Phase.shrink), report_multiple_bugs=False)
+        cfg = settings(
+            max_examples=s.max_examples,
+            derandomize=s.derandomize,
+            database=None,
+            deadline=None,
+            suppress_health_check=list(HealthCheck),
+            phases=(Phase.generate, Phase.shrink),
+            report_multiple_bugs=False,
+        )
         found = None
         try:
             found = find(hypothesis_strategy(fam, caps), deviates, settings=cfg)
@@ -277,8 +301,10 @@ class Checker(Explanations):
         try:
             import hypothesis  # noqa: F401
         except ImportError as exc:
-            report.usage_error = (f"check needs hypothesis to generate inputs ({exc}); install it with: "
-                                  "pip install hypothesis (pip install retrieval-conformance includes it)")
+            report.usage_error = (
+                f"check needs hypothesis to generate inputs ({exc}); install it with: "
+                "pip install hypothesis (pip install retrieval-conformance includes it)"
+            )
             return report
         for cid, run in self.plan():
             report.results.append(self.run_one(cid, run, explain=False))
@@ -294,8 +320,10 @@ class Checker(Explanations):
         elif s.runner is not None and s.runner.calls and s._success_count == 0:
             first = next((r.deviation for r in report.results if r.deviation), None)
             err = first.mismatches[0].text() if first and first.mismatches else "no call succeeded"
-            report.usage_error = (f"the function could not be called successfully on any input with adapter "
-                                  f"{s.adapter.name!r} ({err}); check the adapter and --arrays")
+            report.usage_error = (
+                f"the function could not be called successfully on any input with adapter "
+                f"{s.adapter.name!r} ({err}); check the adapter and --arrays"
+            )
         elif s.runner is None and not any(r.status != SKIP for r in report.results):
             report.notes.append("no check could run with this adapter and protocol")
         if a is not None and not report.usage_error:
@@ -329,8 +357,14 @@ class Checker(Explanations):
 
 def _size(case: Case) -> Tuple:
     """Order of "smaller" inputs: fewer queries x items, then fewer items, smaller distances."""
-    return (case.n_queries * case.n_gallery, case.n_gallery, case.n_queries,
-            float(abs(case.distances).sum()), int(case.relevance.sum()), case.k or 0)
+    return (
+        case.n_queries * case.n_gallery,
+        case.n_gallery,
+        case.n_queries,
+        float(abs(case.distances).sum()),
+        int(case.relevance.sum()),
+        case.k or 0,
+    )
 
 
 __all__ = ["Checker", "Mismatch"]

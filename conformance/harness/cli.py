@@ -12,6 +12,7 @@ matches), 2 the function could not be loaded or called, or an argument is unusab
 the last line on stderr is ``error: ...``); 130 and 141 as every command
 (``reference/contract/command_line.py``).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -38,51 +39,101 @@ from retrieval_conformance.reference.contract.command_line import (
 from retrieval_conformance.reference.contract.presets import PRESETS
 
 DEFAULT_MAX_EXAMPLES = 60
-_EXIT_STATUS = ("\nexit status: 0 conforms, 1 deviates, 2 the function could not be loaded or called, or a\n"
-                "usage error; 130 interrupted; 141 the reader of the output went away\n")
+_EXIT_STATUS = (
+    "\nexit status: 0 conforms, 1 deviates, 2 the function could not be loaded or called, or a\n"
+    "usage error; 130 interrupted; 141 the reader of the output went away\n"
+)
 #: options that only ``check`` reads (``identify`` has no use for them and refuses them by name)
-CHECK_ONLY = {"max_examples": "--max-examples", "known_deviations": "--known-deviations", "only": "--only",
-              "random": "--random"}
+CHECK_ONLY = {
+    "max_examples": "--max-examples",
+    "known_deviations": "--known-deviations",
+    "only": "--only",
+    "random": "--random",
+}
 
 
 def add_check_arguments(parser: argparse.ArgumentParser, identify_only: bool = False) -> None:
     """The options of ``check`` (for the main CLI's subparser); ``identify_only``: those of ``identify``."""
     parser.add_argument("target", help="the function to check, as module:function or path/to/file.py:function")
-    parser.add_argument("--adapter", default="hashing-codes", choices=sorted(ADAPTERS),
-                        help="the function's signature (default: hashing-codes)")
-    parser.add_argument("--protocol", default=None,
-                        help=f"preset to check against: {', '.join(PRESETS)}; with "
-                             "--adapter oxford: oxford, roxford-easy, roxford-medium, roxford-hard, gldv2 "
-                             "(default: the adapter's usual one)")
+    parser.add_argument(
+        "--adapter",
+        default="hashing-codes",
+        choices=sorted(ADAPTERS),
+        help="the function's signature (default: hashing-codes)",
+    )
+    parser.add_argument(
+        "--protocol",
+        default=None,
+        help=f"preset to check against: {', '.join(PRESETS)}; with "
+        "--adapter oxford: oxford, roxford-easy, roxford-medium, roxford-hard, gldv2 "
+        "(default: the adapter's usual one)",
+    )
     # the convention overrides (--ties, --ap-rule, ...), generated from the one options table
     options_table.add_arguments(parser, "check-cli", skip=("protocol",))
     if not identify_only:
-        parser.add_argument("--identify", action="store_true",
-                            help="name the convention(s) the function follows instead of checking one")
+        parser.add_argument(
+            "--identify",
+            action="store_true",
+            help="name the convention(s) the function follows instead of checking one",
+        )
     parser.add_argument("--junit-xml", metavar="FILE", default=None, help="also write a JUnit XML report")
     if not identify_only:
-        parser.add_argument("--known-deviations", metavar="FILE", default=None,
-                            help="file of accepted deviations, one per line (# comments): a check id or glob "
-                                 "(ties/tie-heavy, golden/*) accepts every deviation of that check; a cause, a "
-                                 "clause starting with § (§4 ties=unstable, §11 percent), accepts a deviation under "
-                                 "any check when every cause named for it is accepted (see KNOWN DEVIATIONS below)")
-    parser.add_argument("--arrays", default="auto", choices=("auto", "numpy", "torch"),
-                        help="pass numpy arrays or torch tensors (auto: numpy, torch if numpy fails)")
+        parser.add_argument(
+            "--known-deviations",
+            metavar="FILE",
+            default=None,
+            help="file of accepted deviations, one per line (# comments): a check id or glob "
+            "(ties/tie-heavy, golden/*) accepts every deviation of that check; a cause, a "
+            "clause starting with § (§4 ties=unstable, §11 percent), accepts a deviation under "
+            "any check when every cause named for it is accepted (see KNOWN DEVIATIONS below)",
+        )
+    parser.add_argument(
+        "--arrays",
+        default="auto",
+        choices=("auto", "numpy", "torch"),
+        help="pass numpy arrays or torch tensors (auto: numpy, torch if numpy fails)",
+    )
     if not identify_only:
-        parser.add_argument("--max-examples", type=positive_int, default=None, metavar="N",
-                            help="generated inputs per property check (default 60)")
-    parser.add_argument("--timeout", type=positive_seconds, default=10.0, metavar="SECONDS",
-                        help="seconds allowed per call (default 10)")
-    parser.add_argument("--warmup-timeout", type=positive_seconds, default=None, metavar="SECONDS",
-                        help="seconds allowed for the first call, which may compile or load (default: "
-                             "max(60, 6 x --timeout))")
-    parser.add_argument("--isolation", default="auto", choices=("auto", "process", "thread", "none"),
-                        help="run the function in a worker process (default where fork exists) or a thread")
+        parser.add_argument(
+            "--max-examples",
+            type=positive_int,
+            default=None,
+            metavar="N",
+            help="generated inputs per property check (default 60)",
+        )
+    parser.add_argument(
+        "--timeout",
+        type=positive_seconds,
+        default=10.0,
+        metavar="SECONDS",
+        help="seconds allowed per call (default 10)",
+    )
+    parser.add_argument(
+        "--warmup-timeout",
+        type=positive_seconds,
+        default=None,
+        metavar="SECONDS",
+        help="seconds allowed for the first call, which may compile or load (default: max(60, 6 x --timeout))",
+    )
+    parser.add_argument(
+        "--isolation",
+        default="auto",
+        choices=("auto", "process", "thread", "none"),
+        help="run the function in a worker process (default where fork exists) or a thread",
+    )
     if not identify_only:
-        parser.add_argument("--only", action="append", default=[], metavar="PATTERN",
-                            help="run only the checks whose id matches (glob; repeatable)")
-        parser.add_argument("--random", action="store_true",
-                            help="let hypothesis draw new random inputs (default: derandomized, reproducible)")
+        parser.add_argument(
+            "--only",
+            action="append",
+            default=[],
+            metavar="PATTERN",
+            help="run only the checks whose id matches (glob; repeatable)",
+        )
+        parser.add_argument(
+            "--random",
+            action="store_true",
+            help="let hypothesis draw new random inputs (default: derandomized, reproducible)",
+        )
     parser.add_argument("-v", "--verbose", action="store_true", help="snippets and tracebacks for every deviation")
 
 
@@ -93,9 +144,16 @@ def run_check_args(ns: argparse.Namespace, out=None) -> int:
     if problem:
         print(f"error: {problem}", file=sys.stderr)
         return 2
-    kwargs = dict(adapter=ns.adapter, protocol=ns.protocol, arrays=ns.arrays, timeout=ns.timeout,
-                  isolation=ns.isolation, target=ns.target, warmup_timeout=ns.warmup_timeout,
-                  **{name: getattr(ns, name) for name in options_table.CONVENTION_OPTIONS})
+    kwargs = dict(
+        adapter=ns.adapter,
+        protocol=ns.protocol,
+        arrays=ns.arrays,
+        timeout=ns.timeout,
+        isolation=ns.isolation,
+        target=ns.target,
+        warmup_timeout=ns.warmup_timeout,
+        **{name: getattr(ns, name) for name in options_table.CONVENTION_OPTIONS},
+    )
     try:
         func = load_function(ns.target)
         known: List[str] = []
@@ -108,8 +166,9 @@ def run_check_args(ns: argparse.Namespace, out=None) -> int:
             report = identify(func, **kwargs)
         else:
             examples = DEFAULT_MAX_EXAMPLES if ns.max_examples is None else ns.max_examples
-            report = check(func, max_examples=examples, derandomize=not ns.random,
-                           known_deviations=known, only=ns.only, **kwargs)
+            report = check(
+                func, max_examples=examples, derandomize=not ns.random, known_deviations=known, only=ns.only, **kwargs
+            )
     except UsageError as exc:
         report = Report(ns.target, ns.adapter, ns.protocol or "-", "-", ns.arrays, usage_error=str(exc))
     if ns.verbose and IMPORT_OUTPUT.get(ns.target):
@@ -122,8 +181,11 @@ def run_check_args(ns: argparse.Namespace, out=None) -> int:
         try:
             report.write_junit(ns.junit_xml)
         except OSError as exc:  # checked before the run, so something changed since: keep the verdict
-            print(f"error: --junit-xml {ns.junit_xml}: cannot write the report ({exc.strerror or exc}); "
-                  "the verdict above stands", file=sys.stderr)
+            print(
+                f"error: --junit-xml {ns.junit_xml}: cannot write the report ({exc.strerror or exc}); "
+                "the verdict above stands",
+                file=sys.stderr,
+            )
             return report.exit_code or 2
     return report.exit_code
 
@@ -133,8 +195,10 @@ def _unusable_arguments(ns: argparse.Namespace) -> Optional[str]:
     if ns.identify:
         given = [flag for dest, flag in CHECK_ONLY.items() if getattr(ns, dest, None) not in (None, False, [])]
         if given:
-            return (f"{given[0]}: applies to check, not to --identify (which runs its own inputs); "
-                    "leave it out or drop --identify")
+            return (
+                f"{given[0]}: applies to check, not to --identify (which runs its own inputs); "
+                "leave it out or drop --identify"
+            )
     if ns.junit_xml:
         try:
             writable_file("--junit-xml", ns.junit_xml)
@@ -155,21 +219,29 @@ known deviations (--known-deviations FILE), one entry per line, # starts a comme
                       only by its check id.  An entry naming no check and no clause is refused
                       (exit status 2).
 """
-_IDENTIFY_EXIT_STATUS = ("exit status: 0 a convention matches every input, 1 none does, 2 the function could\n"
-                         "not be loaded or called, or a usage error; 130 interrupted; 141 the reader of the\n"
-                         "output went away\n")
+_IDENTIFY_EXIT_STATUS = (
+    "exit status: 0 a convention matches every input, 1 none does, 2 the function could\n"
+    "not be loaded or called, or a usage error; 130 interrupted; 141 the reader of the\n"
+    "output went away\n"
+)
 
 
 def check_parser(command: str = "check") -> argparse.ArgumentParser:
     """The parser of ``check`` (``identify``: its own options under its own name, without those only
     ``check`` reads): no abbreviated flags (``--k`` must not pass for ``--known-deviations``)."""
     identifying = command == "identify"
-    description = ("Name the conventions (and known bugs) a metric function follows (check --identify)."
-                   if identifying else "Check a metric function against the reference.")
-    parser = CommandParser(allow_abbrev=False, prog=f"retrieval-conformance {command}",
-                           description=description,
-                           epilog=_IDENTIFY_EXIT_STATUS if identifying else KNOWN_DEVIATIONS_HELP + _EXIT_STATUS,
-                           formatter_class=argparse.RawDescriptionHelpFormatter)
+    description = (
+        "Name the conventions (and known bugs) a metric function follows (check --identify)."
+        if identifying
+        else "Check a metric function against the reference."
+    )
+    parser = CommandParser(
+        allow_abbrev=False,
+        prog=f"retrieval-conformance {command}",
+        description=description,
+        epilog=_IDENTIFY_EXIT_STATUS if identifying else KNOWN_DEVIATIONS_HELP + _EXIT_STATUS,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     add_check_arguments(parser, identify_only=identifying)
     return parser
 

@@ -2,6 +2,7 @@
 
 Re-exported by the package (``from retrieval_conformance.conformance.harness import check``).
 """
+
 from __future__ import annotations
 
 import textwrap
@@ -28,21 +29,44 @@ def _session(func, adapter, protocol, **kw) -> Session:
 def _with_adapters(function: Callable) -> Callable:
     """Fill the ``{adapters}`` slot of ``function``'s docstring with every adapter of the registry."""
     if function.__doc__ is not None:  # python -OO drops docstrings
-        text = textwrap.fill(f"The function's signature: {adapter_names_text()}.", 88, initial_indent=" " * 8,
-                             subsequent_indent=" " * 8, break_long_words=False, break_on_hyphens=False)
+        text = textwrap.fill(
+            f"The function's signature: {adapter_names_text()}.",
+            88,
+            initial_indent=" " * 8,
+            subsequent_indent=" " * 8,
+            break_long_words=False,
+            break_on_hyphens=False,
+        )
         function.__doc__ = function.__doc__.replace(" " * 8 + "{adapters}", text)
     return function
 
 
 @_with_adapters
 @options_table.documented("check", protocol=PROTOCOL_DETAIL)
-def check(func: Union[Callable, str], adapter: str = "hashing-codes", protocol: Optional[str] = None, *,
-          ties: Optional[str] = None, ap_rule: Optional[str] = None, ap_at_k: Optional[str] = None,
-          empty: Optional[str] = None, gain: Optional[str] = None, recall: Optional[str] = None,
-          discount: Optional[str] = None, arrays: str = "auto", max_examples: int = 60, timeout: float = 10.0,
-          isolation: str = "auto", known_deviations: Sequence[str] = (), only: Sequence[str] = (),
-          derandomize: bool = True, atol: float = 1e-6, rtol: float = 1e-5,
-          target: Optional[str] = None, warmup_timeout: Optional[float] = None) -> Report:
+def check(
+    func: Union[Callable, str],
+    adapter: str = "hashing-codes",
+    protocol: Optional[str] = None,
+    *,
+    ties: Optional[str] = None,
+    ap_rule: Optional[str] = None,
+    ap_at_k: Optional[str] = None,
+    empty: Optional[str] = None,
+    gain: Optional[str] = None,
+    recall: Optional[str] = None,
+    discount: Optional[str] = None,
+    arrays: str = "auto",
+    max_examples: int = 60,
+    timeout: float = 10.0,
+    isolation: str = "auto",
+    known_deviations: Sequence[str] = (),
+    only: Sequence[str] = (),
+    derandomize: bool = True,
+    atol: float = 1e-6,
+    rtol: float = 1e-5,
+    target: Optional[str] = None,
+    warmup_timeout: Optional[float] = None,
+) -> Report:
     """Check ``func`` against the reference under ``protocol``.
 
     Parameters
@@ -77,20 +101,49 @@ def check(func: Union[Callable, str], adapter: str = "hashing-codes", protocol: 
         ``exit_code`` (0 conforms, 1 deviates, 2 usage error), ``text()``, ``junit_xml()``.
     """
     try:
-        with _session(func, adapter, protocol, ties=ties, ap_rule=ap_rule, ap_at_k=ap_at_k, empty=empty,
-                      gain=gain, recall=recall, discount=discount, arrays=arrays, timeout=timeout, isolation=isolation,
-                      max_examples=max_examples,
-                      atol=atol, rtol=rtol, derandomize=derandomize, known_deviations=known_deviations,
-                      only=only, target=target, warmup_timeout=warmup_timeout) as s:
+        with _session(
+            func,
+            adapter,
+            protocol,
+            ties=ties,
+            ap_rule=ap_rule,
+            ap_at_k=ap_at_k,
+            empty=empty,
+            gain=gain,
+            recall=recall,
+            discount=discount,
+            arrays=arrays,
+            timeout=timeout,
+            isolation=isolation,
+            max_examples=max_examples,
+            atol=atol,
+            rtol=rtol,
+            derandomize=derandomize,
+            known_deviations=known_deviations,
+            only=only,
+            target=target,
+            warmup_timeout=warmup_timeout,
+        ) as s:
             return Checker(s).check()
     except UsageError as exc:
         return Report(target or str(func), adapter, protocol or "-", "-", arrays, usage_error=str(exc))
 
 
-def identify(func: Union[Callable, str], adapter: str = "hashing-codes", protocol: Optional[str] = None, *,
-             arrays: str = "auto", timeout: float = 10.0, isolation: str = "auto", per_family: int = 5,
-             target: Optional[str] = None, atol: float = 1e-6, rtol: float = 1e-5,
-             warmup_timeout: Optional[float] = None, **overrides) -> Report:
+def identify(
+    func: Union[Callable, str],
+    adapter: str = "hashing-codes",
+    protocol: Optional[str] = None,
+    *,
+    arrays: str = "auto",
+    timeout: float = 10.0,
+    isolation: str = "auto",
+    per_family: int = 5,
+    target: Optional[str] = None,
+    atol: float = 1e-6,
+    rtol: float = 1e-5,
+    warmup_timeout: Optional[float] = None,
+    **overrides,
+) -> Report:
     """Name what ``func`` computes, by elimination.
 
     The function runs on the golden cases and a fixed sample of every input family; every
@@ -103,8 +156,19 @@ def identify(func: Union[Callable, str], adapter: str = "hashing-codes", protoco
     reproduces the values; exit status 2 when nothing could be compared.
     """
     try:
-        with _session(func, adapter, protocol, arrays=arrays, timeout=timeout, isolation=isolation,
-                      target=target, atol=atol, rtol=rtol, warmup_timeout=warmup_timeout, **overrides) as s:
+        with _session(
+            func,
+            adapter,
+            protocol,
+            arrays=arrays,
+            timeout=timeout,
+            isolation=isolation,
+            target=target,
+            atol=atol,
+            rtol=rtol,
+            warmup_timeout=warmup_timeout,
+            **overrides,
+        ) as s:
             ident = _identify_session(s, per_family=per_family)
             rep = Report(s.target, s.adapter.name, s.protocol, s.convention_text, s.arrays, identification=ident)
             rep.notes.extend(s.notes)

@@ -7,6 +7,7 @@ smallest input showed gets a result of its own (``identified/...``), on the smal
 rules out the same candidate without it.  :class:`Explanations` is the half of
 :class:`~.checks.Checker` that does this.
 """
+
 from __future__ import annotations
 
 from dataclasses import replace
@@ -74,25 +75,38 @@ class Explanations:
         if failing:
             clauses.append(f"adapter {s.adapter.name}: returns {s.adapter.metrics_text} for every valid input")
             m = next(m for m in ev.mismatches if m.kind in failing)
-            why.append({"raised": f"the function raised {m.user}",
-                        "timeout": f"the function did not return within {s.timeout:g} s",
-                        "crashed": f"the function crashed the worker process ({m.user})",
-                        "wrong-type": f"{m.user}"}[m.kind])
+            why.append(
+                {
+                    "raised": f"the function raised {m.user}",
+                    "timeout": f"the function did not return within {s.timeout:g} s",
+                    "crashed": f"the function crashed the worker process ({m.user})",
+                    "wrong-type": f"{m.user}",
+                }[m.kind]
+            )
             r = self.analysis().raising
             if m.kind == "raised" and r.kind:
-                why.append(f"it raises exactly on the inputs with {r.kind} ({len(r.raised)} calls), and returns a "
-                           "value on every other input")
+                why.append(
+                    f"it raises exactly on the inputs with {r.kind} ({len(r.raised)} calls), and returns a "
+                    "value on every other input"
+                )
             return clauses, why
         if case.non_positive_scores:
             ev2 = s.evaluate(replace(case, non_positive_scores=False, name=case.name + " (scores > 0)"))
             if ev2.skipped is None and not ev2.mismatches:
-                return (["spec §2 relevance does not depend on the score"],
-                        why + ["the same input with positive scores conforms: relevant items with a score <= 0 were "
-                               "counted as not relevant (torchmetrics >= 1.7.4, Lightning-AI/torchmetrics#3104)"])
+                return (
+                    ["spec §2 relevance does not depend on the score"],
+                    why
+                    + [
+                        "the same input with positive scores conforms: relevant items with a score <= 0 were "
+                        "counted as not relevant (torchmetrics >= 1.7.4, Lightning-AI/torchmetrics#3104)"
+                    ],
+                )
         a = self.analysis()
         if a.nondeterministic:
-            return (["the same input gives the same value (determinism)"],
-                    why + ["not deterministic: " + a.nondeterministic])
+            return (
+                ["the same input gives the same value (determinism)"],
+                why + ["not deterministic: " + a.nondeterministic],
+            )
         v = a.verdict
         if "non-finite" in kinds:
             why.append("the function returned a non-finite value (NaN or inf) where the reference is a number")
@@ -103,8 +117,14 @@ class Explanations:
             named = partial_causes(s, a, ev)  # the fields that are identified may explain this input
             if named is not None:
                 return named[0], why + named[1]
-            return ([UNKNOWN], why + [f"no candidate ({search_text(a.dims)}) reproduces every value the function "
-                                      f"returned (found by the {fam_clause} check); the values are below"])
+            return (
+                [UNKNOWN],
+                why
+                + [
+                    f"no candidate ({search_text(a.dims)}) reproduces every value the function "
+                    f"returned (found by the {fam_clause} check); the values are below"
+                ],
+            )
         described = v.described
         # name the parts without which this input's values are not reproduced
         here = shown(s, described, a.dims, ev)
@@ -116,11 +136,20 @@ class Explanations:
             cand = described.of(names[0]) if names is not None and isinstance(described, Composite) else described
             self._causes.append(cause_spellings(clause, cause_of(cand, comp)))
         if not clauses:  # nothing identified differs from the protocol, yet this input deviates
-            return ([UNKNOWN], why + ["what was identified reproduces every value, yet differs nowhere from the "
-                                      "protocol on this input; the values are below"])
+            return (
+                [UNKNOWN],
+                why
+                + [
+                    "what was identified reproduces every value, yet differs nowhere from the "
+                    "protocol on this input; the values are below"
+                ],
+            )
         rest = [p for p in parts(s, described, a.dims) if p not in here]
-        together = ("together with " + ", ".join(part_label(described, p) for p in rest)
-                    + " (shown on other inputs), ") if rest else ""
+        together = (
+            ("together with " + ", ".join(part_label(described, p) for p in rest) + " (shown on other inputs), ")
+            if rest
+            else ""
+        )
         why[-1] += f" [{together}reproduces all {v.compared} values of the {v.inputs} inputs compared]"
         alts = alternatives(v.best, v.survivors[1:], a.dims)
         if alts:
@@ -142,13 +171,30 @@ class Explanations:
             user_text = fmt_float(m0.user) if m0.kind in ("value", "non-finite") else f"{m0.kind}: {m0.user}"
         main = s.adapter.main_field
         ref_val = ev.reference.get((main, call.query))
-        snippet = make_snippet(s.func, s.target, s.adapter, call, s.arrays, s.protocol,
-                               {k: v for k, v in s.overrides.items() if v is not None},
-                               user_text.replace("\n", " ")[:120], fmt_exact(ref_val))
+        snippet = make_snippet(
+            s.func,
+            s.target,
+            s.adapter,
+            call,
+            s.arrays,
+            s.protocol,
+            {k: v for k, v in s.overrides.items() if v is not None},
+            user_text.replace("\n", " ")[:120],
+            fmt_exact(ref_val),
+        )
         case_text = ev.case.describe() + (f"; {call.note}" if call.note else "")
         printed = outcome.stdout + getattr(outcome, "stderr", "")
-        return Deviation(check_id, clauses, why, ev.mismatches, case_text, snippet, printed,
-                         outcome.traceback, size=ev.case.n_queries * ev.case.n_gallery)
+        return Deviation(
+            check_id,
+            clauses,
+            why,
+            ev.mismatches,
+            case_text,
+            snippet,
+            printed,
+            outcome.traceback,
+            size=ev.case.n_queries * ev.case.n_gallery,
+        )
 
     def unshown_causes(self, report: Report) -> List[CheckResult]:
         """Every part of what was identified is reported: a part no check's smallest input showed
@@ -174,10 +220,16 @@ class Explanations:
             res = CheckResult(cid, "a cause shown only on inputs the elimination ran", clause, DEVIATE, examples=1)
             # every part this input needs is named: the values there may need more than this one
             here = shown(self.s, v.described, a.dims, ev)
-            res.deviation = self._evidence(cid, ev, _unique([clause_and_why(self.s, v.described, p)[0] for p in here]),
-                                           [clause_and_why(self.s, v.described, p)[1] for p in here])
-            res.deviation.explanations[-1] += (f" [shown on {ev.case.name}; together these reproduce all "
-                                               f"{v.compared} values of the {v.inputs} inputs compared]")
+            res.deviation = self._evidence(
+                cid,
+                ev,
+                _unique([clause_and_why(self.s, v.described, p)[0] for p in here]),
+                [clause_and_why(self.s, v.described, p)[1] for p in here],
+            )
+            res.deviation.explanations[-1] += (
+                f" [shown on {ev.case.name}; together these reproduce all "
+                f"{v.compared} values of the {v.inputs} inputs compared]"
+            )
             named.add(clause)
             out.append(res)
         return out

@@ -7,6 +7,7 @@ hypothesis shrinks them; what a family does differently is its :class:`~.familie
 :func:`hypothesis_strategy` shrinks towards small cases; :func:`sample_cases` gives a fixed,
 reproducible set (used by ``identify``).
 """
+
 from __future__ import annotations
 
 from typing import List, Optional, Tuple
@@ -54,8 +55,18 @@ def generate(d: Choices, fam: Family, caps: Capabilities, index: int = 0) -> Cas
     grades = None
     if fam.graded and caps.grades:
         grades = np.array([[d.integer(1, 3) if r else 0 for r in row] for row in rel], dtype=np.int64)
-    return Case(name=f"{fam.id}#{index}", distances=dist, relevance=rel, junk=junk, k=k, max_rank=max_rank,
-                ids=ids, family=fam.id, non_positive_scores=fam.non_positive_scores, grades=grades)
+    return Case(
+        name=f"{fam.id}#{index}",
+        distances=dist,
+        relevance=rel,
+        junk=junk,
+        k=k,
+        max_rank=max_rank,
+        ids=ids,
+        family=fam.id,
+        non_positive_scores=fam.non_positive_scores,
+        grades=grades,
+    )
 
 
 def hypothesis_strategy(fam: Family, caps: Capabilities):

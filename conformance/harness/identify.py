@@ -4,6 +4,7 @@ The golden cases and a fixed sample of every input family are run; :func:`~.engi
 eliminates the candidates; :func:`identification` puts the verdict into words (the nearest preset
 and what differs, :mod:`.report.describe`), with the probes' notes (:mod:`.engine.probes`).
 """
+
 from __future__ import annotations
 
 from typing import List
@@ -71,16 +72,26 @@ def identification(session: Session, a: Analysis) -> Identification:
     if a.uncheckable:
         return Identification(False, lines + ["  " + a.uncheckable], uncheckable=a.uncheckable, n_cases=n_inputs)
     if a.nondeterministic:
-        return Identification(False, lines + ["  not deterministic: " + a.nondeterministic
-                                               + "; no convention is named for a function whose value changes"],
-                              nondeterministic=True, n_cases=n_inputs)
+        return Identification(
+            False,
+            lines
+            + [
+                "  not deterministic: "
+                + a.nondeterministic
+                + "; no convention is named for a function whose value changes"
+            ],
+            nondeterministic=True,
+            n_cases=n_inputs,
+        )
     extra: List[str] = []
     if r.raised:
         extra.append("  also: " + r.text())
     elif r.allowed:
         error = r.allowed[0].outcome.error.splitlines()[0][:200]
-        extra.append(f"  note: it raises {error} on {len(r.allowed)} call(s) where the value is undefined "
-                     "(a query or input the convention leaves out): allowed")
+        extra.append(
+            f"  note: it raises {error} on {len(r.allowed)} call(s) where the value is undefined "
+            "(a query or input the convention leaves out): allowed"
+        )
     if a.mutated:
         extra.append("  also: " + a.mutated)
     v = a.verdict
@@ -103,23 +114,31 @@ def identification(session: Session, a: Analysis) -> Identification:
         lines.append("  " + text)
     cmc_cand = v.composite.of("cmc") if v.composite is not None else best
     if cmc_cand.cmc_length == "gallery":
-        lines.append("  CMC length: each query's CMC is cut at min(max_rank, its gallery after junk removal), a "
-                     "convention (torchreid, fast-reid, reid-strong-baseline), compared on the common prefix")
+        lines.append(
+            "  CMC length: each query's CMC is cut at min(max_rank, its gallery after junk removal), a "
+            "convention (torchreid, fast-reid, reid-strong-baseline), compared on the common prefix"
+        )
     if equal and not diffs:
-        lines.append(f"  the same through this signature: {', '.join(f'`{p}`' for p in equal)}"
-                     + (f" ({session.adapter.same_presets_note})" if session.adapter.same_presets_note else ""))
+        lines.append(
+            f"  the same through this signature: {', '.join(f'`{p}`' for p in equal)}"
+            + (f" ({session.adapter.same_presets_note})" if session.adapter.same_presets_note else "")
+        )
     # an alternative under which the function raises where a value is due is not equally consistent
     due = len(r.raised)
-    others = [c for c in v.survivors[1:]
-              if sum(expects_value(session, c, rec) for rec in r.raised + r.allowed) == due]
+    others = [c for c in v.survivors[1:] if sum(expects_value(session, c, rec) for rec in r.raised + r.allowed) == due]
     # a composite's main field cannot tell the CMC length: that is the CMC's own part
     alts = alternatives(best, others, [d for d in a.dims if v.composite is None or d != "cmc_length"])
     if alts:
-        how = ("no input tried tells them apart" if not v.undecided
-               else f"the split search stopped after {v.split_inputs} further inputs")
+        how = (
+            "no input tried tells them apart"
+            if not v.undecided
+            else f"the split search stopped after {v.split_inputs} further inputs"
+        )
         lines.append(f"  equally consistent with: {'; '.join(alts)} ({how})")
-    lines.append(f"  evidence: {v.compared} values on {v.inputs} inputs"
-                 + (f", {v.split_inputs} of them chosen where the candidates disagree" if v.split_inputs else ""))
+    lines.append(
+        f"  evidence: {v.compared} values on {v.inputs} inputs"
+        + (f", {v.split_inputs} of them chosen where the candidates disagree" if v.split_inputs else "")
+    )
     if best.conv.ties == UNSTABLE:
         lines.append("  " + findings.platform_facts())
     impossible_lines = _impossible_lines(session, a)
@@ -129,9 +148,17 @@ def identification(session: Session, a: Analysis) -> Identification:
     # (a platform-dependent value), raising where a value is due, or mutated inputs are findings
     parts = [c for _, c in v.composite.parts] if v.composite is not None else [best]
     matched = all(c.conv.ties != UNSTABLE for c in parts) and not r.raised and not a.mutated and not impossible_lines
-    return Identification(matched, lines + extra, conventions=v.survivors, preset=preset, differences=differences,
-                          bug=best.bugs[0].id if best.bugs else None, n_cases=n_inputs, per_field=per_field,
-                          composite=v.composite)
+    return Identification(
+        matched,
+        lines + extra,
+        conventions=v.survivors,
+        preset=preset,
+        differences=differences,
+        bug=best.bugs[0].id if best.bugs else None,
+        n_cases=n_inputs,
+        per_field=per_field,
+        composite=v.composite,
+    )
 
 
 def field_lines(session: Session, a: Analysis) -> List[str]:

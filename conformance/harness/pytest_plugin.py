@@ -5,6 +5,7 @@ Registered as the ``pytest11`` entry point ``retrieval_conformance`` (so that
 options before collecting), and re-used by ``conformance/conftest.py`` when the entry point is
 not installed.  It only adds options and fixtures: harmless for every other test.
 """
+
 from __future__ import annotations
 
 import pytest
@@ -51,8 +52,9 @@ def unusable_options(config) -> "str | None":
         except ValueError as exc:
             return str(exc)
     try:
-        adapter, examples, timeout = (config.getoption(name) for name in (
-            "--adapter", "--conformance-max-examples", "--conformance-timeout"))
+        adapter, examples, timeout = (
+            config.getoption(name) for name in ("--adapter", "--conformance-max-examples", "--conformance-timeout")
+        )
     except ValueError:  # the options are not ours to read (added by the conftest later)
         return None
     if adapter != DEFAULT_ADAPTER:  # the default needs no import of the harness to be known
@@ -99,23 +101,53 @@ PROTOCOL_VALUES = (_landmark_presets(), "default: the adapter's usual one; the l
 
 def add_options(parser):
     group = parser.getgroup("retrieval-conformance", "retrieval-conformance: check a user's metric function")
-    group.addoption("--impl", default=None, metavar="MODULE:FUNCTION",
-                    help="the metric function to check (module:function or path/to/file.py:function)")
-    group.addoption("--adapter", default=DEFAULT_ADAPTER, metavar="NAME",
-                    help="its signature (retrieval-conformance check --help lists every adapter)")
+    group.addoption(
+        "--impl",
+        default=None,
+        metavar="MODULE:FUNCTION",
+        help="the metric function to check (module:function or path/to/file.py:function)",
+    )
+    group.addoption(
+        "--adapter",
+        default=DEFAULT_ADAPTER,
+        metavar="NAME",
+        help="its signature (retrieval-conformance check --help lists every adapter)",
+    )
     # --protocol and the convention overrides (--ties, --ap-rule, ...), generated from the one options table
     options_table.add_arguments(group, "pytest-plugin", wider={"protocol": PROTOCOL_VALUES})
-    group.addoption("--arrays", default="auto", choices=("auto", "numpy", "torch"),
-                    help="pass numpy arrays or torch tensors to --impl (auto: torch if numpy fails)")
-    group.addoption("--known-deviations", default=None, metavar="FILE",
-                    help="file of accepted deviations for --impl, one per line: check ids or globs, or causes "
-                         "such as '§4 ties=unstable' (xfail instead of fail)")
-    group.addoption("--conformance-max-examples", type=int, default=60, metavar="N",
-                    help="generated inputs per property check of --impl (default 60)")
-    group.addoption("--conformance-timeout", type=float, default=10.0, metavar="SECONDS",
-                    help="seconds allowed per call of --impl (default 10)")
-    group.addoption("--require-torch", action="store_true", default=False,
-                    help="fail, instead of skip, the tests that need torch when it is missing")
+    group.addoption(
+        "--arrays",
+        default="auto",
+        choices=("auto", "numpy", "torch"),
+        help="pass numpy arrays or torch tensors to --impl (auto: torch if numpy fails)",
+    )
+    group.addoption(
+        "--known-deviations",
+        default=None,
+        metavar="FILE",
+        help="file of accepted deviations for --impl, one per line: check ids or globs, or causes "
+        "such as '§4 ties=unstable' (xfail instead of fail)",
+    )
+    group.addoption(
+        "--conformance-max-examples",
+        type=int,
+        default=60,
+        metavar="N",
+        help="generated inputs per property check of --impl (default 60)",
+    )
+    group.addoption(
+        "--conformance-timeout",
+        type=float,
+        default=10.0,
+        metavar="SECONDS",
+        help="seconds allowed per call of --impl (default 10)",
+    )
+    group.addoption(
+        "--require-torch",
+        action="store_true",
+        default=False,
+        help="fail, instead of skip, the tests that need torch when it is missing",
+    )
 
 
 @pytest.fixture(scope="session")

@@ -5,6 +5,7 @@ evaluated input (``observed``: the evidence identification eliminates candidates
 compares the returned fields with the protocol's prediction.  The checks (:mod:`.checks`) and
 identification (:mod:`.identify`) build on it.
 """
+
 from __future__ import annotations
 
 import math
@@ -61,8 +62,10 @@ class Evaluation:
 
 
 #: what ``check`` and ``Session`` say of ``protocol`` beyond the options table
-PROTOCOL_DETAIL = ("Default: the adapter's usual one (``hashing``, ``reid``...); with ``adapter=\"oxford\"``, "
-                   "one of " + ", ".join(f"``{name}``" for name in LANDMARK_CONVENTIONS) + ".")
+PROTOCOL_DETAIL = (
+    'Default: the adapter\'s usual one (``hashing``, ``reid``...); with ``adapter="oxford"``, '
+    "one of " + ", ".join(f"``{name}``" for name in LANDMARK_CONVENTIONS) + "."
+)
 
 
 @options_table.documented("check", protocol=PROTOCOL_DETAIL)
@@ -82,23 +85,50 @@ class Session:
         Seconds allowed for the first call in a worker, as in :func:`~.entry.check`.
     """
 
-    def __init__(self, func: Callable, adapter: str = "hashing-codes", protocol: Optional[str] = None, *,
-                 ties: Optional[str] = None, ap_rule: Optional[str] = None, ap_at_k: Optional[str] = None,
-                 empty: Optional[str] = None, gain: Optional[str] = None, recall: Optional[str] = None,
-                 discount: Optional[str] = None, arrays: str = "auto", timeout: float = 10.0,
-                 isolation: str = "auto", max_examples: int = 60, atol: float = 1e-6, rtol: float = 1e-5,
-                 target: Optional[str] = None, derandomize: bool = True, known_deviations: Sequence[str] = (),
-                 only: Sequence[str] = (), shrink_budget: int = 150, warmup_timeout: Optional[float] = None):
+    def __init__(
+        self,
+        func: Callable,
+        adapter: str = "hashing-codes",
+        protocol: Optional[str] = None,
+        *,
+        ties: Optional[str] = None,
+        ap_rule: Optional[str] = None,
+        ap_at_k: Optional[str] = None,
+        empty: Optional[str] = None,
+        gain: Optional[str] = None,
+        recall: Optional[str] = None,
+        discount: Optional[str] = None,
+        arrays: str = "auto",
+        timeout: float = 10.0,
+        isolation: str = "auto",
+        max_examples: int = 60,
+        atol: float = 1e-6,
+        rtol: float = 1e-5,
+        target: Optional[str] = None,
+        derandomize: bool = True,
+        known_deviations: Sequence[str] = (),
+        only: Sequence[str] = (),
+        shrink_budget: int = 150,
+        warmup_timeout: Optional[float] = None,
+    ):
         self.func = func
         self.target = target or _name_of(func)
         self.adapter = get_adapter(adapter, func)
         self.protocol = protocol or DEFAULT_PROTOCOL[adapter]
-        self.overrides = {"ties": ties, "ap_rule": ap_rule, "ap_at_k": ap_at_k, "empty": empty, "gain": gain,
-                          "recall": recall, "discount": discount}
+        self.overrides = {
+            "ties": ties,
+            "ap_rule": ap_rule,
+            "ap_at_k": ap_at_k,
+            "empty": empty,
+            "gain": gain,
+            "recall": recall,
+            "discount": discount,
+        }
         for name, value in self.overrides.items():
             if value is not None and value not in OPTION_VALUES[name]:
-                raise UsageError(f"--{name.replace('_', '-')}: expected one of {list(OPTION_VALUES[name])}, "
-                                    f"got {value!r}")
+                raise UsageError(
+                    f"--{name.replace('_', '-')}: expected one of {list(OPTION_VALUES[name])}, got {value!r}"
+                )
         self.convention = self.adapter.protocol_convention(self.protocol, self.overrides)
         self.protocol_k = (self.protocol in K_PROTOCOLS or ap_at_k is not None) and not self.adapter.ranked_list
         self.requested_arrays = self.adapter.forced_arrays or arrays
@@ -114,8 +144,9 @@ class Session:
         self.known = list(known_deviations)
         self.only = list(only)
         self.cache = ReferenceCache()
-        self.predictor = Predictor(self.cache, self.adapter.name, self.adapter.per_query, self.adapter.fields,
-                                   reads_cmc=self.adapter.reads_cmc)
+        self.predictor = Predictor(
+            self.cache, self.adapter.name, self.adapter.per_query, self.adapter.fields, reads_cmc=self.adapter.reads_cmc
+        )
         self.eliminator = Eliminator(self.predictor, atol, rtol, check_cmc_length=self._passes_max_rank())
         # the protocol as a candidate; a CMC of either length rule conforms (both are conventions)
         self.protocol_candidate = Candidate(self.convention, None)
@@ -143,8 +174,9 @@ class Session:
         values["ties"] = self.adapter.tie_candidates
         values["ap_at_k"] = OPTION_VALUES["ap_at_k"] if any_k else ("hits",)
         # skip_no_hit differs from skip only in a mean over queries with a cut-off
-        values["empty"] = tuple(e for e in OPTION_VALUES["empty"]
-                                if e != "skip_no_hit" or (any_k and not self.adapter.per_query))
+        values["empty"] = tuple(
+            e for e in OPTION_VALUES["empty"] if e != "skip_no_hit" or (any_k and not self.adapter.per_query)
+        )
         for name in values:  # an option the adapter's values do not depend on stays at the protocol's value
             if name not in self.adapter.options:
                 values[name] = (getattr(self.convention, name),)
@@ -192,8 +224,10 @@ class Session:
                 if t_out.ok:
                     self.close()
                     self.runner, self.arrays = trial, "torch"
-                    self.notes.append(f"numpy arrays made the function fail ({out.error.splitlines()[0]}); "
-                                      "it was called with torch tensors instead (--arrays torch)")
+                    self.notes.append(
+                        f"numpy arrays made the function fail ({out.error.splitlines()[0]}); "
+                        "it was called with torch tensors instead (--arrays torch)"
+                    )
                     return t_out
                 trial.close()
         return out
@@ -244,11 +278,11 @@ class Session:
         return ev
 
     # -- comparing with the protocol ----------------------------------------------------------
-    def prediction(self, ev: Evaluation, call: Call, reading: Optional[Reading],
-                   cand: Optional[Candidate] = None):
+    def prediction(self, ev: Evaluation, call: Call, reading: Optional[Reading], cand: Optional[Candidate] = None):
         cmc = reading.values.get("cmc") if reading is not None else None
-        return self.predictor.predict(cand or self.protocol_candidate, ev.case, call,
-                                      cmc_len=len(cmc) if cmc is not None else None)
+        return self.predictor.predict(
+            cand or self.protocol_candidate, ev.case, call, cmc_len=len(cmc) if cmc is not None else None
+        )
 
     def compare(self, ev: Evaluation, cand: Optional[Candidate] = None) -> List[Mismatch]:
         """Mismatches of an evaluated case against a candidate (default: the protocol)."""
@@ -291,15 +325,23 @@ class Session:
         n = len(user)
         if self._passes_max_rank() and n not in pred["cmc_lengths"]:
             allowed = " or ".join(str(v) for v in sorted(pred["cmc_lengths"]))
-            return [Mismatch("cmc", "length", n, None,
-                             detail=f"returned {n} CMC values; expected {allowed} (max_rank={call.max_rank}, "
-                                    f"or min(max_rank, gallery size))")]
+            return [
+                Mismatch(
+                    "cmc",
+                    "length",
+                    n,
+                    None,
+                    detail=f"returned {n} CMC values; expected {allowed} (max_rank={call.max_rank}, "
+                    f"or min(max_rank, gallery size))",
+                )
+            ]
         out = []
         for j in range(min(n, len(cmc))):
             if not within(user[j], cmc[j], self.atol, self.rtol):
                 name = "cmc[0] (Rank-1)" if j == 0 else f"cmc[{j}] (Rank-{j + 1})"
-                out.append(Mismatch(name, "value" if math.isfinite(user[j]) else "non-finite", user[j],
-                                    exact_value(cmc[j])))
+                out.append(
+                    Mismatch(name, "value" if math.isfinite(user[j]) else "non-finite", user[j], exact_value(cmc[j]))
+                )
         return out
 
     def _metric_name(self, q: Optional[int], metric: str) -> str:

@@ -16,6 +16,7 @@ An *array source* has the three methods of ``np.random.Generator`` the builders 
 (``integers``, ``random``, ``choice``); a numpy Generator is one, :class:`CellChoices` draws
 each cell through a source of choices.
 """
+
 from __future__ import annotations
 
 import random
@@ -23,8 +24,16 @@ from typing import Any, Callable, Optional, Sequence
 
 import numpy as np
 
-__all__ = ["CellChoices", "Choices", "HypothesisChoices", "NumpyChoices", "RandomChoices", "RecordingChoices",
-           "ReplayChoices", "case_rng"]
+__all__ = [
+    "CellChoices",
+    "Choices",
+    "HypothesisChoices",
+    "NumpyChoices",
+    "RandomChoices",
+    "RecordingChoices",
+    "ReplayChoices",
+    "case_rng",
+]
 
 #: the largest seed a numpy Generator is drawn from (so every source draws it the same way)
 MAX_SEED = 2**32 - 1
@@ -172,8 +181,9 @@ class CellChoices:
             return bulk.integers(low, high, size=size)
         if size is None:
             return self.choices.integer(low, high - 1)
-        return np.array([self.choices.integer(low, high - 1) for _ in range(int(np.prod(size)))],
-                        dtype=np.int64).reshape(size)
+        return np.array(
+            [self.choices.integer(low, high - 1) for _ in range(int(np.prod(size)))], dtype=np.int64
+        ).reshape(size)
 
     def random(self, size: Any = None) -> Any:
         """Floats in [0, 1), in steps of 1/1000."""

@@ -6,6 +6,7 @@ cameras, every option drawn; a rare one holds a tie group of thousands of items.
 comes from a source of :mod:`.choices`, so the fuzz campaign, hypothesis and seeded tests
 build the same classes of problems.
 """
+
 from __future__ import annotations
 
 from typing import Any, Dict, Tuple

@@ -7,6 +7,7 @@ with cameras and junk ids, multi-hot rows), junk, and queries without relevant i
 choice comes from a source of :mod:`.choices` (a numpy Generator in the implementation tests,
 hypothesis in the property tests).
 """
+
 from __future__ import annotations
 
 from typing import Any, Dict, Optional, Sequence, Tuple
@@ -33,8 +34,7 @@ TIES_ANY_K = tuple(t for t in TIE_POLICIES if t != "grouped")
 GRADES = (0, 0, 0, 1, 2, 3, 4)
 
 
-def tie_heavy_inputs(c: Choices, max_queries: int = 4, max_gallery: int = 10, wide: bool = False
-                     ) -> Dict[str, Any]:
+def tie_heavy_inputs(c: Choices, max_queries: int = 4, max_gallery: int = 10, wide: bool = False) -> Dict[str, Any]:
     """The fields of a tie-heavy ``Problem`` (``n_queries``, ``n_gallery`` and its inputs).
 
     ``wide``: codes of 65-140 bits and multi-hot rows of 70 labels (several uint64 words).
@@ -52,8 +52,10 @@ def _ranking(c: Choices, arrays: Any, Q: int, N: int, wide: bool) -> Dict[str, n
     kind = c.choice(("levels", "levels", "levels", "codes", "codes", "continuous"))
     if kind == "codes":
         B = c.integer(65, 140) if wide else c.integer(1, 8)
-        return {"query_bits": arrays.integers(0, 2, (Q, B)).astype(np.uint8),
-                "db_bits": arrays.integers(0, 2, (N, B)).astype(np.uint8)}
+        return {
+            "query_bits": arrays.integers(0, 2, (Q, B)).astype(np.uint8),
+            "db_bits": arrays.integers(0, 2, (N, B)).astype(np.uint8),
+        }
     if kind == "levels":
         d = arrays.choice(np.array(LEVELS[: c.integer(1, len(LEVELS))]), size=(Q, N))
     else:
@@ -68,21 +70,31 @@ def _relevance(c: Choices, arrays: Any, Q: int, N: int, wide: bool) -> Dict[str,
         return {"relevance": arrays.random((Q, N)) < c.integer(0, 10) / 10}
     if kind == "multi":
         L = 70 if wide else c.integer(1, 4)
-        return {"query_labels": (arrays.random((Q, L)) < 0.4).astype(np.uint8),
-                "db_labels": (arrays.random((N, L)) < 0.4).astype(np.uint8)}
-    out: Dict[str, Any] = {"query_labels": arrays.integers(-1, 3, Q).astype(np.int64),
-                           "db_labels": arrays.integers(-1, 3, N).astype(np.int64)}
+        return {
+            "query_labels": (arrays.random((Q, L)) < 0.4).astype(np.uint8),
+            "db_labels": (arrays.random((N, L)) < 0.4).astype(np.uint8),
+        }
+    out: Dict[str, Any] = {
+        "query_labels": arrays.integers(-1, 3, Q).astype(np.int64),
+        "db_labels": arrays.integers(-1, 3, N).astype(np.int64),
+    }
     if c.chance(0.5):
-        out.update(query_cams=arrays.integers(0, 2, Q).astype(np.int64),
-                   db_cams=arrays.integers(0, 2, N).astype(np.int64))
+        out.update(
+            query_cams=arrays.integers(0, 2, Q).astype(np.int64), db_cams=arrays.integers(0, 2, N).astype(np.int64)
+        )
     if c.chance(0.35):
         out["junk_ids"] = (-1,)
     return out
 
 
-def tie_heavy_matrices(c: Choices, max_queries: int = 3, max_gallery: int = 9, levels: Sequence[float] = LEVELS,
-                       junk: bool = True, graded: bool = False
-                       ) -> Tuple[np.ndarray, np.ndarray, Optional[np.ndarray]]:
+def tie_heavy_matrices(
+    c: Choices,
+    max_queries: int = 3,
+    max_gallery: int = 9,
+    levels: Sequence[float] = LEVELS,
+    junk: bool = True,
+    graded: bool = False,
+) -> Tuple[np.ndarray, np.ndarray, Optional[np.ndarray]]:
     """``(distances, relevance, junk)`` on the distance ``levels``, cell by cell.
 
     ``graded``: relevance is booleans or, half the time, integer grades (:data:`GRADES`);
@@ -99,8 +111,9 @@ def tie_heavy_matrices(c: Choices, max_queries: int = 3, max_gallery: int = 9, l
     return dist, rel, mask
 
 
-def integer_level_problem(c: Choices, n_queries: int, n_gallery: int, levels: int = 5, share: float = 0.25
-                          ) -> Tuple[np.ndarray, np.ndarray]:
+def integer_level_problem(
+    c: Choices, n_queries: int, n_gallery: int, levels: int = 5, share: float = 0.25
+) -> Tuple[np.ndarray, np.ndarray]:
     """``(distances, relevance)``: float64 distances on ``levels`` integer levels (ties
     everywhere) and a relevance matrix with about ``share`` relevant items, the first item
     relevant for every query (so no query is empty)."""
@@ -114,15 +127,18 @@ def integer_level_problem(c: Choices, n_queries: int, n_gallery: int, levels: in
 def engine_options(c: Choices, ties: str, n_gallery: int) -> Options:
     """Every option of the engine drawn, for one tie policy; k up to two beyond the gallery."""
     return Options(
-        ties=ties, ap_rule=c.choice(AP_RULES),
+        ties=ties,
+        ap_rule=c.choice(AP_RULES),
         k=None if c.chance(0.3) else c.integer(1, n_gallery + 2),
-        ap_at_k=c.choice(AP_AT_K_DENOMINATORS), max_rank=c.integer(1, 11),
+        ap_at_k=c.choice(AP_AT_K_DENOMINATORS),
+        max_rank=c.integer(1, 11),
         radius=None if c.chance(0.5) else c.integer(0, 5) * 0.5,
     )
 
 
-def option_overrides(c: Choices, ties: Optional[Sequence[str]] = None, with_k: bool = True,
-                     max_k: int = 12) -> Dict[str, Any]:
+def option_overrides(
+    c: Choices, ties: Optional[Sequence[str]] = None, with_k: bool = True, max_k: int = 12
+) -> Dict[str, Any]:
     """Keyword overrides of ``rc.evaluate``: every option drawn (``ties`` from ``ties``, by
     default those that take any k)."""
     out = {

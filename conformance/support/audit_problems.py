@@ -3,6 +3,7 @@
 ``ap_by_hand`` and ``previous_hit_trapezoid`` compute AP from a ranked relevance row (a numpy
 sort made by the test), independently of the audit, the harness and the implementations.
 """
+
 from __future__ import annotations
 
 import json

@@ -5,6 +5,7 @@ closed forms.  The enumeration itself is :mod:`.oracle`'s (``expected_metrics``)
     python -m retrieval_conformance.conformance.support.brute_force
 prints the seed-000 values under ties="expected".
 """
+
 from __future__ import annotations
 
 from retrieval_conformance.conformance.support.oracle import print_seed000

@@ -3,6 +3,7 @@ skipped, and the option names they loop over.  The generated problems are ``prob
 oracle ``oracle``'s, the comparisons ``crosscheck``'s (``compare_per_query``, ``same_bits``,
 ``run_both``).
 """
+
 from __future__ import annotations
 
 from retrieval_conformance.conformance.crosscheck import TOLERANCE as TOL  # noqa: F401  (re-exported)

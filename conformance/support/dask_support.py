@@ -4,6 +4,7 @@ worker that dies in the middle of an evaluation.
 The plugin lives in an importable module (not in a test file), so that the workers unpickle it
 by reference; without ``distributed`` it is a plain class the tests never use (they skip).
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -22,8 +23,9 @@ __all__ = ["LOCAL", "KillOnce", "a_worker_killed", "local_cluster", "requires_di
 
 #: the dask tests' mark: collected and skipped without distributed (not a module-level skip: the
 #: harness's pytest route counts items)
-requires_distributed = pytest.mark.skipif(distributed is None,
-                                          reason="dask.distributed is not installed ([dask] extra)")
+requires_distributed = pytest.mark.skipif(
+    distributed is None, reason="dask.distributed is not installed ([dask] extra)"
+)
 
 #: what the workers compute with, and what the dask results must equal bit for bit
 LOCAL = "c" if registry.unavailable_reason("c") is None else "numpy"
@@ -32,8 +34,12 @@ LOCAL = "c" if registry.unavailable_reason("c") is None else "numpy"
 @contextlib.contextmanager
 def local_cluster():
     """(LocalCluster, Client): two worker processes of one thread each, closed at the end."""
-    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None,
-                                  silence_logs=logging.CRITICAL) as local, distributed.Client(local) as client:
+    with (
+        distributed.LocalCluster(
+            n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None, silence_logs=logging.CRITICAL
+        ) as local,
+        distributed.Client(local) as client,
+    ):
         yield local, client
 
 

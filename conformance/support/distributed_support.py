@@ -5,6 +5,7 @@ The worker lives in an importable module (not in a test file) so that the spawne
 import it by name.  Every process group gets a bounded timeout and the parent a deadline, so a
 hung collective fails the test instead of hanging the run.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -25,6 +26,7 @@ try:
     import torch
     import torch.distributed as dist
     import torch.multiprocessing as mp
+
     GLOO = dist.is_available() and dist.is_gloo_available()
 except ImportError:  # the tests that need it are skipped
     torch = dist = mp = None
@@ -34,8 +36,9 @@ __all__ = ["one_process_group", "requires_gloo", "run_ranks", "split"]
 
 #: the distributed tests' mark: collected and skipped without torch.distributed (gloo), unless torch is
 #: required here (``RC_REQUIRE=torch``), where they run and fail (:func:`_need_gloo`)
-requires_gloo = pytest.mark.skipif(not GLOO and "torch" not in required_names(),
-                                   reason="torch.distributed with gloo is not available ([torch] extra)")
+requires_gloo = pytest.mark.skipif(
+    not GLOO and "torch" not in required_names(), reason="torch.distributed with gloo is not available ([torch] extra)"
+)
 #: seconds a collective may wait before the process group gives up
 COLLECTIVE_TIMEOUT = 60
 
@@ -43,7 +46,7 @@ COLLECTIVE_TIMEOUT = 60
 def split(arrays: Dict[str, np.ndarray], sizes: List[int], rank: int) -> Dict[str, np.ndarray]:
     """Rank ``rank``'s rows of ``arrays`` when they are cut into consecutive parts of ``sizes``."""
     lo = sum(sizes[:rank])
-    return {name: value[lo:lo + sizes[rank]] for name, value in arrays.items()}
+    return {name: value[lo : lo + sizes[rank]] for name, value in arrays.items()}
 
 
 def _free_port() -> int:
@@ -61,8 +64,13 @@ def _need_gloo() -> None:
 def one_process_group():
     """A gloo process group of this process alone (world size 1), destroyed at the end."""
     _need_gloo()
-    dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{_free_port()}", rank=0, world_size=1,
-                            timeout=datetime.timedelta(seconds=COLLECTIVE_TIMEOUT))
+    dist.init_process_group(
+        "gloo",
+        init_method=f"tcp://127.0.0.1:{_free_port()}",
+        rank=0,
+        world_size=1,
+        timeout=datetime.timedelta(seconds=COLLECTIVE_TIMEOUT),
+    )
     try:
         yield
     finally:
@@ -78,8 +86,9 @@ def run_ranks(world: int, cases: List[Dict[str, Any]], deadline_s: float = 120.0
     with tempfile.TemporaryDirectory() as folder:
         with open(os.path.join(folder, "cases.pkl"), "wb") as f:
             pickle.dump(cases, f)
-        context = mp.start_processes(_worker, args=(world, _free_port(), folder), nprocs=world, join=False,
-                                     start_method="spawn")
+        context = mp.start_processes(
+            _worker, args=(world, _free_port(), folder), nprocs=world, join=False, start_method="spawn"
+        )
         stop = time.monotonic() + deadline_s
         while not context.join(timeout=max(0.1, stop - time.monotonic())):
             if time.monotonic() >= stop:
@@ -110,19 +119,28 @@ def _worker(rank: int, world: int, port: int, folder: str) -> None:
     from retrieval_conformance.implementations.distributed import sharded
 
     torch.set_num_threads(1)
-    dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=world,
-                            timeout=datetime.timedelta(seconds=COLLECTIVE_TIMEOUT))
+    dist.init_process_group(
+        "gloo",
+        init_method=f"tcp://127.0.0.1:{port}",
+        rank=rank,
+        world_size=world,
+        timeout=datetime.timedelta(seconds=COLLECTIVE_TIMEOUT),
+    )
     with open(os.path.join(folder, "cases.pkl"), "rb") as f:
         cases = pickle.load(f)
     replies = []
     for case in cases:
         failing_rank, step = case.get("fail", (None, None))
-        injected = (mock.patch.object(sharded, step, side_effect=MemoryError("injected"))
-                    if failing_rank == rank else contextlib.nullcontext())
+        injected = (
+            mock.patch.object(sharded, step, side_effect=MemoryError("injected"))
+            if failing_rank == rank
+            else contextlib.nullcontext()
+        )
         try:
             with injected:
-                acc = rc.Accumulator(**split(case["gallery"], case["gallery_sizes"], rank), **case["options"],
-                                     distributed=True)
+                acc = rc.Accumulator(
+                    **split(case["gallery"], case["gallery_sizes"], rank), **case["options"], distributed=True
+                )
                 queries = split(case["queries"], case["query_sizes"], rank)
                 n = case["query_sizes"][rank]
                 for lo, hi in ((0, n // 2), (n // 2, n)):  # two blocks (the first may be empty)

@@ -4,6 +4,7 @@ memory-capped interpreter, and skip markers for FIFOs and ``/dev/zero``.
 Whatever could crash or hang the interpreter runs in a child process (with a timeout and a
 memory cap), so that a regression fails the test instead of killing pytest.
 """
+
 from __future__ import annotations
 
 import os
@@ -31,9 +32,14 @@ def _cap_memory():  # pragma: no cover - runs in the child
 def run_in_child(code: str, *args: str, timeout: float = 120) -> subprocess.CompletedProcess:
     """Run ``code`` in a fresh interpreter, memory capped: a crash or hang fails the test."""
     env = dict(os.environ, OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1", MKL_NUM_THREADS="1")
-    return subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True,
-                          timeout=timeout, env=env,
-                          preexec_fn=_cap_memory if resource is not None else None)
+    return subprocess.run(
+        [sys.executable, "-c", code, *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env=env,
+        preexec_fn=_cap_memory if resource is not None else None,
+    )
 
 
 # Loads each file and prints one line: LOADED (after touching everything, as printing the
@@ -65,7 +71,8 @@ def load_pickles_in_child(tmp_path: Path, cases: dict, mode: str = "load") -> di
         paths.append(str(path))
     proc = run_in_child(_PICKLE_LOADER, mode, *paths)
     lines = proc.stdout.splitlines()
-    assert proc.returncode == 0, (f"the reader crashed (status {proc.returncode}) after "
-                                  f"{len(lines)} of {len(cases)} cases: {proc.stderr[-2000:]}")
+    assert proc.returncode == 0, (
+        f"the reader crashed (status {proc.returncode}) after {len(lines)} of {len(cases)} cases: {proc.stderr[-2000:]}"
+    )
     assert len(lines) == len(cases), proc.stdout
     return dict(zip(cases, lines))

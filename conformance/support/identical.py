@@ -1,5 +1,6 @@
 """Two results compared bit for bit: float64 bytes (NaN equals NaN, 0.0 differs from -0.0) of every
 mean, every per-query array and the counted mask, and the exact ``Fraction`` values."""
+
 from __future__ import annotations
 
 import numpy as np

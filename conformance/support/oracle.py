@@ -18,6 +18,7 @@ Also ``sklearn_style_ap`` (scikit-learn's threshold sum, a second reading of gro
     python -m retrieval_conformance.conformance.support.oracle
 prints the seed-000 values under ties="expected" (``brute_force`` does the same).
 """
+
 from __future__ import annotations
 
 import itertools
@@ -50,8 +51,9 @@ def query_inputs(p: Problem, q: int) -> Tuple[List[float], List[bool], List[bool
         rel = [int(p.db_labels[j]) == int(p.query_labels[q]) for j in range(n)]
     junk = [bool(p.junk[q, j]) if p.junk is not None else False for j in range(n)]
     for j in range(n):
-        same_id = p.query_labels is not None and p.query_labels.ndim == 1 and \
-            int(p.db_labels[j]) == int(p.query_labels[q])
+        same_id = (
+            p.query_labels is not None and p.query_labels.ndim == 1 and int(p.db_labels[j]) == int(p.query_labels[q])
+        )
         if p.query_cams is not None and same_id and int(p.db_cams[j]) == int(p.query_cams[q]):
             junk[j] = True  # same id and same camera (ReID)
         if p.junk_ids and int(p.db_labels[j]) in p.junk_ids:
@@ -111,16 +113,23 @@ def ranked_metrics(groups: Groups, opts: Options) -> Dict[str, object]:
     else:
         den = {"hits": hk, "r": R, "min_k_r": min(k, R)}[opts.ap_at_k]
         ap = sum((t for r, t in items if r <= k), Fraction(0)) / den if den else Fraction(0)
-    return dict(ap=Fraction(ap), hits_at_k=Fraction(hk), precision_at_k=Fraction(hk, k or e),
-                recall_at_k=Fraction(hk, R), inp=Fraction(R, ranks[-1]), r_precision=Fraction(hits(R), R),
-                cmc=[Fraction(int(ranks[0] <= j + 1)) for j in range(opts.max_rank)])
+    return dict(
+        ap=Fraction(ap),
+        hits_at_k=Fraction(hk),
+        precision_at_k=Fraction(hk, k or e),
+        recall_at_k=Fraction(hk, R),
+        inp=Fraction(R, ranks[-1]),
+        r_precision=Fraction(hits(R), R),
+        cmc=[Fraction(int(ranks[0] <= j + 1)) for j in range(opts.max_rank)],
+    )
 
 
 def arrangements(groups: Groups) -> Iterator[List[bool]]:
     """Every distinct ranked relevance list obtainable by reordering items inside tie groups
     (all equally likely under uniformly random tie orders)."""
-    per_group = [[[p in pos for p in range(len(g))] for pos in itertools.combinations(range(len(g)), sum(g))]
-                 for g in groups]
+    per_group = [
+        [[p in pos for p in range(len(g))] for pos in itertools.combinations(range(len(g)), sum(g))] for g in groups
+    ]
     for combo in itertools.product(*per_group):
         yield [x for part in combo for x in part]
 
@@ -130,14 +139,23 @@ def expected_metrics(groups: Groups, opts: Options) -> Dict[str, object]:
     total, count = None, 0
     for ranked in arrangements(groups):
         v = ranked_metrics([[x] for x in ranked], opts)
-        total = v if total is None else {
-            f: [a + b for a, b in zip(total[f], v[f])] if f == "cmc" else total[f] + v[f] for f in v}
+        total = (
+            v
+            if total is None
+            else {f: [a + b for a, b in zip(total[f], v[f])] if f == "cmc" else total[f] + v[f] for f in v}
+        )
         count += 1
     return {f: [x / count for x in v] if f == "cmc" else v / count for f, v in total.items()}
 
 
-def query_metrics(dist: Sequence[float], rel: Sequence[bool], junk: Sequence[bool], opts: Options,
-                  q: int = 0, grades: Optional[Sequence[int]] = None) -> Dict[str, object]:
+def query_metrics(
+    dist: Sequence[float],
+    rel: Sequence[bool],
+    junk: Sequence[bool],
+    opts: Options,
+    q: int = 0,
+    grades: Optional[Sequence[int]] = None,
+) -> Dict[str, object]:
     """Exact metrics of one query; ValueError for a grouped cut-off inside a tie group.
     nDCG, RR, AP@R and the hit rate come from ``rank_oracle`` (``grades``: graded relevance)."""
     kept = [j for j in range(len(dist)) if not junk[j]]
@@ -170,9 +188,12 @@ def per_query(problem: Problem, opts: Options) -> Dict[str, list]:
     """Exact per-query values of every query, as ``PerQuery.exact`` holds them (a list per
     field, ``cmc`` a list per query) plus ``n_relevant``; ValueError for a grouped cut-off
     inside a tie group (the first such query)."""
-    rows = [query_metrics(*query_inputs(problem, q), opts, q,
-                          None if problem.grades is None else problem.grades[q].tolist())
-            for q in range(problem.n_queries)]
+    rows = [
+        query_metrics(
+            *query_inputs(problem, q), opts, q, None if problem.grades is None else problem.grades[q].tolist()
+        )
+        for q in range(problem.n_queries)
+    ]
     return {f: [row[f] for row in rows] for f in rows[0]}
 
 
@@ -196,8 +217,14 @@ def seed000_problem() -> Problem:
 
     qb, db = (np.array(SEED000[key]) > 0 for key in ("query_codes", "db_codes"))
     ql, dl = (np.array(SEED000[key], dtype=np.uint8) for key in ("query_labels", "db_labels"))
-    return Problem(n_queries=len(qb), n_gallery=len(db), query_bits=qb.astype(np.uint8),
-                   db_bits=db.astype(np.uint8), query_labels=ql, db_labels=dl)
+    return Problem(
+        n_queries=len(qb),
+        n_gallery=len(db),
+        query_bits=qb.astype(np.uint8),
+        db_bits=db.astype(np.uint8),
+        query_labels=ql,
+        db_labels=dl,
+    )
 
 
 def seed000_expected_ap(k) -> List[Fraction]:

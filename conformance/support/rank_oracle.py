@@ -11,6 +11,7 @@ definitions, sharing no code with ``reference/rank_metrics.py`` or the implement
 
 Tiny inputs only (the arrangements are enumerated).
 """
+
 from __future__ import annotations
 
 import functools
@@ -35,8 +36,9 @@ def discount(r: int) -> Fraction:
         value = Decimal(2).ln() / Decimal(r + 1).ln()
     exact = Fraction(value)
     f = float(value)
-    return Fraction(min((f, float(np.nextafter(f, 0.0)), float(np.nextafter(f, 2.0))),
-                        key=lambda c: abs(Fraction(c) - exact)))
+    return Fraction(
+        min((f, float(np.nextafter(f, 0.0)), float(np.nextafter(f, 2.0))), key=lambda c: abs(Fraction(c) - exact))
+    )
 
 
 def rank_discount(r: int, rule: str) -> Fraction:
@@ -47,7 +49,7 @@ def rank_discount(r: int, rule: str) -> Fraction:
 
 
 def gain(g: int, rule: str) -> int:
-    return g if rule == "linear" else 2 ** g - 1
+    return g if rule == "linear" else 2**g - 1
 
 
 def _dcg(positions: Sequence[tuple], K: int, rule: str, discount_rule: str) -> Fraction:
@@ -79,8 +81,15 @@ def ranked_metrics(groups: List[List[int]], k, rule: str, discount_rule: str = "
     }
 
 
-def query_metrics(dist: Sequence[float], grades: Sequence[int], junk: Sequence[bool], ties: str, k,
-                  rule: str, discount_rule: str = "log2") -> Dict[str, Fraction]:
+def query_metrics(
+    dist: Sequence[float],
+    grades: Sequence[int],
+    junk: Sequence[bool],
+    ties: str,
+    k,
+    rule: str,
+    discount_rule: str = "log2",
+) -> Dict[str, Fraction]:
     """Exact metrics of one query under a tie policy (the caller rules out a grouped k inside a
     tie group)."""
     kept = [j for j in range(len(dist)) if not junk[j]]

@@ -4,6 +4,7 @@ By default a test of an unavailable implementation is skipped with the reason.  
 them instead: ``RC_REQUIRE=c,torch`` (or ``RC_REQUIRE_C=1``, ``RC_REQUIRE_TORCH=1``) turns the
 skip into a failure, so a missing C build or torch install cannot pass silently.
 """
+
 from __future__ import annotations
 
 import os

@@ -4,6 +4,7 @@ Profiles: with ``CI=true`` hypothesis loads its built-in ``ci`` profile (derando
 database, no deadline); we extend it with a fixed example budget.  ``thorough`` is for long
 local runs: ``pytest --hypothesis-profile=thorough``.
 """
+
 from __future__ import annotations
 
 import os
@@ -20,15 +21,21 @@ from retrieval_conformance.conformance.problems.tie_heavy import (
 __all__ = ["option_sets", "tie_heavy_problems"]
 
 settings.register_profile(
-    "ci", settings.get_profile("ci"), max_examples=60,
+    "ci",
+    settings.get_profile("ci"),
+    max_examples=60,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )
 settings.register_profile(
-    "dev", max_examples=60, deadline=None,
+    "dev",
+    max_examples=60,
+    deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )
 settings.register_profile(
-    "thorough", max_examples=2000, deadline=None,
+    "thorough",
+    max_examples=2000,
+    deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci" if os.environ.get("CI") else "dev"))

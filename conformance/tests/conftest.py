@@ -1,5 +1,6 @@
 """Fixtures shared by the test modules: the C implementation, or the test skipped where the
 library is not built (a failure with ``RC_REQUIRE=c``)."""
+
 from __future__ import annotations
 
 import pytest

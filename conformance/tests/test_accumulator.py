@@ -4,6 +4,7 @@ Every comparison is bit for bit (float64 bytes, NaN included), of the means, the
 values, the counted mask and, for the reference, the exact ``Fraction`` values; every test
 that computes runs for every registered implementation (skipped where it cannot run).
 """
+
 from __future__ import annotations
 
 import gc
@@ -51,16 +52,20 @@ def both(gallery: dict, queries: dict, options: dict, bounds: list, implementati
 # -- problems: few distinct distances and labels, so ties and empty queries are common -----
 def tie_heavy_distances(rng, n_q=14, n_g=11):
     gallery = dict(db_labels=rng.integers(0, 3, n_g))
-    queries = dict(distances=rng.integers(0, 4, (n_q, n_g)).astype(np.float64),
-                   query_labels=rng.integers(0, 4, n_q))  # label 3 has no gallery item: empty queries
+    queries = dict(
+        distances=rng.integers(0, 4, (n_q, n_g)).astype(np.float64), query_labels=rng.integers(0, 4, n_q)
+    )  # label 3 has no gallery item: empty queries
     return gallery, queries, {}
 
 
 def reid_cameras(rng, n_q=12, n_g=15, protocol="reid"):
     ids = rng.integers(-1 if protocol == "reid-matlab" else 0, 4, n_g)
     gallery = dict(db_labels=ids, db_cams=rng.integers(0, 3, n_g))
-    queries = dict(distances=rng.integers(0, 5, (n_q, n_g)).astype(np.float32),
-                   query_labels=rng.integers(0, 4, n_q), query_cams=rng.integers(0, 3, n_q))
+    queries = dict(
+        distances=rng.integers(0, 5, (n_q, n_g)).astype(np.float32),
+        query_labels=rng.integers(0, 4, n_q),
+        query_cams=rng.integers(0, 3, n_q),
+    )
     return gallery, queries, dict(protocol=protocol)
 
 
@@ -71,8 +76,11 @@ def codes_multi_hot(rng, n_q=13, n_g=16):
 
 
 def scores_relevance_junk(rng, n_q=12, n_g=10):
-    queries = dict(scores=rng.integers(0, 3, (n_q, n_g)).astype(np.float32),
-                   relevance=rng.random((n_q, n_g)) < 0.25, junk=rng.random((n_q, n_g)) < 0.2)
+    queries = dict(
+        scores=rng.integers(0, 3, (n_q, n_g)).astype(np.float32),
+        relevance=rng.random((n_q, n_g)) < 0.25,
+        junk=rng.random((n_q, n_g)) < 0.2,
+    )
     return {}, queries, dict(empty="skip", k=4)
 
 
@@ -91,8 +99,10 @@ def hashnet_codes(rng, n_q=12, n_g=14):
 def graded_rank_options(rng, n_q=10, n_g=15):
     """Graded relevance under every non-default nDCG/recall option (the accumulator once
     evaluated its blocks with the preset's gain, discount and recall)."""
-    queries = dict(scores=rng.integers(0, 4, (n_q, n_g)).astype(np.float64),
-                   relevance=rng.integers(0, 4, (n_q, n_g)) * (rng.random((n_q, n_g)) < 0.4))
+    queries = dict(
+        scores=rng.integers(0, 4, (n_q, n_g)).astype(np.float64),
+        relevance=rng.integers(0, 4, (n_q, n_g)) * (rng.random((n_q, n_g)) < 0.4),
+    )
     return {}, queries, dict(k=5, gain="exponential", discount="trec_eval_9.0a3", recall="hit")
 
 
@@ -180,8 +190,9 @@ def test_torch_tensors_as_gallery_and_blocks(name):
     rng = np.random.default_rng(11)
     gallery, queries, options = reid_cameras(rng)
     bounds = random_blocks(rng, 12)
-    acc = rc.Accumulator(**{key: torch.from_numpy(value) for key, value in gallery.items()}, **options,
-                         implementation=name)
+    acc = rc.Accumulator(
+        **{key: torch.from_numpy(value) for key, value in gallery.items()}, **options, implementation=name
+    )
     for start, stop in bounds:
         acc.update(**{key: torch.from_numpy(np.ascontiguousarray(value[start:stop])) for key, value in queries.items()})
     assert_identical(acc.compute(), rc.evaluate(**gallery, **queries, **options, implementation=name))
@@ -275,5 +286,3 @@ def test_repr_says_what_is_accumulated():
     acc = rc.Accumulator(db_labels=[0, 1], implementation="reference")
     acc.update(distances=[[0.0, 1.0]], query_labels=[1])
     assert repr(acc) == "Accumulator(protocol='hashing', implementation='reference', queries=1, gallery=2)"
-
-

@@ -3,6 +3,7 @@ refused block leaves the accumulator as it was.
 
 The accumulated results themselves are checked in ``test_accumulator.py``.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -35,8 +36,10 @@ def test_a_bad_option_fails_at_construction(options, error, message):
 BAD_GALLERIES = [
     (dict(db_embeddings=np.ones((3, 2)), db_codes=np.ones((3, 2))), r"^db_embeddings, db_codes: expected one"),
     (dict(db_embeddings=np.ones(3)), r"^db_embeddings: expected a 2-D array"),
-    (dict(db_labels=[0, 1, 2], db_cams=[0, 1], protocol="reid"),
-     r"^db_cams: expected 3 rows \(one per gallery item, as db_labels\)"),
+    (
+        dict(db_labels=[0, 1, 2], db_cams=[0, 1], protocol="reid"),
+        r"^db_cams: expected 3 rows \(one per gallery item, as db_labels\)",
+    ),
     (dict(db_labels=np.zeros(0, int)), r"^db_labels: expected at least one gallery item"),
     (dict(db_labels=[0, 1], db_cams=[0, 1], protocol="hashing"), r"^db_cams: protocol 'hashing' has no camera"),
 ]
@@ -66,8 +69,11 @@ def test_a_block_with_another_gallery_size_is_refused_and_changes_nothing():
     acc = rc.Accumulator(implementation="reference")
     acc.update(distances=np.zeros((2, 5)), relevance=np.eye(2, 5, dtype=bool))
     before = acc.compute()
-    with pytest.raises(ValueError, match=r"^distances: expected 5 columns \(one per gallery item\), got shape "
-                                         r"\(3, 6\); earlier update\(\) blocks had 5 .* reset\(\).* query 2\)$"):
+    with pytest.raises(
+        ValueError,
+        match=r"^distances: expected 5 columns \(one per gallery item\), got shape "
+        r"\(3, 6\); earlier update\(\) blocks had 5 .* reset\(\).* query 2\)$",
+    ):
         acc.update(distances=np.zeros((3, 6)), relevance=np.ones((3, 6), bool))
     with pytest.raises(ValueError, match=r"^relevance: expected 5 columns"):
         acc.update(distances=np.zeros((3, 5)), relevance=np.ones((3, 4), bool))
@@ -77,8 +83,11 @@ def test_a_block_with_another_gallery_size_is_refused_and_changes_nothing():
 
 def test_a_block_must_match_the_gallery_given_at_construction():
     acc = rc.Accumulator(db_labels=[0, 1, 2, 0])
-    with pytest.raises(ValueError, match=r"^scores: expected 4 columns .*got shape \(2, 3\); the gallery given "
-                                         r"to Accumulator \(db_labels\) has 4 items"):
+    with pytest.raises(
+        ValueError,
+        match=r"^scores: expected 4 columns .*got shape \(2, 3\); the gallery given "
+        r"to Accumulator \(db_labels\) has 4 items",
+    ):
         acc.update(scores=np.zeros((2, 3)), query_labels=[0, 1])
     assert len(acc) == 0
 
@@ -119,8 +128,9 @@ def test_pm1_and_01_codes_in_different_updates_are_an_error(batches):
         acc.update(query_codes=np.array(batches[1]), query_labels=[1])
     assert len(acc) == 1  # the refused block left the accumulator as it was
     with pytest.raises(ValueError, match=r"expected codes in \{-1, \+1\}, found 0"):
-        rc.evaluate(query_codes=np.array(batches[0] + batches[1]), db_codes=np.array([[1]]), query_labels=[1, 1],
-                    db_labels=[1])
+        rc.evaluate(
+            query_codes=np.array(batches[0] + batches[1]), db_codes=np.array([[1]]), query_labels=[1, 1], db_labels=[1]
+        )
 
 
 def test_a_block_of_no_queries_changes_nothing():
@@ -131,8 +141,14 @@ def test_a_block_of_no_queries_changes_nothing():
     acc.update(query_embeddings=gallery[:2], query_labels=[0, 1])
     acc.update(query_embeddings=np.zeros((0, 3)), query_labels=[])
     assert len(acc) == 2
-    want = rc.evaluate(query_embeddings=gallery[:2], db_embeddings=gallery, query_labels=[0, 1], db_labels=[0, 1, 2],
-                       k=1, implementation="numpy")
+    want = rc.evaluate(
+        query_embeddings=gallery[:2],
+        db_embeddings=gallery,
+        query_labels=[0, 1],
+        db_labels=[0, 1, 2],
+        k=1,
+        implementation="numpy",
+    )
     assert acc.compute().map == want.map and np.array_equal(acc.compute().ap, want.ap)
     plain = rc.Accumulator(db_labels=[0, 1, 2], implementation="numpy")
     plain.update(distances=np.zeros((0, 3)), query_labels=np.zeros(0, dtype=int))

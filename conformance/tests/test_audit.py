@@ -7,6 +7,7 @@
 * the seed documents' 0.5944 and 0.6026 traced to their conventions;
 * the fast path of the audit's candidates agrees with the harness's exact predictions.
 """
+
 from __future__ import annotations
 
 import os
@@ -195,8 +196,11 @@ def test_only_the_harness_link_imports_the_harness():
     import retrieval_conformance.conformance.audit as audit_package
 
     folder = os.path.dirname(audit_package.__file__)
-    importers = sorted(name for name in os.listdir(folder) if name.endswith(".py")
-                       and "conformance.harness" in open(os.path.join(folder, name), encoding="utf-8").read())
+    importers = sorted(
+        name
+        for name in os.listdir(folder)
+        if name.endswith(".py") and "conformance.harness" in open(os.path.join(folder, name), encoding="utf-8").read()
+    )
     assert importers == ["harness_link.py"]
 
 

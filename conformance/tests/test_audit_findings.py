@@ -2,6 +2,7 @@
 queries, half-precision input, and the per-query movers, each with the effect measured
 independently (the gallery evaluated with the planted items deleted).
 """
+
 from __future__ import annotations
 
 import warnings
@@ -19,8 +20,7 @@ def test_planted_self_matches_and_duplicates_found_with_their_effect():
     dupes = [2, 7, 30, 31, 50]  # these gallery items are repeated
     g_all = np.concatenate([g, q[planted], g[dupes]])
     ids_all = np.concatenate([ids_g, ids_q[planted], ids_g[dupes]])
-    a = rc.audit(query_embeddings=q, db_embeddings=g_all, query_labels=ids_q, db_labels=ids_all,
-                 reported=None)
+    a = rc.audit(query_embeddings=q, db_embeddings=g_all, query_labels=ids_q, db_labels=ids_all, reported=None)
     found = {f["kind"]: f for f in a.findings}
     assert found["self_matches"]["count"] == 3
     # each query evaluated alone against the gallery without its own copy (the others keep it)
@@ -29,13 +29,23 @@ def test_planted_self_matches_and_duplicates_found_with_their_effect():
         keep = np.ones(len(g_all), bool)
         if i in planted:
             keep[len(g) + planted.index(i)] = False
-        aps.append(rc.evaluate(query_embeddings=q[i:i + 1], db_embeddings=g_all[keep], query_labels=ids_q[i:i + 1],
-                               db_labels=ids_all[keep]).map)
+        aps.append(
+            rc.evaluate(
+                query_embeddings=q[i : i + 1],
+                db_embeddings=g_all[keep],
+                query_labels=ids_q[i : i + 1],
+                db_labels=ids_all[keep],
+            ).map
+        )
     assert found["self_matches"]["effect"]["without"] == pytest.approx(np.mean(aps), abs=1e-12)
     assert found["self_matches"]["effect"]["change"] > 0
     assert found["duplicates"]["count"] == len(dupes)
-    dedup = rc.evaluate(query_embeddings=q, db_embeddings=np.concatenate([g, q[planted]]), query_labels=ids_q,
-                        db_labels=np.concatenate([ids_g, ids_q[planted]]))
+    dedup = rc.evaluate(
+        query_embeddings=q,
+        db_embeddings=np.concatenate([g, q[planted]]),
+        query_labels=ids_q,
+        db_labels=np.concatenate([ids_g, ids_q[planted]]),
+    )
     assert found["duplicates"]["effect"]["without"] == pytest.approx(dedup.map, abs=1e-12)
     assert a.failures("self_matches>0") and not a.failures("self_matches>3")
 
@@ -46,8 +56,9 @@ def test_reid_findings_and_empty_queries():
     q_ids[0] = 99  # an id the gallery lacks: an empty query
     q_cams, g_cams = rng.integers(0, 3, 20), rng.integers(0, 3, 120)
     dist = np.round(rng.random((20, 120)), 2)  # as printed with %.2f: ties
-    a = rc.audit(distances=dist, query_labels=q_ids, db_labels=g_ids, query_cams=q_cams, db_cams=g_cams,
-                 protocol="reid")
+    a = rc.audit(
+        distances=dist, query_labels=q_ids, db_labels=g_ids, query_cams=q_cams, db_cams=g_cams, protocol="reid"
+    )
     found = {f["kind"]: f for f in a.findings}
     assert found["ids_one_side"]["count"] == 1
     junk = (q_ids[:, None] == g_ids[None, :]) & (q_cams[:, None] == g_cams[None, :])
@@ -56,8 +67,15 @@ def test_reid_findings_and_empty_queries():
     assert "2 decimals" in found["low_precision"]["detail"]
     empty = found["empty_queries"]
     assert empty["count"] >= 1
-    zero = rc.evaluate(distances=dist, query_labels=q_ids, db_labels=g_ids, query_cams=q_cams, db_cams=g_cams,
-                       protocol="reid", empty="zero")
+    zero = rc.evaluate(
+        distances=dist,
+        query_labels=q_ids,
+        db_labels=g_ids,
+        query_cams=q_cams,
+        db_cams=g_cams,
+        protocol="reid",
+        empty="zero",
+    )
     assert empty["by_policy"]["zero"] == pytest.approx(zero.map, abs=1e-12)
     junk_rows = {r["value"]: r for r in a.rows if r["axis"] == "junk"}
     assert set(junk_rows) == {"none", "same_id_cam", "same_id_cam+minus_one"}
@@ -76,8 +94,9 @@ def test_per_query_movers_name_the_convention_and_the_data():
     dist[3, planted] = 0.01  # ... ranked first: relevant without the junk rule, junk with it
     dist[3, same] = 1.9
     q_ids[9] = 99  # no relevant item
-    a = rc.audit(distances=dist, query_labels=q_ids, db_labels=g_ids, query_cams=q_cams, db_cams=g_cams,
-                 protocol="reid")
+    a = rc.audit(
+        distances=dist, query_labels=q_ids, db_labels=g_ids, query_cams=q_cams, db_cams=g_cams, protocol="reid"
+    )
     conv = a.movers["by_convention"]
     first = conv["top"][0]
     assert first["query"] == 3 and first["axis"] == "junk" and "5 gallery items" in first["why"]
@@ -90,8 +109,12 @@ def test_duplicate_codes_found_with_the_effect_of_deleting_them():
     qB, dB = rng.choice([-1, 1], (8, 32)), rng.choice([-1, 1], (50, 32))
     qL, dL = np.eye(4)[rng.integers(0, 4, 8)], np.eye(4)[rng.integers(0, 4, 50)]
     repeat = [3, 3, 17, 40]  # item 3 twice more, 17 and 40 once more
-    a = rc.audit(query_codes=qB, db_codes=np.concatenate([dB, dB[repeat]]), query_labels=qL,
-                 db_labels=np.concatenate([dL, dL[repeat]]))
+    a = rc.audit(
+        query_codes=qB,
+        db_codes=np.concatenate([dB, dB[repeat]]),
+        query_labels=qL,
+        db_labels=np.concatenate([dL, dL[repeat]]),
+    )
     found = {f["kind"]: f for f in a.findings}
     assert found["duplicates"]["count"] == len(repeat)
     clean = rc.evaluate(query_codes=qB, db_codes=dB, query_labels=qL, db_labels=dL)
@@ -125,6 +148,7 @@ def test_reid_protocol_without_cameras_is_refused_as_evaluate_refuses_it():
         rc.audit(distances=dist, query_labels=ids_q, db_labels=ids_g, protocol="reid")
     a = rc.audit(distances=dist, query_labels=ids_q, db_labels=ids_g)  # hashing: the ReID presets need cameras
     assert not any(r["axis"] == "junk" or r["value"].startswith("reid") for r in a.rows)
-    explicit = rc.audit(distances=dist, query_labels=ids_q, db_labels=ids_g, protocol="reid",
-                        junk=np.zeros((6, 30), bool))
+    explicit = rc.audit(
+        distances=dist, query_labels=ids_q, db_labels=ids_g, protocol="reid", junk=np.zeros((6, 30), bool)
+    )
     assert any(r["axis"] == "junk" for r in explicit.rows)

@@ -1,4 +1,5 @@
 """The audit's reports, ``--fail-if``, the command, its refusals and its cost benchmark."""
+
 from __future__ import annotations
 
 import json

@@ -1,5 +1,6 @@
 """The audit of a TREC run: tie intervals against every order, reported numbers traced back
 (among them trec_eval 9.0.8's and 10.0's printed numbers), planted fragility found with its effect."""
+
 from __future__ import annotations
 
 import itertools
@@ -18,16 +19,22 @@ from retrieval_conformance.reference.protocols.trec.evaluation import evaluate_r
 GOLDEN_DIR = files("retrieval_conformance.golden")
 GENERATED = Path(str(GOLDEN_DIR / "data" / "trec"))
 RUN, QRELS = str(GENERATED / "generated.run"), str(GENERATED / "generated.qrels")
-TREC_EVAL = {case["id"]: case["values"]["all"]
-             for case in json.loads(GOLDEN_DIR.joinpath("trec_eval.json").read_text(encoding="utf-8"))["cases"]}
+TREC_EVAL = {
+    case["id"]: case["values"]["all"]
+    for case in json.loads(GOLDEN_DIR.joinpath("trec_eval.json").read_text(encoding="utf-8"))["cases"]
+}
 
 # two topics with score ties across the cut-off k=2, graded, with unjudged (missing or negative) documents
-TIED_RUN = {"q1": {"a": 2.0, "d": 1.0, "b": 1.0, "c": 1.0, "e": 0.5},
-            "q2": {"y": 3.0, "z": 3.0, "x": 3.0, "w": 1.0},
-            "q3": {"m": 2.0, "n": 1.0}}
-TIED_QRELS = {"q1": {"a": 0, "b": 2, "c": 0, "d": 1, "f": 3},
-              "q2": {"x": 1, "y": -1, "w": 2, "v": 1, "u": 3},
-              "q3": {"n": 1, "m": 0}}
+TIED_RUN = {
+    "q1": {"a": 2.0, "d": 1.0, "b": 1.0, "c": 1.0, "e": 0.5},
+    "q2": {"y": 3.0, "z": 3.0, "x": 3.0, "w": 1.0},
+    "q3": {"m": 2.0, "n": 1.0},
+}
+TIED_QRELS = {
+    "q1": {"a": 0, "b": 2, "c": 0, "d": 1, "f": 3},
+    "q2": {"x": 1, "y": -1, "w": 2, "v": 1, "u": 3},
+    "q3": {"n": 1, "m": 0},
+}
 
 
 def _ranks(order_of_query):
@@ -40,8 +47,12 @@ def _every_tie_order(run):
     per_query = []
     for qid, docs in run.items():
         groups = [list(g) for _, g in itertools.groupby(sorted(docs, key=lambda d: -docs[d]), key=lambda d: docs[d])]
-        per_query.append([(qid, [d for group in combo for d in group])
-                          for combo in itertools.product(*[list(itertools.permutations(g)) for g in groups])])
+        per_query.append(
+            [
+                (qid, [d for group in combo for d in group])
+                for combo in itertools.product(*[list(itertools.permutations(g)) for g in groups])
+            ]
+        )
     for choice in itertools.product(*per_query):
         yield _ranks(dict(choice))
 
@@ -52,8 +63,7 @@ def _measures(run, qrels, **options):
     return {**cut, **whole}
 
 
-@pytest.mark.parametrize("options", [{}, {"depth": 3, "judged_only": True},
-                                     {"relevance_level": 2, "gains": {1: 5}}])
+@pytest.mark.parametrize("options", [{}, {"depth": 3, "judged_only": True}, {"relevance_level": 2, "gains": {1: 5}}])
 def test_tie_interval_is_the_min_and_max_over_every_tie_order(options):
     a = rc.audit(run=TIED_RUN, qrels=TIED_QRELS, k=2, **options)
     every = [_measures(r, TIED_QRELS, **options) for r in _every_tie_order(TIED_RUN)]
@@ -89,18 +99,32 @@ def _first(a):
     return a.reproduced["matches"][0]
 
 
-@pytest.mark.parametrize("case, changed", [("generated-9.0.8", {"score_dtype": "float32"}),
-                                           ("generated-9.0.8-J", {"score_dtype": "float32", "judged_only": True}),
-                                           ("generated-10.0", {"complete": True}),
-                                           ("generated-10.0-J", {"complete": True, "judged_only": True})])
+@pytest.mark.parametrize(
+    "case, changed",
+    [
+        ("generated-9.0.8", {"score_dtype": "float32"}),
+        ("generated-9.0.8-J", {"score_dtype": "float32", "judged_only": True}),
+        ("generated-10.0", {"complete": True}),
+        ("generated-10.0-J", {"complete": True, "judged_only": True}),
+    ],
+)
 def test_numbers_printed_by_trec_eval_are_traced_to_its_options(case, changed):
     printed = TREC_EVAL[case]
     reported = {name: printed[name] for name in ("map", "ndcg_cut_10", "P_10", "bpref")}
     a = rc.audit(run=RUN, qrels=QRELS, reported=reported)
     first = _first(a)
     assert first["cost"] == 0 and first["options"]["ties"] == "trec_eval"
-    declared = dict(ties="trec_eval", discount="log2", gain="linear", judged_only=False, depth=None, complete=False,
-                    score_dtype="float64", float_grades="exact", rounding="round")
+    declared = dict(
+        ties="trec_eval",
+        discount="log2",
+        gain="linear",
+        judged_only=False,
+        depth=None,
+        complete=False,
+        score_dtype="float64",
+        float_grades="exact",
+        rounding="round",
+    )
     assert {n: v for n, v in first["options"].items() if declared[n] != v} == changed
 
 
@@ -115,8 +139,10 @@ def test_trec_eval_versions_are_rows_with_their_printed_numbers():
 
 def _ndcg_9_0a3(grades, judged):
     """nDCG with trec_eval 9.0a3's discount, in floats: 1 at ranks 1 and 2, then 1 / log2(r)."""
+
     def dcg(gains):
         return sum(g / (1.0 if r <= 2 else math.log2(r)) for r, g in enumerate(gains, 1))
+
     ideal = dcg(sorted((g for g in judged.values() if g > 0), reverse=True))
     return dcg([g if g is not None and g > 0 else 0 for g in grades]) / ideal if ideal else 0.0
 
@@ -139,9 +165,14 @@ def test_an_ndcg_with_exponential_gains_is_traced_to_them():
 
     def dcg(gains):
         return sum(g / math.log2(r + 1) for r, g in enumerate(gains[:2], 1))
-    ndcg = np.mean([dcg([2.0 ** g - 1 if g is not None and g > 0 else 0 for g in grades])
-                    / dcg(sorted((2.0 ** g - 1 for g in judged.values() if g > 0), reverse=True))
-                    for grades, judged in zip(res.extras["grades"], res.extras["qrels_grades"])])
+
+    ndcg = np.mean(
+        [
+            dcg([2.0**g - 1 if g is not None and g > 0 else 0 for g in grades])
+            / dcg(sorted((2.0**g - 1 for g in judged.values() if g > 0), reverse=True))
+            for grades, judged in zip(res.extras["grades"], res.extras["qrels_grades"])
+        ]
+    )
     a = rc.audit(run=TIED_RUN, qrels=TIED_QRELS, k=2, reported={"ndcg_cut_2": f"{ndcg:.4f}"})
     matches = a.reproduced["matches"]
     assert matches and all(m["options"]["gain"] == "exponential" for m in matches)
@@ -157,11 +188,16 @@ def test_an_ndcg_with_exponential_gains_is_traced_to_them():
 
 def test_a_truncated_number_costs_one_assumption():
     value = evaluate_run(RUN, QRELS).extras["trec_eval"]["map"]
-    truncated = math.floor(value * 10 ** 5) / 10 ** 5
+    truncated = math.floor(value * 10**5) / 10**5
     assert f"{value:.5f}" != f"{truncated:.5f}"  # rounding and truncation differ here
     a = rc.audit(run=RUN, qrels=QRELS, reported={"map": f"{truncated:.5f}"})
-    assert any(m["options"]["rounding"] == "truncate" and m["options"]["ties"] == "trec_eval" and m["cost"] == 1
-               and m["options"]["score_dtype"] == "float64" for m in a.reproduced["matches"])
+    assert any(
+        m["options"]["rounding"] == "truncate"
+        and m["options"]["ties"] == "trec_eval"
+        and m["cost"] == 1
+        and m["options"]["score_dtype"] == "float64"
+        for m in a.reproduced["matches"]
+    )
     assert all(m["cost"] == 1 for m in a.reproduced["matches"])
     nothing = rc.audit(run=RUN, qrels=QRELS, reported={"map": "0.9999"})
     assert not nothing.reproduced["matches"]
@@ -192,9 +228,11 @@ def test_planted_duplicate_docnos_are_found_with_ranx_reading_as_effect(tmp_path
 def test_planted_unjudged_documents_in_the_top_k_and_what_judged_only_changes():
     run = {q: {f"d{i}": float(20 - i) for i in range(20)} for q in ("q1", "q2")}
     run["q3"] = {"d0": 3.0, "d1": 2.0, "d2": 1.0}  # fewer than k retrieved
-    qrels = {"q1": {f"d{i}": int(i % 3 == 0) for i in range(20) if i not in (1, 4)},   # 2 unjudged in the top 5
-             "q2": {f"d{i}": int(i % 2 == 0) for i in range(20) if i not in (0, 2, 3)},  # 3 unjudged in the top 5
-             "q3": {"d0": 1, "d2": 0}}  # 1 unjudged of 3
+    qrels = {
+        "q1": {f"d{i}": int(i % 3 == 0) for i in range(20) if i not in (1, 4)},  # 2 unjudged in the top 5
+        "q2": {f"d{i}": int(i % 2 == 0) for i in range(20) if i not in (0, 2, 3)},  # 3 unjudged in the top 5
+        "q3": {"d0": 1, "d2": 0},
+    }  # 1 unjudged of 3
     a = rc.audit(run=run, qrels=qrels, k=5)
     f = _finding(a, "unjudged_top_k")
     assert f["count"] == 6 and f["share"] == pytest.approx(6 / 13) and f["topics"] == 3
@@ -218,8 +256,13 @@ def test_topics_on_one_side_and_without_relevant_documents():
 def test_scores_printed_with_three_decimals_are_named(tmp_path):
     rng = np.random.default_rng(3)
     path = tmp_path / "rounded.run"
-    path.write_text("".join(f"q{q} Q0 d{i} {i + 1} {s:.{2 + i % 2}f} t\n" for q in range(3)
-                            for i, s in enumerate(np.sort(rng.random(400))[::-1])))  # 2 or 3 decimals
+    path.write_text(
+        "".join(
+            f"q{q} Q0 d{i} {i + 1} {s:.{2 + i % 2}f} t\n"
+            for q in range(3)
+            for i, s in enumerate(np.sort(rng.random(400))[::-1])
+        )
+    )  # 2 or 3 decimals
     qrels = {f"q{q}": {f"d{i}": int(i % 7 == 0) for i in range(0, 400, 2)} for q in range(3)}
     a = rc.audit(run=str(path), qrels=qrels)
     f = _finding(a, "low_precision")
@@ -287,12 +330,18 @@ def test_command_line(tmp_path):
     assert report["reproduced"]["matches"][0]["options"]["score_dtype"] == "float32"
     failed = subprocess.run(cmd + ["--k", "5,10", "--fail-if", "tie_interval:map>1%"], capture_output=True, text=True)
     assert failed.returncode == 1 and "fail-if: tie_interval:map>1%" in failed.stderr
-    for extra, flag in ((["--protocol", "reid"], "--protocol"), (["--depth", "x"], "--depth"),
-                        (["--reported", "bogus=1"], "--reported")):
+    for extra, flag in (
+        (["--protocol", "reid"], "--protocol"),
+        (["--depth", "x"], "--depth"),
+        (["--reported", "bogus=1"], "--reported"),
+    ):
         bad = subprocess.run(cmd + extra, capture_output=True, text=True)
         assert bad.returncode == 2 and flag in bad.stderr, bad.stderr
     npz = tmp_path / "a.npz"
     np.savez(npz, distances=np.zeros((2, 3)), relevance=np.ones((2, 3), bool))
-    bad = subprocess.run([sys.executable, "-m", "retrieval_conformance.cli", "audit", "--npz", str(npz),
-                          "--judged-only"], capture_output=True, text=True)
+    bad = subprocess.run(
+        [sys.executable, "-m", "retrieval_conformance.cli", "audit", "--npz", str(npz), "--judged-only"],
+        capture_output=True,
+        text=True,
+    )
     assert bad.returncode == 2 and "--judged-only" in bad.stderr

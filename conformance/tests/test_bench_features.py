@@ -1,5 +1,6 @@
 """The feature benchmarks (``conformance/bench/features/``): one run of every section, saved, and the
 page written from it, with each figure next to its target; an absent section says "not measured"."""
+
 from __future__ import annotations
 
 import json
@@ -21,13 +22,21 @@ def fake_figures(scale):
     import numpy as np
 
     return {
-        "mAP-only CIFAR-10 against the loop": {"value": np.float64(62.5), "unit": "x the loop", "target": ">= 60",
-                                               "baseline": {"name": "per-query loop", "value": 3100, "unit": "ms"}},
-        "pass against the microkernel": {"value": 1.8, "unit": "x microkernel", "target": "<= 1.5x",
-                                         "baseline": "bare XOR + popcount + counts", "note": f"at {scale} scale"},
+        "mAP-only CIFAR-10 against the loop": {
+            "value": np.float64(62.5),
+            "unit": "x the loop",
+            "target": ">= 60",
+            "baseline": {"name": "per-query loop", "value": 3100, "unit": "ms"},
+        },
+        "pass against the microkernel": {
+            "value": 1.8,
+            "unit": "x microkernel",
+            "target": "<= 1.5x",
+            "baseline": "bare XOR + popcount + counts",
+            "note": f"at {scale} scale",
+        },
         "bytes sent per rank": {"value": 12_345_678 / 1e6, "unit": "MB"},
-        "two threads, contended": {"value": None, "unit": "x one thread", "target": "≥ 1.0",
-                                   "note": "no second core"},
+        "two threads, contended": {"value": None, "unit": "x one thread", "target": "≥ 1.0", "note": "no second core"},
     }
 
 
@@ -48,8 +57,12 @@ def broken_import_figures(scale):
 
 
 FAKE = Section("fake", HERE, "fake_figures", "A measured section")
-ABSENT = Section("absent", "retrieval_conformance.conformance.bench.no_such_benchmark_rc", "figures",
-                 "A section whose module is absent")
+ABSENT = Section(
+    "absent",
+    "retrieval_conformance.conformance.bench.no_such_benchmark_rc",
+    "figures",
+    "A section whose module is absent",
+)
 BROKEN = Section("broken", HERE, "broken_figures", "A section that raises")
 WRONG = Section("wrong", HERE, "wrong_shape_figures", "A section returning an unknown key")
 NO_FUNCTION = Section("nofunction", HERE, "no_such_function", "A section without its function")
@@ -70,18 +83,27 @@ def _saved_page(tmp_path, monkeypatch, sections, scale="full"):
 def test_page_from_a_saved_run_shows_figures_targets_and_absent_sections(tmp_path, monkeypatch):
     status, page, saved = _saved_page(tmp_path, monkeypatch, [FAKE, ABSENT])
     assert status == 0 and len(saved) == 1
-    assert "| mAP-only CIFAR-10 against the loop | 62.5x the loop | ≥ 60x the loop | met | per-query loop: " \
-           "3,100 ms |  |" in page
-    assert "| pass against the microkernel | 1.8x microkernel | ≤ 1.5x microkernel | **missed** | " \
-           "bare XOR + popcount + counts | at full scale |" in page
+    assert (
+        "| mAP-only CIFAR-10 against the loop | 62.5x the loop | ≥ 60x the loop | met | per-query loop: "
+        "3,100 ms |  |" in page
+    )
+    assert (
+        "| pass against the microkernel | 1.8x microkernel | ≤ 1.5x microkernel | **missed** | "
+        "bare XOR + popcount + counts | at full scale |" in page
+    )
     assert "| bytes sent per rank | 12.3 MB | – | – | – |  |" in page
     assert "| two threads, contended | – | ≥ 1x one thread | – | – | no second core |" in page
-    assert "## A section whose module is absent\n\nNot measured: its benchmark module " \
-           "retrieval_conformance.conformance.bench.no_such_benchmark_rc is not part of this installation." in page
+    assert (
+        "## A section whose module is absent\n\nNot measured: its benchmark module "
+        "retrieval_conformance.conformance.bench.no_such_benchmark_rc is not part of this installation." in page
+    )
     assert "| targets | 1 met, 1 missed, 2 figures without a target |" in page
     assert "| sections | 1 measured, 1 not measured |" in page
-    assert re.search(r"\| load average \(1, 5, 15 min\) \| [\d.]+, [\d.]+, [\d.]+ at the start; [\d.]+, [\d.]+, "
-                     r"[\d.]+ at the end \|", page)
+    assert re.search(
+        r"\| load average \(1, 5, 15 min\) \| [\d.]+, [\d.]+, [\d.]+ at the start; [\d.]+, [\d.]+, "
+        r"[\d.]+ at the end \|",
+        page,
+    )
     assert "| machine | " in page and " cores" in page
     record = load_feature_run(saved[0])
     assert [s["status"] for s in record["sections"]] == ["measured", "not measured"]
@@ -91,8 +113,10 @@ def test_page_from_a_saved_run_shows_figures_targets_and_absent_sections(tmp_pat
 def test_a_failing_section_is_recorded_and_the_run_goes_on(tmp_path, monkeypatch, capsys):
     status, page, saved = _saved_page(tmp_path, monkeypatch, [BROKEN, WRONG, NO_FUNCTION, FAKE])
     assert status == 1 and len(saved) == 1  # saved: the failure is part of the record
-    assert "Failed: retrieval_conformance.conformance.tests.test_bench_features.broken_figures('full'): " \
-           "RuntimeError: the microkernel disagrees with the pass." in page
+    assert (
+        "Failed: retrieval_conformance.conformance.tests.test_bench_features.broken_figures('full'): "
+        "RuntimeError: the microkernel disagrees with the pass." in page
+    )
     assert "figure 'speed': unknown key(s) 'goal'; a figure holds value, unit, target, baseline, note" in page
     assert f"Failed: {HERE} has no function no_such_function(scale)." in page
     assert "| mAP-only CIFAR-10 against the loop | 62.5x the loop |" in page  # the section after them ran
@@ -122,8 +146,12 @@ def test_product_text_has_no_date_hash_or_issue_outside_the_run_record(tmp_path,
 def test_registry_names_every_section_of_the_page():
     """The five sections, in order, each a module and its figures(scale); curves and distributed are ours."""
     assert [(s.name, s.module.rsplit(".", 1)[1], s.function) for s in SECTIONS] == [
-        ("metrics-subset", "metrics_subset", "figures"), ("hashing-pass", "hashing_pass", "figures"),
-        ("threads", "threads", "figures"), ("curves", "curves", "figures"), ("distributed", "distributed", "figures")]
+        ("metrics-subset", "metrics_subset", "figures"),
+        ("hashing-pass", "hashing_pass", "figures"),
+        ("threads", "threads", "figures"),
+        ("curves", "curves", "figures"),
+        ("distributed", "distributed", "figures"),
+    ]
     import importlib
 
     for name in ("curves", "distributed"):
@@ -140,31 +168,43 @@ def test_curves_figures_at_smoke_scale_are_valid_figures():
         assert figure["value"] > 0 and figure["unit"] == "x evaluate" and judge(figure) in (True, False)
 
 
-@pytest.mark.parametrize("figures, message", [
-    ({}, "expected a non-empty dict"),
-    ([1], "expected a non-empty dict"),
-    ({"a": {"unit": "ms"}}, "'value' and 'unit' are required"),
-    ({"a": {"value": 1.0}}, "'value' and 'unit' are required"),
-    ({"a": {"value": float("nan"), "unit": "ms"}}, "finite real number or None, got nan"),
-    ({"a": {"value": True, "unit": "ms"}}, "finite real number or None, got True"),
-    ({"a": {"value": "3", "unit": "ms"}}, "finite real number or None, got '3'"),
-    ({"a": {"value": 1.0, "unit": "ms", "target": "60"}}, "expected an operator"),
-    ({"a": {"value": 1.0, "unit": "ms", "target": 60}}, "expected a string of an operator and a number"),
-    ({"a": {"value": 1.0, "unit": "ms", "target": "<= 2 s"}}, "its unit 's' is not the figure's unit 'ms'"),
-    ({"a": {"value": 1.0, "unit": "ms", "target": "<= 2x"}}, "its unit 'x' is not the figure's unit 'ms'"),
-    ({"a": {"value": 1.0, "unit": "ms", "baseline": {"name": "x"}}}, "baseline must be"),
-    ({"a": {"value": 1.0, "unit": "ms", "note": 3}}, "note must be a string"),
-    ({"": {"value": 1.0, "unit": "ms"}}, "a figure's name must be a non-empty string"),
-])
+@pytest.mark.parametrize(
+    "figures, message",
+    [
+        ({}, "expected a non-empty dict"),
+        ([1], "expected a non-empty dict"),
+        ({"a": {"unit": "ms"}}, "'value' and 'unit' are required"),
+        ({"a": {"value": 1.0}}, "'value' and 'unit' are required"),
+        ({"a": {"value": float("nan"), "unit": "ms"}}, "finite real number or None, got nan"),
+        ({"a": {"value": True, "unit": "ms"}}, "finite real number or None, got True"),
+        ({"a": {"value": "3", "unit": "ms"}}, "finite real number or None, got '3'"),
+        ({"a": {"value": 1.0, "unit": "ms", "target": "60"}}, "expected an operator"),
+        ({"a": {"value": 1.0, "unit": "ms", "target": 60}}, "expected a string of an operator and a number"),
+        ({"a": {"value": 1.0, "unit": "ms", "target": "<= 2 s"}}, "its unit 's' is not the figure's unit 'ms'"),
+        ({"a": {"value": 1.0, "unit": "ms", "target": "<= 2x"}}, "its unit 'x' is not the figure's unit 'ms'"),
+        ({"a": {"value": 1.0, "unit": "ms", "baseline": {"name": "x"}}}, "baseline must be"),
+        ({"a": {"value": 1.0, "unit": "ms", "note": 3}}, "note must be a string"),
+        ({"": {"value": 1.0, "unit": "ms"}}, "a figure's name must be a non-empty string"),
+    ],
+)
 def test_figures_are_refused_by_name(figures, message):
     with pytest.raises(ValueError, match=re.escape(message)):
         check_figures(figures, "mod.figures('full')")
 
 
-@pytest.mark.parametrize("target, value, met", [
-    (">= 60", 60.0, True), (">= 60", 59.9, False), ("≥ 1.7x", 1.8, True), ("<= 1.5", 1.5, True),
-    ("≤ 1.5x", 1.51, False), ("> 1", 1.0, False), ("< 1", 0.5, True), (">= 1e3", 1000.0, True),
-])
+@pytest.mark.parametrize(
+    "target, value, met",
+    [
+        (">= 60", 60.0, True),
+        (">= 60", 59.9, False),
+        ("≥ 1.7x", 1.8, True),
+        ("<= 1.5", 1.5, True),
+        ("≤ 1.5x", 1.51, False),
+        ("> 1", 1.0, False),
+        ("< 1", 0.5, True),
+        (">= 1e3", 1000.0, True),
+    ],
+)
 def test_targets_are_judged(target, value, met):
     figure = check_figures({"f": {"value": value, "unit": "x the loop", "target": target}}, "m")["f"]
     assert judge(figure) is met
@@ -219,8 +259,7 @@ def test_distributed_benchmark_draws_the_same_data_for_every_world_size():
     def joined(world):
         args = argparse.Namespace(world=world, queries=7, gallery=150_000, dim=3, ids=5, noise=1.0, seed=4)
         parts = [distributed._data(args, rank) for rank in range(world)]
-        return {name: np.concatenate([p[side][name] for p in parts])
-                for side in (0, 1) for name in parts[0][side]}
+        return {name: np.concatenate([p[side][name] for p in parts]) for side in (0, 1) for name in parts[0][side]}
 
     one, three = joined(1), joined(3)
     assert one["db_embeddings"].shape == (150_000, 3) and one["query_embeddings"].shape == (7, 3)
@@ -234,8 +273,11 @@ def test_distributed_figures_at_smoke_scale():
 
     checked = check_figures(figures("smoke"), "distributed")
     label = "small (100 x 2,000, d = 16)"
-    assert set(checked) == {f"{label}: time, sharded", f"{label}: bytes sent per rank, sharded",
-                            f"{label}: peak extra resident memory, sharded"}
+    assert set(checked) == {
+        f"{label}: time, sharded",
+        f"{label}: bytes sent per rank, sharded",
+        f"{label}: peak extra resident memory, sharded",
+    }
     sent = checked[f"{label}: bytes sent per rank, sharded"]
     assert 0 < sent["value"] < sent["baseline"]["value"]  # the queries and statistics, not the gallery
     assert "the same mAP" in checked[f"{label}: time, sharded"]["note"]
@@ -251,14 +293,17 @@ def test_a_missing_package_is_not_measured_a_missing_module_of_ours_is_a_failure
     assert broken["status"] == "failed" and "no_such_helper_rc" in broken["reason"]
 
 
-@pytest.mark.parametrize("change, message", [
-    (lambda r: r.update(scale=None), "scale: expected one of full, smoke, got None"),
-    (lambda r: r.update(sections={}), "sections: expected a list, got dict"),
-    (lambda r: r["sections"][0].update(status="done"), "section 'fake': status must be one of measured"),
-    (lambda r: r["sections"][0]["figures"]["bytes sent per rank"].pop("unit"), "'value' and 'unit' are required"),
-    (lambda r: r["sections"][1].pop("reason"), "section 'absent': a section not measured needs its reason"),
-    (lambda r: r.update(machine="a laptop"), "machine: expected a dict, got str"),
-])
+@pytest.mark.parametrize(
+    "change, message",
+    [
+        (lambda r: r.update(scale=None), "scale: expected one of full, smoke, got None"),
+        (lambda r: r.update(sections={}), "sections: expected a list, got dict"),
+        (lambda r: r["sections"][0].update(status="done"), "section 'fake': status must be one of measured"),
+        (lambda r: r["sections"][0]["figures"]["bytes sent per rank"].pop("unit"), "'value' and 'unit' are required"),
+        (lambda r: r["sections"][1].pop("reason"), "section 'absent': a section not measured needs its reason"),
+        (lambda r: r.update(machine="a laptop"), "machine: expected a dict, got str"),
+    ],
+)
 def test_a_malformed_record_is_refused_by_name(tmp_path, capsys, change, message):
     run = run_features("full", [FAKE, ABSENT])
     change(run)

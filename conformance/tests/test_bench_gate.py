@@ -4,6 +4,7 @@ No test here times anything: the candidate and anchor times are drawn from a fix
 generator that models a shared machine (a load factor per run that slows candidate and
 anchor alike, and independent jitter per round).
 """
+
 from __future__ import annotations
 
 import json
@@ -28,11 +29,21 @@ def simulated_run(rng, slowdown=1.0, load=1.0, rounds=15, jitter=0.08, candidate
     benches = []
     for cand in candidates:
         c, a = simulated_times(rng, rounds, slowdown, load, jitter)
-        info = {"workload": "scores-map", "candidate": cand, "loadavg": [1.9 * load, 1.5, 1.2],
-                "loadavg_before": [1.8 * load, 1.5, 1.2]}
+        info = {
+            "workload": "scores-map",
+            "candidate": cand,
+            "loadavg": [1.9 * load, 1.5, 1.2],
+            "loadavg_before": [1.8 * load, 1.5, 1.2],
+        }
         info.update(R.ratio_stats(c, a))
-        benches.append({"group": "scores-map 1000x50000", "name": f"test_full_scale[scores-map-{cand}]",
-                        "extra_info": info, "stats": {"median": float(np.median(c)), "rounds": rounds}})
+        benches.append(
+            {
+                "group": "scores-map 1000x50000",
+                "name": f"test_full_scale[scores-map-{cand}]",
+                "extra_info": info,
+                "stats": {"median": float(np.median(c)), "rounds": rounds},
+            }
+        )
     return {"benchmarks": benches, "datetime": "2026-01-01T00:00:00", "machine_info": {}, "commit_info": {}}
 
 

@@ -2,6 +2,7 @@
 library's pass (``csrc/rc_bench.c``) count exactly what numpy counts, refuse inputs they do not
 take, and the figures come out at smoke scale.  Skipped when the C library is not built.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -37,8 +38,12 @@ def test_counts_equal_numpy(bench, entry, extra):
 def test_short_codes_and_odd_gallery(bench):
     """Fewer than 64 bits and a gallery that is not a multiple of the unrolling."""
     rng = np.random.default_rng(3)
-    arrays = {"query_codes": rng.choice([-1.0, 1.0], (5, 13)), "db_codes": rng.choice([-1.0, 1.0], (103, 13)),
-              "query_labels": np.eye(3)[rng.integers(0, 3, 5)], "db_labels": np.eye(3)[rng.integers(0, 3, 103)]}
+    arrays = {
+        "query_codes": rng.choice([-1.0, 1.0], (5, 13)),
+        "db_codes": rng.choice([-1.0, 1.0], (103, 13)),
+        "query_labels": np.eye(3)[rng.integers(0, 3, 5)],
+        "db_labels": np.eye(3)[rng.integers(0, 3, 103)],
+    }
     packed = bench.packed_inputs(arrays)
     anchor, real_pass = bench._bench_functions()
     for function, extra in ((anchor, ()), (real_pass, (1,)), (real_pass, (0,))):

@@ -1,4 +1,5 @@
 """A lab's own metric function timed on the benchmark workloads through the harness adapters."""
+
 from __future__ import annotations
 
 import numpy as np

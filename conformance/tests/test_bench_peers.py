@@ -4,6 +4,7 @@ Every installed peer is also run and checked on the smoke workloads by test_benc
 module pins the conventions on small hand-made inputs, and shows that :func:`verify.check_peer`
 rejects a peer that computes something else.  A peer that is not installed is skipped.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -26,8 +27,9 @@ def needs(peer):
 
 
 def ours(k=None, **options):
-    return rc.evaluate(scores=SCORES, relevance=RELEVANT, protocol="hashing", k=k, implementation="reference",
-                       **options).per_query.ap
+    return rc.evaluate(
+        scores=SCORES, relevance=RELEVANT, protocol="hashing", k=k, implementation="reference", **options
+    ).per_query.ap
 
 
 def test_a_missing_peer_is_a_skip_with_its_install_command(monkeypatch):
@@ -37,8 +39,17 @@ def test_a_missing_peer_is_a_skip_with_its_install_command(monkeypatch):
 
 
 def test_peers_per_workload_and_the_ranx_size_limit():
-    assert C.candidate_names("scores-map") == ["numpy", "c", "torch", "reference", "plain-numpy", "sklearn",
-                                               "torchmetrics", "ranx", "argsort"]
+    assert C.candidate_names("scores-map") == [
+        "numpy",
+        "c",
+        "torch",
+        "reference",
+        "plain-numpy",
+        "sklearn",
+        "torchmetrics",
+        "ranx",
+        "argsort",
+    ]
     assert "sklearn" not in C.candidate_names("scores-map100")  # average_precision_score has no cut-off
     assert C.candidate_names("scaling-codes-4m") == ["numpy", "c", "torch", "reference", "plain-numpy"]
     assert "faiss" in C.candidate_names("cifar10-1000") and "faiss" not in C.candidate_names("cifar10-all")
@@ -74,8 +85,10 @@ def test_torchmetrics_counts_an_item_scoring_zero_or_less_as_non_relevant():
     got = P.torchmetrics_map(negative, RELEVANT).ap[0]
     hidden = RELEVANT.copy()
     hidden[0, 6] = False
-    assert got == pytest.approx(rc.evaluate(scores=negative, relevance=hidden, protocol="hashing",
-                                            implementation="reference").per_query.ap[0], abs=1e-6)
+    assert got == pytest.approx(
+        rc.evaluate(scores=negative, relevance=hidden, protocol="hashing", implementation="reference").per_query.ap[0],
+        abs=1e-6,
+    )
     assert got > P.torchmetrics_map(free, RELEVANT).ap[0]  # same order, its worst-ranked relevant item dropped
 
 
@@ -83,8 +96,13 @@ def test_torchmetrics_counts_an_item_scoring_zero_or_less_as_non_relevant():
 def test_ranx_map_at_k_divides_by_all_relevant_items():
     free = np.array([[0.9, 0.8, 0.7, 0.6, 0.5, 0.3, 0.2]], dtype=np.float32)  # tie-free
     got = P.ranx_map(free, RELEVANT, 3, P.ranx_names(1, 7)).ap
-    np.testing.assert_allclose(got, rc.evaluate(scores=free, relevance=RELEVANT, protocol="hashing", k=3,
-                                                ap_at_k="r", implementation="reference").per_query.ap, atol=1e-12)
+    np.testing.assert_allclose(
+        got,
+        rc.evaluate(
+            scores=free, relevance=RELEVANT, protocol="hashing", k=3, ap_at_k="r", implementation="reference"
+        ).per_query.ap,
+        atol=1e-12,
+    )
     assert P.ranx_names(12, 3)[0][:3] == ["q0000000", "q0000001", "q0000002"]  # sorted by name = by number
 
 
@@ -117,5 +135,6 @@ def test_tie_free_copy_keeps_the_stable_order():
     assert all(np.unique(row).size == row.size for row in s) and s.min() >= 1
     stable = rc.evaluate(**w.subset(np.arange(5)).evaluate_kwargs(implementation="reference"))
     for ties in ("pessimistic", "optimistic", "grouped"):
-        np.testing.assert_array_equal(rc.evaluate(**free.evaluate_kwargs(implementation="reference", ties=ties))
-                                      .per_query.ap, stable.per_query.ap)
+        np.testing.assert_array_equal(
+            rc.evaluate(**free.evaluate_kwargs(implementation="reference", ties=ties)).per_query.ap, stable.per_query.ap
+        )

@@ -1,4 +1,5 @@
 """The benchmark tooling: peak memory in a child process, the summary, the plot, the regression gate."""
+
 from __future__ import annotations
 
 import json
@@ -21,8 +22,9 @@ def test_peak_memory_is_measured_in_a_child_process(tmp_path):
 
     w = W.build("oxford5k", "smoke")
     directory = w.save(str(tmp_path / "w"))
-    big = measure_peak_memory(directory,
-                              "py:retrieval_conformance.conformance.tests.test_bench_report:allocate_256_mib")
+    big = measure_peak_memory(
+        directory, "py:retrieval_conformance.conformance.tests.test_bench_report:allocate_256_mib"
+    )
     assert big.get("memory_error") is None, big
     assert 250 <= big["peak_extra_mib"] < 400, big
     small = measure_peak_memory(directory, "numpy")
@@ -35,20 +37,35 @@ def _fake_run(medians: Dict[str, Dict[str, float]], memory=None) -> Dict[str, An
     benches = []
     for workload, cands in medians.items():
         for cand, med in cands.items():
-            info = {"workload": workload, "candidate": cand, "title": f"{workload} title", "queries": 10,
-                    "peak_extra_mib": (memory or {}).get((workload, cand))}
-            benches.append({"group": f"{workload} 10x20", "name": f"test_full_scale[{workload}-{cand}]",
-                            "fullname": f"x::test_full_scale[{workload}-{cand}]", "extra_info": info,
-                            "stats": {"median": med, "rounds": 1}})
+            info = {
+                "workload": workload,
+                "candidate": cand,
+                "title": f"{workload} title",
+                "queries": 10,
+                "peak_extra_mib": (memory or {}).get((workload, cand)),
+            }
+            benches.append(
+                {
+                    "group": f"{workload} 10x20",
+                    "name": f"test_full_scale[{workload}-{cand}]",
+                    "fullname": f"x::test_full_scale[{workload}-{cand}]",
+                    "extra_info": info,
+                    "stats": {"median": med, "rounds": 1},
+                }
+            )
     return {"benchmarks": benches, "datetime": "2026-01-01T00:00:00", "machine_info": {}, "commit_info": {}}
 
 
 def test_report_prints_ratios_memory_and_targets():
     from retrieval_conformance.conformance.bench.report import format_report
 
-    run = _fake_run({"cifar10-all": {"c": 0.1, "loop": 7.6, "numpy": 0.5},
-                     "market1501": {"c": 0.2, "argsort": 0.6, "full-matrix": 0.7, "loop": 5.0}},
-                    memory={("market1501", "c"): 250.0})
+    run = _fake_run(
+        {
+            "cifar10-all": {"c": 0.1, "loop": 7.6, "numpy": 0.5},
+            "market1501": {"c": 0.2, "argsort": 0.6, "full-matrix": 0.7, "loop": 5.0},
+        },
+        memory={("market1501", "c"): 250.0},
+    )
     text = format_report(run)
     assert "76.0x" in text  # 7.6 / 0.1
     assert "0.33x" in text  # c / argsort at Market scale
@@ -142,13 +159,16 @@ def test_report_shows_the_anchor_ratio_the_load_and_the_scaling_exponent():
 
     sizes = {"10k": 10_000, "100k": 100_000, "1m": 1_000_000, "4m": 4_000_000}
     # c grows like N, plain numpy like N**1.2 (synthetic medians)
-    run = _fake_run({f"scaling-floats-{s}": {"c": 1e-6 * n, "plain-numpy": 1e-7 * n ** 1.2} for s, n in sizes.items()},
-                    memory={(f"scaling-floats-{s}", "c"): n / 1e5 for s, n in sizes.items()})
+    run = _fake_run(
+        {f"scaling-floats-{s}": {"c": 1e-6 * n, "plain-numpy": 1e-7 * n**1.2} for s, n in sizes.items()},
+        memory={(f"scaling-floats-{s}", "c"): n / 1e5 for s, n in sizes.items()},
+    )
     for bench in run["benchmarks"]:
         info = bench["extra_info"]
         info["gallery"] = sizes[info["workload"].rsplit("-", 1)[1]]
-        info.update({"ratio_median": 2.5, "ratio_noise": 0.04, "loadavg": [3.5, 2.0, 1.0],
-                     "loadavg_before": [2.25, 2.0, 1.0]})
+        info.update(
+            {"ratio_median": 2.5, "ratio_noise": 0.04, "loadavg": [3.5, 2.0, 1.0], "loadavg_before": [2.25, 2.0, 1.0]}
+        )
     fits = scaling_fits(summarise(run))
     assert fits[("scaling-floats", "c")]["exponent"] == pytest.approx(1.0)
     assert fits[("scaling-floats", "plain-numpy")]["exponent"] == pytest.approx(1.2)

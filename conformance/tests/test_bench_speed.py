@@ -26,6 +26,7 @@ Peak extra memory is measured in a child process per (workload, candidate) (see
 :func:`.bench.memory.measure_peak_memory`) and stored in ``extra_info``; ``RC_BENCH_MEMORY=0``
 skips it.
 """
+
 from __future__ import annotations
 
 import os
@@ -103,9 +104,19 @@ def store():
 def _semantics_key(w: W.Workload, overrides: Dict[str, Any]) -> Tuple:
     """The resolved options (so equal conventions share one truth value)."""
     kw = w.evaluate_kwargs(**overrides)
-    options = rc.resolve_options(kw["protocol"], kw.get("k"), kw.get("max_rank", 50), kw.get("ties"),
-                                 kw.get("ap_rule"), kw.get("ap_at_k"), kw.get("empty"), kw.get("radius"),
-                                 gain=kw.get("gain"), recall=kw.get("recall"), discount=kw.get("discount"))
+    options = rc.resolve_options(
+        kw["protocol"],
+        kw.get("k"),
+        kw.get("max_rank", 50),
+        kw.get("ties"),
+        kw.get("ap_rule"),
+        kw.get("ap_at_k"),
+        kw.get("empty"),
+        kw.get("radius"),
+        gain=kw.get("gain"),
+        recall=kw.get("recall"),
+        discount=kw.get("discount"),
+    )
     return (w.name, w.scale, kw["protocol"], options)
 
 
@@ -114,8 +125,9 @@ def _truth(store: _Store, w: W.Workload, **overrides) -> rc.Result:
     key = _semantics_key(w, overrides)
     if key not in store.truth:
         exact = w.scale == "smoke" or w.name == "oxford5k"
-        store.truth[key] = rc.evaluate(**w.evaluate_kwargs(implementation="reference" if exact else "numpy",
-                                                           **overrides))
+        store.truth[key] = rc.evaluate(
+            **w.evaluate_kwargs(implementation="reference" if exact else "numpy", **overrides)
+        )
     return store.truth[key]
 
 
@@ -141,8 +153,9 @@ def _assert_per_query_close(got, want, label: str, rows: Optional[np.ndarray] = 
     pick = (lambda a: a) if rows is None else (lambda a: np.asarray(a)[rows])
     np.testing.assert_array_equal(pick(got.n_relevant), want.n_relevant, err_msg=f"{label}: n_relevant")
     for field in FIELDS + ("cmc",):
-        np.testing.assert_allclose(pick(getattr(got, field)), getattr(want, field), rtol=0, atol=TOLERANCE,
-                                   err_msg=f"{label}: {field}")
+        np.testing.assert_allclose(
+            pick(getattr(got, field)), getattr(want, field), rtol=0, atol=TOLERANCE, err_msg=f"{label}: {field}"
+        )
 
 
 def check_implementation(store: _Store, w: W.Workload, name: str, result: rc.Result) -> None:
@@ -166,8 +179,9 @@ def check_implementation(store: _Store, w: W.Workload, name: str, result: rc.Res
 
 
 def _rows(pq, rows: np.ndarray):
-    return rc.PerQuery(**{f: (None if getattr(pq, f) is None else np.asarray(getattr(pq, f))[rows])
-                          for f in ARRAY_FIELDS})
+    return rc.PerQuery(
+        **{f: (None if getattr(pq, f) is None else np.asarray(getattr(pq, f))[rows]) for f in ARRAY_FIELDS}
+    )
 
 
 def check_baseline(store: _Store, w: W.Workload, name: str, result: Any) -> None:
@@ -188,8 +202,9 @@ def check_baseline(store: _Store, w: W.Workload, name: str, result: Any) -> None
             if getattr(result, field) is None:
                 continue
             want = getattr(truth.per_query, field)
-            np.testing.assert_allclose(getattr(result, field), want, rtol=0, atol=TOLERANCE,
-                                       err_msg=f"{name}: per-query {field}")
+            np.testing.assert_allclose(
+                getattr(result, field), want, rtol=0, atol=TOLERANCE, err_msg=f"{name}: per-query {field}"
+            )
             assert abs(getattr(result, mean) - float(np.mean(want[counted]))) <= TOLERANCE, f"{name}: {mean}"
         return
     # unspecified tie order: between the pessimistic and the optimistic value, per query
@@ -258,8 +273,9 @@ def _run(benchmark, store: _Store, w: W.Workload, candidate: str) -> None:
         from retrieval_conformance.conformance.bench.memory import measure_peak_memory
 
         median = benchmark.stats.stats.median if benchmark.stats is not None else None
-        benchmark.extra_info.update(measure_peak_memory(store.saved_dir(w), candidate,
-                                                        query_limit=C.memory_query_limit(w, candidate, median)))
+        benchmark.extra_info.update(
+            measure_peak_memory(store.saved_dir(w), candidate, query_limit=C.memory_query_limit(w, candidate, median))
+        )
 
 
 @pytest.mark.benchmark

@@ -2,6 +2,7 @@
 process are set up and taken down, and its figures come out at smoke scale with the same bits
 for every thread count.  Skipped when the C library is not built.
 """
+
 from __future__ import annotations
 
 import os

@@ -1,4 +1,5 @@
 """The benchmark workloads: standard sizes, determinism, memory-mapped distances, storage; rounds and skips."""
+
 from __future__ import annotations
 
 import os
@@ -11,9 +12,17 @@ from retrieval_conformance.conformance.bench import reid
 from retrieval_conformance.conformance.bench import workloads as W
 
 #: spec §12 standard sizes
-STANDARD_SHAPES = {"cifar10-all": (1000, 54_000), "cifar10-1000": (1000, 54_000), "nuswide-5000": (2100, 193_734),
-                   "market1501": (3368, 15_913), "msmt17": (11_659, 82_161), "oxford5k": (55, 5063),
-                   "graded-ndcg10": (1000, 50_000), "scores-map": (1000, 50_000), "scores-map100": (1000, 50_000)}
+STANDARD_SHAPES = {
+    "cifar10-all": (1000, 54_000),
+    "cifar10-1000": (1000, 54_000),
+    "nuswide-5000": (2100, 193_734),
+    "market1501": (3368, 15_913),
+    "msmt17": (11_659, 82_161),
+    "oxford5k": (55, 5063),
+    "graded-ndcg10": (1000, 50_000),
+    "scores-map": (1000, 50_000),
+    "scores-map100": (1000, 50_000),
+}
 
 
 @pytest.mark.parametrize("name", ["cifar10-1000", "market1501", "oxford5k"])
@@ -212,8 +221,12 @@ def test_scores_map_full_scale_share_and_ties():
 def test_scaling_series_names_sizes_and_inputs():
     from retrieval_conformance.conformance.bench import scores
 
-    assert W.SCALING_NAMES[:4] == ("scaling-floats-10k", "scaling-floats-100k", "scaling-floats-1m",
-                                   "scaling-floats-4m")
+    assert W.SCALING_NAMES[:4] == (
+        "scaling-floats-10k",
+        "scaling-floats-100k",
+        "scaling-floats-1m",
+        "scaling-floats-4m",
+    )
     assert list(scores.SCALING_SIZES.values()) == [10_000, 100_000, 1_000_000, 4_000_000]
     floats = W.build("scaling-floats-1m", "smoke")
     codes = W.build("scaling-codes-4m", "smoke")

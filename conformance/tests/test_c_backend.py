@@ -15,6 +15,7 @@ built" reason, no (Q, N) allocation, the C source's warnings).
 
 The tests are skipped when the library is not built, or fail with ``RC_REQUIRE=c``.
 """
+
 from __future__ import annotations
 
 from fractions import Fraction

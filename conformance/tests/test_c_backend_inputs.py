@@ -3,6 +3,7 @@ text), non-finite distances, every input checked before the C call, non-contiguo
 copied, the "not built" reason, no (Q, N) allocation in Python, and the C source compiling
 without warnings.  Skipped when the library is not built, or fails with ``RC_REQUIRE=c``.
 """
+
 from __future__ import annotations
 
 import os
@@ -38,8 +39,13 @@ def test_grouped_cutoff_inside_a_group_raises_like_the_reference(cimpl):
         assert str(c_err.value) == str(ref_err.value)
         assert "k=2" in str(c_err.value) and "query 1" in str(c_err.value)
         cimpl.compute(p, Options(ties="grouped", k=4))  # a group boundary is fine
-    codes = Problem(n_queries=1, n_gallery=3, query_bits=np.zeros((1, 2), np.uint8),
-                    db_bits=np.array([[0, 0], [1, 0], [0, 1]], np.uint8), relevance=np.ones((1, 3), bool))
+    codes = Problem(
+        n_queries=1,
+        n_gallery=3,
+        query_bits=np.zeros((1, 2), np.uint8),
+        db_bits=np.array([[0, 0], [1, 0], [0, 1]], np.uint8),
+        relevance=np.ones((1, 3), bool),
+    )
     with pytest.raises(ValueError, match=r"ranks 2\.\.3"):
         cimpl.compute(codes, Options(ties="grouped", k=2))
 
@@ -58,8 +64,9 @@ def test_grouped_cutoff_check_on_a_large_gallery(cimpl):
         d = np.round(rng.random((Q, N)) * rng.choice([40, 400, 4000])) / 8
         rel = rng.random((Q, N)) < 0.1
         junk = rng.random((Q, N)) < 0.1
-        p = Problem(n_queries=Q, n_gallery=N, distances=d.astype(rng.choice([np.float32, np.float64])),
-                    relevance=rel, junk=junk)
+        p = Problem(
+            n_queries=Q, n_gallery=N, distances=d.astype(rng.choice([np.float32, np.float64])), relevance=rel, junk=junk
+        )
         k = int(rng.choice([1, 2, 5, 9, 20, 300, 449]))
         o = Options(ties="grouped", k=k, ap_rule=str(rng.choice(RULES)), ap_at_k=str(rng.choice(DENOMINATORS)))
         ref, res = run_both(ref_impl.compute, cimpl.compute, p, o)
@@ -89,20 +96,40 @@ def test_inputs_checked_before_the_c_call(cimpl):
         (dict(distances=np.zeros((2, 4)), relevance=rel), ValueError, "distances: expected shape"),
         (dict(distances=good, relevance=rel.astype(np.uint8)), TypeError, "relevance"),
         (dict(distances=good, relevance=rel, junk=np.zeros((3, 2), bool)), ValueError, "junk"),
-        (dict(distances=good, query_labels=np.zeros(2, np.int32), db_labels=np.zeros(3, np.int64)),
-         TypeError, "query_labels"),
-        (dict(distances=good, query_labels=np.zeros((2, 2), np.uint8), db_labels=np.zeros((3, 2), np.uint8),
-              query_cams=np.zeros(2, np.int64), db_cams=np.zeros(3, np.int64)), ValueError, "query_cams"),
-        (dict(query_bits=np.zeros((2, 4), np.uint8), db_bits=np.zeros((3, 5), np.uint8), relevance=rel),
-         ValueError, "db_bits"),
+        (
+            dict(distances=good, query_labels=np.zeros(2, np.int32), db_labels=np.zeros(3, np.int64)),
+            TypeError,
+            "query_labels",
+        ),
+        (
+            dict(
+                distances=good,
+                query_labels=np.zeros((2, 2), np.uint8),
+                db_labels=np.zeros((3, 2), np.uint8),
+                query_cams=np.zeros(2, np.int64),
+                db_cams=np.zeros(3, np.int64),
+            ),
+            ValueError,
+            "query_cams",
+        ),
+        (
+            dict(query_bits=np.zeros((2, 4), np.uint8), db_bits=np.zeros((3, 5), np.uint8), relevance=rel),
+            ValueError,
+            "db_bits",
+        ),
         (dict(relevance=rel), ValueError, "problem"),
     ]
     for kw, exc, text in cases:
         with pytest.raises(exc, match=text):
             cimpl.compute(Problem(n_queries=2, n_gallery=3, **kw), Options())
     p = Problem(n_queries=2, n_gallery=3, distances=good, relevance=rel)
-    for o, text in [(Options(ties="random"), "ties"), (Options(k=0), "k"), (Options(max_rank=-1), "max_rank"),
-                    (Options(radius=float("nan")), "radius"), (Options(ap_at_k="k"), "ap_at_k")]:
+    for o, text in [
+        (Options(ties="random"), "ties"),
+        (Options(k=0), "k"),
+        (Options(max_rank=-1), "max_rank"),
+        (Options(radius=float("nan")), "radius"),
+        (Options(ap_at_k="k"), "ap_at_k"),
+    ]:
         with pytest.raises(ValueError, match=text):
             cimpl.compute(p, o)
 
@@ -113,8 +140,8 @@ def test_non_contiguous_inputs_are_copied_not_misread(cimpl):
     rel = rng.random((6, 9)) < 0.4
     contiguous = cimpl.compute(Problem(n_queries=6, n_gallery=9, distances=d, relevance=rel), Options())
     strided = cimpl.compute(
-        Problem(n_queries=6, n_gallery=9, distances=np.asfortranarray(d), relevance=np.asfortranarray(rel)),
-        Options())
+        Problem(n_queries=6, n_gallery=9, distances=np.asfortranarray(d), relevance=np.asfortranarray(rel)), Options()
+    )
     assert same_bits(contiguous, strided, "Fortran-ordered inputs") == []
     wide = np.zeros((6, 18))
     wide[:, ::2] = d
@@ -136,17 +163,25 @@ def test_not_built_reason(c_backend, monkeypatch):
     assert reason.startswith("C library not built (no compiler at install, or RC_BUILD_C=0)")
     assert "RC_BUILD_C=1 pip install" in reason
     with pytest.raises(RuntimeError, match="unavailable"):
-        c_backend.CImplementation().compute(Problem(n_queries=1, n_gallery=1, distances=np.zeros((1, 1)),
-                                                    relevance=np.ones((1, 1), bool)), Options())
+        c_backend.CImplementation().compute(
+            Problem(n_queries=1, n_gallery=1, distances=np.zeros((1, 1)), relevance=np.ones((1, 1), bool)), Options()
+        )
 
 
 def test_no_queries_by_gallery_allocation(cimpl):
     """Labels and cameras go to C as they are: nothing of size Q x N is allocated in Python."""
     rng = np.random.default_rng(2)
     Q, N = 200, 20000
-    p = Problem(n_queries=Q, n_gallery=N, distances=rng.random((Q, N)).astype(np.float32),
-                query_labels=rng.integers(0, 500, Q), db_labels=rng.integers(-1, 500, N),
-                query_cams=rng.integers(0, 6, Q), db_cams=rng.integers(0, 6, N), junk_ids=(-1,))
+    p = Problem(
+        n_queries=Q,
+        n_gallery=N,
+        distances=rng.random((Q, N)).astype(np.float32),
+        query_labels=rng.integers(0, 500, Q),
+        db_labels=rng.integers(-1, 500, N),
+        query_cams=rng.integers(0, 6, Q),
+        db_cams=rng.integers(0, 6, N),
+        junk_ids=(-1,),
+    )
     discount_table(N)  # the process-wide discount cache (of size N, not Q x N) is built once, before
     tracemalloc.start()
     try:
@@ -170,7 +205,20 @@ def test_c_source_compiles_without_warnings(c_backend, tmp_path):
     if cc is None or not sources:
         pytest.skip("no C compiler or no C source here")
     for openmp in (["-fopenmp"], []):
-        cmd = [cc, "-O3", "-std=c99", *openmp, "-fPIC", "-shared", "-Wall", "-Wextra", "-Werror",
-               f"-I{csrc}", *sources, "-o", str(tmp_path / "rc.so")]
+        cmd = [
+            cc,
+            "-O3",
+            "-std=c99",
+            *openmp,
+            "-fPIC",
+            "-shared",
+            "-Wall",
+            "-Wextra",
+            "-Werror",
+            f"-I{csrc}",
+            *sources,
+            "-o",
+            str(tmp_path / "rc.so"),
+        ]
         res = subprocess.run(cmd, capture_output=True, text=True)
         assert res.returncode == 0, f"{' '.join(cmd)}\n{res.stderr}"

@@ -2,6 +2,7 @@
 thousands of items, against the reference and against closed forms evaluated here to 50-60
 digits (spec §4).  Skipped when the library is not built, or fails with ``RC_REQUIRE=c``.
 """
+
 from __future__ import annotations
 
 from fractions import Fraction
@@ -24,8 +25,12 @@ def _one_big_group_problem(rng, before, n, m, rel_before):
     rel[0, rng.choice(before, rel_before, replace=False)] = True
     rel[0, before + rng.choice(n, m, replace=False)] = True
     perm = rng.permutation(N)
-    return Problem(n_queries=1, n_gallery=N, distances=np.ascontiguousarray(d[:, perm]),
-                   relevance=np.ascontiguousarray(rel[:, perm]))
+    return Problem(
+        n_queries=1,
+        n_gallery=N,
+        distances=np.ascontiguousarray(d[:, perm]),
+        relevance=np.ascontiguousarray(rel[:, perm]),
+    )
 
 
 @pytest.mark.parametrize("rule", RULES)
@@ -36,8 +41,12 @@ def test_expected_on_large_groups_matches_reference(cimpl, rule):
 
     ref_impl = ReferenceImplementation()
     rng = np.random.default_rng(7)
-    for before, n, m, rel_before, k in [(3, 240, 90, 1, 100), (0, 300, 7, 0, 150), (40, 200, 150, 5, 120),
-                                        (10, 260, 30, 0, 5)]:
+    for before, n, m, rel_before, k in [
+        (3, 240, 90, 1, 100),
+        (0, 300, 7, 0, 150),
+        (40, 200, 150, 5, 120),
+        (10, 260, 30, 0, 5),
+    ]:
         p = _one_big_group_problem(rng, before, n, m, rel_before)
         for apk in DENOMINATORS:
             o = Options(ties="expected", ap_rule=rule, k=k, ap_at_k=apk, max_rank=before + n)
@@ -60,13 +69,13 @@ def _dcmh_one_group_exact(n, m, jp, rule):
         for p in range(1, n + 1):
             d = p - 1
             ys = range(max(0, d - (N - K)), min(jp - 1, d) + 1)
-            w0 = sum(ck[y] * cnk[d - y] for y in ys)          # weight of Y <= jp - 1
-            w1 = sum(y * ck[y] * cnk[d - y] for y in ys)      # E[Y 1{Y <= jp-1}] * C(N, d)
+            w0 = sum(ck[y] * cnk[d - y] for y in ys)  # weight of Y <= jp - 1
+            w1 = sum(y * ck[y] * cnk[d - y] for y in ys)  # E[Y 1{Y <= jp-1}] * C(N, d)
             scale = Decimal(m) / n / Decimal(comb(N, d))
-            ps = (w0 + w1) * scale / p                          # (h + 1 + Y)/(c + p), h = c = 0
+            ps = (w0 + w1) * scale / p  # (h + 1 + Y)/(c + p), h = c = 0
             if rule == "precision_sum":
                 total += ps
-            else:                                               # previous rank; rank 1 counts 1
+            else:  # previous rank; rank 1 counts 1
                 prev = w0 * scale if p == 1 else w1 * scale / (p - 1)
                 total += (ps + prev) / 2
         return total / jp

@@ -3,6 +3,7 @@
 size; a child forked after parallel use in the parent still runs.  Skipped when the library is
 not built, or fails with ``RC_REQUIRE=c``.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -74,8 +75,7 @@ def test_query_blocks_do_not_change_results(c_backend, monkeypatch):
             whole = c_backend.CImplementation().compute(p, o)
             monkeypatch.setattr(c_backend, "BLOCK_QUERIES", 7)
             seen = []
-            blocked = c_backend.CImplementation().compute(
-                p, o, progress=lambda done, total, acc=seen: acc.append(done))
+            blocked = c_backend.CImplementation().compute(p, o, progress=lambda done, total, acc=seen: acc.append(done))
             monkeypatch.undo()
             assert same_bits(whole, blocked, f"blocks {o}") == []
             assert seen[-1] == p.n_queries and seen == sorted(seen) and len(seen) == -(-p.n_queries // 7)

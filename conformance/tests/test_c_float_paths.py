@@ -20,6 +20,7 @@
 
 Skipped when the library is not built, or fails with ``RC_REQUIRE=c``.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -100,11 +101,23 @@ def test_bounded_pass_equals_the_whole_pass(c_backend, ties, fast):
     compared = 0
     for case in range(8):
         n = int(rng.integers(1024, 6000))
-        p = _near_problem(rng, n, int(rng.choice([9, 80, 5000, 10**6])), junk=case % 3 == 0,
-                          graded=case % 4 == 1, dtype=(np.float32, np.float64)[case % 2], scores=case % 5 == 2)
+        p = _near_problem(
+            rng,
+            n,
+            int(rng.choice([9, 80, 5000, 10**6])),
+            junk=case % 3 == 0,
+            graded=case % 4 == 1,
+            dtype=(np.float32, np.float64)[case % 2],
+            scores=case % 5 == 2,
+        )
         for k, den in ((None, "hits"), (n // 2, "r"), (int(rng.integers(1, 50)), "dcmh")):
-            o = Options(ties=ties, k=k, ap_at_k=den, max_rank=int(rng.choice([0, 5, 50])),
-                        ap_rule=("precision_sum", "trapezoid")[case % 2])
+            o = Options(
+                ties=ties,
+                k=k,
+                ap_at_k=den,
+                max_rank=int(rng.choice([0, 5, 50])),
+                ap_rule=("precision_sum", "trapezoid")[case % 2],
+            )
             compared += _paths_agree(c_backend, p, o, mask, f"case {case} {o}")
     assert compared >= (8 if ties == "grouped" else 20)  # grouped: some k fall inside a tie group
 
@@ -118,12 +131,23 @@ def test_prefix_path_equals_the_whole_pass(c_backend, ties, fast):
     mask = c_backend.ALL_FEATURES if fast == "all" else WITHOUT_AVX2
     compared = 0
     for case in range(12):
-        p = _prefix_problem(rng, int(rng.integers(4096, 9000)), int(rng.choice([7, 60, 1000, 10**6])),
-                            junk=case % 3 == 0, graded=case % 4 == 1, dtype=(np.float32, np.float64)[case % 2])
+        p = _prefix_problem(
+            rng,
+            int(rng.integers(4096, 9000)),
+            int(rng.choice([7, 60, 1000, 10**6])),
+            junk=case % 3 == 0,
+            graded=case % 4 == 1,
+            dtype=(np.float32, np.float64)[case % 2],
+        )
         for k in (1, 10, int(rng.integers(2, 300))):
             for den in ("hits", "r", "min_k_r"):
-                o = Options(ties=ties, k=k, ap_at_k=den, max_rank=int(rng.choice([0, 5, 50])),
-                            ap_rule=("precision_sum", "trapezoid")[k % 2])
+                o = Options(
+                    ties=ties,
+                    k=k,
+                    ap_at_k=den,
+                    max_rank=int(rng.choice([0, 5, 50])),
+                    ap_rule=("precision_sum", "trapezoid")[k % 2],
+                )
                 compared += _paths_agree(c_backend, p, o, mask, f"case {case} {o}")
     assert compared >= (20 if ties == "grouped" else 50)  # grouped: many k fall inside a tie group
 
@@ -229,10 +253,18 @@ def test_a_checked_row_is_not_read_twice_and_gives_the_same_numbers(cimpl, ties)
     D[:, :] = np.where(ids[None, :] == qid[:, None], D * 0.01, D)  # ReID-like: the matches are near
     rel = rng.random((6, N)) < np.array([0.001, 0.001, 0.05, 0.05, 0.3, 0.0005])[:, None]
     rel[:, 0] = True
-    problems = [Problem(n_queries=6, n_gallery=N, distances=D, query_labels=qid.astype(np.int64),
-                        db_labels=ids.astype(np.int64), query_cams=rng.integers(0, 6, 6).astype(np.int64),
-                        db_cams=cams.astype(np.int64)),
-                Problem(n_queries=6, n_gallery=N, scores=-D, relevance=rel)]
+    problems = [
+        Problem(
+            n_queries=6,
+            n_gallery=N,
+            distances=D,
+            query_labels=qid.astype(np.int64),
+            db_labels=ids.astype(np.int64),
+            query_cams=rng.integers(0, 6, 6).astype(np.int64),
+            db_cams=cams.astype(np.int64),
+        ),
+        Problem(n_queries=6, n_gallery=N, scores=-D, relevance=rel),
+    ]
     for p in problems:
         for o in (Options(ties=ties), Options(ties=ties, k=N // 2, ap_at_k="r")):
             checked = cimpl.compute(dataclasses.replace(p, finite=True), o)

@@ -14,6 +14,7 @@
 
 Skipped when the library is not built, or fails with ``RC_REQUIRE=c``.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -101,16 +102,25 @@ def test_c_names_a_nonfinite_value_as_the_front_end_does(c_backend, place, bad):
     ids_q[1] = 99  # a query without relevant items
     rel = ids_q[:, None] == ids_g[None, :]
     multi_hot = np.eye(100, dtype=np.uint8)
-    cases = [dict(k=10), dict(k=None), dict(k=10, ties="grouped"), dict(k=10, radius=0.5),
-             dict(k=None, ties="grouped"), dict(k=200, metrics=["map"])]
+    cases = [
+        dict(k=10),
+        dict(k=None),
+        dict(k=10, ties="grouped"),
+        dict(k=10, radius=0.5),
+        dict(k=None, ties="grouped"),
+        dict(k=200, metrics=["map"]),
+    ]
     for dtype in (np.float32, np.float64):
         for kind in ("distances", "scores"):
             M = rng.random((Q, N)).astype(dtype)
             M[place] = bad
             M[4, 2000] = np.nan  # a later one is not the one named
-            inputs = [dict(relevance=rel), dict(query_labels=ids_q, db_labels=ids_g),
-                      dict(query_labels=multi_hot[ids_q], db_labels=multi_hot[ids_g]),
-                      dict(relevance=rel, junk=rng.random((Q, N)) < 0.1)]
+            inputs = [
+                dict(relevance=rel),
+                dict(query_labels=ids_q, db_labels=ids_g),
+                dict(query_labels=multi_hot[ids_q], db_labels=multi_hot[ids_g]),
+                dict(relevance=rel, junk=rng.random((Q, N)) < 0.1),
+            ]
             for given in inputs:
                 for case in cases:
                     kwargs = {kind: M, **given, **case}

@@ -10,6 +10,7 @@ and 23 MiB for 64-bit codes; the code before this test took 370 MiB for the code
 bit, and whole-gallery boolean checks).  The bound also fails a change that touches any array
 of a few bytes per item.
 """
+
 from __future__ import annotations
 
 import json
@@ -57,8 +58,9 @@ def test_peak_memory_does_not_follow_the_gallery(c_backend, kind):
     if not os.path.exists("/proc/self/clear_refs"):
         pytest.skip("needs Linux's /proc/self/clear_refs")
     env = dict(os.environ, RC_NUM_THREADS="2")
-    out = subprocess.run([sys.executable, "-c", _CHILD, kind, str(N_ITEMS)], capture_output=True, text=True,
-                         env=env, timeout=600)
+    out = subprocess.run(
+        [sys.executable, "-c", _CHILD, kind, str(N_ITEMS)], capture_output=True, text=True, env=env, timeout=600
+    )
     assert out.returncode == 0, out.stderr[-2000:]
     extra = json.loads(out.stdout.strip().splitlines()[-1])["extra"]
     assert extra < BOUND, f"{kind}: {extra / 2**20:.1f} MiB extra for {N_ITEMS:,} items (bound {BOUND / 2**20:.0f} MiB)"

@@ -9,6 +9,7 @@ thread counts, large tie groups and large grades, and the checks made in Python 
 
 Skipped when the C library is not built (a failure with ``RC_REQUIRE=c``).
 """
+
 from __future__ import annotations
 
 import ctypes
@@ -33,8 +34,7 @@ def _ranking(rng, nq: int, n: int) -> dict:
     if kind.startswith("codes"):
         bits = int(rng.integers(1, 7))
         low = -1 if kind == "codes_pm1" else 0
-        return {"query_codes": rng.choice([low, 1], size=(nq, bits)),
-                "db_codes": rng.choice([low, 1], size=(n, bits))}
+        return {"query_codes": rng.choice([low, 1], size=(nq, bits)), "db_codes": rng.choice([low, 1], size=(n, bits))}
     levels = rng.choice([0.0, 0.25, 0.5, 1.0, 3.0], size=int(rng.integers(1, 5)), replace=False)
     d = rng.choice(levels, size=(nq, n))
     return {"distances": d.astype(np.float32) if kind == "float32" else d}
@@ -45,8 +45,11 @@ def _relevance(rng, nq: int, n: int) -> dict:
     if kind.startswith("ids"):
         out = {"query_labels": rng.integers(0, 3, size=nq), "db_labels": rng.integers(-1, 3, size=n)}
         if kind == "ids_cams":
-            out.update(query_cams=rng.integers(0, 2, size=nq), db_cams=rng.integers(0, 2, size=n),
-                       protocol=str(rng.choice(["reid", "reid-matlab"])))  # reid-matlab: junk id -1
+            out.update(
+                query_cams=rng.integers(0, 2, size=nq),
+                db_cams=rng.integers(0, 2, size=n),
+                protocol=str(rng.choice(["reid", "reid-matlab"])),
+            )  # reid-matlab: junk id -1
         return out
     if kind == "multi":
         return {"query_labels": rng.integers(0, 2, size=(nq, 3)), "db_labels": rng.integers(0, 2, size=(n, 3))}
@@ -66,10 +69,14 @@ def random_case(rng, ties: str) -> tuple:
     if rng.random() < 0.3:
         kwargs["junk"] = rng.random((nq, n)) < 0.2
     options = {
-        "ties": ties, "ap_rule": str(rng.choice(AP_RULES)), "ap_at_k": str(rng.choice(AP_AT_K_DENOMINATORS)),
+        "ties": ties,
+        "ap_rule": str(rng.choice(AP_RULES)),
+        "ap_at_k": str(rng.choice(AP_AT_K_DENOMINATORS)),
         "k": None if rng.random() < 0.3 else int(rng.integers(1, n + 4)),
-        "gain": str(rng.choice(["linear", "exponential"])), "recall": str(rng.choice(["fraction", "hit"])),
-        "discount": str(rng.choice(DISCOUNTS)), "empty": str(rng.choice(["zero", "skip", "nan"])),
+        "gain": str(rng.choice(["linear", "exponential"])),
+        "recall": str(rng.choice(["fraction", "hit"])),
+        "discount": str(rng.choice(DISCOUNTS)),
+        "empty": str(rng.choice(["zero", "skip", "nan"])),
         "max_rank": int(rng.integers(1, 6)),
     }
     return kwargs, options
@@ -135,16 +142,22 @@ def test_tiny_problems_equal_the_independent_rank_oracle(c_backend, ties):
             if not (grades[q] > 0)[~junk[q]].any():
                 assert res.ndcg[q] == res.rr[q] == res.ap_at_r[q] == res.recall_at_k[q] == 0.0
                 continue
-            want = rank_oracle.query_metrics(dist[q].tolist(), grades[q].tolist(), junk[q].tolist(), ties, k, gain,
-                                             discount)
+            want = rank_oracle.query_metrics(
+                dist[q].tolist(), grades[q].tolist(), junk[q].tolist(), ties, k, gain, discount
+            )
             got = {"ndcg": res.ndcg[q], "rr": res.rr[q], "ap_at_r": res.ap_at_r[q], "hit": res.recall_at_k[q]}
             assert got == {f: float(v) for f, v in want.items()}, (case, q, o)
 
 
 def _graded_problem(rng, Q: int, N: int, levels: int, max_grade: int = 5) -> Problem:
     grades = rng.integers(0, max_grade + 1, size=(Q, N)) * (rng.random((Q, N)) < 0.3)
-    return Problem(n_queries=Q, n_gallery=N, distances=rng.integers(0, levels, size=(Q, N)).astype(np.float64),
-                   relevance=grades > 0, grades=grades.astype(np.int64))
+    return Problem(
+        n_queries=Q,
+        n_gallery=N,
+        distances=rng.integers(0, levels, size=(Q, N)).astype(np.float64),
+        relevance=grades > 0,
+        grades=grades.astype(np.int64),
+    )
 
 
 @pytest.mark.parametrize("ties", TIES)
@@ -178,15 +191,16 @@ def test_large_tie_groups_and_large_grades(c_backend, ties):
     rng = np.random.default_rng(1500 + TIES.index(ties))
     Q, N = 3, 400
     dist = np.zeros((Q, N))
-    dist[:, N // 2:] = 1.0
+    dist[:, N // 2 :] = 1.0
     grades = np.zeros((Q, N), dtype=np.int64)
     grades[0, rng.choice(N, 3, replace=False)] = [1, 52, 7]
     grades[1, rng.choice(N, 120, replace=False)] = rng.integers(1, 53, 120)
-    grades[2, N - 5:] = [52, 52, 52, 3, 1]
+    grades[2, N - 5 :] = [52, 52, 52, 3, 1]
     problem = Problem(n_queries=Q, n_gallery=N, distances=dist, relevance=grades > 0, grades=grades)
     bits = rng.integers(0, 2, size=(Q + N, 5)).astype(np.uint8)
-    codes = Problem(n_queries=Q, n_gallery=N, query_bits=bits[:Q], db_bits=bits[Q:], relevance=grades > 0,
-                    grades=grades)
+    codes = Problem(
+        n_queries=Q, n_gallery=N, query_bits=bits[:Q], db_bits=bits[Q:], relevance=grades > 0, grades=grades
+    )
     for k in (None, N // 2, N + 7) if ties == "grouped" else (None, 1, 37, N // 2 + 3, N + 7):
         for gain in ("linear", "exponential"):
             o = Options(ties=ties, k=k, gain=gain, recall="hit" if k and k > 1 else "fraction")
@@ -224,16 +238,28 @@ def test_grades_and_discounts_are_checked_before_the_c_call(c_backend):
     bad_range = Problem(n_queries=1, n_gallery=3, distances=D, relevance=grades > 0, grades=grades)
     with pytest.raises(ValueError, match="grades 0 .. 52"):
         impl.compute(bad_range, Options())
-    mismatch = Problem(n_queries=1, n_gallery=3, distances=D, relevance=np.array([[True, True, False]]),
-                       grades=np.array([[0, 2, 1]]))
+    mismatch = Problem(
+        n_queries=1, n_gallery=3, distances=D, relevance=np.array([[True, True, False]]), grades=np.array([[0, 2, 1]])
+    )
     with pytest.raises(ValueError, match="grades > 0"):
         impl.compute(mismatch, Options())
-    wrong_dtype = Problem(n_queries=1, n_gallery=3, distances=D, relevance=np.array([[False, True, True]]),
-                          grades=np.array([[0, 2, 1]], dtype=np.int32))
+    wrong_dtype = Problem(
+        n_queries=1,
+        n_gallery=3,
+        distances=D,
+        relevance=np.array([[False, True, True]]),
+        grades=np.array([[0, 2, 1]], dtype=np.int32),
+    )
     with pytest.raises(TypeError, match="grades"):
         impl.compute(wrong_dtype, Options())
-    with_labels = Problem(n_queries=1, n_gallery=3, distances=D, query_labels=np.array([1]),
-                          db_labels=np.array([1, 0, 1]), grades=np.array([[2, 0, 1]]))
+    with_labels = Problem(
+        n_queries=1,
+        n_gallery=3,
+        distances=D,
+        query_labels=np.array([1]),
+        db_labels=np.array([1, 0, 1]),
+        grades=np.array([[2, 0, 1]]),
+    )
     with pytest.raises(ValueError, match="relevance matrix"):
         impl.compute(with_labels, Options())
     for o in (Options(gain="square"), Options(recall="top"), Options(discount="ln")):
@@ -272,4 +298,5 @@ def test_the_output_struct_has_the_values_then_the_other_arrays(c_backend):
     assert re.search(r"\bdouble\s*\*\s*values\s*\[\s*RC_N_VALUES\s*\]\s*;", body)
     assert re.findall(r"\*\s*(\w+)", body) == ["values", *OTHER_FIELDS, *STATUS_FIELDS]
     assert ctypes.sizeof(c_backend._Output) == ctypes.sizeof(ctypes.c_void_p) * (
-        len(VALUE_FIELDS) + len(OTHER_FIELDS) + len(STATUS_FIELDS))
+        len(VALUE_FIELDS) + len(OTHER_FIELDS) + len(STATUS_FIELDS)
+    )

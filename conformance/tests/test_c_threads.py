@@ -3,6 +3,7 @@ and the chunked loop over queries (``csrc/rc_threads.c``): every thread count, h
 threads start late or not at all, gives the bits of one thread.  Skipped when the library is
 not built, or fails with ``RC_REQUIRE=c``.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -53,8 +54,11 @@ def test_explicit_counts_override_the_default(c_threads, monkeypatch):
 
 
 def _quota_files(tmp_path, monkeypatch, c_threads, v2=None, v1=None):
-    paths = {"CGROUP_V2_MAX": tmp_path / "cpu.max", "CGROUP_V1_QUOTA": tmp_path / "quota",
-             "CGROUP_V1_PERIOD": tmp_path / "period"}
+    paths = {
+        "CGROUP_V2_MAX": tmp_path / "cpu.max",
+        "CGROUP_V1_QUOTA": tmp_path / "quota",
+        "CGROUP_V1_PERIOD": tmp_path / "period",
+    }
     for name, path in paths.items():
         monkeypatch.setattr(c_threads, name, str(path))
     if v2 is not None:
@@ -66,15 +70,18 @@ def _quota_files(tmp_path, monkeypatch, c_threads, v2=None, v1=None):
     return c_threads.cgroup_cpu_quota()
 
 
-@pytest.mark.parametrize("v2, v1, cpus", [
-    ("max 100000\n", None, None),
-    ("150000 100000\n", None, 2),
-    ("50000 100000\n", None, 1),
-    ("garbage\n", None, None),
-    (None, ("-1\n", "100000\n"), None),
-    (None, ("300000\n", "100000\n"), 3),
-    (None, None, None),
-])
+@pytest.mark.parametrize(
+    "v2, v1, cpus",
+    [
+        ("max 100000\n", None, None),
+        ("150000 100000\n", None, 2),
+        ("50000 100000\n", None, 1),
+        ("garbage\n", None, None),
+        (None, ("-1\n", "100000\n"), None),
+        (None, ("300000\n", "100000\n"), 3),
+        (None, None, None),
+    ],
+)
 def test_cgroup_quota(c_threads, tmp_path, monkeypatch, v2, v1, cpus):
     assert _quota_files(tmp_path, monkeypatch, c_threads, v2, v1) == cpus
 
@@ -106,9 +113,14 @@ def test_late_workers_after_return(c_backend):
     """Many calls in a row with far more threads than work: workers that start after their
     call returned must leave without touching it (no crash, no hang, same bits)."""
     rng = np.random.default_rng(5)
-    tiny = Problem(n_queries=3, n_gallery=50, query_bits=rng.integers(0, 2, (3, 16)).astype(np.uint8),
-                   db_bits=rng.integers(0, 2, (50, 16)).astype(np.uint8),
-                   query_labels=rng.integers(0, 4, 3), db_labels=rng.integers(0, 4, 50))
+    tiny = Problem(
+        n_queries=3,
+        n_gallery=50,
+        query_bits=rng.integers(0, 2, (3, 16)).astype(np.uint8),
+        db_bits=rng.integers(0, 2, (50, 16)).astype(np.uint8),
+        query_labels=rng.integers(0, 4, 3),
+        db_labels=rng.integers(0, 4, 50),
+    )
     base = c_backend.CImplementation(num_threads=1).compute(tiny, Options())
     for _ in range(40):
         again = c_backend.CImplementation(num_threads=32).compute(tiny, Options())
@@ -139,8 +151,9 @@ def test_curves_report_the_first_failing_query_on_any_thread_count(c_backend, mo
     db[7:, 0] = 1
     queries = rng.integers(0, 2, (24, 8))
     queries[:12] = 0
-    inputs = dict(query_codes=queries, db_codes=db, query_labels=rng.integers(0, 3, 24),
-                  db_labels=rng.integers(0, 3, 120))
+    inputs = dict(
+        query_codes=queries, db_codes=db, query_labels=rng.integers(0, 3, 24), db_labels=rng.integers(0, 3, 120)
+    )
     messages = []
     for implementation, threads in (("reference", "1"), ("c", "1"), ("c", "2"), ("c", "5")):
         monkeypatch.setenv("RC_NUM_THREADS", threads)

@@ -5,6 +5,7 @@ chunks, and no temporary as large as the gallery.
 
 The oracles below are the whole-array formulations the chunked code replaced.
 """
+
 from __future__ import annotations
 
 import tracemalloc
@@ -32,14 +33,21 @@ def _whole_array_codes_pair(query_codes, db_codes, signed_elsewhere=False):
             bad = ~np.isfinite(arr)
             raise ValueError(
                 f"{name}: expected finite values, found {arr[bad].flat[0]} at {position_text(arr, bad)}; "
-                "replace NaN/inf (e.g. by a large distance) before evaluating")
+                "replace NaN/inf (e.g. by a large distance) before evaluating"
+            )
     signed = signed_elsewhere or any((a == -1).any() for a in named.values())
     for name, arr in named.items():
         bad = ~(((arr == -1) | (arr == 1)) if signed else ((arr == 0) | (arr == 1)))
         if bad.any():
             value = arr[bad].flat[0]
-            hint = ("; a 0 in ±1 codes usually comes from sign(0) = 0 (np.sign/torch.sign): "
-                    "binarise with np.where(x >= 0, 1, -1)") if signed and value == 0 else ""
+            hint = (
+                (
+                    "; a 0 in ±1 codes usually comes from sign(0) = 0 (np.sign/torch.sign): "
+                    "binarise with np.where(x >= 0, 1, -1)"
+                )
+                if signed and value == 0
+                else ""
+            )
             expected = "{-1, +1}" if signed else "{-1, +1} or {0, 1}"
             raise ValueError(f"{name}: expected codes in {expected}, found {value} at {position_text(arr, bad)}{hint}")
     q, d = (np.ascontiguousarray(a > 0, dtype=np.uint8) for a in named.values())
@@ -139,9 +147,11 @@ def test_check_finite_reports_the_first_bad_value_in_row_major_order(monkeypatch
         bad = ~np.isfinite(arr)
         with pytest.raises(ValueError) as err:
             validation.check_finite("distances", arr)
-        assert str(err.value) == (f"distances: expected finite values, found {arr[bad].flat[0]} at "
-                                  f"{position_text(arr, bad)}; replace NaN/inf (e.g. by a large distance) before "
-                                  "evaluating")
+        assert str(err.value) == (
+            f"distances: expected finite values, found {arr[bad].flat[0]} at "
+            f"{position_text(arr, bad)}; replace NaN/inf (e.g. by a large distance) before "
+            "evaluating"
+        )
     validation.check_finite("distances", np.zeros((3, 0)))
 
 
@@ -183,8 +193,13 @@ def test_the_discount_table_is_grown_in_chunks_with_the_same_bits(monkeypatch):
 
 def _codes_problem(rng, bits, n_q=6, n_g=40):
     q, d = rng.integers(0, 2, (n_q, bits)).astype(np.uint8), rng.integers(0, 2, (n_g, bits)).astype(np.uint8)
-    return dict(n_queries=n_q, n_gallery=n_g, query_bits=q, query_labels=rng.integers(0, 4, n_q),
-                db_labels=rng.integers(0, 4, n_g)), d
+    return dict(
+        n_queries=n_q,
+        n_gallery=n_g,
+        query_bits=q,
+        query_labels=rng.integers(0, 4, n_q),
+        db_labels=rng.integers(0, 4, n_g),
+    ), d
 
 
 @pytest.mark.parametrize("bits", [5, 64, 70])

@@ -1,4 +1,5 @@
 """The command line: the golden report (the main job), evaluate and presets."""
+
 from __future__ import annotations
 
 import json
@@ -26,8 +27,9 @@ def test_golden_requires_named_implementations(capsys):
 
     registry.register("missing-here", Missing)
     try:
-        code = main(["golden", "--implementations", "reference", "missing-here", "--require", "missing-here",
-                     "--random", "0"])
+        code = main(
+            ["golden", "--implementations", "reference", "missing-here", "--require", "missing-here", "--random", "0"]
+        )
     finally:
         registry.unregister("missing-here")
     assert code == 1
@@ -37,8 +39,7 @@ def test_golden_requires_named_implementations(capsys):
 def test_evaluate_from_npz_json_and_text(tmp_path, capsys):
     path = tmp_path / "run.npz"
     np.savez(path, distances=np.array([[0.1, 0.2, 0.3]]), relevance=np.array([[0, 1, 1]]))
-    assert main(["evaluate", "--npz", str(path), "--protocol", "reid", "--implementation", "reference",
-                 "--json"]) == 0
+    assert main(["evaluate", "--npz", str(path), "--protocol", "reid", "--implementation", "reference", "--json"]) == 0
     summary = json.loads(capsys.readouterr().out)
     assert summary["map_exact"] == "7/12" and summary["rank1"] == 0.0
     assert main(["evaluate", "--npz", str(path), "--k", "2", "--implementation", "reference"]) == 0
@@ -71,8 +72,12 @@ def test_help_lists_every_subcommand(capsys):
 
 def _run_npz(tmp_path):
     path = tmp_path / "run.npz"
-    np.savez(path, distances=np.array([[0.1, 0.2, 0.3], [0.3, 0.2, 0.1]]), query_labels=np.array([1, 2]),
-             db_labels=np.array([1, 2, 1]))
+    np.savez(
+        path,
+        distances=np.array([[0.1, 0.2, 0.3], [0.3, 0.2, 0.1]]),
+        query_labels=np.array([1, 2]),
+        db_labels=np.array([1, 2, 1]),
+    )
     return str(path)
 
 
@@ -131,8 +136,23 @@ def test_trec_run_and_qrels(tmp_path, capsys):
     run, qrels = tmp_path / "a.run", tmp_path / "a.qrels"
     run.write_text("q1 Q0 d1 1 0.9 t\nq1 Q0 d2 2 0.5 t\nq1 Q0 d3 3 0.5 t\nq2 Q0 d9 1 1.0 t\n")
     qrels.write_text("q1 0 d2 1\nq1 0 d4 2\nq2 0 d9 1\n")
-    assert main(["evaluate", "--run", str(run), "--qrels", str(qrels), "--k", "2", "--json",
-                 "--implementation", "reference"]) == 0
+    assert (
+        main(
+            [
+                "evaluate",
+                "--run",
+                str(run),
+                "--qrels",
+                str(qrels),
+                "--k",
+                "2",
+                "--json",
+                "--implementation",
+                "reference",
+            ]
+        )
+        == 0
+    )
     measures = json.loads(capsys.readouterr().out)["trec_eval"]
     assert measures["map"] == 7 / 12 and measures["P_2"] == 0.25 and measures["recall_2"] == 0.5
     assert measures["Rprec"] == 0.5 and measures["num_rel"] == 3

@@ -4,6 +4,7 @@ The table of exit statuses is in ``reference/contract/command_line.py``: 1 when 
 is closed or full, 141 when its reader went away, 130 on Ctrl-C, 2 (last line ``error: ...``)
 for an unusable argument.
 """
+
 from __future__ import annotations
 
 import json
@@ -109,19 +110,21 @@ def test_every_subcommand_with_lost_output(runs, where):
     assert not failures, "\n".join(failures)
 
 
-@pytest.mark.parametrize("module", [
-    "retrieval_conformance.conformance.harness.cli",
-    "retrieval_conformance.conformance.bench.cli",
-    "retrieval_conformance.comparison",
-    "retrieval_conformance.spec_cli",
-    "retrieval_conformance.reference.protocols.landmark.cli",
-])
+@pytest.mark.parametrize(
+    "module",
+    [
+        "retrieval_conformance.conformance.harness.cli",
+        "retrieval_conformance.conformance.bench.cli",
+        "retrieval_conformance.comparison",
+        "retrieval_conformance.spec_cli",
+        "retrieval_conformance.reference.protocols.landmark.cli",
+    ],
+)
 @posix_only
 def test_python_m_mains_share_the_wrapper(module):
     fd = _closed_pipe()
     try:
-        proc = subprocess.run([sys.executable, "-m", module, "--help"], stdout=fd, stderr=subprocess.PIPE,
-                              timeout=120)
+        proc = subprocess.run([sys.executable, "-m", module, "--help"], stdout=fd, stderr=subprocess.PIPE, timeout=120)
     finally:
         os.close(fd)
     # (runpy may warn that the harness package imported its cli first: not about the output)
@@ -134,9 +137,13 @@ def test_ctrl_c_exits_130_with_one_line():
     # unbuffered, so that the first line arrives as soon as it is printed (a pipe is block-buffered
     # otherwise, and the child would run its million problems before anything came out)
     env = dict(os.environ, PYTHONUNBUFFERED="1")
-    proc = subprocess.Popen(COMMAND + ["golden", "--implementations", "numpy", "--random", "1000000"],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env,
-                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    proc = subprocess.Popen(
+        COMMAND + ["golden", "--implementations", "numpy", "--random", "1000000"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=env,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )
     try:
         # running: past the imports, into the golden cases; never wait for it longer than 120 s
         ready, _, _ = select.select([proc.stdout], [], [], 120)
@@ -163,14 +170,19 @@ def test_ctrl_c_while_check_runs_the_function_in_a_worker(tmp_path):
         "def calc_map(qB, rB, query_labels, db_labels):\n"
         f"    pathlib.Path({str(started)!r}).touch()\n"
         "    time.sleep(0.5)\n"
-        "    return 0.5\n")
+        "    return 0.5\n"
+    )
 
     def as_a_terminal():
         os.setpgrp()
         signal.signal(signal.SIGINT, signal.SIG_DFL)
 
-    proc = subprocess.Popen(COMMAND + ["check", f"{tmp_path / 'slow_map.py'}:calc_map", "--isolation", "process"],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, preexec_fn=as_a_terminal)
+    proc = subprocess.Popen(
+        COMMAND + ["check", f"{tmp_path / 'slow_map.py'}:calc_map", "--isolation", "process"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        preexec_fn=as_a_terminal,
+    )
     try:
         deadline = time.monotonic() + 120
         while not started.exists() and time.monotonic() < deadline and proc.poll() is None:
@@ -241,8 +253,11 @@ def test_usage_errors_end_in_one_error_line(runs, capsys, argv, named):
 def test_unknown_implementation_lists_the_registered_ones():
     import retrieval_conformance as rc
 
-    with pytest.raises(ValueError, match=r"implementation: unknown implementation 'nmupy'; the registered ones "
-                                         r"are reference, numpy, torch, c, dask"):
+    with pytest.raises(
+        ValueError,
+        match=r"implementation: unknown implementation 'nmupy'; the registered ones "
+        r"are reference, numpy, torch, c, dask",
+    ):
         rc.evaluate(distances=np.zeros((1, 2)), relevance=np.ones((1, 2)), implementation="nmupy")
     with pytest.raises(ValueError, match="implementation: unknown implementation 'nmupy'"):
         rc.Accumulator(implementation="nmupy")
@@ -251,8 +266,14 @@ def test_unknown_implementation_lists_the_registered_ones():
 def test_require_with_a_typo_fails_the_pytest_session(tmp_path):
     (tmp_path / "test_one.py").write_text("def test_nothing():\n    pass\n")
     env = dict(os.environ, RC_REQUIRE="numpy,cee")
-    proc = subprocess.run([sys.executable, "-m", "pytest", "-q", str(tmp_path)], capture_output=True, text=True,
-                          env=env, timeout=120, cwd=tmp_path)
+    proc = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", str(tmp_path)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+        cwd=tmp_path,
+    )
     assert proc.returncode == 4, proc.stdout + proc.stderr  # pytest's usage error
     assert "RC_REQUIRE: unknown implementation 'cee'" in proc.stderr
 
@@ -303,8 +324,13 @@ def test_result_repr_is_short_with_the_arrays_one_attribute_away():
     import retrieval_conformance as rc
 
     rng = np.random.default_rng(1)
-    res = rc.evaluate(distances=rng.random((500, 40)), query_labels=rng.integers(0, 5, 500),
-                      db_labels=rng.integers(0, 5, 40), protocol="hashing", implementation="numpy")
+    res = rc.evaluate(
+        distances=rng.random((500, 40)),
+        query_labels=rng.integers(0, 5, 500),
+        db_labels=rng.integers(0, 5, 40),
+        protocol="hashing",
+        implementation="numpy",
+    )
     text = repr(res)
     assert len(text) < 400 and "queries=500" in text and f"map={res.map!r}" in text
     assert res.ap.shape == (500,)
@@ -313,8 +339,9 @@ def test_result_repr_is_short_with_the_arrays_one_attribute_away():
 def test_install_hints_say_what_works_from_a_checkout():
     from retrieval_conformance.reference.contract.install_hints import install_hint
 
-    assert install_hint("plot") == ("pip install 'retrieval-conformance[plot]' (from a checkout of the source: "
-                                    "pip install '.[plot]')")
+    assert install_hint("plot") == (
+        "pip install 'retrieval-conformance[plot]' (from a checkout of the source: pip install '.[plot]')"
+    )
 
 
 def test_check_reads_a_fraction_as_a_number():
@@ -335,12 +362,15 @@ def test_cli_vectors_find_nothing_in_a_short_campaign():
     assert not findings, "\n".join(f"{f.argv}: {f.status}: {f.detail}" for f in findings)
 
 
-@pytest.mark.parametrize("behaviour, detail", [
-    ("raise", "ZeroDivisionError"),
-    ("status-7", "undocumented exit status"),
-    ("bare-2", "without a last line 'error: ...'"),
-    ("traceback", "a traceback on stderr"),
-])
+@pytest.mark.parametrize(
+    "behaviour, detail",
+    [
+        ("raise", "ZeroDivisionError"),
+        ("status-7", "undocumented exit status"),
+        ("bare-2", "without a last line 'error: ...'"),
+        ("traceback", "a traceback on stderr"),
+    ],
+)
 @posix_only
 def test_cli_vectors_report_what_they_look_for(monkeypatch, behaviour, detail):
     from retrieval_conformance import cli
@@ -369,7 +399,8 @@ def test_check_passes_a_function_returning_exact_fractions(tmp_path, capsys):
         "def calc_map(qB, rB, query_labels, db_labels):\n"
         "    res = rc.evaluate(query_codes=qB, db_codes=rB, query_labels=query_labels, db_labels=db_labels,\n"
         "                      protocol='hashing', implementation='reference')\n"
-        "    return res.exact.map\n")
+        "    return res.exact.map\n"
+    )
     status = main(["check", f"{tmp_path / 'exact_map.py'}:calc_map", "--only", "golden/*", "--isolation", "process"])
     out = capsys.readouterr().out
     assert status == 0, out[-1500:]

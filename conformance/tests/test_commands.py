@@ -4,6 +4,7 @@ In CI this module runs in both tox environments, so ``minimal`` (installed witho
 and plot extras, and without a compiler) proves that ``pip install retrieval-conformance``
 alone makes every command work.
 """
+
 from __future__ import annotations
 
 import os
@@ -22,8 +23,14 @@ GOLDEN_DATA = Path(str(resources.files("retrieval_conformance.golden"))) / "data
 def run(*args: str, cwd=None, timeout: float = 900) -> subprocess.CompletedProcess:
     """``retrieval-conformance ARGS`` in a fresh interpreter (the installed package, as a user has it)."""
     env = dict(os.environ, PYTHONWARNINGS="ignore")
-    return subprocess.run([sys.executable, "-m", "retrieval_conformance.cli", *args], capture_output=True,
-                          text=True, timeout=timeout, cwd=cwd, env=env)
+    return subprocess.run(
+        [sys.executable, "-m", "retrieval_conformance.cli", *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        cwd=cwd,
+        env=env,
+    )
 
 
 @pytest.fixture(scope="module")
@@ -53,12 +60,30 @@ def test_evaluate(runs):
 
 
 def test_compare(runs):
-    out = run("compare", str(runs / "a.npz"), str(runs / "b.npz"), "--shared", str(runs / "labels.npz"),
-              "--resamples", "200", "--fail-if-worse", "map:0.01")
+    out = run(
+        "compare",
+        str(runs / "a.npz"),
+        str(runs / "b.npz"),
+        "--shared",
+        str(runs / "labels.npz"),
+        "--resamples",
+        "200",
+        "--fail-if-worse",
+        "map:0.01",
+    )
     assert out.returncode == 0, out.stderr  # b is better: no regression
     assert "mAP" in out.stdout
-    out = run("compare", str(runs / "b.npz"), str(runs / "a.npz"), "--shared", str(runs / "labels.npz"),
-              "--resamples", "200", "--fail-if-worse", "map:0.01")
+    out = run(
+        "compare",
+        str(runs / "b.npz"),
+        str(runs / "a.npz"),
+        "--shared",
+        str(runs / "labels.npz"),
+        "--resamples",
+        "200",
+        "--fail-if-worse",
+        "map:0.01",
+    )
     assert out.returncode == 1 and "worse: a mAP" in out.stderr
 
 
@@ -71,8 +96,19 @@ def test_check_and_identify():
 
 
 def test_bench_oxford5k(tmp_path):
-    out = run("bench", "run", "-k", "oxford5k and not reference", "--no-memory", "--save", "never",
-              "--storage", str(tmp_path / "bench"), cwd=tmp_path, timeout=1800)
+    out = run(
+        "bench",
+        "run",
+        "-k",
+        "oxford5k and not reference",
+        "--no-memory",
+        "--save",
+        "never",
+        "--storage",
+        str(tmp_path / "bench"),
+        cwd=tmp_path,
+        timeout=1800,
+    )
     assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-2000:]
     assert "oxford5k" in out.stdout
 
@@ -83,8 +119,11 @@ def test_compute_ap():
     run_dir = GOLDEN_DATA / "oxford5k" / "runs" / "result-orb-knn-top100"
     out = run("compute-ap", str(query), str(run_dir / "all_souls_1_top.txt"))
     assert out.returncode == 0, out.stderr
-    printed = {Path(line.split()[0]).name: line.split()[-1]
-               for line in (run_dir / "AP.txt").read_text().splitlines() if line.strip()}
+    printed = {
+        Path(line.split()[0]).name: line.split()[-1]
+        for line in (run_dir / "AP.txt").read_text().splitlines()
+        if line.strip()
+    }
     assert out.stdout.strip() == printed["all_souls_1"]  # 0.0237602, as the C++ program printed it
 
 

@@ -6,6 +6,7 @@ under test; the exact permutation p-value is also enumerated by hand.  The probl
 evaluated runs (the fixtures ``problem`` and ``results``) are shared with
 ``test_compare_output`` (the regression gate, the tables and ``retrieval-conformance compare``).
 """
+
 from __future__ import annotations
 
 import itertools
@@ -34,7 +35,13 @@ def problem():
     rel = q_labels[:, None] == db_labels[None, :]
     base = rng.normal(size=(Q, N)) + 1.0 * rel
     return {
-        "rng": rng, "q": q_labels, "db": db_labels, "qc": q_cams, "dc": db_cams, "rel": rel, "A": base,
+        "rng": rng,
+        "q": q_labels,
+        "db": db_labels,
+        "qc": q_cams,
+        "dc": db_cams,
+        "rel": rel,
+        "A": base,
         # B = A plus noise plus a lift of the relevant items: a known positive effect
         "B": base + rng.normal(scale=0.5, size=(Q, N)) + 0.6 * rel,
         # W = A with relevant items pushed down: a known negative effect
@@ -47,8 +54,14 @@ def problem():
 def _eval(problem, name, protocol="reid", **kw):
     if protocol == "reid":  # same id and same camera: junk
         kw.update(query_cams=problem["qc"], db_cams=problem["dc"])
-    return rc.evaluate(scores=problem[name], query_labels=problem["q"], db_labels=problem["db"],
-                       protocol=protocol, implementation="numpy", **kw)
+    return rc.evaluate(
+        scores=problem[name],
+        query_labels=problem["q"],
+        db_labels=problem["db"],
+        protocol=protocol,
+        implementation="numpy",
+        **kw,
+    )
 
 
 @pytest.fixture(scope="module")
@@ -65,13 +78,26 @@ def agrees_with_resampled(p, expected, n_resamples):
 
 def _expected(b, a, seed, n_resamples=RESAMPLES, confidence=0.95):
     """p-values and BCa interval from scipy on the paired arrays."""
-    perm = stats.permutation_test((b, a), _mean_diff, permutation_type="samples", vectorized=True,
-                                  n_resamples=n_resamples, alternative="two-sided",
-                                  rng=np.random.default_rng(seed)).pvalue
+    perm = stats.permutation_test(
+        (b, a),
+        _mean_diff,
+        permutation_type="samples",
+        vectorized=True,
+        n_resamples=n_resamples,
+        alternative="two-sided",
+        rng=np.random.default_rng(seed),
+    ).pvalue
     t = stats.ttest_rel(b, a).pvalue
-    ci = stats.bootstrap((b, a), _mean_diff, paired=True, vectorized=True, n_resamples=n_resamples,
-                         confidence_level=confidence, method="BCa",
-                         rng=np.random.default_rng(seed)).confidence_interval
+    ci = stats.bootstrap(
+        (b, a),
+        _mean_diff,
+        paired=True,
+        vectorized=True,
+        n_resamples=n_resamples,
+        confidence_level=confidence,
+        method="BCa",
+        rng=np.random.default_rng(seed),
+    ).confidence_interval
     return perm, t, (ci.low, ci.high)
 
 
@@ -81,8 +107,10 @@ def test_p_values_and_interval_equal_scipy(results):
     cmp = rc.compare({"A": ra, "B": rb}, metrics=["map", "rank1", "minp"], n_resamples=RESAMPLES, seed=3)
     arrays = {  # per-query values read from the results; NaN = not counted (reid skips empty queries)
         "map": (ra.ap, rb.ap),
-        "rank1": (np.where(ra.counted, ra.per_query.cmc[:, 0], np.nan),
-                  np.where(rb.counted, rb.per_query.cmc[:, 0], np.nan)),
+        "rank1": (
+            np.where(ra.counted, ra.per_query.cmc[:, 0], np.nan),
+            np.where(rb.counted, rb.per_query.cmc[:, 0], np.nan),
+        ),
         "minp": (ra.inp, rb.inp),
     }
     assert [r.metric for r in cmp.rows] == ["map", "rank1", "minp"]
@@ -206,26 +234,35 @@ def test_fewer_than_two_pairs_gives_nan_with_a_note():
 
 # -- errors --------------------------------------------------------------------------------
 def test_mismatched_query_counts_name_the_run(problem, results):
-    fewer = rc.evaluate(scores=problem["B"][:40], query_labels=problem["q"][:40], db_labels=problem["db"],
-                        query_cams=problem["qc"][:40], db_cams=problem["dc"], protocol="reid",
-                        implementation="numpy")
+    fewer = rc.evaluate(
+        scores=problem["B"][:40],
+        query_labels=problem["q"][:40],
+        db_labels=problem["db"],
+        query_cams=problem["qc"][:40],
+        db_cams=problem["dc"],
+        protocol="reid",
+        implementation="numpy",
+    )
     with pytest.raises(ValueError, match=r"runs\['short'\]: 40 queries, but runs\['A'\] has 48"):
         rc.compare({"A": results["A"], "short": fewer})
     with pytest.raises(ValueError, match=r"runs\['b'\]: 2 queries"):
         rc.compare({"a": [0.1, 0.2, 0.3], "b": [0.1, 0.2]})
 
 
-@pytest.mark.parametrize("kwargs, message", [
-    ({"metrics": ["map", "bpref"]}, "metrics: unknown metric 'bpref' for run 'A'; it offers"),
-    ({"metrics": ["precision_at_k"]}, "metrics: 'precision_at_k' needs a cut-off"),
-    ({"metrics": ["rank51"]}, "beyond run 'A''s CMC of 50 ranks"),
-    ({"baseline": "C"}, "baseline: 'C' is not a run"),
-    ({"tests": ("permutation", "wilcoxon")}, "tests: expected one of"),
-    ({"n_resamples": 0}, "n_resamples: expected a positive integer"),
-    ({"confidence": 95}, "confidence: expected a number strictly between 0 and 1"),
-    ({"correction": "bonferroni"}, "correction: expected one of"),
-    ({"seed": -1}, "seed: expected a non-negative integer"),
-])
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        ({"metrics": ["map", "bpref"]}, "metrics: unknown metric 'bpref' for run 'A'; it offers"),
+        ({"metrics": ["precision_at_k"]}, "metrics: 'precision_at_k' needs a cut-off"),
+        ({"metrics": ["rank51"]}, "beyond run 'A''s CMC of 50 ranks"),
+        ({"baseline": "C"}, "baseline: 'C' is not a run"),
+        ({"tests": ("permutation", "wilcoxon")}, "tests: expected one of"),
+        ({"n_resamples": 0}, "n_resamples: expected a positive integer"),
+        ({"confidence": 95}, "confidence: expected a number strictly between 0 and 1"),
+        ({"correction": "bonferroni"}, "correction: expected one of"),
+        ({"seed": -1}, "seed: expected a non-negative integer"),
+    ],
+)
 def test_bad_arguments_are_named(results, kwargs, message):
     with pytest.raises(ValueError, match=message.replace("(", r"\(")):
         rc.compare({"A": results["A"], "B": results["B"]}, **kwargs)

@@ -3,6 +3,7 @@
 ``retrieval-conformance compare`` is run in-process on ``.npz`` runs written from the same
 problem as ``test_compare``'s (whose fixtures ``problem`` and ``results`` are shared here).
 """
+
 from __future__ import annotations
 
 import json
@@ -39,8 +40,9 @@ def test_regressions_need_margin_and_significance(results):
 
 
 def test_tables_hold_the_numbers(results):
-    cmp = rc.compare({"A": results["A"], "perfect": results["P"], "B": results["B"]},
-                     metrics=["map", "rank1"], n_resamples=RESAMPLES)
+    cmp = rc.compare(
+        {"A": results["A"], "perfect": results["P"], "B": results["B"]}, metrics=["map", "rank1"], n_resamples=RESAMPLES
+    )
     row = cmp.row("perfect", "map")
     text, markdown, latex = cmp.to_text(), cmp.to_markdown(), cmp.to_latex()
     for out in (text, markdown):
@@ -76,28 +78,75 @@ def test_json_has_no_nan():
 @pytest.fixture
 def npz_runs(tmp_path, problem):
     paths = {}
-    np.savez(tmp_path / "labels.npz", query_labels=problem["q"], db_labels=problem["db"],
-             query_cams=problem["qc"], db_cams=problem["dc"])
+    np.savez(
+        tmp_path / "labels.npz",
+        query_labels=problem["q"],
+        db_labels=problem["db"],
+        query_cams=problem["qc"],
+        db_cams=problem["dc"],
+    )
     for name in ("A", "B", "W"):
         np.savez(tmp_path / f"{name}.npz", scores=problem[name])
     # self-contained runs (no --shared), one on fewer queries
-    np.savez(tmp_path / "full.npz", scores=problem["A"], query_labels=problem["q"], db_labels=problem["db"],
-             query_cams=problem["qc"], db_cams=problem["dc"])
-    np.savez(tmp_path / "short.npz", scores=problem["B"][:40], query_labels=problem["q"][:40],
-             db_labels=problem["db"], query_cams=problem["qc"][:40], db_cams=problem["dc"])
+    np.savez(
+        tmp_path / "full.npz",
+        scores=problem["A"],
+        query_labels=problem["q"],
+        db_labels=problem["db"],
+        query_cams=problem["qc"],
+        db_cams=problem["dc"],
+    )
+    np.savez(
+        tmp_path / "short.npz",
+        scores=problem["B"][:40],
+        query_labels=problem["q"][:40],
+        db_labels=problem["db"],
+        query_cams=problem["qc"][:40],
+        db_cams=problem["dc"],
+    )
     for name in ("labels", "A", "B", "W", "full", "short"):
         paths[name] = str(tmp_path / f"{name}.npz")
     return paths
 
 
 def test_cli_text_and_json(npz_runs, results, capsys):
-    code = compare_main([npz_runs["A"], npz_runs["B"], "--shared", npz_runs["labels"], "--protocol", "reid",
-                         "--metrics", "map", "rank1", "--resamples", str(RESAMPLES)])
+    code = compare_main(
+        [
+            npz_runs["A"],
+            npz_runs["B"],
+            "--shared",
+            npz_runs["labels"],
+            "--protocol",
+            "reid",
+            "--metrics",
+            "map",
+            "rank1",
+            "--resamples",
+            str(RESAMPLES),
+        ]
+    )
     out = capsys.readouterr().out
     assert code == 0
     assert "baseline 'A'" in out and f"{results['B'].map:.4f}" in out and "Rank-1" in out
-    code = compare_main(["compare", npz_runs["A"], npz_runs["B"], "--shared", npz_runs["labels"], "--protocol",
-                         "reid", "--names", "base", "new", "--json", "--resamples", str(RESAMPLES), "--seed", "3"])
+    code = compare_main(
+        [
+            "compare",
+            npz_runs["A"],
+            npz_runs["B"],
+            "--shared",
+            npz_runs["labels"],
+            "--protocol",
+            "reid",
+            "--names",
+            "base",
+            "new",
+            "--json",
+            "--resamples",
+            str(RESAMPLES),
+            "--seed",
+            "3",
+        ]
+    )
     summary = json.loads(capsys.readouterr().out)
     assert code == 0 and summary["runs"] == ["base", "new"] and summary["seed"] == 3
     api = rc.compare({"base": results["A"], "new": results["B"]}, n_resamples=RESAMPLES, seed=3)
@@ -105,39 +154,77 @@ def test_cli_text_and_json(npz_runs, results, capsys):
 
 
 def test_cli_fail_if_worse(npz_runs, capsys):
-    argv = [npz_runs["A"], npz_runs["W"], "--shared", npz_runs["labels"], "--protocol", "reid",
-            "--resamples", str(RESAMPLES)]
+    argv = [
+        npz_runs["A"],
+        npz_runs["W"],
+        "--shared",
+        npz_runs["labels"],
+        "--protocol",
+        "reid",
+        "--resamples",
+        str(RESAMPLES),
+    ]
     assert compare_main(argv + ["--fail-if-worse", "map:0.01"]) == 1
     captured = capsys.readouterr()
     assert "worse: W mAP" in captured.err and "margin 0.01" in captured.err
     assert "mAP" in captured.out
     assert compare_main(argv + ["--fail-if-worse", "map:1"]) == 0  # worse, but within the margin
     capsys.readouterr()
-    better = [npz_runs["A"], npz_runs["B"], "--shared", npz_runs["labels"], "--protocol", "reid",
-              "--resamples", str(RESAMPLES), "--fail-if-worse", "map:0.01", "--markdown"]
+    better = [
+        npz_runs["A"],
+        npz_runs["B"],
+        "--shared",
+        npz_runs["labels"],
+        "--protocol",
+        "reid",
+        "--resamples",
+        str(RESAMPLES),
+        "--fail-if-worse",
+        "map:0.01",
+        "--markdown",
+    ]
     assert compare_main(better) == 0
     assert capsys.readouterr().out.startswith("| run | metric |")
 
 
 def test_cli_latex(npz_runs, capsys):
-    assert compare_main([npz_runs["A"], npz_runs["B"], "--shared", npz_runs["labels"], "--protocol", "reid",
-                         "--latex", "--metrics", "map", "--resamples", str(RESAMPLES)]) == 0
+    assert (
+        compare_main(
+            [
+                npz_runs["A"],
+                npz_runs["B"],
+                "--shared",
+                npz_runs["labels"],
+                "--protocol",
+                "reid",
+                "--latex",
+                "--metrics",
+                "map",
+                "--resamples",
+                str(RESAMPLES),
+            ]
+        )
+        == 0
+    )
     assert r"\begin{tabular}{lc}" in capsys.readouterr().out
 
 
-@pytest.mark.parametrize("case, message", [
-    ("missing", "error: run {tmp}/nope.npz: no such file"),
-    ("short", "error: runs['short']: 40 queries, but runs['full'] has 48"),
-    ("garbage", "error: run {tmp}/garbage.npz"),
-    ("bad_k", "error: --k must be an integer or 'all'"),
-    ("bad_gate", "error: --fail-if-worse: expected METRIC:MARGIN"),
-    ("trec_flag", "error: --complete: applies to TREC runs (--qrels QRELS)"),
-    ("names", "error: --names: expected 2 names"),
-    ("overlap", "both hold 'query_labels'"),
-    ("metric", "error: metrics: unknown metric 'bpref'"),
-    ("resamples", "error: --resamples: expected a positive integer"),
-    ("alpha", "error: --alpha: expected a number strictly between 0 and 1"),
-])
+@pytest.mark.parametrize(
+    "case, message",
+    [
+        ("missing", "error: run {tmp}/nope.npz: no such file"),
+        ("short", "error: runs['short']: 40 queries, but runs['full'] has 48"),
+        ("garbage", "error: run {tmp}/garbage.npz"),
+        ("bad_k", "error: --k must be an integer or 'all'"),
+        ("bad_gate", "error: --fail-if-worse: expected METRIC:MARGIN"),
+        ("trec_flag", "error: --complete: applies to TREC runs (--qrels QRELS)"),
+        ("names", "error: --names: expected 2 names"),
+        ("overlap", "both hold 'query_labels'"),
+        ("metric", "error: metrics: unknown metric 'bpref'"),
+        ("resamples", "error: --resamples: expected a positive integer"),
+        ("alpha", "error: --alpha: expected a number strictly between 0 and 1"),
+    ],
+)
 def test_cli_usage_errors_exit_2(npz_runs, tmp_path, capsys, case, message):
     shared = ["--shared", npz_runs["labels"], "--protocol", "reid", "--resamples", "100"]
     (tmp_path / "garbage.npz").write_bytes(b"not a zip archive")
@@ -170,8 +257,16 @@ def test_cli_unavailable_implementation_is_a_named_error(npz_runs, capsys):
         pytest.skip("a dask client is running in this process")
     except Exception:
         pass
-    argv = [npz_runs["A"], npz_runs["B"], "--shared", npz_runs["labels"], "--protocol", "reid",
-            "--implementation", "dask"]
+    argv = [
+        npz_runs["A"],
+        npz_runs["B"],
+        "--shared",
+        npz_runs["labels"],
+        "--protocol",
+        "reid",
+        "--implementation",
+        "dask",
+    ]
     assert compare_main(argv) == 2
     err = capsys.readouterr().err
     assert "error: --implementation dask: implementation 'dask' is unavailable" in err and "Traceback" not in err

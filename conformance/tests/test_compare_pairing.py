@@ -4,6 +4,7 @@ Each test starts from the minimal reproduction of a way a comparison went wrong:
 different topics paired by position, runs evaluated under different options compared as
 one metric, infinite or NaN per-query values dropped without a word.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -30,8 +31,11 @@ def _trec(run, **kw):
 def test_trec_runs_over_different_topics_pair_by_topic_and_say_what_was_dropped():
     a, b = _trec(RUN_A), _trec(RUN_B)
     assert a.extras["query_ids"] == ["1", "2", "3"] and b.extras["query_ids"] == ["1", "2", "4"]
-    with pytest.warns(UserWarning, match=r"paired on the 2 queries every run answers, dropped 1 of 3 from 'A', "
-                                         r"1 of 3 from 'B'"):
+    with pytest.warns(
+        UserWarning,
+        match=r"paired on the 2 queries every run answers, dropped 1 of 3 from 'A', "
+        r"1 of 3 from 'B'",
+    ):
         cmp = rc.compare({"A": a, "B": b}, metrics=["map", "recip_rank"], n_resamples=100)
     row = cmp.row("B", "map")
     assert row.n_queries == 2 and cmp.query_ids == ["1", "2"] and cmp.dropped == {"A": 1, "B": 1}
@@ -96,8 +100,11 @@ def test_runs_with_and_without_ids_or_repeated_ids_are_refused():
 
 
 def test_arrays_of_different_lengths_are_refused_by_name():
-    with pytest.raises(ValueError, match=r"runs\['b'\]: 2 queries, but runs\['a'\] has 3; runs without query ids "
-                                         "are paired by position"):
+    with pytest.raises(
+        ValueError,
+        match=r"runs\['b'\]: 2 queries, but runs\['a'\] has 3; runs without query ids "
+        "are paired by position",
+    ):
         rc.compare({"a": [0.1, 0.2, 0.3], "b": [0.1, 0.2]})
 
 
@@ -105,20 +112,33 @@ def test_arrays_of_different_lengths_are_refused_by_name():
 def _reid(recall="fraction", protocol="hashing", **kw):
     rng = np.random.default_rng(3)
     q, db = rng.integers(0, 4, 12), rng.integers(0, 4, 30)
-    return rc.evaluate(scores=rng.normal(size=(12, 30)), query_labels=q, db_labels=db, protocol=protocol,
-                       recall=recall, implementation="numpy", **kw)
+    return rc.evaluate(
+        scores=rng.normal(size=(12, 30)),
+        query_labels=q,
+        db_labels=db,
+        protocol=protocol,
+        recall=recall,
+        implementation="numpy",
+        **kw,
+    )
 
 
 def test_a_recall_definition_change_is_not_a_significant_gain():
     # R@5 as H(5)/R and as "a hit in the top 5" are different metrics: +0.55 would be a definition change
-    with pytest.raises(ValueError, match=r"runs\['hit'\]: evaluated with recall='hit', but runs\['fraction'\] "
-                                         r"with recall='fraction'"):
+    with pytest.raises(
+        ValueError,
+        match=r"runs\['hit'\]: evaluated with recall='hit', but runs\['fraction'\] "
+        r"with recall='fraction'",
+    ):
         rc.compare({"fraction": _reid(k=5), "hit": _reid(recall="hit", k=5)}, metrics="recall_at_k")
 
 
 def test_a_different_protocol_is_named():
-    with pytest.raises(ValueError, match=r"evaluated with protocol='hashnet', but runs\['A'\] with "
-                                         r"protocol='hashing'"):
+    with pytest.raises(
+        ValueError,
+        match=r"evaluated with protocol='hashnet', but runs\['A'\] with "
+        r"protocol='hashing'",
+    ):
         rc.compare({"A": _reid(k=5, empty="zero"), "B": _reid(protocol="hashnet", k=5, empty="zero")})
 
 
@@ -134,8 +154,11 @@ def test_every_option_must_agree(option):
     base = _reid(k=5)
     changed = _other_value(option, getattr(base.options, option))
     other = dataclasses.replace(base, options=dataclasses.replace(base.options, **{option: changed}))
-    with pytest.raises(ValueError, match=rf"runs\['B'\]: evaluated with {option}={changed!r}, but runs\['A'\] "
-                                         rf"with {option}={getattr(base.options, option)!r}"):
+    with pytest.raises(
+        ValueError,
+        match=rf"runs\['B'\]: evaluated with {option}={changed!r}, but runs\['A'\] "
+        rf"with {option}={getattr(base.options, option)!r}",
+    ):
         rc.compare({"A": base, "B": other}, metrics="map")
 
 
@@ -178,8 +201,7 @@ def test_infinite_value_in_a_result_is_refused():
 
 
 def test_nan_values_are_reported_not_dropped_silently():
-    cmp = rc.compare({"a": [0.1, np.nan, 0.3, 0.4], "b": [0.2, 0.5, np.nan, np.nan]}, metrics="ndcg",
-                     n_resamples=100)
+    cmp = rc.compare({"a": [0.1, np.nan, 0.3, 0.4], "b": [0.2, 0.5, np.nan, np.nan]}, metrics="ndcg", n_resamples=100)
     assert cmp.not_counted == {"a": {"ndcg": 1}, "b": {"ndcg": 2}}
     assert cmp.rows[0].n_queries == 1
     assert "NaN per-query values, not counted: 1 ndcg in 'a', 2 ndcg in 'b'." in cmp.to_text()
@@ -226,10 +248,14 @@ def test_generated_runs_pair_by_id_or_fail_by_name(runs, as_arrays):
 
 def test_several_cut_offs_of_evaluate_are_refused_with_what_to_pass():
     rng = np.random.default_rng(4)
-    at_k = rc.evaluate(scores=rng.normal(size=(6, 20)), relevance=rng.random((6, 20)) < 0.3, k=(5, 10),
-                       implementation="numpy")
-    with pytest.raises(TypeError, match=r"runs\['A'\]: a ResultsAtK of evaluate\(\) holds one mAP per cut-off .* "
-                                        r"e.g. res\[10\]"):
+    at_k = rc.evaluate(
+        scores=rng.normal(size=(6, 20)), relevance=rng.random((6, 20)) < 0.3, k=(5, 10), implementation="numpy"
+    )
+    with pytest.raises(
+        TypeError,
+        match=r"runs\['A'\]: a ResultsAtK of evaluate\(\) holds one mAP per cut-off .* "
+        r"e.g. res\[10\]",
+    ):
         rc.compare({"A": at_k, "B": at_k})
     cmp = rc.compare({"A": at_k[10], "B": at_k[10]}, metrics=["map", "ndcg"], n_resamples=50)
     assert list(cmp.metrics.values()) == ["mAP@10", "nDCG@10"]

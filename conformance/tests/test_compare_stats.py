@@ -6,6 +6,7 @@ every sign flip, agreement within Monte Carlo error when both resample.  The int
 one run's mean are checked against ``scipy.stats.t`` and ``scipy.stats.bootstrap``, the
 corrections and the effect size against hand arithmetic.
 """
+
 from __future__ import annotations
 
 import itertools
@@ -23,9 +24,15 @@ def _mean_diff(x, y, axis=-1):
 
 
 def _scipy_p(b, a, n_resamples, seed=0):
-    return stats.permutation_test((b, a), _mean_diff, permutation_type="samples", vectorized=True,
-                                  n_resamples=n_resamples, alternative="two-sided",
-                                  rng=np.random.default_rng(seed)).pvalue
+    return stats.permutation_test(
+        (b, a),
+        _mean_diff,
+        permutation_type="samples",
+        vectorized=True,
+        n_resamples=n_resamples,
+        alternative="two-sided",
+        rng=np.random.default_rng(seed),
+    ).pvalue
 
 
 def _pairs(n, seed, grid=None):
@@ -105,8 +112,9 @@ def test_intervals_of_one_run_equal_scipy():
     values = np.random.default_rng(5).random(80)
     one = mean_intervals(values, 0.9, 2000, seed=4)
     t_low, t_high = stats.t.interval(0.9, 79, loc=values.mean(), scale=stats.sem(values))
-    boot = stats.bootstrap((values,), np.mean, confidence_level=0.9, n_resamples=2000, method="BCa",
-                           rng=np.random.default_rng(4)).confidence_interval
+    boot = stats.bootstrap(
+        (values,), np.mean, confidence_level=0.9, n_resamples=2000, method="BCa", rng=np.random.default_rng(4)
+    ).confidence_interval
     assert one.n_queries == 80 and one.mean == values.mean()
     assert (one.t_low, one.t_high) == (pytest.approx(t_low, abs=1e-14), pytest.approx(t_high, abs=1e-14))
     assert (one.bootstrap_low, one.bootstrap_high, one.bootstrap_method) == (boot.low, boot.high, "BCa")

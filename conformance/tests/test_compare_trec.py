@@ -4,6 +4,7 @@ The per-query values ``compare`` pairs are checked against the results ``evaluat
 returns (the lookup reads trec_eval's names), the means against trec_eval's table of those
 results, and the command line against the API on the same files.
 """
+
 from __future__ import annotations
 
 import json
@@ -35,8 +36,9 @@ def trec_files(tmp_path_factory):
     folder = tmp_path_factory.mktemp("trec")
     rng = np.random.default_rng(11)
     qrels = folder / "qrels.txt"
-    qrels.write_text("".join(f"{t} 0 {d} {(1 + (i // 3) % 2) if i % 3 == 0 else 0}\n"
-                             for t in TOPICS for i, d in enumerate(DOCS)))
+    qrels.write_text(
+        "".join(f"{t} 0 {d} {(1 + (i // 3) % 2) if i % 3 == 0 else 0}\n" for t in TOPICS for i, d in enumerate(DOCS))
+    )
     return {
         "qrels": str(qrels),
         "A": _write_run(folder / "A.run", "A", rng, TOPICS, 0.0),
@@ -51,8 +53,7 @@ def _runs(trec_files, names=("A", "B"), **kw):
 
 def test_every_trec_measure_pairs_the_values_evaluate_run_returns(trec_files):
     runs = _runs(trec_files, k=(5, 10))
-    cmp = rc.compare(runs, metrics=["map", "P_5", "ndcg_cut_10", "recip_rank", "Rprec", "recall_10"],
-                     n_resamples=200)
+    cmp = rc.compare(runs, metrics=["map", "P_5", "ndcg_cut_10", "recip_rank", "Rprec", "recall_10"], n_resamples=200)
     assert list(cmp.metrics) == ["map", "P_5", "ndcg_cut_10", "recip_rank", "Rprec", "recall_10"]
     for metric in cmp.metrics:
         k = 5 if metric == "P_5" else 10
@@ -61,8 +62,10 @@ def test_every_trec_measure_pairs_the_values_evaluate_run_returns(trec_files):
         a, b = getattr(res_a.per_query, field), getattr(res_b.per_query, field)
         row = cmp.row("B", metric)
         assert row.n_queries == len(TOPICS) and row.label == metric
-        assert (row.mean_baseline, row.mean_run) == (pytest.approx(a.mean(), abs=1e-15),
-                                                     pytest.approx(b.mean(), abs=1e-15))
+        assert (row.mean_baseline, row.mean_run) == (
+            pytest.approx(a.mean(), abs=1e-15),
+            pytest.approx(b.mean(), abs=1e-15),
+        )
         # the means are trec_eval's, named as it names them
         assert cmp.means["A"][metric] == pytest.approx(res_a.extras["trec_eval"][metric], abs=1e-15)
     assert cmp.row("B", "map").difference > 0 and cmp.row("B", "map").significant()
@@ -108,25 +111,57 @@ def test_unknown_trec_measure_lists_the_offered_ones(trec_files):
 
 # -- the command line ---------------------------------------------------------------------
 def test_cli_compares_trec_runs_as_the_api_does(trec_files, capsys):
-    argv = ["compare", trec_files["A"], trec_files["B"], trec_files["C"], "--qrels", trec_files["qrels"],
-            "--metrics", "map,ndcg_cut_10,recip_rank,P_10", "--resamples", "300", "--json"]
+    argv = [
+        "compare",
+        trec_files["A"],
+        trec_files["B"],
+        trec_files["C"],
+        "--qrels",
+        trec_files["qrels"],
+        "--metrics",
+        "map,ndcg_cut_10,recip_rank,P_10",
+        "--resamples",
+        "300",
+        "--json",
+    ]
     assert cli_main(argv) == 0
     captured = capsys.readouterr()
     summary = json.loads(captured.out)
-    assert summary["metrics"] == {"map": "map", "ndcg_cut_10": "ndcg_cut_10", "recip_rank": "recip_rank",
-                                  "P_10": "P_10"}
+    assert summary["metrics"] == {
+        "map": "map",
+        "ndcg_cut_10": "ndcg_cut_10",
+        "recip_rank": "recip_rank",
+        "P_10": "P_10",
+    }
     assert summary["dropped"] == {"A": 2, "B": 2, "C": 0} and summary["queries"] == 18
     assert "warning: compare: runs answer different queries; paired on the 18 queries" in captured.err
     with pytest.warns(UserWarning, match="dropped 2 of 20 from 'A', 2 of 20 from 'B', 0 of 18 from 'C'"):
-        api = rc.compare({n: rc.evaluate_run(trec_files[n], trec_files["qrels"], k=10) for n in "ABC"},
-                         metrics=["map", "ndcg_cut_10", "recip_rank", "P_10"], n_resamples=300)
+        api = rc.compare(
+            {n: rc.evaluate_run(trec_files[n], trec_files["qrels"], k=10) for n in "ABC"},
+            metrics=["map", "ndcg_cut_10", "recip_rank", "P_10"],
+            n_resamples=300,
+        )
     assert [r["difference"] for r in summary["rows"]] == pytest.approx([r.difference for r in api.rows], abs=1e-15)
     assert [r["p_permutation"] for r in summary["rows"]] == [r.p_permutation for r in api.rows]
 
 
 def test_cli_complete_evaluates_every_qrels_topic(trec_files, capsys):
-    argv = ["compare", trec_files["A"], trec_files["C"], "--qrels", trec_files["qrels"], "--complete",
-            "--metrics", "map", "--resamples", "100", "--pairs", "all", "--correction", "holm"]
+    argv = [
+        "compare",
+        trec_files["A"],
+        trec_files["C"],
+        "--qrels",
+        trec_files["qrels"],
+        "--complete",
+        "--metrics",
+        "map",
+        "--resamples",
+        "100",
+        "--pairs",
+        "all",
+        "--correction",
+        "holm",
+    ]
     assert cli_main(argv) == 0
     captured = capsys.readouterr()
     assert "20 queries, paired by query id" in captured.out and "warning" not in captured.err
@@ -146,19 +181,31 @@ def test_cli_text_markdown_and_latex_tables(trec_files, capsys):
 
 
 def test_cli_fail_if_worse_on_a_trec_measure(trec_files, capsys):
-    argv = ["compare", trec_files["B"], trec_files["A"], "--qrels", trec_files["qrels"], "--resamples", "500",
-            "--fail-if-worse", "map:0.01"]
+    argv = [
+        "compare",
+        trec_files["B"],
+        trec_files["A"],
+        "--qrels",
+        trec_files["qrels"],
+        "--resamples",
+        "500",
+        "--fail-if-worse",
+        "map:0.01",
+    ]
     assert cli_main(argv) == 1
     assert "worse: A map" in capsys.readouterr().err
 
 
-@pytest.mark.parametrize("extra, message", [
-    (["--k", "10"], "error: --k: applies to .npz runs, not to TREC runs"),
-    (["--protocol", "reid"], "error: --protocol: applies to .npz runs"),
-    (["--metrics", "bpref_x"], "error: metrics: unknown metric 'bpref_x' for run 'A'"),
-    (["--plus-minus"], "error: --plus-minus: applies to the --latex table"),
-    (["--relevance-level", "0"], "relevance_level"),
-])
+@pytest.mark.parametrize(
+    "extra, message",
+    [
+        (["--k", "10"], "error: --k: applies to .npz runs, not to TREC runs"),
+        (["--protocol", "reid"], "error: --protocol: applies to .npz runs"),
+        (["--metrics", "bpref_x"], "error: metrics: unknown metric 'bpref_x' for run 'A'"),
+        (["--plus-minus"], "error: --plus-minus: applies to the --latex table"),
+        (["--relevance-level", "0"], "relevance_level"),
+    ],
+)
 def test_cli_trec_errors_exit_2(trec_files, capsys, extra, message):
     argv = ["compare", trec_files["A"], trec_files["B"], "--qrels", trec_files["qrels"], "--resamples", "50"] + extra
     assert cli_main(argv) == 2
@@ -177,8 +224,10 @@ def test_cli_missing_qrels_and_malformed_run(trec_files, tmp_path, capsys):
 
 
 def test_cli_one_trec_run_alone_prints_its_intervals(trec_files, capsys):
-    assert cli_main(["compare", trec_files["A"], "--qrels", trec_files["qrels"], "--metrics", "map",
-                     "--resamples", "200"]) == 0
+    assert (
+        cli_main(["compare", trec_files["A"], "--qrels", trec_files["qrels"], "--metrics", "map", "--resamples", "200"])
+        == 0
+    )
     out = capsys.readouterr().out
     res = rc.evaluate_run(trec_files["A"], trec_files["qrels"])
     assert f"{res.map:.4f}" in out and "95% bootstrap CI" in out and "p (perm.)" not in out

@@ -4,6 +4,7 @@ Per query, a fast implementation's value is the exact rational correctly rounded
 ``float(Fraction)``); the means are within 1e-12 of the exact means.  The golden case
 (``golden/curves.json``) pins one hand-computed query per curve.
 """
+
 from __future__ import annotations
 
 import importlib
@@ -102,8 +103,12 @@ def test_means_match_the_exact_means(implementation, kind):
     if implementation != "reference":
         require_implementation(implementation)  # skip (fail under RC_REQUIRE) where it is not built
     rng = np.random.default_rng(7)
-    inputs = dict(query_codes=rng.integers(0, 2, (40, 6)), db_codes=rng.integers(0, 2, (200, 6)),
-                  query_labels=rng.integers(0, 7, 40), db_labels=rng.integers(0, 7, 200))
+    inputs = dict(
+        query_codes=rng.integers(0, 2, (40, 6)),
+        db_codes=rng.integers(0, 2, (200, 6)),
+        query_labels=rng.integers(0, 7, 40),
+        db_labels=rng.integers(0, 7, 200),
+    )
     for ties in ("stable", "expected"):
         for empty in ("skip", "zero"):
             want = rc.curves(kind, **inputs, ties=ties, empty=empty, implementation="reference")
@@ -128,8 +133,7 @@ def test_interpolated_curve_equals_mean_pr_curve():
 
 def test_cmc_curve_is_evaluates_cmc():
     rng = np.random.default_rng(5)
-    inputs = dict(distances=rng.random((8, 30)), query_labels=rng.integers(0, 4, 8),
-                  db_labels=rng.integers(0, 4, 30))
+    inputs = dict(distances=rng.random((8, 30)), query_labels=rng.integers(0, 4, 8), db_labels=rng.integers(0, 4, 30))
     curve = rc.curves("cmc", **inputs, max_rank=10, implementation="numpy", empty="zero")
     result = rc.evaluate(**inputs, max_rank=10, implementation="numpy", empty="zero")
     assert curve.y.tolist() == result.cmc.tolist()
@@ -137,28 +141,37 @@ def test_cmc_curve_is_evaluates_cmc():
 
 
 def test_radius_defaults_to_every_hamming_distance():
-    curve = rc.curves("pr_radius", query_codes=[[1, 0, 1]], db_codes=[[1, 0, 1], [0, 1, 0]],
-                      query_labels=[1], db_labels=[1, 2], implementation="numpy")
+    curve = rc.curves(
+        "pr_radius",
+        query_codes=[[1, 0, 1]],
+        db_codes=[[1, 0, 1], [0, 1, 0]],
+        query_labels=[1],
+        db_labels=[1, 2],
+        implementation="numpy",
+    )
     assert curve.x.tolist() == [0, 1, 2, 3]
     assert curve.y.tolist() == [1, 1, 1, 0.5]
     assert curve.recall.tolist() == [1, 1, 1, 1]
 
 
-@pytest.mark.parametrize("call, message", [
-    (dict(kind="roc"), "kind"),
-    (dict(kind="pr_interpolated", empty="nan"), "empty"),
-    (dict(kind="pr_interpolated", recall_levels=[1.5]), "recall_levels"),
-    (dict(kind="pr_interpolated", recall_levels=[]), "recall_levels"),
-    (dict(kind="pr_interpolated", recall_levels="0.5"), "recall_levels"),
-    (dict(kind="pr_radius"), "radii"),
-    (dict(kind="pr_radius", radii=[float("nan")]), "radii"),
-    (dict(kind="pr_radius", radii=[True]), "radii"),
-    (dict(kind="precision_at_n", n=[0]), "n"),
-    (dict(kind="precision_at_n", n=[2**70]), "n: expected list lengths up to 2..62"),
-    (dict(kind="precision_at_n", radii=[1]), "radii: not an option"),
-    (dict(kind="pr_interpolated", implementation="torch"), "implementation"),
-    (dict(kind="pr_interpolated", protocol="reid"), "evaluate options"),
-])
+@pytest.mark.parametrize(
+    "call, message",
+    [
+        (dict(kind="roc"), "kind"),
+        (dict(kind="pr_interpolated", empty="nan"), "empty"),
+        (dict(kind="pr_interpolated", recall_levels=[1.5]), "recall_levels"),
+        (dict(kind="pr_interpolated", recall_levels=[]), "recall_levels"),
+        (dict(kind="pr_interpolated", recall_levels="0.5"), "recall_levels"),
+        (dict(kind="pr_radius"), "radii"),
+        (dict(kind="pr_radius", radii=[float("nan")]), "radii"),
+        (dict(kind="pr_radius", radii=[True]), "radii"),
+        (dict(kind="precision_at_n", n=[0]), "n"),
+        (dict(kind="precision_at_n", n=[2**70]), "n: expected list lengths up to 2..62"),
+        (dict(kind="precision_at_n", radii=[1]), "radii: not an option"),
+        (dict(kind="pr_interpolated", implementation="torch"), "implementation"),
+        (dict(kind="pr_interpolated", protocol="reid"), "evaluate options"),
+    ],
+)
 def test_bad_arguments_are_named(call, message):
     inputs = dict(distances=[[0.0, 1.0]], relevance=[[True, False]])
     with pytest.raises((ValueError, TypeError), match=message):
@@ -176,8 +189,12 @@ def test_c_curves_do_not_depend_on_the_thread_count(monkeypatch):
     if _cannot_draw("c", build_problem(query_codes=[[1]], db_codes=[[1]], relevance=[[True]])):
         pytest.skip("the C library is not built")
     rng = np.random.default_rng(11)
-    inputs = dict(query_codes=rng.integers(0, 2, (64, 16)), db_codes=rng.integers(0, 2, (500, 16)),
-                  query_labels=rng.integers(0, 5, 64), db_labels=rng.integers(0, 5, 500))
+    inputs = dict(
+        query_codes=rng.integers(0, 2, (64, 16)),
+        db_codes=rng.integers(0, 2, (500, 16)),
+        query_labels=rng.integers(0, 5, 64),
+        db_labels=rng.integers(0, 5, 500),
+    )
     runs = []
     for threads in ("1", "2", "3"):
         monkeypatch.setenv("RC_NUM_THREADS", threads)
@@ -201,8 +218,9 @@ def test_c_curves_run_a_small_problem_on_one_thread(monkeypatch):
 
     monkeypatch.setattr(c_curves, "_require", Recording)
     monkeypatch.delenv("RC_NUM_THREADS", raising=False)
-    small = dict(query_codes=[[1, 0], [0, 1]], db_codes=[[1, 1], [0, 0], [1, 0]], query_labels=[0, 1],
-                 db_labels=[0, 1, 1])
+    small = dict(
+        query_codes=[[1, 0], [0, 1]], db_codes=[[1, 1], [0, 0], [1, 0]], query_labels=[0, 1], db_labels=[0, 1, 1]
+    )
     rc.curves("pr_radius", **small, implementation="c")
     monkeypatch.setenv("RC_NUM_THREADS", "2")
     rc.curves("pr_radius", **small, implementation="c")
@@ -213,10 +231,19 @@ def test_c_takes_every_ranking_input_and_refuses_wide_levels_by_name():
     if _cannot_draw("c", build_problem(query_codes=[[1]], db_codes=[[1]], relevance=[[True]])):
         pytest.skip("the C library is not built")
     with pytest.raises(ValueError, match="recall_levels"):
-        rc.curves("pr_interpolated", query_codes=[[1]], db_codes=[[1]], relevance=[[True]],
-                  recall_levels=[1e-30], implementation="c")
-    for given in (dict(distances=[[0.0, 1.0]]), dict(scores=np.array([[0.5, 0.25]], dtype=np.float32)),
-                  dict(query_codes=[[1]], db_codes=[[1], [0]])):
+        rc.curves(
+            "pr_interpolated",
+            query_codes=[[1]],
+            db_codes=[[1]],
+            relevance=[[True]],
+            recall_levels=[1e-30],
+            implementation="c",
+        )
+    for given in (
+        dict(distances=[[0.0, 1.0]]),
+        dict(scores=np.array([[0.5, 0.25]], dtype=np.float32)),
+        dict(query_codes=[[1]], db_codes=[[1], [0]]),
+    ):
         curve = rc.curves("pr_interpolated", **given, relevance=[[True, False]])
         assert curve.implementation == "c"
         assert curve.y.tolist() == [1.0] * 11
@@ -228,8 +255,12 @@ def test_block_layout_does_not_change_a_bit(implementation, monkeypatch):
         require_implementation(implementation)  # skip (fail under RC_REQUIRE) where it is not built
     module = importlib.import_module(CURVE_KERNELS[implementation].split(":")[0])
     rng = np.random.default_rng(13)
-    inputs = dict(query_codes=rng.integers(0, 2, (30, 8)), db_codes=rng.integers(0, 2, (50, 8)),
-                  relevance=rng.random((30, 50)) < 0.3, junk=rng.random((30, 50)) < 0.1)
+    inputs = dict(
+        query_codes=rng.integers(0, 2, (30, 8)),
+        db_codes=rng.integers(0, 2, (50, 8)),
+        relevance=rng.random((30, 50)) < 0.3,
+        junk=rng.random((30, 50)) < 0.1,
+    )
     whole = [rc.curves(kind, **inputs, ties="reverse", implementation=implementation).y.tolist() for kind in KINDS]
     monkeypatch.setattr(module, "BLOCK_ITEMS", 120)  # blocks of two queries
     blocks = [rc.curves(kind, **inputs, ties="reverse", implementation=implementation).y.tolist() for kind in KINDS]

@@ -3,6 +3,7 @@ any chunking; the first failing query's error as the reference raises it; a work
 
 Skipped where ``dask.distributed`` is not installed (tox's minimal environment).
 """
+
 from __future__ import annotations
 
 import ast
@@ -26,8 +27,22 @@ from retrieval_conformance.reference.contract.problem import ARRAY_FIELDS
 pytestmark = requires_distributed
 
 #: Result fields compared (means and per-query arrays)
-RESULT_FIELDS = ("map", "ap", "precision_at_k", "recall_at_k", "cmc", "minp", "inp", "r_precision", "ndcg_at_k",
-                 "mrr", "map_at_r", "counted", "precision_at_radius", "recall_at_radius")
+RESULT_FIELDS = (
+    "map",
+    "ap",
+    "precision_at_k",
+    "recall_at_k",
+    "cmc",
+    "minp",
+    "inp",
+    "r_precision",
+    "ndcg_at_k",
+    "mrr",
+    "map_at_r",
+    "counted",
+    "precision_at_radius",
+    "recall_at_radius",
+)
 
 
 def test_unavailable_without_a_client_and_dask_imported_lazily():
@@ -91,22 +106,49 @@ def problem(kind: str, seed: int = 0, n_q: int = 29, n_g: int = 61) -> dict:
     """Random ``evaluate`` arguments of one preset, with many ties."""
     rng = np.random.default_rng(seed)
     if kind == "hashing-codes":
-        return dict(query_codes=rng.choice([-1, 1], (n_q, 6)), db_codes=rng.choice([-1, 1], (n_g, 6)),
-                    query_labels=rng.integers(0, 2, (n_q, 4)), db_labels=rng.integers(0, 2, (n_g, 4)),
-                    protocol="hashing", k=10, radius=2)
+        return dict(
+            query_codes=rng.choice([-1, 1], (n_q, 6)),
+            db_codes=rng.choice([-1, 1], (n_g, 6)),
+            query_labels=rng.integers(0, 2, (n_q, 4)),
+            db_labels=rng.integers(0, 2, (n_g, 4)),
+            protocol="hashing",
+            k=10,
+            radius=2,
+        )
     if kind == "reid-cameras":
-        return dict(distances=rng.integers(0, 6, (n_q, n_g)).astype(np.float32),
-                    query_labels=rng.integers(0, 8, n_q), db_labels=rng.integers(-1, 8, n_g),
-                    query_cams=rng.integers(0, 3, n_q), db_cams=rng.integers(0, 3, n_g), protocol="reid", max_rank=20)
+        return dict(
+            distances=rng.integers(0, 6, (n_q, n_g)).astype(np.float32),
+            query_labels=rng.integers(0, 8, n_q),
+            db_labels=rng.integers(-1, 8, n_g),
+            query_cams=rng.integers(0, 3, n_q),
+            db_cams=rng.integers(0, 3, n_g),
+            protocol="reid",
+            max_rank=20,
+        )
     if kind == "graded-sklearn-ndcg":
-        return dict(scores=np.round(rng.random((n_q, n_g)), 1), relevance=rng.integers(0, 4, (n_q, n_g)),
-                    protocol="sklearn-ndcg", k=7)
+        return dict(
+            scores=np.round(rng.random((n_q, n_g)), 1),
+            relevance=rng.integers(0, 4, (n_q, n_g)),
+            protocol="sklearn-ndcg",
+            k=7,
+        )
     if kind == "ties-expected":
-        return dict(distances=rng.integers(0, 4, (n_q, n_g)).astype(float), relevance=rng.random((n_q, n_g)) < 0.2,
-                    junk=rng.random((n_q, n_g)) < 0.1, ties="expected", k=5, ap_at_k="min_k_r", empty="skip")
+        return dict(
+            distances=rng.integers(0, 4, (n_q, n_g)).astype(float),
+            relevance=rng.random((n_q, n_g)) < 0.2,
+            junk=rng.random((n_q, n_g)) < 0.1,
+            ties="expected",
+            k=5,
+            ap_at_k="min_k_r",
+            empty="skip",
+        )
     if kind == "ties-grouped":
-        return dict(distances=rng.integers(0, 4, (n_q, n_g)).astype(float), relevance=rng.random((n_q, n_g)) < 0.2,
-                    ties="grouped", empty="nan")
+        return dict(
+            distances=rng.integers(0, 4, (n_q, n_g)).astype(float),
+            relevance=rng.random((n_q, n_g)) < 0.2,
+            ties="grouped",
+            empty="nan",
+        )
     raise ValueError(kind)
 
 
@@ -123,8 +165,11 @@ def same_bits(a, b) -> bool:
 
 
 def assert_identical(got, want) -> None:
-    bad = [f"per_query.{name}" for name in ARRAY_FIELDS
-           if not same_bits(getattr(got.per_query, name), getattr(want.per_query, name))]
+    bad = [
+        f"per_query.{name}"
+        for name in ARRAY_FIELDS
+        if not same_bits(getattr(got.per_query, name), getattr(want.per_query, name))
+    ]
     bad += [name for name in RESULT_FIELDS if not same_bits(getattr(got, name), getattr(want, name))]
     assert not bad, f"differ from {want.implementation}: {bad}"
 
@@ -167,8 +212,9 @@ def test_several_blocks_scatter_the_gallery_once_and_report_progress(cluster, ch
     kwargs = problem("hashing-codes", seed=11, n_q=40)
     want = rc.evaluate(**kwargs, implementation=LOCAL)
     seen = []
-    got = rc.evaluate(**kwargs, implementation=chunked(3), block_size=9, progress=lambda done, total: seen.append(
-        (done, total)))
+    got = rc.evaluate(
+        **kwargs, implementation=chunked(3), block_size=9, progress=lambda done, total: seen.append((done, total))
+    )
     assert_identical(got, want)
     assert len(scatters) == 1 and scatters[0].get("broadcast") is True  # 5 blocks, one gallery
     assert seen == sorted(seen) and seen[-1] == (40, 40) and len(seen) >= 14  # every chunk, every block
@@ -181,8 +227,13 @@ def test_a_direct_call_without_evaluate(cluster):
 
     kwargs = problem("reid-cameras", seed=3)
     options = resolve_options("reid", max_rank=20)
-    prob = build_problem(distances=kwargs["distances"], query_labels=kwargs["query_labels"],
-                         db_labels=kwargs["db_labels"], query_cams=kwargs["query_cams"], db_cams=kwargs["db_cams"])
+    prob = build_problem(
+        distances=kwargs["distances"],
+        query_labels=kwargs["query_labels"],
+        db_labels=kwargs["db_labels"],
+        query_cams=kwargs["query_cams"],
+        db_cams=kwargs["db_cams"],
+    )
     got = DaskImplementation(chunk_queries=5).compute(prob, options)
     want = registry.get(LOCAL).compute(prob, options)
     assert all(same_bits(getattr(got, name), getattr(want, name)) for name in ARRAY_FIELDS)
@@ -206,8 +257,11 @@ def test_a_worker_killed_mid_run(cluster, chunked, tmp_path, allowed_failures):
     assert_identical(rc.evaluate(**kwargs, implementation="dask"), want)  # the cluster still works
 
 
-@pytest.mark.parametrize("shards, block_size", [(None, None), (None, 6), (2, None), (2, 6)],
-                         ids=["whole", "whole-blocks", "shards", "shards-blocks"])
+@pytest.mark.parametrize(
+    "shards, block_size",
+    [(None, None), (None, 6), (2, None), (2, 6)],
+    ids=["whole", "whole-blocks", "shards", "shards-blocks"],
+)
 def test_a_client_closed_mid_run_raises_our_error(shards, block_size):
     """The client closed while chunks are out: distributed's ClosedClientError (from cancelling
     the rest) or "IOLoop is closed" reached the caller; now DaskEvaluationError, naming it."""
@@ -217,16 +271,22 @@ def test_a_client_closed_mid_run_raises_our_error(shards, block_size):
     kw = dict(distances=rng.random((20, 50)), query_labels=rng.integers(0, 3, 20), db_labels=rng.integers(0, 3, 50))
     registry.register("dask-closing", lambda: DaskImplementation(chunk_queries=2, gallery_shards=shards))
     try:
-        with distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=False, dashboard_address=":0",
-                                      silence_logs=logging.CRITICAL) as local:
+        with distributed.LocalCluster(
+            n_workers=1, threads_per_worker=1, processes=False, dashboard_address=":0", silence_logs=logging.CRITICAL
+        ) as local:
             client = distributed.Client(local)
 
             def close_at_first(done, total):
                 client.close()
 
-            with client.as_current(), pytest.raises(
-                    DaskEvaluationError, match=r"^implementation 'dask': the dask.distributed client was closed "
-                                               r"during the evaluation \(.*no partial result"):
+            with (
+                client.as_current(),
+                pytest.raises(
+                    DaskEvaluationError,
+                    match=r"^implementation 'dask': the dask.distributed client was closed "
+                    r"during the evaluation \(.*no partial result",
+                ),
+            ):
                 rc.evaluate(**kw, implementation="dask-closing", progress=close_at_first, block_size=block_size)
     finally:
         registry.unregister("dask-closing")
@@ -238,8 +298,12 @@ def test_embeddings_in_any_blocks_are_the_local_bits(chunked, chunk):
     size and chunk size gives the local implementation's per-query values, bit for bit."""
     rng = np.random.default_rng(3)
     levels = np.array([-0.3, -0.1, 0.1, 0.3], dtype=np.float32)
-    kw = dict(query_embeddings=levels[rng.integers(0, 4, (9, 24))], db_embeddings=levels[rng.integers(0, 4, (80, 24))],
-              query_labels=rng.integers(0, 5, 9), db_labels=rng.integers(0, 5, 80))
+    kw = dict(
+        query_embeddings=levels[rng.integers(0, 4, (9, 24))],
+        db_embeddings=levels[rng.integers(0, 4, (80, 24))],
+        query_labels=rng.integers(0, 5, 9),
+        db_labels=rng.integers(0, 5, 80),
+    )
     want = rc.evaluate(**kw, implementation=LOCAL)
     for block_size in (None, 1, 4):
         got = rc.evaluate(**kw, implementation=chunked(chunk), block_size=block_size)

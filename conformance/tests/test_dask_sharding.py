@@ -5,6 +5,7 @@ inside a tie group, progress, memory-mapped input, and a worker killed mid-run.
 
 On a LocalCluster of two worker processes; skipped where ``dask.distributed`` is not installed.
 """
+
 from __future__ import annotations
 
 from dataclasses import replace
@@ -148,13 +149,17 @@ def test_every_tie_policy_input_kind_and_option(sharded, ties):
             kwargs.update(protocol="reid", query_cams=rng.integers(0, 2, n_q), db_cams=rng.integers(0, 2, n_g))
         if rng.random() < 0.5:
             kwargs["junk"] = rng.random((n_q, n_g)) < 0.2
-        kwargs.update(ap_rule=str(rng.choice(["precision_sum", "trapezoid"])),
-                      ap_at_k=str(rng.choice(["hits", "r", "min_k_r", "dcmh"])),
-                      k=None if n % 2 else int(rng.integers(1, n_g + 2)), max_rank=int(rng.integers(1, 10)),
-                      radius=None if n % 3 else 0.5, gain=str(rng.choice(["linear", "exponential"])),
-                      discount=str(rng.choice(["log2", "trec_eval_9.0a3"])),
-                      recall=str(rng.choice(["fraction", "hit"])),
-                      empty=str(rng.choice(["zero", "nan", "skip"])))
+        kwargs.update(
+            ap_rule=str(rng.choice(["precision_sum", "trapezoid"])),
+            ap_at_k=str(rng.choice(["hits", "r", "min_k_r", "dcmh"])),
+            k=None if n % 2 else int(rng.integers(1, n_g + 2)),
+            max_rank=int(rng.integers(1, 10)),
+            radius=None if n % 3 else 0.5,
+            gain=str(rng.choice(["linear", "exponential"])),
+            discount=str(rng.choice(["log2", "trec_eval_9.0a3"])),
+            recall=str(rng.choice(["fraction", "hit"])),
+            empty=str(rng.choice(["zero", "nan", "skip"])),
+        )
         if ties == "grouped" and kwargs["k"] is not None:
             kwargs["k"] = None  # a cut-off inside a tie group is an error (its own test)
         assert_same_outcome(kwargs, sharded(SHARDS[1 + n % 3], 3))
@@ -196,8 +201,18 @@ def edge_problem(ties: str) -> dict:
     grades[4] = 0
     junk = rng.random((n_q, n_g)) < 0.1
     junk[:, 16:46] = True
-    return dict(distances=dist, relevance=grades, junk=junk, ties=ties, k=None if ties == "grouped" else 9,
-                radius=0.5, max_rank=12, ap_at_k="min_k_r", discount="trec_eval_9.0a3", empty="nan")
+    return dict(
+        distances=dist,
+        relevance=grades,
+        junk=junk,
+        ties=ties,
+        k=None if ties == "grouped" else 9,
+        radius=0.5,
+        max_rank=12,
+        ap_at_k="min_k_r",
+        discount="trec_eval_9.0a3",
+        empty="nan",
+    )
 
 
 @pytest.mark.parametrize("ties", TIE_POLICIES)
@@ -212,9 +227,14 @@ def test_many_relevant_distances_per_query(sharded, ties):
     scanning), continuous distances with a few ties, graded relevance."""
     rng = np.random.default_rng(TIE_POLICIES.index(ties) + 40)
     dist = np.round(rng.random((5, 400)), 3)
-    kwargs = dict(distances=dist.astype(np.float32 if ties in ("stable", "expected") else np.float64),
-                  relevance=np.where(rng.random((5, 400)) < 0.5, rng.integers(1, 4, (5, 400)), 0),
-                  junk=rng.random((5, 400)) < 0.05, ties=ties, k=None if ties == "grouped" else 150, radius=0.3)
+    kwargs = dict(
+        distances=dist.astype(np.float32 if ties in ("stable", "expected") else np.float64),
+        relevance=np.where(rng.random((5, 400)) < 0.5, rng.integers(1, 4, (5, 400)), 0),
+        junk=rng.random((5, 400)) < 0.05,
+        ties=ties,
+        k=None if ties == "grouped" else 150,
+        radius=0.3,
+    )
     assert_same_outcome(kwargs, sharded(3))
 
 
@@ -237,12 +257,19 @@ def test_several_blocks_shard_the_gallery_once_and_report_progress(cluster, shar
     scatter = client.scatter
     monkeypatch.setattr(client, "scatter", lambda *a, **kw: scatters.append(kw) or scatter(*a, **kw))
     rng = np.random.default_rng(11)
-    kwargs = dict(query_codes=rng.choice([-1, 1], (40, 6)), db_codes=rng.choice([-1, 1], (53, 6)),
-                  query_labels=rng.integers(0, 2, (40, 4)), db_labels=rng.integers(0, 2, (53, 4)), k=10, radius=2)
+    kwargs = dict(
+        query_codes=rng.choice([-1, 1], (40, 6)),
+        db_codes=rng.choice([-1, 1], (53, 6)),
+        query_labels=rng.integers(0, 2, (40, 4)),
+        db_labels=rng.integers(0, 2, (53, 4)),
+        k=10,
+        radius=2,
+    )
     want = rc.evaluate(**kwargs, implementation=LOCAL)
     seen = []
-    got = rc.evaluate(**kwargs, implementation=sharded(3, 3), block_size=9,
-                      progress=lambda done, total: seen.append((done, total)))
+    got = rc.evaluate(
+        **kwargs, implementation=sharded(3, 3), block_size=9, progress=lambda done, total: seen.append((done, total))
+    )
     assert not differences(got.per_query, want.per_query)
     assert len(scatters) == 3 and all(not kw.get("broadcast") for kw in scatters)  # 5 blocks, 3 shards once
     assert seen == sorted(seen) and seen[-1] == (40, 40) and len(seen) >= 14
@@ -254,9 +281,14 @@ def test_memory_mapped_distances_and_embeddings(sharded, tmp_path):
     np.save(path, (rng.integers(0, 5, (23, 301)) * 0.125).astype(np.float32))
     kwargs = dict(distances=np.load(path, mmap_mode="r"), relevance=rng.random((23, 301)) < 0.1, k=20)
     assert_same_outcome(dict(kwargs, block_size=5), sharded(4))
-    emb = dict(query_embeddings=rng.integers(0, 3, (13, 4)).astype(np.float32),
-               db_embeddings=rng.integers(0, 3, (77, 4)).astype(np.float32), metric="euclidean",
-               query_labels=rng.integers(0, 3, 13), db_labels=rng.integers(0, 3, 77), ties="expected")
+    emb = dict(
+        query_embeddings=rng.integers(0, 3, (13, 4)).astype(np.float32),
+        db_embeddings=rng.integers(0, 3, (77, 4)).astype(np.float32),
+        metric="euclidean",
+        query_labels=rng.integers(0, 3, 13),
+        db_labels=rng.integers(0, 3, 77),
+        ties="expected",
+    )
     assert_same_outcome(emb, sharded(3))
 
 
@@ -265,8 +297,9 @@ def test_the_automatic_rule_and_bad_arguments(cluster):
     from retrieval_conformance.reference.contract.protocol_options import resolve_options
 
     rng = np.random.default_rng(4)
-    problem = build_problem(distances=rng.random((6, 1000)), query_labels=rng.integers(0, 9, 6),
-                            db_labels=rng.integers(0, 9, 1000))
+    problem = build_problem(
+        distances=rng.random((6, 1000)), query_labels=rng.integers(0, 9, 6), db_labels=rng.integers(0, 9, 1000)
+    )
     assert DaskImplementation().shards(problem) is None  # 24 kB: whole on every worker
     bounds = DaskImplementation(shard_bytes=7000).shards(problem)  # 8,000 + 16,000 bytes: 4 shards
     assert bounds == [(0, 250), (250, 500), (500, 750), (750, 1000)]

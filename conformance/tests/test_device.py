@@ -4,6 +4,7 @@ The numbers do not depend on the device; a device this machine lacks, a misspelt
 device for an implementation that runs on the CPU only is a named error.  On a machine with a
 GPU the torch implementation is also run there (skipped where none is).
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -15,8 +16,11 @@ from retrieval_conformance.conformance.support.requirements import require_imple
 
 def _problem(seed=0):
     rng = np.random.default_rng(seed)
-    return dict(distances=rng.integers(0, 4, (6, 40)).astype(np.float32),
-                relevance=rng.integers(0, 3, (6, 40)) * (rng.random((6, 40)) < 0.3), k=7)
+    return dict(
+        distances=rng.integers(0, 4, (6, 40)).astype(np.float32),
+        relevance=rng.integers(0, 3, (6, 40)) * (rng.random((6, 40)) < 0.3),
+        k=7,
+    )
 
 
 def _torch():
@@ -43,11 +47,14 @@ def test_auto_with_a_device_means_torch():
     assert rc.evaluate(**_problem(), device="cpu").implementation == "torch"
 
 
-@pytest.mark.parametrize("device, error, words", [
-    ("nope", ValueError, "is not a torch device"),
-    (5, TypeError, "expected a torch device name"),
-    ("meta", ValueError, "holds no data"),
-])
+@pytest.mark.parametrize(
+    "device, error, words",
+    [
+        ("nope", ValueError, "is not a torch device"),
+        (5, TypeError, "expected a torch device name"),
+        ("meta", ValueError, "holds no data"),
+    ],
+)
 def test_a_bad_device_is_named(device, error, words):
     _torch()
     with pytest.raises(error, match="device: ") as info:

@@ -1,5 +1,6 @@
 """The discount table of DCG (spec §7 nDCG): d(r) is the float64 nearest to 1 / log2(r + 1),
 the same bits however the table was grown, and exact where the logarithm is an integer."""
+
 from __future__ import annotations
 
 from decimal import Decimal, localcontext
@@ -25,14 +26,14 @@ def test_every_discount_up_to_5000_is_the_nearest_float():
 
 
 def test_large_ranks_are_the_nearest_float():
-    table = discounts.discount_table(2 ** 20 + 2)
-    for r in (2 ** 16 - 1, 2 ** 16, 10 ** 5 + 7, 2 ** 20 - 1, 2 ** 20 + 1):
+    table = discounts.discount_table(2**20 + 2)
+    for r in (2**16 - 1, 2**16, 10**5 + 7, 2**20 - 1, 2**20 + 1):
         assert table[r - 1] == _nearest_float(r), r
 
 
 def test_integer_logarithms_are_exact():
     for j in range(1, 20):
-        assert discounts.discount(2 ** j - 1) == float(Fraction(1, j))  # log2(2**j) = j
+        assert discounts.discount(2**j - 1) == float(Fraction(1, j))  # log2(2**j) = j
     assert discounts.discount(1) == 1.0 and discounts.discount(3) == 0.5
     assert discounts.discount(7) == float(Fraction(1, 3))
 

@@ -1,6 +1,7 @@
 """Accumulator(distributed=True) on 2 and 3 gloo processes: every rank gets, bit for bit, what one
 process computes with the C implementation on the concatenated queries and gallery, for every
 preset and tie policy, with uneven shards, an empty shard and a rank without queries."""
+
 from __future__ import annotations
 
 import dataclasses
@@ -16,8 +17,11 @@ from retrieval_conformance.reference.contract.presets import PRESETS
 
 pytestmark = requires_gloo
 YARDSTICK = "c" if registry.unavailable_reason("c") is None else "numpy"
-SCALARS = [f.name for f in dataclasses.fields(rc.Result)
-           if f.name not in ("per_query", "options", "implementation", "protocol", "exact", "extras")]
+SCALARS = [
+    f.name
+    for f in dataclasses.fields(rc.Result)
+    if f.name not in ("per_query", "options", "implementation", "protocol", "exact", "extras")
+]
 
 
 def _case(rng, protocol, query_sizes, gallery_sizes, kind="embeddings", **options):
@@ -40,8 +44,13 @@ def _case(rng, protocol, query_sizes, gallery_sizes, kind="embeddings", **option
         gallery["db_labels"] = rng.integers(-1 if protocol == "reid-matlab" else 0, 4, n_g)
     if cams:
         queries["query_cams"], gallery["db_cams"] = rng.integers(0, 2, n_q), rng.integers(0, 2, n_g)
-    return {"queries": queries, "gallery": gallery, "query_sizes": query_sizes, "gallery_sizes": gallery_sizes,
-            "options": dict(protocol=protocol, **options)}
+    return {
+        "queries": queries,
+        "gallery": gallery,
+        "query_sizes": query_sizes,
+        "gallery_sizes": gallery_sizes,
+        "options": dict(protocol=protocol, **options),
+    }
 
 
 def _one_process(case):
@@ -85,28 +94,37 @@ def _check(cases, replies):
                     problems.append(f"{label} {name}: {b.tolist()} != one process {a.tolist()}")
             # at least the other ranks' queries reach this rank, and all of them leave it
             # (integer codes travel as int8)
-            queries = sum(a.nbytes // (a.itemsize if name == "query_codes" else 1)
-                          for name, a in case["queries"].items()) // sum(case["query_sizes"])
+            queries = sum(
+                a.nbytes // (a.itemsize if name == "query_codes" else 1) for name, a in case["queries"].items()
+            ) // sum(case["query_sizes"])
             others = queries * (sum(case["query_sizes"]) - case["query_sizes"][rank])
             mine = queries * case["query_sizes"][rank] * (len(replies) - 1)
             traffic = got[2]
             if traffic.bytes_received < others or traffic.bytes_sent < mine or traffic.collectives < 4:
-                problems.append(f"{label} traffic {traffic}: expected at least {others} bytes received and "
-                                f"{mine} sent (the queries)")
+                problems.append(
+                    f"{label} traffic {traffic}: expected at least {others} bytes received and "
+                    f"{mine} sent (the queries)"
+                )
     assert not problems, "\n".join(problems[:20])
 
 
 def test_two_ranks_every_preset_and_tie_policy():
     rng = np.random.default_rng(29)
-    cases = [_case(rng, protocol, [7, 5], [13, 19], ties=ties, k=k)
-             for protocol in PRESETS for ties in TIE_POLICIES for k in ([None, 4] if ties == "grouped" else [5])]
+    cases = [
+        _case(rng, protocol, [7, 5], [13, 19], ties=ties, k=k)
+        for protocol in PRESETS
+        for ties in TIE_POLICIES
+        for k in ([None, 4] if ties == "grouped" else [5])
+    ]
     cases += [_case(rng, "hashing", [6, 6], [20, 11], kind="codes", radius=2, ties=ties) for ties in TIE_POLICIES]
     cases += [_case(rng, "reid", [5, 9], [9, 22], kind="float64", ties=ties) for ties in TIE_POLICIES]
     cases += [_case(rng, "pml", [8, 3], [4, 30], metric="cosine", k=3)]
     broken = _case(rng, "pml", [8, 3], [4, 30], metric="cosine")
     broken["gallery"]["db_embeddings"][7] = 0  # item 7 is row 3 of rank 1's shard
-    broken["message"] = ("db_embeddings: row 3 is all zeros; cosine distance is undefined (raised on rank 1, whose "
-                         "gallery shard starts at item 4)")
+    broken["message"] = (
+        "db_embeddings: row 3 is all zeros; cosine distance is undefined (raised on rank 1, whose "
+        "gallery shard starts at item 4)"
+    )
     cases.append(broken)
     _check(cases, run_ranks(2, cases))
 
@@ -180,8 +198,7 @@ def test_the_shard_is_sliced_once_for_all_query_chunks(monkeypatch):
 
     rng = np.random.default_rng(3)
     gallery = {"db_embeddings": rng.integers(0, 3, (40, 3)).astype(np.float32), "db_labels": rng.integers(0, 4, 40)}
-    queries = {"query_embeddings": rng.integers(0, 3, (6, 3)).astype(np.float32),
-               "query_labels": rng.integers(0, 4, 6)}
+    queries = {"query_embeddings": rng.integers(0, 3, (6, 3)).astype(np.float32), "query_labels": rng.integers(0, 4, 6)}
     sliced, slice_rows = [], embeddings.slice_rows
     monkeypatch.setattr(embeddings, "slice_rows", lambda x, *a: sliced.append(x.shape[0]) or slice_rows(x, *a))
     with one_process_group():

@@ -1,6 +1,7 @@
 """What ranks exchange travels without pickle (``implementations/distributed/payloads.py``): every
 kind of value a distributed evaluation sends comes back exact, anything else is refused by name on
 the sending side, and bytes that are not a payload are a named error, never code run."""
+
 from __future__ import annotations
 
 import math
@@ -31,23 +32,42 @@ def _same(a, b) -> bool:
 
 
 PASS_ONE_REPLY = {  # what a rank sends after pass 1, and the query block it sends first
-    "stats": {"n_kept": np.array([5, 7], np.int64), "row": np.array([0, 0, 1], np.int64),
-              "key": np.array([-3, 2**62, 7], np.int64), "smallest": np.full((2, 0), 2**63 - 1, np.int64)},
-    "float64": True, "graded": False, "error": None,
+    "stats": {
+        "n_kept": np.array([5, 7], np.int64),
+        "row": np.array([0, 0, 1], np.int64),
+        "key": np.array([-3, 2**62, 7], np.int64),
+        "smallest": np.full((2, 0), 2**63 - 1, np.int64),
+    },
+    "float64": True,
+    "graded": False,
+    "error": None,
     "queries": {"query_codes": np.array([[1, -1, 0]], np.int8), "query_embeddings": np.zeros((0, 4), np.float32)},
-    "n_gallery": 0, "minus_one": np.bool_(True),
+    "n_gallery": 0,
+    "minus_one": np.bool_(True),
 }
 
 
-@pytest.mark.parametrize("value", [
-    PASS_ONE_REPLY,
-    {"stats": None, "float64": None, "graded": False, "error": ("ValueError", "db_labels: expected … got 'x'")},
-    (1, 2.5, -0.0, math.inf, -math.inf, 2**100, -7, "", None, True, False),
-    [np.float32(0.1), np.int64(-1), np.bool_(False), np.float64(1e-310)],
-    {"strided": np.arange(12, dtype=np.float64).reshape(3, 4)[:, ::2], "fortran": np.asfortranarray(np.eye(3)),
-     "scalar0d": np.array(3.5, np.float16), "strings": np.array(["a", "bé"]), "empty": {}, "nested": [[], ()]},
-    None, [], 0.1,
-], ids=["pass-one", "error", "scalars", "numpy-scalars", "arrays", "none", "empty-list", "float"])
+@pytest.mark.parametrize(
+    "value",
+    [
+        PASS_ONE_REPLY,
+        {"stats": None, "float64": None, "graded": False, "error": ("ValueError", "db_labels: expected … got 'x'")},
+        (1, 2.5, -0.0, math.inf, -math.inf, 2**100, -7, "", None, True, False),
+        [np.float32(0.1), np.int64(-1), np.bool_(False), np.float64(1e-310)],
+        {
+            "strided": np.arange(12, dtype=np.float64).reshape(3, 4)[:, ::2],
+            "fortran": np.asfortranarray(np.eye(3)),
+            "scalar0d": np.array(3.5, np.float16),
+            "strings": np.array(["a", "bé"]),
+            "empty": {},
+            "nested": [[], ()],
+        },
+        None,
+        [],
+        0.1,
+    ],
+    ids=["pass-one", "error", "scalars", "numpy-scalars", "arrays", "none", "empty-list", "float"],
+)
 def test_round_trip_is_exact(value):
     assert _same(decode_payload(encode_payload(value)), value)
 
@@ -60,19 +80,24 @@ def test_nan_keeps_its_bits():
 def test_decoding_never_unpickles():
     """A payload is read with pickle switched off: nothing in it can name code to run."""
     data = encode_payload(PASS_ONE_REPLY)
-    with mock.patch.object(pickle, "loads", side_effect=AssertionError("pickle.loads called")), \
-            mock.patch.object(pickle, "load", side_effect=AssertionError("pickle.load called")):
+    with (
+        mock.patch.object(pickle, "loads", side_effect=AssertionError("pickle.loads called")),
+        mock.patch.object(pickle, "load", side_effect=AssertionError("pickle.load called")),
+    ):
         assert _same(decode_payload(data), PASS_ONE_REPLY)
     assert b"\x80\x04" not in data[:16] and data[8:9] == b"{"  # a JSON header, not a pickle stream
 
 
-@pytest.mark.parametrize("value, where", [
-    ({1: "a"}, "dict key must be a str"),
-    ({"x": [set()]}, "payload['x'][0]: a builtins.set cannot travel"),
-    (np.array([1, None], dtype=object), "dtype object cannot travel without pickle"),
-    ({"f": lambda: 0}, "payload['f']: a builtins.function cannot travel"),
-    (b"raw", "a builtins.bytes cannot travel"),
-])
+@pytest.mark.parametrize(
+    "value, where",
+    [
+        ({1: "a"}, "dict key must be a str"),
+        ({"x": [set()]}, "payload['x'][0]: a builtins.set cannot travel"),
+        (np.array([1, None], dtype=object), "dtype object cannot travel without pickle"),
+        ({"f": lambda: 0}, "payload['f']: a builtins.function cannot travel"),
+        (b"raw", "a builtins.bytes cannot travel"),
+    ],
+)
 def test_refuses_what_cannot_travel_by_name(value, where):
     with pytest.raises(TypeError, match=where.replace("[", r"\[").replace("]", r"\]").replace("(", r"\(")):
         encode_payload(value)
@@ -82,11 +107,14 @@ def test_a_pickle_is_not_a_payload():
     """Bytes from ``pickle.dumps`` (or anything else) are refused with a named error."""
     with pytest.raises(ValueError, match="payload: "):
         decode_payload(pickle.dumps({"a": 1}))
-    for bad, what in [(b"", "at least 8 bytes"), (b"\x05" + bytes(7) + b"ab", "claims 5 bytes"),
-                      (b"\x02" + bytes(7) + b"{}", "not an .npz archive"),
-                      (b"\x04" + bytes(7) + b"nope", "not UTF-8 JSON"),
-                      (b"\x0b" + bytes(7) + b'{"array":0}' + encode_payload(None)[12:], "archive holds 0"),
-                      (b"\x0b" + bytes(7) + b'{"thing":0}' + encode_payload(None)[12:], "unknown header node")]:
+    for bad, what in [
+        (b"", "at least 8 bytes"),
+        (b"\x05" + bytes(7) + b"ab", "claims 5 bytes"),
+        (b"\x02" + bytes(7) + b"{}", "not an .npz archive"),
+        (b"\x04" + bytes(7) + b"nope", "not UTF-8 JSON"),
+        (b"\x0b" + bytes(7) + b'{"array":0}' + encode_payload(None)[12:], "archive holds 0"),
+        (b"\x0b" + bytes(7) + b'{"thing":0}' + encode_payload(None)[12:], "unknown header node"),
+    ]:
         with pytest.raises(ValueError, match=what):
             decode_payload(bad)
 

@@ -5,6 +5,7 @@ and every path ARCHITECTURE.md names exists.
 These read the checkout (README.md, docs/, ARCHITECTURE.md), found from the working directory
 upwards (tox and CI run from the checkout); installed elsewhere without one, they are skipped.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -18,8 +19,15 @@ import shlex
 import pytest
 
 #: documents whose ```python blocks run, in order, in one namespace per document
-RUNNABLE = ("README.md", "docs/guide/hashing.md", "docs/guide/reid.md", "docs/guide/landmark.md",
-            "docs/guide/ir.md", "docs/conventions.md", "docs/metrics-subset.md")
+RUNNABLE = (
+    "README.md",
+    "docs/guide/hashing.md",
+    "docs/guide/reid.md",
+    "docs/guide/landmark.md",
+    "docs/guide/ir.md",
+    "docs/conventions.md",
+    "docs/metrics-subset.md",
+)
 BLOCK = re.compile(r"^```python\n(.*?)^```", re.MULTILINE | re.DOTALL)
 #: documents whose ```python blocks are snippets over the reader's own arrays or services, not
 #: tours: why each is not run (their blocks are compiled, so a syntax error still fails)
@@ -48,7 +56,7 @@ NOT_RUN = {
     ("retrieval-conformance", "bench", "run"): "benchmarks at dataset scale (minutes)",
     ("retrieval-conformance", "bench", "features"): "the feature benchmarks at dataset scale (minutes)",
     ("python", "-m"): "a long job (the fuzz campaign, the audit's cost at full scale, the trec_eval goldens "
-                      "from trec_eval binaries); the module must exist",
+    "from trec_eval binaries); the module must exist",
 }
 #: commands that run, and may stop at the reader's data they need (exit 2): what that data is
 NEEDS_SAVED_RUNS = {("retrieval-conformance", "bench", "report"), ("retrieval-conformance", "bench", "plot")}
@@ -99,7 +107,8 @@ def test_every_document_with_python_runs_or_says_why_not():
         if not blocks:
             continue
         assert name in RUNNABLE or name in SNIPPETS, (
-            f"{name} has python blocks: add it to RUNNABLE (its blocks run as pasted) or to SNIPPETS with why not")
+            f"{name} has python blocks: add it to RUNNABLE (its blocks run as pasted) or to SNIPPETS with why not"
+        )
         for number, block in enumerate(blocks, 1):
             compile(block, f"{name} block {number}", "exec")  # a snippet still parses
 
@@ -113,7 +122,7 @@ def shell_commands(text: str):
             words = shlex.split(line, comments=True)
             while words:
                 cut = words.index("&&") if "&&" in words else len(words)
-                command, words = words[:cut], words[cut + 1:]
+                command, words = words[:cut], words[cut + 1 :]
                 while command and re.fullmatch(r"[A-Z_]+=\S*", command[0]):  # RC_FUZZ=long python ...
                     command = command[1:]
                 if command:
@@ -123,13 +132,16 @@ def shell_commands(text: str):
 
 def test_shell_command_extraction():
     text = "```bash\nA=1 .venv/bin/pip install x && tox  # exit 1\nrc check m:f \\\n    --adapter reid\n```\n"
-    assert [c for _, c, _ in shell_commands(text)] == [["pip", "install", "x"], ["tox"],
-                                                        ["rc", "check", "m:f", "--adapter", "reid"]]
+    assert [c for _, c, _ in shell_commands(text)] == [
+        ["pip", "install", "x"],
+        ["tox"],
+        ["rc", "check", "m:f", "--adapter", "reid"],
+    ]
     assert [p for _, _, p in shell_commands(text)] == [1, 1, None]
 
 
 def _not_run(command) -> "str | None":
-    return next((why for words, why in NOT_RUN.items() if tuple(command[:len(words)]) == words), None)
+    return next((why for words, why in NOT_RUN.items() if tuple(command[: len(words)]) == words), None)
 
 
 def _missing_input(command, message: str, folder: pathlib.Path) -> bool:
@@ -196,10 +208,26 @@ def test_readme_tour_prints_what_it_says():
 
 #: where a path ARCHITECTURE.md names may be relative to (it says `contract/evaluate.py` inside
 #: the reference's row, `csrc/rc_float.c` inside the implementations')
-BASES = ("", "reference", "reference/contract", "reference/protocols", "reference/protocols/trec", "implementations",
-         "conformance", "conformance/harness", "conformance/bench", "conformance/fuzz", "conformance/support",
-         "conformance/problems", "api", "golden", "golden/tools", "implementations/csrc", "implementations/dask",
-         "implementations/vector")
+BASES = (
+    "",
+    "reference",
+    "reference/contract",
+    "reference/protocols",
+    "reference/protocols/trec",
+    "implementations",
+    "conformance",
+    "conformance/harness",
+    "conformance/bench",
+    "conformance/fuzz",
+    "conformance/support",
+    "conformance/problems",
+    "api",
+    "golden",
+    "golden/tools",
+    "implementations/csrc",
+    "implementations/dask",
+    "implementations/vector",
+)
 PATH = re.compile(r"`([\w.-]+(?:/[\w.-]+)*\.(?:py|c|h|md|json|cpp)|[\w.-]+(?:/[\w.-]+)*/)`")
 
 

@@ -6,6 +6,7 @@ With BLAS products a block of one query row took another kernel (GEMV) than a bl
 exact slice products (``reference/contract/embedding_dots.py``): the same bits for any block,
 any batch, any order of the dimensions and any BLAS.
 """
+
 from __future__ import annotations
 
 import math
@@ -31,8 +32,12 @@ def near_tied(seed: int, n_q: int = 8, n_g: int = 300, dim: int = 32, dtype=np.f
     arithmetic, which a rounding that depends on the block tells apart."""
     rng = np.random.default_rng(seed)
     levels = np.array([-0.3, -0.1, 0.1, 0.3], dtype=dtype)
-    return (levels[rng.integers(0, 4, (n_q, dim))], levels[rng.integers(0, 4, (n_g, dim))],
-            rng.integers(0, 5, n_q), rng.integers(0, 5, n_g))
+    return (
+        levels[rng.integers(0, 4, (n_q, dim))],
+        levels[rng.integers(0, 4, (n_g, dim))],
+        rng.integers(0, 5, n_q),
+        rng.integers(0, 5, n_g),
+    )
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
@@ -43,7 +48,7 @@ def test_distances_are_the_same_bits_for_any_rows(dtype, metric):
     q, d = rng.standard_normal((8, 64)).astype(dtype), rng.standard_normal((2000, 64)).astype(dtype)
     whole = embedding_distances(q, d, metric)
     assert whole.dtype == dtype
-    single = np.vstack([embedding_distances(q[i:i + 1], d, metric) for i in range(8)])
+    single = np.vstack([embedding_distances(q[i : i + 1], d, metric) for i in range(8)])
     uneven = np.vstack([embedding_distances(q[lo:hi], d, metric) for lo, hi in ((0, 3), (3, 4), (4, 8))])
     assert np.array_equal(whole, single) and np.array_equal(whole, uneven)
 
@@ -55,8 +60,7 @@ def test_distances_do_not_depend_on_the_order_of_the_sums(dtype):
     q, d = rng.standard_normal((4, 96)).astype(dtype), rng.standard_normal((500, 96)).astype(dtype)
     order = rng.permutation(96)
     for metric in ("euclidean", "cosine"):
-        assert np.array_equal(embedding_distances(q, d, metric),
-                              embedding_distances(q[:, order], d[:, order], metric))
+        assert np.array_equal(embedding_distances(q, d, metric), embedding_distances(q[:, order], d[:, order], metric))
 
 
 def _exact_euclidean(q, r) -> float:
@@ -122,7 +126,7 @@ def test_accumulator_batches_of_embeddings_are_one_evaluate(name):
         acc = rc.Accumulator(db_embeddings=d, db_labels=dl, implementation=name)
         lo = 0
         for size in cuts:
-            acc.update(query_embeddings=q[lo:lo + size], query_labels=ql[lo:lo + size])
+            acc.update(query_embeddings=q[lo : lo + size], query_labels=ql[lo : lo + size])
             lo += size
         res = acc.compute()
         for field in PER_QUERY:
@@ -139,8 +143,9 @@ def test_the_fuzz_change_finds_block_dependent_distances():
         case = _embedding_block_sizes(RandomChoices(case_rng(7, index)), dict(base))
         assert case.twin is not None and "distances" not in case.kwargs and case.expect == "value"
         seen.add(case.kwargs["block_size"])
-        outcome = classify(lambda case=case: Case(dict(case.kwargs), case.change, twin=dict(case.twin)),
-                           ["reference", "numpy"])
+        outcome = classify(
+            lambda case=case: Case(dict(case.kwargs), case.change, twin=dict(case.twin)), ["reference", "numpy"]
+        )
         assert outcome.kind == "value", outcome
     assert seen == {1, 2, 3, 7}
 
@@ -156,7 +161,7 @@ def test_accumulator_slices_the_gallery_once(monkeypatch):
     q, d, ql, dl = near_tied(2, n_q=5, n_g=50)
     acc = rc.Accumulator(db_embeddings=d, db_labels=dl, implementation="numpy")
     for i in range(5):
-        acc.update(query_embeddings=q[i:i + 1], query_labels=ql[i:i + 1])
+        acc.update(query_embeddings=q[i : i + 1], query_labels=ql[i : i + 1])
     assert sliced_rows.count(50) == 1 and sliced_rows.count(1) == 5
     acc.reset()  # the gallery stays, and so do its slices
     acc.update(query_embeddings=q, query_labels=ql)

@@ -4,6 +4,7 @@ With ``--run/--qrels`` each array option is handed to ``rc.evaluate_run`` when i
 keyword and refused by name when it does not; options of the other kind of input are refused;
 ``--query-ids`` is read by the bounded text reader; NaN is written as ``null`` and listed.
 """
+
 from __future__ import annotations
 
 import functools
@@ -20,14 +21,18 @@ from retrieval_conformance.reference.contract import options_table
 
 #: a value for each array option, valid for rc.evaluate (so a refusal is about --run, not the value):
 #: the last value of each table option with choices (not the default)
-VALUES = {name: (option.values()[-1] if option.values() else None)
-          for name, option in options_table.BY_NAME.items() if name in ARRAY_OPTIONS}
+VALUES = {
+    name: (option.values()[-1] if option.values() else None)
+    for name, option in options_table.BY_NAME.items()
+    if name in ARRAY_OPTIONS
+}
 VALUES.update(protocol="trec", radius="1.5", device="cpu", progress=None, metrics="map")
 
 
 def _strict(text: str):
     def refuse(constant):
         raise ValueError(f"not JSON: {constant}")
+
     return json.loads(text, parse_constant=refuse)
 
 
@@ -95,8 +100,9 @@ def test_an_option_evaluate_run_lacks_is_refused_by_name(trec_files, monkeypatch
     assert err.startswith("error: --discount: not an option of a TREC run evaluation") and "drop --discount" in err
 
 
-@pytest.mark.parametrize("argv", [["--npz", "x.npz"], ["--distances", "d.npy"], ["--relevance", "r.npy"],
-                                  ["--max-array-bytes", "10"]])
+@pytest.mark.parametrize(
+    "argv", [["--npz", "x.npz"], ["--distances", "d.npy"], ["--relevance", "r.npy"], ["--max-array-bytes", "10"]]
+)
 def test_array_inputs_with_a_run_are_refused(argv, trec_files, capsys):
     assert main(["evaluate", "--run", trec_files[0], "--qrels", trec_files[1], *argv]) == 2
     assert capsys.readouterr().err.startswith(f"error: {argv[0]}: arrays are not read with --run")
@@ -161,19 +167,25 @@ def test_query_ids_file_is_read_within_limits(kind, npz, tmp_path, capsys):
         assert status == 0 and captured.out.splitlines()[1].startswith("q1,")
         return
     assert status == 2 and captured.err.startswith(f"error: --query-ids {path}:")
-    reason = {"fifo": "a FIFO", "device": "a character device", "not utf-8": "line 2: byte 0xff is not UTF-8",
-              "nul": "line 2: NUL byte"}[kind]
+    reason = {
+        "fifo": "a FIFO",
+        "device": "a character device",
+        "not utf-8": "line 2: byte 0xff is not UTF-8",
+        "nul": "line 2: NUL byte",
+    }[kind]
     assert reason in captured.err
 
 
 def _unblock_later(path, seconds: float = 10.0) -> threading.Timer:
     """If a reader regresses to a plain open() of the FIFO, it blocks: a writer opened later lets it
     return, so the test fails on its assertion instead of hanging the suite."""
+
     def open_writer():
         try:
             os.close(os.open(path, os.O_WRONLY | os.O_NONBLOCK))
         except OSError:  # nobody is blocked on it: the reader refused it, as it should
             pass
+
     timer = threading.Timer(seconds, open_writer)
     timer.daemon = True
     timer.start()
@@ -196,14 +208,21 @@ def test_strict_json_names_each_replaced_value():
     from retrieval_conformance.strict_json import dumps
 
     text = dumps({"a": [1.0, float("inf")], "b": {"c": float("-inf")}, "d": np.float64("nan")})
-    assert _strict(text) == {"a": [1.0, None], "b": {"c": None}, "d": None,
-                             "non_finite": {"a[1]": "Infinity", "b.c": "-Infinity", "d": "NaN"}}
+    assert _strict(text) == {
+        "a": [1.0, None],
+        "b": {"c": None},
+        "d": None,
+        "non_finite": {"a[1]": "Infinity", "b.c": "-Infinity", "d": "NaN"},
+    }
     assert "non_finite" not in _strict(dumps({"a": 1.5}))
 
 
-RUN_FLAGS = {"depth": (["--depth", "2"], 2), "judged_only": (["--judged-only"], True),
-             "ignore_identical_ids": (["--ignore-identical-ids"], True),
-             "gains": (["--gains", "1=3,2=9.5"], {1: 3.0, 2: 9.5})}
+RUN_FLAGS = {
+    "depth": (["--depth", "2"], 2),
+    "judged_only": (["--judged-only"], True),
+    "ignore_identical_ids": (["--ignore-identical-ids"], True),
+    "gains": (["--gains", "1=3,2=9.5"], {1: 3.0, 2: 9.5}),
+}
 
 
 @pytest.mark.parametrize("dest", sorted(RUN_FLAGS))

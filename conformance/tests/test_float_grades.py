@@ -3,6 +3,7 @@
 Expected values are hand arithmetic in fractions; the discounts are the float64 table of
 spec §7 discount=log2, taken exactly.
 """
+
 from __future__ import annotations
 
 import warnings
@@ -42,8 +43,9 @@ def test_file_grades_exact_truncated_or_refused(tmp_path):
         assert read_qrels(path) == {"1": exact}
 
 
-@pytest.mark.parametrize("text, value", [(b"2.5", 2), (b"-0.5", 0), (b"1e3", 1), (b".5", 0), (b"-7.9", -7),
-                                         (b"+4", 4), (b"12", 12)])
+@pytest.mark.parametrize(
+    "text, value", [(b"2.5", 2), (b"-0.5", 0), (b"1e3", 1), (b".5", 0), (b"-7.9", -7), (b"+4", 4), (b"12", 12)]
+)
 def test_atol(text, value):
     assert atol(text) == value
 
@@ -57,8 +59,15 @@ def test_integer_grades_never_warn(tmp_path):
         assert as_qrels({"1": {"a": 2.0, "b": np.int64(0)}}) == {"1": {"a": 2, "b": 0}}
 
 
-@pytest.mark.parametrize("text, problem", [("1e999", "exponent beyond 400"), ("1" * 65 + ".5", "not a decimal number"),
-                                           ("1e30", "beyond int64"), ("nan", "not a decimal number")])
+@pytest.mark.parametrize(
+    "text, problem",
+    [
+        ("1e999", "exponent beyond 400"),
+        ("1" * 65 + ".5", "not a decimal number"),
+        ("1e30", "beyond int64"),
+        ("nan", "not a decimal number"),
+    ],
+)
 def test_unreadable_grades_are_named(tmp_path, text, problem):
     path = tmp_path / "q.txt"
     path.write_text(f"1 0 a 1\n1 0 b {text}\n")
@@ -70,8 +79,9 @@ def test_dict_grades():
     given = {"1": {"a": 0.1, "b": -2.7, "c": np.float32(0.5), "d": Fraction(7, 3), "e": 4}}
     with pytest.warns(UserWarning, match=r"qrels\['1'\]\['a'\] = 0\.1 is 1/10, trec_eval reads 0"):
         exact = as_qrels(given)
-    assert exact == {"1": {"a": Fraction(1, 10), "b": Fraction(-27, 10), "c": Fraction(1, 2), "d": Fraction(7, 3),
-                           "e": 4}}
+    assert exact == {
+        "1": {"a": Fraction(1, 10), "b": Fraction(-27, 10), "c": Fraction(1, 2), "d": Fraction(7, 3), "e": 4}
+    }
     assert as_qrels(given, float_grades="truncate") == {"1": {"a": 0, "b": -2, "c": 0, "d": 2, "e": 4}}
     with pytest.raises(TypeError, match=r"qrels\['1'\]\['a'\]: expected an integer grade.*0\.1"):
         as_qrels(given, float_grades="refuse")
@@ -133,12 +143,21 @@ def test_default_is_exact_with_a_warning(qrels_file):
 def test_dict_and_file_read_alike(qrels_file):
     as_dict = {"q1": {"a": 2.5, "b": -0.5, "c": 1, "z": 1.5}}
     for mode in ("exact", "truncate"):
-        assert evaluate_run(RUN, as_dict, k=3, float_grades=mode).extras["trec_eval"] == \
-            evaluate_run(RUN, qrels_file, k=3, float_grades=mode).extras["trec_eval"]
+        assert (
+            evaluate_run(RUN, as_dict, k=3, float_grades=mode).extras["trec_eval"]
+            == evaluate_run(RUN, qrels_file, k=3, float_grades=mode).extras["trec_eval"]
+        )
 
 
-@pytest.mark.parametrize("option, values", [("float_grades", ("exact", "truncate")), ("depth", (None, 2)),
-                                            ("judged_only", (False, True)), ("gains", (None, {1: 3}))])
+@pytest.mark.parametrize(
+    "option, values",
+    [
+        ("float_grades", ("exact", "truncate")),
+        ("depth", (None, 2)),
+        ("judged_only", (False, True)),
+        ("gains", (None, {1: 3})),
+    ],
+)
 def test_compare_refuses_runs_read_otherwise(qrels_file, option, values):
     a, b = (evaluate_run(RUN, qrels_file, k=3, **dict({"float_grades": "exact"}, **{option: v})) for v in values)
     with pytest.raises(ValueError, match=f"runs\\['B'\\]: evaluated with {option}="):

@@ -4,6 +4,7 @@ The long profile is a command, not a test (hours on two cores)::
 
     RC_FUZZ=long python -m retrieval_conformance.conformance.fuzz --json fuzz-long.json
 """
+
 from __future__ import annotations
 
 import os
@@ -24,7 +25,8 @@ def _describe(report) -> str:
     return "\n".join(
         f"case {f.index} [{f.change}] {f.kind} {f.implementation}: {f.detail}\n"
         f"  reproduce: {reproduce_command(report.seed, f.index)}"
-        for f in report.findings[:20])
+        for f in report.findings[:20]
+    )
 
 
 def test_quick_campaign_in_worker_processes():
@@ -54,8 +56,14 @@ def test_generated_cases_are_clean(data):
 def test_the_campaign_reports_crashes_hangs_and_its_own_failures():
     """A case that kills its worker, one that never answers and one that fails are findings,
     and the cases after them still run (in fresh workers)."""
-    report = run_campaign(seed=5, cases=12, implementations=["reference", "numpy"], workers=2, timeout=20,
-                          selftest={2: "crash", 7: "hang", 9: "raise"})
+    report = run_campaign(
+        seed=5,
+        cases=12,
+        implementations=["reference", "numpy"],
+        workers=2,
+        timeout=20,
+        selftest={2: "crash", 7: "hang", 9: "raise"},
+    )
     assert report.cases == 12
     kinds = {f.index: f.kind for f in report.findings}
     assert kinds == {2: "crash", 7: "hang", 9: "unnamed_error"}
@@ -96,12 +104,15 @@ def test_every_change_is_applied_and_declares_an_outcome():
     assert set(FAILURES).isdisjoint({"value", "named_error"})
 
 
-@pytest.mark.parametrize("message, named", [
-    ("k: expected a positive integer, got 0", True),
-    ("query_labels, db_labels: expected both 1-D", True),
-    ("evaluate() got an unexpected keyword argument 'tie'", True),
-    ("setting an array element with a sequence", False),
-    ("Got unsupported ScalarType BFloat16", False),
-])
+@pytest.mark.parametrize(
+    "message, named",
+    [
+        ("k: expected a positive integer, got 0", True),
+        ("query_labels, db_labels: expected both 1-D", True),
+        ("evaluate() got an unexpected keyword argument 'tie'", True),
+        ("setting an array element with a sequence", False),
+        ("Got unsupported ScalarType BFloat16", False),
+    ],
+)
 def test_what_counts_as_naming_the_argument(message, named):
     assert names_an_argument(message) is named

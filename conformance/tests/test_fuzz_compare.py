@@ -3,6 +3,7 @@
 ``RC_FUZZ=long`` runs 100,000 cases instead of 1,000; the campaign alone:
 ``python -m retrieval_conformance.conformance.fuzz --target compare --cases N``.
 """
+
 from __future__ import annotations
 
 import os
@@ -51,37 +52,50 @@ def test_the_campaign_finds_pairing_by_position(monkeypatch):
         return (None if first is None else first[:n]), {name: np.arange(n) for name in names}
 
     monkeypatch.setattr(pairing, "_positions", by_position)
-    assert any(kind == "wrong_number" and ("n = " in detail or "exact mean" in detail)
-               for _, _, kind, detail in _findings())
+    assert any(
+        kind == "wrong_number" and ("n = " in detail or "exact mean" in detail) for _, _, kind, detail in _findings()
+    )
 
 
 def test_the_campaign_finds_a_setting_left_unchecked(monkeypatch):
     import retrieval_conformance.comparison.pairing as pairing
 
     monkeypatch.setattr(pairing, "TREC_SETTINGS", ("relevance_level",))
-    assert any("compared although runs evaluated with different options" in detail
-               for _, _, _, detail in _findings(cases=1000))
+    assert any(
+        "compared although runs evaluated with different options" in detail for _, _, _, detail in _findings(cases=1000)
+    )
 
 
 def test_the_campaign_finds_values_let_through(monkeypatch):
     import retrieval_conformance.comparison.pairing as pairing
 
     monkeypatch.setattr(pairing, "_array_run", lambda name, value: value)  # numpy reads '0.5' as 0.5
-    assert any("compared although a value that is not a number" in detail
-               for _, _, _, detail in _findings(cases=1000))
+    assert any("compared although a value that is not a number" in detail for _, _, _, detail in _findings(cases=1000))
 
 
-@pytest.mark.parametrize("runs, error, message", [
-    ({"A": {"q1": 0.5, "q2": 0.1}, "B": {"q1": 0.4, "q3": "0.5"}}, TypeError,
-     r"runs\['B'\]: the value of query 'q3' is '0\.5' \(str\); expected real numbers"),
-    ({"A": {"q1": 0.5, "q2": None}, "B": {"q1": 0.4, "q2": 0.1}}, TypeError, r"query 'q2' is None"),
-    # an infinite value on a query the other run lacks is refused too, not dropped with it
-    ({"A": {"q1": 0.5, "q2": 0.1}, "B": {"q1": 0.4, "q2": 0.2, "q3": -np.inf}}, ValueError,
-     r"runs\['B'\]: value is -inf at query 'q3'"),
-    ({"A": np.array([0.5, 0.1]), "B": np.array([0.4, np.inf])}, ValueError,
-     r"runs\['B'\]: value is inf at query 1"),
-    ({"A": {"q1": 2**2000, "q2": 0.1}, "B": {"q1": 0.4, "q2": 0.2}}, ValueError, r"beyond the float64 range"),
-])
+@pytest.mark.parametrize(
+    "runs, error, message",
+    [
+        (
+            {"A": {"q1": 0.5, "q2": 0.1}, "B": {"q1": 0.4, "q3": "0.5"}},
+            TypeError,
+            r"runs\['B'\]: the value of query 'q3' is '0\.5' \(str\); expected real numbers",
+        ),
+        ({"A": {"q1": 0.5, "q2": None}, "B": {"q1": 0.4, "q2": 0.1}}, TypeError, r"query 'q2' is None"),
+        # an infinite value on a query the other run lacks is refused too, not dropped with it
+        (
+            {"A": {"q1": 0.5, "q2": 0.1}, "B": {"q1": 0.4, "q2": 0.2, "q3": -np.inf}},
+            ValueError,
+            r"runs\['B'\]: value is -inf at query 'q3'",
+        ),
+        (
+            {"A": np.array([0.5, 0.1]), "B": np.array([0.4, np.inf])},
+            ValueError,
+            r"runs\['B'\]: value is inf at query 1",
+        ),
+        ({"A": {"q1": 2**2000, "q2": 0.1}, "B": {"q1": 0.4, "q2": 0.2}}, ValueError, r"beyond the float64 range"),
+    ],
+)
 def test_per_query_values_are_screened(runs, error, message):
     with pytest.raises(error, match=message):
         rc.compare(runs)

@@ -3,6 +3,7 @@
 ``RC_FUZZ=long`` runs 200,000 cases instead of 1,000; the campaign alone:
 ``python -m retrieval_conformance.conformance.fuzz --target files --cases N``.
 """
+
 from __future__ import annotations
 
 import json

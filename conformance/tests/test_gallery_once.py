@@ -4,6 +4,7 @@ With several query blocks, each block checks only its query side against the pre
 Three promises: the numbers are those of one block; a bad input raises, word for word, the error
 of one block (plus where the block starts); valid inputs never run the gallery-side checks again.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -25,15 +26,24 @@ def _inputs():
     multi = (rng.random((Q + N, 4)) < 0.4).astype(np.int64)
     emb = rng.normal(size=(Q + N, 5)).round(1)
     return {
-        "codes ±1, ids": dict(query_codes=codes_pm[:Q], db_codes=codes_pm[Q:], query_labels=ids[:Q],
-                              db_labels=ids[Q:]),
-        "codes 0/1, multi-hot": dict(query_codes=(codes_pm[:Q] > 0).astype(np.uint8),
-                                     db_codes=(codes_pm[Q:] > 0).astype(np.uint8), query_labels=multi[:Q],
-                                     db_labels=multi[Q:]),
-        "embeddings, string ids": dict(query_embeddings=emb[:Q], db_embeddings=emb[Q:], query_labels=names[:Q],
-                                       db_labels=names[Q:]),
-        "reid, string ids and cameras": dict(distances=SCORES, query_labels=names[:Q], db_labels=names[Q:],
-                                             query_cams=cams[:Q], db_cams=cams[Q:], protocol="reid"),
+        "codes ±1, ids": dict(query_codes=codes_pm[:Q], db_codes=codes_pm[Q:], query_labels=ids[:Q], db_labels=ids[Q:]),
+        "codes 0/1, multi-hot": dict(
+            query_codes=(codes_pm[:Q] > 0).astype(np.uint8),
+            db_codes=(codes_pm[Q:] > 0).astype(np.uint8),
+            query_labels=multi[:Q],
+            db_labels=multi[Q:],
+        ),
+        "embeddings, string ids": dict(
+            query_embeddings=emb[:Q], db_embeddings=emb[Q:], query_labels=names[:Q], db_labels=names[Q:]
+        ),
+        "reid, string ids and cameras": dict(
+            distances=SCORES,
+            query_labels=names[:Q],
+            db_labels=names[Q:],
+            query_cams=cams[:Q],
+            db_cams=cams[Q:],
+            protocol="reid",
+        ),
     }
 
 
@@ -53,26 +63,44 @@ def test_blocks_give_the_numbers_of_one_block(case, implementation):
 
 def test_a_query_id_the_gallery_does_not_have_matches_nothing():
     names = np.array(["a", "b", "zzz"])
-    res = rc.evaluate(distances=np.zeros((3, 2)), query_labels=names, db_labels=np.array(["a", "b"]),
-                      block_size=1, implementation="reference")
+    res = rc.evaluate(
+        distances=np.zeros((3, 2)),
+        query_labels=names,
+        db_labels=np.array(["a", "b"]),
+        block_size=1,
+        implementation="reference",
+    )
     assert res.per_query.n_relevant.tolist() == [1, 1, 0]
 
 
 def _bad_inputs():
     pm = np.array([[1, -1], [-1, 1]])
     return {
-        "a 0 in the gallery's ±1 codes": dict(query_codes=pm, db_codes=np.array([[1, 0], [1, 1], [0, 0]]),
-                                              query_labels=[0, 1], db_labels=[0, 1, 1]),
+        "a 0 in the gallery's ±1 codes": dict(
+            query_codes=pm, db_codes=np.array([[1, 0], [1, 1], [0, 0]]), query_labels=[0, 1], db_labels=[0, 1, 1]
+        ),
         "bits differ": dict(query_codes=pm, db_codes=np.ones((3, 3)), query_labels=[0, 1], db_labels=[0, 1, 1]),
-        "strings on one side": dict(distances=np.zeros((2, 3)), query_labels=[0, 1],
-                                    db_labels=np.array(["a", "b", "c"])),
+        "strings on one side": dict(
+            distances=np.zeros((2, 3)), query_labels=[0, 1], db_labels=np.array(["a", "b", "c"])
+        ),
         "non-integer gallery ids": dict(distances=np.zeros((2, 3)), query_labels=[0, 1], db_labels=[0.5, 1, 2]),
-        "gallery embedding NaN": dict(query_embeddings=np.ones((2, 2)), db_embeddings=[[1, np.nan], [0, 1], [1, 1]],
-                                      query_labels=[0, 1], db_labels=[0, 1, 1]),
-        "labels columns differ": dict(distances=np.zeros((2, 3)), query_labels=np.eye(2, dtype=int),
-                                      db_labels=np.ones((3, 3), int)),
-        "cameras too short": dict(distances=np.zeros((2, 3)), query_labels=[0, 1], db_labels=[0, 1, 1],
-                                  query_cams=[0, 0], db_cams=[1, 1], protocol="reid"),
+        "gallery embedding NaN": dict(
+            query_embeddings=np.ones((2, 2)),
+            db_embeddings=[[1, np.nan], [0, 1], [1, 1]],
+            query_labels=[0, 1],
+            db_labels=[0, 1, 1],
+        ),
+        "labels columns differ": dict(
+            distances=np.zeros((2, 3)), query_labels=np.eye(2, dtype=int), db_labels=np.ones((3, 3), int)
+        ),
+        "cameras too short": dict(
+            distances=np.zeros((2, 3)),
+            query_labels=[0, 1],
+            db_labels=[0, 1, 1],
+            query_cams=[0, 0],
+            db_cams=[1, 1],
+            protocol="reid",
+        ),
     }
 
 
@@ -100,11 +128,14 @@ def test_valid_blocks_do_not_check_the_gallery_again(monkeypatch):
     assert calls == ["codes_pair", "labels_pair"]
 
 
-@pytest.mark.parametrize("implementation, made_once", [
-    ("c", ["dc", "discounts log2", "dl", "gj"]),  # codes compare ids item by item: no id index
-    ("numpy", ["db_words"]),
-    ("torch", ["db_bits", "db_ones", "dl", "junk_id_mask"]),
-])
+@pytest.mark.parametrize(
+    "implementation, made_once",
+    [
+        ("c", ["dc", "discounts log2", "dl", "gj"]),  # codes compare ids item by item: no id index
+        ("numpy", ["db_words"]),
+        ("torch", ["db_bits", "db_ones", "dl", "junk_id_mask"]),
+    ],
+)
 def test_each_gallery_array_is_prepared_once(monkeypatch, implementation, made_once):
     if implementation not in rc.available_implementations():
         pytest.skip(f"{implementation} unavailable here")
@@ -112,10 +143,12 @@ def test_each_gallery_array_is_prepared_once(monkeypatch, implementation, made_o
 
     made = []
     original = PreparedGallery.get
-    monkeypatch.setattr(PreparedGallery, "get",
-                        lambda self, name, make: original(self, name, lambda: made.append(name) or make()))
-    inputs = dict(_inputs()["codes ±1, ids"], protocol="reid-matlab", junk=np.zeros((Q, N), bool),
-                  implementation=implementation)
+    monkeypatch.setattr(
+        PreparedGallery, "get", lambda self, name, make: original(self, name, lambda: made.append(name) or make())
+    )
+    inputs = dict(
+        _inputs()["codes ±1, ids"], protocol="reid-matlab", junk=np.zeros((Q, N), bool), implementation=implementation
+    )
     whole = rc.evaluate(**inputs)
     made.clear()
     part = rc.evaluate(**inputs, block_size=2)
@@ -155,8 +188,15 @@ def test_progress_comes_from_inside_a_block(implementation):
 def test_a_zero_in_pm1_codes_is_an_error_however_the_queries_are_blocked(block_size):
     # fuzz campaign, seed 0, case 312481: the -1 in row 2 makes these ±1 codes, so the 0 in row 3
     # is an error; with blocks of 3 the block holding the 0 had no -1 and was read as {0, 1} codes
-    kwargs = dict(query_codes=np.array([[1], [1], [-1], [0]]), db_codes=np.array([[1]]), query_labels=[2, 2, 2, 2],
-                  db_labels=[-1], query_cams=[0, 1, 1, 1], db_cams=[0], protocol="reid-matlab")
+    kwargs = dict(
+        query_codes=np.array([[1], [1], [-1], [0]]),
+        db_codes=np.array([[1]]),
+        query_labels=[2, 2, 2, 2],
+        db_labels=[-1],
+        query_cams=[0, 1, 1, 1],
+        db_cams=[0],
+        protocol="reid-matlab",
+    )
     with pytest.raises(ValueError, match=r"query_codes: expected codes in \{-1, \+1\}, found 0"):
         rc.evaluate(**kwargs, block_size=block_size, implementation="reference")
 
@@ -167,7 +207,15 @@ def test_the_fuzz_case_that_found_it_ends_in_a_named_error():
     from retrieval_conformance.conformance.fuzz.cases import Case
     from retrieval_conformance.conformance.fuzz.classify import classify
 
-    kwargs = dict(query_codes=np.array([[1], [1], [-1], [0]]), db_codes=np.array([[1]]), query_labels=[2, 2, 2, 2],
-                  db_labels=[-1], query_cams=[0, 1, 1, 1], db_cams=[0], protocol="reid-matlab", block_size=3)
+    kwargs = dict(
+        query_codes=np.array([[1], [1], [-1], [0]]),
+        db_codes=np.array([[1]]),
+        query_labels=[2, 2, 2, 2],
+        db_labels=[-1],
+        query_cams=[0, 1, 1, 1],
+        db_cams=[0],
+        protocol="reid-matlab",
+        block_size=3,
+    )
     outcome = classify(lambda: Case(dict(kwargs), "zero_in_pm1_codes", "error"), ["reference", "numpy"])
     assert outcome.kind == "named_error", outcome

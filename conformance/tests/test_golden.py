@@ -1,4 +1,5 @@
 """Every golden case against the reference (exactly) and every available implementation."""
+
 from __future__ import annotations
 
 import math
@@ -42,9 +43,18 @@ def _case(case_id):
     return next(c for c in CASES if c["id"] == case_id)
 
 
-@pytest.mark.parametrize("case_id", ["seed000-map-at-5", "seed000-map-all", "seed003-dcmh-full",
-                                     "seed000-optimistic", "seed000-pessimistic",
-                                     "seed000-optimistic-full", "seed000-pessimistic-full"])
+@pytest.mark.parametrize(
+    "case_id",
+    [
+        "seed000-map-at-5",
+        "seed000-map-all",
+        "seed003-dcmh-full",
+        "seed000-optimistic",
+        "seed000-pessimistic",
+        "seed000-optimistic-full",
+        "seed000-pessimistic-full",
+    ],
+)
 def test_printed_figures_are_the_exact_value_rounded(case_id):
     case = _case(case_id)
     exact = Fraction(case["expected"]["map"])
@@ -53,6 +63,7 @@ def test_printed_figures_are_the_exact_value_rounded(case_id):
 
 def test_seed002_printed_figures_follow_the_articles_rounding():
     """The article writes 2/3 as 0.66 and 1/3 as 0.33 inside the trapezoid terms."""
+
     def article_ap(ranked, rounded):
         hits, total, prev = 0, Decimal(0), Decimal(1)
         for rank, rel in enumerate(ranked, 1):
@@ -64,8 +75,11 @@ def test_seed002_printed_figures_follow_the_articles_rounding():
         return total
 
     def two_decimals(f):
-        return (Decimal(f.numerator) / Decimal(f.denominator)).quantize(Decimal("0.01"), ROUND_DOWN) \
-            if f.denominator == 3 else Decimal(f.numerator) / Decimal(f.denominator)
+        return (
+            (Decimal(f.numerator) / Decimal(f.denominator)).quantize(Decimal("0.01"), ROUND_DOWN)
+            if f.denominator == 3
+            else Decimal(f.numerator) / Decimal(f.denominator)
+        )
 
     lists = {"sim1": ([0, 1, 1, 1, 0], [1, 0, 0, 1, 1]), "sim2": ([1, 0, 1, 1, 0], [0, 1, 1, 1, 0])}
     for sim, (apple, green) in lists.items():

@@ -17,6 +17,7 @@ rounded mean of those floats (what spec §8's exact aggregation gives).
 Note: ``1 / math.log2(r + 1)`` is *not* always the nearest float (it rounds twice): for
 r = 2, 5, 8, 17, 19, ... it is one ulp off, so the discounts below come from ``decimal``.
 """
+
 from __future__ import annotations
 
 import ast
@@ -38,8 +39,7 @@ IDS = [c["id"] for c in CASES]
 SOURCE = golden.load_file(FILE)
 
 #: expected keys that are means over the counted queries, and their per-query keys
-MEAN_OF = {"ndcg_at_k": "ndcg", "mrr": "rr", "map_at_r": "ap_at_r", "recall_at_k": "recall_at_k",
-           "map": "ap"}
+MEAN_OF = {"ndcg_at_k": "ndcg", "mrr": "rr", "map_at_r": "ap_at_r", "recall_at_k": "recall_at_k", "map": "ap"}
 PER_QUERY = ("ndcg", "rr", "ap_at_r")
 
 #: scikit-learn computes ``1 / np.log2(arange(n) + 2)`` (two roundings: its d(2), d(5), d(8) are one
@@ -47,7 +47,7 @@ PER_QUERY = ("ndcg", "rr", "ap_at_r")
 #: and divides float sums: the values it printed here are 0 to 2 ulps from the exact ones
 #: (measured on the two cases).  The tolerance is relative, 2**-49 (8 to 16 ulps for these values),
 #: far below any difference a convention makes (ties=stable moves these values by > 1e-2).
-SKLEARN_RTOL = 2.0 ** -49
+SKLEARN_RTOL = 2.0**-49
 
 
 # -- discounts -------------------------------------------------------------------------------
@@ -96,11 +96,15 @@ def formula_value(text: Optional[str]) -> Optional[Fraction]:
             return -walk(node.operand)
         if isinstance(node, ast.BinOp):
             a, b = walk(node.left), walk(node.right)
-            ops = {ast.Add: lambda: a + b, ast.Sub: lambda: a - b, ast.Mult: lambda: a * b,
-                   ast.Div: lambda: a / b}
+            ops = {ast.Add: lambda: a + b, ast.Sub: lambda: a - b, ast.Mult: lambda: a * b, ast.Div: lambda: a / b}
             return ops[type(node.op)]()
-        if (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "d"
-                and len(node.args) == 1 and isinstance(node.args[0], ast.Constant)):
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Name)
+            and node.func.id == "d"
+            and len(node.args) == 1
+            and isinstance(node.args[0], ast.Constant)
+        ):
             return d(int(node.args[0].value))
         raise ValueError(f"unsupported formula element {ast.dump(node)} in {text!r}")
 
@@ -109,7 +113,7 @@ def formula_value(text: Optional[str]) -> Optional[Fraction]:
 
 # -- an independent oracle of spec §4 and §7 ------------------------------------------------------
 def _gain(g: int, rule: str) -> int:
-    return g if rule == "linear" else 2 ** g - 1
+    return g if rule == "linear" else 2**g - 1
 
 
 def _concrete(grades: Sequence[int], k: Optional[int], rule: str, disc=d) -> Dict[str, Fraction]:
@@ -122,12 +126,14 @@ def _concrete(grades: Sequence[int], k: Optional[int], rule: str, disc=d) -> Dic
     ideal = sorted((g for g in grades if g > 0), reverse=True)[:K]
     idcg = sum((_gain(g, rule) * disc(i) for i, g in enumerate(ideal, 1)), Fraction(0))
     hits = sum(1 for r in ranks if r <= K)
-    return {"ndcg": dcg / idcg,
-            "rr": Fraction(1, ranks[0]) if ranks[0] <= K else Fraction(0),
-            "ap_at_r": sum((Fraction(i, r) for i, r in enumerate(ranks, 1) if r <= R), Fraction(0)) / R,
-            "ap": sum((Fraction(i, r) for i, r in enumerate(ranks, 1)), Fraction(0)) / R,
-            "fraction": Fraction(hits, R),
-            "hit": Fraction(int(ranks[0] <= K))}
+    return {
+        "ndcg": dcg / idcg,
+        "rr": Fraction(1, ranks[0]) if ranks[0] <= K else Fraction(0),
+        "ap_at_r": sum((Fraction(i, r) for i, r in enumerate(ranks, 1) if r <= R), Fraction(0)) / R,
+        "ap": sum((Fraction(i, r) for i, r in enumerate(ranks, 1)), Fraction(0)) / R,
+        "fraction": Fraction(hits, R),
+        "hit": Fraction(int(ranks[0] <= K)),
+    }
 
 
 def _groups(scores: Sequence[float]) -> List[List[int]]:
@@ -146,22 +152,24 @@ def _grouped(groups: List[List[int]], grades: Sequence[int], k: Optional[int], r
         assert end <= K or end - len(g) >= K, "k inside a tie group is an error under grouped"
     R = sum(1 for g in grades if g > 0)
     m = [sum(1 for i in g if grades[i] > 0) for g in groups]
-    dcg = sum((sum(_gain(grades[i], rule) for i in g) * disc(e) for g, e in zip(groups, ends) if e <= K),
-              Fraction(0))
+    dcg = sum((sum(_gain(grades[i], rule) for i in g) * disc(e) for g, e in zip(groups, ends) if e <= K), Fraction(0))
     ideal = sorted((g for g in grades if g > 0), reverse=True)[:K]
     idcg = sum((_gain(g, rule) * disc(i) for i, g in enumerate(ideal, 1)), Fraction(0))
     first_end = next(e for e, mm in zip(ends, m) if mm)
     terms = [(mm * Fraction(h + mm, e), e) for mm, h, e in zip(m, itertools.accumulate([0] + m), ends) if mm]
-    return {"ndcg": dcg / idcg,
-            "rr": Fraction(1, first_end) if first_end <= K else Fraction(0),
-            "ap_at_r": sum((t for t, e in terms if e <= R), Fraction(0)) / R,
-            "ap": sum((t for t, _ in terms), Fraction(0)) / R,
-            "fraction": Fraction(sum(mm for mm, e in zip(m, ends) if e <= K), R),
-            "hit": Fraction(int(first_end <= K))}
+    return {
+        "ndcg": dcg / idcg,
+        "rr": Fraction(1, first_end) if first_end <= K else Fraction(0),
+        "ap_at_r": sum((t for t, e in terms if e <= R), Fraction(0)) / R,
+        "ap": sum((t for t, _ in terms), Fraction(0)) / R,
+        "fraction": Fraction(sum(mm for mm, e in zip(m, ends) if e <= K), R),
+        "hit": Fraction(int(first_end <= K)),
+    }
 
 
-def oracle_query(scores: Sequence[float], grades: Sequence[int], ties: str, k: Optional[int],
-                 rule: str, discount: str = "log2") -> Optional[Dict[str, Fraction]]:
+def oracle_query(
+    scores: Sequence[float], grades: Sequence[int], ties: str, k: Optional[int], rule: str, discount: str = "log2"
+) -> Optional[Dict[str, Fraction]]:
     """Per-query values under a tie policy; None for a query without a relevant item."""
     if not any(g > 0 for g in grades):
         return None
@@ -202,14 +210,14 @@ def oracle_per_query(case) -> Dict[str, List[Optional[Fraction]]]:
     """The oracle's per-query values of every metric (None for a query left out of the means)."""
     opts = _options(case)
     scores, grades = case["input"]["scores"], case["input"]["relevance"]
-    per_query = [oracle_query(s, g, opts["ties"], opts["k"], opts["gain"], opts["discount"])
-                 for s, g in zip(scores, grades)]
+    per_query = [
+        oracle_query(s, g, opts["ties"], opts["k"], opts["gain"], opts["discount"]) for s, g in zip(scores, grades)
+    ]
     counted = [v is not None or opts["empty"] == "zero" for v in per_query]
     out = {}
     for field in ("ndcg", "rr", "ap_at_r", "ap", "recall_at_k"):
         key = opts["recall"] if field == "recall_at_k" else field
-        out[field] = [None if not c else (v[key] if v is not None else Fraction(0))
-                      for v, c in zip(per_query, counted)]
+        out[field] = [None if not c else (v[key] if v is not None else Fraction(0)) for v, c in zip(per_query, counted)]
     return out
 
 
@@ -225,8 +233,10 @@ def oracle(case) -> Dict[str, object]:
 
 
 def expected_of(case) -> Dict[str, object]:
-    return {key: [golden.parse_value(v) for v in text] if isinstance(text, list) else golden.parse_value(text)
-            for key, text in case["expected"].items()}
+    return {
+        key: [golden.parse_value(v) for v in text] if isinstance(text, list) else golden.parse_value(text)
+        for key, text in case["expected"].items()
+    }
 
 
 # -- the file and its derivations ---------------------------------------------------------------
@@ -248,7 +258,7 @@ def test_recorded_discounts_are_the_nearest_floats():
     for rank, text in table.items():
         assert float.fromhex(text) == nearest_discount(int(rank)), rank
     assert [d(r) for r in (1, 3, 15)] == [1, Fraction(1, 2), Fraction(1, 4)]
-    assert d(7) == Fraction(1 / 3) == Fraction(1, 3) - Fraction(1, 3 * 2 ** 54)  # 1/3 is no float
+    assert d(7) == Fraction(1 / 3) == Fraction(1, 3) - Fraction(1, 3 * 2**54)  # 1/3 is no float
     used = {int(r) for case in CASES for text in _formulas(case) for r in _ranks_in(text)}
     assert used <= {int(r) for r in table}, sorted(used - {int(r) for r in table})
 
@@ -261,8 +271,7 @@ def _formulas(case) -> List[str]:
 
 
 def _ranks_in(text: str) -> List[int]:
-    return [int(node.args[0].value) for node in ast.walk(ast.parse(text, mode="eval"))
-            if isinstance(node, ast.Call)]
+    return [int(node.args[0].value) for node in ast.walk(ast.parse(text, mode="eval")) if isinstance(node, ast.Call)]
 
 
 @pytest.mark.parametrize("case", CASES, ids=IDS)
@@ -307,7 +316,7 @@ def test_sklearn_still_prints_the_recorded_values(case):
     k = case["call"].get("k")
     got = metrics.ndcg_score(y_true, y_score, k=k)
     assert abs(got - float(case["sklearn"]["printed"])) <= SKLEARN_RTOL * got
-    rows = [metrics.ndcg_score(y_true[q:q + 1], y_score[q:q + 1], k=k) for q in range(y_true.shape[0])]
+    rows = [metrics.ndcg_score(y_true[q : q + 1], y_score[q : q + 1], k=k) for q in range(y_true.shape[0])]
     for row, printed in zip(rows, case["sklearn"]["printed_per_query"]):
         assert abs(row - float(printed)) <= SKLEARN_RTOL * max(row, 1e-300)
 
@@ -362,7 +371,8 @@ def test_implementation_reproduces_golden(case, name):
         if isinstance(want, list):
             wanted = [None if w is None else float(w) for w in want]
             same = len(got) == len(wanted) and all(
-                (w is None and (g is None or math.isnan(g))) or g == w for g, w in zip(got, wanted))
+                (w is None and (g is None or math.isnan(g))) or g == w for g, w in zip(got, wanted)
+            )
         else:
             wanted = _correctly_rounded_mean(per_query_exact[MEAN_OF[key]])
             same = got == wanted and abs(wanted - float(want)) <= golden.FLOAT_TOLERANCE

@@ -10,6 +10,7 @@
 
 Every test runs for every registered implementation (skipped where it cannot run).
 """
+
 from __future__ import annotations
 
 import itertools
@@ -81,8 +82,11 @@ def test_max_rank_beyond_gallery_is_flat_and_cheap(name):
     if res.exact is not None:
         assert len(res.exact.cmc) == MAX_RANK_LIMIT and res.exact.cmc[-1] == 1
     many = dict(TIED, distances=np.tile(TIED["distances"], (20, 1)), query_labels=[1] * 20)
-    with pytest.raises(ValueError, match=r"max_rank: 10000000 CMC values for each of 20 queries would take 1\.5 GiB, "
-                                         r"but the gallery has only 4 items.*pass max_rank <= 4"):
+    with pytest.raises(
+        ValueError,
+        match=r"max_rank: 10000000 CMC values for each of 20 queries would take 1\.5 GiB, "
+        r"but the gallery has only 4 items.*pass max_rank <= 4",
+    ):
         rc.evaluate(**many, max_rank=MAX_RANK_LIMIT, implementation=name)
 
 
@@ -90,15 +94,20 @@ def test_max_rank_beyond_gallery_is_flat_and_cheap(name):
 @pytest.mark.parametrize("max_rank", [MAX_RANK_LIMIT + 1, 10**9, 2**63])
 def test_absurd_max_rank_is_a_clear_error(name, max_rank):
     require_implementation(name)
-    with pytest.raises(ValueError, match=rf"max_rank: expected at most {MAX_RANK_LIMIT}, got {max_rank}.*"
-                                         r"flat beyond the gallery.*pass max_rank <= the gallery size"):
+    with pytest.raises(
+        ValueError,
+        match=rf"max_rank: expected at most {MAX_RANK_LIMIT}, got {max_rank}.*"
+        r"flat beyond the gallery.*pass max_rank <= the gallery size",
+    ):
         rc.evaluate(**TIED, max_rank=max_rank, implementation=name)
 
 
 @pytest.mark.parametrize("name", IMPLS)
 @pytest.mark.parametrize("arg", ["k", "max_rank"])
-@pytest.mark.parametrize("value, shown", [(2.5, "2.5 (float)"), (2.0, "2.0 (float)"), (1e20, "1e+20 (float)"),
-                                          (True, "True (bool)"), ("5", "'5' (str)")])
+@pytest.mark.parametrize(
+    "value, shown",
+    [(2.5, "2.5 (float)"), (2.0, "2.0 (float)"), (1e20, "1e+20 (float)"), (True, "True (bool)"), ("5", "'5' (str)")],
+)
 def test_non_integer_cutoffs_are_rejected(name, arg, value, shown):
     require_implementation(name)
     pattern = rf"{arg}: expected a positive integer, got {re.escape(shown)}; pass .*a Python int"
@@ -111,13 +120,17 @@ TWO = dict(distances=np.array([[0.1, 0.2], [0.2, 0.1]]))
 
 
 @pytest.mark.parametrize("name", IMPLS)
-@pytest.mark.parametrize("ids, shown", [([1e20, 2e20], "1e+20"), ([2.0**53, 5.0], "9007199254740992.0"),
-                                        (np.array([1, 3e7], np.float32), "30000000.0")])
+@pytest.mark.parametrize(
+    "ids, shown",
+    [([1e20, 2e20], "1e+20"), ([2.0**53, 5.0], "9007199254740992.0"), (np.array([1, 3e7], np.float32), "30000000.0")],
+)
 def test_float_ids_beyond_exact_integers_are_rejected(name, ids, shown):
     """1e20 and 2e20 used to become one int64 (AP 1.0 for both queries)."""
     require_implementation(name)
-    pattern = (rf"query_labels: float id {re.escape(shown)} at \[\d\] is at or beyond 2\*\*(53|24).*"
-               r"np\.unique\(np\.concatenate\(\[query_labels, db_labels\]\)")
+    pattern = (
+        rf"query_labels: float id {re.escape(shown)} at \[\d\] is at or beyond 2\*\*(53|24).*"
+        r"np\.unique\(np\.concatenate\(\[query_labels, db_labels\]\)"
+    )
     with pytest.raises(ValueError, match=pattern):
         rc.evaluate(**TWO, query_labels=ids, db_labels=[1, 2], implementation=name)
 
@@ -132,8 +145,15 @@ def test_uint64_ids_beyond_int64_are_rejected(name, protocol):
     with pytest.raises(ValueError, match=r"query_labels: id 18446744073709551615 at \[0\] does not fit in int64"):
         rc.evaluate(**TWO, query_labels=ids, db_labels=ids, protocol=protocol, implementation=name, **cams)
     with pytest.raises(ValueError, match=r"query_cams: id 18446744073709551615 at \[0\] does not fit in int64"):
-        rc.evaluate(**TWO, query_labels=[1, 5], db_labels=[1, 5], query_cams=ids, db_cams=[1, 1],
-                    protocol="reid", implementation=name)
+        rc.evaluate(
+            **TWO,
+            query_labels=[1, 5],
+            db_labels=[1, 5],
+            query_cams=ids,
+            db_cams=[1, 1],
+            protocol="reid",
+            implementation=name,
+        )
 
 
 @pytest.mark.parametrize("name", IMPLS)
@@ -195,17 +215,22 @@ def test_overflowing_embedding_distances_raise(name):
     q = np.array([[1, 0], [3e38, 3e38], [0, 1]], dtype=np.float32)  # |(3e38, 3e38 - 1)| > 3.4e38
     d = np.array([[1, 0], [0, 1], [1e-5, 1]], dtype=np.float32)
     ids = dict(query_labels=[1, 2, 3], db_labels=[1, 2, 3])
-    with pytest.raises(ValueError, match=r"query_embeddings, db_embeddings: the euclidean distances overflow "
-                                         r"float32 for 1 query \(query row 1; .*normalise the embeddings.*float64"):
+    with pytest.raises(
+        ValueError,
+        match=r"query_embeddings, db_embeddings: the euclidean distances overflow "
+        r"float32 for 1 query \(query row 1; .*normalise the embeddings.*float64",
+    ):
         rc.evaluate(query_embeddings=q, db_embeddings=d, implementation=name, **ids)
     with pytest.raises(ValueError, match=r"\(query row 1; .*\(in the query block starting at row 1\)"):
         rc.evaluate(query_embeddings=q, db_embeddings=d, block_size=1, implementation=name, **ids)
-    res = rc.evaluate(query_embeddings=q.astype(np.float64), db_embeddings=d,
-                      implementation=name, **ids)  # float64, as the message suggests
+    res = rc.evaluate(
+        query_embeddings=q.astype(np.float64), db_embeddings=d, implementation=name, **ids
+    )  # float64, as the message suggests
     assert np.isfinite(res.map)
     with pytest.raises(ValueError, match=r"the euclidean distances overflow float64 for 1 query \(query row 1;"):
-        rc.evaluate(query_embeddings=np.array([[1, 0], [1e200, 1e200], [0, 1]]), db_embeddings=d,
-                    implementation=name, **ids)
+        rc.evaluate(
+            query_embeddings=np.array([[1, 0], [1e200, 1e200], [0, 1]]), db_embeddings=d, implementation=name, **ids
+        )
 
 
 @pytest.mark.parametrize("name", IMPLS)
@@ -218,8 +243,14 @@ def test_large_float32_embeddings_give_their_distances(name):
         got = embedding_distances(q, d, metric)
         want = embedding_distances(q.astype(np.float64), d.astype(np.float64), metric)
         assert np.allclose(got, want, rtol=1e-5, atol=0), metric  # 1 - cos of ~5e-11 cancels most bits
-        res = rc.evaluate(query_embeddings=q, db_embeddings=d, metric=metric, query_labels=[1, 2, 3],
-                          db_labels=[1, 2, 3], implementation=name)
+        res = rc.evaluate(
+            query_embeddings=q,
+            db_embeddings=d,
+            metric=metric,
+            query_labels=[1, 2, 3],
+            db_labels=[1, 2, 3],
+            implementation=name,
+        )
         assert np.isfinite(res.map) and np.isfinite(res.per_query.ap).all()
 
 
@@ -258,15 +289,31 @@ def test_every_mean_is_bit_identical_under_permutation_and_blocks(name, ties):
     rng = np.random.default_rng(TIES.index(ties))
     dist = rng.integers(0, 4, (23, 31)).astype(np.float64)
     rel = rng.random((23, 31)) < 0.3
-    kwargs = dict(ties=ties, k=None if ties == "grouped" else 9, max_rank=40, radius=1.0, empty="zero",
-                  ap_rule="trapezoid", implementation=name)
+    kwargs = dict(
+        ties=ties,
+        k=None if ties == "grouped" else 9,
+        max_rank=40,
+        radius=1.0,
+        empty="zero",
+        ap_rule="trapezoid",
+        implementation=name,
+    )
     base = rc.evaluate(distances=dist, relevance=rel, **kwargs)
     for seed in range(3):
         perm = np.random.default_rng(seed).permutation(23)
-        for other in (rc.evaluate(distances=dist[perm], relevance=rel[perm], **kwargs),
-                      rc.evaluate(distances=dist[perm], relevance=rel[perm], block_size=seed + 1, **kwargs)):
-            for field in ("map", "minp", "r_precision", "precision_at_k", "recall_at_k",
-                          "precision_at_radius", "recall_at_radius"):
+        for other in (
+            rc.evaluate(distances=dist[perm], relevance=rel[perm], **kwargs),
+            rc.evaluate(distances=dist[perm], relevance=rel[perm], block_size=seed + 1, **kwargs),
+        ):
+            for field in (
+                "map",
+                "minp",
+                "r_precision",
+                "precision_at_k",
+                "recall_at_k",
+                "precision_at_radius",
+                "recall_at_radius",
+            ):
                 assert getattr(other, field) == getattr(base, field), (field, seed)
             assert np.array_equal(other.cmc, base.cmc), seed
 
@@ -314,8 +361,10 @@ def test_bad_array_inputs_are_named(name, arg, make, says):
 
 
 @pytest.mark.parametrize("name", IMPLS)
-@pytest.mark.parametrize("option, value", [("protocol", ["reid"]), ("ties", ["stable"]), ("metric", "manhattan"),
-                                           ("metric", {1}), ("empty", 5)])
+@pytest.mark.parametrize(
+    "option, value",
+    [("protocol", ["reid"]), ("ties", ["stable"]), ("metric", "manhattan"), ("metric", {1}), ("empty", 5)],
+)
 def test_bad_option_values_are_named(name, option, value):
     require_implementation(name)
     with pytest.raises((TypeError, ValueError), match=f"^{option}: "):

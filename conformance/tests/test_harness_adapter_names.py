@@ -9,6 +9,7 @@ the adapter that differs, keeps it in one class.  The scan reads every module of
 that names an adapter (``adapter``, ``adapter_name``, ``session.adapter.name``, ``ad.name``)
 with a string literal, or a tuple, list or set of them, that is an adapter's name.
 """
+
 from __future__ import annotations
 
 import ast
@@ -57,15 +58,27 @@ def _read(path: Optional[str]) -> str:
 
 
 def test_no_module_outside_the_adapters_compares_an_adapter_name():
-    found = {module: hits for module, path in all_modules() if path and _outside_adapters(module)
-             for hits in [adapter_name_comparisons(_read(path))] if hits}
-    assert not found, ("behaviour that depends on the adapter belongs to the adapter class (an attribute or method "
-                       f"of Adapter that the adapter overrides), not to a check of its name: {found}")
+    found = {
+        module: hits
+        for module, path in all_modules()
+        if path and _outside_adapters(module)
+        for hits in [adapter_name_comparisons(_read(path))]
+        if hits
+    }
+    assert not found, (
+        "behaviour that depends on the adapter belongs to the adapter class (an attribute or method "
+        f"of Adapter that the adapter overrides), not to a check of its name: {found}"
+    )
 
 
 def test_the_scan_finds_each_spelling():
-    spellings = ['session.adapter.name == "oxford"', 'adapter != "hashing-codes"', 'ad.name != "reid"',
-                 'self.adapter_name in ("reid", "pml")', '"sklearn" == adapter.name']
+    spellings = [
+        'session.adapter.name == "oxford"',
+        'adapter != "hashing-codes"',
+        'ad.name != "reid"',
+        'self.adapter_name in ("reid", "pml")',
+        '"sklearn" == adapter.name',
+    ]
     for text in spellings:
         assert adapter_name_comparisons(text), text
     # a protocol, peer or workload called like an adapter is not an adapter

@@ -6,6 +6,7 @@ cases, small integer distances, and the family's promise on the items the protoc
 (junk removed); every adapter must turn them into calls (or skip them cleanly) and the
 reference must evaluate them.  The draws are seeded (and hypothesis derandomized).
 """
+
 from __future__ import annotations
 
 import itertools
@@ -58,6 +59,7 @@ ALL_CAPS = [Capabilities(*flags) for flags in itertools.product((False, True), r
 
 # -- the checks --------------------------------------------------------------------------
 
+
 def views(case: Case) -> Dict[str, Tuple[np.ndarray, np.ndarray, np.ndarray]]:
     """(relevant, non-relevant, ranked) masks (Q, N) as each protocol sees the case.
 
@@ -71,8 +73,10 @@ def views(case: Case) -> Dict[str, Tuple[np.ndarray, np.ndarray, np.ndarray]]:
     same_id = q_pids[:, None] == g_pids[None, :]
     keep = ~(same_id & (q_cams[:, None] == g_cams[None, :]))
     matlab = keep & (g_pids != -1)[None, :]
-    return {"reid": (same_id & keep, ~same_id & keep, keep),
-            "reid-matlab": (same_id & matlab, ~same_id & matlab, matlab)}
+    return {
+        "reid": (same_id & keep, ~same_id & keep, keep),
+        "reid-matlab": (same_id & matlab, ~same_id & matlab, matlab),
+    }
 
 
 def check_invariants(case: Case, fam: Family, caps: Capabilities) -> None:
@@ -179,6 +183,7 @@ def check_reference(case: Case, cache: ReferenceCache, protocols) -> None:
 
 # -- the tests -----------------------------------------------------------------------------
 
+
 @pytest.mark.parametrize("fam", FAMILIES, ids=lambda f: f.id)
 def test_generated_cases_are_valid_for_every_adapter(fam):
     """About DRAWS_PER_FAMILY draws of the family, shared out among the adapters that run it."""
@@ -197,8 +202,13 @@ def test_generated_cases_are_valid_for_every_adapter(fam):
     assert stats["cases"] >= DRAWS_PER_FAMILY and stats["calls"] > 0
 
 
-@pytest.mark.parametrize("caps", ALL_CAPS, ids=lambda c: "".join("KJIMPS"[i] if v else "-" for i, v in enumerate(
-    (c.k, c.junk, c.ids, c.multi_query, c.protocol_k, c.scores))))
+@pytest.mark.parametrize(
+    "caps",
+    ALL_CAPS,
+    ids=lambda c: "".join(
+        "KJIMPS"[i] if v else "-" for i, v in enumerate((c.k, c.junk, c.ids, c.multi_query, c.protocol_k, c.scores))
+    ),
+)
 def test_generated_cases_are_valid_for_every_capability_combination(caps):
     for fam in FAMILIES:
         if family_skip_reason(fam, caps) is not None:
@@ -220,10 +230,18 @@ def test_sampling_is_reproducible():
             assert (x.junk is None) == (y.junk is None) and x.k == y.k and x.max_rank == y.max_rank
 
 
-@settings(max_examples=300, derandomize=True, database=None, deadline=None,
-          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
-@given(st.sampled_from(COMBOS).flatmap(
-    lambda c: hypothesis_strategy(c[2], _adapter(c[0]).capabilities(c[1])).map(lambda case: (c, case))))
+@settings(
+    max_examples=300,
+    derandomize=True,
+    database=None,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
+@given(
+    st.sampled_from(COMBOS).flatmap(
+        lambda c: hypothesis_strategy(c[2], _adapter(c[0]).capabilities(c[1])).map(lambda case: (c, case))
+    )
+)
 def test_hypothesis_cases_are_valid(drawn):
     (name, protocol_k, fam), case = drawn
     caps = _adapter(name).capabilities(protocol_k)

@@ -1,5 +1,6 @@
 """``retrieval-conformance check`` entry point: exit status 0/1/2, JUnit XML, known deviations,
 and a user function that raises, hangs, returns NaN or the wrong type (never a harness crash)."""
+
 from __future__ import annotations
 
 import io
@@ -25,15 +26,38 @@ def run_cli(argv):
 
 
 def test_exit_0_when_the_function_conforms():
-    code, out = run_cli([E + "hashing_correct:calc_top_map", "--adapter", "hashing-codes", "--protocol", "hashing",
-                         "--only", "golden/*", "--only", "k/*", "--max-examples", "10"])
+    code, out = run_cli(
+        [
+            E + "hashing_correct:calc_top_map",
+            "--adapter",
+            "hashing-codes",
+            "--protocol",
+            "hashing",
+            "--only",
+            "golden/*",
+            "--only",
+            "k/*",
+            "--max-examples",
+            "10",
+        ]
+    )
     assert code == 0, out
     assert "CONFORMS" in out
 
 
 def test_exit_1_and_the_seed003_story_in_one_command():
-    code, out = run_cli(["check", E + "seed003_break:calc_map_k", "--adapter", "hashing-codes",
-                         "--protocol", "dcmh", "--only", "golden/*"])
+    code, out = run_cli(
+        [
+            "check",
+            E + "seed003_break:calc_map_k",
+            "--adapter",
+            "hashing-codes",
+            "--protocol",
+            "dcmh",
+            "--only",
+            "golden/*",
+        ]
+    )
     assert code == 1
     first = out.split("2) broken")[0]
     # the first group shown is the documented seed-003 bug, with both values and a snippet
@@ -43,15 +67,18 @@ def test_exit_1_and_the_seed003_story_in_one_command():
     assert "from retrieval_conformance.conformance.examples.seed003_break import calc_map_k" in first
 
 
-@pytest.mark.parametrize("argv,message", [
-    (["no_such_module_xyz:f"], "cannot import"),
-    ([E + "hashing_correct:no_such_function"], "has no attribute"),
-    ([E + "hashing_correct"], "expected 'module:function'"),
-    ([E + "trapezoid:mean_ap", "--adapter", "hashing-codes"], "positional parameter"),
-    ([E + "hashing_correct:calc_top_map", "--protocol", "no-such-preset"], "unknown preset"),
-    ([E + "hashing_correct:calc_top_map", "--adapter", "reid"], "could not be called successfully"),
-    ([E + "reid_correct:evaluate_rank", "--adapter", "reid", "--protocol", "hashing"], "camera junk"),
-])
+@pytest.mark.parametrize(
+    "argv,message",
+    [
+        (["no_such_module_xyz:f"], "cannot import"),
+        ([E + "hashing_correct:no_such_function"], "has no attribute"),
+        ([E + "hashing_correct"], "expected 'module:function'"),
+        ([E + "trapezoid:mean_ap", "--adapter", "hashing-codes"], "positional parameter"),
+        ([E + "hashing_correct:calc_top_map", "--protocol", "no-such-preset"], "unknown preset"),
+        ([E + "hashing_correct:calc_top_map", "--adapter", "reid"], "could not be called successfully"),
+        ([E + "reid_correct:evaluate_rank", "--adapter", "reid", "--protocol", "hashing"], "camera junk"),
+    ],
+)
 def test_exit_2_when_the_function_cannot_be_loaded_or_fitted(argv, message):
     code, out = run_cli(argv + ["--only", "golden/*"])
     assert code == 2, out
@@ -76,8 +103,21 @@ def test_argparse_errors_are_exit_2():
 
 def test_junit_xml(tmp_path):
     out = tmp_path / "report.xml"
-    code, _ = run_cli([E + "reversed_ties:calc_top_map", "--only", "golden/seed000*", "--only", "ties/*",
-                       "--only", "k/*", "--max-examples", "15", "--junit-xml", str(out)])
+    code, _ = run_cli(
+        [
+            E + "reversed_ties:calc_top_map",
+            "--only",
+            "golden/seed000*",
+            "--only",
+            "ties/*",
+            "--only",
+            "k/*",
+            "--max-examples",
+            "15",
+            "--junit-xml",
+            str(out),
+        ]
+    )
     assert code == 1
     root = ET.parse(out).getroot()
     suite = root.find("testsuite")
@@ -99,8 +139,17 @@ def test_known_deviations_file_gates_on_new_deviations_only(tmp_path):
     assert code == 0, out
     assert "[known]" in out
     # a known deviation that no longer deviates is pointed out, not failed
-    code, out = run_cli([E + "hashing_correct:calc_top_map", "--only", "ties/*", "--max-examples", "10",
-                         "--known-deviations", str(known)])
+    code, out = run_cli(
+        [
+            E + "hashing_correct:calc_top_map",
+            "--only",
+            "ties/*",
+            "--max-examples",
+            "10",
+            "--known-deviations",
+            str(known),
+        ]
+    )
     assert code == 0 and "remove it from the file" in out
     assert run_cli(argv + ["--known-deviations", str(tmp_path / "missing.txt")])[0] == 2
 
@@ -114,6 +163,7 @@ def test_identify_exit_status():
 
 # -- misbehaving functions: reported with the input, never a crash -------------------------
 
+
 def _raises_on_single_item(distances, relevance, k=None):
     if distances.shape[1] == 1:
         raise ValueError("cannot rank one item")
@@ -121,8 +171,13 @@ def _raises_on_single_item(distances, relevance, k=None):
 
 
 def test_a_raising_function_is_reported_with_its_input():
-    report = check(_raises_on_single_item, adapter="distances-relevance", only=["size/single-item"],
-                   max_examples=10, isolation="thread")
+    report = check(
+        _raises_on_single_item,
+        adapter="distances-relevance",
+        only=["size/single-item"],
+        max_examples=10,
+        isolation="thread",
+    )
     dev = report.result("size/single-item").deviation
     assert dev is not None and dev.mismatches[0].kind == "raised"
     assert "ValueError: cannot rank one item" in dev.mismatches[0].user
@@ -152,8 +207,15 @@ def _hangs_on_empty_query(distances, relevance, k=None):
 
 def test_a_hanging_function_is_stopped_and_reported():
     start = time.monotonic()
-    report = check(_hangs_on_empty_query, adapter="distances-relevance", only=["empty/no-relevant", "mean/one-query"],
-                   max_examples=20, timeout=0.5, warmup_timeout=0.5, isolation="process")
+    report = check(
+        _hangs_on_empty_query,
+        adapter="distances-relevance",
+        only=["empty/no-relevant", "mean/one-query"],
+        max_examples=20,
+        timeout=0.5,
+        warmup_timeout=0.5,
+        isolation="process",
+    )
     dev = report.result("empty/no-relevant").deviation
     assert dev.mismatches[0].kind == "timeout"
     assert "did not return within 0.5 s" in " ".join(dev.explanations)
@@ -205,9 +267,23 @@ def test_the_pytest_route_runs_only_the_labs_checks_one_test_per_check_id(tmp_pa
     from retrieval_conformance.conformance.harness.checks import every_check_id
 
     n_checks = len(every_check_id())
-    cmd = [sys.executable, "-m", "pytest", "--pyargs", "retrieval_conformance.conformance", "-p", "no:cacheprovider",
-           "--impl", E + "hashing_correct:calc_top_map", "--adapter", "hashing-codes",
-           "--conformance-max-examples", "10", "-q", "-rs"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "pytest",
+        "--pyargs",
+        "retrieval_conformance.conformance",
+        "-p",
+        "no:cacheprovider",
+        "--impl",
+        E + "hashing_correct:calc_top_map",
+        "--adapter",
+        "hashing-codes",
+        "--conformance-max-examples",
+        "10",
+        "-q",
+        "-rs",
+    ]
     proc = subprocess.run(cmd, cwd=tmp_path, capture_output=True, text=True, timeout=600)
     tail = proc.stdout.strip().splitlines()[-1]
     assert proc.returncode == 0, proc.stdout[-3000:]

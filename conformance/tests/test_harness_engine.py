@@ -4,6 +4,7 @@ the vocabulary now names (rounding, an empty query scoring 1, MAP@R as mAP, junk
 
 Each test pins the verdict, the exit status and every cause named.
 """
+
 from __future__ import annotations
 
 import re
@@ -38,10 +39,14 @@ def test_fields_with_different_tie_policies_are_identified_field_by_field():
     report = check(E + "per_field_ties:evaluate", adapter="reid", protocol="reid", max_examples=15)
     assert report.exit_code == 1
     assert _convention_clauses(report) == {TIES}, report.text()  # no §5 ap_rule, §7 cmc, §8 empty or mean
-    assert any("identified field by field" in n and "CMC: matches `reid` except ties: unstable" in n
-               for n in report.notes), report.notes
-    assert any(w.startswith("mAP: your values equal the reference under ties=grouped")
-               for r in report.deviations for w in r.deviation.explanations), report.text()
+    assert any(
+        "identified field by field" in n and "CMC: matches `reid` except ties: unstable" in n for n in report.notes
+    ), report.notes
+    assert any(
+        w.startswith("mAP: your values equal the reference under ties=grouped")
+        for r in report.deviations
+        for w in r.deviation.explanations
+    ), report.text()
 
 
 def test_a_field_nothing_explains_is_said_per_field_and_never_blamed_on_a_clause():
@@ -55,13 +60,17 @@ def test_a_field_nothing_explains_is_said_per_field_and_never_blamed_on_a_clause
 
 
 def test_a_deviation_only_identified_fields_show_is_named_beside_an_unexplained_field():
-    ident = identify(E + "cmc_counts_hits:evaluate_grouped", adapter="reid", protocol="reid",
-                     per_family=3).identification
+    ident = identify(
+        E + "cmc_counts_hits:evaluate_grouped", adapter="reid", protocol="reid", per_family=3
+    ).identification
     assert "    mAP: matches `reid` except ties: grouped" in ident.text(), ident.text()
     report = check(E + "cmc_counts_hits:evaluate_grouped", adapter="reid", protocol="reid", max_examples=10)
     assert report.exit_code == 1 and _convention_clauses(report) == {TIES, UNKNOWN}, report.text()
-    assert any("CMC: no known convention or bug reproduces its values" in w
-               for r in report.deviations for w in r.deviation.explanations), report.text()
+    assert any(
+        "CMC: no known convention or bug reproduces its values" in w
+        for r in report.deviations
+        for w in r.deviation.explanations
+    ), report.text()
 
 
 def test_a_single_convention_function_is_not_split_into_fields():
@@ -92,8 +101,11 @@ def test_a_value_above_one_is_named_impossible_with_its_input():
     m = re.search(r"impossible value: mAP = ([\d.]+).*above 1.*: (\d+) quer(?:y|ies) x 1 gallery item, k=(\d+)", text)
     assert m and float(m.group(1)) > 1 and int(m.group(3)) > 1, text
     # the smallest input ruling out the protocol, with both values and a runnable snippet
-    assert re.search(r"ruled out the protocol `hashing`: on .*1 gallery item, k=\d+.*: mAP: yours [\d.]+.*, it "
-                     r"gives", text), text
+    assert re.search(
+        r"ruled out the protocol `hashing`: on .*1 gallery item, k=\d+.*: mAP: yours [\d.]+.*, it "
+        r"gives",
+        text,
+    ), text
     assert "print(calc_top_map(" in text and "rc.evaluate(" in text
     report = check(E + "padded_topk:calc_top_map", max_examples=15)
     assert report.exit_code == 1 and _convention_clauses(report) == {UNKNOWN}, report.text()
@@ -123,8 +135,9 @@ def test_map_at_r_through_a_distances_signature_is_named():
 
 
 def test_junk_not_removed_is_named():
-    ident = identify(E + "junk_kept_oxford:compute_ap", adapter="oxford", protocol="oxford",
-                     per_family=3).identification
+    ident = identify(
+        E + "junk_kept_oxford:compute_ap", adapter="oxford", protocol="oxford", per_family=3
+    ).identification
     assert ident.bug == "junk-kept" and ident.preset == "oxford", ident.text()
     report = check(E + "junk_kept_oxford:compute_ap", adapter="oxford", protocol="oxford", max_examples=15)
     assert report.exit_code == 1
@@ -133,20 +146,24 @@ def test_junk_not_removed_is_named():
 
 def test_the_clause_builders_of_the_new_behaviours_resolve():
     from retrieval_conformance.conformance.harness.candidates.bugs import BUGS
+
     ids = spec.clauses()
     for bug_id in ("rounded", "empty-scores-one", "cut-at-r", "junk-kept"):
         assert f"§11 {bug_id}" in ids
         assert any(b.id == bug_id for b in BUGS)
 
 
-@pytest.mark.parametrize("target, adapter, protocol", [
-    ("percent_unstable:calc_top_map", "hashing-codes", "hashing"),
-    ("per_field_ties:evaluate", "reid", "reid"),
-    ("padded_topk:calc_top_map", "hashing-codes", "hashing"),
-    ("gnd_drop_4param:calc_map", "hashing-codes", "hashing"),
-    ("trapezoid:mean_ap", "distances-relevance", "hashing"),
-    ("cmc_counts_hits:evaluate_grouped", "reid", "reid"),
-])
+@pytest.mark.parametrize(
+    "target, adapter, protocol",
+    [
+        ("percent_unstable:calc_top_map", "hashing-codes", "hashing"),
+        ("per_field_ties:evaluate", "reid", "reid"),
+        ("padded_topk:calc_top_map", "hashing-codes", "hashing"),
+        ("gnd_drop_4param:calc_map", "hashing-codes", "hashing"),
+        ("trapezoid:mean_ap", "distances-relevance", "hashing"),
+        ("cmc_counts_hits:evaluate_grouped", "reid", "reid"),
+    ],
+)
 def test_no_clause_is_named_unless_its_candidate_reproduces_the_values(target, adapter, protocol, monkeypatch):
     """Every clause heading a deviation belongs to a part of what was identified, and the protocol
     changed in exactly the named parts reproduces that deviation's input; otherwise "cause unknown"."""
@@ -181,10 +198,13 @@ def test_no_clause_is_named_unless_its_candidate_reproduces_the_values(target, a
         assert named or all(r.deviation.clauses == [UNKNOWN] for r in report.deviations if r.deviation)
 
 
-@pytest.mark.parametrize("target, adapter, protocol", [
-    ("percent_unstable:calc_top_map", "hashing-codes", "hashing"),
-    ("gnd_drop_4param:calc_map", "hashing-codes", "hashing"),
-])
+@pytest.mark.parametrize(
+    "target, adapter, protocol",
+    [
+        ("percent_unstable:calc_top_map", "hashing-codes", "hashing"),
+        ("gnd_drop_4param:calc_map", "hashing-codes", "hashing"),
+    ],
+)
 def test_check_and_identify_say_the_same(target, adapter, protocol):
     """One engine: check runs what --identify runs and words what it identified the same way."""
     ident = identify(E + target, adapter=adapter, protocol=protocol, per_family=3).identification
@@ -198,7 +218,10 @@ def test_each_near_candidate_is_ruled_out_on_its_own_smallest_input():
     lines = [ln for ln in text.splitlines() if "ruled out" in ln]
     # the protocol, the preset it is described against, and that preset's AP@k without the stray break
     assert [ln.split(":")[0].strip() for ln in lines] == [
-        "ruled out the protocol `hashing`", "ruled out the preset `dcmh`", "ruled out the same with ap_at_k=hits"], text
+        "ruled out the protocol `hashing`",
+        "ruled out the preset `dcmh`",
+        "ruled out the same with ap_at_k=hits",
+    ], text
     assert all(re.search(r"yours [\d.]+.*, it gives [\d/.]+", ln) for ln in lines), lines
     assert "# the same with ap_at_k=hits: mAP 0" in text  # a candidate rc.evaluate cannot compute: its value
     assert text.count("print(calc_map_k(") == 3

@@ -1,5 +1,6 @@
 """The harness on our own lab-style examples: every bug flagged with its clause, every correct
 function passes, ``identify`` names the right preset or the right difference."""
+
 from __future__ import annotations
 
 import pytest
@@ -23,13 +24,22 @@ BUGGY = [
     ("empty_dropped:calc_top_map", "hashing-codes", "hashing", "empty/no-relevant", "spec §8 empty=zero"),
     ("off_by_one:calc_top_map", "hashing-codes", "hashing", "mean/one-query", "spec §5 ranks start at 1"),
     ("topk_ignored:calc_top_map", "hashing-codes", "hashing", "k/inside", "spec §6 the cut-off k"),
-    ("last_item_dropped:calc_top_map", "hashing-codes", "hashing", "ap/relevant-last",
-     "spec §6 k=None (whole gallery)"),
+    (
+        "last_item_dropped:calc_top_map",
+        "hashing-codes",
+        "hashing",
+        "ap/relevant-last",
+        "spec §6 k=None (whole gallery)",
+    ),
     ("seed003_break:calc_map_k", "hashing-codes", "dcmh", "mean/many-queries", "spec §8 mean over all queries"),
-    ("trapezoid:mean_ap", "distances-relevance", "hashing", "ap/relevant-last",
-     "spec §5 ap_rule=precision_sum"),
-    ("prev_hit_trapezoid:mean_ap", "distances-relevance", "reid-matlab", "ap/relevant-last",
-     "spec §5 ap_rule=trapezoid (precision at the previous rank)"),
+    ("trapezoid:mean_ap", "distances-relevance", "hashing", "ap/relevant-last", "spec §5 ap_rule=precision_sum"),
+    (
+        "prev_hit_trapezoid:mean_ap",
+        "distances-relevance",
+        "reid-matlab",
+        "ap/relevant-last",
+        "spec §5 ap_rule=trapezoid (precision at the previous rank)",
+    ),
     ("grouped_ap:average_precision", "sklearn", "hashing", "ties/tie-heavy", "spec §4 ties=stable"),
 ]
 
@@ -62,8 +72,9 @@ def test_correct_example_conforms(target, adapter, protocol):
 
 
 def test_seed003_as_written_explains_01458_vs_07042():
-    report = check(E + "seed003_break:calc_map_k", adapter="hashing-codes", protocol="dcmh",
-                   only=["golden/seed003-dcmh-full"])
+    report = check(
+        E + "seed003_break:calc_map_k", adapter="hashing-codes", protocol="dcmh", only=["golden/seed003-dcmh-full"]
+    )
     assert report.exit_code == 1
     dev = report.result("golden/seed003-dcmh-full").deviation
     assert dev.clauses == ["spec §8 mean over all queries"]
@@ -84,23 +95,31 @@ def test_seed003_as_written_explains_01458_vs_07042():
     assert printed[0].startswith("0.14583") and printed[1] == "169/240"
 
 
-@pytest.mark.parametrize("target,adapter,protocol,preset", [
-    ("hashing_correct:calc_top_map", "hashing-codes", "hashing", "hashing"),
-    ("dcmh_correct:calc_map_k", "hashing-codes", "dcmh", "dcmh"),
-    ("reid_correct:evaluate_rank", "reid", "reid", "reid"),
-], ids=["hashing", "dcmh", "reid"])
+@pytest.mark.parametrize(
+    "target,adapter,protocol,preset",
+    [
+        ("hashing_correct:calc_top_map", "hashing-codes", "hashing", "hashing"),
+        ("dcmh_correct:calc_map_k", "hashing-codes", "dcmh", "dcmh"),
+        ("reid_correct:evaluate_rank", "reid", "reid", "reid"),
+    ],
+    ids=["hashing", "dcmh", "reid"],
+)
 def test_identify_names_the_preset_of_correct_examples(target, adapter, protocol, preset):
     ident = identify(E + target, adapter=adapter, protocol=protocol, per_family=3).identification
     assert ident.matched and ident.preset == preset and ident.differences == {} and ident.bug is None, ident.text()
     assert f"matches `{preset}`" in ident.text()
 
 
-@pytest.mark.parametrize("target,differences,bug,phrase", [
-    ("reversed_ties:calc_top_map", {"ties": "reverse"}, None, "matches `hashing` except ties: reverse"),
-    ("empty_dropped:calc_top_map", {"empty": "skip"}, None, "matches `hashing` except empty: skip"),
-    ("divided_by_k:calc_top_map", {}, "divided-by-k", "AP@k is divided by k"),
-    ("seed003_break:calc_map_k", {}, "first-query-only", "only the first query with a relevant item is evaluated"),
-], ids=["reversed", "empty-dropped", "divided-by-k", "seed003-break"])
+@pytest.mark.parametrize(
+    "target,differences,bug,phrase",
+    [
+        ("reversed_ties:calc_top_map", {"ties": "reverse"}, None, "matches `hashing` except ties: reverse"),
+        ("empty_dropped:calc_top_map", {"empty": "skip"}, None, "matches `hashing` except empty: skip"),
+        ("divided_by_k:calc_top_map", {}, "divided-by-k", "AP@k is divided by k"),
+        ("seed003_break:calc_map_k", {}, "first-query-only", "only the first query with a relevant item is evaluated"),
+    ],
+    ids=["reversed", "empty-dropped", "divided-by-k", "seed003-break"],
+)
 def test_identify_names_the_difference(target, differences, bug, phrase):
     ident = identify(E + target, adapter="hashing-codes", per_family=3).identification
     assert ident.differences == differences and ident.bug == bug, ident.text()
@@ -128,8 +147,13 @@ def test_seed003_torch_form_with_torch_tensors(torch_module):
     assert dev.clauses == ["spec §8 mean over all queries"]
     assert abs(dev.mismatches[0].user - 7 / 48) < 1e-6
     assert "torch.tensor(" in dev.snippet
-    ok = check(E + "dcmh_correct:calc_map_k_torch", protocol="dcmh", arrays="torch", max_examples=10,
-               only=["golden/*", "mean/*"])
+    ok = check(
+        E + "dcmh_correct:calc_map_k_torch",
+        protocol="dcmh",
+        arrays="torch",
+        max_examples=10,
+        only=["golden/*", "mean/*"],
+    )
     assert ok.exit_code == 0, ok.text()
 
 
@@ -143,7 +167,8 @@ def test_sklearn_average_precision_score_is_hashing_with_grouped_ties():
 @pytest.mark.slow
 def test_torchmetrics_retrieval_average_precision():
     pytest.importorskip("torchmetrics")
-    rep = identify("torchmetrics.functional.retrieval:retrieval_average_precision", adapter="torchmetrics",
-                   per_family=3)
+    rep = identify(
+        "torchmetrics.functional.retrieval:retrieval_average_precision", adapter="torchmetrics", per_family=3
+    )
     text = rep.identification.text()
     assert "an order no tie policy gives" in text and "#3104" in text, text

@@ -5,6 +5,7 @@ the harness's explanation, a check the adapter cannot express is skipped with it
 and a deviation listed in ``--known-deviations`` is an xfail.  Without ``--impl`` there is a
 single skipped test.
 """
+
 from __future__ import annotations
 
 import pytest
@@ -41,9 +42,17 @@ def impl_session(conformance_options):
     try:
         func = load_function(opts["impl"])
         known = read_known_deviations(opts["known_deviations"]) if opts["known_deviations"] else []
-        session = Session(func, opts["adapter"], opts["protocol"], arrays=opts["arrays"],
-                          max_examples=opts["max_examples"], timeout=opts["timeout"], target=opts["impl"],
-                          known_deviations=known, **opts["overrides"])
+        session = Session(
+            func,
+            opts["adapter"],
+            opts["protocol"],
+            arrays=opts["arrays"],
+            max_examples=opts["max_examples"],
+            timeout=opts["timeout"],
+            target=opts["impl"],
+            known_deviations=known,
+            **opts["overrides"],
+        )
     except (UsageError, OSError) as exc:
         pytest.fail(f"--impl {opts['impl']}: {exc}", pytrace=False)
     yield Checker(session)
@@ -60,6 +69,12 @@ def test_check(impl_session, check_id):
     if res.status == KNOWN:
         pytest.xfail(f"known deviation: {res.reason}")
     if res.status == DEVIATE:
-        rep = Report(session.target, session.adapter.name, session.protocol,
-                     session.convention_text, session.arrays, results=[res])
+        rep = Report(
+            session.target,
+            session.adapter.name,
+            session.protocol,
+            session.convention_text,
+            session.arrays,
+            results=[res],
+        )
         pytest.fail(rep.text(verbose=True), pytrace=False)

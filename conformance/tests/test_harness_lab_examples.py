@@ -3,6 +3,7 @@
 Each test pins the exact verdict: the exit status, the cause named, and that nothing else is
 blamed.  The real behaviours they reproduce are described in each example's docstring.
 """
+
 from __future__ import annotations
 
 import re
@@ -31,8 +32,13 @@ def test_torchreid_style_is_reid_with_unstable_ties_and_a_gallery_length_cmc():
     assert "matches `reid` except ties: unstable" in text and "cut at min(max_rank, its gallery after junk" in text
     assert "numpy " + np.__version__ in text  # the platform facts a tie verdict depends on
 
-    report = check(E + "torchreid_style:evaluate", adapter="reid", protocol="reid", max_examples=15,
-                   only=["golden/*", "ties/*", "mean/*", "size/*"])
+    report = check(
+        E + "torchreid_style:evaluate",
+        adapter="reid",
+        protocol="reid",
+        max_examples=15,
+        only=["golden/*", "ties/*", "mean/*", "size/*"],
+    )
     assert report.exit_code == 1
     assert _convention_clauses(report) == {TIES}, report.text()  # no §5 ap_rule, no §8, no stray break
     assert "CMC values" not in report.text()  # its CMC length is a convention, not a deviation
@@ -40,8 +46,13 @@ def test_torchreid_style_is_reid_with_unstable_ties_and_a_gallery_length_cmc():
 
 def test_torchreid_style_raising_on_uneven_cmc_rows_is_its_own_finding():
     # torchreid stacks per-query CMC rows of different lengths with np.asarray: numpy >= 1.24 raises
-    report = check(E + "torchreid_style:evaluate", adapter="reid", protocol="reid", max_examples=15,
-                   only=["golden/*", "cmc/short-gallery", "mean/*"])
+    report = check(
+        E + "torchreid_style:evaluate",
+        adapter="reid",
+        protocol="reid",
+        max_examples=15,
+        only=["golden/*", "cmc/short-gallery", "mean/*"],
+    )
     res = report.result("cmc/short-gallery")
     assert res.status == "deviate" and res.deviation.mismatches[0].kind == "raised", report.text()
     assert any("CMC rows of different lengths" in w for w in res.deviation.explanations), res.deviation.explanations
@@ -53,8 +64,9 @@ def test_unseeded_sampler_is_reported_not_deterministic_before_any_convention():
     ident = rep.identification
     assert rep.exit_code == 1 and ident.nondeterministic and ident.preset is None, ident.text()
     assert re.search(r"called twice on the same input .* it returned \{.*\} and then \{.*\}", ident.text())
-    report = check(E + "cuhk03_sampler:evaluate", adapter="reid", protocol="reid", max_examples=10,
-                   only=["mean/*", "call/*"])
+    report = check(
+        E + "cuhk03_sampler:evaluate", adapter="reid", protocol="reid", max_examples=10, only=["mean/*", "call/*"]
+    )
     assert report.result("call/deterministic").status == "deviate"
     assert all("ties=" not in c for c in report.clauses())
 
@@ -75,8 +87,9 @@ def test_raising_on_empty_queries_only_is_its_own_finding_and_the_rest_is_checke
     assert report.exit_code == 1
     res = report.result("empty/no-relevant")
     assert res.status == "deviate" and res.deviation.mismatches[0].kind == "raised"
-    assert any("raises exactly on the inputs with a query without a relevant item" in w
-               for w in res.deviation.explanations)
+    assert any(
+        "raises exactly on the inputs with a query without a relevant item" in w for w in res.deviation.explanations
+    )
     assert report.result("ties/tie-heavy").status == "pass"  # every other check still ran
     assert report.result("ap/relevant-last").status == "pass"
     ident = identify(E + "raises_on_empty:average_precision", adapter="sklearn", per_family=3).identification
@@ -147,8 +160,13 @@ def test_printed_progress_stays_out_of_the_report(capfd):
 
 def test_a_slow_first_call_is_a_warm_up_not_a_hang(monkeypatch):
     monkeypatch.setenv("RC_EXAMPLE_WARMUP_SECONDS", "2")
-    report = check(E + "slow_first_call:calc_map", max_examples=5, timeout=1.0, warmup_timeout=10,
-                   only=["golden/*", "mean/one-query"])
+    report = check(
+        E + "slow_first_call:calc_map",
+        max_examples=5,
+        timeout=1.0,
+        warmup_timeout=10,
+        only=["golden/*", "mean/one-query"],
+    )
     assert report.exit_code == 0, report.text()
     assert any("allowed as a warm-up" in n for n in report.notes), report.notes
 

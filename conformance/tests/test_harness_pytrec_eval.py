@@ -2,6 +2,7 @@
 nDCG included (the trec preset discounts every rank by log2(r + 1), as trec_eval since 9.0.4:
 spec §7 discount=log2).
 Skips when ``pytrec_eval`` (``pip install pytrec-eval-terrier``) is not installed."""
+
 from __future__ import annotations
 
 import pytest

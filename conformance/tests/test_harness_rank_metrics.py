@@ -1,6 +1,7 @@
 """The harness on nDCG, MAP@R, MRR and Recall@k functions: our examples (conformance/examples/)
 each with its verdict, the conventions and bugs ``identify`` names, and scikit-learn's real
 ``ndcg_score`` identified as ``sklearn-ndcg``."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -29,8 +30,13 @@ IDENTIFIED = [
     # target, adapter, preset named, options that differ from it, bug named
     ("sklearn_ndcg_style:ndcg_score", "sklearn-ndcg", "sklearn-ndcg", {}, None),
     ("ndcg_exponential:ndcg_score", "sklearn-ndcg", "sklearn-ndcg", {"gain": "exponential"}, None),
-    ("ndcg_ideal_from_retrieved:ndcg_at_k", "sklearn-ndcg", "sklearn-ndcg", {"ties": "stable"},
-     "ndcg-ideal-from-retrieved"),
+    (
+        "ndcg_ideal_from_retrieved:ndcg_at_k",
+        "sklearn-ndcg",
+        "sklearn-ndcg",
+        {"ties": "stable"},
+        "ndcg-ideal-from-retrieved",
+    ),
     ("pml_map_at_r:get_accuracy", "pml", "pml", {}, None),
     ("mrr_counting_junk:mrr", "mrr", "hashing", {}, "mrr-counting-junk"),
     ("mrr_counting_junk:mrr_junk_removed", "mrr", "hashing", {}, None),
@@ -77,8 +83,7 @@ FLAGGED = [
     ("ndcg_ideal_from_retrieved:ndcg_at_k", "sklearn-ndcg", {"ties": "stable"}, "k/inside", "spec §7 nDCG"),
     ("mrr_counting_junk:mrr", "mrr", {}, "junk/before-first-relevant", "spec §7 MRR"),
     ("recall_hit:recall_at_k", "recall-at-k", {}, "k/inside", "spec §7 recall=fraction"),
-    ("ndcg_trec_eval_9_0a3:ndcg_cut", "sklearn-ndcg", {"ties": "reverse"}, "ndcg/graded",
-     "spec §7 discount=log2"),
+    ("ndcg_trec_eval_9_0a3:ndcg_cut", "sklearn-ndcg", {"ties": "reverse"}, "ndcg/graded", "spec §7 discount=log2"),
 ]
 
 
@@ -162,9 +167,11 @@ def real_pml_get_accuracy(query, query_labels, reference, reference_labels):
     from pytorch_metric_learning.utils.accuracy_calculator import AccuracyCalculator
     from pytorch_metric_learning.utils.inference import CustomKNN
 
-    calculator = AccuracyCalculator(include=("mean_average_precision_at_r", "r_precision", "precision_at_1"),
-                                    knn_func=CustomKNN(LpDistance(normalize_embeddings=False)),
-                                    device=torch.device("cpu"))
+    calculator = AccuracyCalculator(
+        include=("mean_average_precision_at_r", "r_precision", "precision_at_1"),
+        knn_func=CustomKNN(LpDistance(normalize_embeddings=False)),
+        device=torch.device("cpu"),
+    )
     t = [torch.as_tensor(np.asarray(a)) for a in (query, query_labels, reference, reference_labels)]
     return calculator.get_accuracy(t[0].float(), t[1], t[2].float(), t[3], ref_includes_query=False)
 

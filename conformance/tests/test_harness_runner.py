@@ -1,6 +1,7 @@
 """The harness's runner and loader: captured output (Python and OS level), inputs the function
 modifies, warm-up time limit for a JIT's first call, and loading ``module:function`` /
 ``file.py:function`` targets with clear errors."""
+
 from __future__ import annotations
 
 import os
@@ -17,6 +18,7 @@ MODES = ["process", "thread", "none"]
 
 
 # -- output --------------------------------------------------------------------------------------
+
 
 def _noisy_everywhere(x):
     print("python stdout line")
@@ -112,6 +114,7 @@ def test_a_timeout_keeps_the_output_so_far():
 
 # -- inputs the function modifies -------------------------------------------------------------------
 
+
 def _sorts_in_place(distances, labels):
     distances.sort(axis=1)
     return float(distances[0, 0])
@@ -173,6 +176,7 @@ def test_modified_tensor_is_reported():
 
 # -- warm-up -------------------------------------------------------------------------------------------
 
+
 def _slow_first_call_factory(seconds):
     state = {"first": True}
 
@@ -226,6 +230,7 @@ def test_default_warm_up_limit():
 
 # -- loading ------------------------------------------------------------------------------------------
 
+
 @pytest.fixture
 def clean_imports(monkeypatch):
     monkeypatch.setattr(sys, "path", list(sys.path))
@@ -244,10 +249,13 @@ def _write(path, text):
 def test_load_a_file_that_imports_its_sibling_from_another_folder(tmp_path, monkeypatch, clean_imports):
     proj = tmp_path / "proj"
     _write(proj / "rc_helper_sibling.py", "def scale():\n    return 10\n")
-    _write(proj / "rc_main_script.py", "import rc_helper_sibling\n\n"
-                                       "def calc_map(x):\n    return x * rc_helper_sibling.scale()\n\n"
-                                       "class Metric:\n    @staticmethod\n    def compute(x):\n        return -x\n\n"
-                                       "if __name__ == '__main__':\n    raise SystemExit('ran as a script')\n")
+    _write(
+        proj / "rc_main_script.py",
+        "import rc_helper_sibling\n\n"
+        "def calc_map(x):\n    return x * rc_helper_sibling.scale()\n\n"
+        "class Metric:\n    @staticmethod\n    def compute(x):\n        return -x\n\n"
+        "if __name__ == '__main__':\n    raise SystemExit('ran as a script')\n",
+    )
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
     monkeypatch.chdir(elsewhere)
@@ -278,8 +286,7 @@ def test_loading_errors_name_the_target_and_say_what_to_do(tmp_path, clean_impor
         load_function(missing)
     assert repr(missing) in str(err.value)
 
-    path = _write(tmp_path / "rc_has_others.py", "X = 3\n\ndef calc_map(x):\n    return x\n\n"
-                                                 "def helper():\n    pass\n")
+    path = _write(tmp_path / "rc_has_others.py", "X = 3\n\ndef calc_map(x):\n    return x\n\ndef helper():\n    pass\n")
     with pytest.raises(UsageError, match="no attribute 'calc_mAP'") as err:
         load_function(f"{path}:calc_mAP")
     assert f"{path}:calc_mAP" in str(err.value) and "calc_map" in str(err.value) and "helper" in str(err.value)

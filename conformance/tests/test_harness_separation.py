@@ -3,6 +3,7 @@
 Each test pins a verdict on one of our lab-style functions (conformance/examples/): the exit
 status and every cause named.
 """
+
 from __future__ import annotations
 
 import pytest
@@ -13,11 +14,13 @@ E = "retrieval_conformance.conformance.examples."
 
 def test_nan_for_an_empty_query_is_no_score_sign_finding():
     # NaN with scores <= 0 and NaN with scores > 0 are the same value, not a change
-    rep = identify(E + "nan_for_empty:average_precision", adapter="sklearn", protocol="hashing", empty="skip",
-                   per_family=3)
+    rep = identify(
+        E + "nan_for_empty:average_precision", adapter="sklearn", protocol="hashing", empty="skip", per_family=3
+    )
     assert rep.exit_code == 0 and "scores <= 0" not in rep.text(), rep.text()
-    report = check(E + "nan_for_empty:average_precision", adapter="sklearn", protocol="hashing", empty="skip",
-                   max_examples=15)
+    report = check(
+        E + "nan_for_empty:average_precision", adapter="sklearn", protocol="hashing", empty="skip", max_examples=15
+    )
     assert report.exit_code == 0, report.text()
 
 
@@ -57,6 +60,7 @@ def test_identify_help_names_identify(capsys):
 
 # -- landmark rules: inputs outside the usual domain separate compute_ap.cpp's rule from revisitop's --
 
+
 def test_landmark_model_is_each_reference_rule_exactly():
     import random
 
@@ -72,28 +76,45 @@ def test_landmark_model_is_each_reference_rule_exactly():
         pos = [rng.choice(names) for _ in range(rng.randint(1, 4))]
         junk = [rng.choice(names) for _ in range(rng.randint(0, 3))]
         assert landmark_ap(ranked, pos, junk, ap_rule="trapezoid") == oxford_ap_exact(ranked, pos, [], junk)
-        assert landmark_ap(ranked, pos, junk, ap_rule="trapezoid", overlap="positive", count="list") == \
-            revisitop_ap(revisitop_positions(ranked, pos, junk), len(pos))
-        assert landmark_ap(ranked, pos, [], ap_rule="precision_sum", repeats="once", count="list", k=3) == \
-            gldv2_ap_at_k(ranked, pos, 3)
+        assert landmark_ap(ranked, pos, junk, ap_rule="trapezoid", overlap="positive", count="list") == revisitop_ap(
+            revisitop_positions(ranked, pos, junk), len(pos)
+        )
+        assert landmark_ap(
+            ranked, pos, [], ap_rule="precision_sum", repeats="once", count="list", k=3
+        ) == gldv2_ap_at_k(ranked, pos, 3)
 
 
-@pytest.mark.parametrize("example, own, other", [
-    ("landmark_compute_ap_rule:compute_ap", "oxford", "roxford-medium"),
-    ("landmark_revisitop_rule:compute_ap", "roxford-medium", "oxford"),
-])
+@pytest.mark.parametrize(
+    "example, own, other",
+    [
+        ("landmark_compute_ap_rule:compute_ap", "oxford", "roxford-medium"),
+        ("landmark_revisitop_rule:compute_ap", "roxford-medium", "oxford"),
+    ],
+)
 def test_compute_ap_and_revisitop_rules_are_told_apart(example, own, other):
     assert check(E + example, adapter="oxford", protocol=own, max_examples=15).exit_code == 0
     report = check(E + example, adapter="oxford", protocol=other, max_examples=15)
-    clauses = ({"outside/positive-also-junk": "spec §5 oxford positive also junk",
-                "outside/positive-listed-twice": "spec §5 oxford compute_ap"} if other == "oxford" else
-               {"outside/positive-also-junk": "spec §5 revisitop positive also junk",
-                "outside/positive-listed-twice": "spec §5 revisitop positives not de-duplicated"})
-    assert report.exit_code == 1 and {r.id: r.deviation.clauses for r in report.deviations} == \
-        {cid: [c] for cid, c in clauses.items()}, report.text()
+    clauses = (
+        {
+            "outside/positive-also-junk": "spec §5 oxford positive also junk",
+            "outside/positive-listed-twice": "spec §5 oxford compute_ap",
+        }
+        if other == "oxford"
+        else {
+            "outside/positive-also-junk": "spec §5 revisitop positive also junk",
+            "outside/positive-listed-twice": "spec §5 revisitop positives not de-duplicated",
+        }
+    )
+    assert report.exit_code == 1 and {r.id: r.deviation.clauses for r in report.deviations} == {
+        cid: [c] for cid, c in clauses.items()
+    }, report.text()
     # accepted by the clause it breaks, under its own check id
-    assert check(E + example, adapter="oxford", protocol=other, max_examples=15,
-                 known_deviations=list(clauses.values())).exit_code == 0
+    assert (
+        check(
+            E + example, adapter="oxford", protocol=other, max_examples=15, known_deviations=list(clauses.values())
+        ).exit_code
+        == 0
+    )
     ident = identify(E + example, adapter="oxford", protocol=other, per_family=3)
     text = ident.text()
     assert ident.exit_code == 0 and ident.identification.preset.startswith(own.split("-")[0]), text
@@ -117,6 +138,7 @@ def test_gldv2_passes_no_junk_and_a_metric_without_junk_conforms():
 
 # -- cut-offs that bind: lists longer than the cut-offs real code defaults to -------------------
 
+
 def test_a_default_top10_is_caught_on_long_lists_and_identified():
     report = check(E + "default_top10:calc_map", max_examples=15, only=["k/*", "mean/*", "size/*"])
     # only the long lists show it: every input of the other families is at most 8 items long
@@ -136,8 +158,10 @@ def test_a_default_top1000_with_an_unstable_sort_divided_by_k_is_identified():
     assert sorted(b.label for b in best.bugs) == ["default-cutoff[1000]", "divided-by-k"], ident.text()
     report = check(E + "default_top1000_div:calc_map", max_examples=15, only=["k/long-lists", "mean/*"])
     assert report.exit_code == 1
-    assert {c for r in report.deviations for c in r.deviation.clauses} == \
-        {"spec §6 k=None (whole gallery)", "spec §6 ap_at_k=hits"}, report.text()
+    assert {c for r in report.deviations for c in r.deviation.clauses} == {
+        "spec §6 k=None (whole gallery)",
+        "spec §6 ap_at_k=hits",
+    }, report.text()
 
 
 def _cut_at_1000(qB, rB, query_L, retrieval_L, topk=1000):
@@ -197,10 +221,13 @@ def _gldv2_over_r(positives, junk, ranked_list):
     return total / len(positives)
 
 
-@pytest.mark.parametrize("func, clause, named", [
-    (_gldv2_without_cut, "spec §6 the cut-off k", "the cut-off is ignored"),
-    (_gldv2_over_r, "spec §6 ap_at_k=min_k_r", "ap_at_k=r"),
-])
+@pytest.mark.parametrize(
+    "func, clause, named",
+    [
+        (_gldv2_without_cut, "spec §6 the cut-off k", "the cut-off is ignored"),
+        (_gldv2_over_r, "spec §6 ap_at_k=min_k_r", "ap_at_k=r"),
+    ],
+)
 def test_gldv2_cut_at_100_and_min_r_100_bind_on_long_lists(func, clause, named):
     report = check(func, adapter="oxford", protocol="gldv2", max_examples=10, only=["k/*", "mean/*"])
     assert {r.id: r.deviation.clauses for r in report.deviations} == {"k/long-lists": [clause]}, report.text()

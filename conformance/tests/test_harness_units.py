@@ -1,5 +1,6 @@
 """Building blocks of the harness: exact conversions between input forms, adapters, the
 Oxford adapter, the pytest options."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -65,13 +66,16 @@ def test_golden_cases_are_loaded_and_deduplicated():
     assert "golden/seed003-dcmh-full" in names and len(names) == len(set(names))
 
 
-@pytest.mark.parametrize("adapter,func", [
-    ("hashing-codes", lambda a, b, c: 0.0),
-    ("distances-relevance", lambda a: 0.0),
-    ("reid", lambda a, b, c, d: 0.0),
-    ("sklearn", lambda a: 0.0),
-    ("oxford", lambda a, b: 0.0),
-])
+@pytest.mark.parametrize(
+    "adapter,func",
+    [
+        ("hashing-codes", lambda a, b, c: 0.0),
+        ("distances-relevance", lambda a: 0.0),
+        ("reid", lambda a, b, c, d: 0.0),
+        ("sklearn", lambda a: 0.0),
+        ("oxford", lambda a, b: 0.0),
+    ],
+)
 def test_adapters_reject_signatures_that_cannot_fit(adapter, func):
     with pytest.raises(UsageError, match="adapter"):
         get_adapter(adapter, func)
@@ -128,10 +132,10 @@ def test_oxford_adapter():
     pytest.importorskip("retrieval_conformance.reference.protocols.landmark")
     ok = check(_compute_ap, adapter="oxford", protocol="oxford", max_examples=15)
     assert ok.exit_code == 0, ok.text()
-    bad = check(_compute_ap_prev_hit, adapter="oxford", protocol="oxford", max_examples=15,
-                only=["ap/relevant-last"])
+    bad = check(_compute_ap_prev_hit, adapter="oxford", protocol="oxford", max_examples=15, only=["ap/relevant-last"])
     assert bad.result("ap/relevant-last").deviation.clauses == [
-        "spec §5 ap_rule=trapezoid (precision at the previous rank)"]
+        "spec §5 ap_rule=trapezoid (precision at the previous rank)"
+    ]
     assert "oxford_ap_exact" in bad.result("ap/relevant-last").deviation.snippet
 
 

@@ -7,6 +7,7 @@ The other hostile files (FIFOs, devices, oversize and binary text files, ``compu
 ``test_hostile_files.py``; pickles in ``test_hostile_pickle_arrays.py`` and
 ``test_hostile_pickle_bombs.py``.
 """
+
 from __future__ import annotations
 
 import io
@@ -29,8 +30,7 @@ from retrieval_conformance.reference.readers import (
 
 def _npy_header(shape, descr="<f8") -> bytes:
     buf = io.BytesIO()
-    np.lib.format.write_array_header_1_0(buf, {"descr": descr, "fortran_order": False,
-                                               "shape": shape})
+    np.lib.format.write_array_header_1_0(buf, {"descr": descr, "fortran_order": False, "shape": shape})
     return buf.getvalue()
 
 
@@ -84,8 +84,8 @@ NPZ_CASES = {
     "truncated": r"not a readable \.npz \(zip\) archive: BadZipFile",
     "object": r"\['distances.npy'\]: dtype \|O is not read",
     "declares 64 PiB": r"\['distances.npy'\]: array of shape \(9007199254740992,\) and dtype <f8 "
-                       r"\(72,057,594,037,927,936 bytes \(64 PiB\)\) beyond the limit of "
-                       r"2,147,483,648 bytes \(2 GiB\); raise the limit with --max-array-bytes N",
+    r"\(72,057,594,037,927,936 bytes \(64 PiB\)\) beyond the limit of "
+    r"2,147,483,648 bytes \(2 GiB\); raise the limit with --max-array-bytes N",
     "declares more than it holds": r"declares 8,000,000 bytes .* but the member holds 80 bytes",
     "zero-size items": r"\['query_labels.npy'\]: dtype <U0 has items of 0 bytes",
     "shape beyond intp": r"\['distances.npy'\]: \.npy shape '\(0, 18446744073709551616\)' is beyond numpy",
@@ -134,7 +134,7 @@ def _bad_npy(kind: str, tmp_path: Path) -> Path:
 
 NPY_CASES = {
     "garbage": r"not a \.npy array \(no NUMPY magic string\); expected a \.npy file written by "
-               r"numpy\.save",
+    r"numpy\.save",
     "bad header": r"malformed \.npy header",
     "object": r"dtype \|O is not read",
     "declares 8 GB": r"8,000,000,000 bytes .* beyond the limit .*--max-array-bytes",
@@ -163,8 +163,11 @@ def test_element_counts_are_bounded_as_well_as_bytes(tmp_path, capsys):
     path = tmp_path / "labels.npz"
     np.savez(path, query_labels=np.arange(6, dtype=np.int8), db_labels=np.arange(6, dtype=np.int8))
     assert readers.read_npz(path, max_elements=12)["db_labels"].size == 6
-    with pytest.raises(readers.FileRefusedError, match=r"\(6 elements\), 12 with the arrays before it, beyond "
-                       r"the limit of 11 elements") as info:
+    with pytest.raises(
+        readers.FileRefusedError,
+        match=r"\(6 elements\), 12 with the arrays before it, beyond "
+        r"the limit of 11 elements",
+    ) as info:
         readers.read_npz(path, max_elements=11)
     assert info.value.limit == "max_elements"
     np.save(tmp_path / "one.npy", np.arange(6, dtype=np.int8))
@@ -178,12 +181,16 @@ def test_evaluate_names_the_element_limit(tmp_path, capsys):
     path.write_bytes(_npy_header((2**31 + 1,), "|b1"))
     relevance = tmp_path / "rel.npy"
     np.save(relevance, np.array([[0, 1]]))
-    assert main(["evaluate", "--distances", str(path), "--relevance", str(relevance),
-                 "--max-array-bytes", str(2**33)]) == 2
+    assert (
+        main(["evaluate", "--distances", str(path), "--relevance", str(relevance), "--max-array-bytes", str(2**33)])
+        == 2
+    )
     err = capsys.readouterr().err
-    assert err.startswith(f"error: --distances {path}: array of shape (2147483649,) and dtype |b1 "
-                          "(2,147,483,649 elements) beyond the limit of 2,147,483,648 elements; evaluate the data in "
-                          "smaller parts"), err
+    assert err.startswith(
+        f"error: --distances {path}: array of shape (2147483649,) and dtype |b1 "
+        "(2,147,483,649 elements) beyond the limit of 2,147,483,648 elements; evaluate the data in "
+        "smaller parts"
+    ), err
 
 
 def test_evaluate_limits_all_arrays_together(tmp_path, capsys):
@@ -193,8 +200,10 @@ def test_evaluate_limits_all_arrays_together(tmp_path, capsys):
     capsys.readouterr()
     assert main(base + ["--max-array-bytes", "47"]) == 2
     err = capsys.readouterr().err
-    assert "['relevance.npy']: array of shape (1, 3) and dtype <i8 (24 bytes), 48 bytes with the " \
-           "arrays before it, beyond the limit of 47 bytes; raise the limit with --max-array-bytes" in err
+    assert (
+        "['relevance.npy']: array of shape (1, 3) and dtype <i8 (24 bytes), 48 bytes with the "
+        "arrays before it, beyond the limit of 47 bytes; raise the limit with --max-array-bytes" in err
+    )
     # the .npy options share the budget with the .npz
     extra = tmp_path / "labels.npy"
     np.save(extra, np.zeros(1, dtype=np.int64))
@@ -214,8 +223,13 @@ def test_evaluate_compressed_zeros_declaring_more_than_the_limit(tmp_path, capsy
 
 
 def test_read_npy_and_npz_load_what_numpy_writes(tmp_path):
-    arrays = {"a": np.arange(6, dtype=">i4").reshape(2, 3), "b": np.asfortranarray(np.eye(3)),
-              "c": np.array(["x", "yz"]), "d": np.zeros((0, 4)), "e": np.float64(2.5)}
+    arrays = {
+        "a": np.arange(6, dtype=">i4").reshape(2, 3),
+        "b": np.asfortranarray(np.eye(3)),
+        "c": np.array(["x", "yz"]),
+        "d": np.zeros((0, 4)),
+        "e": np.float64(2.5),
+    }
     np.savez(tmp_path / "x.npz", **arrays)
     got = read_npz(tmp_path / "x.npz")
     assert list(got) == list(arrays)
@@ -227,8 +241,10 @@ def test_read_npy_and_npz_load_what_numpy_writes(tmp_path):
     assert read_npy(tmp_path / "b.npy").flags.f_contiguous
 
 
-@pytest.mark.parametrize("k, ok", [("abc", False), ("1.5", False), ("", False), ("9" * 5000, False),
-                                   ("2", True), (" all ", True), ("None", True)])
+@pytest.mark.parametrize(
+    "k, ok",
+    [("abc", False), ("1.5", False), ("", False), ("9" * 5000, False), ("2", True), (" all ", True), ("None", True)],
+)
 def test_evaluate_k_argument(k, ok, tmp_path, capsys):
     npz = _good_npz(tmp_path / "run.npz")
     code = main(["evaluate", "--npz", str(npz), "--k", k, "--implementation", "reference"])
@@ -237,17 +253,25 @@ def test_evaluate_k_argument(k, ok, tmp_path, capsys):
         assert code == 0 and err == ""
     else:
         assert code == 2 and err.startswith(
-            "error: --k: expected a positive integer, a list like 1,5,10, or 'all' for the whole gallery, got ")
+            "error: --k: expected a positive integer, a list like 1,5,10, or 'all' for the whole gallery, got "
+        )
         assert len(err) < 200  # bounded whatever the length of --k (a 45,000-character k included)
 
 
 def test_evaluate_exit_status_as_a_process(tmp_path):
     garbage = tmp_path / "garbage.npz"
     garbage.write_bytes(b"PK\x03\x04" + bytes(200))
-    for argv in (["--npz", str(garbage)], ["--distances", str(tmp_path / "absent.npy")],
-                 ["--npz", str(_good_npz(tmp_path / "run.npz")), "--k", "abc"]):
-        proc = subprocess.run([sys.executable, "-m", "retrieval_conformance.cli", "evaluate", *argv],
-                              capture_output=True, text=True, timeout=120)
+    for argv in (
+        ["--npz", str(garbage)],
+        ["--distances", str(tmp_path / "absent.npy")],
+        ["--npz", str(_good_npz(tmp_path / "run.npz")), "--k", "abc"],
+    ):
+        proc = subprocess.run(
+            [sys.executable, "-m", "retrieval_conformance.cli", "evaluate", *argv],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
         assert proc.returncode == 2, proc.stderr
         assert proc.stderr.startswith("error: ") and "Traceback" not in proc.stderr
         assert proc.stdout == ""

@@ -11,6 +11,7 @@ Pickles: see ``test_hostile_pickle_arrays.py`` and ``test_hostile_pickle_bombs.p
 Whatever could hang runs in a child process (see
 :mod:`retrieval_conformance.conformance.support.hostile_support`).
 """
+
 from __future__ import annotations
 
 import functools
@@ -45,8 +46,7 @@ for name in sys.argv[2:]:
     except Exception as exc:
         print(name, type(exc).__name__, str(exc).replace("\n", " ")[:300], flush=True)
 """
-_READERS = ("read_lines", "read_ranked_list", "load_restricted_pickle", "read_revisitop_gnd",
-            "read_npy", "read_npz")
+_READERS = ("read_lines", "read_ranked_list", "load_restricted_pickle", "read_revisitop_gnd", "read_npy", "read_npz")
 
 
 def _read_special(path: Path) -> list:
@@ -78,8 +78,11 @@ def test_read_lines_byte_and_line_limits(tmp_path):
     path = tmp_path / "r.txt"
     path.write_bytes(b"a\nbb\nc\n")
     assert read_lines(path, max_bytes=7, max_lines=3) == ["a", "bb", "c"]
-    with pytest.raises(FileRefusedError, match=r"r\.txt: 7 bytes, more than the limit of 6 bytes; "
-                                               r"pass max_bytes=") as info:
+    with pytest.raises(
+        FileRefusedError,
+        match=r"r\.txt: 7 bytes, more than the limit of 6 bytes; "
+        r"pass max_bytes=",
+    ) as info:
         read_lines(path, max_bytes=6)
     assert info.value.limit == "max_bytes" and info.value.path == str(path)
     with pytest.raises(FileRefusedError, match=r"r\.txt: more than 2 lines \(3\); pass max_lines="):
@@ -119,16 +122,20 @@ def test_ground_truth_query_with_a_fifo(tmp_path):
     for kind in ("good", "junk"):
         (tmp_path / f"q_{kind}.txt").write_bytes(b"a\n")
     os.mkfifo(tmp_path / "q_ok.txt")
-    proc = run_in_child("import sys; from retrieval_conformance.reference.readers import read_gt_query;"
-                  " read_gt_query(sys.argv[1])", str(tmp_path / "q"), timeout=120)
+    proc = run_in_child(
+        "import sys; from retrieval_conformance.reference.readers import read_gt_query; read_gt_query(sys.argv[1])",
+        str(tmp_path / "q"),
+        timeout=120,
+    )
     assert proc.returncode == 1 and "FileRefusedError" in proc.stderr
     assert "q_ok.txt: not a regular file (a FIFO)" in proc.stderr
 
 
 # --------------------------------------------------------------------------- 2. compute-ap
 def _compute_ap_in_child(*argv: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "retrieval_conformance.cli", "compute-ap", *argv],
-                          capture_output=True, timeout=120)
+    return subprocess.run(
+        [sys.executable, "-m", "retrieval_conformance.cli", "compute-ap", *argv], capture_output=True, timeout=120
+    )
 
 
 @needs_fifo
@@ -145,8 +152,7 @@ def test_compute_ap_on_fifos_and_devices(tmp_path):
     assert proc.stderr == f"File {tmp_path}/fifo.txt not read: not a regular file (a FIFO)\n".encode()
     proc = _compute_ap_in_child(q, str(tmp_path / "zero.txt"))
     assert (proc.returncode, proc.stdout) == (255, b"")
-    assert proc.stderr == (f"File {tmp_path}/zero.txt not read: not a regular file "
-                           "(a character device)\n").encode()
+    assert proc.stderr == (f"File {tmp_path}/zero.txt not read: not a regular file (a character device)\n").encode()
     # a gt file that is a device, after a readable ranked list: reported in the program's order
     (tmp_path / "r.txt").write_bytes(b"a\n")
     (tmp_path / "d_good.txt").write_bytes(b"a\n")
@@ -177,5 +183,7 @@ def test_compute_ap_on_binary_garbage_and_oversize_files(tmp_path, monkeypatch):
     out, err = io.BytesIO(), io.BytesIO()
     assert landmark_cli.compute_ap_main(argv, stdout=out, stderr=err) == 255
     assert out.getvalue() == b""
-    assert err.getvalue() == (f"File {tmp_path}/r.txt not read: {len(ranked)} bytes, more than "
-                              "the limit of 10 bytes\n").encode()
+    assert (
+        err.getvalue()
+        == (f"File {tmp_path}/r.txt not read: {len(ranked)} bytes, more than the limit of 10 bytes\n").encode()
+    )

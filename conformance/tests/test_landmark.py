@@ -13,6 +13,7 @@ This module holds the data, the seeded adversarial cases, and the checks of
 of the built program, of float32 against exact arithmetic and of the command line are in
 ``test_landmark_compute_ap``.
 """
+
 from __future__ import annotations
 
 import json
@@ -102,7 +103,7 @@ def adversarial_cases(seed: int = 20240521, n: int = 420):
         if kind in (3, 9) or rng.random() < 0.1:
             vocab = [f"n{j}" for j in range(int(rng.integers(1, 7)))]  # repeats galore
         else:
-            vocab = names[:int(length * rng.uniform(1.0, 1.6)) + 5]
+            vocab = names[: int(length * rng.uniform(1.0, 1.6)) + 5]
         if rng.random() < 0.4:
             vocab += odd_names
         if len(vocab) >= length and rng.random() < 0.7:
@@ -122,7 +123,7 @@ def adversarial_cases(seed: int = 20240521, n: int = 420):
         if positives and rng.random() < 0.3:  # overlap and duplicates
             good += pick(positives, min(3, len(positives)))
             ok += pick(positives, min(2, len(positives)))
-        junk = others[:int(rng.choice([0, 0, 1, 3, 10, 50]))]
+        junk = others[: int(rng.choice([0, 0, 1, 3, 10, 50]))]
         if positives and rng.random() < 0.3:  # positives that are also junk
             junk += pick(positives, min(2, len(positives)))
         if kind == 11 and rng.random() < 0.5:  # everything junk
@@ -134,8 +135,9 @@ def adversarial_cases(seed: int = 20240521, n: int = 420):
     cases.append(([f"x{j}" for j in range(4999)] + ["p"], ["p", "q", "r"], [], []))
     cases.append((["p"] * 5000, ["p"], [], []))
     cases.append(([f"p{j}" for j in range(5000)], [f"p{j}" for j in range(5000)], [], []))
-    cases.append(([f"p{j}" for j in range(5000)], [f"p{j}" for j in range(0, 5000, 2)], [],
-                  [f"p{j}" for j in range(1, 5000, 4)]))
+    cases.append(
+        ([f"p{j}" for j in range(5000)], [f"p{j}" for j in range(0, 5000, 2)], [], [f"p{j}" for j in range(1, 5000, 4)])
+    )
     return cases
 
 
@@ -170,13 +172,27 @@ def _stepwise_oxford_ap(ranked, good, ok, junk):
 
 
 # --------------------------------------------------------------------------- formatting
-@pytest.mark.parametrize("value, text", [
-    (0.0, "0"), (1.0, "1"), (2.0, "2"), (0.5, "0.5"), (1 / 6, "0.166667"),
-    (0.0237602, "0.0237602"), (6.96767e-05, "6.96767e-05"), (0.0001, "0.0001"),
-    (0.00009999, "9.999e-05"), (123456.0, "123456"), (1234567.0, "1.23457e+06"),
-    (math.inf, "inf"), (-math.inf, "-inf"), (math.copysign(math.nan, -1), "-nan"),
-    (math.copysign(math.nan, 1), "nan"), (-0.0, "-0"),
-])
+@pytest.mark.parametrize(
+    "value, text",
+    [
+        (0.0, "0"),
+        (1.0, "1"),
+        (2.0, "2"),
+        (0.5, "0.5"),
+        (1 / 6, "0.166667"),
+        (0.0237602, "0.0237602"),
+        (6.96767e-05, "6.96767e-05"),
+        (0.0001, "0.0001"),
+        (0.00009999, "9.999e-05"),
+        (123456.0, "123456"),
+        (1234567.0, "1.23457e+06"),
+        (math.inf, "inf"),
+        (-math.inf, "-inf"),
+        (math.copysign(math.nan, -1), "-nan"),
+        (math.copysign(math.nan, 1), "nan"),
+        (-0.0, "-0"),
+    ],
+)
 def test_format_cpp_float(value, text):
     assert format_cpp_float(value) == text
 
@@ -232,13 +248,16 @@ def test_oxford_ap_edge_cases_directly():
     assert oxford_ap(np.array(["a", "b"]), ("b",), [], []) == 0.25
 
 
-@pytest.mark.parametrize("bad, exc", [
-    (dict(ranked="abc"), TypeError),
-    (dict(good="a"), TypeError),
-    (dict(ranked={"a", "b"}), TypeError),
-    (dict(ranked=[["a"]]), TypeError),
-    (dict(ranked=np.array([["a"]])), ValueError),
-])
+@pytest.mark.parametrize(
+    "bad, exc",
+    [
+        (dict(ranked="abc"), TypeError),
+        (dict(good="a"), TypeError),
+        (dict(ranked={"a", "b"}), TypeError),
+        (dict(ranked=[["a"]]), TypeError),
+        (dict(ranked=np.array([["a"]])), ValueError),
+    ],
+)
 def test_oxford_ap_rejects_bad_input(bad, exc):
     args = dict(ranked=["a"], good=["a"], ok=[], junk=[])
     args.update(bad)

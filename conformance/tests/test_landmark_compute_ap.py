@@ -18,6 +18,7 @@ same way.  Values above 1 (a name ranked repeatedly) carry the same *relative* e
 of this is invisible in the six printed digits, not all: a float64 port prints a different
 last digit on 10 of the 605 real lists, which is why the protocol value is the float32 one.
 """
+
 from __future__ import annotations
 
 import io
@@ -59,8 +60,7 @@ def test_program_reproduces_ap_txt_and_golden_json(compute_ap_exe):
     its real-list values equal AP.txt (printed by the original program)."""
     doc = compute_ap_tool.oxford_golden(exe=compute_ap_exe)
     assert doc["runs"] == OXFORD_JSON["runs"]
-    assert [c["printed"] for c in doc["edge_cases"]] == \
-        [c["printed"] for c in OXFORD_JSON["edge_cases"]]
+    assert [c["printed"] for c in doc["edge_cases"]] == [c["printed"] for c in OXFORD_JSON["edge_cases"]]
     assert doc["edge_cases"] == OXFORD_JSON["edge_cases"]
     for run in RUNS:
         values, _ = _ap_txt(run)
@@ -118,8 +118,11 @@ def test_float32_vs_exact_on_real_lists(real_cases):
     worst = 0.0
     for _run, _q, ranked, g, _printed in real_cases:
         f32 = oxford_ap(ranked, g.good, g.ok, g.junk)
-        worst = max(worst, abs(f32 - float(oxford_ap_exact(ranked, g.good, g.ok, g.junk))),
-                    abs(f32 - oxford_ap_float64(ranked, g.good, g.ok, g.junk)))
+        worst = max(
+            worst,
+            abs(f32 - float(oxford_ap_exact(ranked, g.good, g.ok, g.junk))),
+            abs(f32 - oxford_ap_float64(ranked, g.good, g.ok, g.junk)),
+        )
     assert 0 < worst < 1e-6
 
 
@@ -151,7 +154,7 @@ def test_float64_and_exact_differences_are_tiny(adversarial):
             # the float64 port is the exact value to double precision
             assert abs(f64 - float(exact)) <= 1e-12 * max(1.0, float(exact))
         d = abs(f32 - float(exact))
-        assert d <= (g + 4) * 2.0 ** -24 * max(1.0, float(exact))
+        assert d <= (g + 4) * 2.0**-24 * max(1.0, float(exact))
         if exact <= 1 and g <= 1000:
             worst_small = max(worst_small, d)
         above_1e6 += d >= 1e-6 and exact <= 1
@@ -173,6 +176,7 @@ def test_float64_port_prints_differently_somewhere(real_cases):
 # --------------------------------------------------------------------------- CLI parity
 def _make_scenario(root: Path):
     """Files for the CLI scenarios; returns {name: argv}."""
+
     def write(path, text):
         Path(path).write_bytes(text)
 
@@ -237,10 +241,13 @@ def test_cli_matches_program(tmp_path, compute_ap_exe):
 
 
 def test_cli_as_a_process_exits_255(tmp_path):
-    code = ("import sys; from retrieval_conformance.reference.protocols.landmark.cli import compute_ap_main;"
-            " sys.exit(compute_ap_main(sys.argv[1:]))")
-    proc = subprocess.run([sys.executable, "-c", code, str(tmp_path / "q"), str(tmp_path / "r")],
-                          capture_output=True, timeout=120)
+    code = (
+        "import sys; from retrieval_conformance.reference.protocols.landmark.cli import compute_ap_main;"
+        " sys.exit(compute_ap_main(sys.argv[1:]))"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", code, str(tmp_path / "q"), str(tmp_path / "r")], capture_output=True, timeout=120
+    )
     assert proc.returncode == 255
     assert proc.stdout == b""
     assert proc.stderr == f"File {tmp_path}/r not found!\n".encode()

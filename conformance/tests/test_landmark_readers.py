@@ -1,5 +1,6 @@
 """Readers: raw lines as compute_ap reads them, the VGG gt layout, and ground-truth pickles
 through the restricted unpickler (a pickle can run code: nothing but data may come out)."""
+
 from __future__ import annotations
 
 import io
@@ -28,19 +29,22 @@ DATA = Path(str(files("retrieval_conformance.golden") / "data" / "oxford5k"))
 
 
 # --------------------------------------------------------------------------- lines
-@pytest.mark.parametrize("data, names", [
-    (b"", []),
-    (b"\n", [""]),
-    (b"\n\n", ["", ""]),
-    (b"a", ["a"]),
-    (b"a\n", ["a"]),
-    (b"a\nb", ["a", "b"]),
-    (b"a\r\nb\r\n", ["a\r", "b\r"]),
-    (b"a \n a\n", ["a ", " a"]),
-    (b"a\n\nb\n", ["a", "", "b"]),
-    (b"a\rb\n", ["a\rb"]),  # a lone \r is not a line break for getline
-    ("é\n".encode(), ["é"]),
-])
+@pytest.mark.parametrize(
+    "data, names",
+    [
+        (b"", []),
+        (b"\n", [""]),
+        (b"\n\n", ["", ""]),
+        (b"a", ["a"]),
+        (b"a\n", ["a"]),
+        (b"a\nb", ["a", "b"]),
+        (b"a\r\nb\r\n", ["a\r", "b\r"]),
+        (b"a \n a\n", ["a ", " a"]),
+        (b"a\n\nb\n", ["a", "", "b"]),
+        (b"a\rb\n", ["a\rb"]),  # a lone \r is not a line break for getline
+        ("é\n".encode(), ["é"]),
+    ],
+)
 def test_split_lines_like_getline(data, names):
     assert split_lines(data) == names
 
@@ -150,13 +154,16 @@ def test_restricted_unpickler_refuses_os_system(tmp_path):
     assert not marker.exists()
 
 
-@pytest.mark.parametrize("obj, name", [
-    (_EvilPopen(), "subprocess.Popen"),
-    (_EvilEval(), "builtins.eval"),
-    (_EvilGetattr(), "builtins.getattr"),
-    (Fraction(1, 3), "fractions.Fraction"),
-    (np.random.default_rng(0), "numpy.random"),
-])
+@pytest.mark.parametrize(
+    "obj, name",
+    [
+        (_EvilPopen(), "subprocess.Popen"),
+        (_EvilEval(), "builtins.eval"),
+        (_EvilGetattr(), "builtins.getattr"),
+        (Fraction(1, 3), "fractions.Fraction"),
+        (np.random.default_rng(0), "numpy.random"),
+    ],
+)
 def test_restricted_unpickler_refuses_other_globals(obj, name):
     for protocol in (2, 4, 5):
         with pytest.raises(pickle.UnpicklingError, match=name.replace(".", r"\.")):
@@ -175,19 +182,34 @@ def _gt_like():
         "imlist": [f"img{i}" for i in range(10)],
         "qimlist": ["qa", "qb"],
         "gnd": [
-            {"bbx": [1.5, 2.0, 30.0, 40.25], "easy": np.array([2, 5]),
-             "hard": np.array([7]), "junk": np.array([3], dtype=np.int32)},
-            {"bbx": np.array([0.0, 0.0, 1.0, 1.0]), "easy": [np.int64(1), 4],
-             "hard": np.array([], dtype=np.int64), "junk": [1]},
+            {
+                "bbx": [1.5, 2.0, 30.0, 40.25],
+                "easy": np.array([2, 5]),
+                "hard": np.array([7]),
+                "junk": np.array([3], dtype=np.int32),
+            },
+            {
+                "bbx": np.array([0.0, 0.0, 1.0, 1.0]),
+                "easy": [np.int64(1), 4],
+                "hard": np.array([], dtype=np.int64),
+                "junk": [1],
+            },
         ],
     }
 
 
 @pytest.mark.parametrize("protocol", range(pickle.HIGHEST_PROTOCOL + 1))
 def test_restricted_unpickler_accepts_gt_with_numpy_arrays(protocol):
-    extra = {"set": {1, 2}, "frozen": frozenset([3]), "c": 1 + 2j, "b": b"\x00\xff",
-             "ba": bytearray(b"x"), "f32": np.arange(6, dtype=np.float32).reshape(2, 3),
-             "scalar": np.float64(0.5), "tuple": (1, "a", None, True)}
+    extra = {
+        "set": {1, 2},
+        "frozen": frozenset([3]),
+        "c": 1 + 2j,
+        "b": b"\x00\xff",
+        "ba": bytearray(b"x"),
+        "f32": np.arange(6, dtype=np.float32).reshape(2, 3),
+        "scalar": np.float64(0.5),
+        "tuple": (1, "a", None, True),
+    }
     obj = dict(_gt_like(), extra=extra)
     got = load_restricted_pickle(pickle.dumps(obj, protocol=protocol))
     assert got["imlist"] == obj["imlist"]
@@ -215,24 +237,29 @@ def test_read_revisitop_gnd_and_evaluate(tmp_path):
 
 
 def test_read_cirtorch_gnd(tmp_path):
-    obj = {"imlist": ["a", "b", "c"], "qimlist": ["q"],
-           "gnd": [{"bbx": [0, 0, 1, 1], "ok": np.array([0, 2]), "junk": np.array([1])}]}
+    obj = {
+        "imlist": ["a", "b", "c"],
+        "qimlist": ["q"],
+        "gnd": [{"bbx": [0, 0, 1, 1], "ok": np.array([0, 2]), "junk": np.array([1])}],
+    }
     cfg = read_revisitop_gnd(pickle.dumps(obj, protocol=2))
     assert cfg["kind"] == "cirtorch" and cfg["gnd"][0]["ok"] == [0, 2]
     res = evaluate_landmark([[1, 2, 0]], cfg["gnd"], protocol="oxford")
     assert res.printed == ["1"]  # 1 is junk, 2 and 0 are the two positives
 
 
-@pytest.mark.parametrize("obj, match", [
-    ([1, 2], "dict"),
-    ({"imlist": [], "qimlist": []}, "'gnd'"),
-    ({"imlist": [], "qimlist": ["q"], "gnd": []}, "qimlist"),
-    ({"imlist": [], "qimlist": ["q"], "gnd": [{"bbx": []}]}, "neither"),
-    ({"imlist": [], "qimlist": ["q"], "gnd": [{"easy": [[1]], "hard": []}]}, "easy"),
-    ({"imlist": [], "qimlist": ["q", "r"],
-      "gnd": [{"easy": [], "hard": []}, {"ok": []}]}, "mixes"),
-    ({"imlist": [], "qimlist": ["q"], "gnd": [{"easy": np.zeros((2, 2)), "hard": []}]}, "1-D"),
-])
+@pytest.mark.parametrize(
+    "obj, match",
+    [
+        ([1, 2], "dict"),
+        ({"imlist": [], "qimlist": []}, "'gnd'"),
+        ({"imlist": [], "qimlist": ["q"], "gnd": []}, "qimlist"),
+        ({"imlist": [], "qimlist": ["q"], "gnd": [{"bbx": []}]}, "neither"),
+        ({"imlist": [], "qimlist": ["q"], "gnd": [{"easy": [[1]], "hard": []}]}, "easy"),
+        ({"imlist": [], "qimlist": ["q", "r"], "gnd": [{"easy": [], "hard": []}, {"ok": []}]}, "mixes"),
+        ({"imlist": [], "qimlist": ["q"], "gnd": [{"easy": np.zeros((2, 2)), "hard": []}]}, "1-D"),
+    ],
+)
 def test_read_revisitop_gnd_structure_errors(obj, match):
     with pytest.raises(ValueError, match=match):
         read_revisitop_gnd(pickle.dumps(obj))
@@ -252,8 +279,18 @@ def test_no_unrestricted_pickle_loading_in_landmark_modules():
     import retrieval_conformance.reference.readers.pickles.revisitop_gnd as revisitop_gnd
 
     banned = ("pickle." + "load(", "pickle." + "loads(")
-    for mod in (readers, safe_pickle, pickle_opcodes, pickle_proxies, revisitop_gnd, npy_readers, landmark, cli, tool,
-                tool_build):
+    for mod in (
+        readers,
+        safe_pickle,
+        pickle_opcodes,
+        pickle_proxies,
+        revisitop_gnd,
+        npy_readers,
+        landmark,
+        cli,
+        tool,
+        tool_build,
+    ):
         text = Path(mod.__file__).read_text(encoding="utf-8")
         assert not any(b in text for b in banned), mod.__name__
     here = Path(__file__).read_text(encoding="utf-8")

@@ -5,6 +5,7 @@ fractions derived by hand (each case's ``provenance`` holds the derivation).  Be
 an independent float64 re-statement of revisitop's ``compute_map`` loop and of the Kaggle
 metric checks the exact reference on generated cases.
 """
+
 from __future__ import annotations
 
 import json
@@ -58,10 +59,16 @@ def test_golden_files_are_complete():
     protocols = {c["call"]["protocol"] for c in CASES}
     assert protocols == {"roxford-easy", "roxford-medium", "roxford-hard", "gldv2"}
     # cases where revisitop's mP@k and the corrected one differ, and one where they agree
-    differ = [c for c in CASES if "mp_at_k" in c["expected"]
-              and c["expected"]["mp_at_k"] != c["expected"]["mp_at_k_corrected"]]
-    same = [c for c in CASES if "mp_at_k" in c["expected"]
-            and c["expected"]["mp_at_k"] == c["expected"]["mp_at_k_corrected"]]
+    differ = [
+        c
+        for c in CASES
+        if "mp_at_k" in c["expected"] and c["expected"]["mp_at_k"] != c["expected"]["mp_at_k_corrected"]
+    ]
+    same = [
+        c
+        for c in CASES
+        if "mp_at_k" in c["expected"] and c["expected"]["mp_at_k"] == c["expected"]["mp_at_k_corrected"]
+    ]
     assert len(differ) >= 5 and len(same) >= 1
 
 
@@ -82,10 +89,10 @@ def test_golden_fractions(case):
     else:
         assert res.map == float(Fraction(expected["map"]))
     # float per-query values carry NaN where the query is left out
-    assert [None if math.isnan(a) else Fraction(a) for a in res.ap] == \
-        [None if v is None else Fraction(float(Fraction(v))) for v in expected["ap"]]
-    for key, got in (("mp_at_k", res.mp_at_k_exact),
-                     ("mp_at_k_corrected", res.mp_at_k_corrected_exact)):
+    assert [None if math.isnan(a) else Fraction(a) for a in res.ap] == [
+        None if v is None else Fraction(float(Fraction(v))) for v in expected["ap"]
+    ]
+    for key, got in (("mp_at_k", res.mp_at_k_exact), ("mp_at_k_corrected", res.mp_at_k_corrected_exact)):
         if key in expected:
             assert sorted(got) == sorted(int(k) for k in expected[key])
             for k, v in expected[key].items():
@@ -126,8 +133,7 @@ def _random_revisitop_query(rng):
     if rng.random() < 0.15 and ranked:
         ranked.insert(rng.randint(0, len(ranked)), rng.choice(ranked))  # a repeat
     ids = list(range(n_db + 3))  # some ids never ranked
-    gt = {key: rng.sample(ids, min(len(ids), rng.choice([0, 1, 2, 3, 6])))
-          for key in ("easy", "hard", "junk")}
+    gt = {key: rng.sample(ids, min(len(ids), rng.choice([0, 1, 2, 3, 6]))) for key in ("easy", "hard", "junk")}
     return ranked, gt
 
 
@@ -193,8 +199,7 @@ def test_revisitop_equals_oxford_exact_without_overlaps():
         positives = rng.sample(range(100), rng.randint(1, 10))
         junk = rng.sample([i for i in range(100) if i not in positives], rng.randint(0, 10))
         positions = revisitop_positions(ranked, positives, junk)
-        assert revisitop_ap(positions, len(positives)) == \
-            oxford_ap_exact(ranked, positives, [], junk)
+        assert revisitop_ap(positions, len(positives)) == oxford_ap_exact(ranked, positives, [], junk)
 
 
 def test_revisitop_positive_also_junk_exceeds_one():
@@ -208,15 +213,18 @@ def test_revisitop_positives_not_deduplicated():
     assert revisitop_ap(revisitop_positions([0, 1], [0, 0], []), 2) == Fraction(1, 2)
 
 
-@pytest.mark.parametrize("call, exc, match", [
-    (lambda: revisitop_ap([0], 0), ValueError, "n_positives"),
-    (lambda: revisitop_ap([-1], 1), ValueError, "positions"),
-    (lambda: revisitop_ap([0.5], 1), TypeError, "positions"),
-    (lambda: revisitop_precision_at_k([0], 0), ValueError, "k"),
-    (lambda: corrected_precision_at_k([0], 2.0), TypeError, "k"),
-    (lambda: roxford_split({"easy": [1]}, "easy"), ValueError, "hard"),
-    (lambda: roxford_split({"easy": [1], "hard": []}, "extreme"), ValueError, "difficulty"),
-])
+@pytest.mark.parametrize(
+    "call, exc, match",
+    [
+        (lambda: revisitop_ap([0], 0), ValueError, "n_positives"),
+        (lambda: revisitop_ap([-1], 1), ValueError, "positions"),
+        (lambda: revisitop_ap([0.5], 1), TypeError, "positions"),
+        (lambda: revisitop_precision_at_k([0], 0), ValueError, "k"),
+        (lambda: corrected_precision_at_k([0], 2.0), TypeError, "k"),
+        (lambda: roxford_split({"easy": [1]}, "easy"), ValueError, "hard"),
+        (lambda: roxford_split({"easy": [1], "hard": []}, "extreme"), ValueError, "difficulty"),
+    ],
+)
 def test_revisitop_helpers_reject_bad_input(call, exc, match):
     with pytest.raises(exc, match=match):
         call()
@@ -224,30 +232,33 @@ def test_revisitop_helpers_reject_bad_input(call, exc, match):
 
 def test_roxford_accepts_numpy_ranks_rows_are_queries():
     # revisitop's ranks are (n_db, n_queries): the transpose has one row per query
-    ranks = np.array([[2, 1], [3, 4], [7, 0], [0, 2], [5, 3], [1, 5], [4, 6], [6, 7],
-                      [8, 8], [9, 9]])
-    gnd = [{"easy": np.array([2, 5]), "hard": np.array([7]), "junk": np.array([3])},
-           {"easy": [1, 4], "hard": [], "junk": [1]}]
+    ranks = np.array([[2, 1], [3, 4], [7, 0], [0, 2], [5, 3], [1, 5], [4, 6], [6, 7], [8, 8], [9, 9]])
+    gnd = [
+        {"easy": np.array([2, 5]), "hard": np.array([7]), "junk": np.array([3])},
+        {"easy": [1, 4], "hard": [], "junk": [1]},
+    ]
     res = evaluate_landmark(ranks.T, gnd, protocol="roxford-medium")
     assert res.ap_exact[0] == Fraction(65, 72)
     with pytest.raises(ValueError, match=r"ranks\.T"):
         evaluate_landmark(ranks, gnd, protocol="roxford-medium")
 
 
-@pytest.mark.parametrize("kwargs, exc, match", [
-    (dict(k=0), ValueError, "k"),
-    (dict(k="10"), TypeError, "k"),
-    (dict(k=[]), ValueError, "k"),
-    (dict(k=[1, 2.5]), TypeError, "k"),
-])
+@pytest.mark.parametrize(
+    "kwargs, exc, match",
+    [
+        (dict(k=0), ValueError, "k"),
+        (dict(k="10"), TypeError, "k"),
+        (dict(k=[]), ValueError, "k"),
+        (dict(k=[1, 2.5]), TypeError, "k"),
+    ],
+)
 def test_roxford_k_validation(kwargs, exc, match):
     with pytest.raises(exc, match=match):
         evaluate_landmark([[0]], [{"easy": [0], "hard": []}], protocol="roxford-easy", **kwargs)
 
 
 def test_roxford_custom_k_and_ground_truth_type():
-    res = evaluate_landmark({"q": [0, 1]}, {"q": {"easy": [1], "hard": []}},
-                            protocol="roxford-easy", k=2)
+    res = evaluate_landmark({"q": [0, 1]}, {"q": {"easy": [1], "hard": []}}, protocol="roxford-easy", k=2)
     assert res.k == (2,) and res.mp_at_k_exact == {2: Fraction(1, 2)}
     assert res.summary()["mp_at_k"] == {"2": 0.5}
     with pytest.raises(TypeError, match="easy"):
@@ -324,8 +335,13 @@ def test_roxford_equals_distance_based_trapezoid_skip():
     gnd = []
     for _ in range(n_q):
         ids = rng.sample(range(n), 12)
-        gnd.append({"easy": ids[:rng.randint(0, 4)], "hard": ids[4:4 + rng.randint(0, 4)],
-                    "junk": ids[8:8 + rng.randint(0, 4)]})
+        gnd.append(
+            {
+                "easy": ids[: rng.randint(0, 4)],
+                "hard": ids[4 : 4 + rng.randint(0, 4)],
+                "junk": ids[8 : 8 + rng.randint(0, 4)],
+            }
+        )
     for difficulty in ("easy", "medium", "hard"):
         rel = np.zeros((n_q, n), dtype=bool)
         junk = np.zeros((n_q, n), dtype=bool)
@@ -333,8 +349,14 @@ def test_roxford_equals_distance_based_trapezoid_skip():
             p, j = roxford_split(gnd[q], difficulty)
             rel[q, p] = True
             junk[q, j] = True
-        ref = rc.evaluate(distances=_as_distances(ranked, n), relevance=rel, junk=junk,
-                          protocol="reid-matlab", empty="skip", implementation="reference")
+        ref = rc.evaluate(
+            distances=_as_distances(ranked, n),
+            relevance=rel,
+            junk=junk,
+            protocol="reid-matlab",
+            empty="skip",
+            implementation="reference",
+        )
         res = evaluate_landmark(ranked, gnd, protocol=f"roxford-{difficulty}")
         assert res.ap_exact == ref.exact.ap
         assert res.map_exact == ref.exact.map
@@ -352,8 +374,9 @@ def test_gldv2_equals_distance_based_gldv2_preset():
     for q in range(n_q):
         rel[q, sol[q]] = True
     for k in (5, 10, 100):
-        ref = rc.evaluate(distances=_as_distances(ranked, n), relevance=rel, protocol="gldv2",
-                          k=k, implementation="reference")
+        ref = rc.evaluate(
+            distances=_as_distances(ranked, n), relevance=rel, protocol="gldv2", k=k, implementation="reference"
+        )
         res = evaluate_landmark(ranked, sol, protocol="gldv2", k=k)
         assert res.ap_exact == ref.exact.ap
         assert res.map_exact == ref.exact.map

@@ -11,6 +11,7 @@ Two checks: every import statement of every module, wherever it sits (a function
 import is an import too); and, in a fresh interpreter, importing all of a layer's modules
 loads no module of a higher layer.
 """
+
 from __future__ import annotations
 
 import ast
@@ -35,13 +36,20 @@ LAYERS: Dict[str, Tuple[int, str]] = {
     "conformance": (3, f"{PACKAGE}.conformance"),
 }
 #: layers of the same rank that must not import each other
-SEPARATE = {("reference", "implementations"), ("implementations", "reference"), ("golden", "implementations"),
-            ("golden", "reference")}
+SEPARATE = {
+    ("reference", "implementations"),
+    ("implementations", "reference"),
+    ("golden", "implementations"),
+    ("golden", "reference"),
+}
 
 
 def layer_of(module: str) -> str:
-    matches = [(len(prefix), name) for name, (_, prefix) in LAYERS.items()
-               if module == prefix or module.startswith(prefix + ".")]
+    matches = [
+        (len(prefix), name)
+        for name, (_, prefix) in LAYERS.items()
+        if module == prefix or module.startswith(prefix + ".")
+    ]
     return max(matches)[1]
 
 
@@ -118,8 +126,9 @@ def test_no_import_statement_runs_upward():
     for module, path in all_modules():
         for line, name in imports_of(module, path):
             if upward(module, _resolve(name)):
-                problems.append(f"{path}:{line}: {layer_of(module)} module {module} imports {name} "
-                                f"({layer_of(_resolve(name))})")
+                problems.append(
+                    f"{path}:{line}: {layer_of(module)} module {module} imports {name} ({layer_of(_resolve(name))})"
+                )
     assert not problems, "imports against ARCHITECTURE.md's layers:\n" + "\n".join(problems)
 
 
@@ -133,8 +142,13 @@ def test_importing_a_layer_loads_nothing_above_it(layer):
         "    importlib.import_module(name)\n"
         "print('\\n'.join(sorted(m for m in sys.modules if m.split('.')[0] == 'retrieval_conformance')))\n"
     )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300,
-                         cwd=os.path.dirname(os.path.dirname(importlib.util.find_spec(PACKAGE).origin)))
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=os.path.dirname(os.path.dirname(importlib.util.find_spec(PACKAGE).origin)),
+    )
     assert out.returncode == 0, out.stderr[-2000:]
     # Python runs the parent packages' __init__ first; the face's is lazy and the others are
     # docstrings, and anything they imported would be listed here too
@@ -169,8 +183,12 @@ def _module_level_imports(module: str, path: str) -> Tuple[set, set]:
     """(imports at module level, imports inside functions) of one module, resolved to modules."""
     with open(path, encoding="utf-8") as f:
         tree = ast.parse(f.read(), path)
-    in_functions = {id(node) for func in ast.walk(tree) if isinstance(func, (ast.FunctionDef, ast.AsyncFunctionDef))
-                    for node in ast.walk(func)}
+    in_functions = {
+        id(node)
+        for func in ast.walk(tree)
+        if isinstance(func, (ast.FunctionDef, ast.AsyncFunctionDef))
+        for node in ast.walk(func)
+    }
     at_top, inside = set(), set()
     lines = {line for line, _ in imports_of(module, path)}
     for node in ast.walk(tree):
@@ -199,6 +217,10 @@ def test_no_import_hides_in_a_function_to_dodge_a_cycle():
                         todo.append(m)
         return seen
 
-    dodges = [f"{m} imports {t} inside a function, and {t} leads back to {m}"
-              for m in sorted(inner) for t in sorted(inner[m]) if m in reached_from(t)]
+    dodges = [
+        f"{m} imports {t} inside a function, and {t} leads back to {m}"
+        for m in sorted(inner)
+        for t in sorted(inner[m])
+        if m in reached_from(t)
+    ]
     assert not dodges, "\n".join(dodges)

@@ -5,6 +5,7 @@ changed); the float16 warning counted the ties of embedding values, not of the d
 computed from them ("0 tied values in the first 1 rows" on a row whose distances tied); a
 bfloat16 tensor was read as float32 and tied silently.
 """
+
 from __future__ import annotations
 
 import warnings
@@ -35,9 +36,12 @@ def test_long_double_distances_that_float64_ties_warn():
     dist[0, 1] += np.longdouble(2.0) ** -60
     if dist[0, 1] == dist[0, 0]:
         pytest.skip("long double is float64 on this platform: nothing is rounded")
-    with pytest.warns(LowPrecisionWarning, match=r"distances: long double values are compared in float64, and "
-                                                 r"rounding 1 row to float64 changed the input \(1 distinct value "
-                                                 r"of the same row became tied\).*astype\(np.float64\)"):
+    with pytest.warns(
+        LowPrecisionWarning,
+        match=r"distances: long double values are compared in float64, and "
+        r"rounding 1 row to float64 changed the input \(1 distinct value "
+        r"of the same row became tied\).*astype\(np.float64\)",
+    ):
         rc.evaluate(distances=dist, **LABELS)
     # distinct in float64 too: nothing to say
     quietly(distances=np.array([[1.0, 1.5, 3.0]], dtype=np.longdouble), **LABELS)
@@ -49,8 +53,11 @@ def test_long_double_embeddings_warn_when_rounding_changes_them():
     if q[0, 0] == 1.0:
         pytest.skip("long double is float64 on this platform: nothing is rounded")
     d = np.eye(2)[[0, 1, 1]]
-    with pytest.warns(LowPrecisionWarning, match=r"query_embeddings: long double .*\(1 value changed, and so may "
-                                                 r"the distances\)"):
+    with pytest.warns(
+        LowPrecisionWarning,
+        match=r"query_embeddings: long double .*\(1 value changed, and so may "
+        r"the distances\)",
+    ):
         rc.evaluate(query_embeddings=q, db_embeddings=d, **LABELS)
     quietly(query_embeddings=np.ones((1, 2), dtype=np.longdouble), db_embeddings=d, **LABELS)
 

@@ -4,6 +4,7 @@ For every implementation, tie policy and protocol, every metric asked for alone 
 subsets) gives bit for bit the value it has when every metric is computed; a metric not asked
 for refuses to be read, by name; C and numpy skip the work of the values nobody asked for.
 """
+
 from __future__ import annotations
 
 import json
@@ -53,10 +54,19 @@ def _problems(rng, small: bool):
     with multi-hot labels; ``small=False`` adds a 1,500-item gallery (C's prefix path)."""
     n = 24 if small else 1500
     dist = rng.choice([0.0, 0.25, 0.5, 1.0, 2.0], size=(5, n))
-    yield dict(distances=dist, query_labels=rng.integers(0, 4, 5), db_labels=rng.integers(-1, 4, n),
-               query_cams=rng.integers(0, 2, 5), db_cams=rng.integers(0, 2, n))
-    yield dict(query_codes=rng.choice([-1, 1], (4, 6)), db_codes=rng.choice([-1, 1], (30, 6)),
-               query_labels=rng.integers(0, 2, (4, 3)), db_labels=rng.integers(0, 2, (30, 3)))
+    yield dict(
+        distances=dist,
+        query_labels=rng.integers(0, 4, 5),
+        db_labels=rng.integers(-1, 4, n),
+        query_cams=rng.integers(0, 2, 5),
+        db_cams=rng.integers(0, 2, n),
+    )
+    yield dict(
+        query_codes=rng.choice([-1, 1], (4, 6)),
+        db_codes=rng.choice([-1, 1], (30, 6)),
+        query_labels=rng.integers(0, 2, (4, 3)),
+        db_labels=rng.integers(0, 2, (30, 3)),
+    )
 
 
 def _subsets(rng, with_k: bool, with_radius: bool):
@@ -76,12 +86,14 @@ def test_every_metric_alone_and_random_subsets_give_the_bits_of_all(name, ties):
             if "same_id_cam" not in preset.junk:
                 kwargs = {key: value for key, value in kwargs.items() if "cams" not in key}
             elif "query_cams" not in kwargs:
-                kwargs = dict(kwargs, junk=np.zeros((kwargs["query_labels"].shape[0], kwargs["db_codes"].shape[0]),
-                                                    bool))
+                kwargs = dict(
+                    kwargs, junk=np.zeros((kwargs["query_labels"].shape[0], kwargs["db_codes"].shape[0]), bool)
+                )
             ks = [None] if ties == "grouped" else ([100] if protocol == "gldv2" else [None, 3])
             for k in ks:
-                options = dict(protocol=protocol, k=k, ties=ties, radius=2, implementation=name, max_rank=7,
-                               empty="zero")
+                options = dict(
+                    protocol=protocol, k=k, ties=ties, radius=2, implementation=name, max_rank=7, empty="zero"
+                )
                 full = rc.evaluate(**kwargs, **options)
                 assert full.computed is None
                 for subset in _subsets(rng, k is not None, True):
@@ -91,8 +103,11 @@ def test_every_metric_alone_and_random_subsets_give_the_bits_of_all(name, ties):
 
 
 @settings(max_examples=60, deadline=None)
-@given(problem=tie_heavy_problems(max_queries=4, max_gallery=12, graded=True), options=option_sets(ties=TIE_POLICIES),
-       chosen=st.lists(st.sampled_from([m for m in METRIC_NAMES if m not in NEEDS_RADIUS]), min_size=1, max_size=5))
+@given(
+    problem=tie_heavy_problems(max_queries=4, max_gallery=12, graded=True),
+    options=option_sets(ties=TIE_POLICIES),
+    chosen=st.lists(st.sampled_from([m for m in METRIC_NAMES if m not in NEEDS_RADIUS]), min_size=1, max_size=5),
+)
 def test_any_subset_any_option_same_bits_in_c_and_numpy(problem, options, chosen):
     dist, rel, junk = problem
     options = dict(options, empty="zero")
@@ -127,8 +142,13 @@ def _dask_runs():
     from retrieval_conformance.conformance.support.dask_support import LOCAL, local_cluster
 
     rng = np.random.default_rng(3)
-    kwargs = dict(distances=rng.choice([0.0, 0.5, 1.0], (6, 40)), query_labels=rng.integers(0, 3, 6),
-                  db_labels=rng.integers(0, 3, 40), k=5, ties="expected")
+    kwargs = dict(
+        distances=rng.choice([0.0, 0.5, 1.0], (6, 40)),
+        query_labels=rng.integers(0, 3, 6),
+        db_labels=rng.integers(0, 3, 40),
+        k=5,
+        ties="expected",
+    )
     full = rc.evaluate(**kwargs, implementation=LOCAL)
     with local_cluster():
         for name in ("dask", "dask-metrics-shards"):
@@ -146,7 +166,14 @@ def _small():
 
 def test_names_aliases_and_ranks_resolve_to_result_fields():
     assert resolve_metrics(["mAP", "Rank-1", "cmc5", "mINP", "nDCG@k", "MRR", "MAP@R", "P@k"]) == (
-        "map", "precision_at_k", "minp", "ndcg_at_k", "mrr", "map_at_r", "cmc")
+        "map",
+        "precision_at_k",
+        "minp",
+        "ndcg_at_k",
+        "mrr",
+        "map_at_r",
+        "cmc",
+    )
     assert resolve_metrics("map, rank1") == ("map", "cmc")
     assert resolve_metrics(None) is None
 
@@ -206,8 +233,12 @@ def test_the_command_line_prints_only_the_metrics_asked_for(tmp_path, capsys):
     from retrieval_conformance.cli import main
 
     arrays = _small()
-    np.savez(tmp_path / "run.npz", distances=np.array(arrays["distances"]),
-             query_labels=np.array(arrays["query_labels"]), db_labels=np.array(arrays["db_labels"]))
+    np.savez(
+        tmp_path / "run.npz",
+        distances=np.array(arrays["distances"]),
+        query_labels=np.array(arrays["query_labels"]),
+        db_labels=np.array(arrays["db_labels"]),
+    )
     run = ["evaluate", "--npz", str(tmp_path / "run.npz")]
     assert main(run + ["--metrics", "map,rank1", "--json"]) == 0
     printed = json.loads(capsys.readouterr().out)
@@ -227,8 +258,9 @@ def _problem():
     from retrieval_conformance.reference.contract.evaluate import build_problem
 
     rng = np.random.default_rng(5)
-    return build_problem(distances=rng.random((4, 2000)), query_labels=rng.integers(0, 5, 4),
-                         db_labels=rng.integers(0, 5, 2000))
+    return build_problem(
+        distances=rng.random((4, 2000)), query_labels=rng.integers(0, 5, 4), db_labels=rng.integers(0, 5, 2000)
+    )
 
 
 @pytest.mark.parametrize("name", ["c", "numpy"])
@@ -272,8 +304,12 @@ def test_c_reads_a_misaligned_array_through_an_aligned_copy():
     got = _array("distances", misaligned, np.float64, (3, 4))
     assert got.flags.aligned and got.flags.c_contiguous
     res = rc.evaluate(distances=misaligned, query_labels=[0, 1, 0], db_labels=[0, 1, 1, 0], implementation="c")
-    assert res.map == rc.evaluate(distances=np.zeros((3, 4)), query_labels=[0, 1, 0], db_labels=[0, 1, 1, 0],
-                                  implementation="c").map
+    assert (
+        res.map
+        == rc.evaluate(
+            distances=np.zeros((3, 4)), query_labels=[0, 1, 0], db_labels=[0, 1, 1, 0], implementation="c"
+        ).map
+    )
 
 
 def test_the_benchmark_returns_its_figures_at_smoke_scale():
@@ -304,9 +340,17 @@ def test_the_distributed_accumulator_honours_metrics():
     queries = {"query_embeddings": rng.integers(0, 3, (7, 3)).astype(np.float32), "query_labels": rng.integers(0, 3, 7)}
     gallery = {"db_embeddings": rng.integers(0, 3, (20, 3)).astype(np.float32), "db_labels": rng.integers(0, 3, 20)}
     chosen = [["map"], ["rank1", "nDCG"], ["mINP", "map_at_r", "precision_at_k"]]
-    cases = [{"queries": queries, "gallery": gallery, "query_sizes": [3, 4], "gallery_sizes": [9, 11],
-              "options": dict(k=4, ties=ties, metrics=metrics)}
-             for ties in ("stable", "expected") for metrics in chosen]
+    cases = [
+        {
+            "queries": queries,
+            "gallery": gallery,
+            "query_sizes": [3, 4],
+            "gallery_sizes": [9, 11],
+            "options": dict(k=4, ties=ties, metrics=metrics),
+        }
+        for ties in ("stable", "expected")
+        for metrics in chosen
+    ]
     replies = run_ranks(2, cases)
     for i, case in enumerate(cases):
         options = {key: value for key, value in case["options"].items() if key != "metrics"}

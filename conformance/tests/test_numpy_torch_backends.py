@@ -14,6 +14,7 @@ reference, and each other (COMMON "Exact per-query semantics"; spec §4-§7).
 The numerics of the shared vectorised code (block sizes, float widths, large tie groups,
 the sort key, the tables) are tested in ``test_vector_numerics``, with the same helpers.
 """
+
 from __future__ import annotations
 
 import re

@@ -5,6 +5,7 @@ line's flags, choices and help come from the table; and a value given to any ent
 honoured: the same numbers as ``rc.evaluate`` with that value, on an input where the option
 changes them.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -23,8 +24,15 @@ SCORES = np.array([[0.9, 0.5, 0.5, 0.5, 0.1, 0.1], [0.3, 0.3, 0.3, 0.2, 0.2, 0.1
 GRADES = np.array([[0, 2, 0, 1, 3, 0], [1, 0, 2, 0, 0, 1], [0, 0, 0, 0, 0, 0]])
 K = 3
 #: the result fields that show each option
-SHOWN_BY = {"ties": "map", "ap_rule": "map", "ap_at_k": "map", "empty": "map", "gain": "ndcg_at_k",
-            "discount": "ndcg_at_k", "recall": "recall_at_k"}
+SHOWN_BY = {
+    "ties": "map",
+    "ap_rule": "map",
+    "ap_at_k": "map",
+    "empty": "map",
+    "gain": "ndcg_at_k",
+    "discount": "ndcg_at_k",
+    "recall": "recall_at_k",
+}
 
 
 def python_entry_points():
@@ -34,9 +42,11 @@ def python_entry_points():
     from retrieval_conformance.conformance.harness.session import Session
     from retrieval_conformance.reference.contract.evaluate import evaluate
 
-    return {"evaluate": ([rc.evaluate, evaluate], [evaluate]),
-            "accumulator": ([rc.Accumulator.__init__], [rc.Accumulator]),
-            "check": ([check, Session.__init__], [check, Session])}
+    return {
+        "evaluate": ([rc.evaluate, evaluate], [evaluate]),
+        "accumulator": ([rc.Accumulator.__init__], [rc.Accumulator]),
+        "check": ([check, Session.__init__], [check, Session]),
+    }
 
 
 def signature_problems(entry_point: str) -> list:
@@ -44,14 +54,20 @@ def signature_problems(entry_point: str) -> list:
     problems = []
     for func in python_entry_points()[entry_point][0]:
         params = inspect.signature(func).parameters
-        problems += [f"{func.__qualname__} lacks the option {o.name}" for o in taken_by(entry_point)
-                     if o.name not in params]
-        problems += [f"{func.__qualname__} takes {name}, which the table says it refuses"
-                     for name in NOT_TAKEN[entry_point] if name in params]
+        problems += [
+            f"{func.__qualname__} lacks the option {o.name}" for o in taken_by(entry_point) if o.name not in params
+        ]
+        problems += [
+            f"{func.__qualname__} takes {name}, which the table says it refuses"
+            for name in NOT_TAKEN[entry_point]
+            if name in params
+        ]
         # a convention's default is the preset's: None, never a value that would override every preset
-        problems += [f"{func.__qualname__}: {name} defaults to {params[name].default!r}, not None (the preset's)"
-                     for name in options_table.CONVENTION_OPTIONS
-                     if name in params and params[name].default is not None]
+        problems += [
+            f"{func.__qualname__}: {name} defaults to {params[name].default!r}, not None (the preset's)"
+            for name in options_table.CONVENTION_OPTIONS
+            if name in params and params[name].default is not None
+        ]
     return problems
 
 
@@ -74,10 +90,16 @@ def docstring_problems(entry_point: str) -> list:
             if option.name not in entries:
                 problems.append(f"{name}'s docstring has no entry for the option {option.name}")
                 continue
-            problems += [f"{name}'s docstring: {option.name} does not list {value!r}"
-                         for value in option.documented_values() or () if f'"{value}"' not in entries[option.name]]
-        problems += [f"{name}'s docstring documents {refused}, which it refuses" for refused in NOT_TAKEN[entry_point]
-                     if refused in entries]
+            problems += [
+                f"{name}'s docstring: {option.name} does not list {value!r}"
+                for value in option.documented_values() or ()
+                if f'"{value}"' not in entries[option.name]
+            ]
+        problems += [
+            f"{name}'s docstring documents {refused}, which it refuses"
+            for refused in NOT_TAKEN[entry_point]
+            if refused in entries
+        ]
     return problems
 
 
@@ -104,6 +126,7 @@ def test_an_option_added_to_the_table_fails_until_every_entry_point_takes_it(mon
         assert any("lacks the option dummy_option" in p for p in signature_problems(entry_point)), entry_point
         # the docstrings were generated at import, before the row: the check sees the stale ones
         assert any("no entry for the option dummy_option" in p for p in docstring_problems(entry_point)), entry_point
+
     # what is generated from the table follows it: a docstring slot, the command lines' flags
     @options_table.documented("evaluate")
     def entry(dummy_option="a"):
@@ -111,6 +134,7 @@ def test_an_option_added_to_the_table_fails_until_every_entry_point_takes_it(mon
         ----------
         {options}
         """
+
     assert 'dummy_option : {"a", "b"}, default "a"' in entry.__doc__
     assert "--dummy-option {a,b}" in _evaluate_parser().format_help()
     assert "--dummy-option {a,b}" in _check_parser().format_help()
@@ -123,11 +147,13 @@ def test_a_docstring_without_the_slot_or_with_details_of_a_stranger_is_an_error(
         ----------
         k : int
         """
+
     with pytest.raises(ValueError, match="slot"):
         options_table.documented("evaluate")(no_slot)
 
     def slot(k=None):
         """{options}"""
+
     with pytest.raises(ValueError, match=r"does not take: \['k'\]"):
         options_table.documented("check", k="the harness draws cut-offs")(slot)
 

@@ -1,6 +1,7 @@
 """The shared problem generator: every source of choices drives every builder, replays exactly,
 and the builders keep producing each class of problem the tests rely on (tie-heavy, junk,
 graded, empty queries)."""
+
 from __future__ import annotations
 
 import random
@@ -29,8 +30,20 @@ from retrieval_conformance.reference.contract.problem import Problem
 from retrieval_conformance.reference.distances import query_distances
 from retrieval_conformance.reference.relevance import query_grades, query_junk, query_relevance
 
-OPTION_NAMES = ("ties", "ap_rule", "ap_at_k", "empty", "max_rank", "gain", "discount", "recall", "k", "radius",
-                "block_size", "protocol")
+OPTION_NAMES = (
+    "ties",
+    "ap_rule",
+    "ap_at_k",
+    "empty",
+    "max_rank",
+    "gain",
+    "discount",
+    "recall",
+    "k",
+    "radius",
+    "block_size",
+    "protocol",
+)
 
 
 def classes(problem: Problem) -> set:

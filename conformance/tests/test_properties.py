@@ -1,4 +1,5 @@
 """Properties of the definitions, for every implementation; each test names its clause."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -31,8 +32,7 @@ def per_query(name, dist, rel, junk=None, **kw):
 
 
 @pytest.mark.parametrize("name", IMPLS)
-@given(problem=tie_heavy_problems(), ties=st.sampled_from(TIE_POLICIES),
-       rule=st.sampled_from(AP_RULES))
+@given(problem=tie_heavy_problems(), ties=st.sampled_from(TIE_POLICIES), rule=st.sampled_from(AP_RULES))
 def test_ap_in_unit_interval(name, problem, ties, rule):
     """§5: AP of a ranking without repeated items lies in [0, 1]; so do INP and CMC."""
     require_implementation(name)
@@ -42,15 +42,15 @@ def test_ap_in_unit_interval(name, problem, ties, rule):
 
 
 @pytest.mark.parametrize("name", IMPLS)
-@given(problem=tie_heavy_problems(), ties=st.sampled_from(CONCRETE),
-       rule=st.sampled_from(AP_RULES))
+@given(problem=tie_heavy_problems(), ties=st.sampled_from(CONCRETE), rule=st.sampled_from(AP_RULES))
 def test_ap_is_one_iff_relevant_items_come_first(name, problem, ties, rule):
     """§5: AP = 1 exactly when every relevant item precedes every other one."""
     require_implementation(name)
     dist, rel, junk = problem
     pq = per_query(name, dist, rel, junk, ties=ties, ap_rule=rule)
-    ref = rc.evaluate(distances=dist, relevance=rel, junk=junk, ties=ties, ap_rule=rule, empty="zero",
-                      implementation="reference")
+    ref = rc.evaluate(
+        distances=dist, relevance=rel, junk=junk, ties=ties, ap_rule=rule, empty="zero", implementation="reference"
+    )
     for q in range(dist.shape[0]):
         R = int(pq.n_relevant[q])
         if R:
@@ -59,16 +59,21 @@ def test_ap_is_one_iff_relevant_items_come_first(name, problem, ties, rule):
 
 
 @pytest.mark.parametrize("name", IMPLS)
-@given(problem=tie_heavy_problems(), seed=st.integers(0, 2**32 - 1),
-       rule=st.sampled_from(AP_RULES), k=st.one_of(st.none(), st.integers(1, 10)))
+@given(
+    problem=tie_heavy_problems(),
+    seed=st.integers(0, 2**32 - 1),
+    rule=st.sampled_from(AP_RULES),
+    k=st.one_of(st.none(), st.integers(1, 10)),
+)
 def test_expected_is_invariant_under_gallery_permutation(name, problem, seed, rule, k):
     """§4 ties=expected depends only on the tie groups, not on gallery order."""
     require_implementation(name)
     dist, rel, junk = problem
     perm = np.random.default_rng(seed).permutation(dist.shape[1])
     a = per_query(name, dist, rel, junk, ties="expected", ap_rule=rule, k=k)
-    b = per_query(name, dist[:, perm], rel[:, perm], None if junk is None else junk[:, perm],
-                  ties="expected", ap_rule=rule, k=k)
+    b = per_query(
+        name, dist[:, perm], rel[:, perm], None if junk is None else junk[:, perm], ties="expected", ap_rule=rule, k=k
+    )
     for field in ("ap", "precision_at_k", "inp", "r_precision"):
         np.testing.assert_allclose(getattr(a, field), getattr(b, field), rtol=0, atol=1e-12)
     np.testing.assert_allclose(a.cmc, b.cmc, rtol=0, atol=1e-12)
@@ -89,8 +94,12 @@ def test_any_policy_is_permutation_invariant_without_ties(name, nq, n, seed, tie
 
 
 @pytest.mark.parametrize("name", IMPLS)
-@given(problem=tie_heavy_problems(), rule=st.sampled_from(AP_RULES),
-       denominator=st.sampled_from(MONOTONE_DENOMINATORS), k=st.one_of(st.none(), st.integers(1, 10)))
+@given(
+    problem=tie_heavy_problems(),
+    rule=st.sampled_from(AP_RULES),
+    denominator=st.sampled_from(MONOTONE_DENOMINATORS),
+    k=st.one_of(st.none(), st.integers(1, 10)),
+)
 def test_optimistic_ge_expected_ge_pessimistic(name, problem, rule, denominator, k):
     """§4: for full AP and the r / min_k_r denominators the expectation lies between the extremes."""
     require_implementation(name)
@@ -119,14 +128,14 @@ def test_hits_denominator_is_not_monotone_in_the_ranking(name):
 
 
 @pytest.mark.parametrize("name", IMPLS)
-@given(problem=tie_heavy_problems(), ties=st.sampled_from(TIE_POLICIES),
-       max_rank=st.integers(1, 12))
+@given(problem=tie_heavy_problems(), ties=st.sampled_from(TIE_POLICIES), max_rank=st.integers(1, 12))
 def test_cmc_is_non_decreasing_and_reaches_share_with_a_match(name, problem, ties, max_rank):
     """§7: CMC never decreases, and at the gallery size reaches the share of queries with a match."""
     require_implementation(name)
     dist, rel, junk = problem
-    res = rc.evaluate(distances=dist, relevance=rel, junk=junk, ties=ties, max_rank=max_rank,
-                      empty="zero", implementation=name)
+    res = rc.evaluate(
+        distances=dist, relevance=rel, junk=junk, ties=ties, max_rank=max_rank, empty="zero", implementation=name
+    )
     assert np.all(np.diff(res.cmc) >= -EPS)
     if max_rank >= dist.shape[1]:
         assert abs(res.cmc[-1] - np.mean(res.per_query.n_relevant > 0)) <= EPS
@@ -135,11 +144,20 @@ def test_cmc_is_non_decreasing_and_reaches_share_with_a_match(name, problem, tie
 @pytest.mark.parametrize("name", IMPLS)
 # grouped left out, as before: the one-item-at-a-time orders and expected (their mean) are the
 # subject here (a k >= N is at a group boundary, which grouped would accept)
-@given(problem=tie_heavy_problems(), ties=st.sampled_from([t for t in TIE_POLICIES if t != "grouped"]),
-       rule=st.sampled_from(AP_RULES), denominator=st.sampled_from(TRUNCATING_DENOMINATORS),
-       extra=st.integers(0, 5))
-@example(problem=(np.array([[0.0, 1.0, 1.0]]), np.array([[False, True, True]]), None), ties="stable",
-         rule="precision_sum", denominator="hits", extra=0)
+@given(
+    problem=tie_heavy_problems(),
+    ties=st.sampled_from([t for t in TIE_POLICIES if t != "grouped"]),
+    rule=st.sampled_from(AP_RULES),
+    denominator=st.sampled_from(TRUNCATING_DENOMINATORS),
+    extra=st.integers(0, 5),
+)
+@example(
+    problem=(np.array([[0.0, 1.0, 1.0]]), np.array([[False, True, True]]), None),
+    ties="stable",
+    rule="precision_sum",
+    denominator="hits",
+    extra=0,
+)
 def test_ap_at_k_beyond_gallery_is_full_ap(name, problem, ties, rule, denominator, extra):
     """§6: with k >= N, AP@k equals full AP for the hits, r and min_k_r denominators."""
     require_implementation(name)
@@ -156,8 +174,9 @@ def test_ap_at_k_beyond_gallery_is_full_ap(name, problem, ties, rule, denominato
 def test_minp_at_most_one(name, problem, ties):
     """§7: INP = R / r_R <= 1, so mINP <= 1."""
     require_implementation(name)
-    res = rc.evaluate(distances=problem[0], relevance=problem[1], junk=problem[2], ties=ties,
-                      empty="skip", implementation=name)
+    res = rc.evaluate(
+        distances=problem[0], relevance=problem[1], junk=problem[2], ties=ties, empty="skip", implementation=name
+    )
     assert np.isnan(res.minp) or res.minp <= 1 + EPS
 
 

@@ -1,5 +1,6 @@
 """The pytest plugin's selection: with ``--impl``, the lab's checks run and nothing else, wherever
 pytest is started from."""
+
 from __future__ import annotations
 
 import pathlib

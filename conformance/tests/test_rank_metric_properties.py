@@ -1,5 +1,6 @@
 """Properties of nDCG@k, RR@k, AP@R and the hit rate (spec §7), for every implementation; each
 test names its clause."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -23,8 +24,12 @@ def per_query(name, dist, rel, junk=None, **kw):
 
 
 @pytest.mark.parametrize("name", IMPLS)
-@given(problem=tie_heavy_problems(graded=True), ties=st.sampled_from(TIE_POLICIES), gain=st.sampled_from(GAINS),
-       discount=st.sampled_from(DISCOUNTS))
+@given(
+    problem=tie_heavy_problems(graded=True),
+    ties=st.sampled_from(TIE_POLICIES),
+    gain=st.sampled_from(GAINS),
+    discount=st.sampled_from(DISCOUNTS),
+)
 def test_values_lie_in_the_unit_interval(name, problem, ties, gain, discount):
     """§7 nDCG, §7 MRR, §7 MAP@R: each lies in [0, 1] (no k here: grouped accepts any)."""
     require_implementation(name)
@@ -35,8 +40,9 @@ def test_values_lie_in_the_unit_interval(name, problem, ties, gain, discount):
 
 
 @pytest.mark.parametrize("name", IMPLS)
-@given(problem=tie_heavy_problems(graded=True), gain=st.sampled_from(GAINS), discount=st.sampled_from(DISCOUNTS),
-       k=CUTOFFS)
+@given(
+    problem=tie_heavy_problems(graded=True), gain=st.sampled_from(GAINS), discount=st.sampled_from(DISCOUNTS), k=CUTOFFS
+)
 def test_optimistic_ge_expected_ge_pessimistic(name, problem, gain, discount, k):
     """§4: the expectation of nDCG, RR and AP@R lies between the best and the worst tie order
     (optimistic sorts a tie group by grade from the highest, pessimistic from the lowest)."""
@@ -56,8 +62,9 @@ def test_expected_is_invariant_under_gallery_permutation(name, problem, seed, ga
     dist, rel, junk = problem
     perm = np.random.default_rng(seed).permutation(dist.shape[1])
     a = per_query(name, dist, rel, junk, ties="expected", gain=gain, k=k)
-    b = per_query(name, dist[:, perm], rel[:, perm], None if junk is None else junk[:, perm],
-                  ties="expected", gain=gain, k=k)
+    b = per_query(
+        name, dist[:, perm], rel[:, perm], None if junk is None else junk[:, perm], ties="expected", gain=gain, k=k
+    )
     for field in NEW_FIELDS:
         np.testing.assert_array_equal(getattr(a, field), getattr(b, field))
 

@@ -1,4 +1,5 @@
 """One interface: names, availability with reasons, ``auto``, and the no-compiler path."""
+
 from __future__ import annotations
 
 import os
@@ -50,9 +51,11 @@ def test_auto_does_not_import_torch_when_c_runs():
     import subprocess
     import sys
 
-    code = ("import sys, retrieval_conformance as rc; "
-            "r = rc.evaluate(distances=[[0.0, 1.0]], relevance=[[1, 0]], implementation='auto'); "
-            "print(r.implementation, 'torch' in sys.modules)")
+    code = (
+        "import sys, retrieval_conformance as rc; "
+        "r = rc.evaluate(distances=[[0.0, 1.0]], relevance=[[1, 0]], implementation='auto'); "
+        "print(r.implementation, 'torch' in sys.modules)"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr
     assert out.stdout.split() == ["c", "False"]
@@ -73,15 +76,17 @@ def test_a_third_party_registers_through_the_entry_point_group(monkeypatch, tmp_
     monkeypatch.syspath_prepend(str(tmp_path))
     from importlib.metadata import EntryPoint
 
-    points = [EntryPoint("thirdparty", "thirdparty_rc:Backend", registry.ENTRY_POINT_GROUP),
-              EntryPoint("c", "thirdparty_rc:Backend", registry.ENTRY_POINT_GROUP)]
-    monkeypatch.setattr("importlib.metadata.entry_points",
-                        lambda group=None: [p for p in points if p.group == group])
+    points = [
+        EntryPoint("thirdparty", "thirdparty_rc:Backend", registry.ENTRY_POINT_GROUP),
+        EntryPoint("c", "thirdparty_rc:Backend", registry.ENTRY_POINT_GROUP),
+    ]
+    monkeypatch.setattr("importlib.metadata.entry_points", lambda group=None: [p for p in points if p.group == group])
     monkeypatch.setattr(registry, "_discovered", False)
     monkeypatch.setattr(registry, "_SPECS", dict(registry._SPECS))
     monkeypatch.setattr(registry, "_CACHE", {})
     assert "thirdparty" in registry.names()
     assert registry._SPECS["c"] == "retrieval_conformance.implementations.c.backend:CImplementation"
-    res = rc.evaluate(distances=[[0.1, 0.2], [0.3, 0.1]], relevance=[[0, 1], [0, 1]], implementation="thirdparty",
-                      block_size=1)  # several blocks, and no prepare(): nothing is passed
+    res = rc.evaluate(
+        distances=[[0.1, 0.2], [0.3, 0.1]], relevance=[[0, 1], [0, 1]], implementation="thirdparty", block_size=1
+    )  # several blocks, and no prepare(): nothing is passed
     assert res.implementation == "thirdparty" and res.map == 0.75

@@ -1,4 +1,5 @@
 """CUHK03 single-gallery-shot CMC (seeded) and the PR curve of seed 002."""
+
 from __future__ import annotations
 
 import random
@@ -47,8 +48,10 @@ def test_cuhk03_single_shot_is_seeded_and_exact():
         later_id2 += rng.randrange(2) == 1
         rng.randrange(1), rng.randrange(1)
     assert out["cmc"][0] == F(later_id2, 10)
-    other = [cuhk03_single_shot_cmc(dist, [1], g_ids, [0], g_cams, max_rank=3, repeats=10, seed=s)["cmc"][0]
-             for s in range(1, 8)]
+    other = [
+        cuhk03_single_shot_cmc(dist, [1], g_ids, [0], g_cams, max_rank=3, repeats=10, seed=s)["cmc"][0]
+        for s in range(1, 8)
+    ]
     assert len(set(other + [out["cmc"][0]])) > 1  # the seed matters: the draws are real
 
 

@@ -4,6 +4,7 @@ gzip (bounded on the decompressed bytes), JSON Lines, DataFrames (duck-typed; pa
 ``(D, I)`` search results with labels; a byte-order mark is refused by name (trec_eval would read
 it into the first query id), CRLF is read as trec_eval reads it.
 """
+
 from __future__ import annotations
 
 import gzip
@@ -51,8 +52,11 @@ def test_a_byte_order_mark_is_refused_by_name(which, tmp_path):
     run.write_bytes(b"\xef\xbb\xbf" * (which == "run") + RUN)
     qrels.write_bytes(b"\xef\xbb\xbf" * (which == "qrels") + QRELS)
     path = run if which == "run" else qrels
-    with pytest.raises(ValueError, match=rf"{path.name}: line 1: starts with a UTF-8 byte-order mark; trec_eval "
-                                         r"would read it as part of the first query id"):
+    with pytest.raises(
+        ValueError,
+        match=rf"{path.name}: line 1: starts with a UTF-8 byte-order mark; trec_eval "
+        r"would read it as part of the first query id",
+    ):
         (read_run if which == "run" else read_qrels)(path)
     with pytest.raises(ValueError, match="byte-order mark"):
         _map(run, qrels)
@@ -90,8 +94,9 @@ def test_a_gzip_bomb_is_refused_by_the_byte_budget(tmp_path):
     assert info.value.limit == "max_bytes" and time.perf_counter() - start < 5
 
 
-@pytest.mark.parametrize("damage, message", [("truncated", "truncated gzip file"),
-                                             ("corrupt", "not a readable gzip file")])
+@pytest.mark.parametrize(
+    "damage, message", [("truncated", "truncated gzip file"), ("corrupt", "not a readable gzip file")]
+)
 def test_damaged_gzip_is_named(damage, message, tmp_path):
     data = gzip.compress(RUN)
     data = data[:-12] if damage == "truncated" else data[:10] + b"\xff" * 8 + data[18:]
@@ -103,12 +108,18 @@ def test_damaged_gzip_is_named(damage, message, tmp_path):
 # ----------------------------------------------------------------------------- JSON Lines
 def test_json_lines_read_as_the_trec_files(tmp_path):
     run = tmp_path / "a.jsonl"
-    run.write_text('{"qid": "q1", "docid": "d1", "score": 0.9, "rank": 1}\n{"qid": "q1", "docid": "d2", "score": 0.5}\n'
-                   '\n{"qid": "q1", "docid": "d3", "score": 0.4}\n{"qid": "q2", "docid": "d9", "score": 1}\n')
+    run.write_text(
+        '{"qid": "q1", "docid": "d1", "score": 0.9, "rank": 1}\n{"qid": "q1", "docid": "d2", "score": 0.5}\n'
+        '\n{"qid": "q1", "docid": "d3", "score": 0.4}\n{"qid": "q2", "docid": "d9", "score": 1}\n'
+    )
     qrels = tmp_path / "a.qrels.ndjson.gz"  # ir_measures' names, compressed
-    qrels.write_bytes(gzip.compress(b'{"query_id": "q1", "doc_id": "d2", "relevance": 1}\n'
-                                    b'{"query_id": "q1", "doc_id": "d4", "relevance": 2}\n'
-                                    b'{"query_id": "q2", "doc_id": "d9", "relevance": 1}\n'))
+    qrels.write_bytes(
+        gzip.compress(
+            b'{"query_id": "q1", "doc_id": "d2", "relevance": 1}\n'
+            b'{"query_id": "q1", "doc_id": "d4", "relevance": 2}\n'
+            b'{"query_id": "q2", "doc_id": "d9", "relevance": 1}\n'
+        )
+    )
     assert read_qrels(qrels) == {"q1": {"d2": 1, "d4": 2}, "q2": {"d9": 1}}
     assert _map(run, qrels) == MAP
 
@@ -116,23 +127,32 @@ def test_json_lines_read_as_the_trec_files(tmp_path):
 def test_json_lines_drop_a_byte_order_mark_and_read_crlf(tmp_path):
     """Before the first object a mark cannot join an id (the line is JSON): it is dropped, as RFC 8259 allows."""
     path = tmp_path / "a.jsonl"
-    path.write_bytes(b'\xef\xbb\xbf{"qid": "q1", "docid": "d1", "score": 1}\r\n'
-                     b'{"qid": "q1", "docid": "d2", "score": 0}\r\n')
+    path.write_bytes(
+        b'\xef\xbb\xbf{"qid": "q1", "docid": "d1", "score": 1}\r\n{"qid": "q1", "docid": "d2", "score": 0}\r\n'
+    )
     assert read_run(path) == {"q1": {"d1": 1, "d2": 0}}
 
 
-@pytest.mark.parametrize("line, message", [
-    ('{"qid": "1", "docid": "a", "score": NaN}', r"line 1: not a JSON object \(NaN is not JSON"),
-    ('["1", "a", 1.0]', r"line 1: expected a JSON object per line, got list"),
-    ('{"qid": "1", "docid": "a"}', r"line 1: no score column; expected one of score"),
-    ('{"qid": "1", "query_id": "1", "docid": "a", "score": 1}', r"line 1: columns qid, query_id all name the query"),
-    ('{"qid": "1", "docid": "a", "score": true}', r"line 1: expected a number as the score, got True"),
-    ('{"qid": 1.5, "docid": "a", "score": 1}', r"line 1: expected a str query id"),
-    ('{"qid": "1", "docid": "a", "score": 1}\n{"qid": 1, "docid": "a", "score": 2}',
-     r"line 2: query '1' lists document 'a' again \(first at line 1\)"),
-    ('{"qid": "1", "docid": "a", "score": 1e999}', r"line 1: expected a finite score"),
-    ('\xff', r"line 1: not a JSON object"),
-])
+@pytest.mark.parametrize(
+    "line, message",
+    [
+        ('{"qid": "1", "docid": "a", "score": NaN}', r"line 1: not a JSON object \(NaN is not JSON"),
+        ('["1", "a", 1.0]', r"line 1: expected a JSON object per line, got list"),
+        ('{"qid": "1", "docid": "a"}', r"line 1: no score column; expected one of score"),
+        (
+            '{"qid": "1", "query_id": "1", "docid": "a", "score": 1}',
+            r"line 1: columns qid, query_id all name the query",
+        ),
+        ('{"qid": "1", "docid": "a", "score": true}', r"line 1: expected a number as the score, got True"),
+        ('{"qid": 1.5, "docid": "a", "score": 1}', r"line 1: expected a str query id"),
+        (
+            '{"qid": "1", "docid": "a", "score": 1}\n{"qid": 1, "docid": "a", "score": 2}',
+            r"line 2: query '1' lists document 'a' again \(first at line 1\)",
+        ),
+        ('{"qid": "1", "docid": "a", "score": 1e999}', r"line 1: expected a finite score"),
+        ("\xff", r"line 1: not a JSON object"),
+    ],
+)
 def test_malformed_json_lines_name_file_and_line(line, message, tmp_path):
     path = tmp_path / "bad.jsonl"
     path.write_bytes(line.encode("utf-8", "surrogateescape") if line != "\xff" else b"\xff\n")
@@ -169,17 +189,20 @@ def test_duck_typed_frames_and_their_errors():
 
 def test_pandas_frames_as_ranx_and_ir_measures_take_them():
     pd = pytest.importorskip("pandas")
-    run = pd.DataFrame({"qid": ["q1", "q1", "q1", "q2"], "docid": ["d1", "d2", "d3", "d9"],
-                        "score": [0.9, 0.5, 0.4, 1.0]})
+    run = pd.DataFrame(
+        {"qid": ["q1", "q1", "q1", "q2"], "docid": ["d1", "d2", "d3", "d9"], "score": [0.9, 0.5, 0.4, 1.0]}
+    )
     qrels = pd.DataFrame({"query_id": ["q1", "q1", "q2"], "doc_id": ["d2", "d4", "d9"], "relevance": [1, 2, 1]})
     assert _map(run, qrels) == MAP
     assert rc.evaluate_run(run, qrels, implementation="reference").exact.map == MAP
 
 
 def test_pandas_is_not_imported_by_the_readers():
-    code = ("import sys, retrieval_conformance.reference.readers.tables, "
-            "retrieval_conformance.reference.protocols.trec.evaluation; "
-            "print('pandas' in sys.modules)")
+    code = (
+        "import sys, retrieval_conformance.reference.readers.tables, "
+        "retrieval_conformance.reference.protocols.trec.evaluation; "
+        "print('pandas' in sys.modules)"
+    )
     assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout == "False\n"
 
 
@@ -206,21 +229,28 @@ def test_a_full_search_equals_evaluate_on_the_distance_matrix():
     order = np.argsort(dist, axis=1)
     run = run_from_search(np.take_along_axis(dist, order, 1), order, metric="l2")
     res = evaluate_run(run, qrels_from_labels(q_labels, db_labels), implementation="reference")
-    direct = rc.evaluate(distances=dist, query_labels=q_labels, db_labels=db_labels, protocol="hashing",
-                         implementation="reference")
+    direct = rc.evaluate(
+        distances=dist, query_labels=q_labels, db_labels=db_labels, protocol="hashing", implementation="reference"
+    )
     assert res.exact.map == direct.exact.map
 
 
-@pytest.mark.parametrize("call, message", [
-    (lambda: run_from_search([[0.1]], [[0]], metric="cosine"), r"metric: expected one of l2, inner_product"),
-    (lambda: run_from_search([[0.1, 0.2]], [[0]], metric="l2"), r"expected two arrays of one shape"),
-    (lambda: run_from_search([[0.1]], [[-2]], metric="l2"), r"indices\[0, 0\]: -2 is not a database row"),
-    (lambda: run_from_search([[0.1]], [[3]], metric="l2", db_ids=["a"]), r"indices\[0, 0\]: 3 is not a database row"),
-    (lambda: run_from_search([[0.1, 0.1]], [[0, 0]], metric="l2"), r"indices\[0\]: a database row appears twice"),
-    (lambda: run_from_search([[np.nan]], [[0]], metric="l2"), r"distances\[0, 0\]: nan is not finite"),
-    (lambda: run_from_search([[0.1]], [[0]], metric="l2", query_ids=["a", "b"]), r"query_ids: expected 1 ids"),
-    (lambda: qrels_from_labels([[1]], [1]), r"expected 1-d arrays"),
-])
+@pytest.mark.parametrize(
+    "call, message",
+    [
+        (lambda: run_from_search([[0.1]], [[0]], metric="cosine"), r"metric: expected one of l2, inner_product"),
+        (lambda: run_from_search([[0.1, 0.2]], [[0]], metric="l2"), r"expected two arrays of one shape"),
+        (lambda: run_from_search([[0.1]], [[-2]], metric="l2"), r"indices\[0, 0\]: -2 is not a database row"),
+        (
+            lambda: run_from_search([[0.1]], [[3]], metric="l2", db_ids=["a"]),
+            r"indices\[0, 0\]: 3 is not a database row",
+        ),
+        (lambda: run_from_search([[0.1, 0.1]], [[0, 0]], metric="l2"), r"indices\[0\]: a database row appears twice"),
+        (lambda: run_from_search([[np.nan]], [[0]], metric="l2"), r"distances\[0, 0\]: nan is not finite"),
+        (lambda: run_from_search([[0.1]], [[0]], metric="l2", query_ids=["a", "b"]), r"query_ids: expected 1 ids"),
+        (lambda: qrels_from_labels([[1]], [1]), r"expected 1-d arrays"),
+    ],
+)
 def test_bad_search_inputs_are_named(call, message):
     with pytest.raises(ValueError, match=message):
         call()
@@ -233,11 +263,15 @@ def test_cli_reads_gzip_and_json_lines(tmp_path, capsys):
     from retrieval_conformance.cli import main
 
     (tmp_path / "a.run.gz").write_bytes(gzip.compress(RUN))
-    (tmp_path / "a.qrels.jsonl").write_text('{"qid": "q1", "docid": "d2", "relevance": 1}\n'
-                                            '{"qid": "q1", "docid": "d4", "relevance": 2}\n'
-                                            '{"qid": "q2", "docid": "d9", "relevance": 1}\n')
-    assert main(["evaluate", "--run", str(tmp_path / "a.run.gz"), "--qrels", str(tmp_path / "a.qrels.jsonl"),
-                 "--json"]) == 0
+    (tmp_path / "a.qrels.jsonl").write_text(
+        '{"qid": "q1", "docid": "d2", "relevance": 1}\n'
+        '{"qid": "q1", "docid": "d4", "relevance": 2}\n'
+        '{"qid": "q2", "docid": "d9", "relevance": 1}\n'
+    )
+    assert (
+        main(["evaluate", "--run", str(tmp_path / "a.run.gz"), "--qrels", str(tmp_path / "a.qrels.jsonl"), "--json"])
+        == 0
+    )
     assert json.loads(capsys.readouterr().out)["trec_eval"]["map"] == float(MAP)
 
 
@@ -246,8 +280,13 @@ def test_cli_evaluates_a_search_file(tmp_path, capsys):
     from retrieval_conformance.cli import main
 
     path = tmp_path / "search.npz"
-    np.savez(path, D=np.array([[0.1, 0.2, 0.3, np.inf]], dtype=np.float32), I=np.array([[1, 0, 2, -1]]),
-             query_labels=np.array([5]), db_labels=np.array([5, 7, 5]))
+    np.savez(
+        path,
+        D=np.array([[0.1, 0.2, 0.3, np.inf]], dtype=np.float32),
+        I=np.array([[1, 0, 2, -1]]),
+        query_labels=np.array([5]),
+        db_labels=np.array([5, 7, 5]),
+    )
     assert main(["evaluate", "--search", str(path), "--search-metric", "l2", "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["trec_eval"]["map"] == 7 / 12
     assert main(["evaluate", "--search", str(path), "--search-metric", "inner_product", "--json"]) == 0
@@ -256,21 +295,37 @@ def test_cli_evaluates_a_search_file(tmp_path, capsys):
     qrels = tmp_path / "q.txt"
     qrels.write_text("0 0 1 1\n")
     np.savez(tmp_path / "plain.npz", D=np.array([[0.1, 0.2]]), I=np.array([[1, 0]]))
-    assert main(["evaluate", "--search", str(tmp_path / "plain.npz"), "--search-metric", "l2", "--qrels", str(qrels),
-                 "--json"]) == 0
+    assert (
+        main(
+            [
+                "evaluate",
+                "--search",
+                str(tmp_path / "plain.npz"),
+                "--search-metric",
+                "l2",
+                "--qrels",
+                str(qrels),
+                "--json",
+            ]
+        )
+        == 0
+    )
     assert json.loads(capsys.readouterr().out)["trec_eval"]["map"] == 1.0
 
 
-@pytest.mark.parametrize("argv, message", [
-    (["--search-metric", "l2"], "--search-metric: says how the D of --search ranks"),
-    (["--search", "{search}"], "--search-metric: required with --search"),
-    (["--search", "{search}", "--search-metric", "l2", "--run", "x.run"], "--run: give a run file or a search"),
-    (["--search", "{search}", "--search-metric", "l2", "--qrels", "q.txt"], "--qrels: {search} holds query_labels"),
-    (["--search", "{plain}", "--search-metric", "l2"], "no query_labels and db_labels, and no --qrels"),
-    (["--search", "{search}", "--search-metric", "l2", "--npz", "a.npz"], "--npz: arrays are not read"),
-    (["--search", "{bad}", "--search-metric", "l2"], r"--search {bad}: indices\[0, 0\]: 9 is not a database row"),
-    (["--search", "{nod}", "--search-metric", "l2"], "--search {nod}: no array D"),
-])
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["--search-metric", "l2"], "--search-metric: says how the D of --search ranks"),
+        (["--search", "{search}"], "--search-metric: required with --search"),
+        (["--search", "{search}", "--search-metric", "l2", "--run", "x.run"], "--run: give a run file or a search"),
+        (["--search", "{search}", "--search-metric", "l2", "--qrels", "q.txt"], "--qrels: {search} holds query_labels"),
+        (["--search", "{plain}", "--search-metric", "l2"], "no query_labels and db_labels, and no --qrels"),
+        (["--search", "{search}", "--search-metric", "l2", "--npz", "a.npz"], "--npz: arrays are not read"),
+        (["--search", "{bad}", "--search-metric", "l2"], r"--search {bad}: indices\[0, 0\]: 9 is not a database row"),
+        (["--search", "{nod}", "--search-metric", "l2"], "--search {nod}: no array D"),
+    ],
+)
 def test_cli_search_errors_are_named(argv, message, tmp_path, capsys):
     from retrieval_conformance.cli import main
 

@@ -8,6 +8,7 @@
 * The canary check fails when the sanitizer runtime is not preloaded (skipped without gcc and
   libasan).
 """
+
 from __future__ import annotations
 
 import ctypes

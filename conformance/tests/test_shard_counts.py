@@ -3,6 +3,7 @@
 for and on points made to reach every edge (keys no item has, points of other shards before and
 after this one, several points on one key, rows without points), with ties, -0.0, junk, camera
 junk, an empty shard and any thread count."""
+
 from __future__ import annotations
 
 from dataclasses import replace
@@ -22,8 +23,9 @@ from retrieval_conformance.reference.contract.conventions import INDEX_ORDERS, T
 from retrieval_conformance.reference.contract.evaluate import build_problem
 from retrieval_conformance.reference.contract.problem import Options
 
-pytestmark = pytest.mark.skipif(c_shards.unavailable_reason() is not None,
-                                reason=f"C shard counts: {c_shards.unavailable_reason()}")
+pytestmark = pytest.mark.skipif(
+    c_shards.unavailable_reason() is not None, reason=f"C shard counts: {c_shards.unavailable_reason()}"
+)
 KINDS = ("float32", "float64", "codes")
 
 
@@ -44,8 +46,7 @@ def _problem(rng, kind, junk):
 
 
 def _shards(problem, bounds):
-    return [(query_part(problem, 0, problem.n_queries, lo, hi), gallery_part(problem, lo, hi), lo)
-            for lo, hi in bounds]
+    return [(query_part(problem, 0, problem.n_queries, lo, hi), gallery_part(problem, lo, hi), lo) for lo, hi in bounds]
 
 
 def _made_points(rng, problem, ties, offset, n_items):
@@ -66,8 +67,7 @@ def _made_points(rng, problem, ties, offset, n_items):
 @pytest.mark.parametrize("junk", [None, "cameras", "matrix"])
 @pytest.mark.parametrize("ties", TIE_POLICIES)
 def test_c_counts_are_the_numpy_counts(kind, junk, ties):
-    rng = np.random.default_rng([KINDS.index(kind), [None, "cameras", "matrix"].index(junk),
-                                 TIE_POLICIES.index(ties)])
+    rng = np.random.default_rng([KINDS.index(kind), [None, "cameras", "matrix"].index(junk), TIE_POLICIES.index(ties)])
     problem = _problem(rng, kind, junk)
     k = 4 if ties == "grouped" else None  # grouped with k adds the cut-off points
     options = Options(ties=ties, k=k)
@@ -106,8 +106,9 @@ def test_an_empty_shard_counts_nothing():
     for ties in ("stable", "reverse", None):
         out_a = np.full(3, -1, np.int64)
         out_b = None if ties else np.full(3, -1, np.int64)
-        c_shards.count_block(np.zeros((2, 0), np.float32), None, 4, ties, start, key, index if ties else None,
-                             out_a, out_b)
+        c_shards.count_block(
+            np.zeros((2, 0), np.float32), None, 4, ties, start, key, index if ties else None, out_a, out_b
+        )
         assert out_a.tolist() == [0, 0, 0] and (out_b is None or out_b.tolist() == [0, 0, 0])
 
 
@@ -145,8 +146,11 @@ def test_pass_one_by_id_is_the_scan(junk, seed):
     for lo, hi in ((0, 45), (5, 6), (20, 45)):
         part, gallery = query_part(problem, 0, problem.n_queries, lo, hi), gallery_part(problem, lo, hi)
         got = shard_statistics(part, gallery, lo, Options(ties="stable"))
-        want = {"n_kept": np.zeros(problem.n_queries, np.int64), "n_within": np.zeros(problem.n_queries, np.int64),
-                "rel_within": np.zeros(problem.n_queries, np.int64)}
+        want = {
+            "n_kept": np.zeros(problem.n_queries, np.int64),
+            "n_within": np.zeros(problem.n_queries, np.int64),
+            "rel_within": np.zeros(problem.n_queries, np.int64),
+        }
         items = []
         shards._scan_statistics(part, gallery, lo, Options(ties="stable"), want, items, 0)
         for j, name in enumerate(("row", "key", "index", "grade")):
@@ -168,7 +172,7 @@ def test_c_counts_at_point_keys_of_no_finite_distance(dtype):
     keys = order_keys(row[0])
     extremes = [order_keys(np.array([x], dtype=dtype))[0] for x in (np.inf, -np.inf, 1.25, -0.0)]
     nan_bits = order_keys(np.array([np.nan], dtype=dtype))[0]
-    for top in [*extremes, nan_bits, nan_bits + 5, -nan_bits - 5, 2**40, -2**40, 2**62, -2**62]:
+    for top in [*extremes, nan_bits, nan_bits + 5, -nan_bits - 5, 2**40, -(2**40), 2**62, -(2**62)]:
         for x in ([top], [order_keys(np.array([1.25], dtype=dtype))[0], top]):
             x = np.array(x, np.int64)
             below, at = np.zeros(len(x), np.int64), np.zeros(len(x), np.int64)
@@ -181,7 +185,7 @@ def test_without_the_c_unit_the_numpy_loop_counts(monkeypatch):
     for C by name says why it cannot."""
     rng = np.random.default_rng(1)
     problem = _problem(rng, "float32", "cameras")
-    (part, gallery, lo), = _shards(problem, [(0, 45)])
+    ((part, gallery, lo),) = _shards(problem, [(0, 45)])
     points = _made_points(rng, problem, "stable", lo, 45)
     with_c = shard_counts(part, gallery, lo, "stable", points)
     monkeypatch.setattr(c_shards, "shard_kernel", lambda: None)

@@ -16,6 +16,7 @@ package, so a user who reads it can look it up (``retrieval-conformance explain`
 The scanner that finds the citations (:func:`all_citations`, :func:`problem_of`) lives here;
 the document itself, its look-ups and ``explain`` are tested in ``test_specification``.
 """
+
 from __future__ import annotations
 
 import ast
@@ -86,10 +87,12 @@ def _texts(path: Path) -> Iterator[Tuple[str, int, str]]:
     statements and comments."""
     source = path.read_text(encoding="utf-8")
     tree = ast.parse(source)
-    doc_nodes = {id(n.value) for n in ast.walk(tree)
-                 if isinstance(n, ast.Expr) and isinstance(n.value, (ast.Constant, ast.JoinedStr))}
-    inside_fstring = {id(v) for n in ast.walk(tree) if isinstance(n, ast.JoinedStr) for v in ast.walk(n)
-                      if v is not n}
+    doc_nodes = {
+        id(n.value)
+        for n in ast.walk(tree)
+        if isinstance(n, ast.Expr) and isinstance(n.value, (ast.Constant, ast.JoinedStr))
+    }
+    inside_fstring = {id(v) for n in ast.walk(tree) if isinstance(n, ast.JoinedStr) for v in ast.walk(n) if v is not n}
     for node in ast.walk(tree):
         if id(node) in inside_fstring:
             continue
@@ -184,7 +187,7 @@ def expand(cited: str) -> List[str]:
         return [cited]
     out = []
     for v in values:
-        out += expand(cited[:m.start()] + f"{m.group(1)}={v}" + cited[m.end():])
+        out += expand(cited[: m.start()] + f"{m.group(1)}={v}" + cited[m.end() :])
     return out
 
 
@@ -233,18 +236,29 @@ def test_the_sources_cite_the_specification():
     assert len(cites) > 50, "the scan found almost no citation: is the package layout still the same?"
     kinds = {kind for _, _, kind, _ in cites}
     assert kinds == {"code", "doc"}
-    bad = [f"{where}: {cited!r} ({why})" for cited, where, kind, quoted in cites
-           for why in [problem_of(cited, kind, quoted)] if why]
+    bad = [
+        f"{where}: {cited!r} ({why})"
+        for cited, where, kind, quoted in cites
+        for why in [problem_of(cited, kind, quoted)]
+        if why
+    ]
     assert not bad, "citations without a clause in SPECIFICATION.md:\n" + "\n".join(bad)
 
 
 def test_the_scan_reads_citations_as_printed():
     from retrieval_conformance.reference.contract.conventions import AP_AT_K_DENOMINATORS
 
-    text = ("broken: " + PREFIX + "§6 k=None (whole gallery); also " + PREFIX + "§8 fractions in [0, 1], "
-            "(a stray `break`, " + PREFIX + "§6, §11){how} and ``" + PREFIX + "§5\n   ap_rule=trapezoid``.")
+    text = (
+        "broken: " + PREFIX + "§6 k=None (whole gallery); also " + PREFIX + "§8 fractions in [0, 1], "
+        "(a stray `break`, " + PREFIX + "§6, §11){how} and ``" + PREFIX + "§5\n   ap_rule=trapezoid``."
+    )
     assert [c for c, _, _ in _citations(text)] == [
-        "§6 k=None (whole gallery)", "§8 fractions in [0, 1]", "§6", "§11", "§5 ap_rule=trapezoid"]
+        "§6 k=None (whole gallery)",
+        "§8 fractions in [0, 1]",
+        "§6",
+        "§11",
+        "§5 ap_rule=trapezoid",
+    ]
     assert expand("§6 ap_at_k={ap_at_k}") == [f"§6 ap_at_k={v}" for v in AP_AT_K_DENOMINATORS]
     assert problem_of("§6 nonsense={value}", "code", False)
     assert problem_of("§5 ap_rule=sideways", "doc", False)
@@ -266,13 +280,17 @@ def test_every_option_value_has_its_clause():
     for option, values in OPTION_VALUES.items():
         for value in values:
             cited = clause(option, value)
-            assert cited.startswith(PREFIX) and cited[len(PREFIX):] in ids, cited
-    assert option_clause("ties", UNSTABLE)[len(PREFIX):] in ids
+            assert cited.startswith(PREFIX) and cited[len(PREFIX) :] in ids, cited
+    assert option_clause("ties", UNSTABLE)[len(PREFIX) :] in ids
     for value in CMC_LENGTHS:
-        assert option_clause("cmc_length", value)[len(PREFIX):] in ids
+        assert option_clause("cmc_length", value)[len(PREFIX) :] in ids
     # the reference's own vocabularies (nan and error are options of rc.evaluate, not of the harness)
-    for option, values in (("ties", problem.TIE_POLICIES), ("ap_rule", problem.AP_RULES),
-                           ("ap_at_k", problem.AP_AT_K_DENOMINATORS), ("empty", problem.EMPTY_POLICIES)):
+    for option, values in (
+        ("ties", problem.TIE_POLICIES),
+        ("ap_rule", problem.AP_RULES),
+        ("ap_at_k", problem.AP_AT_K_DENOMINATORS),
+        ("empty", problem.EMPTY_POLICIES),
+    ):
         for value in values:
             assert f"{OPTION_SECTIONS[option]} {option}={value}" in ids
 
@@ -281,7 +299,7 @@ def test_every_option_value_has_its_clause():
 #: headings of the form ``§N option=value`` for an option of the table that name no value of it
 NOT_OPTION_VALUES = {
     "§4 ties=unstable": "names the tie order of an unstable sort, which the harness reports; it is no "
-                        "policy one can request (the reference rejects ties='unstable')",
+    "policy one can request (the reference rejects ties='unstable')",
 }
 _OPTION_HEADING_RE = re.compile(r"§(\d+) (\w+)=([^\s()]+)(?: \((.+)\))?")
 
@@ -345,7 +363,7 @@ def test_every_bug_and_family_clause_resolves():
         values = reference_values.OPTION_VALUES
         for ap_at_k, empty in itertools.product(values["ap_at_k"], values["empty"]):
             cited = bug.clause.format(ap_at_k=ap_at_k, empty=empty)
-            assert cited.startswith(PREFIX) and cited[len(PREFIX):] in ids, cited
+            assert cited.startswith(PREFIX) and cited[len(PREFIX) :] in ids, cited
     for fam in FAMILIES:
         assert _resolves(fam.clause), fam.clause
         assert _resolves(fam.clause + " (no known convention or bug reproduces your values)")

@@ -7,6 +7,7 @@
 
 That every citation in the sources resolves is ``test_spec_citations``'s (with the scanner).
 """
+
 from __future__ import annotations
 
 import re
@@ -24,13 +25,33 @@ def test_presets_and_bugs_of_the_brief_are_clauses():
     ids = spec.clauses()
     for name in list(PRESETS) + list(LANDMARK_PROTOCOLS):
         assert f"§9 preset={name}" in ids, name
-    for bug in ("first-query-only", "topk-ignored", "last-item-dropped", "divided-by-k", "zero-based-ranks",
-                "previous-hit-trapezoid", "percent", "descending", "exact-label-match"):
+    for bug in (
+        "first-query-only",
+        "topk-ignored",
+        "last-item-dropped",
+        "divided-by-k",
+        "zero-based-ranks",
+        "previous-hit-trapezoid",
+        "percent",
+        "descending",
+        "exact-label-match",
+    ):
         assert f"§11 {bug}" in ids
-    for cid in ("§4 ties=unstable", "§5 ranks start at 1", "§6 k=None (whole gallery)", "§6 the cut-off k",
-                "§7 cmc_length=max_rank", "§7 cmc_length=gallery", "§8 mean over all queries",
-                "§8 fractions in [0, 1]", "§1 smaller distance ranks first", "§2 relevant = sharing a label",
-                "§2 relevance does not depend on the score", "§0 gallery", "§10 golden values"):
+    for cid in (
+        "§4 ties=unstable",
+        "§5 ranks start at 1",
+        "§6 k=None (whole gallery)",
+        "§6 the cut-off k",
+        "§7 cmc_length=max_rank",
+        "§7 cmc_length=gallery",
+        "§8 mean over all queries",
+        "§8 fractions in [0, 1]",
+        "§1 smaller distance ranks first",
+        "§2 relevant = sharing a label",
+        "§2 relevance does not depend on the score",
+        "§0 gallery",
+        "§10 golden values",
+    ):
         assert cid in ids, cid
 
 
@@ -57,21 +78,26 @@ def test_version_line():
     assert m and spec.SPEC_VERSION == f"{m.group(1)}.{m.group(2)}" == "1.0"
 
 
-@pytest.mark.parametrize("query, expected", [
-    ("§4 ties=stable", ["§4 ties=stable"]),
-    ("ties=stable", ["§4 ties=stable"]),
-    (PREFIX + "§4 ties=stable", ["§4 ties=stable"]),
-    ("  conventions §4 TIES=Stable ", ["§4 ties=stable"]),
-    ("stable", ["§4 ties=stable"]),
-    ("skip_no_hit", ["§8 empty=skip_no_hit"]),
-    ("§6 min(k,R)", ["§6 ap_at_k=min_k_r"]),
-    ("§5 ap_rule=trapezoid", ["§5 ap_rule=trapezoid"]),
-    ("§5 ap_rule=trapezoid (precision at the previous rank)",
-     ["§5 ap_rule=trapezoid (precision at the previous rank)"]),
-    ("§6 ap_at_k", ["§6 ap_at_k=hits", "§6 ap_at_k=r", "§6 ap_at_k=min_k_r", "§6 ap_at_k=dcmh"]),
-    ("§8 mean over queries (a remark)", ["§8 mean over all queries"]),
-    ("first-query-only", ["§11 first-query-only"]),
-])
+@pytest.mark.parametrize(
+    "query, expected",
+    [
+        ("§4 ties=stable", ["§4 ties=stable"]),
+        ("ties=stable", ["§4 ties=stable"]),
+        (PREFIX + "§4 ties=stable", ["§4 ties=stable"]),
+        ("  conventions §4 TIES=Stable ", ["§4 ties=stable"]),
+        ("stable", ["§4 ties=stable"]),
+        ("skip_no_hit", ["§8 empty=skip_no_hit"]),
+        ("§6 min(k,R)", ["§6 ap_at_k=min_k_r"]),
+        ("§5 ap_rule=trapezoid", ["§5 ap_rule=trapezoid"]),
+        (
+            "§5 ap_rule=trapezoid (precision at the previous rank)",
+            ["§5 ap_rule=trapezoid (precision at the previous rank)"],
+        ),
+        ("§6 ap_at_k", ["§6 ap_at_k=hits", "§6 ap_at_k=r", "§6 ap_at_k=min_k_r", "§6 ap_at_k=dcmh"]),
+        ("§8 mean over queries (a remark)", ["§8 mean over all queries"]),
+        ("first-query-only", ["§11 first-query-only"]),
+    ],
+)
 def test_lookup(query, expected):
     assert [cid for cid, _ in spec.lookup(query)] == expected
 

@@ -3,6 +3,7 @@
 A plain ``open()`` waits forever on a FIFO, grows to ``MemoryError`` on ``/dev/zero`` and raises
 ``UnicodeDecodeError`` on bytes that are not UTF-8: each of these is a named ``ValueError`` here.
 """
+
 from __future__ import annotations
 
 import os
@@ -20,11 +21,13 @@ READERS = {"known deviations": read_known_deviations, "bench run": load_run, "te
 def _unblock_later(path, seconds: float = 10.0) -> threading.Timer:
     """If a reader regresses to a plain open() of the FIFO, it blocks: a writer opened later lets it
     return, so the test fails on its assertion instead of hanging the suite."""
+
     def open_writer():
         try:
             os.close(os.open(path, os.O_WRONLY | os.O_NONBLOCK))
         except OSError:  # nobody is blocked on it: the reader refused it, as it should
             pass
+
     timer = threading.Timer(seconds, open_writer)
     timer.daemon = True
     timer.start()

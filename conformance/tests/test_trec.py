@@ -6,6 +6,7 @@ The hand-checked example (``RUN`` and ``QRELS`` below) has string ids, ties, an 
 negatively judged document in the run, a relevant document missing from the run, a query absent
 from the run (303), one absent from the qrels (305) and one with no relevant document (304).
 """
+
 from __future__ import annotations
 
 import os
@@ -107,8 +108,9 @@ def test_hand_example_default(files, implementation):
     rows = res.per_query_table(res.extras["query_ids"])
     assert [r["query"] for r in rows] == ["301", "302", "304"]
     assert [r["n_relevant"] for r in rows] == [3, 1, 0]
-    for row, (ap, p4, r4, rp) in zip(rows, [(F(5, 18), F(1, 2), F(2, 3), F(1, 3)),
-                                            (F(1, 3), F(1, 4), F(1), F(0)), (0, 0, 0, 0)]):
+    for row, (ap, p4, r4, rp) in zip(
+        rows, [(F(5, 18), F(1, 2), F(2, 3), F(1, 3)), (F(1, 3), F(1, 4), F(1), F(0)), (0, 0, 0, 0)]
+    ):
         assert row["ap"] == pytest.approx(float(ap), rel=1e-12)
         assert (row["precision_at_k"], row["recall_at_k"], row["r_precision"]) == (float(p4), float(r4), float(rp))
     wide = evaluate_run(run, qrels, k=10, implementation=implementation)
@@ -219,20 +221,26 @@ def test_reader_layout(tmp_path):
     assert read_run(tmp_path / "empty") == {} and read_qrels(tmp_path / "empty") == {}
 
 
-@pytest.mark.parametrize("reader, text, message", [
-    (read_run, "1 Q0 d1 1 0.5 t\n1 Q0 d2 2 0.4\n", r"run\.txt: line 2: expected 6 .*fields.*got 5"),
-    (read_run, "1 Q0 d1 1 abc t\n", r"run\.txt: line 1: expected a finite decimal score.*'abc'.*not a decimal"),
-    (read_run, "1 Q0 d1 1 nan t\n", r"line 1: expected a finite decimal score.*'nan'"),
-    (read_run, "1 Q0 d1 1 1e400 t\n", r"line 1: .*beyond the float64 range"),
-    (read_run, "1 Q0 d1 1 0.5 t\n\n1 Q0 d1 2 0.4 t\n",
-     r"line 3: query '1' lists document 'd1' again \(first on line 1\)"),
-    (read_run, "1 Q0 d1 1 0.5 t\x00\n", r"line 1: NUL byte"),
-    (read_qrels, "1 0 d1 1 extra\n", r"qrels\.txt: line 1: expected 4 .*fields.*got 5"),
-    (read_qrels, "1 0 d1\n", r"line 1: expected 4 .*got 3"),
-    (read_qrels, "1 0 d1 1.5x\n", r"line 1: expected a decimal relevance grade.*'1.5x'.*not a decimal number"),
-    (read_qrels, "1 0 d1 99999999999999999999\n", r"line 1: .*beyond int64"),
-    (read_qrels, "1 0 d1 1\n1 0 d1 0\n", r"line 2: query '1' lists document 'd1' again \(first on line 1\)"),
-])
+@pytest.mark.parametrize(
+    "reader, text, message",
+    [
+        (read_run, "1 Q0 d1 1 0.5 t\n1 Q0 d2 2 0.4\n", r"run\.txt: line 2: expected 6 .*fields.*got 5"),
+        (read_run, "1 Q0 d1 1 abc t\n", r"run\.txt: line 1: expected a finite decimal score.*'abc'.*not a decimal"),
+        (read_run, "1 Q0 d1 1 nan t\n", r"line 1: expected a finite decimal score.*'nan'"),
+        (read_run, "1 Q0 d1 1 1e400 t\n", r"line 1: .*beyond the float64 range"),
+        (
+            read_run,
+            "1 Q0 d1 1 0.5 t\n\n1 Q0 d1 2 0.4 t\n",
+            r"line 3: query '1' lists document 'd1' again \(first on line 1\)",
+        ),
+        (read_run, "1 Q0 d1 1 0.5 t\x00\n", r"line 1: NUL byte"),
+        (read_qrels, "1 0 d1 1 extra\n", r"qrels\.txt: line 1: expected 4 .*fields.*got 5"),
+        (read_qrels, "1 0 d1\n", r"line 1: expected 4 .*got 3"),
+        (read_qrels, "1 0 d1 1.5x\n", r"line 1: expected a decimal relevance grade.*'1.5x'.*not a decimal number"),
+        (read_qrels, "1 0 d1 99999999999999999999\n", r"line 1: .*beyond int64"),
+        (read_qrels, "1 0 d1 1\n1 0 d1 0\n", r"line 2: query '1' lists document 'd1' again \(first on line 1\)"),
+    ],
+)
 def test_malformed_files_name_file_and_line(tmp_path, reader, text, message):
     path = tmp_path / ("run.txt" if reader is read_run else "qrels.txt")
     path.write_bytes(text.encode())
@@ -266,28 +274,34 @@ def test_fifo_is_refused_without_blocking(tmp_path):
         evaluate_run({"1": {"d": 1.0}}, fifo)
 
 
-@pytest.mark.parametrize("run, qrels, error, message", [
-    ({1: {"d": 1.0}}, {"1": {"d": 1}}, TypeError, r"run: expected str ids.*int.*str\(\)"),
-    ({"1": {"d": 1.0}}, {"1": {"d": "1"}}, TypeError, r"qrels\['1'\]\['d'\]: expected a real number as the grade"),
-    ({"1": {"d": 1.0}}, {"1": {"d": float("inf")}}, ValueError, r"qrels\['1'\]\['d'\]: expected a finite grade"),
-    ({"1": {"d": float("nan")}}, {"1": {"d": 1}}, ValueError, r"run\['1'\]\['d'\]: expected a finite score"),
-    ({"1": {"d": True}}, {"1": {"d": 1}}, TypeError, r"run\['1'\]\['d'\]: expected a real score"),
-    ({"1": ["d"]}, {"1": {"d": 1}}, TypeError, r"run\['1'\]: expected a dict"),
-    ([("1", "d", 1.0)], {"1": {"d": 1}}, TypeError, r"run: expected a path to a TREC run file or a dict"),
-    ({"1": {"d": 1.0}}, {"2": {"d": 1}}, ValueError, r"run, qrels: no query has both results and judgments"),
-])
+@pytest.mark.parametrize(
+    "run, qrels, error, message",
+    [
+        ({1: {"d": 1.0}}, {"1": {"d": 1}}, TypeError, r"run: expected str ids.*int.*str\(\)"),
+        ({"1": {"d": 1.0}}, {"1": {"d": "1"}}, TypeError, r"qrels\['1'\]\['d'\]: expected a real number as the grade"),
+        ({"1": {"d": 1.0}}, {"1": {"d": float("inf")}}, ValueError, r"qrels\['1'\]\['d'\]: expected a finite grade"),
+        ({"1": {"d": float("nan")}}, {"1": {"d": 1}}, ValueError, r"run\['1'\]\['d'\]: expected a finite score"),
+        ({"1": {"d": True}}, {"1": {"d": 1}}, TypeError, r"run\['1'\]\['d'\]: expected a real score"),
+        ({"1": ["d"]}, {"1": {"d": 1}}, TypeError, r"run\['1'\]: expected a dict"),
+        ([("1", "d", 1.0)], {"1": {"d": 1}}, TypeError, r"run: expected a path to a TREC run file or a dict"),
+        ({"1": {"d": 1.0}}, {"2": {"d": 1}}, ValueError, r"run, qrels: no query has both results and judgments"),
+    ],
+)
 def test_bad_dicts_are_named(run, qrels, error, message):
     with pytest.raises(error, match=message):
         evaluate_run(run, qrels)
 
 
-@pytest.mark.parametrize("options, error, message", [
-    (dict(relevance_level=0), ValueError, "relevance_level"),
-    (dict(score_dtype="float16"), ValueError, "score_dtype"),
-    (dict(k=0), ValueError, "k"),
-    (dict(k=(5, 5)), ValueError, "distinct"),
-    (dict(complete="yes"), TypeError, "complete"),
-])
+@pytest.mark.parametrize(
+    "options, error, message",
+    [
+        (dict(relevance_level=0), ValueError, "relevance_level"),
+        (dict(score_dtype="float16"), ValueError, "score_dtype"),
+        (dict(k=0), ValueError, "k"),
+        (dict(k=(5, 5)), ValueError, "distinct"),
+        (dict(complete="yes"), TypeError, "complete"),
+    ],
+)
 def test_bad_options_are_named(options, error, message):
     with pytest.raises(error, match=message):
         evaluate_run({"1": {"d": 1.0}}, {"1": {"d": 1}}, **options)
@@ -319,13 +333,26 @@ def test_random_runs_match_trec_eval_style(implementation):
         level = rng.choice([1, 1, 2])
         complete = rng.random() < 0.3
         depth, judged_only = rng.choice([None, None, 2, 7]), rng.random() < 0.3  # trec_eval -M, -J
-        per_query, means = trec_eval_style(run, qrels, cutoffs=(k,), relevance_level=level, complete=complete,
-                                           depth=depth, judged_only=judged_only)
-        res = evaluate_run(run, qrels, k=k, relevance_level=level, complete=complete, depth=depth,
-                           judged_only=judged_only, implementation=implementation)
+        per_query, means = trec_eval_style(
+            run, qrels, cutoffs=(k,), relevance_level=level, complete=complete, depth=depth, judged_only=judged_only
+        )
+        res = evaluate_run(
+            run,
+            qrels,
+            k=k,
+            relevance_level=level,
+            complete=complete,
+            depth=depth,
+            judged_only=judged_only,
+            implementation=implementation,
+        )
         assert res.extras["query_ids"] == list(per_query), case
-        columns = dict(res.extras["trec_eval_per_query"], map=res.ap, Rprec=res.per_query.r_precision,
-                       **{f"P_{k}": res.per_query.precision_at_k, f"recall_{k}": res.per_query.recall_at_k})
+        columns = dict(
+            res.extras["trec_eval_per_query"],
+            map=res.ap,
+            Rprec=res.per_query.r_precision,
+            **{f"P_{k}": res.per_query.precision_at_k, f"recall_{k}": res.per_query.recall_at_k},
+        )
         for i, qid in enumerate(per_query):
             assert set(per_query[qid]) <= set(columns), case
             for name, want in per_query[qid].items():

@@ -5,6 +5,7 @@ qrels (where BEIR's loop and ours agree on what they average), our ``R_cap_k`` m
 five-digit values.  Skips when beir is not installed (``pip install --no-deps beir``: the metric
 module needs nothing else).
 """
+
 from __future__ import annotations
 
 import random
@@ -29,8 +30,9 @@ def _run_and_qrels(seed: int):
 
 @pytest.mark.parametrize("seed", range(5))
 def test_capped_recall_is_beirs(seed):
-    custom_metrics = pytest.importorskip("beir.retrieval.custom_metrics",
-                                         reason="beir is not installed (pip install --no-deps beir)")
+    custom_metrics = pytest.importorskip(
+        "beir.retrieval.custom_metrics", reason="beir is not installed (pip install --no-deps beir)"
+    )
     run, qrels = _run_and_qrels(seed)
     ks = [1, 3, 5, 10, 100]
     theirs = custom_metrics.recall_cap(qrels, run, ks)

@@ -1,6 +1,7 @@
 """``evaluate --run --qrels`` prints its summary as trec_eval prints it: every line of the command
 line's table equals the line trec_eval 10.0 printed for that measure (``golden/trec_eval.json``),
 ``%-22s\\tall\\t%.4f`` with counts as integers, each measure once."""
+
 from __future__ import annotations
 
 import json
@@ -20,8 +21,16 @@ def _case(case_id: str) -> dict:
 
 def test_the_summary_lines_are_trec_evals(capsys):
     case = _case("generated-10.0")  # trec_eval -q -c ... on generated.qrels generated.run
-    argv = ["evaluate", "--run", str(GENERATED / "generated.run"), "--qrels", str(GENERATED / "generated.qrels"),
-            "--complete", "--k", "1,3,5,10,20,100"]
+    argv = [
+        "evaluate",
+        "--run",
+        str(GENERATED / "generated.run"),
+        "--qrels",
+        str(GENERATED / "generated.qrels"),
+        "--complete",
+        "--k",
+        "1,3,5,10,20,100",
+    ]
     assert main(argv) == 0
     lines = capsys.readouterr().out.splitlines()
     names = [line.split("\t")[0].rstrip() for line in lines]

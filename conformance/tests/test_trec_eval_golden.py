@@ -6,6 +6,7 @@ trec_eval's test files are not part of this project: the tests that read them lo
 ``$RC_TREC_EVAL_TESTDATA``, then ``../shared/data/trec_eval/`` (next to the checkout), and skip
 when neither holds them.
 """
+
 from __future__ import annotations
 
 import json
@@ -31,16 +32,20 @@ COUNTS = ("num_q", "num_ret", "num_rel", "num_rel_ret")
 
 
 def _testdata() -> Optional[Path]:
-    for where in (os.environ.get("RC_TREC_EVAL_TESTDATA"), Path(__file__).resolve().parents[2].parent / "shared"
-                  / "data" / "trec_eval"):
+    for where in (
+        os.environ.get("RC_TREC_EVAL_TESTDATA"),
+        Path(__file__).resolve().parents[2].parent / "shared" / "data" / "trec_eval",
+    ):
         if where and (Path(where) / "qrels.test").is_file():
             return Path(where)
     return None
 
 
 TESTDATA = _testdata()
-NO_TESTDATA = ("trec_eval's test files (qrels.test, results.test, out.test.*) are not committed: set "
-               "RC_TREC_EVAL_TESTDATA to trec_eval's test/ folder or copy it to ../shared/data/trec_eval/")
+NO_TESTDATA = (
+    "trec_eval's test files (qrels.test, results.test, out.test.*) are not committed: set "
+    "RC_TREC_EVAL_TESTDATA to trec_eval's test/ folder or copy it to ../shared/data/trec_eval/"
+)
 
 
 def parse_command(command: str) -> Tuple[Dict[str, object], List[str], str, str]:
@@ -161,8 +166,14 @@ GENERATED_CASES = [case for case in GOLDEN["cases"] if case["id"].startswith("ge
 def test_generated_runs_match_trec_eval(case, implementation):
     require_implementation(implementation)
     options, _, qrels, run = parse_command(case["command"])
-    got = ours(GENERATED / run, GENERATED / qrels, cutoffs_of(case["values"]["all"]), implementation,
-               score_dtype=SCORE_DTYPE[case["program"]], **options)
+    got = ours(
+        GENERATED / run,
+        GENERATED / qrels,
+        cutoffs_of(case["values"]["all"]),
+        implementation,
+        score_dtype=SCORE_DTYPE[case["program"]],
+        **options,
+    )
     assert compare(case["values"], got) == []
 
 
@@ -175,8 +186,14 @@ TEST_FILE_CASES = [case for case in GOLDEN["cases"] if case["id"].startswith("tr
 def test_trec_eval_test_files_match_the_golden(case, implementation):
     require_implementation(implementation)
     options, _, qrels, run = parse_command(case["command"])
-    got = ours(TESTDATA / run, TESTDATA / qrels, cutoffs_of(case["values"]["all"]), implementation,
-               score_dtype=SCORE_DTYPE[case["program"]], **options)
+    got = ours(
+        TESTDATA / run,
+        TESTDATA / qrels,
+        cutoffs_of(case["values"]["all"]),
+        implementation,
+        score_dtype=SCORE_DTYPE[case["program"]],
+        **options,
+    )
     assert compare(case["values"], got) == []
 
 
@@ -188,8 +205,10 @@ SHIPPED = {
     "out.test.aql": "trec_eval -q -l 2 qrels.rel_level results.test",
 }
 #: the measures of ours that the shipped outputs (-m all_trec) print
-SHIPPED_NAMES = re.compile(r"(num_q|num_ret|num_rel|num_rel_ret|map|Rprec|recip_rank|ndcg|bpref"
-                           r"|(P|recall|map_cut|ndcg_cut|success)_\d+)$")
+SHIPPED_NAMES = re.compile(
+    r"(num_q|num_ret|num_rel|num_rel_ret|map|Rprec|recip_rank|ndcg|bpref"
+    r"|(P|recall|map_cut|ndcg_cut|success)_\d+)$"
+)
 
 
 @pytest.mark.skipif(TESTDATA is None, reason=NO_TESTDATA)

@@ -6,6 +6,7 @@ The query ``q1``: the run scores q1 5, a 3, b 2, c 1, x 0.5; the qrels grade q1 
 c 2, y 0, z 1 (x unjudged).  Ranking q1, a, b, c, x; R = 4 (q1, b, c, z); N = 2 judged
 non-relevant (a, y).
 """
+
 from __future__ import annotations
 
 from fractions import Fraction as F
@@ -22,20 +23,29 @@ QRELS = {"q1": {"a": 0, "b": 1, "c": 2, "q1": 1, "y": 0, "z": 1}}
 HAND = [
     # bpref: q1 has no judged non-relevant above it (1); b and c have a above: 1 - min(1, 4)/min(2, 4) = 1/2
     # each: (1 + 1/2 + 1/2) / 4.  top 5: H = 3; R_cap_5 = 3 / min(4, 5); Judged_5 = 4 judged of 5.
-    ("plain", {}, 5, {"bpref": F(1, 2), "R_cap_5": F(3, 4), "Judged_5": F(4, 5), "success_5": F(1),
-                       "map_cut_5": (F(1) + F(2, 3) + F(3, 4)) / 4, "num_ret": 5}),
+    (
+        "plain",
+        {},
+        5,
+        {
+            "bpref": F(1, 2),
+            "R_cap_5": F(3, 4),
+            "Judged_5": F(4, 5),
+            "success_5": F(1),
+            "map_cut_5": (F(1) + F(2, 3) + F(3, 4)) / 4,
+            "num_ret": 5,
+        },
+    ),
     # top 1 is q1 (relevant): success 1, R_cap_1 = 1 / min(4, 1), map_cut_1 = (1/1) / 4
     ("plain", {}, 1, {"success_1": F(1), "R_cap_1": F(1), "Judged_1": F(1), "map_cut_1": F(1, 4)}),
     # q1 dropped from the run (not from the qrels): a, b, c, x; top 1 is a (grade 0)
-    ("self", {"ignore_identical_ids": True}, 1, {"success_1": F(0), "R_cap_1": F(0), "map_cut_1": F(0),
-                                                  "num_ret": 4}),
+    ("self", {"ignore_identical_ids": True}, 1, {"success_1": F(0), "R_cap_1": F(0), "map_cut_1": F(0), "num_ret": 4}),
     # a, b, c, x: bpref (1/2 + 1/2) / 4; Judged_5 = 3 judged of 5 (divides by k)
     ("self", {"ignore_identical_ids": True}, 5, {"bpref": F(1, 4), "Judged_5": F(3, 5), "R_cap_5": F(2, 4)}),
     # -M 2: q1, a; AP = (1/1) / 4
     ("depth", {"depth": 2}, 5, {"num_ret": 2, "map": F(1, 4), "P_5": F(1, 5), "Judged_5": F(2, 5)}),
     # -J: x (unjudged) dropped: q1, a, b, c
-    ("judged", {"judged_only": True}, 5, {"num_ret": 4, "Judged_5": F(4, 5),
-                                          "map": (F(1) + F(2, 3) + F(3, 4)) / 4}),
+    ("judged", {"judged_only": True}, 5, {"num_ret": 4, "Judged_5": F(4, 5), "map": (F(1) + F(2, 3) + F(3, 4)) / 4}),
 ]
 
 
@@ -68,12 +78,15 @@ def test_complete_summary_num_rel_counts_positive_grades_whatever_the_level():
     assert plain.extras["trec_eval"]["num_rel"] == 1
 
 
-@pytest.mark.parametrize("options, error, message", [
-    (dict(depth=0), ValueError, "depth"),
-    (dict(depth=2.5), TypeError, "depth"),
-    (dict(judged_only="yes"), TypeError, "judged_only: expected True or False"),
-    (dict(ignore_identical_ids=1), TypeError, "ignore_identical_ids: expected True or False"),
-])
+@pytest.mark.parametrize(
+    "options, error, message",
+    [
+        (dict(depth=0), ValueError, "depth"),
+        (dict(depth=2.5), TypeError, "depth"),
+        (dict(judged_only="yes"), TypeError, "judged_only: expected True or False"),
+        (dict(ignore_identical_ids=1), TypeError, "ignore_identical_ids: expected True or False"),
+    ],
+)
 def test_bad_run_options_are_named(options, error, message):
     with pytest.raises(error, match=message):
         evaluate_run(RUN, QRELS, **options)
@@ -100,13 +113,16 @@ def test_gain_map(implementation):
     assert plain.extras["trec_eval"]["ndcg"] != pytest.approx(float(want))
 
 
-@pytest.mark.parametrize("gains, error, message", [
-    ([1, 3], TypeError, "gains: expected a dict"),
-    ({-1: 2}, ValueError, "gains: expected integer grades >= 0"),
-    ({1.5: 2}, ValueError, "gains: expected integer grades >= 0"),
-    ({1: float("nan")}, ValueError, "gains: expected a finite number as the gain of grade 1"),
-    ({1: "3"}, ValueError, "gains: expected a finite number"),
-])
+@pytest.mark.parametrize(
+    "gains, error, message",
+    [
+        ([1, 3], TypeError, "gains: expected a dict"),
+        ({-1: 2}, ValueError, "gains: expected integer grades >= 0"),
+        ({1.5: 2}, ValueError, "gains: expected integer grades >= 0"),
+        ({1: float("nan")}, ValueError, "gains: expected a finite number as the gain of grade 1"),
+        ({1: "3"}, ValueError, "gains: expected a finite number"),
+    ],
+)
 def test_bad_gain_maps_are_named(gains, error, message):
     with pytest.raises(error, match=message):
         evaluate_run(RUN, QRELS, gains=gains)
@@ -118,8 +134,9 @@ def test_summary_names_the_results_own_means(implementation):
     require_implementation(implementation)
     data = files("retrieval_conformance.golden") / "data" / "trec"
     for k in (None, 5):
-        res = evaluate_run(str(data / "generated.run"), str(data / "generated.qrels"), k=k,
-                           implementation=implementation)
+        res = evaluate_run(
+            str(data / "generated.run"), str(data / "generated.qrels"), k=k, implementation=implementation
+        )
         named = res.extras["trec_eval"]
         assert (named["map"], named["Rprec"], named["recip_rank"]) == (res.map, res.r_precision, res.mrr)
         assert named["ndcg" if k is None else f"ndcg_cut_{k}"] == res.ndcg_at_k
@@ -137,10 +154,13 @@ def test_grades_above_the_engines_limit_are_their_own_gains(implementation, tmp_
     (tmp_path / "g.qrels").write_text("q1 0 d2 1\nq1 0 d4 100\nq1 0 d3 53\nq2 0 d9 1\n")
     full = evaluate_run(tmp_path / "g.run", tmp_path / "g.qrels", implementation=implementation)
     cut = evaluate_run(tmp_path / "g.run", tmp_path / "g.qrels", k=2, implementation=implementation)
-    printed = [f"{full.extras['trec_eval_per_query']['ndcg'][0]:.4f}",
-               f"{cut.extras['trec_eval_per_query']['ndcg_cut_2'][0]:.4f}",
-               f"{full.extras['trec_eval']['ndcg']:.4f}", f"{cut.extras['trec_eval']['ndcg_cut_2']:.4f}",
-               f"{full.extras['trec_eval']['map']:.4f}"]
+    printed = [
+        f"{full.extras['trec_eval_per_query']['ndcg'][0]:.4f}",
+        f"{cut.extras['trec_eval_per_query']['ndcg_cut_2'][0]:.4f}",
+        f"{full.extras['trec_eval']['ndcg']:.4f}",
+        f"{cut.extras['trec_eval']['ndcg_cut_2']:.4f}",
+        f"{full.extras['trec_eval']['map']:.4f}",
+    ]
     assert printed == ["0.2026", "0.0047", "0.6013", "0.5024", "0.6944"]
     # by hand: ranked grades 0 (d1), 1 (d2), 53 (d3); ideal 100, 53, 1
     want = (_d(2) + 53 * _d(3)) / (100 * _d(1) + 53 * _d(2) + _d(3))

@@ -1,6 +1,7 @@
 """trec_eval's nDCG discount: every rank r divided by log2(r + 1) since trec_eval 9.0.4 (spec §7
 discount=log2), the 2008 rule kept as ``discount="trec_eval_9.0a3"``, and the retired name
 ``"trec"`` refused in every entry point with both replacements named."""
+
 from __future__ import annotations
 
 from fractions import Fraction
@@ -40,8 +41,13 @@ def test_trec_preset_discounts_every_rank():
 @pytest.mark.parametrize("implementation", implementation_params())
 def test_the_2008_rule_is_kept_under_its_own_name(implementation):
     require_implementation(implementation)
-    res = rc.evaluate(scores=[[2.0, 1.0]], relevance=[[0, 1]], protocol="trec", discount="trec_eval_9.0a3",
-                      implementation=implementation)
+    res = rc.evaluate(
+        scores=[[2.0, 1.0]],
+        relevance=[[0, 1]],
+        protocol="trec",
+        discount="trec_eval_9.0a3",
+        implementation=implementation,
+    )
     assert res.ndcg_at_k == 1.0
 
 

@@ -11,6 +11,7 @@
 The comparison rule is ``crosscheck``'s, the problem generator ``support/fixtures.py``'s, the
 implementations at hand ``test_numpy_torch_backends``'s.
 """
+
 from __future__ import annotations
 
 import math
@@ -63,8 +64,9 @@ def test_float32_and_float64_inputs_agree_and_negative_zero_ties():
         opts = Options(ties=ties, k=None, max_rank=5)
         p32 = Problem(n_queries=7, n_gallery=40, distances=np.ascontiguousarray(d32), relevance=rel)
         p64 = Problem(n_queries=7, n_gallery=40, distances=d32.astype(np.float64), relevance=rel)
-        zeros = Problem(n_queries=7, n_gallery=40, distances=np.abs(d32.astype(np.float64)) * np.sign(d32) + 0.0,
-                        relevance=rel)
+        zeros = Problem(
+            n_queries=7, n_gallery=40, distances=np.abs(d32.astype(np.float64)) * np.sign(d32) + 0.0, relevance=rel
+        )
         base = NUMPY.compute(p64, opts)
         for impl in impls:
             assert same_bits(impl.compute(p32, opts), base, f"{impl.name} {ties}") == []
@@ -83,9 +85,11 @@ def test_expected_large_groups_are_accurate():
     rel = rng.random((2, N)) < 0.02
     rel[0, :7] = True
     problem = Problem(n_queries=2, n_gallery=N, distances=d, relevance=rel)
-    for opts in (Options(ties="expected", k=1234, ap_at_k="hits", max_rank=200),
-                 Options(ties="expected", k=15, ap_at_k="dcmh", max_rank=3),
-                 Options(ties="expected", ap_rule="trapezoid", k=1900, ap_at_k="hits", max_rank=3)):
+    for opts in (
+        Options(ties="expected", k=1234, ap_at_k="hits", max_rank=200),
+        Options(ties="expected", k=15, ap_at_k="dcmh", max_rank=3),
+        Options(ties="expected", ap_rule="trapezoid", k=1900, ap_at_k="hits", max_rank=3),
+    ):
         want = ref.compute(problem, opts)
         assert compare_per_query(want, NUMPY.compute(problem, opts), str(opts)) == []
 
@@ -99,8 +103,10 @@ def test_expected_group_of_5000_hits_and_dcmh():
     d = np.zeros((1, N))
     rel = rng.random((1, N)) < 0.01
     problem = Problem(n_queries=1, n_gallery=N, distances=d, relevance=rel)
-    for opts in (Options(ties="expected", k=2500, max_rank=100),
-                 Options(ties="expected", k=30, ap_at_k="dcmh", ap_rule="trapezoid")):
+    for opts in (
+        Options(ties="expected", k=2500, max_rank=100),
+        Options(ties="expected", k=30, ap_at_k="dcmh", ap_rule="trapezoid"),
+    ):
         want = ref.compute(problem, opts)
         for impl in available_impls():
             assert compare_per_query(want, impl.compute(problem, opts), f"{impl.name} {opts}") == []
@@ -115,14 +121,25 @@ def test_medium_random_numpy_equals_torch_and_reference_sample():
     Q, N = 24, 400
     d = rng.integers(0, 20, (Q, N)).astype(np.float32) / np.float32(4)
     labels = rng.integers(0, 5, Q), rng.integers(0, 5, N)
-    problem = Problem(n_queries=Q, n_gallery=N, distances=np.ascontiguousarray(d),
-                      query_labels=labels[0].astype(np.int64), db_labels=labels[1].astype(np.int64))
-    sample = Problem(n_queries=3, n_gallery=N, distances=np.ascontiguousarray(d[:3]),
-                     query_labels=labels[0][:3].astype(np.int64), db_labels=labels[1].astype(np.int64))
+    problem = Problem(
+        n_queries=Q,
+        n_gallery=N,
+        distances=np.ascontiguousarray(d),
+        query_labels=labels[0].astype(np.int64),
+        db_labels=labels[1].astype(np.int64),
+    )
+    sample = Problem(
+        n_queries=3,
+        n_gallery=N,
+        distances=np.ascontiguousarray(d[:3]),
+        query_labels=labels[0][:3].astype(np.int64),
+        db_labels=labels[1].astype(np.int64),
+    )
     for ties in TIES:
-        for opts in (Options(ties=ties, k=None if ties == "grouped" else 37, ap_at_k="hits"),
-                     Options(ties=ties, ap_rule="trapezoid", k=None if ties == "grouped" else 50,
-                             ap_at_k="dcmh")):
+        for opts in (
+            Options(ties=ties, k=None if ties == "grouped" else 37, ap_at_k="hits"),
+            Options(ties=ties, ap_rule="trapezoid", k=None if ties == "grouped" else 50, ap_at_k="dcmh"),
+        ):
             a, b = NUMPY.compute(problem, opts), impl.compute(problem, opts)
             for f in FIELDS + ("cmc",):
                 np.testing.assert_allclose(getattr(a, f), getattr(b, f), rtol=0, atol=TOL)
@@ -148,7 +165,7 @@ def test_hamming_packing_and_order_key():
 
 def test_binomial_table_is_exact():
     """The exact-pmf table: every C(a, b), a <= 56, below 2**53 (products stay exact)."""
-    assert BINOM.max() < 2 ** 53
+    assert BINOM.max() < 2**53
     assert all(BINOM[a, b] == math.comb(a, b) for a in range(BINOM_MAX + 1) for b in range(a + 1))
 
 
@@ -160,15 +177,22 @@ def test_edges_all_junk_long_codes_and_cutoffs_beyond_gallery():
     Q, N, bits = 4, 9, 130
     junk = np.zeros((Q, N), dtype=bool)
     junk[0] = True
-    problem = Problem(n_queries=Q, n_gallery=N,
-                      query_bits=rng.integers(0, 2, (Q, bits)).astype(np.uint8),
-                      db_bits=np.repeat(rng.integers(0, 2, (3, bits)).astype(np.uint8), 3, axis=0),
-                      query_labels=np.array([0, 9, 1, 2]), db_labels=rng.integers(0, 3, N), junk=junk)
+    problem = Problem(
+        n_queries=Q,
+        n_gallery=N,
+        query_bits=rng.integers(0, 2, (Q, bits)).astype(np.uint8),
+        db_bits=np.repeat(rng.integers(0, 2, (3, bits)).astype(np.uint8), 3, axis=0),
+        query_labels=np.array([0, 9, 1, 2]),
+        db_labels=rng.integers(0, 3, N),
+        junk=junk,
+    )
     impls = available_impls()
     for ties in TIES:
-        for opts in (Options(ties=ties, k=None, max_rank=20, radius=60.0),
-                     Options(ties=ties, k=50, ap_at_k="min_k_r", max_rank=3),
-                     Options(ties=ties, k=9, ap_at_k="dcmh", ap_rule="trapezoid")):
+        for opts in (
+            Options(ties=ties, k=None, max_rank=20, radius=60.0),
+            Options(ties=ties, k=50, ap_at_k="min_k_r", max_rank=3),
+            Options(ties=ties, k=9, ap_at_k="dcmh", ap_rule="trapezoid"),
+        ):
             want = ref.compute(problem, opts)
             for impl in impls:
                 assert compare_per_query(want, impl.compute(problem, opts), f"{impl.name} {opts}") == []
@@ -258,13 +282,13 @@ def test_double_double_quotients_and_row_sums():
     """dd_quot of integers and the row sums (numpy's Sum2 and the pairwise tree of other
     devices) stay within 2**-100 relative of the exact rationals."""
     rng = np.random.default_rng(6)
-    x = rng.integers(1, 2 ** 40, 200).astype(np.float64)
-    y = rng.integers(1, 2 ** 25, 200).astype(np.float64)
+    x = rng.integers(1, 2**40, 200).astype(np.float64)
+    y = rng.integers(1, 2**25, 200).astype(np.float64)
     for small in (False, True):
         hi, lo = dd_quot(x, y, small=small)
         for a, b, h, lo_ in zip(x, y, hi, lo):
             exact = Fraction(int(a), int(b))
-            assert abs(Fraction(h) + Fraction(lo_) - exact) <= exact / 2 ** 100
+            assert abs(Fraction(h) + Fraction(lo_) - exact) <= exact / 2**100
     values = dd_quot(x.reshape(8, 25), y.reshape(8, 25))
 
     class Pairwise:  # the ops of a device without its own dd_rowsum
@@ -274,7 +298,7 @@ def test_double_double_quotients_and_row_sums():
         hi, lo = dd_rowsum(ops, values)
         for row in range(8):
             exact = sum(Fraction(int(a), int(b)) for a, b in zip(x.reshape(8, 25)[row], y.reshape(8, 25)[row]))
-            assert abs(Fraction(hi[row]) + Fraction(lo[row]) - exact) <= exact / 2 ** 100
+            assert abs(Fraction(hi[row]) + Fraction(lo[row]) - exact) <= exact / 2**100
 
 
 def test_dcmh_expected_with_groups_of_different_lengths_in_one_block():
@@ -285,14 +309,24 @@ def test_dcmh_expected_with_groups_of_different_lengths_in_one_block():
     import retrieval_conformance as rc
     from retrieval_conformance.conformance.crosscheck import compare_per_query
 
-    scores = np.array([[0.5, 3.0, 0.5, 3.0, 0.5, 0.5, 3.0, 0.5, 0.5, 3.0, 3.0, 3.0],
-                       [0.5, 3.0, 0.5, 3.0, 0.5, 0.5, 3.0, 3.0, 3.0, 3.0, 3.0, 3.0],
-                       [0.5, 0.5, 0.5, 3.0, 0.5, 3.0, 0.5, 0.5, 0.5, 0.5, 0.5, 3.0],
-                       [0.5, 3.0, 3.0, 3.0, 3.0, 3.0, 3.0, 3.0, 3.0, 3.0, 0.5, 3.0]])
-    kwargs = dict(scores=scores, query_labels=[[0, 1], [1, 0], [0, 1], [0, 1]],
-                  db_labels=[[1, 1], [0, 1], [1, 1], [0, 0], [1, 1], [0, 0], [0, 1], [1, 0], [0, 1], [1, 0],
-                             [0, 0], [0, 0]],
-                  ties="expected", ap_at_k="dcmh", k=3, max_rank=3, empty="zero")
+    scores = np.array(
+        [
+            [0.5, 3.0, 0.5, 3.0, 0.5, 0.5, 3.0, 0.5, 0.5, 3.0, 3.0, 3.0],
+            [0.5, 3.0, 0.5, 3.0, 0.5, 0.5, 3.0, 3.0, 3.0, 3.0, 3.0, 3.0],
+            [0.5, 0.5, 0.5, 3.0, 0.5, 3.0, 0.5, 0.5, 0.5, 0.5, 0.5, 3.0],
+            [0.5, 3.0, 3.0, 3.0, 3.0, 3.0, 3.0, 3.0, 3.0, 3.0, 0.5, 3.0],
+        ]
+    )
+    kwargs = dict(
+        scores=scores,
+        query_labels=[[0, 1], [1, 0], [0, 1], [0, 1]],
+        db_labels=[[1, 1], [0, 1], [1, 1], [0, 0], [1, 1], [0, 0], [0, 1], [1, 0], [0, 1], [1, 0], [0, 0], [0, 0]],
+        ties="expected",
+        ap_at_k="dcmh",
+        k=3,
+        max_rank=3,
+        empty="zero",
+    )
     ref = rc.evaluate(**kwargs, implementation="reference").per_query
     for name in ("numpy", "torch"):
         if name in rc.available_implementations():

@@ -10,6 +10,7 @@ in double-double and rounds once, so each value is the float64 nearest the refer
 ``Fraction`` (``np.array_equal`` with NaN equal).  Large tie groups under ``expected`` are
 checked for finiteness and against the reference to 1e-12.
 """
+
 from __future__ import annotations
 
 from fractions import Fraction
@@ -92,8 +93,13 @@ def random_inputs(rng: np.random.Generator) -> dict:
 def random_options(rng: np.random.Generator, n: int, ties: str) -> Options:
     k = [None, 1, int(rng.integers(1, n + 1)), n, n + 3][int(rng.integers(0, 5))]
     return Options(
-        ties=ties, k=k, ap_rule=str(rng.choice(AP_RULES)), ap_at_k=str(rng.choice(AP_AT_K_DENOMINATORS)),
-        max_rank=int(rng.integers(1, 6)), gain=str(rng.choice(GAINS)), recall=str(rng.choice(RECALL_SENSES)),
+        ties=ties,
+        k=k,
+        ap_rule=str(rng.choice(AP_RULES)),
+        ap_at_k=str(rng.choice(AP_AT_K_DENOMINATORS)),
+        max_rank=int(rng.integers(1, 6)),
+        gain=str(rng.choice(GAINS)),
+        recall=str(rng.choice(RECALL_SENSES)),
         discount=str(rng.choice(DISCOUNTS)),
     )
 
@@ -138,9 +144,11 @@ def test_front_end_options_reach_the_implementation(implementation):
     d = np.array([[0.0, 1.0, 1.0, 2.0, 2.0, 3.0], [1.0, 1.0, 1.0, 1.0, 0.0, 0.0], [0.0] * 6])
     grades = np.array([[0, 3, 1, 2, 0, 5], [2, 0, 0, 1, 0, 0], [0] * 6])
     for ties in TIE_POLICIES:
-        for kw in ({"gain": "exponential", "recall": "hit", "k": 4},
-                   {"gain": "linear", "discount": "trec_eval_9.0a3", "k": None},
-                   {"recall": "hit", "k": 2, "discount": "log2"}):
+        for kw in (
+            {"gain": "exponential", "recall": "hit", "k": 4},
+            {"gain": "linear", "discount": "trec_eval_9.0a3", "k": None},
+            {"recall": "hit", "k": 2, "discount": "log2"},
+        ):
             if ties == "grouped" and kw["k"] is not None:  # k inside a tie group
                 continue
             args = dict(distances=d, relevance=grades, ties=ties, empty="zero", **kw)
@@ -158,7 +166,7 @@ def large_group_problem(n: int, rng: np.random.Generator):
     item relevant, 40 relevant."""
     d = np.zeros((4, n))
     d[1, :5] = -1.0
-    d[3, n // 2:] = 1.0
+    d[3, n // 2 :] = 1.0
     grades = np.zeros((4, n), dtype=np.int64)
     grades[0, rng.choice(n, 3, replace=False)] = [52, 1, 7]
     many = int(0.3 * n)
@@ -175,8 +183,11 @@ def close_to_reference(want, got, label: str) -> list:
         values = getattr(got, field)
         for q, exact in enumerate(want.exact[field]):
             x = float(values[q])
-            if not np.isfinite(x) or abs(x - float(exact)) > 1e-12 or (Fraction(float(exact)) == exact
-                                                                      and x != float(exact)):
+            if (
+                not np.isfinite(x)
+                or abs(x - float(exact)) > 1e-12
+                or (Fraction(float(exact)) == exact and x != float(exact))
+            ):
                 bad.append(f"{label} {field}[{q}]: {x!r} vs {float(exact)!r}")
     return bad
 

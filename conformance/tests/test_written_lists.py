@@ -6,6 +6,7 @@ presets from the options table); these tests also fail if a generated slot is le
 The documents' lists are written by hand (docs/harness.md, the README): these tests name what
 is missing.
 """
+
 from __future__ import annotations
 
 import pathlib

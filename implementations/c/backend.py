@@ -32,6 +32,7 @@ What the C code does per query (spec §4, §12), never sorting the whole gallery
 Every array is checked here (dtype, shape, C-contiguity) before the C call, so nothing that
 could make the C code read out of bounds reaches it.
 """
+
 from __future__ import annotations
 
 import ctypes
@@ -100,6 +101,7 @@ def __getattr__(name: str):
 def _ptr(arr: Optional[np.ndarray]) -> Optional[int]:
     return None if arr is None else arr.ctypes.data
 
+
 # -- validation (cheap checks of everything the C code indexes) ------------------------------
 def _array(name: str, arr, dtype, shape) -> np.ndarray:
     """``arr`` as a C-contiguous, aligned array of ``dtype`` and exactly ``shape`` (an array
@@ -136,7 +138,7 @@ def _id_runs(db_ids: np.ndarray, order: np.ndarray) -> Tuple[np.ndarray, np.ndar
     ``starts[searchsorted(ids, id, "right")]``, as in the sorted ids, which are never held whole."""
     ids, starts, last = [np.zeros(0, dtype=np.int64)], [], None
     for first in range(0, order.shape[0], CHUNK_ITEMS):
-        chunk = db_ids[order[first:first + CHUNK_ITEMS]]
+        chunk = db_ids[order[first : first + CHUNK_ITEMS]]
         new = np.flatnonzero(chunk[1:] != chunk[:-1]) + 1
         if last is None or chunk[0] != last:
             new = np.concatenate([[0], new])
@@ -151,9 +153,12 @@ def _check_options(options: Options) -> None:
     if not isinstance(options, Options):
         raise TypeError(f"options: expected Options, got {type(options).__name__}")
     for name, value, allowed in (
-        ("ties", options.ties, _TIES), ("ap_rule", options.ap_rule, _RULES),
-        ("ap_at_k", options.ap_at_k, _DENOMINATORS), ("gain", options.gain, _GAINS),
-        ("recall", options.recall, _RECALLS), ("discount", options.discount, DISCOUNTS),
+        ("ties", options.ties, _TIES),
+        ("ap_rule", options.ap_rule, _RULES),
+        ("ap_at_k", options.ap_at_k, _DENOMINATORS),
+        ("gain", options.gain, _GAINS),
+        ("recall", options.recall, _RECALLS),
+        ("discount", options.discount, DISCOUNTS),
     ):
         if value not in allowed:
             raise ValueError(f"{name}: expected one of {list(allowed)}, got {value!r}")
@@ -180,8 +185,9 @@ def _grades(grades, relevance: Optional[np.ndarray], Q: int, N: int) -> Optional
         raise ValueError("grades: graded relevance needs a relevance matrix (not labels)")
     grades = _array("grades", grades, np.int64, (Q, N))
     if grades.size and (grades.min() < 0 or grades.max() > MAX_GRADE):
-        raise ValueError(f"grades: expected integer grades 0 .. {MAX_GRADE}, got values "
-                         f"{int(grades.min())} .. {int(grades.max())}")
+        raise ValueError(
+            f"grades: expected integer grades 0 .. {MAX_GRADE}, got values {int(grades.min())} .. {int(grades.max())}"
+        )
     if not np.array_equal(grades > 0, relevance.view(np.bool_)):
         raise ValueError("grades: expected relevance == (grades > 0) (a relevant item has a positive grade)")
     return np.ascontiguousarray(grades.astype(np.uint8))
@@ -269,8 +275,7 @@ class CImplementation(Implementation):
             negated = int(name == "scores")
             if not isinstance(D, np.ndarray) or D.dtype not in (np.float32, np.float64):
                 raise TypeError(
-                    f"{name}: expected a float32 or float64 numpy array, got "
-                    f"{getattr(D, 'dtype', type(D).__name__)}"
+                    f"{name}: expected a float32 or float64 numpy array, got {getattr(D, 'dtype', type(D).__name__)}"
                 )
             keep["D"] = _array(name, D, D.dtype, (Q, N))
             dist_kind = D_F32 if D.dtype == np.float32 else D_F64
@@ -309,8 +314,9 @@ class CImplementation(Implementation):
                 # its relevant items there and camera junk its same-id items; Hamming codes
                 # compare ids item by item, so without cameras they need no such index (N int64)
                 if dist_kind != D_CODES or problem.query_cams is not None:
-                    keep["order"] = gallery.get("order", lambda: np.ascontiguousarray(
-                        np.argsort(keep["dl"], kind="stable"), dtype=np.int64))
+                    keep["order"] = gallery.get(
+                        "order", lambda: np.ascontiguousarray(np.argsort(keep["dl"], kind="stable"), dtype=np.int64)
+                    )
                     ids, starts = gallery.get("id_runs", lambda: _id_runs(keep["dl"], keep["order"]))
                     keep["id_start"] = starts[np.searchsorted(ids, keep["ql"], "left")]
                     keep["id_stop"] = starts[np.searchsorted(ids, keep["ql"], "right")]
@@ -354,10 +360,14 @@ class CImplementation(Implementation):
         err_b = np.zeros(Q, dtype=np.int64)
 
         opts = _Options(
-            ties=_TIES[options.ties], ap_rule=_RULES[options.ap_rule],
-            k=-1 if options.k is None else int(options.k), ap_at_k=_DENOMINATORS[options.ap_at_k],
-            max_rank=max_rank, has_radius=int(has_radius),
-            gain=_GAINS[options.gain], recall=_RECALLS[options.recall],
+            ties=_TIES[options.ties],
+            ap_rule=_RULES[options.ap_rule],
+            k=-1 if options.k is None else int(options.k),
+            ap_at_k=_DENOMINATORS[options.ap_at_k],
+            max_rank=max_rank,
+            has_radius=int(has_radius),
+            gain=_GAINS[options.gain],
+            recall=_RECALLS[options.recall],
             wanted=c_library.wanted_mask(options.metrics),
             radius=float(options.radius) if options.radius is not None else 0.0,
         )
@@ -369,21 +379,33 @@ class CImplementation(Implementation):
         for start in range(0, Q, BLOCK_QUERIES):
             stop = min(Q, start + BLOCK_QUERIES)
             inp = _Input(
-                n_queries=stop - start, n_gallery=N, dist_kind=dist_kind,
-                distances=row_ptr("D", start), negated=negated, finite=int(bool(problem.finite)),
-                query_codes=row_ptr("qc", start), db_codes=_ptr(keep.get("dc")),
-                code_words=words, n_bits=n_bits,
-                rel_kind=rel_kind, relevance=row_ptr("rel", start),
-                query_ids=row_ptr("ql", start), db_ids=_ptr(keep.get("dl")),
-                query_label_bits=row_ptr("qlb", start), db_label_bits=_ptr(keep.get("dlb")),
+                n_queries=stop - start,
+                n_gallery=N,
+                dist_kind=dist_kind,
+                distances=row_ptr("D", start),
+                negated=negated,
+                finite=int(bool(problem.finite)),
+                query_codes=row_ptr("qc", start),
+                db_codes=_ptr(keep.get("dc")),
+                code_words=words,
+                n_bits=n_bits,
+                rel_kind=rel_kind,
+                relevance=row_ptr("rel", start),
+                query_ids=row_ptr("ql", start),
+                db_ids=_ptr(keep.get("dl")),
+                query_label_bits=row_ptr("qlb", start),
+                db_label_bits=_ptr(keep.get("dlb")),
                 label_words=label_words,
                 junk=row_ptr("junk", start),
-                query_cams=row_ptr("qcam", start), db_cams=_ptr(keep.get("dcam")),
+                query_cams=row_ptr("qcam", start),
+                db_cams=_ptr(keep.get("dcam")),
                 gallery_junk=_ptr(keep.get("gj")),
                 db_order=_ptr(keep.get("order")),
-                id_start=row_ptr("id_start", start), id_stop=row_ptr("id_stop", start),
+                id_start=row_ptr("id_start", start),
+                id_stop=row_ptr("id_stop", start),
                 grades=row_ptr("grades", start),
-                discounts=_ptr(keep["disc"]), n_discounts=keep["disc"].shape[0],
+                discounts=_ptr(keep["disc"]),
+                n_discounts=keep["disc"].shape[0],
             )
             res = output_struct({**out, "status": status, "err_a": err_a, "err_b": err_b}, start)
             rc = lib.rc_evaluate(ctypes.byref(inp), ctypes.byref(opts), ctypes.byref(res), nt)
@@ -392,8 +414,14 @@ class CImplementation(Implementation):
             if rc == RC_ERR_ARGS:
                 raise ValueError("C implementation: inconsistent arguments (this is a bug in c/backend.py)")
             if rc == RC_ERR_QUERY:
-                self._raise_for_status(status[start:stop], err_a[start:stop], err_b[start:stop], start, options,
-                                       "scores" if negated else "distances")
+                self._raise_for_status(
+                    status[start:stop],
+                    err_a[start:stop],
+                    err_b[start:stop],
+                    start,
+                    options,
+                    "scores" if negated else "distances",
+                )
             if progress is not None:
                 progress(stop, Q)
 
@@ -407,7 +435,10 @@ class CImplementation(Implementation):
             raise NonFiniteError(
                 f"{ranking}: expected finite values, found a non-finite value at "
                 f"[{offset + q}, {int(err_a[q])}]; replace NaN/inf (e.g. by a large distance) "
-                "before evaluating", ranking, (offset + q, int(err_a[q])))
+                "before evaluating",
+                ranking,
+                (offset + q, int(err_a[q])),
+            )
         bad = np.flatnonzero(status == Q_GROUPED_K)
         if bad.size:
             q = int(bad[0])

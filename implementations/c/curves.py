@@ -10,6 +10,7 @@ relevance matrix or junk, a block of queries at a time as one byte per (query, i
 back as ``num / (scale N)`` and is divided here in Python integers (one correctly rounded
 division, for any N).
 """
+
 from __future__ import annotations
 
 from typing import Optional, cast
@@ -36,9 +37,9 @@ _GROUPED_N, _NOMEM = 1, 2
 _REL_STATE, _REL_IDS, _REL_MULTI = 0, 1, 2
 _CODES, _F64, _F32 = 0, 1, 2
 #: (query, item) bytes of one block's relevance-and-junk matrix: 32 MiB
-BLOCK_ITEMS = 2 ** 25
+BLOCK_ITEMS = 2**25
 #: level numerators and denominators travel as int64
-LEVEL_LIMIT = 2 ** 62
+LEVEL_LIMIT = 2**62
 
 
 def unavailable_reason(problem: Optional[Problem] = None) -> Optional[str]:
@@ -58,10 +59,16 @@ def _label_source(problem: Problem):
     if problem.has_junk or problem.query_labels is None:
         return None
     if problem.multi_label:  # labels are given on both sides when query_labels is
-        return (_REL_MULTI, np.ascontiguousarray(pack_words(problem.query_labels)),
-                np.ascontiguousarray(pack_words(cast(np.ndarray, problem.db_labels))))
-    return (_REL_IDS, np.ascontiguousarray(problem.query_labels, dtype=np.int64),
-            np.ascontiguousarray(problem.db_labels, dtype=np.int64))
+        return (
+            _REL_MULTI,
+            np.ascontiguousarray(pack_words(problem.query_labels)),
+            np.ascontiguousarray(pack_words(cast(np.ndarray, problem.db_labels))),
+        )
+    return (
+        _REL_IDS,
+        np.ascontiguousarray(problem.query_labels, dtype=np.int64),
+        np.ascontiguousarray(problem.db_labels, dtype=np.int64),
+    )
 
 
 def per_query_curves(problem: Problem, request: CurveRequest) -> CurveValues:
@@ -71,15 +78,18 @@ def per_query_curves(problem: Problem, request: CurveRequest) -> CurveValues:
         raise ImplementationUnavailable(f"implementation 'c' cannot draw curves here: {reason}")
     for level in request.levels:
         if level.numerator >= LEVEL_LIMIT or level.denominator >= LEVEL_LIMIT:
-            raise ValueError(f"recall_levels: implementation='c' takes levels whose numerator and denominator "
-                             f"are below 2**62, got {level}; use implementation='numpy'")
+            raise ValueError(
+                f"recall_levels: implementation='c' takes levels whose numerator and denominator "
+                f"are below 2**62, got {level}; use implementation='numpy'"
+            )
     lib = _require()
     Q, N = problem.n_queries, problem.n_gallery
     if problem.query_bits is not None:
         dist_kind, distances, bits = _CODES, None, problem.query_bits.shape[1]
         q_words = np.ascontiguousarray(pack_bits(problem.query_bits))
-        db_words = np.ascontiguousarray(problem.db_words if problem.db_words is not None
-                                        else pack_bits(cast(np.ndarray, problem.db_bits)))  # codes on both sides
+        db_words = np.ascontiguousarray(
+            problem.db_words if problem.db_words is not None else pack_bits(cast(np.ndarray, problem.db_bits))
+        )  # codes on both sides
     else:
         distances = cast(np.ndarray, problem.distances)  # a problem has codes or distances
         if distances.dtype not in (np.float32, np.float64):  # validated input is float; anything else widened
@@ -87,8 +97,11 @@ def per_query_curves(problem: Problem, request: CurveRequest) -> CurveValues:
         distances = np.ascontiguousarray(distances)
         dist_kind, bits, q_words, db_words = (_F32 if distances.dtype == np.float32 else _F64), 0, None, None
     kind = request.kind
-    width = {"pr_interpolated": len(request.levels), "pr_radius": len(request.radii),
-             "precision_at_n": len(request.ns)}[kind]
+    width = {
+        "pr_interpolated": len(request.levels),
+        "pr_radius": len(request.radii),
+        "precision_at_n": len(request.ns),
+    }[kind]
     out_a, out_b = np.zeros((Q, width)), np.zeros((Q, width))
     out_num, out_scale = np.zeros((Q, width), dtype=np.int64), np.ones((Q, width), dtype=np.int64)
     n_relevant = np.zeros(Q, dtype=np.int64)
@@ -116,13 +129,39 @@ def per_query_curves(problem: Problem, request: CurveRequest) -> CurveValues:
             mode, q_labels, db_labels = _REL_MULTI, labels[1][s:e], labels[2]
             label_words = db_labels.shape[1]
         status = lib.rc_curves(
-            dist_kind, _ptr(None if distances is None else distances[s:e]),
-            _ptr(None if q_words is None else q_words[s:e]), _ptr(db_words), e - s, N,
-            1 if db_words is None else db_words.shape[1], bits, mode, _ptr(state), _ptr(q_ids),
-            _ptr(db_ids), _ptr(q_labels), _ptr(db_labels), label_words, _KINDS[kind],
-            _TIES[request.ties], _ptr(level_num), _ptr(level_den), len(request.levels), _ptr(radii),
-            len(request.radii), _ptr(ns), len(request.ns), _ptr(out_a[s:e]), _ptr(out_b[s:e]), _ptr(out_num[s:e]),
-            _ptr(out_scale[s:e]), _ptr(n_relevant[s:e]), _ptr(failure), popcnt, threads)
+            dist_kind,
+            _ptr(None if distances is None else distances[s:e]),
+            _ptr(None if q_words is None else q_words[s:e]),
+            _ptr(db_words),
+            e - s,
+            N,
+            1 if db_words is None else db_words.shape[1],
+            bits,
+            mode,
+            _ptr(state),
+            _ptr(q_ids),
+            _ptr(db_ids),
+            _ptr(q_labels),
+            _ptr(db_labels),
+            label_words,
+            _KINDS[kind],
+            _TIES[request.ties],
+            _ptr(level_num),
+            _ptr(level_den),
+            len(request.levels),
+            _ptr(radii),
+            len(request.radii),
+            _ptr(ns),
+            len(request.ns),
+            _ptr(out_a[s:e]),
+            _ptr(out_b[s:e]),
+            _ptr(out_num[s:e]),
+            _ptr(out_scale[s:e]),
+            _ptr(n_relevant[s:e]),
+            _ptr(failure),
+            popcnt,
+            threads,
+        )
         if status == _GROUPED_N:
             _raise_grouped(problem, request, s + int(failure[0]), int(failure[1]))
         if status == _NOMEM:
@@ -130,8 +169,12 @@ def per_query_curves(problem: Problem, request: CurveRequest) -> CurveValues:
         if status != 0:
             raise RuntimeError(f"implementation 'c': rc_curves refused its arguments (status {status})")
     if kind == "precision_at_n":  # H / N = num / (scale N), one correctly rounded division each
-        out_a = np.array([[int(a) / (int(c) * n) for a, c, n in zip(row_a, row_c, request.ns)]
-                          for row_a, row_c in zip(out_num.tolist(), out_scale.tolist())]).reshape(Q, width)
+        out_a = np.array(
+            [
+                [int(a) / (int(c) * n) for a, c, n in zip(row_a, row_c, request.ns)]
+                for row_a, row_c in zip(out_num.tolist(), out_scale.tolist())
+            ]
+        ).reshape(Q, width)
     return CurveValues(n_relevant, out_a, out_b if kind == "pr_radius" else None)
 
 
@@ -141,7 +184,7 @@ def _raise_grouped(problem: Problem, request: CurveRequest, query: int, index: i
     if problem.query_bits is None:
         dist = cast(np.ndarray, problem.distances)[query].astype(np.float64) + 0.0  # -0.0 ties with 0.0
     else:
-        words = pack_bits(problem.query_bits[query:query + 1])
+        words = pack_bits(problem.query_bits[query : query + 1])
         db_words = problem.db_words if problem.db_words is not None else pack_bits(cast(np.ndarray, problem.db_bits))
         dist = np.bitwise_count(words[:, None, :] ^ db_words[None, :, :]).sum(axis=2)[0]
     if problem.has_junk:
@@ -152,5 +195,5 @@ def _raise_grouped(problem: Problem, request: CurveRequest, query: int, index: i
     raise ValueError(
         f"n: N={n} falls inside a tie group (ranks {first + 1}..{end}) of query {query}; under "
         "ties='grouped' a list length inside a tie group has no meaning. Use ties='expected', or an N "
-        "at a tie-group boundary")
-
+        "at a tie-group boundary"
+    )

@@ -13,6 +13,7 @@ contract's field lists, with no metric named), the CPU-feature and thread-count 
 runs on one thread) and the bit packing of codes and multi-hot labels.  The calls themselves
 are made by :mod:`.backend`.
 """
+
 from __future__ import annotations
 
 import ctypes
@@ -60,23 +61,48 @@ _i64 = ctypes.c_int64
 
 class _Input(ctypes.Structure):
     _fields_ = [
-        ("n_queries", _i64), ("n_gallery", _i64),
-        ("dist_kind", _i64), ("distances", _p), ("negated", _i64), ("finite", _i64),
-        ("query_codes", _p), ("db_codes", _p), ("code_words", _i64), ("n_bits", _i64),
-        ("rel_kind", _i64), ("relevance", _p),
-        ("query_ids", _p), ("db_ids", _p),
-        ("query_label_bits", _p), ("db_label_bits", _p), ("label_words", _i64),
-        ("junk", _p), ("query_cams", _p), ("db_cams", _p), ("gallery_junk", _p),
-        ("db_order", _p), ("id_start", _p), ("id_stop", _p),
-        ("grades", _p), ("discounts", _p), ("n_discounts", _i64),
+        ("n_queries", _i64),
+        ("n_gallery", _i64),
+        ("dist_kind", _i64),
+        ("distances", _p),
+        ("negated", _i64),
+        ("finite", _i64),
+        ("query_codes", _p),
+        ("db_codes", _p),
+        ("code_words", _i64),
+        ("n_bits", _i64),
+        ("rel_kind", _i64),
+        ("relevance", _p),
+        ("query_ids", _p),
+        ("db_ids", _p),
+        ("query_label_bits", _p),
+        ("db_label_bits", _p),
+        ("label_words", _i64),
+        ("junk", _p),
+        ("query_cams", _p),
+        ("db_cams", _p),
+        ("gallery_junk", _p),
+        ("db_order", _p),
+        ("id_start", _p),
+        ("id_stop", _p),
+        ("grades", _p),
+        ("discounts", _p),
+        ("n_discounts", _i64),
     ]
 
 
 class _Options(ctypes.Structure):
     _fields_ = [
-        ("ties", _i64), ("ap_rule", _i64), ("k", _i64), ("ap_at_k", _i64),
-        ("max_rank", _i64), ("has_radius", _i64), ("gain", _i64), ("recall", _i64),
-        ("wanted", _i64), ("radius", ctypes.c_double),
+        ("ties", _i64),
+        ("ap_rule", _i64),
+        ("k", _i64),
+        ("ap_at_k", _i64),
+        ("max_rank", _i64),
+        ("has_radius", _i64),
+        ("gain", _i64),
+        ("recall", _i64),
+        ("wanted", _i64),
+        ("radius", ctypes.c_double),
     ]
 
 
@@ -158,21 +184,29 @@ def _load():
         lib.rc_set_features.argtypes = [_i64]
         lib.rc_evaluate.restype = _i64
         lib.rc_evaluate.argtypes = [
-            ctypes.POINTER(_Input), ctypes.POINTER(_Options), ctypes.POINTER(_Output), _i64,
+            ctypes.POINTER(_Input),
+            ctypes.POINTER(_Options),
+            ctypes.POINTER(_Output),
+            _i64,
         ]
         lib.rc_curves.restype = _i64
-        lib.rc_curves.argtypes = [_i64] + [_p] * 3 + [_i64] * 5 + [_p] * 5 + [_i64] * 3 \
-            + [_p, _p, _i64, _p, _i64, _p, _i64] + [_p] * 6 + [_i64] * 2
+        lib.rc_curves.argtypes = (
+            [_i64]
+            + [_p] * 3
+            + [_i64] * 5
+            + [_p] * 5
+            + [_i64] * 3
+            + [_p, _p, _i64, _p, _i64, _p, _i64]
+            + [_p] * 6
+            + [_i64] * 2
+        )
     except (OSError, AttributeError) as exc:
         _LOAD_ERROR = f"{where} cannot be loaded ({exc}); {fix}"
         return None
     version = lib.rc_abi_version()
     rebuild = "rebuild it" if override else "rebuild it: RC_BUILD_C=1 pip install ..."
     if version != ABI_VERSION:
-        _LOAD_ERROR = (
-            f"{where} is stale (interface version {version}, expected "
-            f"{ABI_VERSION}); {rebuild}"
-        )
+        _LOAD_ERROR = f"{where} is stale (interface version {version}, expected {ABI_VERSION}); {rebuild}"
         return None
     # rc_output.values has one pointer per scalar value: a count that differs from the
     # contract's would make C read pointers past the ones given
@@ -264,4 +298,3 @@ def thread_count(num_threads: Optional[int] = None) -> int:
     if isinstance(num_threads, bool) or not isinstance(num_threads, (int, np.integer)) or num_threads < 1:
         raise ValueError(f"{name}: expected a positive integer, got {num_threads!r}")
     return int(num_threads)
-

@@ -8,6 +8,7 @@ built without this unit): both give the same integers (a test compares them).  T
 bound here, apart from the library's load checks (:mod:`.library`), so that a library without
 it leaves the rest of the ``c`` implementation usable.
 """
+
 from __future__ import annotations
 
 import ctypes
@@ -41,13 +42,27 @@ def unavailable_reason() -> Optional[str]:
     if shard_kernel() is not None:
         return None
     lib = _load()
-    return ("the C library has no rc_shard_counts (built before csrc/rc_shard.c); rebuild it: "
-            "RC_BUILD_C=1 pip install ...") if lib is not None else "the C library is not built"
+    return (
+        (
+            "the C library has no rc_shard_counts (built before csrc/rc_shard.c); rebuild it: "
+            "RC_BUILD_C=1 pip install ..."
+        )
+        if lib is not None
+        else "the C library is not built"
+    )
 
 
-def count_block(dist: np.ndarray, junk: Optional[np.ndarray], offset: int, ties: Optional[str],
-                point_start: np.ndarray, point_key: np.ndarray, point_index: Optional[np.ndarray],
-                out_a: np.ndarray, out_b: Optional[np.ndarray]) -> None:
+def count_block(
+    dist: np.ndarray,
+    junk: Optional[np.ndarray],
+    offset: int,
+    ties: Optional[str],
+    point_start: np.ndarray,
+    point_key: np.ndarray,
+    point_index: Optional[np.ndarray],
+    out_a: np.ndarray,
+    out_b: Optional[np.ndarray],
+) -> None:
     """Counts of the rows of ``dist`` (one shard's distances, items at global index ``offset``
     onwards; ``junk`` the same shape or None) against their points: row ``r``'s are
     ``point_start[r]:point_start[r + 1]`` of ``point_key`` (and ``point_index``, global gallery
@@ -66,16 +81,27 @@ def count_block(dist: np.ndarray, junk: Optional[np.ndarray], offset: int, ties:
     dist = np.ascontiguousarray(dist)
     n_rows, n_items = dist.shape
     junk = None if junk is None else np.ascontiguousarray(junk, dtype=bool).view(np.uint8)
-    arrays = [np.ascontiguousarray(a, dtype=np.int64) if a is not None else None
-              for a in (point_start, point_key, point_index)]
+    arrays = [
+        np.ascontiguousarray(a, dtype=np.int64) if a is not None else None
+        for a in (point_start, point_key, point_index)
+    ]
     for out in (out_a, out_b):
         if out is not None and (out.dtype != np.int64 or not out.flags.c_contiguous):
             raise ValueError("out_a, out_b: expected contiguous int64 arrays, one entry per point")
     threads = resolve_threads(None, n_rows, n_items)  # the counts are the same for any
-    status = function(kind, dist.ctypes.data, None if junk is None else junk.ctypes.data, n_rows, n_items,
-                      int(offset), _COUNTS[ties] if ties is not None else _BELOW_AT,
-                      *(None if a is None else a.ctypes.data for a in arrays), out_a.ctypes.data,
-                      None if out_b is None else out_b.ctypes.data, threads)
+    status = function(
+        kind,
+        dist.ctypes.data,
+        None if junk is None else junk.ctypes.data,
+        n_rows,
+        n_items,
+        int(offset),
+        _COUNTS[ties] if ties is not None else _BELOW_AT,
+        *(None if a is None else a.ctypes.data for a in arrays),
+        out_a.ctypes.data,
+        None if out_b is None else out_b.ctypes.data,
+        threads,
+    )
     if status == _NOMEM:
         raise MemoryError(f"C shard counts: no memory for the per-thread arrays of {point_key.shape[0]} points")
     if status != _OK:

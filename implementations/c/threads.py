@@ -15,6 +15,7 @@ dynamic schedule), so a thread slowed by another process on its core takes fewer
 costs only its share.  Every thread count gives the same bits.  A process forked from another
 runs on one thread.
 """
+
 from __future__ import annotations
 
 import math

@@ -10,6 +10,7 @@
 
 Importing it imports no dask: ``distributed`` is imported where a client is used.
 """
+
 from retrieval_conformance.implementations.dask.backend import DaskImplementation
 from retrieval_conformance.implementations.dask.client import DaskEvaluationError
 

@@ -77,6 +77,7 @@ Importing this module does not import dask: :meth:`DaskImplementation.unavailabl
 checks that it is installed, without importing it.  Install with ``pip install
 'retrieval-conformance[dask]'``.
 """
+
 from __future__ import annotations
 
 import uuid
@@ -136,21 +137,30 @@ class DaskImplementation(Implementation):
     name = "dask"
     speed_rank = 500
 
-    def __init__(self, chunk_queries: Optional[int] = None,
-                 gallery_shards: Optional[Union[int, Sequence[int]]] = None, shard_bytes: Optional[int] = None):
+    def __init__(
+        self,
+        chunk_queries: Optional[int] = None,
+        gallery_shards: Optional[Union[int, Sequence[int]]] = None,
+        shard_bytes: Optional[int] = None,
+    ):
         self.chunk_queries = None if chunk_queries is None else _positive("chunk_queries", chunk_queries)
-        if gallery_shards is None or isinstance(gallery_shards, (int, np.integer)) and not isinstance(
-                gallery_shards, bool):
+        if (
+            gallery_shards is None
+            or isinstance(gallery_shards, (int, np.integer))
+            and not isinstance(gallery_shards, bool)
+        ):
             self.gallery_shards: Optional[Union[int, Tuple[int, ...]]] = (
-                None if gallery_shards is None else _positive("gallery_shards", gallery_shards))
+                None if gallery_shards is None else _positive("gallery_shards", gallery_shards)
+            )
         else:
             try:
                 # a bool lands here and raises the TypeError answered below
-                self.gallery_shards = tuple(
-                    _positive("gallery_shards", size) for size in gallery_shards)  # type: ignore[union-attr]
+                self.gallery_shards = tuple(_positive("gallery_shards", size) for size in gallery_shards)  # type: ignore[union-attr]
             except TypeError:
-                raise ValueError(f"gallery_shards: expected None, a positive integer or a sequence of shard sizes, "
-                                 f"got {gallery_shards!r}") from None
+                raise ValueError(
+                    f"gallery_shards: expected None, a positive integer or a sequence of shard sizes, "
+                    f"got {gallery_shards!r}"
+                ) from None
             if not self.gallery_shards:
                 raise ValueError("gallery_shards: expected at least one shard size, got an empty sequence")
         self.shard_bytes = SHARD_BYTES if shard_bytes is None else _positive("shard_bytes", shard_bytes)
@@ -175,8 +185,10 @@ class DaskImplementation(Implementation):
         worker, or as shards."""
         client = require_client()
         bounds = self.shards(problem)
-        return on_cluster(client, lambda: ScatteredGallery(problem, client) if bounds is None else
-                           ShardedGallery(problem, client, bounds))
+        return on_cluster(
+            client,
+            lambda: ScatteredGallery(problem, client) if bounds is None else ShardedGallery(problem, client, bounds),
+        )
 
     def chunk_rows(self, problem: Problem, client, shards: int = 1) -> int:
         """Queries per task for ``problem`` on ``client``'s cluster (the widest of ``shards``
@@ -217,25 +229,40 @@ class DaskImplementation(Implementation):
     def _compute_whole(self, problem: Problem, options: Options, progress, state, client) -> PerQuery:
         """The chunks of queries against the gallery scattered whole (module docstring)."""
         n_q = int(problem.n_queries)
-        gallery = state if isinstance(state, ScatteredGallery) and state.matches(problem, client) else \
-            ScatteredGallery(problem, client)
+        gallery = (
+            state
+            if isinstance(state, ScatteredGallery) and state.matches(problem, client)
+            else ScatteredGallery(problem, client)
+        )
         size = self.chunk_rows(problem, client)
         bounds = [(start, min(n_q, start + size)) for start in range(0, n_q, size)]
         token = uuid.uuid4().hex
-        futures = [client.submit(compute_chunk, query_chunk(problem, start, stop), gallery.futures, options, start,
-                                 key=f"rc-dask-chunk-{token}-{i}", pure=False)
-                   for i, (start, stop) in enumerate(bounds)]
+        futures = [
+            client.submit(
+                compute_chunk,
+                query_chunk(problem, start, stop),
+                gallery.futures,
+                options,
+                start,
+                key=f"rc-dask-chunk-{token}-{i}",
+                pure=False,
+            )
+            for i, (start, stop) in enumerate(bounds)
+        ]
         try:
             return PerQuery.concat(gather_in_order(futures, bounds, progress, n_q))
         finally:
             cancel_pending(client, futures)
 
-
-    def _compute_sharded(self, problem: Problem, options: Options, progress, state, client,
-                         bounds: List[Tuple[int, int]]) -> PerQuery:
+    def _compute_sharded(
+        self, problem: Problem, options: Options, progress, state, client, bounds: List[Tuple[int, int]]
+    ) -> PerQuery:
         """The two passes over the gallery shards, chunk by chunk (module docstring)."""
-        gallery = state if isinstance(state, ShardedGallery) and state.matches(problem, client, bounds) else \
-            ShardedGallery(problem, client, bounds)
+        gallery = (
+            state
+            if isinstance(state, ShardedGallery) and state.matches(problem, client, bounds)
+            else ShardedGallery(problem, client, bounds)
+        )
         n_q = int(problem.n_queries)
         size = self.chunk_rows(problem, client, len(bounds))
         chunks = [(start, min(n_q, start + size)) for start in range(0, n_q, size)]

@@ -4,6 +4,7 @@ A chunk's queries' own error (a cut-off inside a tie group) comes back as a valu
 query index of its message made the block's; a failure of the cluster raises
 :class:`.client.DaskEvaluationError`.
 """
+
 from __future__ import annotations
 
 import re
@@ -69,7 +70,8 @@ def raise_failure(failure, start: int, stop: int) -> None:
         raise failure.error
     raise DaskEvaluationError(
         f"implementation 'dask': queries {start}..{stop - 1} of this block could not be computed on the "
-        f"cluster ({type(failure).__name__}: {failure}); no partial result is returned") from failure
+        f"cluster ({type(failure).__name__}: {failure}); no partial result is returned"
+    ) from failure
 
 
 def gather_in_order(futures: list, bounds: List[Tuple[int, int]], progress, n_q: int) -> List[PerQuery]:

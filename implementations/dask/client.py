@@ -5,6 +5,7 @@ closed during an evaluation makes distributed raise its own errors (``ClosedClie
 ``RuntimeError: IOLoop is closed``, cancelled futures): they reach the caller as
 :class:`DaskEvaluationError`, never as they are.
 """
+
 from __future__ import annotations
 
 import importlib.util
@@ -16,9 +17,11 @@ from retrieval_conformance.reference.contract.registry import ImplementationUnav
 
 INSTALL = install_hint("dask")
 NOT_INSTALLED = f"dask.distributed is not installed; {INSTALL}"
-NO_CLIENT = ("no dask.distributed client is running; start one before evaluating (from distributed import "
-             "Client; client = Client() for a local cluster, or Client('scheduler-address:8786')): "
-             "implementation='dask' never starts a cluster itself")
+NO_CLIENT = (
+    "no dask.distributed client is running; start one before evaluating (from distributed import "
+    "Client; client = Client() for a local cluster, or Client('scheduler-address:8786')): "
+    "implementation='dask' never starts a cluster itself"
+)
 
 #: what the function run on the cluster returns (per-query values, a scattered gallery)
 Outcome = TypeVar("Outcome")
@@ -81,8 +84,9 @@ def on_cluster(client, run: Callable[[], Outcome]) -> Outcome:
         if not closed(client):
             raise
         cause = exc.__cause__ if isinstance(exc, DaskEvaluationError) and exc.__cause__ is not None else exc
-        raise DaskEvaluationError(f"{CLOSED} ({type(cause).__name__}: {str(cause)[:200]}); no partial result is "
-                                  "returned") from cause
+        raise DaskEvaluationError(
+            f"{CLOSED} ({type(cause).__name__}: {str(cause)[:200]}); no partial result is returned"
+        ) from cause
 
 
 def cancel_pending(client, futures: list) -> None:

@@ -1,4 +1,5 @@
 """The gallery of one evaluation on the cluster: scattered whole to every worker, or as shards."""
+
 from __future__ import annotations
 
 from typing import Dict, List, Tuple

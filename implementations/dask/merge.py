@@ -2,6 +2,7 @@
 tie policy, and the per-query metrics from the summed pass-2 counts (see :mod:`.shards` for the
 passes and why the result is exact).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -48,8 +49,9 @@ def _sum(stats: List[Dict[str, np.ndarray]], name: str) -> np.ndarray:
     return cast(np.ndarray, np.sum([s[name] for s in stats], axis=0, dtype=np.int64))  # arrays summed: an array
 
 
-def merge_statistics(stats: List[Dict[str, np.ndarray]], options: Options, n_gallery: int, row0: int,
-                     graded: bool, float64: bool) -> MergedChunk:
+def merge_statistics(
+    stats: List[Dict[str, np.ndarray]], options: Options, n_gallery: int, row0: int, graded: bool, float64: bool
+) -> MergedChunk:
     """Pass-1 statistics of every shard (in shard order) merged: counts summed, relevant items
     sorted per query under the tie policy, pass 2's points chosen.
 
@@ -64,10 +66,18 @@ def merge_statistics(stats: List[Dict[str, np.ndarray]], options: Options, n_gal
     else:
         order = np.lexsort((index if float64 else grade, key, row))
     row, key, index, grade = row[order], key[order], index[order], grade[order]
-    merged = MergedChunk(n_rows=n_rows, n_gallery=n_gallery, row0=row0, options=options,
-                         n_kept=_sum(stats, "n_kept"), n_within=_sum(stats, "n_within"),
-                         rel_within=_sum(stats, "rel_within"), item_row=row, item_grade=grade if graded else None,
-                         points={"row": row, "key": key, "index": index})
+    merged = MergedChunk(
+        n_rows=n_rows,
+        n_gallery=n_gallery,
+        row0=row0,
+        options=options,
+        n_kept=_sum(stats, "n_kept"),
+        n_within=_sum(stats, "n_within"),
+        rel_within=_sum(stats, "rel_within"),
+        item_row=row,
+        item_grade=grade if graded else None,
+        points={"row": row, "key": key, "index": index},
+    )
     if ties in INDEX_ORDERS:
         return merged
     new = np.ones(row.shape, bool)
@@ -130,8 +140,12 @@ class CountedTieGroups(TieGroups):
         g = np.maximum(last, 0)
         same_row = (last >= 0) & (self.rows[g] == rows)
         inside = same_row & (cols < self.c[g] + self.n[g])
-        c[inside], n[inside], m[inside], h[inside] = self.c[g][inside], self.n[g][inside], self.m[g][inside], \
-            self.h[g][inside]
+        c[inside], n[inside], m[inside], h[inside] = (
+            self.c[g][inside],
+            self.n[g][inside],
+            self.m[g][inside],
+            self.h[g][inside],
+        )
         after = same_row & ~inside  # the whole group lies before the position
         h[after] = self.h[g][after] + self.m[g][after]
         return c, n, m, h
@@ -166,7 +180,7 @@ class TableOps(NumpyOps):
             self._tables[kind] = (size, table)
         if kind[0] == "discounts":
             return table[:n]
-        return table[0][:n + 1], table[1][:n + 1]  # prefix tables hold entries 0..size
+        return table[0][: n + 1], table[1][: n + 1]  # prefix tables hold entries 0..size
 
 
 def chunk_metrics(merged: MergedChunk, counts: List[np.ndarray]) -> Dict[str, np.ndarray]:
@@ -185,7 +199,8 @@ def chunk_metrics(merged: MergedChunk, counts: List[np.ndarray]) -> Dict[str, np
     res = finish_metrics(res, R, options)
     if options.radius is not None:
         res["precision_at_radius"], res["recall_at_radius"] = radius_from_counts(
-            ops, merged.n_within, merged.rel_within, R)
+            ops, merged.n_within, merged.rel_within, R
+        )
     out = zero_arrays(merged.n_rows, options)
     for name in out:
         out[name][...] = np.asarray(res[name])
@@ -202,8 +217,9 @@ def _group_policy_metrics(ops, merged: MergedChunk, counts: List[np.ndarray], R,
     if merged.cut_rows is not None and merged.cut_rows.size:
         first = int(np.argmin(merged.cut_rows))  # the first failing query, as the one-machine path
         # cut rows exist only with a cut-off k
-        raise grouped_cutoff_error(cast(int, options.k), merged.row0 + int(merged.cut_rows[first]),
-                                   int(below[g + first]), int(at[g + first]))
+        raise grouped_cutoff_error(
+            cast(int, options.k), merged.row0 + int(merged.cut_rows[first]), int(below[g + first]), int(at[g + first])
+        )
     # the group policies set each item's group
     m = np.bincount(cast(np.ndarray, merged.group_of_item), minlength=g).astype(np.int64)
     rows = merged.item_row[np.cumsum(m) - m] if g else np.zeros(0, np.int64)
@@ -220,15 +236,15 @@ def points_for(merged: MergedChunk) -> Dict[str, np.ndarray]:
     return {name: value for name, value in merged.points.items() if name != "order"}
 
 
-def compute_chunk_in_process(problem: Problem, options: Options, bounds: List[Tuple[int, int]], start: int,
-                             stop: int) -> Dict[str, np.ndarray]:
+def compute_chunk_in_process(
+    problem: Problem, options: Options, bounds: List[Tuple[int, int]], start: int, stop: int
+) -> Dict[str, np.ndarray]:
     """Queries ``start:stop`` of ``problem`` over the shards ``bounds``, both passes run here:
     the dask implementation's data flow without a cluster (tests, and a check of the merge)."""
     parts = [query_part(problem, start, stop, lo, hi) for lo, hi in bounds]
     shards = [gallery_part(problem, lo, hi) for lo, hi in bounds]
     stats = [shard_statistics(p, g, lo, options) for p, g, (lo, _) in zip(parts, shards, bounds)]
-    merged = merge_statistics(stats, options, problem.n_gallery, start, problem.grades is not None,
-                              is_float64(problem))
+    merged = merge_statistics(stats, options, problem.n_gallery, start, problem.grades is not None, is_float64(problem))
     counts = [shard_counts(p, g, lo, options.ties, points_for(merged)) for p, g, (lo, _) in zip(parts, shards, bounds)]
     return chunk_metrics(merged, counts)
 

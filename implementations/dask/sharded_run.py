@@ -1,5 +1,6 @@
 """One block of queries over gallery shards: the parts, pass 1, the merge, pass 2 (see
 :mod:`.shards` and :mod:`.merge`), driven from the client as the tasks complete."""
+
 from __future__ import annotations
 
 import uuid
@@ -30,21 +31,29 @@ class ShardedRun:
     shard's items), pass 1 (statistics), then, once every shard's statistics of the chunk are
     merged on the client, pass 2 (counts); the chunk's metrics when every count is in."""
 
-    def __init__(self, client, problem: Problem, options: Options, gallery: ShardedGallery,
-                 chunks: List[Tuple[int, int]]):
+    def __init__(
+        self, client, problem: Problem, options: Options, gallery: ShardedGallery, chunks: List[Tuple[int, int]]
+    ):
         self.client, self.problem, self.options, self.gallery, self.chunks = client, problem, options, gallery, chunks
         self.token = uuid.uuid4().hex
         self.live: Dict[int, List[object]] = {i: [] for i in range(len(chunks))}  # dropped when a chunk is done
         self.where: Dict[str, Tuple[int, int, int]] = {}  # key -> (chunk, pass, shard)
         n_shards = len(gallery.bounds)
-        self.parts = [[self._submit(hold, (i, 0, j), query_part(problem, start, stop, lo, hi))
-                       for j, (lo, hi) in enumerate(gallery.bounds)] for i, (start, stop) in enumerate(chunks)]
+        self.parts = [
+            [
+                self._submit(hold, (i, 0, j), query_part(problem, start, stop, lo, hi))
+                for j, (lo, hi) in enumerate(gallery.bounds)
+            ]
+            for i, (start, stop) in enumerate(chunks)
+        ]
         # per chunk, each pass's result from each shard (None until it arrives; the chunk's entry is None once done)
         self.results: List[Any] = [[[None] * n_shards, [None] * n_shards] for _ in chunks]
         self.merged: List[Optional[MergedChunk]] = [None] * len(chunks)
-        self.first_pass = [self._submit(shard_statistics, (i, 1, j), self.parts[i][j], gallery.futures[j], lo,
-                                        options) for i in range(len(chunks))
-                           for j, (lo, _) in enumerate(gallery.bounds)]
+        self.first_pass = [
+            self._submit(shard_statistics, (i, 1, j), self.parts[i][j], gallery.futures[j], lo, options)
+            for i in range(len(chunks))
+            for j, (lo, _) in enumerate(gallery.bounds)
+        ]
 
     def _submit(self, function, where: Tuple[int, int, int], *args):
         i, step, j = where
@@ -110,11 +119,21 @@ class ShardedRun:
             return None
         if step == 1:
             start, _ = self.chunks[i]
-            self.merged[i] = merged = merge_statistics(slot, self.options, int(self.problem.n_gallery), start,
-                                                       self.problem.grades is not None, is_float64(self.problem))
+            self.merged[i] = merged = merge_statistics(
+                slot,
+                self.options,
+                int(self.problem.n_gallery),
+                start,
+                self.problem.grades is not None,
+                is_float64(self.problem),
+            )
             points = points_for(merged)
-            second = [self._submit(shard_counts, (i, 2, jj), self.parts[i][jj], self.gallery.futures[jj], lo,
-                                   self.options.ties, points) for jj, (lo, _) in enumerate(self.gallery.bounds)]
+            second = [
+                self._submit(
+                    shard_counts, (i, 2, jj), self.parts[i][jj], self.gallery.futures[jj], lo, self.options.ties, points
+                )
+                for jj, (lo, _) in enumerate(self.gallery.bounds)
+            ]
             completed.update(second)
             return None
         try:

@@ -47,6 +47,7 @@ no relevant item the shards do not learn its size and :class:`.merge.CountedTieG
 ``n = 1``.  Both give the correctly rounded ``h / k`` while ``n k < 2**53`` (every gallery
 below 2**26 items); beyond that the one-machine value itself is not exactly rounded.
 """
+
 from __future__ import annotations
 
 from dataclasses import fields, replace
@@ -84,16 +85,20 @@ def shard_bounds(n_gallery: int, shards: Union[int, Sequence[int]]) -> List[Tupl
     else:
         sizes = [int(s) for s in shards]
         if any(s < 1 for s in sizes) or sum(sizes) != n_gallery:
-            raise ValueError(f"gallery_shards: sizes {sizes} must be positive and sum to the gallery's "
-                             f"{n_gallery} items")
+            raise ValueError(
+                f"gallery_shards: sizes {sizes} must be positive and sum to the gallery's {n_gallery} items"
+            )
     stops = np.cumsum(sizes).tolist()
     return [(stop - size, stop) for size, stop in zip(sizes, stops)]
 
 
 def gallery_part(problem: Problem, lo: int, hi: int) -> Dict[str, np.ndarray]:
     """The gallery arrays of items ``lo:hi`` (contiguous copies; absent arrays left out)."""
-    return {name: np.ascontiguousarray(getattr(problem, name)[lo:hi]) for name in GALLERY_FIELDS
-            if getattr(problem, name) is not None}
+    return {
+        name: np.ascontiguousarray(getattr(problem, name)[lo:hi])
+        for name in GALLERY_FIELDS
+        if getattr(problem, name) is not None
+    }
 
 
 def query_part(problem: Problem, start: int, stop: int, lo: int, hi: int) -> Problem:
@@ -143,15 +148,19 @@ def _blocks(part: Problem, gallery: Dict[str, np.ndarray], need_relevance: bool 
         yield s, dist, rel, junk, grade
 
 
-def shard_statistics(part: Problem, gallery: Dict[str, np.ndarray], offset: int, options: Options
-                     ) -> Dict[str, np.ndarray]:
+def shard_statistics(
+    part: Problem, gallery: Dict[str, np.ndarray], offset: int, options: Options
+) -> Dict[str, np.ndarray]:
     """Pass 1 on one shard (the module docstring): per query row, the relevant non-junk items
     (``row``, ``key``, ``index`` = global gallery index, ``grade``; row-major), ``n_kept``, the
     radius counts, and under ``grouped`` with ``k`` the ``k + 1`` smallest non-junk keys
     (``smallest``, rows of ``width`` padded with ``int64`` max, the first ``n_kept`` real)."""
     n_rows, n_items = part.n_queries, part.n_gallery
-    out: Dict[str, np.ndarray] = {"n_kept": np.zeros(n_rows, np.int64), "n_within": np.zeros(n_rows, np.int64),
-           "rel_within": np.zeros(n_rows, np.int64)}
+    out: Dict[str, np.ndarray] = {
+        "n_kept": np.zeros(n_rows, np.int64),
+        "n_within": np.zeros(n_rows, np.int64),
+        "rel_within": np.zeros(n_rows, np.int64),
+    }
     items: List[Tuple[np.ndarray, ...]] = []
     width = min(options.k + 1, n_items) if options.ties == "grouped" and options.k is not None else 0
     problem = replace(part, **gallery)  # type: ignore[arg-type]  # arrays by field name
@@ -169,8 +178,15 @@ def _by_id(problem: Problem) -> bool:
     """Whether pass 1 can find the relevant items through the gallery sorted by id: single
     integer ids, float distances, junk only from cameras and junk ids."""
     ids = problem.query_labels
-    return (problem.distances is not None and ids is not None and ids.ndim == 1 and ids.dtype.kind in "iu"
-            and problem.relevance is None and problem.grades is None and problem.junk is None)
+    return (
+        problem.distances is not None
+        and ids is not None
+        and ids.ndim == 1
+        and ids.dtype.kind in "iu"
+        and problem.relevance is None
+        and problem.grades is None
+        and problem.junk is None
+    )
 
 
 def _items_by_id(problem: Problem, offset: int, n_kept: np.ndarray) -> Tuple[np.ndarray, ...]:
@@ -189,7 +205,7 @@ def _items_by_id(problem: Problem, offset: int, n_kept: np.ndarray) -> Tuple[np.
     junk = np.zeros(rows.shape, bool) if gallery_junk is None else gallery_junk[cols]
     n_kept[:] = problem.n_gallery - (0 if gallery_junk is None else int(gallery_junk.sum()))
     if problem.query_cams is not None:  # same id and camera: junk (counted once with the junk ids)
-        same_camera = cast(np.ndarray, problem.query_cams)[rows] == cast(np.ndarray, problem.db_cams)[cols]
+        same_camera = problem.query_cams[rows] == cast(np.ndarray, problem.db_cams)[cols]
         n_kept -= np.bincount(rows[same_camera & ~junk], minlength=problem.n_queries)
         junk |= same_camera
     rows, cols = rows[~junk], cols[~junk]
@@ -197,8 +213,15 @@ def _items_by_id(problem: Problem, offset: int, n_kept: np.ndarray) -> Tuple[np.
     return rows, keys, cols + offset, np.ones(rows.shape, np.int64)
 
 
-def _scan_statistics(part: Problem, gallery: Dict[str, np.ndarray], offset: int, options: Options,
-                     out: Dict[str, np.ndarray], items: List[Tuple[np.ndarray, ...]], width: int) -> None:
+def _scan_statistics(
+    part: Problem,
+    gallery: Dict[str, np.ndarray],
+    offset: int,
+    options: Options,
+    out: Dict[str, np.ndarray],
+    items: List[Tuple[np.ndarray, ...]],
+    width: int,
+) -> None:
     """Pass 1 from (queries x items) blocks: every other case (relevance matrices, multi-hot
     labels, codes, junk matrices, a radius, grouped with k)."""
     n_rows, n_items = part.n_queries, part.n_gallery
@@ -207,8 +230,14 @@ def _scan_statistics(part: Problem, gallery: Dict[str, np.ndarray], offset: int,
         e = s + dist.shape[0]
         out["n_kept"][s:e] = n_items - (0 if junk is None else junk.sum(1))
         rows, cols = np.nonzero(rel)
-        items.append((rows + s, order_keys(dist[rows, cols]), cols + offset,  # keys of the relevant items only
-                      np.ones(rows.shape, np.int64) if grade is None else grade[rows, cols]))
+        items.append(
+            (
+                rows + s,
+                order_keys(dist[rows, cols]),
+                cols + offset,  # keys of the relevant items only
+                np.ones(rows.shape, np.int64) if grade is None else grade[rows, cols],
+            )
+        )
         if options.radius is not None:
             within = dist.astype(np.float64) <= float(options.radius)
             if junk is not None:
@@ -222,8 +251,14 @@ def _scan_statistics(part: Problem, gallery: Dict[str, np.ndarray], offset: int,
     out["smallest"] = smallest
 
 
-def shard_counts(part: Problem, gallery: Dict[str, np.ndarray], offset: int, ties: str,
-                 points: Dict[str, np.ndarray], use_c: Optional[bool] = None) -> np.ndarray:
+def shard_counts(
+    part: Problem,
+    gallery: Dict[str, np.ndarray],
+    offset: int,
+    ties: str,
+    points: Dict[str, np.ndarray],
+    use_c: Optional[bool] = None,
+) -> np.ndarray:
     """Pass 2 on one shard: for each point (``row``, ``key``[, ``index``]; sorted by row) the
     shard's non-junk items ahead of it under an index order ((P,) int64), or below and at its
     key under the other policies ((2, P) int64).
@@ -244,8 +279,9 @@ def shard_counts(part: Problem, gallery: Dict[str, np.ndarray], offset: int, tie
             a, b = int(starts[0]), int(starts[-1])
             index = points["index"][a:b] if index_order else None
             out_a, out_b = (out[a:b], None) if index_order else (out[0, a:b], out[1, a:b])
-            c_shards.count_block(dist, junk, offset, ties if index_order else None, starts - a, points["key"][a:b],
-                                 index, out_a, out_b)
+            c_shards.count_block(
+                dist, junk, offset, ties if index_order else None, starts - a, points["key"][a:b], index, out_a, out_b
+            )
             continue
         key = order_keys(dist)
         for i in range(key.shape[0]):
@@ -283,7 +319,7 @@ def counts_at(keys: np.ndarray, x: np.ndarray, tie: Optional[np.ndarray] = None,
         tied_key = np.repeat(np.arange(distinct.size, dtype=np.int64), [e.size for e in equal])
     else:
         place = np.searchsorted(distinct, keys, "right")  # point keys <= the item's key
-        below = np.cumsum(np.bincount(place, minlength=distinct.size + 1))[:distinct.size]
+        below = np.cumsum(np.bincount(place, minlength=distinct.size + 1))[: distinct.size]
         found = np.flatnonzero(place > 0)
         tied = found[distinct[place[found] - 1] == keys[found]]
         tied_key = place[tied] - 1

@@ -9,6 +9,7 @@ shard of the gallery, and every rank gets the metrics of all queries against the
 Importing it imports no torch: :mod:`.collectives` imports ``torch.distributed`` when a group is
 used.
 """
+
 from retrieval_conformance.implementations.distributed.collectives import ProcessGroup, Traffic
 from retrieval_conformance.implementations.distributed.sharded import evaluate_sharded
 

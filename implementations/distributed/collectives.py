@@ -13,6 +13,7 @@ What is counted (per rank, algorithm-independent, padding included):
 * all-reduce of ``S`` bytes: sent and received ``2 S (W - 1) / W`` each (a ring all-reduce's
   volume, the lower bound for any algorithm that moves the counts and not a copy per rank).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -56,13 +57,17 @@ class ProcessGroup:
             import torch
             import torch.distributed as dist
         except ImportError as exc:  # pragma: no cover - depends on the environment
-            raise RuntimeError(f"distributed=True needs torch with torch.distributed ({exc}); "
-                               "pip install 'retrieval-conformance[torch]'") from None
+            raise RuntimeError(
+                f"distributed=True needs torch with torch.distributed ({exc}); "
+                "pip install 'retrieval-conformance[torch]'"
+            ) from None
         if not dist.is_available():
             raise RuntimeError("distributed=True: this torch build has no torch.distributed")
         if not dist.is_initialized():
-            raise RuntimeError("distributed=True: no process group; call torch.distributed.init_process_group("
-                               "backend='gloo' or 'nccl', ...) on every rank first")
+            raise RuntimeError(
+                "distributed=True: no process group; call torch.distributed.init_process_group("
+                "backend='gloo' or 'nccl', ...) on every rank first"
+            )
         self._torch, self._dist = torch, dist
         self.rank, self.world = dist.get_rank(), dist.get_world_size()
         backend = str(dist.get_backend())
@@ -79,7 +84,7 @@ class ProcessGroup:
         self.traffic.add(8 * (self.world - 1), 8 * (self.world - 1))
         width = max(max(lengths), 1)
         mine = np.zeros(width, np.uint8)
-        mine[:len(payload)] = np.frombuffer(payload, np.uint8)
+        mine[: len(payload)] = np.frombuffer(payload, np.uint8)
         tensor = torch.from_numpy(mine).to(self.device)
         gathered = [torch.empty_like(tensor) for _ in range(self.world)]
         self._dist.all_gather(gathered, tensor)

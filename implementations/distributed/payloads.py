@@ -13,6 +13,7 @@ archive (``arr_0``, ``arr_1``, ... in the order the header refers to them).  In 
 key: ``{"float": hex}``, ``{"list": [...]}``, ``{"tuple": [...]}``, ``{"dict": [[key, value],
 ...]}``, ``{"array": i}`` or ``{"scalar": i}`` (a numpy scalar, stored as a 0-d array).
 """
+
 from __future__ import annotations
 
 import io
@@ -49,15 +50,17 @@ def decode_payload(data: bytes) -> Any:
     if size > len(data) - _LENGTH:
         raise ValueError(f"payload: its header claims {size} bytes, but only {len(data) - _LENGTH} follow")
     try:
-        header = json.loads(data[_LENGTH:_LENGTH + size].decode("utf-8"))
+        header = json.loads(data[_LENGTH : _LENGTH + size].decode("utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise ValueError(f"payload: the header is not UTF-8 JSON ({exc})") from None
     try:
-        with np.load(io.BytesIO(data[_LENGTH + size:]), allow_pickle=False) as archive:
+        with np.load(io.BytesIO(data[_LENGTH + size :]), allow_pickle=False) as archive:
             arrays = [archive[f"arr_{i}"] for i in range(len(archive.files))]
     except (EOFError, OSError, KeyError, ValueError, zipfile.BadZipFile) as exc:
-        raise ValueError(f"payload: the arrays after the header are not an .npz archive of arr_0, arr_1, ... "
-                         f"({type(exc).__name__}: {exc})") from None
+        raise ValueError(
+            f"payload: the arrays after the header are not an .npz archive of arr_0, arr_1, ... "
+            f"({type(exc).__name__}: {exc})"
+        ) from None
     return _value(header, arrays)
 
 
@@ -67,8 +70,10 @@ def _node(value: Any, arrays: List[np.ndarray], where: str) -> Any:
         return value
     if isinstance(value, np.ndarray):
         if value.dtype.hasobject:
-            raise TypeError(f"{where}: an array of dtype {value.dtype} cannot travel without pickle; give "
-                            "numbers, booleans or fixed-width strings")
+            raise TypeError(
+                f"{where}: an array of dtype {value.dtype} cannot travel without pickle; give "
+                "numbers, booleans or fixed-width strings"
+            )
         arrays.append(value)
         return {"array": len(arrays) - 1}
     if isinstance(value, np.generic):
@@ -88,8 +93,10 @@ def _node(value: Any, arrays: List[np.ndarray], where: str) -> Any:
             if not isinstance(key, str):
                 raise TypeError(f"{where}: a dict key must be a str to travel, got {type(key).__name__} {key!r}")
         return {"dict": [[key, _node(v, arrays, f"{where}[{key!r}]")] for key, v in value.items()]}
-    raise TypeError(f"{where}: a {type(value).__module__}.{type(value).__qualname__} cannot travel between ranks; "
-                    "give dicts, lists, tuples, None, bools, ints, floats, strs and numpy arrays or scalars")
+    raise TypeError(
+        f"{where}: a {type(value).__module__}.{type(value).__qualname__} cannot travel between ranks; "
+        "give dicts, lists, tuples, None, bools, ints, floats, strs and numpy arrays or scalars"
+    )
 
 
 def _value(node: Any, arrays: List[np.ndarray]) -> Any:
@@ -98,7 +105,7 @@ def _value(node: Any, arrays: List[np.ndarray]) -> Any:
         return node
     if not isinstance(node, dict) or len(node) != 1:
         raise ValueError(f"payload: unexpected header node {node!r:.80}")
-    (kind, content), = node.items()
+    ((kind, content),) = node.items()
     if kind == "float":
         return float.fromhex(content)
     if kind in ("list", "tuple"):

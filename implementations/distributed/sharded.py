@@ -24,6 +24,7 @@ numpy implementation's bits on the concatenated queries and gallery (why: :mod:`
 A failure on one rank (a bad input in its shard) is raised on every rank, with the failing
 rank's message: no rank is left waiting in a collective.
 """
+
 from __future__ import annotations
 
 from typing import Any, Dict, List, Optional, Tuple
@@ -45,9 +46,15 @@ ERRORS = {"ValueError": ValueError, "TypeError": TypeError}
 QUERY_INPUTS = ("query_embeddings", "query_codes", "query_labels", "query_cams")
 
 
-def evaluate_sharded(group: ProcessGroup, queries: Dict[str, np.ndarray], gallery: Dict[str, np.ndarray],
-                     options: Options, metric: str = "euclidean", junk_ids: Tuple[int, ...] = (),
-                     block_size: Optional[int] = None) -> Tuple[PerQuery, int]:
+def evaluate_sharded(
+    group: ProcessGroup,
+    queries: Dict[str, np.ndarray],
+    gallery: Dict[str, np.ndarray],
+    options: Options,
+    metric: str = "euclidean",
+    junk_ids: Tuple[int, ...] = (),
+    block_size: Optional[int] = None,
+) -> Tuple[PerQuery, int]:
     """The per-query values of every rank's queries (in rank order) against every rank's gallery
     shard (in rank order), and the gallery size; the same on every rank.
 
@@ -63,14 +70,19 @@ def evaluate_sharded(group: ProcessGroup, queries: Dict[str, np.ndarray], galler
     sizes = [s["n_gallery"] for s in shared]
     n_gallery, n_queries = sum(sizes), _rows(everyone)
     if n_gallery == 0:
-        raise ValueError("db_labels: expected at least one gallery item on some rank, got an empty gallery on "
-                         f"all {group.world} ranks")
+        raise ValueError(
+            "db_labels: expected at least one gallery item on some rank, got an empty gallery on "
+            f"all {group.world} ranks"
+        )
     if n_queries == 0:
-        raise ValueError(f"Accumulator.compute: no queries on any of the {group.world} ranks; call update(...) "
-                         "with a block of queries first")
+        raise ValueError(
+            f"Accumulator.compute: no queries on any of the {group.world} ranks; call update(...) "
+            "with a block of queries first"
+        )
     offsets = np.cumsum([0] + sizes[:-1]).tolist()
     codes_signed = any(s["minus_one"] for s in shared) or (
-        "query_codes" in everyone and bool((everyone["query_codes"] == -1).any()))
+        "query_codes" in everyone and bool((everyone["query_codes"] == -1).any())
+    )
     del shared  # the gathered blocks: one copy of the queries (``everyone``) is enough
     inner = clip_to_gallery(options, n_gallery)
     step = block_rows(n_queries, max(sizes), block_size)
@@ -92,8 +104,15 @@ def _first_pass(group, rows, gallery, offsets, options, metric, junk_ids, start,
     offset = offsets[group.rank]
     if _rows(gallery):
         try:
-            problem = build_problem(**rows, **gallery, metric=metric, junk_ids=junk_ids, row0=start,
-                                    codes_signed=codes_signed, gallery=prepared)
+            problem = build_problem(
+                **rows,
+                **gallery,
+                metric=metric,
+                junk_ids=junk_ids,
+                row0=start,
+                codes_signed=codes_signed,
+                gallery=prepared,
+            )
             reply["stats"] = shard_statistics(problem, {}, offset, options)
             reply["float64"] = problem.distances is not None and problem.distances.dtype == np.float64
             reply["graded"] = problem.grades is not None
@@ -106,17 +125,18 @@ def _first_pass(group, rows, gallery, offsets, options, metric, junk_ids, start,
             # a gallery row in the message counts from the start of that rank's shard
             raise ERRORS.get(kind, RuntimeError)(
                 f"{'' if kind in ERRORS else kind + ': '}{message} (raised on rank {rank}, whose gallery shard "
-                f"starts at item {offsets[rank]})")
+                f"starts at item {offsets[rank]})"
+            )
     return problem, [r for r in replies if r["stats"] is not None]
 
 
-def _finish_chunk(group, part, inner: Options, options: Options, n_gallery: int, start: int,
-                  offset: int) -> PerQuery:
+def _finish_chunk(group, part, inner: Options, options: Options, n_gallery: int, start: int, offset: int) -> PerQuery:
     """Merge, pass 2, the summed counts, the chunk's metrics (``options`` restored from the
     clipped ``inner``, as ``evaluate`` does)."""
     problem, replies = part
-    merged = merge_statistics([r["stats"] for r in replies], inner, n_gallery, start, replies[0]["graded"],
-                              replies[0]["float64"])
+    merged = merge_statistics(
+        [r["stats"] for r in replies], inner, n_gallery, start, replies[0]["graded"], replies[0]["float64"]
+    )
     points = points_for(merged)
     n_points = points["row"].shape[0]
     shape = n_points if inner.ties in INDEX_ORDERS else (2, n_points)
@@ -163,6 +183,7 @@ def _concatenate(blocks: List[Dict[str, np.ndarray]]) -> Dict[str, np.ndarray]:
     names = sorted(given[0])
     for b in given[1:]:
         if sorted(b) != names:
-            raise ValueError(f"update(): every rank must give the same query inputs; one rank gave {names}, "
-                             f"another {sorted(b)}")
+            raise ValueError(
+                f"update(): every rank must give the same query inputs; one rank gave {names}, another {sorted(b)}"
+            )
     return {name: np.concatenate([np.asarray(b[name]) for b in given]) for name in names}

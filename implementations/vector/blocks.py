@@ -32,6 +32,7 @@ Floating point (spec §0 conformance; bit for bit where the exact value is a flo
 correctly rounded; sums (AP) are carried in double-double (:mod:`.double_double`)
 and rounded once.
 """
+
 from __future__ import annotations
 
 import math
@@ -54,8 +55,6 @@ from retrieval_conformance.reference.contract.registry import PreparedGallery, g
 BLOCK_BYTES = 16 * 1024 * 1024
 #: above every order-mapped finite float32 (+inf maps to 0x7F800000)
 SENTINEL32 = 0x7FFFFFFF
-
-
 
 
 # -- the sort key ---------------------------------------------------------------------------------
@@ -136,9 +135,9 @@ def sort_block(ops, dist, rel, junk, ties: str, hamming_top: Optional[int] = Non
     rel_s = ops.low_bit(key)
     grade_s = None
     if grade_bits:
-        grade_s = ops.astype((key >> 1) & (2 ** GRADE_BITS - 1), "i64")
+        grade_s = ops.astype((key >> 1) & (2**GRADE_BITS - 1), "i64")
     elif grade is not None:  # an index order: the unique key holds each position's gallery index
-        tie = ops.astype((key >> 1) & (2 ** tie_bits - 1), "i64")
+        tie = ops.astype((key >> 1) & (2**tie_bits - 1), "i64")
         grade_s = ops.take_rows(grade, (n - 1) - tie if reverse else tie)
     return (None if ties in INDEX_ORDERS else key >> shift), rel_s, grade_s
 
@@ -205,10 +204,15 @@ class BlockSource(Protocol):
     def junk(self, s: int, e: int) -> Any: ...
 
 
-def compute_in_blocks(ops, problem: Problem, options: Options,
-                      source: Callable[[Problem, PreparedGallery], BlockSource],
-                      block_bytes: Optional[int] = None,
-                      progress: Optional[Callable[[int, int], None]] = None, state: object = None) -> PerQuery:
+def compute_in_blocks(
+    ops,
+    problem: Problem,
+    options: Options,
+    source: Callable[[Problem, PreparedGallery], BlockSource],
+    block_bytes: Optional[int] = None,
+    progress: Optional[Callable[[int, int], None]] = None,
+    state: object = None,
+) -> PerQuery:
     """Per-query metrics of ``problem``, block by block.
 
     ``source(problem, gallery)`` returns the backend's block builder, with ``distances(s, e)``,
@@ -221,7 +225,7 @@ def compute_in_blocks(ops, problem: Problem, options: Options,
     out = zero_arrays(Q, options)
     if Q == 0 or N == 0:
         return to_per_query(out)
-    if N >= 2 ** 31:
+    if N >= 2**31:
         raise ValueError(f"gallery: at most 2**31 - 1 items are supported, got {N}")
     src = source(problem, gallery_store(state, problem))
     # Hamming distances are <= the code length, so code length + 1 is above every one
@@ -248,8 +252,7 @@ def compute_in_blocks(ops, problem: Problem, options: Options,
                 within = ops.f64(dist) <= float(options.radius)
                 if junk is not None:
                     within = within & ~junk
-                res["precision_at_radius"], res["recall_at_radius"] = radius_values(
-                    ops, within, rel, res["n_relevant"])
+                res["precision_at_radius"], res["recall_at_radius"] = radius_values(ops, within, rel, res["n_relevant"])
             for name in names:
                 out[name][s:e] = ops.to_numpy(res[name])
             if progress is not None:

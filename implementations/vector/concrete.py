@@ -14,6 +14,7 @@ precision-sum ``alpha = (h + 1) / r``, ``beta = 1 / r``; trapezoid
 (``alpha(1) = 1``, ``beta(1) = 0``), which ``ties="expected"`` needs (:func:`alpha_beta`).
 Terms are exact double-double quotients of integers; their sums are rounded once.
 """
+
 from __future__ import annotations
 
 from typing import Dict
@@ -94,8 +95,7 @@ def check_grouped_cutoff(ops, groups, n_kept, k: int, row0: int) -> None:
 
 
 # -- metrics from ranks -----------------------------------------------------------------------------
-def ranked_metrics(ops, rel_s, groups, R, n_kept, options: Options, row0: int,
-                   grade_s=None) -> Dict[str, object]:
+def ranked_metrics(ops, rel_s, groups, R, n_kept, options: Options, row0: int, grade_s=None) -> Dict[str, object]:
     """Metrics of a block under a concrete tie order or ``grouped``.
 
     ``groups``: the block's :class:`~.tie_groups.TieGroups` (None for the index
@@ -128,13 +128,13 @@ def group_metrics(ops, groups, R, n_kept, options: Options, row0: int, grades=No
         return item_metrics(ops, rows, ranks, None, R, n_kept, options, groups.table_size, grades)
     if ties == "grouped":
         rows, ranks, g = groups.relevant_items("end")
-        return item_metrics(ops, rows, ranks, (groups.h[g] + groups.m[g], groups.h[g]),
-                            R, n_kept, options, groups.table_size, grades)
+        return item_metrics(
+            ops, rows, ranks, (groups.h[g] + groups.m[g], groups.h[g]), R, n_kept, options, groups.table_size, grades
+        )
     raise ValueError(f"ties: unknown tie policy {ties!r}")
 
 
-def item_metrics(ops, rows, ranks, grouped, R, n_kept, options: Options, big_n: int,
-                 grades=None) -> Dict[str, object]:
+def item_metrics(ops, rows, ranks, grouped, R, n_kept, options: Options, big_n: int, grades=None) -> Dict[str, object]:
     """Metrics from the relevant items of each row in ranked order (row-major lists).
 
     ``big_n``: at least the largest rank (the gallery size; the discount table is read up to it).
@@ -162,7 +162,7 @@ def item_metrics(ops, rows, ranks, grouped, R, n_kept, options: Options, big_n: 
 
     def terms(which: str):
         if grouped is None:
-            return concrete_term(ops, i_pad, r_pad, which, small=big_n < 2 ** 26)
+            return concrete_term(ops, i_pad, r_pad, which, small=big_n < 2**26)
         return grouped_term(ops, hm_pad, h_pad, r_pad, which)
 
     term = terms(rule) if want_ap else None

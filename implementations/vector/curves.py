@@ -18,6 +18,7 @@ rounded exact value, as the reference's Fraction converted to float.
   maximum).  That depth is found exactly: the first depth with ``H(k) >= ceil(r R)``, and
   under ``expected`` inside its tie group ``t = ceil((r R - b) s / g)`` in integers.
 """
+
 from __future__ import annotations
 
 import math
@@ -33,9 +34,9 @@ from retrieval_conformance.reference.contract.problem import Problem
 from retrieval_conformance.reference.contract.registry import PreparedGallery
 
 #: items of one (block, gallery) int64 array: 4 Mi, 32 MiB (a dozen such arrays live at once)
-BLOCK_ITEMS = 2 ** 22
+BLOCK_ITEMS = 2**22
 #: the largest integer every float64 holds: numerators and denominators must stay below it
-EXACT_INT = 2 ** 53
+EXACT_INT = 2**53
 
 
 def per_query_curves(problem: Problem, request: CurveRequest) -> CurveValues:
@@ -43,8 +44,11 @@ def per_query_curves(problem: Problem, request: CurveRequest) -> CurveValues:
     Q, N = problem.n_queries, problem.n_gallery
     if N * N >= EXACT_INT:
         raise ValueError(f"gallery: curves are computed exactly for at most {math.isqrt(EXACT_INT)} items, got {N}")
-    width = len(request.radii) if request.kind == "pr_radius" else (
-        len(request.levels) if request.kind == "pr_interpolated" else len(request.ns))
+    width = (
+        len(request.radii)
+        if request.kind == "pr_radius"
+        else (len(request.levels) if request.kind == "pr_interpolated" else len(request.ns))
+    )
     precision = np.zeros((Q, width))
     recall: Optional[np.ndarray] = np.zeros((Q, width)) if request.kind == "pr_radius" else None
     n_relevant = np.zeros(Q, dtype=np.int64)
@@ -213,7 +217,8 @@ class _DepthCounts:
         raise ValueError(
             f"n: N={ns[j]} falls inside a tie group (ranks {first + 1}..{end + 1}) of query {row0 + row}; "
             "under ties='grouped' a list length inside a tie group has no meaning. Use "
-            "ties='expected', or an N at a tie-group boundary")
+            "ties='expected', or an N at a tie-group boundary"
+        )
 
 
 class _GroupCounts:
@@ -288,8 +293,9 @@ class _GroupCounts:
 
     def _check_group_ends(self, ns, found, row0: int) -> None:
         rows = np.arange(self.n.shape[0])
-        cut = np.array([(d > 0) & (d < self.kept) & (self.before[rows, grp] + self.n[rows, grp] != d)
-                        for d, grp in found])
+        cut = np.array(
+            [(d > 0) & (d < self.kept) & (self.before[rows, grp] + self.n[rows, grp] != d) for d, grp in found]
+        )
         if not cut.any():
             return
         row = int(np.flatnonzero(cut.any(axis=0))[0])
@@ -299,7 +305,8 @@ class _GroupCounts:
         raise ValueError(
             f"n: N={ns[j]} falls inside a tie group (ranks {first + 1}..{end}) of query {row0 + row}; "
             "under ties='grouped' a list length inside a tie group has no meaning. Use "
-            "ties='expected', or an N at a tie-group boundary")
+            "ties='expected', or an N at a tie-group boundary"
+        )
 
 
 class _RelevantRanks:
@@ -327,8 +334,9 @@ class _RelevantRanks:
         if rows.size == 0:
             return out
         for j, level in enumerate(levels):
-            need = np.array([max(1, -((-level.numerator * int(R[r])) // level.denominator)) for r in rows],
-                            dtype=np.int64)
+            need = np.array(
+                [max(1, -((-level.numerator * int(R[r])) // level.denominator)) for r in rows], dtype=np.int64
+            )
             bounds = np.empty(2 * rows.size, dtype=np.int64)
             bounds[0::2] = self.start[rows] + need - 1
             bounds[1::2] = self.start[rows] + R[rows]

@@ -13,6 +13,7 @@ For ``n <= 56`` both are exact table quotients (double-doubles of exact integers
 groups walk the successive ratios ``P(v + 1) / P(v)`` (exact integers) out from the mode and
 normalise, which never overflows and has no log-gamma cancellation (~1e-15 relative).
 """
+
 from __future__ import annotations
 
 import math
@@ -122,8 +123,7 @@ def hypergeom_pmf(ops, n, m, t):
     n_, m_, t_ = n[:, None], m[:, None], t[:, None]
     num = ops.f64((m_ - x) * (t_ - x))
     den = ops.f64((x + 1) * (n_ - m_ - t_ + x + 1))
-    pmf = _pmf(ops, n, length, num, den,
-               lambda: ((m_, x), (n_ - m_, t_ - x), (n_ + 0 * x, t_ + 0 * x)))
+    pmf = _pmf(ops, n, length, num, den, lambda: ((m_, x), (n_ - m_, t_ - x), (n_ + 0 * x, t_ + 0 * x)))
     return x, pmf
 
 
@@ -139,6 +139,7 @@ def jth_position_pmf(ops, n, m, J):
     n_, m_, J_ = n[:, None], m[:, None], J[:, None]
     num = ops.f64(q * (n_ - q - m_ + J_))
     den = ops.f64((q - J_ + 1) * (n_ - q))
-    pmf = _pmf(ops, n, length, num, den,
-               lambda: ((q - 1, J_ - 1 + 0 * q), (n_ - q, m_ - J_ + 0 * q), (n_ + 0 * q, m_ + 0 * q)))
+    pmf = _pmf(
+        ops, n, length, num, den, lambda: ((q - 1, J_ - 1 + 0 * q), (n_ - q, m_ - J_ + 0 * q), (n_ + 0 * q, m_ + 0 * q))
+    )
     return q, pmf

@@ -14,6 +14,7 @@ already correctly rounded (:func:`safe_div`).
 Functions that take ``ops`` talk to the array library through it (``ops.where``, ...);
 the others use only arithmetic operators and indexing, which numpy and torch share.
 """
+
 from __future__ import annotations
 
 from retrieval_conformance.reference.contract.double_double import (  # noqa: F401  (re-exported)

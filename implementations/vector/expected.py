@@ -15,6 +15,7 @@ over runs of ranks come from one harmonic prefix table.  A cut-off inside a grou
 conditions on a hypergeometric count, CMC on the first relevant group, INP and
 ``ap_at_k="dcmh"`` on the position of one relevant item (:mod:`.distributions`).
 """
+
 from __future__ import annotations
 
 from typing import Dict
@@ -47,7 +48,7 @@ def harmonic_table(ops, N: int):
     """T[x] = Σ_{r=1..x} 1/r for x = 0..N as a double-double (1-D), so that every sum of
     1/r over a run of ranks is a difference T[b] - T[a] with ~1e-30 absolute error."""
     r = ops.f64(ops.arange(N) + 1)[None, :]
-    hi, lo = dd_cumsum(ops, dd_quot(r * 0.0 + 1.0, r, small=N < 2 ** 26))
+    hi, lo = dd_cumsum(ops, dd_quot(r * 0.0 + 1.0, r, small=N < 2**26))
     z = ops.zeros((1, 1), "f64")
     return ops.hcat([z, hi])[0], ops.hcat([z, lo])[0]
 
@@ -59,6 +60,7 @@ def _run_sums(ops, T, c, h, t, rule: str):
     precision-sum A = (h+1) S, Bs = t - (c+1) S; trapezoid
     A = ((h+1) S + h S')/2 (+1/2 for alpha(1) = 1 when c = 0), Bs = (t - (c+1) S + t - c S')/2
     (-1/2 when c = 0)."""
+
     def diff(a, b):
         x, y = dd_take(T, a), dd_take(T, b)
         return dd_add(x, (-y[0], -y[1]))

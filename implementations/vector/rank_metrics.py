@@ -19,6 +19,7 @@ items before it, ``n`` items and ``m`` relevant ones.
   product of factors in [0, 1] (no overflow, no NaN, whatever the group size):
   ``P(first at p) = S(p-1) m / (n-p+1)`` and ``P(first within t) = 1 - S(t)``.
 """
+
 from __future__ import annotations
 
 from typing import Dict
@@ -48,8 +49,8 @@ from retrieval_conformance.reference.contract.problem import Options
 #: the largest grade (``validation.MAX_GRADE``) fits in these bits of a sort key
 GRADE_BITS = 6
 #: 2**g - 1 for every grade g that fits in GRADE_BITS (exact int64; grades stop at 52)
-_EXP_GAIN = np.array([min(2 ** g, 2 ** 63) - 1 for g in range(2 ** GRADE_BITS)], dtype=np.int64)
-_HALF = 2 ** 26  # gains are summed as two int64 halves of 26 bits (no int64 overflow)
+_EXP_GAIN = np.array([min(2**g, 2**63) - 1 for g in range(2**GRADE_BITS)], dtype=np.int64)
+_HALF = 2**26  # gains are summed as two int64 halves of 26 bits (no int64 overflow)
 
 
 # -- gains and discounts ------------------------------------------------------------------------------
@@ -67,6 +68,7 @@ def discounts(ops, n: int, rule: str):
 
 def discount_prefix(ops, n: int, rule: str):
     """``D[x] = d(1) + ... + d(x)`` for x = 0..n (1-D double-double)."""
+
     def make():
         d = discounts(ops, n, rule)[None, :]
         hi, lo = dd_cumsum(ops, (d, d * 0.0))
@@ -99,7 +101,7 @@ def order_in_groups(ops, grades, group, ties: str):
     """The grades of the relevant items (``grades``, in the block's order, ``group`` their
     non-decreasing group numbers) ordered inside each group as a concrete policy ranks them:
     the highest first (``optimistic``) or last (``pessimistic``).  Sorts values only."""
-    top = 2 ** GRADE_BITS - 1
+    top = 2**GRADE_BITS - 1
     code = top - grades if ties == "optimistic" else grades
     key = ops.sort_values(group[None, :] * (top + 1) + code[None, :])[0]
     code = key & top

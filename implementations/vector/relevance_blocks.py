@@ -3,6 +3,7 @@
 The numpy implementation and the harness's expected values read relevance and junk
 through these; the exact reference has its own per-query version (``reference/relevance.py``).
 """
+
 from __future__ import annotations
 
 from typing import cast

@@ -4,6 +4,7 @@ A tie group has ``c`` items before it (``h`` of them relevant), ``n`` items and 
 relevant ones; it covers ranks ``c + 1 .. c + n``.  The policies other than ``stable`` and
 ``reverse`` need only these counts, never an order inside a group.
 """
+
 from __future__ import annotations
 
 from retrieval_conformance.implementations.vector.double_double import dd_rowsum

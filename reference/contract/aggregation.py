@@ -10,6 +10,7 @@ they do not depend on the order of the queries or on the block size.
 * ``nan``: such a query's values are NaN, and so is the mean.
 * ``error``: such a query raises ``ValueError`` naming it.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -105,8 +106,9 @@ def _flat_tail(values: np.ndarray, length: int) -> np.ndarray:
     return np.concatenate([values, np.full(length - values.shape[0], values[-1])])
 
 
-def aggregate(pq: PerQuery, options: Options, protocol: str, implementation: str,
-              n_gallery: Optional[int] = None) -> Result:
+def aggregate(
+    pq: PerQuery, options: Options, protocol: str, implementation: str, n_gallery: Optional[int] = None
+) -> Result:
     """Turn per-query values into a :class:`Result` under ``options.empty``.
 
     ``n_gallery``: when given, CMC columns from the gallery size on are known to repeat the
@@ -132,8 +134,9 @@ def aggregate(pq: PerQuery, options: Options, protocol: str, implementation: str
         )
     counted = ~empty if options.empty in ("skip", "skip_no_hit") else np.ones_like(empty)
     if not counted.any():
-        warnings.warn("no query is counted under empty=%r: every mean is NaN" % options.empty,
-                      NoQueryCountedWarning, stacklevel=3)
+        warnings.warn(
+            "no query is counted under empty=%r: every mean is NaN" % options.empty, NoQueryCountedWarning, stacklevel=3
+        )
     poisoned = options.empty == "nan" and empty.any()
 
     def per_query(values: np.ndarray) -> np.ndarray:
@@ -154,7 +157,8 @@ def aggregate(pq: PerQuery, options: Options, protocol: str, implementation: str
         exact = ExactResult(
             map=_exact_mean(pq.exact["ap"], counted) if wanted("map") else None,
             ap=[v if c else None for v, c in zip(pq.exact["ap"], counted)] if wanted("map") else [],
-            precision_at_k=_exact_mean(pq.exact["precision_at_k"], counted) if with_k and wanted("precision_at_k")
+            precision_at_k=_exact_mean(pq.exact["precision_at_k"], counted)
+            if with_k and wanted("precision_at_k")
             else None,
             recall_at_k=_exact_mean(pq.exact["recall_at_k"], counted) if with_k and wanted("recall_at_k") else None,
             cmc=[_exact_mean([row[j] for row in pq.exact["cmc"]], counted) for j in range(width)],
@@ -183,13 +187,16 @@ def aggregate(pq: PerQuery, options: Options, protocol: str, implementation: str
     else:
         cmc = _flat_tail(_column_means(pq.cmc[counted][:, :width]), options.max_rank)
     # every mean of the table, None where its option is not set (P@k without k, ...)
-    means: Dict[str, Any] = {name: mean(name) if wanted(name) and (needs is None or getattr(options, needs) is not None)
-                             else None for name, (_, needs) in MEANS.items()}
+    means: Dict[str, Any] = {
+        name: mean(name) if wanted(name) and (needs is None or getattr(options, needs) is not None) else None
+        for name, (_, needs) in MEANS.items()
+    }
     return Result(
         **means,
-        ap=ap,
-        cmc=cmc,
-        inp=inp,
+        # None only where not computed: Result raises NotComputedError when such a field is read
+        ap=cast(np.ndarray, ap),
+        cmc=cast(np.ndarray, cmc),
+        inp=cast(np.ndarray, inp),
         counted=counted,
         protocol=protocol,
         implementation=implementation,
@@ -206,7 +213,6 @@ def only_requested(pq: PerQuery, options: Options) -> PerQuery:
     needed = per_query_fields(options.metrics)
     if needed is None:
         return pq
-    dropped = {name: None for name in ARRAY_FIELDS if name not in needed}
+    dropped: Dict[str, Any] = {name: None for name in ARRAY_FIELDS if name not in needed}
     exact = None if pq.exact is None else {key: v for key, v in pq.exact.items() if key in needed}
     return dataclasses.replace(pq, exact=exact, **dropped)
-

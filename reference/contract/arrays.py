@@ -4,6 +4,7 @@ The first step of validation (``validation.py`` checks values, ``ids.py`` ids): 
 converted silently, so a generator, a set, a ragged list or a tensor without plain values is
 refused here, naming the argument.
 """
+
 from __future__ import annotations
 
 from typing import Any, Callable, Iterable, Optional, Sequence, Tuple, cast
@@ -44,9 +45,7 @@ def to_numpy(name: str, value: Any) -> np.ndarray:
             "as Fraction or Decimal?); pass a float or integer array, e.g. np.asarray(x, dtype=np.float64)"
         )
     if arr.dtype.fields is not None or arr.dtype.kind == "V":  # strings, complex, ...: the callers name them
-        raise TypeError(
-            f"{name}: expected real numbers, got dtype={arr.dtype}; pass a float, integer or bool array"
-        )
+        raise TypeError(f"{name}: expected real numbers, got dtype={arr.dtype}; pass a float, integer or bool array")
     return arr
 
 
@@ -111,8 +110,9 @@ def first_where(arr: np.ndarray, test: Callable[[np.ndarray], np.ndarray]) -> Op
     which the vectorised ``test`` is true, or None; ``arr`` is read ``CHUNK_ITEMS`` elements at a
     time, whatever its memory layout."""
     seen = 0
-    with np.nditer(arr, flags=["external_loop", "buffered", "zerosize_ok"], order="C",
-                   buffersize=CHUNK_ITEMS) as chunks:
+    with np.nditer(
+        arr, flags=["external_loop", "buffered", "zerosize_ok"], order="C", buffersize=CHUNK_ITEMS
+    ) as chunks:
         for chunk in cast(Iterable[np.ndarray], chunks):  # one operand: each chunk is one array
             hit = test(chunk)
             i = int(hit.argmax())

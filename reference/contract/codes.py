@@ -9,6 +9,7 @@ the value is > 0 (+1 -> 1; -1 and 0 -> 0, which keeps the Hamming distance of va
 One bit per byte (uint8), what the other implementations read, is unpacked from the words, also
 in chunks, only when asked for.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -39,7 +40,7 @@ def _words(rows: int, n_bits: int) -> np.ndarray:
 def _pack_into(words: np.ndarray, start: int, bits: np.ndarray) -> None:
     """Rows ``start:`` of the little-endian ``words`` from the boolean rows ``bits``."""
     packed = np.packbits(bits, axis=1, bitorder="little")
-    words.view(np.uint8)[start:start + bits.shape[0], :packed.shape[1]] = packed
+    words.view(np.uint8)[start : start + bits.shape[0], : packed.shape[1]] = packed
 
 
 def pack_words(bits: np.ndarray) -> np.ndarray:
@@ -47,7 +48,7 @@ def pack_words(bits: np.ndarray) -> np.ndarray:
     rows, n_bits = bits.shape
     words, step = _words(rows, n_bits), _chunk_rows(n_bits)
     for start in range(0, rows, step):
-        _pack_into(words, start, bits[start:start + step] != 0)
+        _pack_into(words, start, bits[start : start + step] != 0)
     return words.astype(np.uint64, copy=False)
 
 
@@ -56,8 +57,8 @@ def unpack_words(words: np.ndarray, n_bits: int) -> np.ndarray:
     out = np.empty((words.shape[0], n_bits), dtype=np.uint8)
     step = _chunk_rows(n_bits)
     for start in range(0, words.shape[0], step):
-        chunk = words[start:start + step].astype("<u8", copy=False).view(np.uint8)
-        out[start:start + step] = np.unpackbits(chunk, axis=1, count=n_bits, bitorder="little")
+        chunk = words[start : start + step].astype("<u8", copy=False).view(np.uint8)
+        out[start : start + step] = np.unpackbits(chunk, axis=1, count=n_bits, bitorder="little")
     return out
 
 
@@ -70,7 +71,7 @@ def padding_is_zero(words: np.ndarray, n_bits: int) -> bool:
     mask = np.uint64(((1 << pad) - 1) << (WORD_BITS - pad))
     last = words[:, -1]
     for start in range(0, last.shape[0], CHUNK_ITEMS):
-        if (last[start:start + CHUNK_ITEMS] & mask).any():
+        if (last[start : start + CHUNK_ITEMS] & mask).any():
             return False
     return True
 
@@ -101,7 +102,7 @@ def scan_codes(arr: np.ndarray) -> CodeScan:
     words, step = _words(rows, n_bits), _chunk_rows(n_bits)
     scan = CodeScan(words, n_bits)
     for start in range(0, rows, step):
-        chunk = arr[start:start + step]
+        chunk = arr[start : start + step]
         if arr.dtype.kind == "f" and scan.nonfinite is None:
             scan.nonfinite = _first_false(np.isfinite(chunk), start)
         minus, plus = chunk == -1, chunk == 1

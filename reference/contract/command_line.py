@@ -23,6 +23,7 @@ status      meaning
 
 Lives in the contract so that the commands of every layer can share it.
 """
+
 from __future__ import annotations
 
 import argparse

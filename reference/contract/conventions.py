@@ -11,6 +11,7 @@ validation, the presets, the implementations and the tests take their lists from
 >>> convention("ties", "expected").clause
 '§4 ties=expected'
 """
+
 from __future__ import annotations
 
 import re
@@ -36,7 +37,8 @@ RETIRED: Dict[Tuple[str, str], str] = {
     ("discount", "trec"): (
         "'trec' no longer names a discount, because trec_eval changed its rule: pass 'log2' for "
         "trec_eval 9.0.4 and later (9.0.8, 10.0, pytrec_eval: every rank r divided by log2(r + 1)) or "
-        "'trec_eval_9.0a3' for the 2008 rule (ranks 1 and 2 undiscounted, then 1 / log2(r))"),
+        "'trec_eval_9.0a3' for the 2008 rule (ranks 1 and 2 undiscounted, then 1 / log2(r))"
+    ),
 }
 
 

@@ -13,6 +13,7 @@ them over the counted queries here, so implementations differ only in how they c
 The per-query curves are looked up by name (``CURVE_KERNELS``), never imported, so the contract
 stays below the reference and the implementations.
 """
+
 from __future__ import annotations
 
 import importlib
@@ -123,7 +124,7 @@ def check_recall_levels(levels) -> Tuple[Fraction, ...]:
 
 
 #: the largest N of the precision curve (N travels as int64)
-MAX_N = 2 ** 62
+MAX_N = 2**62
 
 
 def list_lengths(ns) -> Tuple[int, ...]:
@@ -140,8 +141,10 @@ def radii_values(radii, problem: Problem) -> Tuple[float, ...]:
     ``-score``); for codes by default every Hamming distance 0 .. bits."""
     if radii is None:
         if problem.query_bits is None:
-            raise ValueError("radii: expected a list of distances for pr_radius with distances, scores or "
-                             "embeddings (only codes have a default, 0 .. bits)")
+            raise ValueError(
+                "radii: expected a list of distances for pr_radius with distances, scores or "
+                "embeddings (only codes have a default, 0 .. bits)"
+            )
         return tuple(float(r) for r in range(problem.query_bits.shape[1] + 1))
     out = []
     for r in _sequence("radii", radii):
@@ -166,8 +169,9 @@ def curve_kernel(implementation: str, problem: Optional[Problem] = None):
     """(name, per-query function) of an implementation that draws curves (``auto``: the
     fastest that can draw ``problem``'s)."""
     if implementation != "auto" and implementation not in CURVE_KERNELS:
-        raise ValueError(f"implementation: curves are computed by one of {['auto', *CURVE_KERNELS]}, "
-                         f"got {implementation!r}")
+        raise ValueError(
+            f"implementation: curves are computed by one of {['auto', *CURVE_KERNELS]}, got {implementation!r}"
+        )
     for name in CURVE_AUTO_ORDER if implementation == "auto" else (implementation,):
         module_name, function = CURVE_KERNELS[name].split(":")
         module = importlib.import_module(module_name)
@@ -183,11 +187,15 @@ def mean_curve(values: CurveValues, request: CurveRequest, empty: str, implement
     counted = values.n_relevant > 0 if empty == "skip" else np.ones(values.n_relevant.shape[0], dtype=bool)
     n = int(counted.sum())
     if n == 0:
-        raise ValueError("relevance: no query has a relevant non-junk item; the mean curve is undefined "
-                         "(empty='zero' counts every query)")
-    x = {"pr_interpolated": np.array([float(r) for r in request.levels]),
-         "pr_radius": np.array(request.radii, dtype=np.float64),
-         "precision_at_n": np.array(request.ns, dtype=np.int64)}[request.kind]
+        raise ValueError(
+            "relevance: no query has a relevant non-junk item; the mean curve is undefined "
+            "(empty='zero' counts every query)"
+        )
+    x = {
+        "pr_interpolated": np.array([float(r) for r in request.levels]),
+        "pr_radius": np.array(request.radii, dtype=np.float64),
+        "precision_at_n": np.array(request.ns, dtype=np.int64),
+    }[request.kind]
     exact = None
     if values.exact is not None:  # the reference: exact means of exact values
         exact = {"y" if key == "precision" else key: _exact_means(rows, counted) for key, rows in values.exact.items()}
@@ -272,13 +280,26 @@ def curves(
     kind = v.choice("kind", kind, CURVE_KINDS)
     empty = v.choice("empty", empty, CURVE_EMPTY_POLICIES)
     ties = v.choice("ties", ties, TIE_POLICIES)
-    inputs = dict(distances=distances, scores=scores, query_codes=query_codes, db_codes=db_codes,
-                  query_embeddings=query_embeddings, db_embeddings=db_embeddings, relevance=relevance,
-                  query_labels=query_labels, db_labels=db_labels, query_cams=query_cams, db_cams=db_cams,
-                  junk=junk)
-    unused = {"recall_levels": recall_levels is not None and kind != "pr_interpolated",
-              "radii": radii is not None and kind != "pr_radius", "n": n is not None and kind != "precision_at_n",
-              "evaluate options": bool(evaluate_options) and kind != "cmc"}
+    inputs = dict(
+        distances=distances,
+        scores=scores,
+        query_codes=query_codes,
+        db_codes=db_codes,
+        query_embeddings=query_embeddings,
+        db_embeddings=db_embeddings,
+        relevance=relevance,
+        query_labels=query_labels,
+        db_labels=db_labels,
+        query_cams=query_cams,
+        db_cams=db_cams,
+        junk=junk,
+    )
+    unused = {
+        "recall_levels": recall_levels is not None and kind != "pr_interpolated",
+        "radii": radii is not None and kind != "pr_radius",
+        "n": n is not None and kind != "precision_at_n",
+        "evaluate options": bool(evaluate_options) and kind != "cmc",
+    }
     for name, given in unused.items():
         if given:
             raise ValueError(f"{name}: not an option of kind={kind!r}; leave it out")
@@ -291,7 +312,8 @@ def curves(
     problem = build_problem(**inputs, metric=metric)
     name, kernel = curve_kernel(implementation, problem)
     request = CurveRequest(
-        kind, ties,
+        kind,
+        ties,
         levels=check_recall_levels(ELEVEN_POINTS if recall_levels is None else recall_levels),
         radii=radii_values(radii, problem) if kind == "pr_radius" else (),
         ns=list_lengths(DEFAULT_NS if n is None else n),
@@ -304,10 +326,25 @@ def _cmc_curve(inputs, metric, ties, empty, max_rank, implementation, options) -
     from retrieval_conformance.reference.contract.evaluate import evaluate
 
     protocol = options.pop("protocol", "reid" if inputs["query_cams"] is not None else "hashing")
-    result = evaluate(**inputs, metric=metric, ties=ties, empty=empty, max_rank=max_rank,
-                      implementation=implementation, protocol=protocol, **options)
+    result = evaluate(
+        **inputs,
+        metric=metric,
+        ties=ties,
+        empty=empty,
+        max_rank=max_rank,
+        implementation=implementation,
+        protocol=protocol,
+        **options,
+    )
     n_relevant = result.per_query.n_relevant
     counted = int(np.count_nonzero(n_relevant > 0)) if empty == "skip" else n_relevant.shape[0]
     exact = None if result.exact is None else {"y": list(result.exact.cmc)}
-    return Curve("cmc", np.arange(1, max_rank + 1), np.asarray(result.cmc, dtype=np.float64), None, counted,
-                 result.implementation, exact)
+    return Curve(
+        "cmc",
+        np.arange(1, max_rank + 1),
+        np.asarray(result.cmc, dtype=np.float64),
+        None,
+        counted,
+        result.implementation,
+        exact,
+    )

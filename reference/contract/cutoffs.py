@@ -15,6 +15,7 @@ sees a number beyond the gallery, whatever the caller passed), and the two thing
 still depend on the original values are restored here, once, for every implementation:
 P@k exactly as R/k, and the CMC's flat tail.
 """
+
 from __future__ import annotations
 
 import functools
@@ -82,6 +83,7 @@ def within_gallery(compute: Callable[..., PerQuery]) -> Callable[..., PerQuery]:
     so there the decorator finds nothing to clip; it protects direct callers of an
     implementation from wrapped or overflowing integers.
     """
+
     @functools.wraps(compute)
     def wrapper(self, problem, options: Options, *args, **kwargs) -> PerQuery:
         return compute_within_gallery(functools.partial(compute, self), problem, options, *args, **kwargs)
@@ -89,8 +91,7 @@ def within_gallery(compute: Callable[..., PerQuery]) -> Callable[..., PerQuery]:
     return wrapper
 
 
-def compute_within_gallery(compute: Callable[..., PerQuery], problem, options: Options, *args, **kwargs
-                           ) -> PerQuery:
+def compute_within_gallery(compute: Callable[..., PerQuery], problem, options: Options, *args, **kwargs) -> PerQuery:
     """``compute(problem, clipped options, ...)``, then P@k and the CMC tail for the options given."""
     inner = clip_to_gallery(options, problem.n_gallery)
     pq = compute(problem, inner, *args, **kwargs)

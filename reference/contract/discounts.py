@@ -16,6 +16,7 @@ rounded once.  About 100 bits of accuracy: the rounding to float64 is the correc
 ``1 / log2(r + 1)`` lies within 1e-30 (relative) of a midpoint between two floats
 (``conformance/tests/test_discounts.py`` checks every rank up to 5,000 against 50 decimal digits).
 """
+
 from __future__ import annotations
 
 import threading
@@ -68,7 +69,7 @@ def _grown(table: np.ndarray, n: int) -> np.ndarray:
     """``table`` extended to ``n`` entries, the new ranks computed ``_CHUNK`` at a time (each
     entry depends on its rank alone, so the chunks give the same bits as one pass)."""
     grown = np.empty(n, dtype=np.float64)
-    grown[:table.shape[0]] = table
+    grown[: table.shape[0]] = table
     for start in range(table.shape[0], n, _CHUNK):
         stop = min(n, start + _CHUNK)
         grown[start:stop] = _compute(stop, start)

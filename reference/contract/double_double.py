@@ -8,6 +8,7 @@ nothing here may fuse a multiply and an add).  The contract's discount table
 (:mod:`.discounts`) and the vector implementations (``implementations/vector/double_double.py``,
 which adds the operations that need an array library) share it.
 """
+
 from __future__ import annotations
 
 _SPLITTER = 134217729.0  # 2**27 + 1: Dekker's split into two 26-bit halves

@@ -19,6 +19,7 @@ largest) is below ``2**-40`` of ``|q| |r|`` for float32 and ``2**-60`` for float
 below float32's rounding, so these dot products are more accurate than a float32 BLAS call,
 and they are the same bits for every block of queries, batch, thread count and BLAS.
 """
+
 from __future__ import annotations
 
 import math
@@ -88,19 +89,19 @@ def slice_rows(x: np.ndarray, n_slices: int, width: int) -> SlicedRows:
     norms = np.empty(n_rows)
     step = max(1, CHUNK_VALUES // max(dim, 1))
     for lo in range(0, n_rows, step):  # a copy of a chunk of rows at a time
-        rest: np.ndarray = np.array(x[lo:lo + step], dtype=work)
-        _, exponent[lo:lo + step] = np.frexp(np.abs(rest).max(axis=1) if dim else np.zeros(rest.shape[0], work))
-        rest *= np.ldexp(work(1.0), -exponent[lo:lo + step])[:, None].astype(work)
+        rest: np.ndarray = np.array(x[lo : lo + step], dtype=work)
+        _, exponent[lo : lo + step] = np.frexp(np.abs(rest).max(axis=1) if dim else np.zeros(rest.shape[0], work))
+        rest *= np.ldexp(work(1.0), -exponent[lo : lo + step])[:, None].astype(work)
         parts = []
         for i in range(1, n_slices + 1):
             part: np.ndarray = rest * work(2.0 ** (i * width))
             np.rint(part, out=part)
-            slices[i - 1][lo:lo + step] = part
+            slices[i - 1][lo : lo + step] = part
             # integers, exact in either dtype; their sums need float64
-            parts.append(slices[i - 1][lo:lo + step] if store is np.float64 else part.astype(np.float64))
+            parts.append(slices[i - 1][lo : lo + step] if store is np.float64 else part.astype(np.float64))
             part *= work(2.0 ** (-i * width))
             rest -= part
-        norms[lo:lo + step] = _join_levels([_self_level(parts, c) for c in range(n_slices)], width)
+        norms[lo : lo + step] = _join_levels([_self_level(parts, c) for c in range(n_slices)], width)
     return SlicedRows(slices, exponent, norms, width)
 
 
@@ -117,7 +118,7 @@ def _join_levels(levels: List[np.ndarray], width: int) -> np.ndarray:
     """``sum_c levels[c] 2**-(c + 2) w``, in one fixed order (from the smallest level up)."""
     total = levels[-1]
     for level in reversed(levels[:-1]):
-        total = level + total * 2.0 ** -width
+        total = level + total * 2.0**-width
     return total * 2.0 ** (-2 * width)
 
 

@@ -3,6 +3,7 @@
 Stage 1 of the pipeline for ``query_embeddings`` / ``db_embeddings`` (specification §1
 float distances): the matrix computed here is what every implementation ranks.
 """
+
 from __future__ import annotations
 
 from typing import Dict, Optional, Tuple
@@ -24,8 +25,14 @@ SliceCache = Dict[Tuple[int, int], SlicedRows]
 METRICS = ("euclidean", "cosine")
 
 
-def embedding_distances(query_embeddings, db_embeddings, metric: str = "euclidean", row0: int = 0,
-                        db_checked: bool = False, sliced: Optional[SliceCache] = None) -> np.ndarray:
+def embedding_distances(
+    query_embeddings,
+    db_embeddings,
+    metric: str = "euclidean",
+    row0: int = 0,
+    db_checked: bool = False,
+    sliced: Optional[SliceCache] = None,
+) -> np.ndarray:
     """Distance matrix (Q, N) from embeddings, computed once for all implementations.
 
     ``euclidean``: ``sqrt(max(|q|^2 + |r|^2 - 2 q·r, 0))``; ``cosine``: ``1 - q·r / (|q| |r|)``
@@ -50,9 +57,7 @@ def embedding_distances(query_embeddings, db_embeddings, metric: str = "euclidea
     d = db_embeddings if db_checked else float_matrix("db_embeddings", db_embeddings, "one embedding per gallery item")
     out_dtype = np.float32 if q.dtype == d.dtype == np.float32 else np.float64
     if q.shape[1] != d.shape[1]:
-        raise ValueError(
-            f"db_embeddings: expected dimension {q.shape[1]} like query_embeddings, got {d.shape[1]}"
-        )
+        raise ValueError(f"db_embeddings: expected dimension {q.shape[1]} like query_embeddings, got {d.shape[1]}")
     if metric not in METRICS:
         raise ValueError(f"metric: expected 'euclidean' or 'cosine', got {metric!r}")
     n_slices, width = slice_plan(q.shape[1], out_dtype)

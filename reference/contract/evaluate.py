@@ -5,6 +5,7 @@
     inputs -> distances (or scores) -> ranking under a tie policy -> relevance + junk
            -> per-query metric -> aggregation over queries
 """
+
 from __future__ import annotations
 
 from typing import Any, Optional, cast
@@ -79,8 +80,12 @@ def build_problem(
     (``Implementation.checks_finite``).
     """
     ranking_inputs = _count_given(
-        distances=distances, scores=scores, query_codes=query_codes, db_codes=db_codes,
-        query_embeddings=query_embeddings, db_embeddings=db_embeddings,
+        distances=distances,
+        scores=scores,
+        query_codes=query_codes,
+        db_codes=db_codes,
+        query_embeddings=query_embeddings,
+        db_embeddings=db_embeddings,
     )
     pairs = {("query_codes", "db_codes"), ("query_embeddings", "db_embeddings")}
     if not ranking_inputs or (len(ranking_inputs) > 1 and tuple(ranking_inputs) not in pairs):
@@ -100,16 +105,24 @@ def build_problem(
         if query_codes is None or db_codes is None:
             missing = "db_codes" if db_codes is None else "query_codes"
             raise ValueError(f"{missing}: expected codes together with {ranking_inputs[0]}")
-        query_bits, db_side = (gallery.codes_pair(query_codes, codes_signed, packed_codes) if gallery is not None
-                               else v.codes_pair(query_codes, db_codes, codes_signed, packed_codes))
+        query_bits, db_side = (
+            gallery.codes_pair(query_codes, codes_signed, packed_codes)
+            if gallery is not None
+            else v.codes_pair(query_codes, db_codes, codes_signed, packed_codes)
+        )
     else:
         if query_embeddings is None or db_embeddings is None:
             missing = "db_embeddings" if db_embeddings is None else "query_embeddings"
             raise ValueError(f"{missing}: expected embeddings together with {ranking_inputs[0]}")
         held = gallery if gallery is not None and gallery.embeddings is not None else None
-        dist = embedding_distances(query_embeddings, held.embeddings if held is not None else db_embeddings, metric,
-                                   row0=row0, db_checked=held is not None,
-                                   sliced=held.embedding_slices if held is not None else None)
+        dist = embedding_distances(
+            query_embeddings,
+            held.embeddings if held is not None else db_embeddings,
+            metric,
+            row0=row0,
+            db_checked=held is not None,
+            sliced=held.embedding_slices if held is not None else None,
+        )
     matrix = dist if dist is not None else sims
     if matrix is not None:
         n_q, n_g = matrix.shape
@@ -135,8 +148,7 @@ def build_problem(
             raise ValueError(f"db_labels: expected {n_g} rows (one per gallery item), got {dl.shape[0]}")
     else:
         raise ValueError(
-            "give exactly one relevance input: relevance= (queries x gallery booleans) or "
-            "query_labels= with db_labels="
+            "give exactly one relevance input: relevance= (queries x gallery booleans) or query_labels= with db_labels="
         )
 
     junk_mask = None if junk is None else v.bool_matrix("junk", junk, (n_q, n_g), "queries x gallery")
@@ -149,16 +161,31 @@ def build_problem(
                 "query_cams: camera junk (same id and same camera) needs single-id labels "
                 "(query_labels and db_labels as 1-D id arrays)"
             )
-        qc, dc = (gallery.cams_pair(query_cams, n_q, n_g) if gallery is not None
-                  else v.cams_pair(query_cams, db_cams, n_q, n_g))
+        qc, dc = (
+            gallery.cams_pair(query_cams, n_q, n_g)
+            if gallery is not None
+            else v.cams_pair(query_cams, db_cams, n_q, n_g)
+        )
     junk_ids = tuple(int(i) for i in junk_ids)
     if junk_ids and (ql is None or ql.ndim != 1):
         junk_ids = ()  # id-based junk needs single ids; with other inputs it has nothing to act on
     db_bits, db_words = (None, db_side) if packed_codes else (db_side, None)
     return Problem(
-        n_queries=int(n_q), n_gallery=int(n_g), distances=dist, scores=sims, query_bits=query_bits, db_bits=db_bits,
-        relevance=rel, grades=grades, query_labels=ql, db_labels=dl, junk=junk_mask, query_cams=qc, db_cams=dc,
-        junk_ids=junk_ids, db_words=db_words,
+        n_queries=int(n_q),
+        n_gallery=int(n_g),
+        distances=dist,
+        scores=sims,
+        query_bits=query_bits,
+        db_bits=db_bits,
+        relevance=rel,
+        grades=grades,
+        query_labels=ql,
+        db_labels=dl,
+        junk=junk_mask,
+        query_cams=qc,
+        db_cams=dc,
+        junk_ids=junk_ids,
+        db_words=db_words,
         finite=matrix is not None and (check_finite or (distances is None and scores is None)),
     )
 
@@ -172,22 +199,22 @@ MAX_CUTOFFS = 100
     "evaluate",
     protocol="``retrieval-conformance presets`` lists the presets' conventions.",
     k="The presets' k is None, except ``gldv2``'s: 100.  Any Python or numpy integer >= 1, of any size: a k beyond the "
-      "gallery gives full AP and R@k = 1, and P@k = R/k still divides by k (spec §6).  bools, floats and "
-      "strings are errors.  A tuple or list of cut-offs (``k=(1, 5, 10, 100)``) returns a :class:`ResultsAtK` "
-      "(``{k: Result}``, in the order given).",
+    "gallery gives full AP and R@k = 1, and P@k = R/k still divides by k (spec §6).  bools, floats and "
+    "strings are errors.  A tuple or list of cut-offs (``k=(1, 5, 10, 100)``) returns a :class:`ResultsAtK` "
+    "(``{k: Result}``, in the order given).",
     max_rank="It sets the length of ``cmc`` and of every row of ``per_query.cmc``, 1 .. 10**7 "
-             "(``validation.MAX_RANK_LIMIT``).  Beyond the gallery the CMC is flat (§7 cmc_length=max_rank): "
-             "computed up to the gallery size and extended by its last value.  A max_rank beyond the gallery "
-             "whose per-query rows would exceed 2**27 values (1 GiB) is an error that says so.",
-    implementation="``result.implementation`` says who did.  ``\"auto\"``: the fastest available (C, then "
-                   "numpy, then torch; torch is not imported unless it is picked).  ``\"reference\"`` is the "
-                   "slow exact yardstick, the only one that also returns exact ``Fraction`` values "
-                   "(``result.exact``).  ``\"dask\"`` runs the queries on the current ``dask.distributed`` "
-                   "client (``pip install '.[dask]'``).  A registered third-party implementation is named "
-                   "the same way.",
-    device="Only with ``implementation=\"torch\"`` or ``\"auto\"`` (which then means torch).  Default: the "
-           "environment variable ``RC_TORCH_DEVICE``, else CUDA when present, else the CPU.  The numbers do not "
-           "depend on the device.",
+    "(``validation.MAX_RANK_LIMIT``).  Beyond the gallery the CMC is flat (§7 cmc_length=max_rank): "
+    "computed up to the gallery size and extended by its last value.  A max_rank beyond the gallery "
+    "whose per-query rows would exceed 2**27 values (1 GiB) is an error that says so.",
+    implementation='``result.implementation`` says who did.  ``"auto"``: the fastest available (C, then '
+    'numpy, then torch; torch is not imported unless it is picked).  ``"reference"`` is the '
+    "slow exact yardstick, the only one that also returns exact ``Fraction`` values "
+    '(``result.exact``).  ``"dask"`` runs the queries on the current ``dask.distributed`` '
+    "client (``pip install '.[dask]'``).  A registered third-party implementation is named "
+    "the same way.",
+    device='Only with ``implementation="torch"`` or ``"auto"`` (which then means torch).  Default: the '
+    "environment variable ``RC_TORCH_DEVICE``, else CUDA when present, else the CPU.  The numbers do not "
+    "depend on the device.",
 )
 def evaluate(
     distances=None,
@@ -278,18 +305,41 @@ def evaluate(
         arguments.pop("k")
         return ResultsAtK((c, evaluate(**arguments, k=c)) for c in cutoffs)
     options = resolve_options(
-        protocol, None if k is _UNSET else k, max_rank, ties, ap_rule, ap_at_k, empty, radius,
-        k_given=k is not _UNSET, gain=gain, recall=recall, discount=discount, metrics=metrics,
+        protocol,
+        None if k is _UNSET else k,
+        max_rank,
+        ties,
+        ap_rule,
+        ap_at_k,
+        empty,
+        radius,
+        k_given=k is not _UNSET,
+        gain=gain,
+        recall=recall,
+        discount=discount,
+        metrics=metrics,
     )
     preset = get_preset(protocol)
     metric = v.choice("metric", metric, METRICS)
     check_camera_rule(protocol, preset, query_cams, db_cams, junk, query_labels)
-    query_side = dict(distances=distances, scores=scores, query_codes=query_codes,
-                      query_embeddings=query_embeddings, relevance=relevance, query_labels=query_labels,
-                      query_cams=query_cams if "same_id_cam" in preset.junk else None, junk=junk)
-    gallery_side = dict(db_codes=db_codes, db_embeddings=db_embeddings, db_labels=db_labels,
-                        db_cams=db_cams if "same_id_cam" in preset.junk else None, metric=metric,
-                        junk_ids=(-1,) if "minus_one" in preset.junk else ())
+    query_side = dict(
+        distances=distances,
+        scores=scores,
+        query_codes=query_codes,
+        query_embeddings=query_embeddings,
+        relevance=relevance,
+        query_labels=query_labels,
+        query_cams=query_cams if "same_id_cam" in preset.junk else None,
+        junk=junk,
+    )
+    gallery_side = dict(
+        db_codes=db_codes,
+        db_embeddings=db_embeddings,
+        db_labels=db_labels,
+        db_cams=db_cams if "same_id_cam" in preset.junk else None,
+        metric=metric,
+        junk_ids=(-1,) if "minus_one" in preset.junk else (),
+    )
     impl = get(implementation) if device is None else on_device(implementation, device)
     kinds = precisions({**query_side, **gallery_side})  # before the conversion reads bfloat16 as float32
     n_q, n_g = read_sides(query_side, gallery_side)
@@ -310,10 +360,16 @@ def evaluate(
         block = {key: query_rows(value, start, stop) for key, value in query_side.items()}
         problem = None  # the previous block's arrays (negated scores, distances) go before the next's are made
         try:
-            problem = build_problem(**block, **gallery_side, row0=start, gallery=gallery, codes_signed=codes_signed,
-                                    keep_scores=getattr(impl, "reads_scores", False),
-                                    packed_codes=getattr(impl, "reads_packed_codes", False),
-                                    check_finite=not getattr(impl, "checks_finite", False))
+            problem = build_problem(
+                **block,
+                **gallery_side,
+                row0=start,
+                gallery=gallery,
+                codes_signed=codes_signed,
+                keep_scores=getattr(impl, "reads_scores", False),
+                packed_codes=getattr(impl, "reads_packed_codes", False),
+                check_finite=not getattr(impl, "checks_finite", False),
+            )
         except (ValueError, TypeError) as exc:
             if per_block < n_q:
                 raise type(exc)(f"{exc} (in the query block starting at row {start})") from None

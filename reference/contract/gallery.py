@@ -12,6 +12,7 @@ cannot be prepared is simply checked per block as before.
 Also the gallery ``rc.Accumulator`` is given before its queries: its arrays and size, checked
 at construction (:func:`fixed_gallery_arrays`, :func:`fixed_gallery_size`).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -61,8 +62,9 @@ class Gallery:
     cams: Optional[_Ids] = None
 
     # -- one query block against the prepared gallery ------------------------------------
-    def codes_pair(self, query_codes: Any, signed_elsewhere: bool = False,
-                   packed: bool = False) -> Tuple[np.ndarray, np.ndarray]:
+    def codes_pair(
+        self, query_codes: Any, signed_elsewhere: bool = False, packed: bool = False
+    ) -> Tuple[np.ndarray, np.ndarray]:
         """``validation.codes_pair(query_codes, db_codes, signed_elsewhere, packed)``, with the
         gallery side done once."""
         c, q = self.codes, _code_scan(query_codes)
@@ -87,8 +89,13 @@ class Gallery:
     def cams_pair(self, query_cams: Any, n_queries: int, n_gallery: int) -> Tuple[np.ndarray, np.ndarray]:
         """``validation.cams_pair``, with the gallery side done once."""
         q, c = _array(query_cams), self.cams
-        if q is not None and c is not None and q.ndim == 1 and q.shape[0] == n_queries and \
-                c.values.shape[0] == n_gallery:
+        if (
+            q is not None
+            and c is not None
+            and q.ndim == 1
+            and q.shape[0] == n_queries
+            and c.values.shape[0] == n_gallery
+        ):
             codes = _id_codes("query_cams", q, c, camera=True)
             if codes is not None:
                 return codes, c.values
@@ -105,8 +112,9 @@ def prepare_gallery(gallery_side: Dict[str, Any]) -> Gallery:
         if scan is not None:
             g.codes = _Codes(scan)
     if gallery_side.get("db_embeddings") is not None:
-        g.embeddings = _quietly(v.float_matrix, "db_embeddings", gallery_side["db_embeddings"],
-                                "one embedding per gallery item")
+        g.embeddings = _quietly(
+            v.float_matrix, "db_embeddings", gallery_side["db_embeddings"], "one embedding per gallery item"
+        )
     if db_labels is not None:
         d = _array(db_labels)
         if d is not None and d.ndim == 1:

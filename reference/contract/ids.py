@@ -3,6 +3,7 @@
 Integers as int64, floats only while they are exact integers, strings coded jointly on the
 query and gallery sides (the same code for the same string).
 """
+
 from __future__ import annotations
 
 from typing import Any, Tuple
@@ -35,17 +36,19 @@ def joint_ids(query_name: str, query: np.ndarray, db_name: str, db: np.ndarray) 
         )
     if query.ndim != 1 or db.ndim != 1:
         bad = query_name if query.ndim != 1 else db_name
-        raise ValueError(f"{bad}: string ids must be 1-D (one id per item), got shape "
-                         f"{(query if query.ndim != 1 else db).shape}")
+        raise ValueError(
+            f"{bad}: string ids must be 1-D (one id per item), got shape {(query if query.ndim != 1 else db).shape}"
+        )
     joined = np.concatenate([query.astype(str), db.astype(str)])
     codes = np.unique(joined, return_inverse=True)[1].astype(np.int64).reshape(-1)
-    return codes[: query.shape[0]], codes[query.shape[0]:]
+    return codes[: query.shape[0]], codes[query.shape[0] :]
 
 
 def labels_pair(query_labels: Any, db_labels: Any) -> Tuple[np.ndarray, np.ndarray]:
     """Single ids (1-D integers) or multi-hot label vectors (2-D, 0/1)."""
-    q, d = joint_ids("query_labels", to_numpy("query_labels", query_labels),
-                     "db_labels", to_numpy("db_labels", db_labels))
+    q, d = joint_ids(
+        "query_labels", to_numpy("query_labels", query_labels), "db_labels", to_numpy("db_labels", db_labels)
+    )
     if q.ndim != d.ndim or q.ndim not in (1, 2):
         raise ValueError(
             "query_labels, db_labels: expected both 1-D (one id per item) or both 2-D "
@@ -54,9 +57,7 @@ def labels_pair(query_labels: Any, db_labels: Any) -> Tuple[np.ndarray, np.ndarr
     if q.ndim == 1:
         return exact_ids("query_labels", q), exact_ids("db_labels", d)
     if q.shape[1] != d.shape[1]:
-        raise ValueError(
-            f"db_labels: expected {q.shape[1]} label columns like query_labels, got {d.shape[1]}"
-        )
+        raise ValueError(f"db_labels: expected {q.shape[1]} label columns like query_labels, got {d.shape[1]}")
     out = []
     for name, arr in (("query_labels", q), ("db_labels", d)):
         if arr.dtype.kind not in "fiub":
@@ -65,8 +66,10 @@ def labels_pair(query_labels: Any, db_labels: Any) -> Tuple[np.ndarray, np.ndarr
         if bad.any():
             hint = ""
             if arr.shape[1] == 1:  # a column of ids, not multi-hot rows
-                hint = (f"; a {arr.shape} column holds one id per row: pass {name}.ravel() (1-D ids), or "
-                        "multi-hot rows of 0/1")
+                hint = (
+                    f"; a {arr.shape} column holds one id per row: pass {name}.ravel() (1-D ids), or "
+                    "multi-hot rows of 0/1"
+                )
             raise ValueError(
                 f"{name}: expected multi-hot labels in {{0, 1}}, found {arr[bad].flat[0]} at "
                 f"{position_text(arr, bad)}{hint}"

@@ -3,6 +3,7 @@
 The package may not be on the index a user reaches, so a hint names what works from a checkout
 of the source as well.
 """
+
 from __future__ import annotations
 
 PACKAGE = "retrieval-conformance"

@@ -19,6 +19,7 @@ every other field of the ``Result`` refuses to be read, by name.
 >>> sorted(per_query_fields(("map",)))
 ['ap', 'hits_at_k', 'n_relevant']
 """
+
 from __future__ import annotations
 
 import re
@@ -27,9 +28,20 @@ from typing import FrozenSet, Iterable, Optional, Tuple
 from retrieval_conformance.reference.contract.problem import MEANS
 
 #: other spellings of the names of ``Result``'s means (lower case, "-" read as "_")
-ALIASES = {"inp": "minp", "p@k": "precision_at_k", "r@k": "recall_at_k", "map@k": "map", "ap": "map",
-           "rprec": "r_precision", "r_prec": "r_precision", "ndcg": "ndcg_at_k", "ndcg@k": "ndcg_at_k",
-           "mrr@k": "mrr", "rr": "mrr", "map@r": "map_at_r"}
+ALIASES = {
+    "inp": "minp",
+    "p@k": "precision_at_k",
+    "r@k": "recall_at_k",
+    "map@k": "map",
+    "ap": "map",
+    "rprec": "r_precision",
+    "r_prec": "r_precision",
+    "ndcg": "ndcg_at_k",
+    "ndcg@k": "ndcg_at_k",
+    "mrr@k": "mrr",
+    "rr": "mrr",
+    "map@r": "map_at_r",
+}
 #: the CMC at a rank: rank1, rank_5, cmc10, ... (canonical: rank1, rank5, rank10)
 RANK_NAME = re.compile(r"^(?:rank|cmc)_?(\d+)$")
 #: the metric fields of ``Result``: its means, then the CMC curve
@@ -71,8 +83,10 @@ def resolve_metrics(metrics: Optional[Iterable[str]]) -> Optional[Tuple[str, ...
     try:
         names = list(names)
     except TypeError:
-        raise ValueError(f"metrics: expected a list of metric names such as ['map', 'rank1'], or None for "
-                         f"every metric; got {type(metrics).__name__}") from None
+        raise ValueError(
+            f"metrics: expected a list of metric names such as ['map', 'rank1'], or None for "
+            f"every metric; got {type(metrics).__name__}"
+        ) from None
     chosen = set()
     for name in names:
         if not isinstance(name, str):
@@ -80,12 +94,15 @@ def resolve_metrics(metrics: Optional[Iterable[str]]) -> Optional[Tuple[str, ...
         key = canonical_metric(name)
         field = "cmc" if RANK_NAME.match(key) else key
         if field not in METRIC_NAMES:
-            raise ValueError(f"metrics: unknown metric {name.strip()!r}; valid: {valid_names()} "
-                             "(or None for every metric)")
+            raise ValueError(
+                f"metrics: unknown metric {name.strip()!r}; valid: {valid_names()} (or None for every metric)"
+            )
         chosen.add(field)
     if not chosen:
-        raise ValueError(f"metrics: expected at least one metric name, got {metrics!r}; valid: {valid_names()} "
-                         "(or None for every metric)")
+        raise ValueError(
+            f"metrics: expected at least one metric name, got {metrics!r}; valid: {valid_names()} "
+            "(or None for every metric)"
+        )
     return tuple(name for name in METRIC_NAMES if name in chosen)
 
 

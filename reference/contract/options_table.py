@@ -14,6 +14,7 @@ from the registry: nothing is listed twice.
 >>> [o.name for o in OPTIONS_TABLE][:4]
 ['protocol', 'k', 'max_rank', 'ties']
 """
+
 from __future__ import annotations
 
 import inspect
@@ -75,8 +76,9 @@ class Option:
         """The command-line help: the summary, the values with their meanings, the clause."""
         text = self.summary
         if self.convention:
-            meanings = "; ".join(f"{c.value}: {c.meaning.rstrip('.')}" for c in conventions.CONVENTIONS
-                                 if c.option == self.name)
+            meanings = "; ".join(
+                f"{c.value}: {c.meaning.rstrip('.')}" for c in conventions.CONVENTIONS if c.option == self.name
+            )
             text += f". Default: the preset's. {meanings}"
         elif self.choices is not None:
             text += f" (one of {', '.join(self.choices())})"
@@ -101,13 +103,20 @@ class Option:
         text = (summary if summary[1:2].isupper() else summary[0].upper() + summary[1:]) + "."  # nDCG stays
         if self.convention:
             text += " Default: the preset's. " + " ".join(
-                f"``{c.value}``: {c.meaning.rstrip('.')}." for c in conventions.CONVENTIONS if c.option == self.name)
+                f"``{c.value}``: {c.meaning.rstrip('.')}." for c in conventions.CONVENTIONS if c.option == self.name
+            )
         if self.section is not None:
             text += f" Spec {self.section} (``retrieval-conformance\0explain\0{self.name}``)."  # \0: kept on one line
         if detail:
             text += " " + " ".join(detail.split())
-        body = textwrap.fill(text, width - 4, initial_indent="    ", subsequent_indent="    ",
-                             break_long_words=False, break_on_hyphens=False).replace("\0", " ")
+        body = textwrap.fill(
+            text,
+            width - 4,
+            initial_indent="    ",
+            subsequent_indent="    ",
+            break_long_words=False,
+            break_on_hyphens=False,
+        ).replace("\0", " ")
         return f"{self.name} : {kind}\n{body}"
 
 
@@ -118,10 +127,15 @@ def _convention(name: str, summary: str) -> Option:
 
 OPTIONS_TABLE: Tuple[Option, ...] = (
     Option("protocol", "the preset whose conventions apply", choices=_presets, section="§9"),
-    Option("k", "cut-off of AP@k, P@k, R@k, nDCG@k and MRR@k: an integer, several (1,5,10,100: each "
-           "reported), or 'all'; default: the preset's", section="§6", python_type="int or None",
-           python_summary="cut-off of AP@k, P@k, R@k, nDCG@k and MRR@k: an int >= 1, or None for the whole "
-           "gallery; default: the preset's"),
+    Option(
+        "k",
+        "cut-off of AP@k, P@k, R@k, nDCG@k and MRR@k: an integer, several (1,5,10,100: each "
+        "reported), or 'all'; default: the preset's",
+        section="§6",
+        python_type="int or None",
+        python_summary="cut-off of AP@k, P@k, R@k, nDCG@k and MRR@k: an int >= 1, or None for the whole "
+        "gallery; default: the preset's",
+    ),
     Option("max_rank", "length of the CMC (default 50)", kind=int, section="§7", python_summary="length of the CMC"),
     _convention("ties", "how items at equal distance are ordered"),
     _convention("ap_rule", "how the precision-recall curve is summed into AP"),
@@ -130,21 +144,36 @@ OPTIONS_TABLE: Tuple[Option, ...] = (
     _convention("gain", "nDCG's gain of a relevance grade"),
     _convention("discount", "nDCG's rank discount"),
     _convention("recall", "what Recall@k means"),
-    Option("radius", "Hamming radius of precision and recall within a radius", kind=float, section="§7",
-           python_type="float, optional"),
-    Option("implementation", "who computes (all give the same numbers; default auto: the fastest here)",
-           choices=_implementations, documented_choices=_built_in_implementations),
-    Option("device", "where torch computes: cpu, cuda, cuda:1 (with implementation torch or auto)",
-           python_type="str or torch.device, optional"),
-    Option("metrics", "the metrics to compute, comma-separated (map,rank1); only they and what they depend on are "
-           "computed, with the bits they have among all; default: every metric. Names: Result's fields "
-           "(map, precision_at_k, recall_at_k, cmc, minp, r_precision, ndcg_at_k, mrr, map_at_r, "
-           "precision_at_radius, recall_at_radius), rankN, and aliases (mAP, mINP, nDCG, MRR, P@k, MAP@R, ...)",
-           python_type="list of str or str, optional",
-           python_summary="the metrics to compute: Result fields (``map``, ``cmc``, ``minp``, ...), their aliases "
-           "(``mAP``, ``mINP``, ``nDCG``, ...) or ``rankN``, as a list or one comma-separated string; only they and "
-           "what they depend on are computed, each with the bits it has among all, and reading another raises "
-           "``NotComputedError`` naming it.  Default None: every metric the protocol reports"),
+    Option(
+        "radius",
+        "Hamming radius of precision and recall within a radius",
+        kind=float,
+        section="§7",
+        python_type="float, optional",
+    ),
+    Option(
+        "implementation",
+        "who computes (all give the same numbers; default auto: the fastest here)",
+        choices=_implementations,
+        documented_choices=_built_in_implementations,
+    ),
+    Option(
+        "device",
+        "where torch computes: cpu, cuda, cuda:1 (with implementation torch or auto)",
+        python_type="str or torch.device, optional",
+    ),
+    Option(
+        "metrics",
+        "the metrics to compute, comma-separated (map,rank1); only they and what they depend on are "
+        "computed, with the bits they have among all; default: every metric. Names: Result's fields "
+        "(map, precision_at_k, recall_at_k, cmc, minp, r_precision, ndcg_at_k, mrr, map_at_r, "
+        "precision_at_radius, recall_at_radius), rankN, and aliases (mAP, mINP, nDCG, MRR, P@k, MAP@R, ...)",
+        python_type="list of str or str, optional",
+        python_summary="the metrics to compute: Result fields (``map``, ``cmc``, ``minp``, ...), their aliases "
+        "(``mAP``, ``mINP``, ``nDCG``, ...) or ``rankN``, as a list or one comma-separated string; only they and "
+        "what they depend on are computed, each with the bits it has among all, and reading another raises "
+        "``NotComputedError`` naming it.  Default None: every metric the protocol reports",
+    ),
 )
 
 #: option name -> Option
@@ -181,8 +210,13 @@ def refusal(entry_point: str, name: str) -> str:
     return f"{BY_NAME[name].flag}: not an option of {entry_point} ({NOT_TAKEN[entry_point][name]})"
 
 
-def add_arguments(parser, entry_point: str, defaults: Optional[Dict[str, object]] = None,
-                  skip: Tuple[str, ...] = (), wider: Optional[Dict[str, Tuple[Tuple[str, ...], str]]] = None) -> None:
+def add_arguments(
+    parser,
+    entry_point: str,
+    defaults: Optional[Dict[str, object]] = None,
+    skip: Tuple[str, ...] = (),
+    wider: Optional[Dict[str, Tuple[Tuple[str, ...], str]]] = None,
+) -> None:
     """Add the flags of the options ``entry_point`` takes to an argparse parser (or a pytest group):
     ``--ties {stable,...}`` with the values' meanings as help; ``skip`` names flags the
     entry point declares itself; ``wider``: option name -> (the values it takes beyond the
@@ -193,8 +227,11 @@ def add_arguments(parser, entry_point: str, defaults: Optional[Dict[str, object]
         if option.name in skip:
             continue
         extra, note = wider.get(option.name, ((), ""))
-        kwargs = {"dest": option.name, "default": defaults.get(option.name),
-                  "help": option.help() + (f"; {note}" if note else "")}
+        kwargs = {
+            "dest": option.name,
+            "default": defaults.get(option.name),
+            "help": option.help() + (f"; {note}" if note else ""),
+        }
         if option.kind is not str:
             kwargs["type"] = option.kind
         values = option.values()
@@ -207,13 +244,19 @@ def add_arguments(parser, entry_point: str, defaults: Optional[Dict[str, object]
 SLOT = "{options}"
 
 
-def options_doc(entry_point: str, defaults: Optional[Dict[str, Any]] = None, details: Optional[Dict[str, str]] = None,
-                indent: str = "") -> str:
+def options_doc(
+    entry_point: str,
+    defaults: Optional[Dict[str, Any]] = None,
+    details: Optional[Dict[str, str]] = None,
+    indent: str = "",
+) -> str:
     """The numpydoc entries (``name : type``, indented text) of every option ``entry_point`` takes,
     in the table's order, each with its default from ``defaults`` and the text ``details`` adds."""
     defaults, details = defaults or {}, details or {}
-    entries = [o.parameter_doc(defaults.get(o.name, inspect.Parameter.empty), details.get(o.name, ""))
-               for o in taken_by(entry_point)]
+    entries = [
+        o.parameter_doc(defaults.get(o.name, inspect.Parameter.empty), details.get(o.name, ""))
+        for o in taken_by(entry_point)
+    ]
     return textwrap.indent("\n".join(entries), indent).lstrip()
 
 
@@ -221,6 +264,7 @@ def documented(entry_point: str, **details: str) -> Callable:
     """Decorator: fill the ``{options}`` slot of a function's (or a class's) numpydoc "Parameters"
     section with :func:`options_doc`, the defaults read from its signature (a class's ``__init__``);
     ``details``: option name -> what this entry point says beyond the table (its own limits)."""
+
     def fill(obj):
         doc = obj.__doc__
         if doc is None:  # python -OO drops docstrings
@@ -233,7 +277,7 @@ def documented(entry_point: str, **details: str) -> Callable:
         signature = inspect.signature(obj.__init__ if isinstance(obj, type) else obj)
         defaults = {name: p.default for name, p in signature.parameters.items()}
         line = next(text for text in doc.splitlines() if SLOT in text)
-        indent = line[:len(line) - len(line.lstrip())]
+        indent = line[: len(line) - len(line.lstrip())]
         obj.__doc__ = doc.replace(SLOT, options_doc(entry_point, defaults, details, indent))
         return obj
 

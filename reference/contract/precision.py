@@ -6,6 +6,7 @@ differ in float32 are often tied in them, which changes AP and CMC.  Long double
 significant bits on x86) are rounded to float64, where distinct values can become tied.  Each
 warns with :class:`LowPrecisionWarning`, counting the tied values it is about.
 """
+
 from __future__ import annotations
 
 import os
@@ -39,8 +40,9 @@ def precisions(inputs: Dict[str, Any]) -> Dict[str, str]:
     return {name: kind for name, kind in kinds.items() if kind is not None}
 
 
-def warn_low_precision(kinds: Dict[str, str], arrays: Dict[str, Any],
-                       distances_of: Callable[[Any, Any], np.ndarray]) -> None:
+def warn_low_precision(
+    kinds: Dict[str, str], arrays: Dict[str, Any], distances_of: Callable[[Any, Any], np.ndarray]
+) -> None:
     """One warning per low-precision input of ``kinds`` (from :func:`precisions`), counting the
     ties it is about in ``arrays`` (the inputs as numpy arrays): a matrix's own values, or the
     distances ``distances_of(query rows, db_embeddings)`` of the first query rows."""
@@ -60,8 +62,10 @@ def warn_low_precision(kinds: Dict[str, str], arrays: Dict[str, Any],
             warn_narrow(name, kind, dist, of="distances computed from them")
         else:
             step = max(1, CHUNK_VALUES // max(arr.shape[1], 1))
-            changed = sum(int((arr[lo:lo + step] != arr[lo:lo + step].astype(np.float64)).sum())
-                          for lo in range(0, len(arr), step))
+            changed = sum(
+                int((arr[lo : lo + step] != arr[lo : lo + step].astype(np.float64)).sum())
+                for lo in range(0, len(arr), step)
+            )
             warn_longdouble(name, 0, changed, len(arr))
 
 
@@ -98,7 +102,7 @@ def merged_by_rounding(wide: np.ndarray) -> int:
         return 0
     merged, step = 0, max(1, CHUNK_VALUES // wide.shape[1])
     for lo in range(0, wide.shape[0], step):
-        ordered = np.sort(np.asarray(wide[lo:lo + step]), axis=1)
+        ordered = np.sort(np.asarray(wide[lo : lo + step]), axis=1)
         rounded = ordered.astype(np.float64)
         merged += int(((rounded[:, 1:] == rounded[:, :-1]) & (ordered[:, 1:] != ordered[:, :-1])).sum())
     return merged
@@ -113,7 +117,9 @@ def warn_narrow(name: str, kind: str, values: np.ndarray, of: str = "values") ->
         f"in float32 may be tied here ({tied_values(values[:rows])} {of} tied with another of their row in "
         f"the first {rows} row{'' if rows == 1 else 's'}), which changes AP and CMC; compute {name} in "
         "float32 or float64",
-        LowPrecisionWarning, stacklevel=outside_package())
+        LowPrecisionWarning,
+        stacklevel=outside_package(),
+    )
 
 
 def warn_longdouble(name: str, merged: int, changed: int, rows: int) -> None:
@@ -130,7 +136,9 @@ def warn_longdouble(name: str, merged: int, changed: int, rows: int) -> None:
         f"to float64 changed the input ({what}), which can change AP and CMC; pass float64 values "
         f"({name}.astype(np.float64)) to accept the rounding, or subtract a common offset first so that "
         "float64 tells the values apart",
-        LowPrecisionWarning, stacklevel=outside_package())
+        LowPrecisionWarning,
+        stacklevel=outside_package(),
+    )
 
 
 def outside_package() -> int:

@@ -10,6 +10,7 @@ Data flow::
     inputs -> distances (or scores) -> ranking under a tie policy -> relevance + junk
            -> per-query metric (PerQuery) -> aggregation over queries (Result)
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field, fields
@@ -173,14 +174,15 @@ class PerQuery:
     rr: np.ndarray = field(metadata={"per_query": "value", "mean": "mrr"})
     ap_at_r: np.ndarray = field(metadata={"per_query": "value", "mean": "map_at_r"})
     precision_at_radius: Optional[np.ndarray] = field(
-        default=None, metadata={"per_query": "optional", "mean": "precision_at_radius", "mean_needs": "radius"})
+        default=None, metadata={"per_query": "optional", "mean": "precision_at_radius", "mean_needs": "radius"}
+    )
     recall_at_radius: Optional[np.ndarray] = field(
-        default=None, metadata={"per_query": "optional", "mean": "recall_at_radius", "mean_needs": "radius"})
+        default=None, metadata={"per_query": "optional", "mean": "recall_at_radius", "mean_needs": "radius"}
+    )
     exact: Optional[Dict[str, List]] = None
 
     #: the fields the reference also gives exactly (``exact``), and every implementation computes
-    FIELDS = ("ap", "hits_at_k", "precision_at_k", "recall_at_k", "cmc", "inp", "r_precision", "ndcg", "rr",
-              "ap_at_r")
+    FIELDS = ("ap", "hits_at_k", "precision_at_k", "recall_at_k", "cmc", "inp", "r_precision", "ndcg", "rr", "ap_at_r")
 
     @classmethod
     def concat(cls, parts: "List[PerQuery]") -> "PerQuery":
@@ -282,7 +284,8 @@ class Result:
                 shown = "" if metric == name else f" (per query, of {metric!r})"
                 raise NotComputedError(
                     f"Result.{name}: not computed{shown}; this evaluation computed only metrics="
-                    f"{sorted(computed)}; add {metric!r} to metrics= (or leave metrics=None for every metric)")
+                    f"{sorted(computed)}; add {metric!r} to metrics= (or leave metrics=None for every metric)"
+                )
         return object.__getattribute__(self, name)
 
     def has(self, metric: str) -> bool:
@@ -301,9 +304,11 @@ class Result:
         o = self.options
         values = "".join(f"{name}={value!r}, " for name, value in shown.items())
         subset = "" if self.computed is None else f"metrics={sorted(self.computed)!r}, "
-        return (f"Result(protocol={self.protocol!r}, implementation={self.implementation!r}, "
-                f"queries={self.counted.shape[0]}, counted={self.n_counted}, {values}{subset}k={o.k!r}, "
-                f"ties={o.ties!r}, ap_rule={o.ap_rule!r}; per query: .ap, .inp, .counted, .per_query)")
+        return (
+            f"Result(protocol={self.protocol!r}, implementation={self.implementation!r}, "
+            f"queries={self.counted.shape[0]}, counted={self.n_counted}, {values}{subset}k={o.k!r}, "
+            f"ties={o.ties!r}, ap_rule={o.ap_rule!r}; per query: .ap, .inp, .counted, .per_query)"
+        )
 
     def per_query_table(self, query_ids: Optional[Sequence[object]] = None) -> List[Dict[str, object]]:
         """One plain-Python row per query (what ``trec_eval -q`` prints), for text, JSON or CSV.
@@ -320,13 +325,24 @@ class Result:
         if len(ids) != n:
             raise ValueError(f"query_ids: expected {n} ids (one per query), got {len(ids)}")
         pq = self.per_query
-        columns = {"ap": self.ap if self.has("map") else None, "precision_at_k": pq.precision_at_k,
-                   "recall_at_k": pq.recall_at_k, "rank1": pq.cmc[:, 0] if pq.cmc is not None and pq.cmc.size else None,
-                   "inp": pq.inp, "r_precision": pq.r_precision, "ndcg": pq.ndcg, "rr": pq.rr, "ap_at_r": pq.ap_at_r}
+        columns = {
+            "ap": self.ap if self.has("map") else None,
+            "precision_at_k": pq.precision_at_k,
+            "recall_at_k": pq.recall_at_k,
+            "rank1": pq.cmc[:, 0] if pq.cmc is not None and pq.cmc.size else None,
+            "inp": pq.inp,
+            "r_precision": pq.r_precision,
+            "ndcg": pq.ndcg,
+            "rr": pq.rr,
+            "ap_at_r": pq.ap_at_r,
+        }
         rows = []
         for q in range(n):
-            row: Dict[str, object] = {"query": ids[q], "counted": bool(self.counted[q]),
-                                      "n_relevant": int(pq.n_relevant[q])}
+            row: Dict[str, object] = {
+                "query": ids[q],
+                "counted": bool(self.counted[q]),
+                "n_relevant": int(pq.n_relevant[q]),
+            }
             for name, values in columns.items():
                 if values is not None:
                     row[name] = None if np.isnan(values[q]) else float(values[q])
@@ -346,8 +362,17 @@ class Result:
             "queries": int(self.counted.shape[0]),
             "queries_counted": self.n_counted,
         }
-        for name in ("map", "precision_at_k", "recall_at_k", "cmc", "minp", "r_precision", "ndcg_at_k", "mrr",
-                     "map_at_r"):
+        for name in (
+            "map",
+            "precision_at_k",
+            "recall_at_k",
+            "cmc",
+            "minp",
+            "r_precision",
+            "ndcg_at_k",
+            "mrr",
+            "map_at_r",
+        ):
             if not self.has(name):
                 continue
             if name == "cmc":

@@ -1,5 +1,6 @@
 """The options of one evaluation: a protocol's preset with every explicit override applied and
 validated, and the inputs a preset's junk rule needs (cameras for the ReID presets)."""
+
 from __future__ import annotations
 
 from typing import Optional
@@ -68,8 +69,14 @@ def check_camera_rule(protocol: str, preset: Preset, query_cams, db_cams, junk, 
             f"query_cams: protocol {protocol!r} has no camera junk rule; use protocol='reid' or "
             "'reid-matlab', or pass an explicit junk= mask"
         )
-    if ("same_id_cam" in preset.junk and query_cams is None and db_cams is None and junk is None
-            and query_labels is not None and np.ndim(query_labels) == 1):
+    if (
+        "same_id_cam" in preset.junk
+        and query_cams is None
+        and db_cams is None
+        and junk is None
+        and query_labels is not None
+        and np.ndim(query_labels) == 1
+    ):
         # without cameras the preset's junk rule removes nothing, and mAP silently changes
         raise ValueError(
             f"query_cams: protocol {protocol!r} removes gallery items with the query's id and camera as "

@@ -6,6 +6,7 @@ queries are independent and the means exact, so the result does not depend on th
 Also the shape checks that need the whole input (rows per query-side argument, a transposed
 matrix) and the progress report.
 """
+
 from __future__ import annotations
 
 import functools
@@ -51,17 +52,26 @@ def query_rows(value, start: int, stop: int):
 
 def input_shape(query_side, gallery_side):
     """(queries, gallery items) from the inputs, without converting any large array."""
+
     def rows_of(value):
         return len(value) if value is not None else None
 
-    n_q = next((rows_of(query_side[key]) for key in ("distances", "scores", "query_codes", "query_embeddings",
-                                                      "relevance", "query_labels") if query_side[key] is not None), 0)
+    n_q = next(
+        (
+            rows_of(query_side[key])
+            for key in ("distances", "scores", "query_codes", "query_embeddings", "relevance", "query_labels")
+            if query_side[key] is not None
+        ),
+        0,
+    )
     matrix = query_side["distances"] if query_side["distances"] is not None else query_side["scores"]
     if matrix is not None and getattr(matrix, "ndim", 2) == 2 and hasattr(matrix, "shape"):
         n_g = matrix.shape[1]
     else:
-        gallery = next((gallery_side[key] for key in ("db_codes", "db_embeddings", "db_labels")
-                        if gallery_side[key] is not None), None)
+        gallery = next(
+            (gallery_side[key] for key in ("db_codes", "db_embeddings", "db_labels") if gallery_side[key] is not None),
+            None,
+        )
         n_g = rows_of(gallery) or 1
     return n_q, n_g
 
@@ -86,8 +96,9 @@ def check_not_transposed(query_side, gallery_side) -> None:
 MAX_BLOCK_ITEMS = 2**31 - 1
 
 
-def block_rows(n_q: int, n_g: int, block_size: Optional[int] = None, budget: int = BLOCK_BYTES,
-               bytes_per_item: int = 8) -> int:
+def block_rows(
+    n_q: int, n_g: int, block_size: Optional[int] = None, budget: int = BLOCK_BYTES, bytes_per_item: int = 8
+) -> int:
     """Queries per block, the one rule every stage uses: the caller's ``block_size`` when given,
     else as many as keep one (block x N) array of ``bytes_per_item`` bytes per item under
     ``budget`` and below ``MAX_BLOCK_ITEMS`` items; at least one.
@@ -192,5 +203,8 @@ def no_queries(block: Dict[str, Any]) -> bool:
     """A block with exactly one ranking input and 0 rows in every array given (anything else,
     0 rows included, goes to ``evaluate``, which names what is wrong)."""
     rankings = [name for name in ("query_embeddings", "query_codes", "distances", "scores") if name in block]
-    return (len(rankings) == 1 and block[rankings[0]].ndim == 2
-            and all(arr.ndim >= 1 and arr.shape[0] == 0 for arr in block.values()))
+    return (
+        len(rankings) == 1
+        and block[rankings[0]].ndim == 2
+        and all(arr.ndim >= 1 and arr.shape[0] == 0 for arr in block.values())
+    )

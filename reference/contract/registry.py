@@ -11,6 +11,7 @@ group ``retrieval_conformance.implementations`` (``name = "package.module:Factor
 ``pyproject.toml``, where ``Factory()`` returns an :class:`Implementation`), or at run time
 with :func:`register`.  Built-in names cannot be replaced.
 """
+
 from __future__ import annotations
 
 import importlib
@@ -92,9 +93,10 @@ class PreparedGallery:
 
 def _gallery_sources(problem: Problem) -> tuple:
     """(the gallery arrays, compared by identity; the gallery's other facts, compared by value)"""
-    return ((problem.db_bits, problem.db_words, problem.db_labels, problem.db_cams),
-            (problem.junk_ids, problem.n_gallery))
-
+    return (
+        (problem.db_bits, problem.db_words, problem.db_labels, problem.db_cams),
+        (problem.junk_ids, problem.n_gallery),
+    )
 
 
 def gallery_store(state: object, problem: Problem) -> PreparedGallery:
@@ -129,6 +131,8 @@ def _discover() -> None:
     for point in entry_points(group=ENTRY_POINT_GROUP):
         if point.name not in BUILT_IN:
             _SPECS.setdefault(point.name, point.value)
+
+
 #: the built-in implementations' ``speed_rank``, known without importing them
 _BUILT_IN_RANKS = {"c": 0, "numpy": 10, "torch": 20, "dask": 500, "reference": 1000}
 
@@ -174,8 +178,10 @@ def unknown_name_message(argument: str, name: object, auto: bool = True) -> str:
     """The error for an implementation ``name`` that is not registered, given as ``argument``:
     names it and lists the registered ones (the message of every entry point)."""
     known = ", ".join(names()) + (", or 'auto' (the fastest available)" if auto else "")
-    return (f"{argument}: unknown implementation {name!r}; the registered ones are {known} "
-            "(a typo checks nothing, so it is refused)")
+    return (
+        f"{argument}: unknown implementation {name!r}; the registered ones are {known} "
+        "(a typo checks nothing, so it is refused)"
+    )
 
 
 def check_names(argument: str, given: Iterable[object], auto: bool = False) -> List[str]:
@@ -246,11 +252,12 @@ def on_device(name: str, device) -> Implementation:
                 return impl.on_device(device)
         raise ValueError(
             f"device: got {device!r}, but no implementation that runs on a device is available here; "
-            f"install torch ({install_hint('torch')}) or leave device unset")
+            f"install torch ({install_hint('torch')}) or leave device unset"
+        )
     impl = get(name)
     if not hasattr(impl, "on_device"):
         raise ValueError(
             f"device: implementation {name!r} runs on the CPU and takes no device (got {device!r}); pass "
-            "device= with implementation='torch' (or 'auto'), or leave device unset")
+            "device= with implementation='torch' (or 'auto'), or leave device unset"
+        )
     return impl.on_device(device)
-

@@ -13,6 +13,7 @@ A clause is a ``### §N name`` heading of the document and the text up to the ne
 its id is ``§N name``.  A section is a ``## §N Title`` heading and everything up to the next
 section.  A clause's ``Also cited as:`` line lists other spellings that resolve to it.
 """
+
 from __future__ import annotations
 
 import difflib
@@ -21,8 +22,17 @@ from functools import lru_cache
 from importlib import resources
 from typing import Dict, List, Optional, Tuple
 
-__all__ = ["SPEC_FILE", "SPEC_VERSION", "aliases", "clauses", "close_matches", "lookup", "section",
-           "section_titles", "spec_text"]
+__all__ = [
+    "SPEC_FILE",
+    "SPEC_VERSION",
+    "aliases",
+    "clauses",
+    "close_matches",
+    "lookup",
+    "section",
+    "section_titles",
+    "spec_text",
+]
 
 SPEC_FILE = "SPECIFICATION.md"
 _PACKAGE = "retrieval_conformance.reference"
@@ -78,8 +88,7 @@ def _parsed() -> Tuple[Dict[int, Tuple[str, str]], Dict[str, str], Dict[str, int
                 if current_clause in clause_lines:
                     raise RuntimeError(f"{SPEC_FILE}: clause {current_clause!r} appears twice")
                 if int(current_clause[1:].split(" ", 1)[0]) != current_section:
-                    raise RuntimeError(f"{SPEC_FILE}: clause {current_clause!r} is not in section "
-                                       f"§{current_section}")
+                    raise RuntimeError(f"{SPEC_FILE}: clause {current_clause!r} is not in section §{current_section}")
                 clause_lines[current_clause] = []
                 clause_section[current_clause] = current_section
         if current_section is not None:
@@ -106,8 +115,7 @@ def section(n) -> str:
     m = _SECTION_ONLY_RE.match(str(n).strip())
     sections = _parsed()[0]
     if m is None or int(m.group(1)) not in sections:
-        raise KeyError(f"no section {n!r} in the specification; sections are "
-                       f"{', '.join('§%d' % k for k in sections)}")
+        raise KeyError(f"no section {n!r} in the specification; sections are {', '.join('§%d' % k for k in sections)}")
     return sections[int(m.group(1))][1]
 
 
@@ -162,7 +170,7 @@ def _match(sec: Optional[int], rest: str) -> List[str]:
     tiers = (
         lambda name: name == rest,
         lambda name: "=" in name and name.split("=", 1)[1] == rest,
-        lambda name: name.startswith(rest) and name[len(rest):len(rest) + 1] in ("=", " ", "("),
+        lambda name: name.startswith(rest) and name[len(rest) : len(rest) + 1] in ("=", " ", "("),
     )
     order = {cid: i for i, cid in enumerate(_parsed()[1])}
     for accept in tiers:
@@ -231,5 +239,7 @@ def close_matches(query: str, n: int = 5) -> List[str]:
 def _unknown_message(query: str, why: str) -> str:
     near = close_matches(query)
     hint = f"; close matches: {', '.join(near)}" if near else ""
-    return (f"{query!r}: {why} in the retrieval-conformance specification {SPEC_VERSION}{hint} "
-            "(`retrieval-conformance explain` lists every clause)")
+    return (
+        f"{query!r}: {why} in the retrieval-conformance specification {SPEC_VERSION}{hint} "
+        "(`retrieval-conformance explain` lists every clause)"
+    )

@@ -3,6 +3,7 @@
 All implementations receive input only through these helpers (via ``evaluate``), so no
 array reaches numpy, torch or C code before its shape, dtype and values were checked.
 """
+
 from __future__ import annotations
 
 import numbers
@@ -26,10 +27,29 @@ from retrieval_conformance.reference.contract.ids import INT64_MAX, exact_ids, i
 from retrieval_conformance.reference.contract.precision import LowPrecisionWarning
 
 __all__ = [  # the names callers use; arrays.py and ids.py hold the first two steps
-    "ID_ARGUMENTS", "INT64_MAX", "MAX_GRADE", "MAX_RANK_LIMIT", "LowPrecisionWarning", "array_input", "bool_matrix",
-    "NonFiniteError", "check_finite", "check_ndim", "choice", "codes_pair", "exact_ids", "float_matrix", "id_vector",
-    "joint_ids", "labels_pair", "max_rank_value", "non_negative_number", "nonfinite_message", "positive_int",
-    "relevance_matrix", "shown",
+    "ID_ARGUMENTS",
+    "INT64_MAX",
+    "MAX_GRADE",
+    "MAX_RANK_LIMIT",
+    "LowPrecisionWarning",
+    "array_input",
+    "bool_matrix",
+    "NonFiniteError",
+    "check_finite",
+    "check_ndim",
+    "choice",
+    "codes_pair",
+    "exact_ids",
+    "float_matrix",
+    "id_vector",
+    "joint_ids",
+    "labels_pair",
+    "max_rank_value",
+    "non_negative_number",
+    "nonfinite_message",
+    "positive_int",
+    "relevance_matrix",
+    "shown",
 ]
 
 #: the largest relevance grade: with ``gain="exponential"`` its gain 2**52 - 1 is still an exact
@@ -68,8 +88,10 @@ def nonfinite_message(name: str, value: Any, at: Tuple[int, ...]) -> str:
     """The error of :func:`check_finite` for ``value`` at index ``at`` of argument ``name``
     (also what ``evaluate`` shows when an implementation that checks finiteness itself,
     ``Implementation.checks_finite``, finds one)."""
-    return (f"{name}: expected finite values, found {value} at {index_text(at)}; "
-            "replace NaN/inf (e.g. by a large distance) before evaluating")
+    return (
+        f"{name}: expected finite values, found {value} at {index_text(at)}; "
+        "replace NaN/inf (e.g. by a large distance) before evaluating"
+    )
 
 
 def float_matrix(name: str, value: Any, what: str, finite: bool = True) -> np.ndarray:
@@ -110,8 +132,9 @@ def bool_matrix(name: str, value: Any, shape: Tuple[int, int], what: str) -> np.
     return np.ascontiguousarray(arr)
 
 
-def relevance_matrix(name: str, value: Any, shape: Tuple[int, int],
-                     what: str) -> Tuple[np.ndarray, Optional[np.ndarray]]:
+def relevance_matrix(
+    name: str, value: Any, shape: Tuple[int, int], what: str
+) -> Tuple[np.ndarray, Optional[np.ndarray]]:
     """A (Q, N) relevance matrix: booleans, 0/1 numbers, or graded relevance.
 
     Returns ``(relevant, grades)``: ``relevant`` is bool; ``grades`` is an int64 matrix of the
@@ -126,8 +149,11 @@ def relevance_matrix(name: str, value: Any, shape: Tuple[int, int],
         return np.ascontiguousarray(arr), None
     if arr.dtype.kind not in "fiu":
         raise TypeError(f"{name}: expected bool or non-negative integer grades, got dtype={arr.dtype}")
-    bad = ~((arr >= 0) & (arr <= MAX_GRADE) & (arr == np.floor(arr))) if arr.dtype.kind == "f" else (
-        (arr < 0) | (arr > MAX_GRADE))
+    bad = (
+        ~((arr >= 0) & (arr <= MAX_GRADE) & (arr == np.floor(arr)))
+        if arr.dtype.kind == "f"
+        else ((arr < 0) | (arr > MAX_GRADE))
+    )
     if bad.any():
         raise ValueError(
             f"{name}: expected bool or integer grades 0 .. {MAX_GRADE} (0 = not relevant), found "
@@ -139,8 +165,9 @@ def relevance_matrix(name: str, value: Any, shape: Tuple[int, int],
     return relevant, np.ascontiguousarray(arr.astype(np.int64))
 
 
-def codes_pair(query_codes: Any, db_codes: Any, signed_elsewhere: bool = False,
-               packed: bool = False) -> Tuple[np.ndarray, np.ndarray]:
+def codes_pair(
+    query_codes: Any, db_codes: Any, signed_elsewhere: bool = False, packed: bool = False
+) -> Tuple[np.ndarray, np.ndarray]:
     """Binary codes in {-1, +1} or {0, 1} -> uint8 bits (+1 -> 1, -1 -> 0; Hamming is kept).
 
     ``sign(0) = 0`` leaves zeros in "±1" codes (thuml/DPH#3); such codes are rejected
@@ -178,18 +205,23 @@ def _invalid_code_message(name: str, value: Any, at: Tuple[int, ...], signed: bo
     """The error for a code ``value`` at index ``at`` outside {-1, +1} (``signed``) or {0, 1}."""
     hint = ""
     if signed and value == 0:
-        hint = ("; a 0 in ±1 codes usually comes from sign(0) = 0 (np.sign/torch.sign): "
-                "binarise with np.where(x >= 0, 1, -1)")
+        hint = (
+            "; a 0 in ±1 codes usually comes from sign(0) = 0 (np.sign/torch.sign): "
+            "binarise with np.where(x >= 0, 1, -1)"
+        )
     expected = "{-1, +1}" if signed else "{-1, +1} or {0, 1}"
     return f"{name}: expected codes in {expected}, found {value} at {index_text(at)}{hint}"
 
 
 def cams_pair(query_cams: Any, db_cams: Any, n_queries: int, n_gallery: int) -> Tuple[np.ndarray, np.ndarray]:
     """Cameras as int64, one per query and one per gallery item (string cameras coded jointly)."""
-    query_cams, db_cams = joint_ids("query_cams", array_input("query_cams", query_cams),
-                                    "db_cams", array_input("db_cams", db_cams))
-    return (id_vector("query_cams", query_cams, n_queries, "one camera per query"),
-            id_vector("db_cams", db_cams, n_gallery, "one camera per gallery item"))
+    query_cams, db_cams = joint_ids(
+        "query_cams", array_input("query_cams", query_cams), "db_cams", array_input("db_cams", db_cams)
+    )
+    return (
+        id_vector("query_cams", query_cams, n_queries, "one camera per query"),
+        id_vector("db_cams", db_cams, n_gallery, "one camera per gallery item"),
+    )
 
 
 def positive_int(name: str, value: Any, allow_none: bool = False) -> Optional[int]:

@@ -7,6 +7,7 @@ from ``random.Random(seed)`` in a documented order, so the result is repeatable 
 queries in order, repeats in order, identities in the order they first appear in the ranking
 (stable ties), one ``randrange(count)`` per identity.
 """
+
 from __future__ import annotations
 
 import random
@@ -18,8 +19,9 @@ from retrieval_conformance.reference.contract.evaluate import build_problem
 from retrieval_conformance.reference.contract.validation import max_rank_value, positive_int
 
 
-def cuhk03_single_shot_cmc(distances, query_ids, db_ids, query_cams, db_cams, max_rank: int = 50,
-                           repeats: int = 10, seed: int = 0) -> Dict[str, object]:
+def cuhk03_single_shot_cmc(
+    distances, query_ids, db_ids, query_cams, db_cams, max_rank: int = 50, repeats: int = 10, seed: int = 0
+) -> Dict[str, object]:
     """Single-gallery-shot CMC averaged over ``repeats`` samplings, exactly.
 
     Returns ``{"cmc": [Fraction] * max_rank, "queries": counted, "skipped": [indices]}``;
@@ -27,8 +29,9 @@ def cuhk03_single_shot_cmc(distances, query_ids, db_ids, query_cams, db_cams, ma
     """
     max_rank = max_rank_value(max_rank)
     repeats = positive_int("repeats", repeats)
-    problem = build_problem(distances=distances, query_labels=query_ids, db_labels=db_ids,
-                            query_cams=query_cams, db_cams=db_cams)
+    problem = build_problem(
+        distances=distances, query_labels=query_ids, db_labels=db_ids, query_cams=query_cams, db_cams=db_cams
+    )
     if problem.multi_label:
         raise ValueError("query_ids: expected one id per query (1-D), got multi-hot labels")
     rng = random.Random(seed)
@@ -38,8 +41,7 @@ def cuhk03_single_shot_cmc(distances, query_ids, db_ids, query_cams, db_cams, ma
         qid, qcam = int(problem.query_labels[q]), int(problem.query_cams[q])
         row = problem.distances[q]
         order = sorted(range(problem.n_gallery), key=lambda i: float(row[i]))  # stable ties
-        valid = [i for i in order
-                 if not (int(problem.db_labels[i]) == qid and int(problem.db_cams[i]) == qcam)]
+        valid = [i for i in order if not (int(problem.db_labels[i]) == qid and int(problem.db_cams[i]) == qcam)]
         if not any(int(problem.db_labels[i]) == qid for i in valid):
             skipped.append(q)
             continue
@@ -56,5 +58,4 @@ def cuhk03_single_shot_cmc(distances, query_ids, db_ids, query_cams, db_cams, ma
         total = [t + c / repeats for t, c in zip(total, curve)]
         counted += 1
     cmc = [t / counted for t in total] if counted else [Fraction(0)] * max_rank
-    return {"cmc": cmc, "cmc_float": np.array([float(c) for c in cmc]), "queries": counted,
-            "skipped": skipped}
+    return {"cmc": cmc, "cmc_float": np.array([float(c) for c in cmc]), "queries": counted, "skipped": skipped}

@@ -30,6 +30,7 @@ Modules
 A pickle can run arbitrary code when loaded: ground-truth pickles are only ever opened through
 :class:`RestrictedUnpickler`; never hand an untrusted file to the standard library's loader.
 """
+
 from __future__ import annotations
 
 from retrieval_conformance.reference.readers.landmark_text import (

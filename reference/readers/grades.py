@@ -7,6 +7,7 @@ when ``>= relevance_level``, its own nDCG gain), ``"truncate"`` (trec_eval's rea
 ``"refuse"``; None is ``"exact"`` with one warning per file or dict naming the first grade
 trec_eval would read otherwise, so that a difference from trec_eval is never silent.
 """
+
 from __future__ import annotations
 
 import math
@@ -87,25 +88,40 @@ class Changed:
                 f"{self.where}: {self.count} relevance grade(s) that trec_eval reads as other integers (atol), "
                 f"e.g. {self.first}; they are used exactly (relevant when >= relevance_level, the grade is "
                 "the nDCG gain): pass float_grades='truncate' (--float-grades truncate) to reproduce trec_eval, or "
-                "float_grades='exact' to keep them without this warning", UserWarning, stacklevel=stacklevel)
+                "float_grades='exact' to keep them without this warning",
+                UserWarning,
+                stacklevel=stacklevel,
+            )
 
 
 def value_grade(value: Any, where: str, mode: Optional[str]) -> Tuple[Grade, int]:
     """A grade given as a number: (its exact value, its truncation toward zero)."""
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real) or (
-            mode == "refuse" and not isinstance(value, numbers.Integral)):
+    if (
+        isinstance(value, (bool, np.bool_))
+        or not isinstance(value, numbers.Real)
+        or (mode == "refuse" and not isinstance(value, numbers.Integral))
+    ):
         kind = "an integer" if mode == "refuse" else "a real number as the"
-        raise TypeError(f"{where}: expected {kind} grade (rel >= relevance_level relevant), got {shown(value)} "
-                        f"({type(value).__name__}); pass {'int' if mode == 'refuse' else 'int or float'} grades")
+        raise TypeError(
+            f"{where}: expected {kind} grade (rel >= relevance_level relevant), got {shown(value)} "
+            f"({type(value).__name__}); pass {'int' if mode == 'refuse' else 'int or float'} grades"
+        )
     if isinstance(value, numbers.Integral):
         exact: Grade = int(value)
     else:
         if not math.isfinite(float(value)):
-            raise ValueError(f"{where}: expected a finite grade, got {shown(value)}; judge the document "
-                             "with a number or leave it out of the qrels")
+            raise ValueError(
+                f"{where}: expected a finite grade, got {shown(value)}; judge the document "
+                "with a number or leave it out of the qrels"
+            )
         # a float is the shortest decimal that prints it (0.1 is 1/10, as in a file)
-        exact = _exact(value if isinstance(value, Fraction) else
-                       Fraction(value) if isinstance(value, numbers.Rational) else Fraction(repr(float(value))))
+        exact = _exact(
+            value
+            if isinstance(value, Fraction)
+            else Fraction(value)
+            if isinstance(value, numbers.Rational)
+            else Fraction(repr(float(value)))
+        )
     if not -_GRADE_LIMIT <= exact < _GRADE_LIMIT:
         raise ValueError(f"{where}: expected a grade within int64, got {shown(value)}")
     return exact, int(exact)

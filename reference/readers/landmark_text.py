@@ -16,6 +16,7 @@ equal as ``str`` exactly when their bytes are equal, as in the C++ program.
 Files are opened and bounded as :mod:`~retrieval_conformance.reference.readers.limits` says
 (``max_bytes``, ``max_lines``; only regular files).
 """
+
 from __future__ import annotations
 
 import os
@@ -32,8 +33,15 @@ from retrieval_conformance.reference.readers.limits import (
     _read_file,
 )
 
-__all__ = ["GroundTruthQuery", "decode_name", "read_gt_folder", "read_gt_query", "read_lines", "read_ranked_list",
-           "split_lines"]
+__all__ = [
+    "GroundTruthQuery",
+    "decode_name",
+    "read_gt_folder",
+    "read_gt_query",
+    "read_lines",
+    "read_ranked_list",
+    "split_lines",
+]
 
 
 # --------------------------------------------------------------------------- lines
@@ -74,8 +82,7 @@ def split_lines(data: bytes) -> List[str]:
     return [decode_name(p) for p in pieces]
 
 
-def read_lines(path: PathLike, *, max_bytes: int = MAX_FILE_BYTES,
-               max_lines: int = MAX_LINES) -> List[str]:
+def read_lines(path: PathLike, *, max_bytes: int = MAX_FILE_BYTES, max_lines: int = MAX_LINES) -> List[str]:
     """Names in a text file, one per line, read raw (see :func:`split_lines`).
 
     A directory reads as an empty file: that is what ``std::ifstream`` does on Linux (the
@@ -104,13 +111,12 @@ def read_lines(path: PathLike, *, max_bytes: int = MAX_FILE_BYTES,
     n = _count_lines(data)
     if n > max_lines:
         raise FileRefusedError(
-            path, f"more than {max_lines:,} lines ({n:,})",
-            "pass max_lines=... to read more names", limit="max_lines")
+            path, f"more than {max_lines:,} lines ({n:,})", "pass max_lines=... to read more names", limit="max_lines"
+        )
     return split_lines(data)
 
 
-def read_ranked_list(path: PathLike, *, max_bytes: int = MAX_FILE_BYTES,
-                     max_lines: int = MAX_LINES) -> List[str]:
+def read_ranked_list(path: PathLike, *, max_bytes: int = MAX_FILE_BYTES, max_lines: int = MAX_LINES) -> List[str]:
     """A ranked list (best first), one name per line, read raw like ``compute_ap.cpp``.
 
     Limits and errors as :func:`read_lines`.
@@ -159,13 +165,11 @@ def _parse_query_line(names: List[str], path: str) -> Tuple[Optional[str], Optio
     if len(fields) == 1:
         return image, None
     if len(fields) != 5:
-        raise ValueError(
-            f"{path}: expected '<image> x1 y1 x2 y2' on the first line, got {_clip(lines[0])}")
+        raise ValueError(f"{path}: expected '<image> x1 y1 x2 y2' on the first line, got {_clip(lines[0])}")
     try:
         bbox = tuple(float(v) for v in fields[1:])
     except ValueError:
-        raise ValueError(f"{path}: the query box must be 4 numbers, "
-                         f"got {_clip(lines[0])}") from None
+        raise ValueError(f"{path}: the query box must be 4 numbers, got {_clip(lines[0])}") from None
     return image, bbox
 
 
@@ -239,8 +243,7 @@ def read_gt_folder(folder: PathLike) -> Dict[str, GroundTruthQuery]:
             continue
         if have != {"good", "ok", "junk"}:
             missing = sorted({"good", "ok", "junk"} - have)
-            raise ValueError(
-                f"query {q!r} in {folder!r} lacks " + ", ".join(f"{q}_{m}.txt" for m in missing))
+            raise ValueError(f"query {q!r} in {folder!r} lacks " + ", ".join(f"{q}_{m}.txt" for m in missing))
         out[q] = read_gt_query(os.path.join(folder, q))
     if not out:
         raise ValueError(f"no <query>_good/_ok/_junk.txt files in {folder!r}")

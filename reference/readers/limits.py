@@ -53,6 +53,7 @@ and a device such as ``/dev/zero`` never ends.  Such a file, or one beyond a lim
 Refused pickle content raises :class:`pickle.UnpicklingError`; error messages never print
 the file's data beyond a short excerpt (type names and lengths instead).
 """
+
 from __future__ import annotations
 
 import errno
@@ -169,9 +170,11 @@ def _file_kind(mode: int) -> str:
 
 def _refuse_irregular(path: Any, mode: int) -> FileRefusedError:
     return FileRefusedError(
-        path, f"not a regular file ({_file_kind(mode)})",
+        path,
+        f"not a regular file ({_file_kind(mode)})",
         "only regular files are read (a FIFO can block forever and a device such as "
-        "/dev/zero never ends): copy the data into a regular file")
+        "/dev/zero never ends): copy the data into a regular file",
+    )
 
 
 def _open_regular(path: PathLike, *, empty_dir: bool = False) -> Optional[io.BufferedReader]:
@@ -232,8 +235,11 @@ def _read_bounded(f: Any, max_bytes: int, path: Any, size_hint: int = 0) -> byte
         total += len(chunk)
     if total > max_bytes:
         raise FileRefusedError(
-            path, f"larger than the limit of {_size(max_bytes)}",
-            "pass max_bytes=... to read a larger file", limit="max_bytes")
+            path,
+            f"larger than the limit of {_size(max_bytes)}",
+            "pass max_bytes=... to read a larger file",
+            limit="max_bytes",
+        )
     return b"".join(parts)
 
 
@@ -246,8 +252,11 @@ def _read_file(path: PathLike, max_bytes: int, *, empty_dir: bool = False) -> by
         size = os.fstat(f.fileno()).st_size
         if size > max_bytes:
             raise FileRefusedError(
-                path, f"{_size(size)}, more than the limit of {_size(max_bytes)}",
-                "pass max_bytes=... to read a larger file", limit="max_bytes")
+                path,
+                f"{_size(size)}, more than the limit of {_size(max_bytes)}",
+                "pass max_bytes=... to read a larger file",
+                limit="max_bytes",
+            )
         return _read_bounded(f, max_bytes, os.fspath(path), size)
 
 
@@ -270,16 +279,21 @@ def _gunzip_bounded(data: bytes, max_bytes: int, path: Any) -> bytes:
                 total += len(chunk)
                 if total > max_bytes:
                     raise FileRefusedError(
-                        path, f"decompresses to more than the limit of {_size(max_bytes)}",
-                        "pass max_bytes=... to read a larger file", limit="max_bytes")
+                        path,
+                        f"decompresses to more than the limit of {_size(max_bytes)}",
+                        "pass max_bytes=... to read a larger file",
+                        limit="max_bytes",
+                    )
                 if inflater.eof or not chunk and not rest:
                     break
         except zlib.error as exc:
-            raise ValueError(f"{os.fsdecode(path)}: not a readable gzip file ({exc}); expected gzip-compressed "
-                             "text or plain text") from None
+            raise ValueError(
+                f"{os.fsdecode(path)}: not a readable gzip file ({exc}); expected gzip-compressed text or plain text"
+            ) from None
         if not inflater.eof:
-            raise ValueError(f"{os.fsdecode(path)}: truncated gzip file (the compressed data ends early); "
-                             "expected a whole gzip file")
+            raise ValueError(
+                f"{os.fsdecode(path)}: truncated gzip file (the compressed data ends early); expected a whole gzip file"
+            )
         rest = inflater.unused_data
         if rest.strip(b"\0") == b"":  # padding after the last member, as gzip itself allows
             break

@@ -5,6 +5,7 @@ one byte, every dimension within numpy's index range, and a declared size within
 element limits and backed by the data present (see
 :mod:`retrieval_conformance.reference.readers.limits`).
 """
+
 from __future__ import annotations
 
 import math
@@ -48,37 +49,43 @@ def _npy_header(fp: Any, where: str) -> Tuple[Tuple[int, ...], bool, Any, int]:
         raise ValueError(f"{where}: not a .npy array (no NUMPY magic string)")
     version = (prefix[-2], prefix[-1])
     if version not in ((1, 0), (2, 0)):
-        raise ValueError(f"{where}: .npy format version {version[0]}.{version[1]} is not "
-                         "read (only 1.0 and 2.0, what numpy writes for plain arrays)")
+        raise ValueError(
+            f"{where}: .npy format version {version[0]}.{version[1]} is not "
+            "read (only 1.0 and 2.0, what numpy writes for plain arrays)"
+        )
     width = 2 if version == (1, 0) else 4
     length = fp.read(width)
     if len(length) != width:
         raise ValueError(f"{where}: truncated .npy header")
     header_len = int.from_bytes(length, "little")
     if header_len > _MAX_NPY_HEADER:
-        raise ValueError(f"{where}: .npy header of {header_len:,} bytes, more than numpy's "
-                         f"limit of {_MAX_NPY_HEADER:,}")
+        raise ValueError(
+            f"{where}: .npy header of {header_len:,} bytes, more than numpy's limit of {_MAX_NPY_HEADER:,}"
+        )
     fp.seek(0)
     np.lib.format.read_magic(fp)
-    read = (np.lib.format.read_array_header_1_0 if version == (1, 0)
-            else np.lib.format.read_array_header_2_0)
+    read = np.lib.format.read_array_header_1_0 if version == (1, 0) else np.lib.format.read_array_header_2_0
     try:
         shape, fortran, dtype = read(fp)
     except Exception as exc:  # numpy parses the (bounded) header text: ValueError, TokenError...
-        raise ValueError(f"{where}: malformed .npy header ({type(exc).__name__}: "
-                         f"{str(exc)[:200]})") from None
-    if dtype.hasobject or dtype.fields is not None or dtype.subdtype is not None \
-            or dtype.kind not in _PLAIN_KINDS:
-        raise ValueError(f"{where}: dtype {dtype.str} is not read: only plain numeric, bytes "
-                         "and str arrays (object arrays would need pickle)")
+        raise ValueError(f"{where}: malformed .npy header ({type(exc).__name__}: {str(exc)[:200]})") from None
+    if dtype.hasobject or dtype.fields is not None or dtype.subdtype is not None or dtype.kind not in _PLAIN_KINDS:
+        raise ValueError(
+            f"{where}: dtype {dtype.str} is not read: only plain numeric, bytes "
+            "and str arrays (object arrays would need pickle)"
+        )
     if not all(type(d) is int and d >= 0 for d in shape):
         raise ValueError(f"{where}: malformed .npy shape")
     if math.prod(d for d in shape if d) > _MAX_DIMENSION:
-        raise ValueError(f"{where}: .npy shape {_clip(str(shape), 80)} is beyond numpy's index range "
-                         f"({_MAX_DIMENSION:,} elements): forged or corrupt")
+        raise ValueError(
+            f"{where}: .npy shape {_clip(str(shape), 80)} is beyond numpy's index range "
+            f"({_MAX_DIMENSION:,} elements): forged or corrupt"
+        )
     if dtype.itemsize == 0:
-        raise ValueError(f"{where}: dtype {dtype.str} has items of 0 bytes (every item an empty string): "
-                         "not an array of ids or values; save the array with numpy's own dtype for it")
+        raise ValueError(
+            f"{where}: dtype {dtype.str} has items of 0 bytes (every item an empty string): "
+            "not an array of ids or values; save the array with numpy's own dtype for it"
+        )
     return shape, fortran, dtype, len(_NPY_MAGIC) + 2 + width + header_len
 
 
@@ -86,22 +93,32 @@ def _declared_bytes(shape: Tuple[int, ...], dtype: Any) -> int:
     return math.prod(shape) * dtype.itemsize
 
 
-def _too_many(where: str, shape: Tuple[int, ...], dtype: Any, count: int, total: int,
-              max_elements: int) -> FileRefusedError:
+def _too_many(
+    where: str, shape: Tuple[int, ...], dtype: Any, count: int, total: int, max_elements: int
+) -> FileRefusedError:
     what = f"array of shape {shape} and dtype {dtype.str} ({count:,} elements)"
     if total > count:
         what += f", {total:,} with the arrays before it,"
-    return FileRefusedError(where, f"{what} beyond the limit of {max_elements:,} elements",
-                            "pass max_elements=... to read larger arrays", limit="max_elements")
+    return FileRefusedError(
+        where,
+        f"{what} beyond the limit of {max_elements:,} elements",
+        "pass max_elements=... to read larger arrays",
+        limit="max_elements",
+    )
 
 
-def _too_large(where: str, shape: Tuple[int, ...], dtype: Any, nbytes: int, total: int,
-               max_bytes: int) -> FileRefusedError:
+def _too_large(
+    where: str, shape: Tuple[int, ...], dtype: Any, nbytes: int, total: int, max_bytes: int
+) -> FileRefusedError:
     what = f"array of shape {shape} and dtype {dtype.str} ({_size(nbytes)})"
     if total > nbytes:
         what += f", {_size(total)} with the arrays before it,"
-    return FileRefusedError(where, f"{what} beyond the limit of {_size(max_bytes)}",
-                            "pass max_bytes=... to read larger arrays", limit="max_bytes")
+    return FileRefusedError(
+        where,
+        f"{what} beyond the limit of {_size(max_bytes)}",
+        "pass max_bytes=... to read larger arrays",
+        limit="max_bytes",
+    )
 
 
 def read_npy(path: PathLike, *, max_bytes: int = MAX_ARRAY_BYTES, max_elements: int = MAX_ARRAY_ELEMENTS) -> Any:
@@ -146,9 +163,11 @@ def read_npy(path: PathLike, *, max_bytes: int = MAX_ARRAY_BYTES, max_elements: 
             raise _too_many(where, shape, dtype, count, count, max_elements)
         size = os.fstat(f.fileno()).st_size
         if offset + nbytes > size:
-            raise ValueError(f"{where}: the header declares {_size(nbytes)} of data (shape "
-                             f"{shape}, dtype {dtype.str}) but the file holds "
-                             f"{_size(max(size - offset, 0))}: truncated or forged")
+            raise ValueError(
+                f"{where}: the header declares {_size(nbytes)} of data (shape "
+                f"{shape}, dtype {dtype.str}) but the file holds "
+                f"{_size(max(size - offset, 0))}: truncated or forged"
+            )
         f.seek(0)
         try:
             return np.lib.format.read_array(f, allow_pickle=False)
@@ -156,8 +175,13 @@ def read_npy(path: PathLike, *, max_bytes: int = MAX_ARRAY_BYTES, max_elements: 
             raise ValueError(f"{where}: {str(exc)[:200]}") from None
 
 
-def read_npz(path: PathLike, *, max_bytes: int = MAX_ARRAY_BYTES, max_members: int = MAX_NPZ_MEMBERS,
-             max_elements: int = MAX_ARRAY_ELEMENTS) -> Dict[str, Any]:
+def read_npz(
+    path: PathLike,
+    *,
+    max_bytes: int = MAX_ARRAY_BYTES,
+    max_members: int = MAX_NPZ_MEMBERS,
+    max_elements: int = MAX_ARRAY_ELEMENTS,
+) -> Dict[str, Any]:
     """The arrays of an ``.npz`` file, checked before any is allocated.
 
     Every member must be a plain ``.npy`` array (``name.npy``, returned as ``name``).  For
@@ -204,16 +228,19 @@ def read_npz(path: PathLike, *, max_bytes: int = MAX_ARRAY_BYTES, max_members: i
         f.seek(0)
         try:
             archive = zipfile.ZipFile(f)
-        except (zipfile.BadZipFile, zipfile.LargeZipFile, ValueError, EOFError, OSError,
-                NotImplementedError) as exc:
-            raise ValueError(f"{where}: not a readable .npz (zip) archive: "
-                             f"{type(exc).__name__}: {str(exc)[:200]}") from None
+        except (zipfile.BadZipFile, zipfile.LargeZipFile, ValueError, EOFError, OSError, NotImplementedError) as exc:
+            raise ValueError(
+                f"{where}: not a readable .npz (zip) archive: {type(exc).__name__}: {str(exc)[:200]}"
+            ) from None
         with archive:
             infos = archive.infolist()
             if len(infos) > max_members:
-                raise FileRefusedError(where, f"{len(infos):,} members, more than the limit "
-                                       f"of {max_members:,}", "pass max_members=... to read it",
-                                       limit="max_members")
+                raise FileRefusedError(
+                    where,
+                    f"{len(infos):,} members, more than the limit of {max_members:,}",
+                    "pass max_members=... to read it",
+                    limit="max_members",
+                )
             plan = []
             total = 0
             elements = 0
@@ -229,10 +256,8 @@ def read_npz(path: PathLike, *, max_bytes: int = MAX_ARRAY_BYTES, max_members: i
                         shape, _fortran, dtype, offset = _npy_header(fp, member)
                 except ValueError:
                     raise
-                except (zipfile.BadZipFile, zlib.error, EOFError, OSError, RuntimeError,
-                        NotImplementedError) as exc:
-                    raise ValueError(f"{member}: cannot be read: {type(exc).__name__}: "
-                                     f"{str(exc)[:200]}") from None
+                except (zipfile.BadZipFile, zlib.error, EOFError, OSError, RuntimeError, NotImplementedError) as exc:
+                    raise ValueError(f"{member}: cannot be read: {type(exc).__name__}: {str(exc)[:200]}") from None
                 nbytes = _declared_bytes(shape, dtype)
                 total += nbytes
                 if total > max_bytes:
@@ -245,7 +270,8 @@ def read_npz(path: PathLike, *, max_bytes: int = MAX_ARRAY_BYTES, max_members: i
                     raise ValueError(
                         f"{member}: the header declares {_size(nbytes)} of data (shape {shape}, "
                         f"dtype {dtype.str}) but the member holds "
-                        f"{_size(max(info.file_size - offset, 0))}: truncated or forged")
+                        f"{_size(max(info.file_size - offset, 0))}: truncated or forged"
+                    )
                 plan.append((name, info))
             out = {}
             for name, info in plan:
@@ -253,8 +279,14 @@ def read_npz(path: PathLike, *, max_bytes: int = MAX_ARRAY_BYTES, max_members: i
                 try:
                     with archive.open(info) as fp:
                         out[name] = np.lib.format.read_array(fp, allow_pickle=False)
-                except (ValueError, zipfile.BadZipFile, zlib.error, EOFError, OSError,
-                        RuntimeError, NotImplementedError) as exc:
-                    raise ValueError(f"{member}: cannot be read: {type(exc).__name__}: "
-                                     f"{str(exc)[:200]}") from None
+                except (
+                    ValueError,
+                    zipfile.BadZipFile,
+                    zlib.error,
+                    EOFError,
+                    OSError,
+                    RuntimeError,
+                    NotImplementedError,
+                ) as exc:
+                    raise ValueError(f"{member}: cannot be read: {type(exc).__name__}: {str(exc)[:200]}") from None
             return out

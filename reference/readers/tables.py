@@ -31,6 +31,7 @@ the two arrays) into a run, and :func:`qrels_from_labels` turns class labels (pe
 landmark ids) into qrels, so that embedding retrieval is evaluated with
 :func:`~retrieval_conformance.reference.protocols.trec.evaluation.evaluate_run` like any run.
 """
+
 from __future__ import annotations
 
 import json
@@ -52,12 +53,25 @@ from retrieval_conformance.reference.readers.limits import (
 #: ids of queries or documents: a sequence or a 1-D array
 IdSequence = Union[Sequence[Any], np.ndarray]
 
-__all__ = ["COLUMNS", "JSON_LINES_SUFFIXES", "SEARCH_METRICS", "is_json_lines", "is_table", "qrels_from_labels",
-           "read_json_lines", "read_table", "run_from_search"]
+__all__ = [
+    "COLUMNS",
+    "JSON_LINES_SUFFIXES",
+    "SEARCH_METRICS",
+    "is_json_lines",
+    "is_table",
+    "qrels_from_labels",
+    "read_json_lines",
+    "read_table",
+    "run_from_search",
+]
 
 #: role -> accepted column names (see the module doc)
-COLUMNS = {"query": ("qid", "query_id", "q_id"), "document": ("docid", "doc_id", "docno"), "score": ("score",),
-           "grade": ("relevance", "rel", "score")}
+COLUMNS = {
+    "query": ("qid", "query_id", "q_id"),
+    "document": ("docid", "doc_id", "docno"),
+    "score": ("score",),
+    "grade": ("relevance", "rel", "score"),
+}
 #: file names read as JSON Lines (``.gz`` after any of them: compressed)
 JSON_LINES_SUFFIXES = (".jsonl", ".ndjson")
 #: how ``D`` of a search ranks: l2 (faiss METRIC_L2, smaller is closer), inner_product (larger is closer)
@@ -86,8 +100,10 @@ def _roles(columns: Iterable[Any], kind: str, where: str) -> Tuple[str, str, str
         if len(names) > 1:
             raise ValueError(f"{where}: columns {', '.join(names)} all name the {role}; keep one of them")
         if not names:
-            raise ValueError(f"{where}: no {role} column; expected one of {', '.join(COLUMNS[role])} "
-                             f"(columns given: {_clip(', '.join(map(str, present)), 120)})")
+            raise ValueError(
+                f"{where}: no {role} column; expected one of {', '.join(COLUMNS[role])} "
+                f"(columns given: {_clip(', '.join(map(str, present)), 120)})"
+            )
         chosen.append(names[0])
     return chosen[0], chosen[1], chosen[2]
 
@@ -102,15 +118,16 @@ def _id(value: Any, role: str, where: str) -> str:
         return value
     if isinstance(value, numbers.Integral) and not isinstance(value, (bool, np.bool_)):
         return str(int(value))
-    raise ValueError(f"{where}: expected a str {role} id (or an integer), got {_shown(value)} "
-                     f"({type(value).__name__})")
+    raise ValueError(f"{where}: expected a str {role} id (or an integer), got {_shown(value)} ({type(value).__name__})")
 
 
 def _value(value: Any, kind: str, where: str) -> Any:
     """The score or grade as written: an int or a float, finite; anything else is refused by name."""
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
-        raise ValueError(f"{where}: expected a number as the {'score' if kind == 'run' else 'grade'}, got "
-                         f"{_shown(value)} ({type(value).__name__})")
+        raise ValueError(
+            f"{where}: expected a number as the {'score' if kind == 'run' else 'grade'}, got "
+            f"{_shown(value)} ({type(value).__name__})"
+        )
     value = int(value) if isinstance(value, numbers.Integral) else float(value)
     if isinstance(value, float) and not math.isfinite(value):
         raise ValueError(f"{where}: expected a finite {'score' if kind == 'run' else 'grade'}, got {value}")
@@ -125,16 +142,19 @@ def _collect(rows: Iterable[Tuple[str, Any, Any, Any]], kind: str) -> Dict[str, 
         qid, docid = _id(qid, "query", where), _id(docid, "document", where)
         docs = out.setdefault(qid, {})
         if docid in docs:
-            raise ValueError(f"{where}: query {_clip(qid)} lists document {_clip(docid)} again (first at "
-                             f"{first[qid, docid]}); expected each (query, document) pair once in a {kind} "
-                             "(trec_eval stops with 'duplicate docs'): remove one of them")
+            raise ValueError(
+                f"{where}: query {_clip(qid)} lists document {_clip(docid)} again (first at "
+                f"{first[qid, docid]}); expected each (query, document) pair once in a {kind} "
+                "(trec_eval stops with 'duplicate docs'): remove one of them"
+            )
         first[qid, docid] = where.rsplit(": ", 1)[-1]
         docs[docid] = _value(value, kind, where)
     return out
 
 
-def read_json_lines(path: PathLike, kind: str, *, max_bytes: int = MAX_FILE_BYTES,
-                    max_lines: int = MAX_LINES) -> Dict[str, Dict[str, Any]]:
+def read_json_lines(
+    path: PathLike, kind: str, *, max_bytes: int = MAX_FILE_BYTES, max_lines: int = MAX_LINES
+) -> Dict[str, Dict[str, Any]]:
     """A run or qrels in JSON Lines: one object per line, ``{"qid": "301", "docid": "FT911-3", "score": 12.5}``.
 
     Parameters
@@ -164,8 +184,12 @@ def read_json_lines(path: PathLike, kind: str, *, max_bytes: int = MAX_FILE_BYTE
     data = _read_text_data(path, max_bytes)
     lines = data.split(b"\n")
     if len(lines) - (1 if data.endswith(b"\n") or not data else 0) > max_lines:
-        raise FileRefusedError(path, f"more than {max_lines:,} lines", "pass max_lines=... to read a larger "
-                               f"{kind} file", limit="max_lines")
+        raise FileRefusedError(
+            path,
+            f"more than {max_lines:,} lines",
+            f"pass max_lines=... to read a larger {kind} file",
+            limit="max_lines",
+        )
 
     def refuse(constant: str):
         raise ValueError(f"{constant} is not JSON")
@@ -179,8 +203,9 @@ def read_json_lines(path: PathLike, kind: str, *, max_bytes: int = MAX_FILE_BYTE
             try:
                 row = json.loads(raw.decode("utf-8-sig" if number == 1 else "utf-8"), parse_constant=refuse)
             except (ValueError, UnicodeDecodeError) as exc:
-                raise ValueError(f"{here}: not a JSON object ({str(exc)[:100]}); expected one object per "
-                                 "line") from None
+                raise ValueError(
+                    f"{here}: not a JSON object ({str(exc)[:100]}); expected one object per line"
+                ) from None
             if not isinstance(row, dict):
                 raise ValueError(f"{here}: expected a JSON object per line, got {type(row).__name__}")
             if roles is None or any(name not in row for name in roles):
@@ -190,8 +215,9 @@ def read_json_lines(path: PathLike, kind: str, *, max_bytes: int = MAX_FILE_BYTE
     return _collect(rows(), kind)
 
 
-def read_table(table: Any, kind: str, *, name: Optional[str] = None,
-               max_rows: int = MAX_LINES) -> Dict[str, Dict[str, Any]]:
+def read_table(
+    table: Any, kind: str, *, name: Optional[str] = None, max_rows: int = MAX_LINES
+) -> Dict[str, Dict[str, Any]]:
     """A run or qrels from a DataFrame with query, document and value columns (see the module doc).
 
     The table is read through its columns only (``table[column]`` and the column's
@@ -214,12 +240,16 @@ def read_table(table: Any, kind: str, *, name: Optional[str] = None,
         series = table[column]
         to_list = getattr(series, "tolist", None) or getattr(series, "to_list", None)
         if to_list is None:
-            raise TypeError(f"{where}: column {column!r} has no tolist()/to_list(); pass a pandas or polars "
-                            "DataFrame, or a dict {qid: {docid: value}}")
+            raise TypeError(
+                f"{where}: column {column!r} has no tolist()/to_list(); pass a pandas or polars "
+                "DataFrame, or a dict {qid: {docid: value}}"
+            )
         columns.append(to_list())
     if len(columns[0]) > max_rows:
-        raise ValueError(f"{where}: {len(columns[0]):,} rows, more than the limit of {max_rows:,}; pass "
-                         "max_rows=... to read a larger table")
+        raise ValueError(
+            f"{where}: {len(columns[0]):,} rows, more than the limit of {max_rows:,}; pass "
+            "max_rows=... to read a larger table"
+        )
     rows = ((f"{where}: row {i}", q, d, v) for i, (q, d, v) in enumerate(zip(*columns)))
     return _collect(rows, kind)
 
@@ -236,9 +266,15 @@ def _ids(ids: Optional[IdSequence], n: int, name: str) -> List[str]:
     return out
 
 
-def run_from_search(distances: Any, indices: Any, *, metric: str, query_ids: Optional[IdSequence] = None,
-                    db_ids: Optional[IdSequence] = None,
-                    n_db: Optional[int] = None) -> Dict[str, Dict[str, float]]:
+def run_from_search(
+    distances: Any,
+    indices: Any,
+    *,
+    metric: str,
+    query_ids: Optional[IdSequence] = None,
+    db_ids: Optional[IdSequence] = None,
+    n_db: Optional[int] = None,
+) -> Dict[str, Dict[str, float]]:
     r"""A run from k-nearest-neighbour results ``(D, I)``, as ``faiss.Index.search`` returns them.
 
     Parameters
@@ -264,14 +300,18 @@ def run_from_search(distances: Any, indices: Any, *, metric: str, query_ids: Opt
         decided when evaluating, as for any run).
     """
     if metric not in SEARCH_METRICS:
-        raise ValueError(f"metric: expected one of {', '.join(SEARCH_METRICS)} (how D ranks: smaller or larger is "
-                         f"closer), got {_shown(metric)}")
+        raise ValueError(
+            f"metric: expected one of {', '.join(SEARCH_METRICS)} (how D ranks: smaller or larger is "
+            f"closer), got {_shown(metric)}"
+        )
     d, i = np.asarray(distances), np.asarray(indices)
     if d.ndim != 2 or d.shape != i.shape:
         raise ValueError(f"distances, indices: expected two arrays of one shape (Q, k), got {d.shape} and {i.shape}")
     if d.dtype.kind not in "fiu" or i.dtype.kind not in "iu":
-        raise ValueError(f"distances, indices: expected real distances and integer indices, got dtypes "
-                         f"{d.dtype.str} and {i.dtype.str}")
+        raise ValueError(
+            f"distances, indices: expected real distances and integer indices, got dtypes "
+            f"{d.dtype.str} and {i.dtype.str}"
+        )
     qids = _ids(query_ids, d.shape[0], "query_ids")
     dids = _ids(db_ids, len(db_ids), "db_ids") if db_ids is not None else None
     limit = len(dids) if dids is not None else n_db
@@ -291,15 +331,17 @@ def run_from_search(distances: Any, indices: Any, *, metric: str, query_ids: Opt
         keep = found[row]
         rows, values = i[row, keep].tolist(), scores[row, keep].tolist()
         if len(set(rows)) != len(rows):
-            raise ValueError(f"indices[{row}]: a database row appears twice in one query's neighbours; expected "
-                             "each neighbour once")
+            raise ValueError(
+                f"indices[{row}]: a database row appears twice in one query's neighbours; expected each neighbour once"
+            )
         if rows:
             out[qids[row]] = dict(zip((dids[j] for j in rows) if dids is not None else map(str, rows), values))
     return out
 
 
-def qrels_from_labels(query_labels: Any, db_labels: Any, *, query_ids: Optional[IdSequence] = None,
-                      db_ids: Optional[IdSequence] = None) -> Dict[str, Dict[str, int]]:
+def qrels_from_labels(
+    query_labels: Any, db_labels: Any, *, query_ids: Optional[IdSequence] = None, db_ids: Optional[IdSequence] = None
+) -> Dict[str, Dict[str, int]]:
     """Qrels from class labels: a database item is relevant (grade 1) to a query of the same label.
 
     Parameters

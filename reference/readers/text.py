@@ -13,6 +13,7 @@ message names the file and the line.  ``FileNotFoundError`` / ``IsADirectoryErro
 ``OSError``: the file cannot be opened.  A command catches ``(OSError, ValueError)`` and prints
 the message.
 """
+
 from __future__ import annotations
 
 from typing import List
@@ -61,25 +62,30 @@ def read_text_file(path: PathLike, *, max_bytes: int = MAX_TEXT_BYTES, max_lines
     data = _read_file(path, max_bytes)
     lines = data.count(b"\n") + (0 if data.endswith(b"\n") or not data else 1)
     if lines > max_lines:
-        raise FileRefusedError(path, f"more than {max_lines:,} lines ({lines:,})",
-                               "pass max_lines=... to read a longer file", limit="max_lines")
+        raise FileRefusedError(
+            path,
+            f"more than {max_lines:,} lines ({lines:,})",
+            "pass max_lines=... to read a longer file",
+            limit="max_lines",
+        )
     if data.startswith(_BOM):
-        data = data[len(_BOM):]
+        data = data[len(_BOM) :]
     nul = data.find(b"\0")
     if nul >= 0:
         line = data.count(b"\n", 0, nul) + 1
-        raise TextFileError(f"{where}: line {line}: NUL byte (is it a binary or "
-                            "compressed file?); expected UTF-8 text")
+        raise TextFileError(f"{where}: line {line}: NUL byte (is it a binary or compressed file?); expected UTF-8 text")
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:
         line = data.count(b"\n", 0, exc.start) + 1
-        raise TextFileError(f"{where}: line {line}: byte 0x{data[exc.start]:02x} is not UTF-8 text; "
-                            "save the file as UTF-8") from None
+        raise TextFileError(
+            f"{where}: line {line}: byte 0x{data[exc.start]:02x} is not UTF-8 text; save the file as UTF-8"
+        ) from None
 
 
-def read_text_lines(path: PathLike, *, max_bytes: int = MAX_TEXT_BYTES, max_lines: int = MAX_LINES,
-                    comments: bool = False) -> List[str]:
+def read_text_lines(
+    path: PathLike, *, max_bytes: int = MAX_TEXT_BYTES, max_lines: int = MAX_LINES, comments: bool = False
+) -> List[str]:
     """The non-blank lines of a text file (:func:`read_text_file`), each stripped of surrounding whitespace.
 
     Parameters

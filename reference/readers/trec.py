@@ -65,6 +65,7 @@ FIFO, a device or a file beyond ``max_bytes`` / ``max_lines`` raises
 :class:`~retrieval_conformance.reference.readers.limits.FileRefusedError` and a missing file
 ``FileNotFoundError``.
 """
+
 from __future__ import annotations
 
 import math
@@ -124,18 +125,26 @@ def _lines(path: PathLike, what: str, max_bytes: int, max_lines: int) -> Iterato
     """``(line number, fields)`` of every line of the file that holds data (1-based numbers)."""
     data = _read_text_data(path, max_bytes)
     if data.startswith(_BOM):
-        raise ValueError(f"{_path_text(path)}: line 1: starts with a UTF-8 byte-order mark; trec_eval would read "
-                         f"it as part of the first query id, which then matches no {_OTHER[what]} query: remove "
-                         "the mark (save as UTF-8 without BOM)")
+        raise ValueError(
+            f"{_path_text(path)}: line 1: starts with a UTF-8 byte-order mark; trec_eval would read "
+            f"it as part of the first query id, which then matches no {_OTHER[what]} query: remove "
+            "the mark (save as UTF-8 without BOM)"
+        )
     n = data.count(b"\n") + (0 if data.endswith(b"\n") or not data else 1)
     if n > max_lines:
-        raise FileRefusedError(path, f"more than {max_lines:,} lines ({n:,})",
-                               f"pass max_lines=... to read a larger {what} file", limit="max_lines")
+        raise FileRefusedError(
+            path,
+            f"more than {max_lines:,} lines ({n:,})",
+            f"pass max_lines=... to read a larger {what} file",
+            limit="max_lines",
+        )
     nul = data.find(b"\0")
     if nul >= 0:
         line = data.count(b"\n", 0, nul) + 1
-        raise ValueError(f"{_path_text(path)}: line {line}: NUL byte in a {what} file (is it binary or "
-                         f"compressed?); expected text lines")
+        raise ValueError(
+            f"{_path_text(path)}: line {line}: NUL byte in a {what} file (is it binary or "
+            f"compressed?); expected text lines"
+        )
     for number, raw in enumerate(data.split(b"\n"), 1):
         fields = raw.split()
         if fields and not fields[0].startswith(b"#"):
@@ -146,8 +155,9 @@ def _decode(raw: bytes) -> str:
     return raw.decode("utf-8", "surrogateescape")
 
 
-def _first_line(path: PathLike, what: str, qid: bytes, docno: bytes, fields: int,
-                max_bytes: int, max_lines: int) -> int:
+def _first_line(
+    path: PathLike, what: str, qid: bytes, docno: bytes, fields: int, max_bytes: int, max_lines: int
+) -> int:
     """Line number of the first line holding ``(qid, docno)`` (only read to report a duplicate)."""
     for number, parts in _lines(path, what, max_bytes, max_lines):
         if len(parts) >= fields and parts[0] == qid and parts[2] == docno:
@@ -155,17 +165,20 @@ def _first_line(path: PathLike, what: str, qid: bytes, docno: bytes, fields: int
     return 0  # pragma: no cover - the caller saw it
 
 
-def _duplicate(path: PathLike, what: str, number: int, parts: List[bytes], fields: int,
-               max_bytes: int, max_lines: int) -> ValueError:
+def _duplicate(
+    path: PathLike, what: str, number: int, parts: List[bytes], fields: int, max_bytes: int, max_lines: int
+) -> ValueError:
     first = _first_line(path, what, parts[0], parts[2], fields, max_bytes, max_lines)
     return ValueError(
         f"{_path_text(path)}: line {number}: query {_clip(_decode(parts[0]))} lists document "
         f"{_clip(_decode(parts[2]))} again (first on line {first}); expected each (qid, docno) pair "
-        f"once in a {what} file (trec_eval stops with 'duplicate docs'): remove one of the lines")
+        f"once in a {what} file (trec_eval stops with 'duplicate docs'): remove one of the lines"
+    )
 
 
-def read_run(path: PathLike, *, max_bytes: int = MAX_FILE_BYTES,
-             max_lines: int = MAX_LINES) -> Dict[str, Dict[str, float]]:
+def read_run(
+    path: PathLike, *, max_bytes: int = MAX_FILE_BYTES, max_lines: int = MAX_LINES
+) -> Dict[str, Dict[str, float]]:
     """A TREC run file as a ranx-style dict ``{qid: {docno: score}}``.
 
     Each line is ``qid Q0 docno rank score tag``; only ``qid``, ``docno`` and ``score`` are
@@ -206,14 +219,16 @@ def read_run(path: PathLike, *, max_bytes: int = MAX_FILE_BYTES,
         if len(parts) < 6:
             raise ValueError(
                 f"{_path_text(path)}: line {number}: expected 6 whitespace-separated fields "
-                f"'qid Q0 docno rank score tag', got {len(parts)} ({_clip(b' '.join(parts))})")
+                f"'qid Q0 docno rank score tag', got {len(parts)} ({_clip(b' '.join(parts))})"
+            )
         raw_score = parts[4]
         score = float(raw_score) if _NUMBER.fullmatch(raw_score) else None
         if score is None or not math.isfinite(score):
             problem = "beyond the float64 range" if score is not None else "not a decimal number"
             raise ValueError(
                 f"{_path_text(path)}: line {number}: expected a finite decimal score in field 5 "
-                f"(qid Q0 docno rank score tag), got {_clip(_decode(raw_score))} ({problem})")
+                f"(qid Q0 docno rank score tag), got {_clip(_decode(raw_score))} ({problem})"
+            )
         docs = run.setdefault(_decode(parts[0]), {})
         docno = _decode(parts[2])
         if docno in docs:
@@ -222,8 +237,9 @@ def read_run(path: PathLike, *, max_bytes: int = MAX_FILE_BYTES,
     return run
 
 
-def read_qrels(path: PathLike, *, float_grades: Optional[str] = None, max_bytes: int = MAX_FILE_BYTES,
-               max_lines: int = MAX_LINES) -> Dict[str, Dict[str, Grade]]:
+def read_qrels(
+    path: PathLike, *, float_grades: Optional[str] = None, max_bytes: int = MAX_FILE_BYTES, max_lines: int = MAX_LINES
+) -> Dict[str, Dict[str, Grade]]:
     """A TREC qrels file as a ranx-style dict ``{qid: {docno: grade}}``.
 
     Each line is ``qid iter docno rel`` (``iter`` is ignored, as in trec_eval).  Grades are
@@ -266,21 +282,24 @@ def read_qrels(path: PathLike, *, float_grades: Optional[str] = None, max_bytes:
     """
     mode = float_grades_mode(float_grades)
     if is_json_lines(path):
-        return _checked_grades(read_json_lines(path, "qrels", max_bytes=max_bytes, max_lines=max_lines),
-                               mode, _path_text(path))
+        return _checked_grades(
+            read_json_lines(path, "qrels", max_bytes=max_bytes, max_lines=max_lines), mode, _path_text(path)
+        )
     qrels: Dict[str, Dict[str, Grade]] = {}
     changed = Changed(mode, _path_text(path))
     for number, parts in _lines(path, "qrels", max_bytes, max_lines):
         if len(parts) != 4:
             raise ValueError(
                 f"{_path_text(path)}: line {number}: expected 4 whitespace-separated fields "
-                f"'qid iter docno rel', got {len(parts)} ({_clip(b' '.join(parts))})")
+                f"'qid iter docno rel', got {len(parts)} ({_clip(b' '.join(parts))})"
+            )
         raw_grade = parts[3]
         grade, problem = text_grade(raw_grade, mode)
         if grade is None:
             raise ValueError(
                 f"{_path_text(path)}: line {number}: expected a{'n integer' if mode == 'refuse' else ' decimal'} "
-                f"relevance grade in field 4 (qid iter docno rel), got {_clip(_decode(raw_grade))} ({problem})")
+                f"relevance grade in field 4 (qid iter docno rel), got {_clip(_decode(raw_grade))} ({problem})"
+            )
         grade = changed.take(grade, atol(raw_grade), f"line {number}: {_clip(_decode(raw_grade))}")
         docs = qrels.setdefault(_decode(parts[0]), {})
         docno = _decode(parts[2])
@@ -317,7 +336,8 @@ def _mapping(value: Any, name: str, reader) -> Mapping:
     if not isinstance(value, Mapping):
         raise TypeError(
             f"{name}: expected a path to a TREC {name} file or a dict {{query_id: {{doc_id: "
-            f"{'score' if name == 'run' else 'grade'}}}}}, got {type(value).__name__}")
+            f"{'score' if name == 'run' else 'grade'}}}}}, got {type(value).__name__}"
+        )
     return value
 
 
@@ -338,8 +358,10 @@ def _str_ids(name: str, ids: List[Any]) -> None:
         return
     for key in ids:
         if not isinstance(key, str):
-            raise TypeError(f"{name}: expected str ids (as TREC files and ranx use), got {shown(key)} "
-                            f"({type(key).__name__}); convert the ids with str()")
+            raise TypeError(
+                f"{name}: expected str ids (as TREC files and ranx use), got {shown(key)} "
+                f"({type(key).__name__}); convert the ids with str()"
+            )
 
 
 def as_run(run: Any, score_dtype: str = "float64") -> Dict[str, Dict[str, float]]:
@@ -366,8 +388,9 @@ def as_run(run: Any, score_dtype: str = "float64") -> Dict[str, Dict[str, float]
         if not set(map(type, scores)) <= {float, int}:  # numpy scalars and others: one by one
             for doc, score in zip(docs, scores):
                 if isinstance(score, (bool, np.bool_)) or not isinstance(score, numbers.Real):
-                    raise TypeError(f"run[{qid!r}][{doc!r}]: expected a real score, got {shown(score)} "
-                                    f"({type(score).__name__})")
+                    raise TypeError(
+                        f"run[{qid!r}][{doc!r}]: expected a real score, got {shown(score)} ({type(score).__name__})"
+                    )
         try:
             values = np.array(scores, dtype=np.float64)
         except OverflowError:  # an int beyond the float range: inf, refused below
@@ -378,8 +401,10 @@ def as_run(run: Any, score_dtype: str = "float64") -> Dict[str, Dict[str, float]
         bad = np.flatnonzero(~np.isfinite(values))
         if bad.size:
             doc, score = docs[bad[0]], scores[bad[0]]
-            raise ValueError(f"run[{qid!r}][{doc!r}]: expected a finite score in {score_dtype}, got "
-                             f"{shown(score)}; replace NaN/inf scores (e.g. by the lowest finite score)")
+            raise ValueError(
+                f"run[{qid!r}][{doc!r}]: expected a finite score in {score_dtype}, got "
+                f"{shown(score)}; replace NaN/inf scores (e.g. by the lowest finite score)"
+            )
         out[qid] = dict(zip(docs, values.tolist()))
     return out
 

@@ -9,6 +9,7 @@ one: an ``unstable`` tie order (the value known only to lie in [pessimistic, opt
 truncated number.  The first stage with a match ends the search; within it, candidates closest
 to the declared setting come first.
 """
+
 from __future__ import annotations
 
 import itertools
@@ -22,16 +23,22 @@ from retrieval_conformance.conformance.audit.trec.orders import CLAUSES, CONCRET
 
 UNSTABLE = "unstable"
 #: the clause of each trec_eval option a candidate may change
-OPTION_CLAUSES = {"judged_only": "§13 trec_eval", "depth": "§13 trec_eval", "complete": "§13 trec_eval",
-                  "score_dtype": "§13 trec_eval", "float_grades": "§13 trec_eval"}
-OPTION_MEANINGS = {("judged_only", True): "-J: unjudged documents dropped from the ranking",
-                   ("complete", True): "-c: every judged topic counts, 0 where the run has no results",
-                   ("score_dtype", "float32"): "scores compared as C float (trec_eval 9.0.8 and earlier)",
-                   ("float_grades", "truncate"): "grades read with atol, as trec_eval (2.5 is 2)",
-                   ("discount", "trec_eval_9.0a3"): "nDCG with trec_eval 9.0a3's discount (ranks 1 and 2 "
-                                                    "undiscounted)",
-                   ("gain", "exponential"): "nDCG with gains 2**grade - 1 (Burges et al.), not trec_eval's grades",
-                   ("gain", "map"): "nDCG with the declared gain map (trec_eval -m ndcg.GRADE=GAIN)"}
+OPTION_CLAUSES = {
+    "judged_only": "§13 trec_eval",
+    "depth": "§13 trec_eval",
+    "complete": "§13 trec_eval",
+    "score_dtype": "§13 trec_eval",
+    "float_grades": "§13 trec_eval",
+}
+OPTION_MEANINGS = {
+    ("judged_only", True): "-J: unjudged documents dropped from the ranking",
+    ("complete", True): "-c: every judged topic counts, 0 where the run has no results",
+    ("score_dtype", "float32"): "scores compared as C float (trec_eval 9.0.8 and earlier)",
+    ("float_grades", "truncate"): "grades read with atol, as trec_eval (2.5 is 2)",
+    ("discount", "trec_eval_9.0a3"): "nDCG with trec_eval 9.0a3's discount (ranks 1 and 2 undiscounted)",
+    ("gain", "exponential"): "nDCG with gains 2**grade - 1 (Burges et al.), not trec_eval's grades",
+    ("gain", "map"): "nDCG with the declared gain map (trec_eval -m ndcg.GRADE=GAIN)",
+}
 
 
 @dataclass(frozen=True)
@@ -52,10 +59,17 @@ class Candidate:
 
     def label(self) -> str:
         s = self.setting
-        parts = [f"ties={s.ties}", f"discount={s.discount}", f"judged_only={s.judged_only}",
-                 f"depth={'all' if s.depth is None else s.depth}"]
-        parts += [f"{n}={getattr(s, n)}" for n in ("gain", "complete", "score_dtype", "float_grades")
-                  if getattr(s, n) != getattr(Setting(), n)]
+        parts = [
+            f"ties={s.ties}",
+            f"discount={s.discount}",
+            f"judged_only={s.judged_only}",
+            f"depth={'all' if s.depth is None else s.depth}",
+        ]
+        parts += [
+            f"{n}={getattr(s, n)}"
+            for n in ("gain", "complete", "score_dtype", "float_grades")
+            if getattr(s, n) != getattr(Setting(), n)
+        ]
         return ", ".join(parts + (["truncated"] if self.rounding == "truncate" else []))
 
     def clauses(self) -> List[str]:
@@ -77,12 +91,16 @@ class Candidate:
         return out
 
 
-def stages(varied: Dict[str, Tuple], declared: Setting, reported: Sequence[Metric], max_cost: int
-           ) -> Iterable[List[Candidate]]:
+def stages(
+    varied: Dict[str, Tuple], declared: Setting, reported: Sequence[Metric], max_cost: int
+) -> Iterable[List[Candidate]]:
     """Candidates by cost (0, 1, 2), each stage in a fixed order; the discount only where an nDCG is reported."""
     ndcg = any(ms.discounted(m.name) for m in reported)
-    values = {"ties": CONCRETE, "discount": varied["discount"] if ndcg else (declared.discount,),
-              "gain": varied.get("gain", (declared.gain,)) if ndcg else (declared.gain,)}
+    values = {
+        "ties": CONCRETE,
+        "discount": varied["discount"] if ndcg else (declared.discount,),
+        "gain": varied.get("gain", (declared.gain,)) if ndcg else (declared.gain,),
+    }
     for axis in ("judged_only", "depth", "complete", "score_dtype", "float_grades"):
         values[axis] = varied.get(axis, (getattr(declared, axis),))
     names = list(values)
@@ -98,6 +116,7 @@ def stages(varied: Dict[str, Tuple], declared: Setting, reported: Sequence[Metri
 
 def value(ev: TrecEvaluator):
     """``value(candidate, metric)``: the candidate's interval of the measure on the run."""
+
     def of(candidate: Candidate, metric: Metric) -> Optional[Tuple[float, float]]:
         s = candidate.setting
         if s.ties == UNSTABLE:
@@ -106,4 +125,5 @@ def value(ev: TrecEvaluator):
             return (lo, hi)
         v = ev.run(s).means[metric.name]
         return (v, v)
+
     return of

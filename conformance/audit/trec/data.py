@@ -8,6 +8,7 @@ audit reads such a file anyway, keeps the first line of each pair (the order of 
 reports the repeats as a finding, with the number under ranx's reading (the last line kept).
 Qrels are read once per reading of their grades (``float_grades``).
 """
+
 from __future__ import annotations
 
 import os
@@ -78,8 +79,10 @@ class RunData:
         if score_dtype == "float64":
             return self.run
         if self._float32 is None:
-            self._float32 = {q: dict(zip(d, np.asarray(list(d.values())).astype(np.float32).astype(float).tolist()))
-                             for q, d in self.run.items()}
+            self._float32 = {
+                q: dict(zip(d, np.asarray(list(d.values())).astype(np.float32).astype(float).tolist()))
+                for q, d in self.run.items()
+            }
         return self._float32
 
     def float_grade_count(self) -> int:

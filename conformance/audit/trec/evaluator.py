@@ -10,6 +10,7 @@ gain map; a grade that is not an integer keeps its own value) or ``map`` (the de
 ranked grades of the same evaluation
 (:func:`~retrieval_conformance.reference.protocols.trec.ndcg_gains.ndcg_with_gains`).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
@@ -40,9 +41,16 @@ class Setting:
         return replace(self, **changes)
 
     def options(self) -> Dict[str, Any]:
-        return {"ties": self.ties, "discount": self.discount, "gain": self.gain, "judged_only": self.judged_only,
-                "depth": self.depth,
-                "complete": self.complete, "score_dtype": self.score_dtype, "float_grades": self.float_grades}
+        return {
+            "ties": self.ties,
+            "discount": self.discount,
+            "gain": self.gain,
+            "judged_only": self.judged_only,
+            "depth": self.depth,
+            "complete": self.complete,
+            "score_dtype": self.score_dtype,
+            "float_grades": self.float_grades,
+        }
 
 
 @dataclass
@@ -68,9 +76,15 @@ class Evaluation:
 class TrecEvaluator:
     """Evaluations of one run, each distinct setting computed once (``calls`` counts them)."""
 
-    def __init__(self, data: RunData, cutoffs: Sequence[int], relevance_level: int = 1,
-                 gains: Optional[Mapping[int, Any]] = None, ignore_identical_ids: bool = False,
-                 implementation: str = "auto"):
+    def __init__(
+        self,
+        data: RunData,
+        cutoffs: Sequence[int],
+        relevance_level: int = 1,
+        gains: Optional[Mapping[int, Any]] = None,
+        ignore_identical_ids: bool = False,
+        implementation: str = "auto",
+    ):
         self.data = data
         self.cutoffs = tuple(cutoffs)
         self.level = relevance_level
@@ -96,30 +110,45 @@ class TrecEvaluator:
         gains = self.gains_of(setting)
         out = self._call(ranked_run(scores, setting.ties, qrels, self.level, gains), qrels, setting)
         if setting.ties in ("pessimistic", "optimistic") and gains_conflict(qrels, self.level, gains):
-            by_gain = self._call(ranked_run(scores, setting.ties, qrels, self.level, gains, by_gain=True),
-                                 qrels, setting)
+            by_gain = self._call(
+                ranked_run(scores, setting.ties, qrels, self.level, gains, by_gain=True), qrels, setting
+            )
             for name in out.per_query:
                 if ms.discounted(name):
                     out.per_query[name], out.means[name] = by_gain.per_query[name], by_gain.means[name]
         return out
 
     def _call(self, run, qrels, setting: Setting) -> Evaluation:
-        common = dict(relevance_level=self.level, complete=setting.complete, depth=setting.depth,
-                      judged_only=setting.judged_only, ignore_identical_ids=self.ignore_identical_ids,
-                      gains=self.gains_of(setting), float_grades="exact", implementation=self.implementation)
+        common = dict(
+            relevance_level=self.level,
+            complete=setting.complete,
+            depth=setting.depth,
+            judged_only=setting.judged_only,
+            ignore_identical_ids=self.ignore_identical_ids,
+            gains=self.gains_of(setting),
+            float_grades="exact",
+            implementation=self.implementation,
+        )
         self.calls += 1
         whole = evaluate_run(run, qrels, k=None, **common)
         per_query = {name: whole.extras["trec_eval_per_query"][name] for name in ms.WHOLE + ("num_rel", "num_ret")}
         means = {name: float(whole.extras["trec_eval"][name]) for name in ms.WHOLE}
         if self.cutoffs:
             cut = evaluate_run(run, qrels, k=self.cutoffs if len(self.cutoffs) > 1 else self.cutoffs[0], **common)
-            for k, result in (cut.items() if isinstance(cut, dict) else [(self.cutoffs[0], cut)]):
+            for k, result in cut.items() if isinstance(cut, dict) else [(self.cutoffs[0], cut)]:
                 for name in [f"{m}_{k}" for m in ms.AT_K] + [f"Judged_{k}"]:
                     per_query[name] = result.extras["trec_eval_per_query"][name]
                     means[name] = float(result.extras["trec_eval"][name])
-        return Evaluation(list(whole.extras["query_ids"]), per_query, means, whole.extras["ranked"],
-                          whole.extras["grades"], whole.extras["qrels_grades"], whole.extras["left_out"],
-                          whole.implementation)
+        return Evaluation(
+            list(whole.extras["query_ids"]),
+            per_query,
+            means,
+            whole.extras["ranked"],
+            whole.extras["grades"],
+            whole.extras["qrels_grades"],
+            whole.extras["left_out"],
+            whole.implementation,
+        )
 
     def gains_of(self, setting: Setting) -> Optional[Mapping[Any, Any]]:
         """The gain map ``evaluate_run`` takes for ``setting`` (None: each grade its own gain)."""

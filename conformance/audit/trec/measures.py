@@ -6,6 +6,7 @@ trec_eval; :func:`retrieval_conformance.reference.protocols.trec.evaluation.eval
 number or a ``--fail-if`` condition may also spell them ``P@10``, ``ndcg@10``, ``P.10``,
 ``MRR`` or ``R-prec``; :func:`measure` gives the trec_eval name.
 """
+
 from __future__ import annotations
 
 import re
@@ -19,11 +20,31 @@ WHOLE = ("map", "ndcg", "Rprec", "recip_rank", "bpref")
 AT_K = ("ndcg_cut", "P", "recall", "map_cut", "success")
 #: the measures whose value reads the nDCG discount (spec §7)
 DISCOUNTED = ("ndcg", "ndcg_cut")
-_WHOLE = {"map": "map", "ap": "map", "ndcg": "ndcg", "rprec": "Rprec", "r-prec": "Rprec", "r_prec": "Rprec",
-          "r-precision": "Rprec", "recip_rank": "recip_rank", "mrr": "recip_rank", "rr": "recip_rank",
-          "bpref": "bpref"}
-_AT = {"p": "P", "precision": "P", "recall": "recall", "r": "recall", "map_cut": "map_cut", "map": "map_cut",
-       "ap": "map_cut", "ndcg_cut": "ndcg_cut", "ndcg": "ndcg_cut", "success": "success"}
+_WHOLE = {
+    "map": "map",
+    "ap": "map",
+    "ndcg": "ndcg",
+    "rprec": "Rprec",
+    "r-prec": "Rprec",
+    "r_prec": "Rprec",
+    "r-precision": "Rprec",
+    "recip_rank": "recip_rank",
+    "mrr": "recip_rank",
+    "rr": "recip_rank",
+    "bpref": "bpref",
+}
+_AT = {
+    "p": "P",
+    "precision": "P",
+    "recall": "recall",
+    "r": "recall",
+    "map_cut": "map_cut",
+    "map": "map_cut",
+    "ap": "map_cut",
+    "ndcg_cut": "ndcg_cut",
+    "ndcg": "ndcg_cut",
+    "success": "success",
+}
 _CUT = re.compile(r"^([a-z_]+?)(?:_|\.|@)([0-9]+)$")
 EXAMPLE = "map, ndcg, Rprec, recip_rank, bpref, or P_k, recall_k, map_cut_k, ndcg_cut_k, success_k (e.g. ndcg_cut_10)"
 

@@ -14,6 +14,7 @@ Each order becomes a run whose scores are ``n, n - 1, ..., 1`` in that order, so
 ``evaluate_run`` (which sorts by score) ranks exactly that order; scores are first put in the
 precision compared (``score_dtype``), which decides the tie groups.
 """
+
 from __future__ import annotations
 
 from typing import Any, Callable, Dict, List, Mapping, Optional
@@ -26,17 +27,25 @@ TIE_ORDERS = ("trec_eval", "stable", "reverse", "docno_ascending", "pessimistic"
 #: the orders a tool can produce (pessimistic and optimistic are bounds)
 CONCRETE = ("trec_eval", "stable", "reverse", "docno_ascending")
 #: what each order is, for reports
-MEANINGS = {"trec_eval": "score ties broken by docno descending (trec_eval, pytrec_eval, ir_measures)",
-            "stable": "score ties kept in the order of the run file (a stable sort)",
-            "reverse": "score ties in reverse file order",
-            "docno_ascending": "score ties broken by docno ascending",
-            "pessimistic": "relevant documents last in every score tie (the lower bound)",
-            "optimistic": "relevant documents first in every score tie (the upper bound)",
-            "unstable": "score ties in an unknown order: the interval [pessimistic, optimistic]"}
+MEANINGS = {
+    "trec_eval": "score ties broken by docno descending (trec_eval, pytrec_eval, ir_measures)",
+    "stable": "score ties kept in the order of the run file (a stable sort)",
+    "reverse": "score ties in reverse file order",
+    "docno_ascending": "score ties broken by docno ascending",
+    "pessimistic": "relevant documents last in every score tie (the lower bound)",
+    "optimistic": "relevant documents first in every score tie (the upper bound)",
+    "unstable": "score ties in an unknown order: the interval [pessimistic, optimistic]",
+}
 #: the clause of the specification each order is
-CLAUSES = {"trec_eval": "§13 trec_eval", "stable": "§4 ties=stable", "reverse": "§4 ties=reverse",
-           "docno_ascending": "§4 tie group", "pessimistic": "§4 ties=pessimistic",
-           "optimistic": "§4 ties=optimistic", "unstable": "§4 ties=unstable"}
+CLAUSES = {
+    "trec_eval": "§13 trec_eval",
+    "stable": "§4 ties=stable",
+    "reverse": "§4 ties=reverse",
+    "docno_ascending": "§4 tie group",
+    "pessimistic": "§4 ties=pessimistic",
+    "optimistic": "§4 ties=optimistic",
+    "unstable": "§4 ties=unstable",
+}
 
 
 def gain_of(gains: Optional[Mapping[int, Any]]) -> Callable[[Any], Any]:
@@ -45,11 +54,18 @@ def gain_of(gains: Optional[Mapping[int, Any]]) -> Callable[[Any], Any]:
 
     def gain(grade: Any) -> Any:
         return 0 if grade is None or grade < 0 else table.get(grade, grade)
+
     return gain
 
 
-def ordered(docs: Dict[str, float], order: str, judged: Mapping[str, Any], level: int,
-            gain: Callable[[Any], Any], by_gain: bool = False) -> List[str]:
+def ordered(
+    docs: Dict[str, float],
+    order: str,
+    judged: Mapping[str, Any],
+    level: int,
+    gain: Callable[[Any], Any],
+    by_gain: bool = False,
+) -> List[str]:
     """The docnos of one query ranked by score, ties in ``order`` (``by_gain``: the bounds by gain alone)."""
     if order == "trec_eval":
         return [d for d, _ in trec_order(docs)]
@@ -67,11 +83,18 @@ def ordered(docs: Dict[str, float], order: str, judged: Mapping[str, Any], level
             grade = judged.get(items[i][0])
             relevant = 0 if by_gain else int(grade is not None and grade >= level)
             return (-items[i][1], sign * relevant, sign * gain(grade))
+
     return [items[i][0] for i in sorted(range(len(items)), key=key)]
 
 
-def ranked_run(run: Dict[str, Dict[str, float]], order: str, qrels: Mapping[str, Mapping[str, Any]], level: int,
-               gains: Optional[Mapping[int, Any]] = None, by_gain: bool = False) -> Dict[str, Dict[str, float]]:
+def ranked_run(
+    run: Dict[str, Dict[str, float]],
+    order: str,
+    qrels: Mapping[str, Mapping[str, Any]],
+    level: int,
+    gains: Optional[Mapping[int, Any]] = None,
+    by_gain: bool = False,
+) -> Dict[str, Dict[str, float]]:
     """The run with every query's scores replaced by ranks in ``order`` (n for the first document)."""
     gain = gain_of(gains)
     out = {}

@@ -1,5 +1,6 @@
 """``rc.audit(run=, qrels=)``: a TREC run's numbers under every setting, the settings behind a
 published number, and what in the run and qrels makes them fragile."""
+
 from __future__ import annotations
 
 import numbers
@@ -37,24 +38,37 @@ class TrecAudit(Audit):
 
         d = self.declared
         cut = ", ".join(str(k) for k in d["k"])
-        text = (f"declared: trec_eval's measures at k={cut}, ties={d['ties']}, discount={d['discount']}, "
-                f"gain={d['gain']}, "
-                f"judged_only={d['judged_only']}, depth={'all' if d['depth'] is None else d['depth']}, "
-                f"complete={d['complete']}, score_dtype={d['score_dtype']}, float_grades={d['float_grades']}, "
-                f"relevance_level={d['relevance_level']}")
+        text = (
+            f"declared: trec_eval's measures at k={cut}, ties={d['ties']}, discount={d['discount']}, "
+            f"gain={d['gain']}, "
+            f"judged_only={d['judged_only']}, depth={'all' if d['depth'] is None else d['depth']}, "
+            f"complete={d['complete']}, score_dtype={d['score_dtype']}, float_grades={d['float_grades']}, "
+            f"relevance_level={d['relevance_level']}"
+        )
         first_k = d["k"][0]
         shown = list(TEXT_WHOLE) + [f"{m}_{first_k}" for m in ("ndcg_cut", "P", "map_cut")]
-        return {"specification_version": SPEC_VERSION, "protocol": self.protocol, "declared": self.declared,
-                "declared_text": text,
-                "data": {"kind": self.kind, "queries": self.shape[0], "gallery": self.shape[1],
-                         "summary": f"Audit of a TREC run: {self.shape[0]:,} topics evaluated, "
-                                    f"{self.shape[1]:,} documents retrieved"},
-                "metrics": {name: name for name in self.metrics}, "shown": [m for m in shown if m in self.metrics],
-                "conventions": self.rows, "tie_intervals": self.tie_intervals, "per_query": self.movers,
-                "reproduced": self.reproduced, "findings": self.findings,
-                "cost": {"evaluations": self.evaluations, "seconds": self.seconds,
-                         "implementation": self.implementation},
-                "notes": self.notes}
+        return {
+            "specification_version": SPEC_VERSION,
+            "protocol": self.protocol,
+            "declared": self.declared,
+            "declared_text": text,
+            "data": {
+                "kind": self.kind,
+                "queries": self.shape[0],
+                "gallery": self.shape[1],
+                "summary": f"Audit of a TREC run: {self.shape[0]:,} topics evaluated, "
+                f"{self.shape[1]:,} documents retrieved",
+            },
+            "metrics": {name: name for name in self.metrics},
+            "shown": [m for m in shown if m in self.metrics],
+            "conventions": self.rows,
+            "tie_intervals": self.tie_intervals,
+            "per_query": self.movers,
+            "reproduced": self.reproduced,
+            "findings": self.findings,
+            "cost": {"evaluations": self.evaluations, "seconds": self.seconds, "implementation": self.implementation},
+            "notes": self.notes,
+        }
 
 
 def _cutoffs(k: Union[None, int, Sequence[int]], reported: Sequence[Any]) -> List[int]:
@@ -76,21 +90,35 @@ def _cutoffs(k: Union[None, int, Sequence[int]], reported: Sequence[Any]) -> Lis
     return list(dict.fromkeys(out))
 
 
-def audit_run(run, qrels, *, k: Union[None, int, Sequence[int]] = None, ties: Optional[str] = None,
-              discount: Optional[str] = None, gain: Optional[str] = None,
-              reported: Union[str, Mapping[str, Any], None] = None, implementation: str = "auto",
-              max_cost: int = 2, relevance_level: int = 1,
-              depth: Optional[int] = None, judged_only: bool = False, complete: bool = False,
-              score_dtype: str = "float64", float_grades: Optional[str] = None,
-              gains: Optional[Mapping[int, float]] = None, ignore_identical_ids: bool = False) -> TrecAudit:
+def audit_run(
+    run,
+    qrels,
+    *,
+    k: Union[None, int, Sequence[int]] = None,
+    ties: Optional[str] = None,
+    discount: Optional[str] = None,
+    gain: Optional[str] = None,
+    reported: Union[str, Mapping[str, Any], None] = None,
+    implementation: str = "auto",
+    max_cost: int = 2,
+    relevance_level: int = 1,
+    depth: Optional[int] = None,
+    judged_only: bool = False,
+    complete: bool = False,
+    score_dtype: str = "float64",
+    float_grades: Optional[str] = None,
+    gains: Optional[Mapping[int, float]] = None,
+    ignore_identical_ids: bool = False,
+) -> TrecAudit:
     """Audit a TREC run against its qrels (the arguments of ``evaluate_run``; see ``rc.audit``)."""
     start = time.perf_counter()
     if max_cost not in (0, 1, 2):
         raise ValueError(f"max_cost: expected 0, 1 or 2 (how much a candidate may assume), got {max_cost!r}")
     numbers_ = rp.parse(reported, lookup=ms.measure)  # refused before any work
     if ties is not None and ties not in TIE_ORDERS:
-        raise ValueError(f"ties: a run's ties are ordered as one of {list(TIE_ORDERS)}, got {ties!r} "
-                         "(trec_eval: docno descending)")
+        raise ValueError(
+            f"ties: a run's ties are ordered as one of {list(TIE_ORDERS)}, got {ties!r} (trec_eval: docno descending)"
+        )
     if discount is not None:
         choice("discount", discount, DISCOUNTS)
     choice("score_dtype", score_dtype, SCORE_DTYPES)  # the audit rounds scores itself, before evaluate_run
@@ -101,9 +129,16 @@ def audit_run(run, qrels, *, k: Union[None, int, Sequence[int]] = None, ties: Op
     cutoffs = _cutoffs(k, numbers_)
     data = RunData.read(run, qrels, float_grades)
     data.qrels()  # the declared reading, with its warning about float grades (once)
-    declared = Setting(ties=ties or "trec_eval", discount=discount or "log2",
-                       gain="map" if gains is not None else gain or "linear", judged_only=judged_only, depth=depth,
-                       complete=complete, score_dtype=score_dtype, float_grades=float_grades or "exact")
+    declared = Setting(
+        ties=ties or "trec_eval",
+        discount=discount or "log2",
+        gain="map" if gains is not None else gain or "linear",
+        judged_only=judged_only,
+        depth=depth,
+        complete=complete,
+        score_dtype=score_dtype,
+        float_grades=float_grades or "exact",
+    )
     ev = TrecEvaluator(data, cutoffs, relevance_level, gain_map(gains), ignore_identical_ids, implementation)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # the declared reading warned above
@@ -122,12 +157,30 @@ def audit_run(run, qrels, *, k: Union[None, int, Sequence[int]] = None, ties: Op
         reproduced: Dict[str, Any] = {"reported": []}
         if numbers_:
             target = dict(declared.options(), rounding="round")
-            reproduced = rp.match_stages(cd.stages(varied, declared, [r.metric for r in numbers_], max_cost),
-                                         cd.value(ev), target, numbers_)
-    options = dict(declared.options(), k=cutoffs, relevance_level=relevance_level, gains=gains,
-                   ignore_identical_ids=ignore_identical_ids)
+            reproduced = rp.match_stages(
+                cd.stages(varied, declared, [r.metric for r in numbers_], max_cost), cd.value(ev), target, numbers_
+            )
+    options = dict(
+        declared.options(),
+        k=cutoffs,
+        relevance_level=relevance_level,
+        gains=gains,
+        ignore_identical_ids=ignore_identical_ids,
+    )
     n_ret = int(sum(base.per_query["num_ret"]))
-    return TrecAudit(protocol="trec_eval", declared=options, shape=(len(base.query_ids), n_ret), kind="trec run",
-                     metrics=names, rows=rows, tie_intervals=intervals, movers=movers, reproduced=reproduced,
-                     findings=findings, evaluations=ev.calls, seconds=time.perf_counter() - start,
-                     implementation=base.implementation, notes=[])
+    return TrecAudit(
+        protocol="trec_eval",
+        declared=options,
+        shape=(len(base.query_ids), n_ret),
+        kind="trec run",
+        metrics=names,
+        rows=rows,
+        tie_intervals=intervals,
+        movers=movers,
+        reproduced=reproduced,
+        findings=findings,
+        evaluations=ev.calls,
+        seconds=time.perf_counter() - start,
+        implementation=base.implementation,
+        notes=[],
+    )

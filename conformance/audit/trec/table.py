@@ -10,6 +10,7 @@ are not integers, and ``-c`` (``complete``).  The tie orders bound each other: e
 tied documents lies between ``pessimistic`` and ``optimistic``, so ``[pessimistic, optimistic]``
 is the part of a number that tie order alone can move.
 """
+
 from __future__ import annotations
 
 from typing import Any, Dict, List, Mapping, Sequence, Tuple
@@ -22,9 +23,11 @@ from retrieval_conformance.reference.contract.conventions import DISCOUNTS, GAIN
 from retrieval_conformance.reference.readers.trec import SCORE_DTYPES
 
 #: the trec_eval versions the project models, each as the options that make it
-TOOLS = {"trec_eval 10.0": {"score_dtype": "float64", "discount": "log2"},
-         "trec_eval 9.0.8": {"score_dtype": "float32", "discount": "log2"},
-         "trec_eval 9.0a3": {"score_dtype": "float32", "discount": "trec_eval_9.0a3"}}
+TOOLS = {
+    "trec_eval 10.0": {"score_dtype": "float64", "discount": "log2"},
+    "trec_eval 9.0.8": {"score_dtype": "float32", "discount": "log2"},
+    "trec_eval 9.0a3": {"score_dtype": "float32", "discount": "trec_eval_9.0a3"},
+}
 #: depths (-M) tried besides the declared one, where the run is deeper
 DEPTHS = (1000, 100)
 #: how many topics the per-topic tables list
@@ -35,8 +38,9 @@ def axes(ev: TrecEvaluator, declared: Setting) -> Dict[str, Tuple]:
     """The axes the table varies: the ones that can change a number on this run."""
     data = ev.data
     out: Dict[str, Tuple] = {"ties": TIE_ORDERS, "discount": DISCOUNTS}
-    graded = any(isinstance(g, int) and g > 1 for docs in data.qrels(declared.float_grades).values()
-                 for g in docs.values())
+    graded = any(
+        isinstance(g, int) and g > 1 for docs in data.qrels(declared.float_grades).values() for g in docs.values()
+    )
     if declared.gain != "linear" or graded:  # with grades 0 and 1 only, both gains are the grades
         out["gain"] = GAINS + (("map",) if declared.gain == "map" else ())
     out["judged_only"] = (False, True)
@@ -66,22 +70,40 @@ def float32_ties(run: Mapping[str, Mapping[str, float]]) -> int:
 
 def tool_setting(declared: Setting, tool: str, float_grades: bool) -> Setting:
     """The declared setting as a trec_eval version computes it (trec_eval reads a grade with ``atol``)."""
-    return declared.with_(ties="trec_eval", float_grades="truncate" if float_grades else declared.float_grades,
-                          **TOOLS[tool])
+    return declared.with_(
+        ties="trec_eval", float_grades="truncate" if float_grades else declared.float_grades, **TOOLS[tool]
+    )
 
 
-def _row(axis: str, value: Any, setting: Setting, names: Sequence[str], ev: TrecEvaluator, declared: bool
-         ) -> Dict[str, Any]:
+def _row(
+    axis: str, value: Any, setting: Setting, names: Sequence[str], ev: TrecEvaluator, declared: bool
+) -> Dict[str, Any]:
     means = ev.run(setting).means
-    return {"axis": axis, "value": str(value), "options": setting.options(), "declared": declared,
-            "values": {n: means[n] for n in names}, "error": None}
+    return {
+        "axis": axis,
+        "value": str(value),
+        "options": setting.options(),
+        "declared": declared,
+        "values": {n: means[n] for n in names},
+        "error": None,
+    }
 
 
-def convention_rows(ev: TrecEvaluator, declared: Setting, names: Sequence[str], varied: Dict[str, Tuple]
-                    ) -> List[Dict[str, Any]]:
+def convention_rows(
+    ev: TrecEvaluator, declared: Setting, names: Sequence[str], varied: Dict[str, Tuple]
+) -> List[Dict[str, Any]]:
     floats = "float_grades" in varied
-    rows = [_row("tool", tool, tool_setting(declared, tool, floats), names, ev,
-                 tool_setting(declared, tool, floats) == declared) for tool in TOOLS]
+    rows = [
+        _row(
+            "tool",
+            tool,
+            tool_setting(declared, tool, floats),
+            names,
+            ev,
+            tool_setting(declared, tool, floats) == declared,
+        )
+        for tool in TOOLS
+    ]
     for axis, values in varied.items():
         for value in values:
             rows.append(_row(axis, value, declared.with_(**{axis: value}), names, ev, value == getattr(declared, axis)))
@@ -108,14 +130,22 @@ def tie_groups(docs: Mapping[str, float], judged: Mapping[str, Any], level: int)
     out = []
     for v, start, n in zip(values, starts, counts):
         if n > 1:
-            out.append({"score": float(-v), "size": int(n), "relevant": int(relevant[order[start:start + n]].sum()),
-                        "first_rank": int(start) + 1})
+            out.append(
+                {
+                    "score": float(-v),
+                    "size": int(n),
+                    "relevant": int(relevant[order[start : start + n]].sum()),
+                    "first_rank": int(start) + 1,
+                }
+            )
     return out
 
 
 def _tie_why(group: Dict[str, Any]) -> str:
-    return (f"{group['size']} documents tie at score {group['score']:g} (ranks {group['first_rank']}-"
-            f"{group['first_rank'] + group['size'] - 1}), {group['relevant']} of them relevant")
+    return (
+        f"{group['size']} documents tie at score {group['score']:g} (ranks {group['first_rank']}-"
+        f"{group['first_rank'] + group['size'] - 1}), {group['relevant']} of them relevant"
+    )
 
 
 def tie_movers(ev: TrecEvaluator, declared: Setting, main: str) -> Dict[str, Any]:
@@ -138,13 +168,27 @@ def tie_movers(ev: TrecEvaluator, declared: Setting, main: str) -> Dict[str, Any
     rows = []
     for q in order:
         qid = qids[q]
-        groups = [g for g in tie_groups(scores.get(qid, {}), qrels.get(qid, {}), ev.level)
-                  if 0 < g["relevant"] < g["size"]]
+        groups = [
+            g for g in tie_groups(scores.get(qid, {}), qrels.get(qid, {}), ev.level) if 0 < g["relevant"] < g["size"]
+        ]
         why = _tie_why(max(groups, key=lambda g: g["size"])) if groups else "relevant documents tie with others"
-        rows.append({"query": qid, "pessimistic": float(lo[q]), "optimistic": float(hi[q]),
-                     "spread": float(spread[q]), "why": why})
-    return {"metric": main, "moved": int(moved.size), "queries": len(qids), "spread": [float(s) for s in spread],
-            "top": rows, "straddling": straddling}
+        rows.append(
+            {
+                "query": qid,
+                "pessimistic": float(lo[q]),
+                "optimistic": float(hi[q]),
+                "spread": float(spread[q]),
+                "why": why,
+            }
+        )
+    return {
+        "metric": main,
+        "moved": int(moved.size),
+        "queries": len(qids),
+        "spread": [float(s) for s in spread],
+        "top": rows,
+        "straddling": straddling,
+    }
 
 
 def query_movers(ev: TrecEvaluator, declared: Setting, main: str, varied: Dict[str, Tuple]) -> Dict[str, Any]:
@@ -159,14 +203,24 @@ def query_movers(ev: TrecEvaluator, declared: Setting, main: str, varied: Dict[s
             rows = np.array([ev.run(declared.with_(**{axis: v})).column(main, qids) for v in varied[axis]])
             rows_by_axis[axis] = np.where(np.isfinite(rows), rows, values[None, :])
     moves = widest_moves(rows_by_axis, n_rel)
-    top = [{"query": qids[q], **moves.describe(q, values), "why": _reason(ev, declared, moves.axis(q), base, int(q))}
-           for q in moves.order]
+    top = [
+        {"query": qids[q], **moves.describe(q, values), "why": _reason(ev, declared, moves.axis(q), base, int(q))}
+        for q in moves.order
+    ]
     empty = [qids[q] for q in np.flatnonzero(n_rel == 0)]
-    return {"metric": main, "queries": len(qids), "moved_by_any": int(moves.moved.size),
-            "declared_values": [float(v) for v in values[n_rel > 0]], "by_axis": moves.by_axis(),
-            "top": top, "empty": empty[:LISTED], "n_empty": len(empty),
-            "empty_why": ("no relevant document in the qrels: trec_eval evaluates the topic and counts 0 in every "
-                          "mean") if empty else ""}
+    return {
+        "metric": main,
+        "queries": len(qids),
+        "moved_by_any": int(moves.moved.size),
+        "declared_values": [float(v) for v in values[n_rel > 0]],
+        "by_axis": moves.by_axis(),
+        "top": top,
+        "empty": empty[:LISTED],
+        "n_empty": len(empty),
+        "empty_why": ("no relevant document in the qrels: trec_eval evaluates the topic and counts 0 in every mean")
+        if empty
+        else "",
+    }
 
 
 def _reason(ev: TrecEvaluator, declared: Setting, axis: str, base, q: int) -> str:

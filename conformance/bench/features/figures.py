@@ -14,6 +14,7 @@ A section returns a dict of figure name -> figure; a figure is a dict of
 Any other key, a missing ``value`` or ``unit``, or a target without an operator is refused with
 an error that names the figure and the key, so a figure is never shown half-read.
 """
+
 from __future__ import annotations
 
 import math
@@ -36,8 +37,7 @@ def parse_target(target: str, unit: str) -> Tuple[str, float]:
     """``(operator, bound)`` of a target string (``">= 60"``, ``"≤ 1.5x"``); ``ValueError`` naming
     what is wrong with it."""
     if not isinstance(target, str):
-        raise ValueError(f"target {target!r}: expected a string of an operator and a number, e.g. '>= 60' or "
-                         "'<= 1.5'")
+        raise ValueError(f"target {target!r}: expected a string of an operator and a number, e.g. '>= 60' or '<= 1.5'")
     match = _TARGET.match(target)
     if match is None:
         raise ValueError(f"target {target!r}: expected an operator (>=, <=, >, <) and a number, e.g. '>= 60'")
@@ -60,8 +60,10 @@ def check_figures(figures: Any, source: str) -> Dict[str, Dict[str, Any]]:
     """The figures as JSON values (numbers as floats), or ``ValueError`` naming ``source`` (the
     function that returned them), the figure and what is wrong."""
     if not isinstance(figures, dict) or not figures:
-        raise ValueError(f"{source} returned {type(figures).__name__} {str(figures)[:60]!r}: expected a non-empty "
-                         "dict of figure name -> {value, unit, target, baseline, note}")
+        raise ValueError(
+            f"{source} returned {type(figures).__name__} {str(figures)[:60]!r}: expected a non-empty "
+            "dict of figure name -> {value, unit, target, baseline, note}"
+        )
     out: Dict[str, Dict[str, Any]] = {}
     for name, figure in figures.items():
         where = f"{source}: figure {name!r}"
@@ -71,8 +73,9 @@ def check_figures(figures: Any, source: str) -> Dict[str, Dict[str, Any]]:
             raise ValueError(f"{where}: expected a dict with value and unit, got {type(figure).__name__}")
         unknown = sorted(set(figure) - set(FIGURE_KEYS))
         if unknown:
-            raise ValueError(f"{where}: unknown key(s) {', '.join(map(repr, unknown))}; a figure holds "
-                             f"{', '.join(FIGURE_KEYS)}")
+            raise ValueError(
+                f"{where}: unknown key(s) {', '.join(map(repr, unknown))}; a figure holds {', '.join(FIGURE_KEYS)}"
+            )
         if "value" not in figure or "unit" not in figure:
             raise ValueError(f"{where}: 'value' and 'unit' are required (value None for a figure not measured)")
         value, unit = figure["value"], figure["unit"]
@@ -102,12 +105,17 @@ def _baseline(baseline: Any, where: str) -> Any:
         return baseline
     if _real(baseline):
         return float(baseline)
-    if isinstance(baseline, dict) and set(baseline) <= {"name", "value", "unit"} and \
-            isinstance(baseline.get("name"), str) and _real(baseline.get("value")) and \
-            isinstance(baseline.get("unit", ""), str):
+    if (
+        isinstance(baseline, dict)
+        and set(baseline) <= {"name", "value", "unit"}
+        and isinstance(baseline.get("name"), str)
+        and _real(baseline.get("value"))
+        and isinstance(baseline.get("unit", ""), str)
+    ):
         return {"name": baseline["name"], "value": float(baseline["value"]), "unit": baseline.get("unit", "")}
-    raise ValueError(f"{where}: baseline must be a string, a number or a dict of name, value (a number) and unit; "
-                     f"got {baseline!r}")
+    raise ValueError(
+        f"{where}: baseline must be a string, a number or a dict of name, value (a number) and unit; got {baseline!r}"
+    )
 
 
 def format_number(value: float) -> str:

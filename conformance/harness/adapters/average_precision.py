@@ -18,6 +18,7 @@ torchmetrics         f(preds, target, top_k=...)                                
 The rank-metric adapters are in :mod:`.rank_metrics` (``sklearn-ndcg``, ``pml``, ``mrr``,
 ``recall-at-k``); all of them by name in :mod:`.registry`.
 """
+
 from __future__ import annotations
 
 import inspect
@@ -51,8 +52,9 @@ class HashingCodes(Adapter):
     name = "hashing-codes"
     signature = "f(query_codes, db_codes, query_labels, db_labels, topk) -> mAP (4 parameters: full mAP)"
     preset_kinds = ("hashing",)  # codes carry no cameras: the ReID presets cannot apply
-    reference_arguments = ("query_codes=query_codes, db_codes=db_codes, query_labels=query_labels, "
-                           "db_labels=db_labels, {proto}, k={k}")
+    reference_arguments = (
+        "query_codes=query_codes, db_codes=db_codes, query_labels=query_labels, db_labels=db_labels, {proto}, k={k}"
+    )
     reference_field = ".exact.map"
     codes_input = True
 
@@ -72,8 +74,9 @@ class HashingCodes(Adapter):
         if params is not None and len(params) > 4:
             required = [p for p in params[4:] if p.default is inspect.Parameter.empty]
             if len(required) > 1:
-                raise UsageError(f"adapter {self.name}: the function requires more than 5 arguments "
-                                 f"({[p.name for p in params]})")
+                raise UsageError(
+                    f"adapter {self.name}: the function requires more than 5 arguments ({[p.name for p in params]})"
+                )
 
     def capabilities(self, protocol_k):
         return Capabilities(k=self.takes_k, junk=False, ids=False, multi_query=True, protocol_k=protocol_k)
@@ -120,8 +123,10 @@ class DistancesRelevance(Adapter):
     def bind(self, func):
         params = positional_params(func)
         if params is not None and len(params) < 2 and not has_varargs(func):
-            raise UsageError(f"adapter {self.name}: expected f(distances, relevance[, k]), but the function "
-                             f"takes {len(params)} positional parameter(s)")
+            raise UsageError(
+                f"adapter {self.name}: expected f(distances, relevance[, k]), but the function "
+                f"takes {len(params)} positional parameter(s)"
+            )
         self.takes_k, self.k_default = self._k_argument(params, 2)
 
     def capabilities(self, protocol_k):
@@ -155,8 +160,10 @@ class Reid(Adapter):
     metrics_text = "(cmc, mAP[, mINP])"
     default_protocol = "reid"
     preset_kinds = ("reid",)
-    reference_arguments = ("distances=distmat, query_labels=q_pids, db_labels=g_pids, query_cams=q_camids, "
-                           "db_cams=g_camids, {proto}, k=None, max_rank={max_rank}")
+    reference_arguments = (
+        "distances=distmat, query_labels=q_pids, db_labels=g_pids, query_cams=q_camids, "
+        "db_cams=g_camids, {proto}, k=None, max_rank={max_rank}"
+    )
     junk_rule_presets = REID_PRESETS
     reads_cmc = True
 
@@ -167,15 +174,19 @@ class Reid(Adapter):
     def protocol_convention(self, name, overrides):
         conv = super().protocol_convention(name, overrides)
         if conv.base not in REID_PRESETS:
-            raise UsageError(f"adapter reid passes cameras, so it needs a protocol with the camera junk rule "
-                             f"({', '.join(REID_PRESETS)}); got {name!r}")
+            raise UsageError(
+                f"adapter reid passes cameras, so it needs a protocol with the camera junk rule "
+                f"({', '.join(REID_PRESETS)}); got {name!r}"
+            )
         return conv
 
     def bind(self, func):
         params = positional_params(func)
         if params is not None and len(params) < 5 and not has_varargs(func):
-            raise UsageError(f"adapter {self.name}: expected f(distmat, q_pids, g_pids, q_camids, g_camids"
-                             f"[, max_rank]), but the function takes {len(params)} positional parameter(s)")
+            raise UsageError(
+                f"adapter {self.name}: expected f(distmat, q_pids, g_pids, q_camids, g_camids"
+                f"[, max_rank]), but the function takes {len(params)} positional parameter(s)"
+            )
         self.takes_max_rank = params is None or len(params) > 5 or has_varargs(func)
 
     def capabilities(self, protocol_k):
@@ -188,8 +199,13 @@ class Reid(Adapter):
         if ids is None:
             raise Skip("the case's relevance is not an identity relation (ReID needs same-id relevance)")
         q_pids, g_pids, q_cams, g_cams = ids
-        args = (case.distances.astype(np.float32), q_pids.astype(np.int64), g_pids.astype(np.int64),
-                q_cams.astype(np.int64), g_cams.astype(np.int64))
+        args = (
+            case.distances.astype(np.float32),
+            q_pids.astype(np.int64),
+            g_pids.astype(np.int64),
+            q_cams.astype(np.int64),
+            g_cams.astype(np.int64),
+        )
         names = ("distmat", "q_pids", "g_pids", "q_camids", "g_camids")
         if self.takes_max_rank:
             args += (int(case.max_rank),)
@@ -200,12 +216,16 @@ class Reid(Adapter):
         if isinstance(value, dict):
             raise WrongType(f"expected a tuple (cmc, mAP[, mINP]), got a dict with keys {sorted(value)}")
         if not isinstance(value, (tuple, list)) or len(value) not in (2, 3):
-            raise WrongType(f"expected a tuple (cmc, mAP) or (cmc, mAP, mINP), got {type(value).__name__}"
-                            + (f" of length {len(value)}" if isinstance(value, (tuple, list)) else ""))
+            raise WrongType(
+                f"expected a tuple (cmc, mAP) or (cmc, mAP, mINP), got {type(value).__name__}"
+                + (f" of length {len(value)}" if isinstance(value, (tuple, list)) else "")
+            )
         cmc = np.asarray(value[0])
         if cmc.dtype.kind not in "fiu" or cmc.ndim != 1 or cmc.size == 0:
-            raise WrongType(f"cmc: expected a 1-D array of numbers, got {type(value[0]).__name__} "
-                            f"with shape {getattr(cmc, 'shape', None)}")
+            raise WrongType(
+                f"cmc: expected a 1-D array of numbers, got {type(value[0]).__name__} "
+                f"with shape {getattr(cmc, 'shape', None)}"
+            )
         out = Reading({"cmc": [float(c) for c in cmc], "mAP": read_scalar(value[1], "mAP (second element)")})
         if len(value) == 3:
             out.values["mINP"] = read_scalar(value[2], "mINP (third element)")
@@ -257,9 +277,20 @@ class Sklearn(_OneQuery):
     def calls(self, case, relevance, junk, arrays):
         if case.k is not None:
             raise Skip("f(y_true, y_score) has no cut-off k")
-        return self._score_calls(case, relevance, junk, lambda q, score, rel: Call(
-            (rel.astype(np.int64), score), {}, ("y_true", "y_score"), None, case.max_rank, query=q,
-            note="junk items removed; y_score = similarity scores (larger is closer)"))
+        return self._score_calls(
+            case,
+            relevance,
+            junk,
+            lambda q, score, rel: Call(
+                (rel.astype(np.int64), score),
+                {},
+                ("y_true", "y_score"),
+                None,
+                case.max_rank,
+                query=q,
+                note="junk items removed; y_score = similarity scores (larger is closer)",
+            ),
+        )
 
 
 class Torchmetrics(_OneQuery):
@@ -278,9 +309,20 @@ class Torchmetrics(_OneQuery):
         return Capabilities(k=True, junk=True, ids=False, multi_query=True, protocol_k=protocol_k, scores=True)
 
     def calls(self, case, relevance, junk, arrays):
-        return self._score_calls(case, relevance, junk, lambda q, score, rel: Call(
-            (score, rel.astype(bool)), {"top_k": case.k}, ("preds", "target"), case.k, case.max_rank, query=q,
-            note="junk items removed; preds = similarity scores (larger is closer)"))
+        return self._score_calls(
+            case,
+            relevance,
+            junk,
+            lambda q, score, rel: Call(
+                (score, rel.astype(bool)),
+                {"top_k": case.k},
+                ("preds", "target"),
+                case.k,
+                case.max_rank,
+                query=q,
+                note="junk items removed; preds = similarity scores (larger is closer)",
+            ),
+        )
 
 
 class Oxford(_OneQuery):
@@ -302,8 +344,9 @@ class Oxford(_OneQuery):
 
     def protocol_convention(self, name, overrides):
         if name not in LANDMARK_CONVENTIONS:
-            raise UsageError(f"--protocol: the oxford adapter checks the landmark presets "
-                             f"{list(LANDMARK_CONVENTIONS)}; got {name!r}")
+            raise UsageError(
+                f"--protocol: the oxford adapter checks the landmark presets {list(LANDMARK_CONVENTIONS)}; got {name!r}"
+            )
         preset = PRESETS[name] if name in PRESETS else None
         # GLDv2 has no junk and reads the first k names: its inputs say so
         self.protocol_junk = preset is None or bool(preset.junk)
@@ -316,8 +359,9 @@ class Oxford(_OneQuery):
             raise UsageError(f"adapter {self.name}: expected f(positives, junk, ranked_list)")
 
     def capabilities(self, protocol_k):
-        return Capabilities(k=False, junk=self.protocol_junk, ids=False, multi_query=True, protocol_k=False,
-                            scores=False)
+        return Capabilities(
+            k=False, junk=self.protocol_junk, ids=False, multi_query=True, protocol_k=False, scores=False
+        )
 
     def calls(self, case, relevance, junk, arrays):
         if case.k is not None:
@@ -334,14 +378,26 @@ class Oxford(_OneQuery):
             note = "the ranked list is the stable order of the distances"
             if self.cutoff is not None:
                 note += f"; the protocol reads its first {self.cutoff} names"
-            out.append(Call((positives, junk_names, ranked), {}, ("positives", "junk", "ranked_list"), self.cutoff,
-                            case.max_rank, query=q, without_k=self.cutoff is not None, note=note))
+            out.append(
+                Call(
+                    (positives, junk_names, ranked),
+                    {},
+                    ("positives", "junk", "ranked_list"),
+                    self.cutoff,
+                    case.max_rank,
+                    query=q,
+                    without_k=self.cutoff is not None,
+                    note=note,
+                )
+            )
         return out
 
     def reference_lines(self, call, proto, ref_text):
-        return ["from retrieval_conformance.reference.protocols.landmark import oxford_ap_exact",
-                f"print(oxford_ap_exact({call.args[2]!r}, {call.args[0]!r}, [], {call.args[1]!r}))"
-                f"  # reference: {ref_text}"]
+        return [
+            "from retrieval_conformance.reference.protocols.landmark import oxford_ap_exact",
+            f"print(oxford_ap_exact({call.args[2]!r}, {call.args[0]!r}, [], {call.args[1]!r}))"
+            f"  # reference: {ref_text}",
+        ]
 
 
 AP_ADAPTERS = (HashingCodes, DistancesRelevance, Reid, Oxford, Sklearn, Torchmetrics)

@@ -2,6 +2,7 @@
 exact readers and score conversions, and the :class:`Adapter` base class (:mod:`.average_precision` and
 :mod:`.rank_metrics` have the adapters themselves).
 """
+
 from __future__ import annotations
 
 import inspect
@@ -65,8 +66,11 @@ def positional_params(func: Callable) -> Optional[List[inspect.Parameter]]:
         sig = inspect.signature(func)
     except (TypeError, ValueError):
         return None
-    return [p for p in sig.parameters.values()
-            if p.kind in (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)]
+    return [
+        p
+        for p in sig.parameters.values()
+        if p.kind in (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+    ]
 
 
 def has_varargs(func: Callable) -> bool:
@@ -188,13 +192,16 @@ class Adapter:
         """The convention of protocol ``name`` with the caller's option ``overrides`` (None: unset);
         :class:`UsageError` when this adapter cannot check that protocol."""
         if name in LANDMARK_CONVENTIONS and name != "gldv2":
-            raise UsageError(f"--protocol {name!r} is a landmark preset: check a function "
-                             f"f(positives, junk, ranked_list) with --adapter oxford")
+            raise UsageError(
+                f"--protocol {name!r} is a landmark preset: check a function "
+                f"f(positives, junk, ranked_list) with --adapter oxford"
+            )
         try:
             return Convention.from_protocol(name, **overrides)
         except ValueError as exc:
-            raise UsageError(f"--protocol: {exc}; the landmark presets {list(LANDMARK_CONVENTIONS)} "
-                             f"go with --adapter oxford") from None
+            raise UsageError(
+                f"--protocol: {exc}; the landmark presets {list(LANDMARK_CONVENTIONS)} go with --adapter oxford"
+            ) from None
 
     @property
     def main_field(self) -> str:

@@ -14,6 +14,7 @@ Each says which options its values depend on (``options``): nDCG on the tie poli
 discount and the empty-query policy; MAP@R, MRR on the tie policy and the empty-query policy;
 Recall@k also on what Recall@k means (``recall``).  The other options stay at the protocol's values.
 """
+
 from __future__ import annotations
 
 import inspect
@@ -51,8 +52,10 @@ def _keyword(func, name: str) -> bool:
 def _need(func, n: int, adapter: str, shape: str) -> list:
     params = positional_params(func)
     if params is not None and len(params) < n and not has_varargs(func):
-        raise UsageError(f"adapter {adapter}: expected {shape}, but the function takes {len(params)} positional "
-                         f"parameter(s): {[p.name for p in params]}")
+        raise UsageError(
+            f"adapter {adapter}: expected {shape}, but the function takes {len(params)} positional "
+            f"parameter(s): {[p.name for p in params]}"
+        )
     return params
 
 
@@ -74,15 +77,25 @@ class SklearnNdcg(Adapter):
         self.takes_k = self.k_keyword or params is None or len(params) > 2
 
     def capabilities(self, protocol_k):
-        return Capabilities(k=self.takes_k, junk=False, ids=False, multi_query=True, protocol_k=protocol_k,
-                            scores=True, grades=True, metric="ndcg")
+        return Capabilities(
+            k=self.takes_k,
+            junk=False,
+            ids=False,
+            multi_query=True,
+            protocol_k=protocol_k,
+            scores=True,
+            grades=True,
+            metric="ndcg",
+        )
 
     def calls(self, case, relevance, junk, arrays):
         if junk.any():
             raise Skip("f(y_true, y_score) has no way to pass junk items")
         if case.n_gallery < 2:
-            raise Skip("a one-item row: scikit-learn's ndcg_score refuses it ('only meaningful when there is "
-                       "more than 1 document')")
+            raise Skip(
+                "a one-item row: scikit-learn's ndcg_score refuses it ('only meaningful when there is "
+                "more than 1 document')"
+            )
         if case.k is not None and not self.takes_k:
             raise Skip("the function takes no k")
         y_true = np.where(relevance, case.grade_matrix(), 0).astype(np.int64)
@@ -97,8 +110,17 @@ class SklearnNdcg(Adapter):
             else:
                 args += (int(case.k),)
         names = ("y_true", "y_score") + (("k",) if len(args) > 2 else ())
-        return [Call(args, kwargs, names, case.k, case.max_rank, without_k=case.k is None,
-                     note="y_score = similarity scores (larger is closer); y_true = relevance grades")]
+        return [
+            Call(
+                args,
+                kwargs,
+                names,
+                case.k,
+                case.max_rank,
+                without_k=case.k is None,
+                note="y_score = similarity scores (larger is closer); y_true = relevance grades",
+            )
+        ]
 
     def read(self, value, call):
         return Reading({"nDCG": read_scalar(value, "the return value (nDCG)")})
@@ -111,15 +133,19 @@ def _power_of_four_width(qc: np.ndarray, dc: np.ndarray):
     while width < qc.shape[1]:
         width *= 4
     pad = width - qc.shape[1]
-    return (np.hstack([qc, np.ones((qc.shape[0], pad), qc.dtype)]),
-            np.hstack([dc, np.ones((dc.shape[0], pad), dc.dtype)]))
+    return (
+        np.hstack([qc, np.ones((qc.shape[0], pad), qc.dtype)]),
+        np.hstack([dc, np.ones((dc.shape[0], pad), dc.dtype)]),
+    )
 
 
 class PmlMapAtR(Adapter):
     name = "pml"
-    signature = ("f(query, query_labels, reference, reference_labels) -> MAP@R, or a dict with "
-                 "mean_average_precision_at_r[, r_precision, precision_at_1] (pytorch-metric-learning "
-                 "AccuracyCalculator.get_accuracy)")
+    signature = (
+        "f(query, query_labels, reference, reference_labels) -> MAP@R, or a dict with "
+        "mean_average_precision_at_r[, r_precision, precision_at_1] (pytorch-metric-learning "
+        "AccuracyCalculator.get_accuracy)"
+    )
     metrics_text = "MAP@R[, R-precision, precision_at_1]"
     default_protocol = "pml"
     preset_kinds = ("metric-learning",)
@@ -127,8 +153,10 @@ class PmlMapAtR(Adapter):
     fields = {"MAP@R": "ap_at_r", "R-precision": "r_precision", "P@1": "p1"}
     #: pytorch-metric-learning's names of the fields
     KEYS = {"mean_average_precision_at_r": "MAP@R", "r_precision": "R-precision", "precision_at_1": "P@1"}
-    reference_arguments = ("query_embeddings=query, db_embeddings=reference, query_labels=query_labels, "
-                           "db_labels=reference_labels, {proto}, k=None")
+    reference_arguments = (
+        "query_embeddings=query, db_embeddings=reference, query_labels=query_labels, "
+        "db_labels=reference_labels, {proto}, k=None"
+    )
     reference_field = ".map_at_r"
 
     def bind(self, func):
@@ -147,8 +175,16 @@ class PmlMapAtR(Adapter):
             raise Skip("the case's relevance is not 'same label' (two queries' relevant sets overlap)")
         qc, dc = _power_of_four_width(*codes_from_distances(dense_rank(case.distances)))
         args = (qc.astype(np.float32), ids[0].astype(np.int64), dc.astype(np.float32), ids[1].astype(np.int64))
-        return [Call(args, {}, ("query", "query_labels", "reference", "reference_labels"), None, case.max_rank,
-                     note="embeddings: ±1 vectors whose Euclidean distances rank like the input's (ties kept)")]
+        return [
+            Call(
+                args,
+                {},
+                ("query", "query_labels", "reference", "reference_labels"),
+                None,
+                case.max_rank,
+                note="embeddings: ±1 vectors whose Euclidean distances rank like the input's (ties kept)",
+            )
+        ]
 
     def read(self, value, call):
         if isinstance(value, dict):
@@ -180,8 +216,16 @@ class _DistancesK(Adapter):
             args, names, k_passed = args + (case.n_gallery,), names + ("k",), case.n_gallery
         else:
             without_k = True
-        return Call(args, {}, names, case.k, case.max_rank, without_k=without_k, k_passed=k_passed,
-                    note="k = the gallery size (the whole ranking)" if k_passed and case.k is None else "")
+        return Call(
+            args,
+            {},
+            names,
+            case.k,
+            case.max_rank,
+            without_k=without_k,
+            k_passed=k_passed,
+            note="k = the gallery size (the whole ranking)" if k_passed and case.k is None else "",
+        )
 
 
 class Mrr(_DistancesK):
@@ -197,8 +241,7 @@ class Mrr(_DistancesK):
     reference_field = ".mrr"
 
     def capabilities(self, protocol_k):
-        return Capabilities(k=self.takes_k, junk=True, ids=False, multi_query=True, protocol_k=protocol_k,
-                            metric="rr")
+        return Capabilities(k=self.takes_k, junk=True, ids=False, multi_query=True, protocol_k=protocol_k, metric="rr")
 
     def calls(self, case, relevance, junk, arrays):
         args = (case.distances.astype(np.float32), (relevance & ~junk).astype(bool), junk.astype(bool))
@@ -220,8 +263,9 @@ class RecallAtK(_DistancesK):
     reference_field = ".recall_at_k"
 
     def capabilities(self, protocol_k):
-        return Capabilities(k=self.takes_k, junk=False, ids=False, multi_query=True, protocol_k=protocol_k,
-                            metric="recall")
+        return Capabilities(
+            k=self.takes_k, junk=False, ids=False, multi_query=True, protocol_k=protocol_k, metric="recall"
+        )
 
     def calls(self, case, relevance, junk, arrays):
         if junk.any():

@@ -3,6 +3,7 @@
 An adapter joins the harness by being listed here (its class in :mod:`.average_precision` or
 :mod:`.rank_metrics`); the command line, the pytest plugin and the reports read this table.
 """
+
 from __future__ import annotations
 
 from typing import Callable, Dict

@@ -3,6 +3,7 @@
 The function always gets copies of the caller's arguments; after the call, :func:`mutations`
 compares them with pristine copies (:func:`snapshot`) and names the arguments that changed.
 """
+
 from __future__ import annotations
 
 import copy
@@ -69,11 +70,11 @@ def _same(now: Any, before: Any) -> bool:
         if is_tensor(before):
             return _same_tensor(now, before)
         if isinstance(before, (list, tuple)):
-            return (type(now) is type(before) and len(now) == len(before)
-                    and all(_same(a, b) for a, b in zip(now, before)))
+            return (
+                type(now) is type(before) and len(now) == len(before) and all(_same(a, b) for a, b in zip(now, before))
+            )
         if isinstance(before, dict):
-            return (isinstance(now, dict) and list(now) == list(before)
-                    and all(_same(now[k], before[k]) for k in before))
+            return isinstance(now, dict) and list(now) == list(before) and all(_same(now[k], before[k]) for k in before)
         if isinstance(before, float) and isinstance(now, float) and math.isnan(before):
             return math.isnan(now)
         equal = now == before
@@ -88,11 +89,16 @@ def _argument_label(index: int, names: Sequence[str]) -> str:
     return f"argument {index + 1}"
 
 
-def mutations(args: Sequence, kwargs: Dict[str, Any], pristine: Tuple[Sequence, Dict[str, Any]],
-              names: Sequence[str]) -> Tuple[str, ...]:
+def mutations(
+    args: Sequence, kwargs: Dict[str, Any], pristine: Tuple[Sequence, Dict[str, Any]], names: Sequence[str]
+) -> Tuple[str, ...]:
     before_args, before_kwargs = pristine
-    out = [_argument_label(i, names) for i, (now, before) in enumerate(zip(args, before_args))
-           if not _same(now, before)]
-    out += [f"keyword argument {key}" for key in kwargs
-            if key in before_kwargs and not _same(kwargs[key], before_kwargs[key])]
+    out = [
+        _argument_label(i, names) for i, (now, before) in enumerate(zip(args, before_args)) if not _same(now, before)
+    ]
+    out += [
+        f"keyword argument {key}"
+        for key in kwargs
+        if key in before_kwargs and not _same(kwargs[key], before_kwargs[key])
+    ]
     return tuple(out)

@@ -5,6 +5,7 @@
 * :class:`FdCapture` (``process`` isolation, in the worker): file descriptors 1 and 2 point to the
   worker's capture files during the call, so C code writing to them is captured too.
 """
+
 from __future__ import annotations
 
 import io
@@ -155,7 +156,6 @@ def read_back(fd: int, budget: int = 4 * OUTPUT_LIMIT + 16, trim: Optional[Calla
     return clip_output(text, cut=size - tail)
 
 
-
 class FdCapture:
     """Captures a call's output in the worker process at the OS level: file descriptors 1 and 2
     point to the worker's capture files during the call, and ``sys.stdout``/``sys.stderr`` write
@@ -185,8 +185,9 @@ class FdCapture:
     @staticmethod
     def _text_stream(fd: int) -> io.TextIOWrapper:
         # unbuffered: every write reaches the descriptor at once, interleaved correctly with C output
-        return io.TextIOWrapper(io.FileIO(fd, "w", closefd=False), encoding="utf-8", errors="backslashreplace",
-                                write_through=True)
+        return io.TextIOWrapper(
+            io.FileIO(fd, "w", closefd=False), encoding="utf-8", errors="backslashreplace", write_through=True
+        )
 
     def __exit__(self, *exc) -> None:
         flush_python_streams()

@@ -5,6 +5,7 @@ captured and turns whatever happens into an :class:`~.outcome.Outcome`; :func:`w
 is the loop of the forked worker (``process`` isolation).  The function's frames in a crash
 report are told from the harness's by this module's file (:func:`trim_fault_report`).
 """
+
 from __future__ import annotations
 
 import os
@@ -35,8 +36,15 @@ def _format_exception(exc: BaseException) -> str:
     return "".join(traceback.format_exception(type(exc), exc, tb))
 
 
-def invoke(func: Callable, args: Tuple, kwargs: Dict, arrays: str, names: Sequence[str] = (),
-           owned: bool = False, capture: Any = None) -> Outcome:
+def invoke(
+    func: Callable,
+    args: Tuple,
+    kwargs: Dict,
+    arrays: str,
+    names: Sequence[str] = (),
+    owned: bool = False,
+    capture: Any = None,
+) -> Outcome:
     """Run one call in the current thread with output and warnings captured.
 
     ``owned``: ``args``/``kwargs`` are private to this call (unpickled in the worker), so the
@@ -54,8 +62,12 @@ def invoke(func: Callable, args: Tuple, kwargs: Dict, arrays: str, names: Sequen
         else:
             pristine = (tuple(args), kwargs)  # the caller's objects: the function never sees them
     except Exception as exc:  # e.g. torch missing with arrays='torch'
-        return Outcome("raised", error=f"{type(exc).__name__}: {exc}"[:OUTPUT_LIMIT],
-                       traceback=clip_output(traceback.format_exc()), seconds=time.perf_counter() - start)
+        return Outcome(
+            "raised",
+            error=f"{type(exc).__name__}: {exc}"[:OUTPUT_LIMIT],
+            traceback=clip_output(traceback.format_exc()),
+            seconds=time.perf_counter() - start,
+        )
     result: Any = None
     failure: Optional[BaseException] = None
     with capture:
@@ -72,13 +84,20 @@ def invoke(func: Callable, args: Tuple, kwargs: Dict, arrays: str, names: Sequen
     mutated = mutations(call_args, call_kwargs, pristine, names)
     common = dict(stdout=capture.stdout, stderr=capture.stderr, seconds=seconds, mutated=mutated)
     if failure is not None:
-        return Outcome("raised", error=f"{type(failure).__name__}: {failure}"[:OUTPUT_LIMIT],
-                       traceback=clip_output(_format_exception(failure)), **common)
+        return Outcome(
+            "raised",
+            error=f"{type(failure).__name__}: {failure}"[:OUTPUT_LIMIT],
+            traceback=clip_output(_format_exception(failure)),
+            **common,
+        )
     try:
         return Outcome("ok", to_plain(result), type_name(result), **common)
     except Exception as exc:
-        return Outcome("raised", error=f"the returned {type(result).__name__} could not be read: "
-                                       f"{type(exc).__name__}: {exc}", **common)
+        return Outcome(
+            "raised",
+            error=f"the returned {type(result).__name__} could not be read: {type(exc).__name__}: {exc}",
+            **common,
+        )
 
 
 def trim_fault_report(text: str) -> str:
@@ -105,6 +124,7 @@ def trim_fault_report(text: str) -> str:
 
 
 # -- the worker process ------------------------------------------------------------------------
+
 
 def _single_threaded_after_fork() -> None:  # pragma: no cover - runs in the child
     """OpenMP thread pools (libgomp, used by torch and by our C library) do not survive fork():

@@ -11,6 +11,7 @@ Targets::
 Every failure raises :class:`~..adapters.base.UsageError` naming the target, what was found and what
 to do about it.
 """
+
 from __future__ import annotations
 
 import importlib
@@ -42,16 +43,21 @@ def load_function(target: str) -> Callable:
         raise UsageError(f"target {target!r}: expected 'module:function' or 'file.py:function' ({_EXAMPLE}){hint}")
     module_part, _, attr = target.rpartition(":")
     if not module_part or not attr or not all(p.isidentifier() for p in attr.split(".")):
-        raise UsageError(f"target {target!r}: expected 'module:function' or 'file.py:function' ({_EXAMPLE}); "
-                         f"got module {module_part!r} and function {attr!r}")
+        raise UsageError(
+            f"target {target!r}: expected 'module:function' or 'file.py:function' ({_EXAMPLE}); "
+            f"got module {module_part!r} and function {attr!r}"
+        )
     # what the module prints or warns while it is imported belongs to it, not to our report
     import contextlib
     import io
     import warnings
 
     printed = io.StringIO()
-    with contextlib.redirect_stdout(printed), contextlib.redirect_stderr(printed), \
-            warnings.catch_warnings(record=True) as caught:
+    with (
+        contextlib.redirect_stdout(printed),
+        contextlib.redirect_stderr(printed),
+        warnings.catch_warnings(record=True) as caught,
+    ):
         warnings.simplefilter("always")
         if module_part.endswith(".py") or os.sep in module_part or "/" in module_part:
             module = _load_file(target, module_part)
@@ -65,6 +71,7 @@ IMPORT_OUTPUT: dict = {}  # target -> what importing it printed or warned (shown
 
 
 # -- modules -----------------------------------------------------------------------------------
+
 
 def _put_first_on_path(folder: str) -> None:
     if not sys.path or sys.path[0] != folder:
@@ -95,12 +102,16 @@ def _same_file(a: Optional[str], b: str) -> bool:
 def _load_file(target: str, path: str) -> ModuleType:
     if not path.endswith(".py"):
         alt = f" (did you mean {path}.py?)" if os.path.isfile(path + ".py") else ""
-        raise UsageError(f"target {target!r}: {path!r} is not a .py file{alt}; give 'path/to/file.py:function' "
-                         f"or a dotted module name 'package.module:function'")
+        raise UsageError(
+            f"target {target!r}: {path!r} is not a .py file{alt}; give 'path/to/file.py:function' "
+            f"or a dotted module name 'package.module:function'"
+        )
     if not os.path.isfile(path):
         what = "is a folder, not a file" if os.path.isdir(path) else "does not exist"
-        raise UsageError(f"target {target!r}: the file {path!r} {what} (looked in {os.getcwd()}); give a path "
-                         f"relative to the current folder, or an absolute one")
+        raise UsageError(
+            f"target {target!r}: the file {path!r} {what} (looked in {os.getcwd()}); give a path "
+            f"relative to the current folder, or an absolute one"
+        )
     real = os.path.realpath(path)
     _put_first_on_path(os.path.dirname(real))  # as `python path/to/file.py` does (symlinks resolved)
     stem = os.path.splitext(os.path.basename(real))[0]
@@ -154,19 +165,26 @@ def _import_failure(target: str, what: str, exc: BaseException) -> str:
     if isinstance(exc, ModuleNotFoundError) and exc.name:
         missing = exc.name
         if not what.endswith(".py") and (what == missing or what.startswith(missing + ".")):
-            return (f"{head}. The module {missing!r} itself was not found: run from the folder that contains "
-                    f"it (the current folder {os.getcwd()} is searched first), install it (pip install -e .), "
-                    f"or give the file instead: path/to/{what.replace('.', '/')}.py:function")
+            return (
+                f"{head}. The module {missing!r} itself was not found: run from the folder that contains "
+                f"it (the current folder {os.getcwd()} is searched first), install it (pip install -e .), "
+                f"or give the file instead: path/to/{what.replace('.', '/')}.py:function"
+            )
         top = missing.split(".")[0]
-        return (f"{head}{_where(exc)}. The module {missing!r} it imports must be installed (pip install {top}) "
-                f"or be on the path (sys.path: the file's or the current folder comes first)")
+        return (
+            f"{head}{_where(exc)}. The module {missing!r} it imports must be installed (pip install {top}) "
+            f"or be on the path (sys.path: the file's or the current folder comes first)"
+        )
     if isinstance(exc, SystemExit):
-        return (f"{head}{_where(exc)}. The module exits when imported (e.g. it parses the command line at "
-                f"top level); put the script part under  if __name__ == '__main__':")
+        return (
+            f"{head}{_where(exc)}. The module exits when imported (e.g. it parses the command line at "
+            f"top level); put the script part under  if __name__ == '__main__':"
+        )
     return f"{head}{_where(exc)}. Fix the error, or check that the module can be imported on its own"
 
 
 # -- the attribute -----------------------------------------------------------------------------
+
 
 def _callables(obj: Any, limit: int = 8) -> List[str]:
     """Public callables of ``obj``: for a module, those defined in it first."""
@@ -203,6 +221,7 @@ def _resolve(target: str, module: ModuleType, attr: str) -> Callable:
 
 
 # -- known deviations --------------------------------------------------------------------------
+
 
 def read_known_deviations(path: str) -> List[str]:
     """Check ids (or glob patterns) from a known-deviations file: one per line, ``#`` comments.

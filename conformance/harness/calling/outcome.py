@@ -4,6 +4,7 @@ Whatever the function returns is converted for the harness: tensors become numpy
 containers are converted element-wise, objects the harness cannot use are kept as their repr
 (:class:`Opaque`).  Captured output is clipped to :data:`OUTPUT_LIMIT` characters.
 """
+
 from __future__ import annotations
 
 import numbers
@@ -60,7 +61,7 @@ def clip_output(text: str, limit: int = OUTPUT_LIMIT, cut: int = 0) -> str:
         marker = f"[... {cut + len(text) - keep} characters cut]\n"
         keep = max(0, min(len(text), limit - len(marker)))
     marker = f"[... {cut + len(text) - keep} characters cut]\n"
-    return (marker + text[len(text) - keep:])[-limit:] if keep else marker[:limit]
+    return (marker + text[len(text) - keep :])[-limit:] if keep else marker[:limit]
 
 
 def type_name(obj: Any) -> str:
@@ -94,7 +95,6 @@ class Opaque:
 
     def __repr__(self) -> str:
         return f"<{self.type_name}: {self.text}>"
-
 
 
 def is_tensor(obj: Any) -> bool:

@@ -34,6 +34,7 @@ This module holds the time limits and the isolation modes; the rest lives in :mo
 (what a call returned, importable from here too), :mod:`.arguments` (private copies, modified
 inputs), :mod:`.capture` (stdout and stderr) and :mod:`.invoke` (one call, the worker loop).
 """
+
 from __future__ import annotations
 
 import multiprocessing
@@ -90,8 +91,14 @@ class Runner:
     completed warm-up call took; None when none completed).  :meth:`timing_text` says it in words.
     """
 
-    def __init__(self, func: Callable, timeout: float = 10.0, isolation: str = "auto", arrays: str = "numpy",
-                 warmup_timeout: Optional[float] = None):
+    def __init__(
+        self,
+        func: Callable,
+        timeout: float = 10.0,
+        isolation: str = "auto",
+        arrays: str = "numpy",
+        warmup_timeout: Optional[float] = None,
+    ):
         if isolation == "auto":
             isolation = "process" if "fork" in multiprocessing.get_all_start_methods() else "thread"
         if isolation not in ("process", "thread", "none"):
@@ -100,8 +107,9 @@ class Runner:
             raise ValueError(f"arrays: expected 'numpy' or 'torch', got {arrays!r}")
         self.func = func
         self.timeout = float(timeout)
-        self.warmup_timeout = max(self.timeout, default_warmup_timeout(self.timeout) if warmup_timeout is None
-                                  else float(warmup_timeout))
+        self.warmup_timeout = max(
+            self.timeout, default_warmup_timeout(self.timeout) if warmup_timeout is None else float(warmup_timeout)
+        )
         self.isolation = isolation
         self.arrays = arrays
         self.hangs = 0
@@ -156,8 +164,10 @@ class Runner:
         if self._timed_calls:
             parts.append(f"later calls at most {_seconds_text(self.max_seconds)}")
         if self.slow_calls:
-            parts.append(f"{self.slow_calls} call{'s' if self.slow_calls != 1 else ''} took more than half "
-                         f"the time limit of {self.timeout:g} s")
+            parts.append(
+                f"{self.slow_calls} call{'s' if self.slow_calls != 1 else ''} took more than half "
+                f"the time limit of {self.timeout:g} s"
+            )
         return "; ".join(parts)
 
     # -- process isolation ------------------------------------------------------------
@@ -199,8 +209,10 @@ class Runner:
         """What the worker wrote during an unfinished call (time-out, crash)."""
         if self._files is None:
             return {}
-        return {"stdout": read_back(self._files[0].fileno()),
-                "stderr": read_back(self._files[1].fileno(), 64 * 1024, trim=trim_fault_report)}
+        return {
+            "stdout": read_back(self._files[0].fileno()),
+            "stderr": read_back(self._files[1].fileno(), 64 * 1024, trim=trim_fault_report),
+        }
 
     def _call_process(self, args, kwargs, names) -> Tuple[Outcome, bool, bool]:
         """The outcome, whether the call was a warm-up, whether the function was called at all."""
@@ -230,8 +242,17 @@ class Runner:
                 code = self._proc.exitcode
             output = self._partial_output()
             self._stop(kill=True)
-            return Outcome("crashed", error=f"the worker process died ({_exit_text(code)})", seconds=seconds,
-                           limit=limit, **output), warmup, True
+            return (
+                Outcome(
+                    "crashed",
+                    error=f"the worker process died ({_exit_text(code)})",
+                    seconds=seconds,
+                    limit=limit,
+                    **output,
+                ),
+                warmup,
+                True,
+            )
         out.limit = limit
         return out, warmup, True
 
@@ -250,8 +271,12 @@ class Runner:
             return Outcome("timeout", seconds=time.perf_counter() - start, limit=limit)
         out = box.get("outcome")
         if out is None:
-            return Outcome("crashed", error="the call's thread ended without a result",
-                           seconds=time.perf_counter() - start, limit=limit)
+            return Outcome(
+                "crashed",
+                error="the call's thread ended without a result",
+                seconds=time.perf_counter() - start,
+                limit=limit,
+            )
         out.limit = limit
         return out
 
@@ -305,5 +330,17 @@ def torch_available() -> Optional[str]:
 
 
 # the outcome of a call and its conversions live in .outcome; importable from here as before
-__all__ = ["Runner", "Outcome", "Opaque", "OUTPUT_LIMIT", "clip_output", "to_plain", "to_torch", "type_name",
-           "default_warmup_timeout", "torch_available", "WARMUP_MIN_SECONDS", "WARMUP_FACTOR"]
+__all__ = [
+    "Runner",
+    "Outcome",
+    "Opaque",
+    "OUTPUT_LIMIT",
+    "clip_output",
+    "to_plain",
+    "to_torch",
+    "type_name",
+    "default_warmup_timeout",
+    "torch_available",
+    "WARMUP_MIN_SECONDS",
+    "WARMUP_FACTOR",
+]

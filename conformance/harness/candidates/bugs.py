@@ -6,6 +6,7 @@ that change the cut-off or the mean are modelled in :mod:`.predict`, the nDCG an
 :mod:`.rank_bugs`.  :func:`applicable_bugs` and :func:`bug_fits` say which bugs identification
 searches for a function and a convention.
 """
+
 from __future__ import annotations
 
 import math
@@ -59,8 +60,9 @@ class Bug:
 
 def _descending(case: Case) -> Case:
     """The ranking sorted the wrong way: the largest distance first."""
-    return replace(case, name=case.name + " (descending)", distances=case.distances.max() - case.distances,
-                   codes=None, golden=None)
+    return replace(
+        case, name=case.name + " (descending)", distances=case.distances.max() - case.distances, codes=None, golden=None
+    )
 
 
 def _exact_labels(case: Case) -> Case:
@@ -70,16 +72,16 @@ def _exact_labels(case: Case) -> Case:
     else:
         ql, dl = labels_from_relevance(case.relevance)
     same = (np.asarray(ql)[:, None, :] == np.asarray(dl)[None, :, :]).all(-1)
-    return replace(case, name=case.name + " (exact labels)", relevance=case.relevance & same, codes=None,
-                   golden=None)
+    return replace(case, name=case.name + " (exact labels)", relevance=case.relevance & same, codes=None, golden=None)
 
 
 def _junk_kept(case: Case) -> Case:
     """Junk left in the ranking as items that are not relevant."""
     if case.junk is None or not case.junk.any():
         return case
-    return replace(case, name=case.name + " (junk kept)", relevance=case.relevance & ~case.junk, junk=None,
-                   codes=None, golden=None)
+    return replace(
+        case, name=case.name + " (junk kept)", relevance=case.relevance & ~case.junk, junk=None, codes=None, golden=None
+    )
 
 
 #: the roundings modelled (from 5 decimals on, rounding hides inside the default tolerance)
@@ -118,67 +120,161 @@ DEFAULT_CUTOFFS = (10, 20, 50, 100, 1000)
 _FIRST_QUERY = "spec §8 mean over all queries"
 
 
-_FIRST_WHAT = ("only the first query{which} is evaluated (a stray `break` in the loop over queries, "
-               "spec §11){how}")
+_FIRST_WHAT = "only the first query{which} is evaluated (a stray `break` in the loop over queries, spec §11){how}"
 
 
 def _first_query_bugs() -> List[Bug]:
     out = []
-    for which, which_text in (("first", ""), ("first-relevant", " with a relevant item"),
-                              ("first-hit", " with a relevant item in the top k")):
-        for how, how_text in (("divided", "; its AP is still divided by the number of queries"),
-                              ("own", "; the function returns that query's AP")):
-            out.append(Bug("first-query-only", _FIRST_QUERY, _FIRST_WHAT.format(which=which_text, how=how_text),
-                           ("aggregate",), variant=f"{which},{how}", replaces=("empty",)))
+    for which, which_text in (
+        ("first", ""),
+        ("first-relevant", " with a relevant item"),
+        ("first-hit", " with a relevant item in the top k"),
+    ):
+        for how, how_text in (
+            ("divided", "; its AP is still divided by the number of queries"),
+            ("own", "; the function returns that query's AP"),
+        ):
+            out.append(
+                Bug(
+                    "first-query-only",
+                    _FIRST_QUERY,
+                    _FIRST_WHAT.format(which=which_text, how=how_text),
+                    ("aggregate",),
+                    variant=f"{which},{how}",
+                    replaces=("empty",),
+                )
+            )
     return out
 
 
 BUGS: Tuple[Bug, ...] = tuple(_first_query_bugs()) + (
-    Bug("topk-ignored", "spec §6 the cut-off k",
-        "the cut-off is ignored: every value is the full-gallery one (penghu-cs/UCCH#4)", ("k",),
-        replaces=("ap_at_k",)),
-    Bug("last-item-dropped", "spec §6 k=None (whole gallery)",
+    Bug(
+        "topk-ignored",
+        "spec §6 the cut-off k",
+        "the cut-off is ignored: every value is the full-gallery one (penghu-cs/UCCH#4)",
+        ("k",),
+        replaces=("ap_at_k",),
+    ),
+    Bug(
+        "last-item-dropped",
+        "spec §6 k=None (whole gallery)",
         "the last ranked item is dropped: the full-gallery value is AP@(N-1) (`gnd[0:-1]`, topk=-1 meant as "
-        "'all', as DeepHash-pytorch's CalcTopMap with topK=-1; spec §11)", ("aggregate", "no-k"), metrics=("ap",)),
-    *(Bug("default-cutoff", "spec §6 k=None (whole gallery)",
-          f"called without a cut-off it cuts at its own default k = {k} (a topk parameter defaulting to {k}): "
-          f"the whole-gallery value is AP@{k} (spec §11 default-cutoff)", ("no-k",), variant=str(k))
-      for k in DEFAULT_CUTOFFS),
-    Bug("divided-by-k", "spec §6 ap_at_k={ap_at_k}",
+        "'all', as DeepHash-pytorch's CalcTopMap with topK=-1; spec §11)",
+        ("aggregate", "no-k"),
+        metrics=("ap",),
+    ),
+    *(
+        Bug(
+            "default-cutoff",
+            "spec §6 k=None (whole gallery)",
+            f"called without a cut-off it cuts at its own default k = {k} (a topk parameter defaulting to {k}): "
+            f"the whole-gallery value is AP@{k} (spec §11 default-cutoff)",
+            ("no-k",),
+            variant=str(k),
+        )
+        for k in DEFAULT_CUTOFFS
+    ),
+    Bug(
+        "divided-by-k",
+        "spec §6 ap_at_k={ap_at_k}",
         "AP@k is divided by k (the sum of precisions at the hits in the top k over k; a topk defaulting to the "
-        "gallery size divides the full AP by N)", (), replaces=("ap_at_k",), metrics=("ap",)),
-    Bug("zero-based-ranks", "spec §5 ranks start at 1",
+        "gallery size divides the full AP by N)",
+        (),
+        replaces=("ap_at_k",),
+        metrics=("ap",),
+    ),
+    Bug(
+        "zero-based-ranks",
+        "spec §5 ranks start at 1",
         "0-based ranks in i / r_i (the `+ 1` is missing; a relevant item at the top divides by zero)",
-        ("precision_sum", "concrete"), rank_sum=_zero_based_sum, metrics=("ap",)),
-    Bug("previous-hit-trapezoid", "spec §5 ap_rule=trapezoid (precision at the previous rank)",
+        ("precision_sum", "concrete"),
+        rank_sum=_zero_based_sum,
+        metrics=("ap",),
+    ),
+    Bug(
+        "previous-hit-trapezoid",
+        "spec §5 ap_rule=trapezoid (precision at the previous rank)",
         "the trapezoid's left side is the precision at the previous HIT, not at the previous RANK "
-        "(seed 002 'One More Thing', layumi/Person_reID_baseline_pytorch#110)", ("trapezoid", "concrete"),
-        rank_sum=_previous_hit_sum, metrics=("ap",)),
-    Bug("ndcg-ideal-from-retrieved", "spec §7 nDCG",
+        "(seed 002 'One More Thing', layumi/Person_reID_baseline_pytorch#110)",
+        ("trapezoid", "concrete"),
+        rank_sum=_previous_hit_sum,
+        metrics=("ap",),
+    ),
+    Bug(
+        "ndcg-ideal-from-retrieved",
+        "spec §7 nDCG",
         "the ideal DCG is taken from the grades of the retrieved top k only, not from every relevant item "
-        "(a relevant item ranked beyond k costs nothing; spec §11)", ("concrete",), metrics=("ndcg",)),
-    Bug("mrr-counting-junk", "spec §7 MRR",
+        "(a relevant item ranked beyond k costs nothing; spec §11)",
+        ("concrete",),
+        metrics=("ndcg",),
+    ),
+    Bug(
+        "mrr-counting-junk",
+        "spec §7 MRR",
         "junk items keep their rank positions when the first relevant item's rank is read (the reciprocal "
-        "rank counts the junk ranked before it; spec §11)", ("concrete", "junk"), metrics=("rr",)),
-    Bug("percent", "spec §8 fractions in [0, 1]", "every value is 100 x the reference: it returns percent", (),
-        scale=100),
-    *(Bug("rounded", "spec §0 conformance", f"every value is rounded to {d} decimals (recommender toolkits round "
-          "to 4 by default)", (), variant=str(d), decimals=d) for d in ROUNDED_DECIMALS),
-    Bug("empty-scores-one", "spec §8 empty={empty}",
+        "rank counts the junk ranked before it; spec §11)",
+        ("concrete", "junk"),
+        metrics=("rr",),
+    ),
+    Bug(
+        "percent",
+        "spec §8 fractions in [0, 1]",
+        "every value is 100 x the reference: it returns percent",
+        (),
+        scale=100,
+    ),
+    *(
+        Bug(
+            "rounded",
+            "spec §0 conformance",
+            f"every value is rounded to {d} decimals (recommender toolkits round to 4 by default)",
+            (),
+            variant=str(d),
+            decimals=d,
+        )
+        for d in ROUNDED_DECIMALS
+    ),
+    Bug(
+        "empty-scores-one",
+        "spec §8 empty={empty}",
         "a query without a relevant item scores 1 and counts in the mean (torchmetrics' "
-        "empty_target_action=\"pos\", learning-to-rank libraries)", (), replaces=("empty",)),
-    Bug("cut-at-r", "spec §6 k=None (whole gallery)",
+        'empty_target_action="pos", learning-to-rank libraries)',
+        (),
+        replaces=("empty",),
+    ),
+    Bug(
+        "cut-at-r",
+        "spec §6 k=None (whole gallery)",
         "each query's list is cut at its own R, the number of its relevant items: the value is MAP@R "
-        "(spec §7 MAP@R), not AP over the whole list", (), replaces=("ap_at_k",), metrics=("ap",)),
-    Bug("junk-kept", "spec §3 junk is removed before ranking",
-        "junk items are not removed: each one is ranked and counted as a wrong prediction", ("junk",),
-        sees=_junk_kept, metrics=("ap", "ndcg", "ap_at_r", "r_precision", "recall")),  # MRR: mrr-counting-junk
-    Bug("descending", "spec §1 smaller distance ranks first",
+        "(spec §7 MAP@R), not AP over the whole list",
+        (),
+        replaces=("ap_at_k",),
+        metrics=("ap",),
+    ),
+    Bug(
+        "junk-kept",
+        "spec §3 junk is removed before ranking",
+        "junk items are not removed: each one is ranked and counted as a wrong prediction",
+        ("junk",),
+        sees=_junk_kept,
+        metrics=("ap", "ndcg", "ap_at_r", "r_precision", "recall"),
+    ),  # MRR: mrr-counting-junk
+    Bug(
+        "descending",
+        "spec §1 smaller distance ranks first",
         "the ranking is sorted the wrong way (largest distance first: a similarity sorted ascending or a "
-        "distance sorted descending)", (), sees=_descending),
-    Bug("exact-label-match", "spec §2 relevant = sharing a label",
+        "distance sorted descending)",
+        (),
+        sees=_descending,
+    ),
+    Bug(
+        "exact-label-match",
+        "spec §2 relevant = sharing a label",
         "an item is relevant only when its label vector equals the query's (==), not when they share a label",
-        ("codes",), sees=_exact_labels, metrics=("ap",)),
+        ("codes",),
+        sees=_exact_labels,
+        metrics=("ap",),
+    ),
 )
 
 
@@ -189,10 +285,18 @@ def bug(bug_id: str, variant: str = "") -> Bug:
     raise KeyError(bug_id)
 
 
-def applicable_bugs(aggregate: bool, codes: bool, any_k: bool, any_no_k: bool, metric: str = "ap",
-                    junk: bool = False) -> List[Bug]:
-    have = {"aggregate": aggregate, "codes": codes, "k": any_k, "no-k": any_no_k, "concrete": True, "junk": junk,
-            **{rule: True for rule in AP_RULES}}
+def applicable_bugs(
+    aggregate: bool, codes: bool, any_k: bool, any_no_k: bool, metric: str = "ap", junk: bool = False
+) -> List[Bug]:
+    have = {
+        "aggregate": aggregate,
+        "codes": codes,
+        "k": any_k,
+        "no-k": any_no_k,
+        "concrete": True,
+        "junk": junk,
+        **{rule: True for rule in AP_RULES},
+    }
     return [b for b in BUGS if all(have[r] for r in b.requires) and (not b.metrics or metric in b.metrics)]
 
 

@@ -9,6 +9,7 @@ extreme tie orders (see :mod:`.predict`).
 The harness never guesses a cause from one number: it keeps the candidates that reproduce
 every field of every call, and names a cause only when it survives (:mod:`..engine.eliminate`).
 """
+
 from __future__ import annotations
 
 import itertools
@@ -25,23 +26,31 @@ from retrieval_conformance.conformance.harness.candidates.reference_values impor
 
 UNSTABLE = "unstable"
 TIE_CANDIDATES = OPTION_VALUES["ties"] + (UNSTABLE,)
-UNSTABLE_MEANING = ("tied items come out in an order no tie policy gives (an unstable sort: np.argsort's default "
-                    "kind, torch.sort); every value lies between the extreme tie orders")
+UNSTABLE_MEANING = (
+    "tied items come out in an order no tie policy gives (an unstable sort: np.argsort's default "
+    "kind, torch.sort); every value lies between the extreme tie orders"
+)
 
 # the CMC length rules: both are conventions of real codebases, neither is a bug
 CMC_LENGTHS = ("max_rank", "gallery")
 CMC_MEANING = {
     "max_rank": "a CMC of max_rank values, flat past the end of a short gallery",
     "gallery": "a CMC of min(max_rank, gallery size) values (torchreid, fast-reid and reid-strong-baseline lower "
-               "max_rank to the gallery size with a printed note)",
+    "max_rank to the gallery size with a printed note)",
 }
 
 
 #: how a report names each option searched over
-OPTION_NAMES = {"ties": "tie policy", "ap_rule": "AP rule", "ap_at_k": "AP@k denominator",
-                "empty": "empty-query policy", "gain": "nDCG gain", "discount": "nDCG discount",
-                "recall": "Recall@k sense",
-                "cmc_length": "CMC length"}
+OPTION_NAMES = {
+    "ties": "tie policy",
+    "ap_rule": "AP rule",
+    "ap_at_k": "AP@k denominator",
+    "empty": "empty-query policy",
+    "gain": "nDCG gain",
+    "discount": "nDCG discount",
+    "recall": "Recall@k sense",
+    "cmc_length": "CMC length",
+}
 
 
 def search_text(dims: Sequence[str]) -> str:
@@ -81,8 +90,11 @@ class Candidate:
         return self.cmc_length if name == "cmc_length" else getattr(self.conv, name)
 
     def differences(self, other: "Candidate", dims: Sequence[str]) -> List[str]:
-        return [d for d in dims if self.option(d) != other.option(d)
-                and not (d == "cmc_length" and other.cmc_length is None)]
+        return [
+            d
+            for d in dims
+            if self.option(d) != other.option(d) and not (d == "cmc_length" and other.cmc_length is None)
+        ]
 
     def label(self, dims: Sequence[str]) -> str:
         parts = [f"{d}={self.option(d)}" for d in dims if self.option(d) is not None]
@@ -93,12 +105,20 @@ class Candidate:
 def conventions(bases: Sequence[str], values: Dict[str, Sequence[str]]) -> List[Convention]:
     """Every combination of a base and one value per option (``values``: option -> its values)."""
     names = list(values)
-    return [Convention(b, **dict(zip(names, combo)))
-            for b in bases for combo in itertools.product(*(values[n] for n in names))]
+    return [
+        Convention(b, **dict(zip(names, combo)))
+        for b in bases
+        for combo in itertools.product(*(values[n] for n in names))
+    ]
 
 
-def staged(convs: Sequence[Convention], cmc_lengths: Sequence[Optional[str]], bugs: Sequence[Bug],
-           protocol: Convention, max_cost: int = 3) -> Iterable[List[Candidate]]:
+def staged(
+    convs: Sequence[Convention],
+    cmc_lengths: Sequence[Optional[str]],
+    bugs: Sequence[Bug],
+    protocol: Convention,
+    max_cost: int = 3,
+) -> Iterable[List[Candidate]]:
     """Candidates by what they assume (:func:`cost`): declared behaviour first, then one bug or
     "unstable" ties, then two, then three.
 

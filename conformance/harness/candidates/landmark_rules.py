@@ -18,6 +18,7 @@ has none.  Real code differs there, one behaviour at a time (:data:`BEHAVIOURS`)
 :func:`landmark_ap` computes one query's AP under a choice of each, exactly; :data:`EDGE_INPUTS`
 are the smallest inputs on which one behaviour alone changes the value.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -33,17 +34,17 @@ BEHAVIOURS: Dict[str, Tuple[str, ...]] = {
 }
 MEANING = {
     ("overlap", "junk"): "a name both positive and junk is skipped as junk, yet still counted in |P| "
-                         "(compute_ap.cpp; spec §5 oxford positive also junk)",
+    "(compute_ap.cpp; spec §5 oxford positive also junk)",
     ("overlap", "positive"): "a name both positive and junk counts as a hit and still shifts later positives as "
-                             "junk (revisitop; spec §5 revisitop positive also junk)",
+    "junk (revisitop; spec §5 revisitop positive also junk)",
     ("repeats", "each"): "a name ranked twice is a hit each time (compute_ap.cpp, revisitop; spec §5 oxford "
-                         "repeated names)",
+    "repeated names)",
     ("repeats", "once"): "a name ranked again is skipped but keeps its position (GLDv2; spec §9 preset=gldv2)",
     ("count", "set"): "|P| counts distinct positives (compute_ap.cpp)",
     ("count", "list"): "|P| is the length of the positive list, duplicates included (revisitop, GLDv2; "
-                       "spec §5 revisitop positives not de-duplicated)",
+    "spec §5 revisitop positives not de-duplicated)",
     ("count", "found"): "|P| counts only the positives found in the ranked list (a positive missing from a "
-                        "truncated list costs nothing)",
+    "truncated list costs nothing)",
     ("junk", "removed"): "junk names are removed before ranking (spec §3 junk is removed before ranking)",
     ("junk", "kept"): "junk names are ranked as wrong predictions (no junk notion, as GLDv2's metric)",
 }
@@ -75,9 +76,18 @@ def protocol_clause(protocol: str, behaviour: str) -> str:
     return PROTOCOL_CLAUSES[(key, behaviour)]
 
 
-def landmark_ap(ranked: Sequence[Hashable], positives: Sequence[Hashable], junk: Sequence[Hashable], *,
-                ap_rule: str, overlap: str = "junk", repeats: str = "each", count: str = "set",
-                junk_rule: str = "removed", k: Optional[int] = None) -> Optional[Fraction]:
+def landmark_ap(
+    ranked: Sequence[Hashable],
+    positives: Sequence[Hashable],
+    junk: Sequence[Hashable],
+    *,
+    ap_rule: str,
+    overlap: str = "junk",
+    repeats: str = "each",
+    count: str = "set",
+    junk_rule: str = "removed",
+    k: Optional[int] = None,
+) -> Optional[Fraction]:
     """One query's AP, exact, under one choice of each behaviour (None: |P| = 0, no value).
 
     Ranks are 1-based after junk removal (revisitop's positions: index minus the junk before
@@ -108,8 +118,11 @@ def landmark_ap(ranked: Sequence[Hashable], positives: Sequence[Hashable], junk:
         seen.add(name)
         if is_pos:
             hits.append((len(hits) + 1, rank))
-    n = {"set": len(pos), "list": len(positives), "found": len({ranked_name for ranked_name in ranked
-                                                               if ranked_name in pos})}[count]
+    n = {
+        "set": len(pos),
+        "list": len(positives),
+        "found": len({ranked_name for ranked_name in ranked if ranked_name in pos}),
+    }[count]
     if k is not None:
         n = min(k, n)
     if n == 0:
@@ -137,14 +150,44 @@ class EdgeInput:
 
 
 EDGE_INPUTS: Tuple[EdgeInput, ...] = (
-    EdgeInput("outside/positive-also-junk", "overlap", "a name both positive and junk",
-              ("img001", "img004"), ("img001",), ("img002", "img001", "img004", "img003")),
-    EdgeInput("outside/repeated-name", "repeats", "a positive ranked twice",
-              ("img001", "img004"), (), ("img001", "img002", "img001", "img004", "img003")),
-    EdgeInput("outside/positive-listed-twice", "count", "a positive listed twice",
-              ("img001", "img001", "img004"), (), ("img001", "img002", "img004", "img003")),
-    EdgeInput("outside/positive-not-ranked", "count", "a positive missing from the ranked list",
-              ("img001", "img004", "img009"), (), ("img001", "img002", "img004", "img003")),
-    EdgeInput("outside/junk-ranked", "junk", "junk names in the ranked list",
-              ("img001", "img004"), ("img002",), ("img002", "img001", "img003", "img004")),
+    EdgeInput(
+        "outside/positive-also-junk",
+        "overlap",
+        "a name both positive and junk",
+        ("img001", "img004"),
+        ("img001",),
+        ("img002", "img001", "img004", "img003"),
+    ),
+    EdgeInput(
+        "outside/repeated-name",
+        "repeats",
+        "a positive ranked twice",
+        ("img001", "img004"),
+        (),
+        ("img001", "img002", "img001", "img004", "img003"),
+    ),
+    EdgeInput(
+        "outside/positive-listed-twice",
+        "count",
+        "a positive listed twice",
+        ("img001", "img001", "img004"),
+        (),
+        ("img001", "img002", "img004", "img003"),
+    ),
+    EdgeInput(
+        "outside/positive-not-ranked",
+        "count",
+        "a positive missing from the ranked list",
+        ("img001", "img004", "img009"),
+        (),
+        ("img001", "img002", "img004", "img003"),
+    ),
+    EdgeInput(
+        "outside/junk-ranked",
+        "junk",
+        "junk names in the ranked list",
+        ("img001", "img004"),
+        ("img002",),
+        ("img002", "img001", "img003", "img004"),
+    ),
 )

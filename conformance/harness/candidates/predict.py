@@ -11,6 +11,7 @@ concrete tie order (:class:`Table`) -> per-query bugs (divided by k, 0-based ran
 trapezoid) -> envelope over tie orders -> the adapter's fields (mean under the empty-query
 policy, the first query only, percent).
 """
+
 from __future__ import annotations
 
 import math
@@ -34,8 +35,10 @@ EXTREME_ORDERS = CONCRETE_POLICIES
 #: (``p1`` is ``cmc[0]``, precision at 1)
 EXTRA = {"ndcg": "ndcg", "rr": "rr", "ap_at_r": "ap_at_r", "r_precision": "r_precision", "recall": "recall_at_k"}
 #: the bugs modelled per query by :mod:`.rank_bugs`: id -> (the value it replaces, its model)
-MODELS = {"ndcg-ideal-from-retrieved": ("ndcg", rank_bugs.ndcg_ideal_from_retrieved),
-          "mrr-counting-junk": ("rr", rank_bugs.rr_counting_junk)}
+MODELS = {
+    "ndcg-ideal-from-retrieved": ("ndcg", rank_bugs.ndcg_ideal_from_retrieved),
+    "mrr-counting-junk": ("rr", rank_bugs.rr_counting_junk),
+}
 
 
 @dataclass
@@ -84,8 +87,9 @@ def _envelope(tables: Sequence[Table], hits_denominator: bool = False) -> Table:
         cmc=[[env([t.cmc[q][j] for t in tables]) for j in range(len(first.cmc[q]))] for q in range(n_q)],
         inp=[env([t.inp[q] for t in tables]) for q in range(n_q)],
         n_relevant=first.n_relevant,
-        hits=first.hits if all(
-            [h > 0 for h in t.hits] == [h > 0 for h in first.hits] for t in tables) else [math.nan] * n_q,
+        hits=first.hits
+        if all([h > 0 for h in t.hits] == [h > 0 for h in first.hits] for t in tables)
+        else [math.nan] * n_q,
         extra={name: [env([t.extra[name][q] for t in tables]) for q in range(n_q)] for name in first.extra},
     )
 
@@ -115,8 +119,14 @@ def _rank_sum(ranks: List[int], R: int, k: Optional[int], ap_at_k: str, k_div: O
 class Predictor:
     """Predictions of candidates on evaluated inputs, with everything computed once."""
 
-    def __init__(self, cache: ReferenceCache, adapter_name: str, per_query: bool,
-                 fields: Optional[Dict[str, str]] = None, reads_cmc: bool = False):
+    def __init__(
+        self,
+        cache: ReferenceCache,
+        adapter_name: str,
+        per_query: bool,
+        fields: Optional[Dict[str, str]] = None,
+        reads_cmc: bool = False,
+    ):
         self.cache = cache
         self.adapter_name = adapter_name
         #: the function also returns a CMC curve and mINP (``Adapter.reads_cmc``)
@@ -148,24 +158,32 @@ class Predictor:
         return self._kept_counts[key]
 
     # -- per-query values -----------------------------------------------------------------
-    def _table(self, case: Case, conv: Convention, k: Optional[int], max_rank: int, cand: Candidate,
-               k_div: Optional[int]) -> Optional[Table]:
+    def _table(
+        self, case: Case, conv: Convention, k: Optional[int], max_rank: int, cand: Candidate, k_div: Optional[int]
+    ) -> Optional[Table]:
         rank_bug = next((b for b in cand.bugs if b.rank_sum is not None), None)
         divided = any(b.id == "divided-by-k" for b in cand.bugs)
         models = tuple(sorted(b.id for b in cand.bugs if b.id in MODELS))
         key = (id(case), conv, k, max_rank, rank_bug.id if rank_bug else None, k_div if divided else None, models)
         if key in self._tables:
             return self._tables[key]
-        self._tables[key] = table = self._compute_table(case, conv, k, max_rank, rank_bug,
-                                                        k_div if divided else None, models)
+        self._tables[key] = table = self._compute_table(
+            case, conv, k, max_rank, rank_bug, k_div if divided else None, models
+        )
         return table
 
     def _compute_table(self, case, conv, k, max_rank, rank_bug, k_div, models=()) -> Optional[Table]:
         n_q = case.n_queries
         if k is not None and k < 1:  # gnd[0:-1] of a one-item gallery: nothing is ranked
             zero = _point(Fraction(0))
-            return Table([zero] * n_q, [[zero] * max_rank for _ in range(n_q)], [zero] * n_q,
-                         [0] * n_q, [0.0] * n_q, {name: [zero] * n_q for name in (*EXTRA, "p1")})
+            return Table(
+                [zero] * n_q,
+                [[zero] * max_rank for _ in range(n_q)],
+                [zero] * n_q,
+                [0] * n_q,
+                [0.0] * n_q,
+                {name: [zero] * n_q for name in (*EXTRA, "p1")},
+            )
         pq, options = self.cache.per_query(case, conv.with_(ap_at_k="r") if k_div else conv, k, max_rank)
         if pq is None:
             return None  # this convention has no value here (grouped ties cut inside a group)
@@ -189,8 +207,14 @@ class Predictor:
             if values is None:
                 return None
             extra[name] = [_point(v) for v in values]
-        return Table([_point(a) for a in ap], [[_point(c) for c in row] for row in ex["cmc"]],
-                     [_point(v) for v in ex["inp"]], R, [float(h) for h in pq.hits_at_k], extra)
+        return Table(
+            [_point(a) for a in ap],
+            [[_point(c) for c in row] for row in ex["cmc"]],
+            [_point(v) for v in ex["inp"]],
+            R,
+            [float(h) for h in pq.hits_at_k],
+            extra,
+        )
 
     def tables(self, cand: Candidate, case: Case, call: Call, max_rank: int) -> Optional[Table]:
         """The enveloped per-query values for ``call`` (None: the candidate has no value)."""
@@ -221,8 +245,9 @@ class Predictor:
         return _envelope(tables, hits_denominator=k is not None and (cand.conv.ap_at_k == "hits" or rank_bug))
 
     # -- the adapter's fields ---------------------------------------------------------------
-    def predict(self, cand: Candidate, case: Case, call: Call, cmc_len: Optional[int] = None
-                ) -> Optional[Dict[str, Any]]:
+    def predict(
+        self, cand: Candidate, case: Case, call: Call, cmc_len: Optional[int] = None
+    ) -> Optional[Dict[str, Any]]:
         """Field -> interval (or None: undefined) for one call; None when the candidate has no value.
 
         ``cand`` may be a :class:`~..engine.composite.Composite`: each field under its own candidate.
@@ -254,14 +279,19 @@ class Predictor:
             scale = (scale, decimals)
         if self.per_query:
             q = call.query
-            return {name: _scale(tab.values(source)[q], scale) if counted[q] else None
-                    for name, source in self.fields.items()}
+            return {
+                name: _scale(tab.values(source)[q], scale) if counted[q] else None
+                for name, source in self.fields.items()
+            }
         first = next((b for b in cand.bugs if b.id == "first-query-only"), None)
         out: Dict[str, Any] = {}
         if first is not None:
             which, how = first.variant.split(",")
-            cond = {"first": [True] * n_q, "first-relevant": [r > 0 for r in tab.n_relevant],
-                    "first-hit": [h > 0 for h in tab.hits]}[which]
+            cond = {
+                "first": [True] * n_q,
+                "first-relevant": [r > 0 for r in tab.n_relevant],
+                "first-hit": [h > 0 for h in tab.hits],
+            }[which]
             for name, source in self.fields.items():
                 if not any(cond):  # the loop never reaches its `break`: nothing was added
                     out[name] = _point(Fraction(0))
@@ -281,8 +311,9 @@ class Predictor:
             kept = [c for c, q_counted in zip(self._kept(self._case(case, cand), conv.base), counted) if q_counted]
             gallery = {min(call.max_rank, n)} | ({min(call.max_rank, min(kept))} if kept else set())
             lengths = {"max_rank": {call.max_rank}, "gallery": gallery}
-            out["cmc_lengths"] = (lengths[cand.cmc_length] if cand.cmc_length
-                                  else lengths["max_rank"] | lengths["gallery"])
+            out["cmc_lengths"] = (
+                lengths[cand.cmc_length] if cand.cmc_length else lengths["max_rank"] | lengths["gallery"]
+            )
         return out
 
 
@@ -311,7 +342,7 @@ def _scale(iv: Optional[Interval], scale) -> Optional[Interval]:
 def _round(value, decimals: int):
     if isinstance(value, float):  # inf where a bug divides by zero
         return value
-    return Fraction(round(Fraction(value) * 10 ** decimals), 10 ** decimals)
+    return Fraction(round(Fraction(value) * 10**decimals), 10**decimals)
 
 
 def _empty_scores_one(tab: Table) -> Table:
@@ -322,11 +353,18 @@ def _empty_scores_one(tab: Table) -> Table:
     def fix(values):
         return [one if e else v for v, e in zip(values, empty)]
 
-    return Table(fix(tab.ap), [[one] * len(row) if e else row for row, e in zip(tab.cmc, empty)], fix(tab.inp),
-                 tab.n_relevant, tab.hits, {name: fix(values) for name, values in tab.extra.items()})
+    return Table(
+        fix(tab.ap),
+        [[one] * len(row) if e else row for row, e in zip(tab.cmc, empty)],
+        fix(tab.inp),
+        tab.n_relevant,
+        tab.hits,
+        {name: fix(values) for name, values in tab.extra.items()},
+    )
 
 
 # -- comparing a prediction with what the function returned ---------------------------------
+
 
 def within(user: float, iv: Interval, atol: float, rtol: float) -> bool:
     lo, hi = iv
@@ -343,8 +381,14 @@ def within(user: float, iv: Interval, atol: float, rtol: float) -> bool:
     return flo - eps <= user <= fhi + eps
 
 
-def agreement(pred: Optional[Dict[str, Any]], reading: Reading, atol: float, rtol: float,
-              check_cmc_length: bool = True, fields: Optional[Collection[str]] = None) -> Tuple[bool, int]:
+def agreement(
+    pred: Optional[Dict[str, Any]],
+    reading: Reading,
+    atol: float,
+    rtol: float,
+    check_cmc_length: bool = True,
+    fields: Optional[Collection[str]] = None,
+) -> Tuple[bool, int]:
     """(agrees, number of values compared) of one call's reading with a prediction; ``fields``:
     compare only these returned fields (None: every field)."""
     values = reading.values if fields is None else {m: v for m, v in reading.values.items() if field_of(m) in fields}

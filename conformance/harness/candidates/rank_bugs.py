@@ -9,6 +9,7 @@ Both use the reference's tie groups, gains and float64 discount table, so that t
 ``§7 nDCG`` and ``§7 MRR`` only in the bug.  A query without a relevant item gets 0 (the
 empty-query policy is applied afterwards, as for every value).
 """
+
 from __future__ import annotations
 
 from fractions import Fraction
@@ -40,9 +41,14 @@ def ndcg_ideal_from_retrieved(cache, case, conv, k: Optional[int]) -> Optional[L
         ranked = ranked_grades(tie_groups(dist, rel, junk, grades), conv.ties)
         top = ranked[: len(ranked) if k is None else min(k, len(ranked))]
         dcg = sum((gain(g, conv.gain) * discount(r, conv.discount) for r, g in enumerate(top, 1) if g > 0), ZERO)
-        ideal = sum((gain(g, conv.gain) * discount(i, conv.discount) for i, g in enumerate(sorted(top, reverse=True), 1)
-                     if g > 0),
-                    ZERO)
+        ideal = sum(
+            (
+                gain(g, conv.gain) * discount(i, conv.discount)
+                for i, g in enumerate(sorted(top, reverse=True), 1)
+                if g > 0
+            ),
+            ZERO,
+        )
         out.append(dcg / ideal if ideal else ZERO)
     return out
 

@@ -11,6 +11,7 @@ implementation (``rc.evaluate``'s building blocks), computing the per-query valu
 What a *buggy* function computes is modelled in :mod:`.candidate` and :mod:`.predict`, on top
 of these reference values.
 """
+
 from __future__ import annotations
 
 import warnings
@@ -73,6 +74,7 @@ VALUE_MEANING = {
     ("recall", "hit"): "Recall@k is 1 when some relevant item is in the top k (the hit rate of metric learning)",
 }
 
+
 @dataclass(frozen=True)
 class Convention:
     """A preset's junk rules plus the number-changing options."""
@@ -112,13 +114,21 @@ K_PROTOCOLS = HASHING_PRESETS
 # positive and junk sets the caller passes
 _TRAPEZOID = Convention(PLAIN_BASE, "stable", "trapezoid", "hits", "skip")
 LANDMARK_CONVENTIONS = {
-    "oxford": _TRAPEZOID, "roxford-easy": _TRAPEZOID, "roxford-medium": _TRAPEZOID, "roxford-hard": _TRAPEZOID,
+    "oxford": _TRAPEZOID,
+    "roxford-easy": _TRAPEZOID,
+    "roxford-medium": _TRAPEZOID,
+    "roxford-hard": _TRAPEZOID,
     "gldv2": Convention.from_protocol("gldv2"),  # the preset itself: its function gets one query at a time
 }
 #: the presets of each kind an adapter's function can be identified among (``Adapter.preset_kinds``)
-PRESET_KINDS = {"hashing": HASHING_PRESETS, "reid": REID_PRESETS, "landmark": tuple(LANDMARK_CONVENTIONS),
-                # the presets that report these values (spec §9): nDCG, and metric learning's MAP@R
-                "ndcg": ("sklearn-ndcg", "trec"), "metric-learning": ("pml",)}
+PRESET_KINDS = {
+    "hashing": HASHING_PRESETS,
+    "reid": REID_PRESETS,
+    "landmark": tuple(LANDMARK_CONVENTIONS),
+    # the presets that report these values (spec §9): nDCG, and metric learning's MAP@R
+    "ndcg": ("sklearn-ndcg", "trec"),
+    "metric-learning": ("pml",),
+}
 
 
 def clause(option: str, value: str) -> str:
@@ -180,13 +190,32 @@ class ReferenceCache:
         from retrieval_conformance.reference.contract.registry import get
 
         ap_at_k = conv.ap_at_k if k is not None else "hits"  # irrelevant without a cut-off
-        key = (id(case), conv.base, k, max_rank, conv.ties, conv.ap_rule, ap_at_k, conv.gain, conv.recall,
-               conv.discount)
+        key = (
+            id(case),
+            conv.base,
+            k,
+            max_rank,
+            conv.ties,
+            conv.ap_rule,
+            ap_at_k,
+            conv.gain,
+            conv.recall,
+            conv.discount,
+        )
         if key not in self._pq:
             problem = self.problem(case, conv.base)
-            options = resolve_options(conv.base, k=k, max_rank=max_rank, ties=conv.ties, ap_rule=conv.ap_rule,
-                                      ap_at_k=ap_at_k, empty="zero", gain=conv.gain, recall=conv.recall,
-                                      discount=conv.discount)
+            options = resolve_options(
+                conv.base,
+                k=k,
+                max_rank=max_rank,
+                ties=conv.ties,
+                ap_rule=conv.ap_rule,
+                ap_at_k=ap_at_k,
+                empty="zero",
+                gain=conv.gain,
+                recall=conv.recall,
+                discount=conv.discount,
+            )
             try:
                 self._pq[key] = (get("reference").compute(problem, options), options)
             except ValueError as exc:  # grouped ties with a cut-off inside a group
@@ -204,8 +233,9 @@ class ReferenceCache:
             warnings.simplefilter("ignore")  # "no query is counted": the mean is undefined, reported as None
             res = aggregate(pq, replace(options, empty=conv.empty), conv.base, "reference")
         ex = res.exact
-        return Expected(map=ex.map, ap=list(ex.ap), cmc=list(ex.cmc), minp=ex.minp,
-                        n_relevant=pq.n_relevant, hits_at_k=pq.hits_at_k)
+        return Expected(
+            map=ex.map, ap=list(ex.ap), cmc=list(ex.cmc), minp=ex.minp, n_relevant=pq.n_relevant, hits_at_k=pq.hits_at_k
+        )
 
     def ranks(self, case: Case, conv: Convention) -> Optional[List[List[int]]]:
         """1-based ranks of the relevant non-junk items per query under a concrete tie policy."""

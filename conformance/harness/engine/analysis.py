@@ -7,6 +7,7 @@
 (:mod:`.eliminate`), a declared tie order challenged on large tie groups (:mod:`.probes`), and
 the fields combined into one candidate or a :class:`~.composite.Composite`.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -49,15 +50,21 @@ class Analysis:
         """Why no verdict can be given at all (exit status 2), or None."""
         r = self.raising
         if not self.evidence and self.unreadable:
-            return (f"the function's return value could not be read on any input: {self.unreadable}; check the "
-                    f"adapter (--adapter {self.adapter}) and what the function returns")
+            return (
+                f"the function's return value could not be read on any input: {self.unreadable}; check the "
+                f"adapter (--adapter {self.adapter}) and what the function returns"
+            )
         if r.every_call:
-            return (f"the function could not be called successfully on any input: it raised {r.error} on every "
-                    f"call (first input: {r.first_text()}); check the adapter (--adapter {self.adapter}) "
-                    "and --arrays, or the environment it needs")
+            return (
+                f"the function could not be called successfully on any input: it raised {r.error} on every "
+                f"call (first input: {r.first_text()}); check the adapter (--adapter {self.adapter}) "
+                "and --arrays, or the environment it needs"
+            )
         if r.raised and r.environment:
-            return (f"the function cannot run in this environment: {r.text()} -- an API it uses is missing or "
-                    "called with the wrong types here; nothing it would compute on those inputs can be compared")
+            return (
+                f"the function cannot run in this environment: {r.text()} -- an API it uses is missing or "
+                "called with the wrong types here; nothing it would compute on those inputs can be compared"
+            )
         if self.verdict is not None and self.verdict.survivors and self.verdict.compared == 0 and not r.raised:
             return "no value the function returned could be compared with the reference"
         return None
@@ -77,12 +84,12 @@ def analyse(session: Session, evs: Optional[Sequence[Evaluation]] = None, split:
     read = [ev for ev in evs if ev.any_read]
     # a cut-off can come up (now or in the split search) whenever the function takes one
     any_k = any(c.k is not None for ev in read for c in ev.calls) or (
-        session.protocol_k and session.adapter.capabilities(True).k)
+        session.protocol_k and session.adapter.capabilities(True).k
+    )
     dims = session.dims(any_k)
     out = Analysis(None, dims, findings.raising(session, evs), evidence=read, adapter=session.adapter.name)
     out.mutated = findings.mutations(evs)
-    out.unreadable = next((o.error for ev in evs for o, rd in zip(ev.outcomes, ev.readings)
-                           if o.ok and rd is None), "")
+    out.unreadable = next((o.error for ev in evs for o, rd in zip(ev.outcomes, ev.readings) if o.ok and rd is None), "")
     if not read:
         return out
     out.nondeterministic = findings.nondeterminism(session, read)
@@ -90,14 +97,27 @@ def analyse(session: Session, evs: Optional[Sequence[Evaluation]] = None, split:
         return out
     convs, cmcs = session.candidate_space(any_k)
     any_no_k = any(c.k is None and (c.without_k or c.k_passed is None) for ev in read for c in ev.calls)
-    bugs = applicable_bugs(session.adapter.aggregate_bugs, session.adapter.codes_input, any_k, any_no_k,
-                           session.adapter.main_metric, session.adapter.capabilities(True).junk)
+    bugs = applicable_bugs(
+        session.adapter.aggregate_bugs,
+        session.adapter.codes_input,
+        any_k,
+        any_no_k,
+        session.adapter.main_metric,
+        session.adapter.capabilities(True).junk,
+    )
     order = preference(session.protocol_candidate, dims)
     stages = list(staged(convs, cmcs, bugs, session.convention))
-    search = Search(list(read), lambda case: run_extra(session, case), lambda: split_pool(session), session.calls,
-                    lambda survivors: tie_challenge(session, survivors), SPLIT_BUDGET,
-                    separate=lambda elim, survivors, evidence: separate.challenge(
-                        session, survivors, evidence, bugs, dims, elim=elim))
+    search = Search(
+        list(read),
+        lambda case: run_extra(session, case),
+        lambda: split_pool(session),
+        session.calls,
+        lambda survivors: tie_challenge(session, survivors),
+        SPLIT_BUDGET,
+        separate=lambda elim, survivors, evidence: separate.challenge(
+            session, survivors, evidence, bugs, dims, elim=elim
+        ),
+    )
     fields = returned_fields(read, session.adapter.main_field)
     results = identify_fields(session.eliminator, fields, stages, search, order, split)
     evidence = search.evidence
@@ -106,8 +126,9 @@ def analyse(session: Session, evs: Optional[Sequence[Evaluation]] = None, split:
     out.per_field = {f: (r.survivors if r is not None else []) for f, r in results.items()}
     if any(r is None for r in results.values()):
         out.verdict = Verdict([], -1, 0, len(evidence), search.n_split)
-        out.raising = findings.raising(session, evs, lambda rec: expects_value(session, session.protocol_candidate,
-                                                                               rec))
+        out.raising = findings.raising(
+            session, evs, lambda rec: expects_value(session, session.protocol_candidate, rec)
+        )
         out.impossible = impossible(session, out)
         return out
     shared, composite = combine(results, fields, lambda ref: nearness(ref, dims))
@@ -115,10 +136,16 @@ def analyse(session: Session, evs: Optional[Sequence[Evaluation]] = None, split:
     best = composite or survivors[0]
     compared = session.eliminator.survivors([best], evidence)
     undecided = [c for r in results.values() for c in r.undecided]
-    out.verdict = Verdict(survivors, max(r.stage for r in results.values()), compared[0][1] if compared else 0,
-                          len(evidence), search.n_split, undecided, composite=composite)
-    out.raising = findings.raising(session, evs + evidence[len(read):],
-                                   lambda rec: expects_value(session, best, rec))
+    out.verdict = Verdict(
+        survivors,
+        max(r.stage for r in results.values()),
+        compared[0][1] if compared else 0,
+        len(evidence),
+        search.n_split,
+        undecided,
+        composite=composite,
+    )
+    out.raising = findings.raising(session, evs + evidence[len(read) :], lambda rec: expects_value(session, best, rec))
     out.impossible = impossible(session, out)
     return out
 
@@ -126,9 +153,15 @@ def analyse(session: Session, evs: Optional[Sequence[Evaluation]] = None, split:
 def nearness(ref: Candidate, dims: Sequence[str]) -> Callable[[Candidate], Tuple]:
     """Order of a field's survivors for a composite: fewest assumptions, then nearest ``ref`` (the
     main field's candidate), so what a field's values cannot tell is chosen as the main field does."""
+
     def key(c: Candidate) -> Tuple:
-        return (cost(c), len(c.differences(ref, dims)) + len(set(c.bugs) ^ set(ref.bugs)),
-                c.conv.ties == UNSTABLE, c.label(dims))
+        return (
+            cost(c),
+            len(c.differences(ref, dims)) + len(set(c.bugs) ^ set(ref.bugs)),
+            c.conv.ties == UNSTABLE,
+            c.label(dims),
+        )
+
     return key
 
 

@@ -8,6 +8,7 @@ changed in exactly those parts reproduces them; otherwise every part is named (t
 together).  A clause is therefore named as broken only when a candidate differing from the
 protocol in exactly the named parts reproduces the values.
 """
+
 from __future__ import annotations
 
 from typing import List, Optional, Sequence, Tuple, Union
@@ -24,8 +25,7 @@ Part = Tuple[Optional[Tuple[str, ...]], Tuple[str, object]]
 def parts(session, described: Described, dims: Sequence[str]) -> List[Part]:
     """Every part in which ``described`` differs from the protocol."""
     if isinstance(described, Composite):
-        return [(tuple(names), comp) for names, cand in described.groups()
-                for comp in components(session, cand, dims)]
+        return [(tuple(names), comp) for names, cand in described.groups() for comp in components(session, cand, dims)]
     return [(None, comp) for comp in components(session, described, dims)]
 
 
@@ -106,7 +106,8 @@ def identified_note(s, a) -> str:
     if v.composite is not None:
         return "identified: its fields follow different conventions (identified field by field): " + "; ".join(
             f"{'/'.join(field_name(f) for f in names)}: {describe(s, cand, a.dims)[0]}"
-            for names, cand in v.composite.groups())
+            for names, cand in v.composite.groups()
+        )
     if not parts(s, v.best, a.dims):
         return ""
     return "identified: " + describe(s, v.best, a.dims)[0]

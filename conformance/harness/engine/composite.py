@@ -5,6 +5,7 @@ to the :class:`~..candidates.candidate.Candidate` that field follows.  Its predi
 field's prediction under that field's candidate (:func:`predict_composite`), so the eliminator,
 the comparison with the function and the split search treat it as one candidate.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -69,8 +70,7 @@ class Composite:
         return "; ".join(f"{'/'.join(field_name(f) for f in names)}: {c.label(dims)}" for names, c in self.groups())
 
 
-def predict_composite(predict, comp: Composite, case, call, cmc_len: Optional[int] = None
-                      ) -> Optional[Dict[str, Any]]:
+def predict_composite(predict, comp: Composite, case, call, cmc_len: Optional[int] = None) -> Optional[Dict[str, Any]]:
     """Each field's prediction under its own candidate (None: a field's candidate has no value here)."""
     out: Dict[str, Any] = {}
     cache: Dict[Candidate, Optional[Dict[str, Any]]] = {}

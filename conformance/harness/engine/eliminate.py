@@ -11,6 +11,7 @@
 4. What is left is reported; survivors that no tried input can tell apart are "equally
    consistent".
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -59,8 +60,14 @@ class Verdict:
 
 
 class Eliminator:
-    def __init__(self, predictor: Predictor, atol: float, rtol: float, check_cmc_length: bool = True,
-                 fields: Optional[FrozenSet[str]] = None):
+    def __init__(
+        self,
+        predictor: Predictor,
+        atol: float,
+        rtol: float,
+        check_cmc_length: bool = True,
+        fields: Optional[FrozenSet[str]] = None,
+    ):
         self.predictor = predictor
         self.atol, self.rtol = atol, rtol
         self.check_cmc_length = check_cmc_length
@@ -103,8 +110,9 @@ class Eliminator:
                 out.append((cand, total))
         return out
 
-    def split(self, survivors: List[Candidate], pool: Sequence, calls_of: Callable, run: Callable,
-              budget: int) -> Tuple[List[Candidate], List[Any], List[Candidate]]:
+    def split(
+        self, survivors: List[Candidate], pool: Sequence, calls_of: Callable, run: Callable, budget: int
+    ) -> Tuple[List[Candidate], List[Any], List[Candidate]]:
         """Run pool inputs on which the survivors disagree until one class is left or the
         budget is spent.  Returns (survivors, evaluations added, survivors an unrun input could
         still tell apart)."""
@@ -117,8 +125,9 @@ class Eliminator:
             if not calls:
                 continue
             preds = [[self._restrict(self.predictor.predict(c, case, call)) for call in calls] for c in survivors]
-            if not any(_distinguishable(preds[i], preds[j])
-                       for i in range(len(preds)) for j in range(i + 1, len(preds))):
+            if not any(
+                _distinguishable(preds[i], preds[j]) for i in range(len(preds)) for j in range(i + 1, len(preds))
+            ):
                 continue
             if budget <= 0:
                 undecided = survivors
@@ -162,13 +171,15 @@ def _disjoint(a, b, eps: float = 1e-9) -> bool:
 
 def preference(protocol: Candidate, dims: Sequence[str]) -> Callable[[Candidate], Tuple]:
     """Order of survivors: fewer bugs, a declared tie policy before "unstable", nearest the protocol."""
+
     def key(c: Candidate) -> Tuple:
         return (cost(c), len(c.bugs) + len(c.differences(protocol, dims)), c.conv.ties == UNSTABLE, c.label(dims))
+
     return key
 
 
 def drop_dominated(survivors: List[Candidate]) -> List[Candidate]:
-    """"unstable" contains every declared tie order: where a declared tie policy reproduces every
+    """ "unstable" contains every declared tie order: where a declared tie policy reproduces every
     value, the "unstable" candidates are dropped (the declared one is the more specific claim)."""
     if any(c.conv.ties != UNSTABLE for c in survivors):
         return [c for c in survivors if c.conv.ties != UNSTABLE]

@@ -6,6 +6,7 @@ where nothing was identified, the protocol alone.  For each, :func:`decisive` fi
 evaluated input on which its prediction disagrees with what the function returned, and
 :func:`ruled_out_lines` prints both values and a runnable snippet.
 """
+
 from __future__ import annotations
 
 from typing import Any, List, NamedTuple, Optional, Sequence, Tuple
@@ -97,8 +98,7 @@ def near_candidates(session, analysis) -> List[Tuple[str, Described]]:
         return out  # one part: the protocol is that part set back
     for part in every:
         names, (kind, what) = part
-        label = (f"with {what}={getattr(session.convention, what)}" if kind == "option"
-                 else f"without bug {what.label}")
+        label = f"with {what}={getattr(session.convention, what)}" if kind == "option" else f"without bug {what.label}"
         where = f" for {'/'.join(field_name(f) for f in names)}" if names else ""
         near = remove(session, described, [part])
         if all(near != c for _, c in out):  # the same candidate reached twice is shown once
@@ -127,15 +127,25 @@ def ruled_out_lines(session, analysis, indent: str = "  ") -> List[str]:
         field = field_name(found.field)
         where = ev.case.describe() + (f"; {call.note}" if call.note else "")
         theirs = value_text(found.predicted)
-        lines.append(f"{indent}ruled out {name}: on {ev.case.name} ({where}): {field}: yours "
-                     f"{fmt_float(found.user) if isinstance(found.user, float) else found.user}, it gives {theirs}")
+        lines.append(
+            f"{indent}ruled out {name}: on {ev.case.name} ({where}): {field}: yours "
+            f"{fmt_float(found.user) if isinstance(found.user, float) else found.user}, it gives {theirs}"
+        )
         overrides = {k: v for k, v in session.overrides.items() if v is not None}
         plain = _plain(session, cand)
         if plain is not None:
             overrides.update(plain)
-        snippet = make_snippet(session.func, session.target, session.adapter, call, session.arrays, session.protocol,
-                               overrides, fmt_float(found.user) if isinstance(found.user, float) else str(found.user),
-                               theirs if plain is not None else f"{name}: {field} {theirs}",
-                               reference=plain is not None)
+        snippet = make_snippet(
+            session.func,
+            session.target,
+            session.adapter,
+            call,
+            session.arrays,
+            session.protocol,
+            overrides,
+            fmt_float(found.user) if isinstance(found.user, float) else str(found.user),
+            theirs if plain is not None else f"{name}: {field} {theirs}",
+            reference=plain is not None,
+        )
         lines += [indent + "  " + ln for ln in snippet.rstrip("\n").splitlines()]
     return lines

@@ -7,6 +7,7 @@ that is a finding of its own; an exception that says the function cannot run her
 (``ENVIRONMENT_ERRORS``: a removed numpy function, a wrong argument type on every input) makes
 the function uncheckable (exit status 2).
 """
+
 from __future__ import annotations
 
 import platform
@@ -107,8 +108,10 @@ INPUT_KINDS: Tuple[Tuple[str, Callable], ...] = (
     ("a one-item gallery", _single_item),
     ("a cut-off k beyond the gallery", _k_beyond),
     ("a gallery shorter than max_rank", _short_gallery),
-    ("queries keeping different numbers of non-junk items, some fewer than max_rank (CMC rows of different "
-     "lengths)", _uneven_cmc_rows),
+    (
+        "queries keeping different numbers of non-junk items, some fewer than max_rank (CMC rows of different lengths)",
+        _uneven_cmc_rows,
+    ),
     ("tied distances", _ties),
     ("junk items", _junk),
     ("a single query", _single_query),
@@ -185,15 +188,19 @@ def nondeterminism(session, evs: Sequence, limit: int = 6) -> Optional[str]:
         for call, reading in zip(ev.calls, ev.readings):
             again = session.call(call)
             if not again.ok:
-                return (f"on {ev.case.name} ({ev.case.describe()}) it returned {_values(reading.values)} and then "
-                        f"raised {again.error.splitlines()[0][:120]}")
+                return (
+                    f"on {ev.case.name} ({ev.case.describe()}) it returned {_values(reading.values)} and then "
+                    f"raised {again.error.splitlines()[0][:120]}"
+                )
             try:
                 second = session.adapter.read(again.value, call)
             except Exception:
                 continue
             if not _same(reading.values, second.values):
-                return (f"called twice on the same input ({ev.case.name}: {ev.case.describe()}), it returned "
-                        f"{_values(reading.values)} and then {_values(second.values)}")
+                return (
+                    f"called twice on the same input ({ev.case.name}: {ev.case.describe()}), it returned "
+                    f"{_values(reading.values)} and then {_values(second.values)}"
+                )
     return None
 
 
@@ -222,8 +229,10 @@ def mutations(evs: Sequence) -> Optional[str]:
         for out in ev.outcomes:
             changed = getattr(out, "mutated", ())
             if changed:
-                return (f"it modifies its input arrays ({', '.join(changed)}) on {ev.case.name}: a caller that "
-                        "reuses them afterwards computes on changed data")
+                return (
+                    f"it modifies its input arrays ({', '.join(changed)}) on {ev.case.name}: a caller that "
+                    "reuses them afterwards computes on changed data"
+                )
     return None
 
 
@@ -251,9 +260,12 @@ def platform_facts() -> str:
     if flags is not None:
         simd = [f for f in ("avx512f", "avx512_fp16", "avx2", "asimd", "sve") if f in flags]
         parts.append("features " + (", ".join(simd) if simd else "none of avx2/avx512f/asimd/sve"))
-    return ("the order of tied items depends on the platform: " + ", ".join(parts)
-            + " (numpy's default argsort and torch.sort order equal keys differently by CPU (AVX2, AVX-512), "
-              "library version and array length; only a stable sort gives the same order everywhere)")
+    return (
+        "the order of tied items depends on the platform: "
+        + ", ".join(parts)
+        + " (numpy's default argsort and torch.sort order equal keys differently by CPU (AVX2, AVX-512), "
+        "library version and array length; only a stable sort gives the same order everywhere)"
+    )
 
 
 def _cpu_flags() -> Optional[set]:

@@ -5,6 +5,7 @@ Percent (``spec §11 percent``) is the one known reason for values above 1 and i
 such; the landmark quirks that exceed 1 (``spec §5 oxford repeated names``) are reproduced by
 their own candidates.  Anything else above 1 is a fact about the function, whatever else is found.
 """
+
 from __future__ import annotations
 
 import math
@@ -50,5 +51,7 @@ def outside(ev, tol: float) -> Optional[Decisive]:
 def impossible_text(found: Decisive) -> str:
     case, call = found.ev.case, found.call
     side = "above 1" if found.user > 1 else "below 0"
-    return (f"impossible value: {field_name(found.field)} = {fmt_float(found.user)} ({side}; a fraction lies in "
-            f"[0, 1], {CLAUSE}) on {case.name}: {case.describe()}" + (f"; {call.note}" if call.note else ""))
+    return (
+        f"impossible value: {field_name(found.field)} = {fmt_float(found.user)} ({side}; a fraction lies in "
+        f"[0, 1], {CLAUSE}) on {case.name}: {case.describe()}" + (f"; {call.note}" if call.note else "")
+    )

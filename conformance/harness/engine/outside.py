@@ -13,6 +13,7 @@ otherwise deviates under that input's check id (``outside/...``), so a compute_a
 does not conform to ``roxford-medium`` nor a revisitop-rule one to ``oxford``; a behaviour the
 protocol does not define (junk under GLDv2) is reported as a fact only.
 """
+
 from __future__ import annotations
 
 import itertools
@@ -68,8 +69,17 @@ class Outside:
 
     def predicted(self, run: EdgeRun, combo: Dict[str, str]):
         e = run.edge
-        return landmark_ap(e.ranked, e.positives, e.junk, ap_rule=self.ap_rule, overlap=combo["overlap"],
-                           repeats=combo["repeats"], count=combo["count"], junk_rule=combo["junk"], k=self.k)
+        return landmark_ap(
+            e.ranked,
+            e.positives,
+            e.junk,
+            ap_rule=self.ap_rule,
+            overlap=combo["overlap"],
+            repeats=combo["repeats"],
+            count=combo["count"],
+            junk_rule=combo["junk"],
+            k=self.k,
+        )
 
     def facts(self) -> List[str]:
         """One line per behaviour the edge inputs decided, in words."""
@@ -101,8 +111,16 @@ def run_edges(session, ap_rule: str) -> Optional[Outside]:
     k = session.adapter.cutoff
     out = Outside(ap_rule=ap_rule, k=k)
     for e in EDGE_INPUTS:
-        call = Call((list(e.positives), list(e.junk), list(e.ranked)), {}, ("positives", "junk", "ranked_list"),
-                    k, 10, query=0, without_k=k is not None, note=e.what)
+        call = Call(
+            (list(e.positives), list(e.junk), list(e.ranked)),
+            {},
+            ("positives", "junk", "ranked_list"),
+            k,
+            10,
+            query=0,
+            without_k=k is not None,
+            note=e.what,
+        )
         outcome = session.call(call)
         value, error = None, ""
         if outcome.ok:
@@ -142,12 +160,17 @@ def protocol_deviations(session, outside: Outside) -> Dict[str, Tuple[str, str]]
         if want is None:
             continue
         # this input conforms when the protocol's value of its behaviour reproduces it, whatever the others
-        if any(_agrees(outside, run, dict(zip(names, values)), session.atol, session.rtol)
-               for values in itertools.product(*((want,) if n == name else BEHAVIOURS[n] for n in names))):
+        if any(
+            _agrees(outside, run, dict(zip(names, values)), session.atol, session.rtol)
+            for values in itertools.product(*((want,) if n == name else BEHAVIOURS[n] for n in names))
+        ):
             continue
         does = outside.surviving.get(name, ())
-        what = ("; ".join(MEANING[(name, v)] for v in does) if does
-                else f"no known landmark rule reproduces its value ({_value_text(run)})")
+        what = (
+            "; ".join(MEANING[(name, v)] for v in does)
+            if does
+            else f"no known landmark rule reproduces its value ({_value_text(run)})"
+        )
         out[run.edge.id] = (protocol_clause(session.protocol, name), what)
     return out
 
@@ -178,15 +201,28 @@ def check_results(session, ap_rule: str, selected: Sequence[str]) -> List[CheckR
             clause, what = bad[e.id]
             res.status = DEVIATE
             want = outside.predicted(run, _defaults(rules))
-            mism = Mismatch("AP", "value" if run.value is not None else "raised",
-                            run.value if run.value is not None else run.error, want, 0)
+            mism = Mismatch(
+                "AP",
+                "value" if run.value is not None else "raised",
+                run.value if run.value is not None else run.error,
+                want,
+                0,
+            )
             pos, junk, ranked = run.call.args
             imp, name = function_import(session.func, session.target)
-            snippet = (f"{imp}\nprint({name}({pos!r}, {junk!r}, {ranked!r}))"
-                       f"  # yours: {_value_text(run)}; protocol {session.protocol}: {want}")
-            res.deviation = Deviation(e.id, [clause], [f"it follows another rule here: {what}"], [mism],
-                                      f"one query, {e.what}: positives {list(pos)}, junk {list(junk)}, "
-                                      f"ranked {list(ranked)}", snippet, size=len(ranked))
+            snippet = (
+                f"{imp}\nprint({name}({pos!r}, {junk!r}, {ranked!r}))"
+                f"  # yours: {_value_text(run)}; protocol {session.protocol}: {want}"
+            )
+            res.deviation = Deviation(
+                e.id,
+                [clause],
+                [f"it follows another rule here: {what}"],
+                [mism],
+                f"one query, {e.what}: positives {list(pos)}, junk {list(junk)}, ranked {list(ranked)}",
+                snippet,
+                size=len(ranked),
+            )
             res.deviation.causes = [cause_spellings(clause)]
         results.append(res)
     return results
@@ -200,8 +236,9 @@ def identification_facts(session, best, ident, conventions: Dict[str, object]) -
     if out is None:
         return
     ident.lines.extend("  " + f for f in out.facts())
-    follows = [p for p, rules in PROTOCOL_RULES.items()
-               if any(all(c[n] == v for n, v in rules.items()) for c in out.combos)]
+    follows = [
+        p for p, rules in PROTOCOL_RULES.items() if any(all(c[n] == v for n, v in rules.items()) for c in out.combos)
+    ]
     if ident.preset not in PROTOCOL_RULES:
         return
     old = ident.preset
@@ -219,6 +256,12 @@ def identification_facts(session, best, ident, conventions: Dict[str, object]) -
             ident.lines[i] = line.replace(f"`{old}`", f"`{same[0]}`", 1) + f" (not `{old}`: its rules differ below)"
         elif line.startswith("  the same through this signature:"):
             rest = [f"`{p}`" for p in same[1:]]
-            ident.lines[i] = (f"  the same through this signature: {', '.join(rest)} (roxford's difficulties differ "
-                              "only in the positive and junk sets you pass)") if rest else ""
+            ident.lines[i] = (
+                (
+                    f"  the same through this signature: {', '.join(rest)} (roxford's difficulties differ "
+                    "only in the positive and junk sets you pass)"
+                )
+                if rest
+                else ""
+            )
     ident.lines = [line for line in ident.lines if line]

@@ -11,6 +11,7 @@ what a field's values cannot tell (the AP rule of a CMC) as the main field does.
 The work grows with the number of fields, never with the product of their candidate spaces:
 F fields cost F eliminations over the same candidate lists.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -81,8 +82,9 @@ def returned_fields(evidence: Sequence, main: str) -> List[str]:
     return [main] + seen
 
 
-def eliminate_field(elim: Eliminator, stages: Sequence[List[Candidate]], search: Search, order: Callable,
-                    split: bool = True) -> Optional[FieldResult]:
+def eliminate_field(
+    elim: Eliminator, stages: Sequence[List[Candidate]], search: Search, order: Callable, split: bool = True
+) -> Optional[FieldResult]:
     """The first stage with a survivor on ``elim``'s fields; split and tie-challenged when ``split``."""
     for n_stage, stage in enumerate(stages):
         kept = elim.survivors(stage, search.evidence)
@@ -91,8 +93,9 @@ def eliminate_field(elim: Eliminator, stages: Sequence[List[Candidate]], search:
         survivors = sorted(drop_dominated([c for c, _ in kept]), key=order)
         undecided: List[Candidate] = []
         if split and len(survivors) > 1:
-            survivors, added, undecided = elim.split(survivors, search.pool(), search.calls_of, search.run_once,
-                                                     search.budget)
+            survivors, added, undecided = elim.split(
+                survivors, search.pool(), search.calls_of, search.run_once, search.budget
+            )
             known = {id(e) for e in search.evidence}
             search.evidence += [ev for ev in added if id(ev) not in known]
             search.n_split += len(added)
@@ -117,8 +120,14 @@ def eliminate_field(elim: Eliminator, stages: Sequence[List[Candidate]], search:
     return None
 
 
-def identify_fields(base: Eliminator, fields: Sequence[str], stages: Sequence[List[Candidate]], search: Search,
-                    order: Callable, split: bool = True) -> Dict[str, Optional[FieldResult]]:
+def identify_fields(
+    base: Eliminator,
+    fields: Sequence[str],
+    stages: Sequence[List[Candidate]],
+    search: Search,
+    order: Callable,
+    split: bool = True,
+) -> Dict[str, Optional[FieldResult]]:
     """Each field's result; re-checked on every input a later field's search added."""
     if len(fields) == 1:
         return {fields[0]: eliminate_field(base, stages, search, order, split)}
@@ -137,8 +146,9 @@ def identify_fields(base: Eliminator, fields: Sequence[str], stages: Sequence[Li
     return results
 
 
-def combine(results: Dict[str, Optional[FieldResult]], fields: Sequence[str], order_near: Callable
-            ) -> Tuple[List[Candidate], Optional[Composite]]:
+def combine(
+    results: Dict[str, Optional[FieldResult]], fields: Sequence[str], order_near: Callable
+) -> Tuple[List[Candidate], Optional[Composite]]:
     """(survivors shared by every field, best first; or [] and the composite of each field's nearest).
 
     ``order_near(reference)`` sorts candidates by preference, nearest ``reference`` first.

@@ -4,6 +4,7 @@
 * :func:`minus_one_probe`: what ``topk=-1`` ("all" in DeepHash-pytorch's configs) means to the function;
 * :func:`score_shift_note`: the same ranking with scores <= 0 must give the same values.
 """
+
 from __future__ import annotations
 
 import math
@@ -59,8 +60,11 @@ def minus_one_probe(session: Session, best: Candidate, limit: int = 6) -> Option
     ad = session.adapter
     if not ad.required_topk:
         return None
-    drop = Candidate(best.conv, best.cmc_length, tuple(b for b in best.bugs if b.id != "last-item-dropped")
-                     + (bug("last-item-dropped"),))
+    drop = Candidate(
+        best.conv,
+        best.cmc_length,
+        tuple(b for b in best.bugs if b.id != "last-item-dropped") + (bug("last-item-dropped"),),
+    )
     tried = dropped = full = 0
     for ev in session.observed:
         if tried >= limit:
@@ -87,9 +91,11 @@ def minus_one_probe(session: Session, best: Candidate, limit: int = 6) -> Option
         if not is_drop:
             return None
     if dropped:
-        return ("with topk=-1, the spelling of 'all' that DeepHash-pytorch's configs use, it drops the last ranked "
-                f"item (`gnd[0:-1]`): mAP@ALL computed that way is mAP@(N-1) (checked on {tried} inputs; "
-                "spec §6, §11)")
+        return (
+            "with topk=-1, the spelling of 'all' that DeepHash-pytorch's configs use, it drops the last ranked "
+            f"item (`gnd[0:-1]`): mAP@ALL computed that way is mAP@(N-1) (checked on {tried} inputs; "
+            "spec §6, §11)"
+        )
     return None
 
 
@@ -114,12 +120,20 @@ def score_shift_note(session: Session, per_family: int) -> Optional[str]:
     main = session.adapter.main_field
     for case in sample_cases(next(f for f in FAMILIES if f.needs_scores), caps, per_family, seed=0):
         neg, pos = session.run_case(case), session.run_case(replace(case, non_positive_scores=False))
-        if neg.all_read and pos.all_read and neg.readings and any(
+        if (
+            neg.all_read
+            and pos.all_read
+            and neg.readings
+            and any(
                 not same_value(a.values[main], b.values[main], session.atol, session.rtol)
-                for a, b in zip(neg.readings, pos.readings)):
+                for a, b in zip(neg.readings, pos.readings)
+            )
+        ):
             changed += 1
     if changed:
-        return (f"with every score <= 0 (same ranking) its values change on {changed} of {per_family} inputs: "
-                "relevant items with a score <= 0 count as not relevant (torchmetrics >= 1.7.4, "
-                "Lightning-AI/torchmetrics#3104); spec §2")
+        return (
+            f"with every score <= 0 (same ranking) its values change on {changed} of {per_family} inputs: "
+            "relevant items with a score <= 0 count as not relevant (torchmetrics >= 1.7.4, "
+            "Lightning-AI/torchmetrics#3104); spec §2"
+        )
     return None

@@ -20,6 +20,7 @@ cut at 100 and its min(R, 100).  This module holds
 Inputs outside the protocol's usual domain (landmark names both positive and junk, ...) are the
 business of :mod:`.outside`.
 """
+
 from __future__ import annotations
 
 from functools import lru_cache
@@ -34,13 +35,14 @@ from retrieval_conformance.conformance.harness.inputs.case import Case, fingerpr
 
 CHECK_ID = "k/long-lists"
 CHECK_CLAUSE = "spec §6 k=None (whole gallery)"
-CHECK_TITLE = ("ranked lists longer than the cut-offs real code defaults to (10, 20, 50, 100, 1000), with relevant "
-               "items beyond each (a default topk, GLDv2's cut at 100 and min(R, 100))")
+CHECK_TITLE = (
+    "ranked lists longer than the cut-offs real code defaults to (10, 20, 50, 100, 1000), with relevant "
+    "items beyond each (a default topk, GLDv2's cut at 100 and min(R, 100))"
+)
 CHALLENGE_BUDGET = 12  # further calls the challenge may make per analysis
 
 
-def _ranked_case(name: str, n_gallery: int, relevant_ranks: Sequence[Sequence[int]], seed: int,
-                 k=None) -> Case:
+def _ranked_case(name: str, n_gallery: int, relevant_ranks: Sequence[Sequence[int]], seed: int, k=None) -> Case:
     """A case whose query q ranks its relevant items at the 1-based ``relevant_ranks[q]`` (no ties).
 
     Distances are a permutation of 0..N-1 per query, so the gallery order is not the ranking."""
@@ -60,8 +62,12 @@ def long_cases() -> Tuple[Case, ...]:
     """The dedicated long inputs (built once)."""
     many = [r for r in range(1, 131) if r % 6 != 0]  # 109 relevant items among 130: R > 100
     return (
-        _ranked_case(f"{CHECK_ID}#past-10-20-50", 60, [[1, 4, 9, 12, 18, 23, 37, 49, 52, 58],
-                                                       [2, 11, 15, 21, 44, 51, 60]], seed=10),
+        _ranked_case(
+            f"{CHECK_ID}#past-10-20-50",
+            60,
+            [[1, 4, 9, 12, 18, 23, 37, 49, 52, 58], [2, 11, 15, 21, 44, 51, 60]],
+            seed=10,
+        ),
         _ranked_case(f"{CHECK_ID}#past-100", 130, [many, [3, 50, 99, 101, 120]], seed=100),
         _ranked_case(f"{CHECK_ID}#past-1000", 1030, [[1, 7, 15, 40, 90, 300, 999, 1001, 1015, 1030]], seed=1000),
     )
@@ -71,8 +77,15 @@ def long_cases() -> Tuple[Case, ...]:
 def edge_cases() -> Tuple[Case, ...]:
     """Small inputs at the edges of the usual domain: a one-item gallery asked for k = 4."""
     one = np.zeros((3, 1))
-    return (Case(name="size/one-item-k4", distances=one, relevance=np.array([[True], [False], [True]]), k=4,
-                 family="size/single-item"),)
+    return (
+        Case(
+            name="size/one-item-k4",
+            distances=one,
+            relevance=np.array([[True], [False], [True]]),
+            k=4,
+            family="size/single-item",
+        ),
+    )
 
 
 def separation_pool(session) -> Iterable[Case]:
@@ -100,8 +113,15 @@ def near_candidates(session, best: Candidate, bugs: Sequence[Bug], dims: Sequenc
     return out
 
 
-def challenge(session, survivors: List[Candidate], evidence: List, bugs: Sequence[Bug], dims: Sequence[str],
-              budget: int = CHALLENGE_BUDGET, elim=None) -> List:
+def challenge(
+    session,
+    survivors: List[Candidate],
+    evidence: List,
+    bugs: Sequence[Bug],
+    dims: Sequence[str],
+    budget: int = CHALLENGE_BUDGET,
+    elim=None,
+) -> List:
     """Run inputs on which the nearest alternatives that still reproduce everything differ from the
     best survivor; returns the evaluations added (the caller filters its survivors with them)."""
     if not survivors or budget <= 0:
@@ -122,8 +142,9 @@ def challenge(session, survivors: List[Candidate], evidence: List, bugs: Sequenc
         if not calls or (case.k is not None and not session.protocol_k):
             continue
         p_best = [session.predictor.predict(best, case, call) for call in calls]
-        if not any(_distinguishable(p_best, [session.predictor.predict(c, case, call) for call in calls])
-                   for c in near):
+        if not any(
+            _distinguishable(p_best, [session.predictor.predict(c, case, call) for call in calls]) for c in near
+        ):
             continue
         if session.aborted():
             break

@@ -16,6 +16,7 @@ Conversions used by the adapters (all exact, all preserving the ranking and its 
 * relevance -> ReID ids: possible when every two queries' relevant sets are equal or
   disjoint (identity is an equivalence); see :func:`ids_from_relevance`.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -120,6 +121,7 @@ class Case:
 
 # -- conversions -----------------------------------------------------------------------
 
+
 def codes_from_distances(d: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
     """±1 codes whose Hamming distances rank exactly like the integer matrix ``d``.
 
@@ -222,8 +224,14 @@ def ids_from_relevance(rel: np.ndarray, junk: Optional[np.ndarray] = None) -> Op
     return q_pids, g_pids, q_cams, g_cams
 
 
-def case_from_inputs(name: str, inputs: Dict[str, Any], k: Optional[int] = None, max_rank: int = 10,
-                     golden: Optional[Dict[str, Any]] = None, family: str = "") -> Case:
+def case_from_inputs(
+    name: str,
+    inputs: Dict[str, Any],
+    k: Optional[int] = None,
+    max_rank: int = 10,
+    golden: Optional[Dict[str, Any]] = None,
+    family: str = "",
+) -> Case:
     """A :class:`Case` from ``rc.evaluate``-style inputs (distances / scores / codes, with
     relevance / labels, cameras, junk)."""
     inputs = dict(inputs)
@@ -253,16 +261,31 @@ def case_from_inputs(name: str, inputs: Dict[str, Any], k: Optional[int] = None,
             ql, dl = labels_from_relevance(relevance)
         codes = (qc.astype(np.float32), dc.astype(np.float32), ql.astype(np.int64), dl.astype(np.int64))
     if "query_cams" in inputs:
-        ids = (np.asarray(inputs["query_labels"], dtype=np.int64), np.asarray(inputs["db_labels"], dtype=np.int64),
-               np.asarray(inputs["query_cams"], dtype=np.int64), np.asarray(inputs["db_cams"], dtype=np.int64))
+        ids = (
+            np.asarray(inputs["query_labels"], dtype=np.int64),
+            np.asarray(inputs["db_labels"], dtype=np.int64),
+            np.asarray(inputs["query_cams"], dtype=np.int64),
+            np.asarray(inputs["db_cams"], dtype=np.int64),
+        )
     elif "query_labels" in inputs and np.asarray(inputs["query_labels"]).ndim == 1:
         q_pids = np.asarray(inputs["query_labels"], dtype=np.int64)
         g_pids = np.asarray(inputs["db_labels"], dtype=np.int64)
         # no cameras: give the gallery a camera the queries never use (no camera junk)
         ids = (q_pids, g_pids, np.zeros(q_pids.shape[0], np.int64), np.ones(g_pids.shape[0], np.int64))
     junk = np.asarray(inputs["junk"]).astype(bool) if inputs.get("junk") is not None else None
-    return Case(name=name, distances=distances, relevance=relevance, junk=junk, k=k, max_rank=max_rank,
-                codes=codes, ids=ids, golden=golden, family=family, grades=grades)
+    return Case(
+        name=name,
+        distances=distances,
+        relevance=relevance,
+        junk=junk,
+        k=k,
+        max_rank=max_rank,
+        codes=codes,
+        ids=ids,
+        golden=golden,
+        family=family,
+        grades=grades,
+    )
 
 
 def fingerprint(case: Case) -> Tuple:

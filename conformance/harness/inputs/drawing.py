@@ -6,6 +6,7 @@ through it) or by a seeded ``random.Random``.  Relevance is drawn as a (Q, N) ma
 explicit junk (:class:`MaskRelevance`) or from ReID ids and cameras (:class:`IdRelevance`); both
 offer the same edits, which the families' shapes (:mod:`.families`) apply.
 """
+
 from __future__ import annotations
 
 from typing import Dict, Optional, Tuple

@@ -7,6 +7,7 @@ cut-off may be added at random, whether max_rank runs past the gallery, and whet
 adapter gets scores <= 0.  :class:`Capabilities` says what an adapter can express, and
 :func:`family_skip_reason` why a family cannot run with it.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -36,6 +37,7 @@ class Capabilities:
 
 
 # -- shapes: the edit that gives an input its family's property --------------------------------
+
 
 def _pick(d: Drawer, mask: np.ndarray) -> int:
     """One index where ``mask`` is True (``mask`` must have one)."""
@@ -141,45 +143,103 @@ class Family:
 
 
 FAMILIES: Tuple[Family, ...] = (
-    Family("ties/tie-heavy", "spec §4 ties",
-           "few distinct distances, relevant and non-relevant items tied (unstable, reversed or grouped ties)",
-           gallery=(2, 24),  # > 16 so that non-AVX numpy introsort is unstable too
-           max_levels=3, shape=tied_relevant_and_other, optional_k=True),
-    Family("empty/no-relevant", "spec §8 empty",
-           "queries with no relevant item at all, or none in the top k (dropped instead of counted)",
-           shape=query_without_relevant, optional_k=True),
-    Family("empty/no-hit-in-top-k", "spec §8 empty",
-           "a query whose relevant items all rank below the cut-off k (zero vs skip_no_hit)", needs_k=True,
-           gallery=(2, 8), shape=no_hit_in_top_k),
-    Family("ap/relevant-last", "spec §5 ap_rule",
-           "relevant items ranked last (gnd[0:-1], off-by-one ranks, trapezoid vs precision-sum)",
-           gallery=(2, 8), shape=relevant_last),
-    Family("k/inside", "spec §6 ap_at_k", "1 <= k < N with R > k (what AP@k divides by; topk ignored)",
-           needs_k=True, gallery=(2, 8), shape=k_inside),
-    Family("k/at-gallery", "spec §6 k", "k equal to the gallery size (AP@N is full AP)", needs_k=True,
-           shape=k_at_gallery),
-    Family("k/beyond-gallery", "spec §6 k", "k larger than the gallery", needs_k=True,
-           shape=k_beyond_gallery),
+    Family(
+        "ties/tie-heavy",
+        "spec §4 ties",
+        "few distinct distances, relevant and non-relevant items tied (unstable, reversed or grouped ties)",
+        gallery=(2, 24),  # > 16 so that non-AVX numpy introsort is unstable too
+        max_levels=3,
+        shape=tied_relevant_and_other,
+        optional_k=True,
+    ),
+    Family(
+        "empty/no-relevant",
+        "spec §8 empty",
+        "queries with no relevant item at all, or none in the top k (dropped instead of counted)",
+        shape=query_without_relevant,
+        optional_k=True,
+    ),
+    Family(
+        "empty/no-hit-in-top-k",
+        "spec §8 empty",
+        "a query whose relevant items all rank below the cut-off k (zero vs skip_no_hit)",
+        needs_k=True,
+        gallery=(2, 8),
+        shape=no_hit_in_top_k,
+    ),
+    Family(
+        "ap/relevant-last",
+        "spec §5 ap_rule",
+        "relevant items ranked last (gnd[0:-1], off-by-one ranks, trapezoid vs precision-sum)",
+        gallery=(2, 8),
+        shape=relevant_last,
+    ),
+    Family(
+        "k/inside",
+        "spec §6 ap_at_k",
+        "1 <= k < N with R > k (what AP@k divides by; topk ignored)",
+        needs_k=True,
+        gallery=(2, 8),
+        shape=k_inside,
+    ),
+    Family(
+        "k/at-gallery", "spec §6 k", "k equal to the gallery size (AP@N is full AP)", needs_k=True, shape=k_at_gallery
+    ),
+    Family("k/beyond-gallery", "spec §6 k", "k larger than the gallery", needs_k=True, shape=k_beyond_gallery),
     Family("size/single-item", "spec §0 gallery", "a one-item gallery", gallery=(1, 1)),
     Family("mean/one-query", "spec §8 mean over queries", "a single query", queries=(1, 1)),
-    Family("mean/many-queries", "spec §8 mean over queries",
-           "many queries (a stray break after the first query)", needs_multi_query=True, queries=(2, 6),
-           optional_k=True),
-    Family("cmc/short-gallery", "spec §7 cmc", "fewer gallery items than max_rank (CMC must stay flat)",
-           needs_ids=True, max_rank_past_gallery=True),
-    Family("scores/non-positive", "spec §2 relevance",
-           "similarity scores <= 0 (a relevant item counts whatever its score)", needs_scores=True,
-           non_positive_scores=True),
-    Family("ndcg/graded", "spec §7 nDCG",
-           "graded relevance 0..3 (linear against exponential gain; the ideal over every relevant item)",
-           gallery=(2, 8), graded=True, optional_k=True, metrics=("ndcg",)),
-    Family("ndcg/graded-ties", "spec §4 ties",
-           "graded items tied with items of other grades (tie-averaged gains against one order)",
-           gallery=(2, 20), max_levels=3, shape=tied_relevant_and_other, graded=True, optional_k=True,
-           metrics=("ndcg",)),
-    Family("junk/before-first-relevant", "spec §3 junk is removed before ranking",
-           "a junk item ranked before a query's first relevant item (junk takes no rank)", gallery=(2, 8),
-           shape=junk_before_first_relevant, needs_junk=True, optional_k=True, metrics=("rr",)),
+    Family(
+        "mean/many-queries",
+        "spec §8 mean over queries",
+        "many queries (a stray break after the first query)",
+        needs_multi_query=True,
+        queries=(2, 6),
+        optional_k=True,
+    ),
+    Family(
+        "cmc/short-gallery",
+        "spec §7 cmc",
+        "fewer gallery items than max_rank (CMC must stay flat)",
+        needs_ids=True,
+        max_rank_past_gallery=True,
+    ),
+    Family(
+        "scores/non-positive",
+        "spec §2 relevance",
+        "similarity scores <= 0 (a relevant item counts whatever its score)",
+        needs_scores=True,
+        non_positive_scores=True,
+    ),
+    Family(
+        "ndcg/graded",
+        "spec §7 nDCG",
+        "graded relevance 0..3 (linear against exponential gain; the ideal over every relevant item)",
+        gallery=(2, 8),
+        graded=True,
+        optional_k=True,
+        metrics=("ndcg",),
+    ),
+    Family(
+        "ndcg/graded-ties",
+        "spec §4 ties",
+        "graded items tied with items of other grades (tie-averaged gains against one order)",
+        gallery=(2, 20),
+        max_levels=3,
+        shape=tied_relevant_and_other,
+        graded=True,
+        optional_k=True,
+        metrics=("ndcg",),
+    ),
+    Family(
+        "junk/before-first-relevant",
+        "spec §3 junk is removed before ranking",
+        "a junk item ranked before a query's first relevant item (junk takes no rank)",
+        gallery=(2, 8),
+        shape=junk_before_first_relevant,
+        needs_junk=True,
+        optional_k=True,
+        metrics=("rr",),
+    ),
 )
 
 

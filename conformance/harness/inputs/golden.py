@@ -1,6 +1,7 @@
 """The golden cases as harness inputs: every ``evaluate`` case of ``retrieval_conformance.golden``,
 or the seeds' worked examples (spec §10) when no golden data is installed.
 """
+
 from __future__ import annotations
 
 from typing import Dict, List, Tuple
@@ -9,15 +10,21 @@ from retrieval_conformance.conformance.harness.inputs.case import Case, case_fro
 
 SEED000 = dict(
     query_codes=[[1, -1, 1, 1], [-1, 1, -1, -1], [1, -1, -1, -1]],
-    db_codes=[[1, -1, -1, -1], [-1, 1, 1, -1], [1, 1, 1, -1], [-1, -1, 1, 1], [1, 1, -1, -1],
-              [1, 1, 1, -1], [-1, 1, -1, -1]],
+    db_codes=[
+        [1, -1, -1, -1],
+        [-1, 1, 1, -1],
+        [1, 1, 1, -1],
+        [-1, -1, 1, 1],
+        [1, 1, -1, -1],
+        [1, 1, 1, -1],
+        [-1, 1, -1, -1],
+    ],
     query_labels=[[1, 0, 0], [1, 1, 0], [0, 0, 1]],
     db_labels=[[0, 1, 0], [1, 1, 0], [1, 0, 1], [0, 0, 1], [0, 1, 0], [0, 0, 1], [1, 1, 0]],
 )
 SEED003 = dict(
     query_codes=[[1, -1, 1, 1], [-1, -1, -1, 1], [1, 1, -1, 1], [1, 1, 1, -1]],
-    db_codes=[[1, -1, 1, -1], [-1, -1, 1, -1], [-1, -1, 1, -1], [1, 1, -1, -1], [-1, 1, -1, -1],
-              [1, 1, -1, 1]],
+    db_codes=[[1, -1, 1, -1], [-1, -1, 1, -1], [-1, -1, 1, -1], [1, 1, -1, -1], [-1, 1, -1, -1], [1, 1, -1, 1]],
     query_labels=[[0, 1, 0, 0], [1, 1, 0, 0], [1, 0, 0, 1], [0, 1, 0, 1]],
     db_labels=[[1, 0, 0, 1], [1, 1, 0, 0], [0, 1, 1, 0], [0, 0, 1, 0], [1, 0, 0, 0], [0, 0, 1, 0]],
 )
@@ -47,12 +54,31 @@ def golden_cases() -> List[Case]:
     for raw in load_cases():
         inputs = raw.get("input", {})
         call = raw.get("call", {})
-        usable = {key: inputs[key] for key in (
-            "distances", "scores", "query_codes", "db_codes", "relevance", "query_labels", "db_labels",
-            "query_cams", "db_cams", "junk") if key in inputs and inputs[key] is not None}
+        usable = {
+            key: inputs[key]
+            for key in (
+                "distances",
+                "scores",
+                "query_codes",
+                "db_codes",
+                "relevance",
+                "query_labels",
+                "db_labels",
+                "query_cams",
+                "db_cams",
+                "junk",
+            )
+            if key in inputs and inputs[key] is not None
+        }
         try:
-            case = case_from_inputs(f"golden/{raw['id']}", usable, k=call.get("k"),
-                                    max_rank=int(call.get("max_rank", 10)), golden=raw, family="golden")
+            case = case_from_inputs(
+                f"golden/{raw['id']}",
+                usable,
+                k=call.get("k"),
+                max_rank=int(call.get("max_rank", 10)),
+                golden=raw,
+                family="golden",
+            )
         except (KeyError, ValueError, TypeError):
             continue  # an input form the harness does not use (e.g. embeddings)
         out.append(case)

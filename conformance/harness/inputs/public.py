@@ -9,6 +9,7 @@
 * :mod:`.drawing` and :mod:`..generate`: drawing a case of a family through hypothesis or a
   seeded ``random``.
 """
+
 from __future__ import annotations
 
 from retrieval_conformance.conformance.harness.generate import generate, hypothesis_strategy, sample_cases
@@ -41,9 +42,30 @@ from retrieval_conformance.conformance.harness.inputs.golden import (
 )
 
 __all__ = [
-    "Case", "Codes", "Ids", "Capabilities", "Family", "FAMILIES", "family", "family_skip_reason", "generate",
-    "hypothesis_strategy", "sample_cases", "golden_cases", "builtin_cases", "case_from_inputs", "dedupe",
-    "fingerprint", "SEED000", "SEED003", "Drawer", "RandomDrawer", "HypothesisDrawer",
-    "codes_from_distances", "labels_from_relevance", "ids_from_relevance", "hamming_from_codes",
+    "Case",
+    "Codes",
+    "Ids",
+    "Capabilities",
+    "Family",
+    "FAMILIES",
+    "family",
+    "family_skip_reason",
+    "generate",
+    "hypothesis_strategy",
+    "sample_cases",
+    "golden_cases",
+    "builtin_cases",
+    "case_from_inputs",
+    "dedupe",
+    "fingerprint",
+    "SEED000",
+    "SEED003",
+    "Drawer",
+    "RandomDrawer",
+    "HypothesisDrawer",
+    "codes_from_distances",
+    "labels_from_relevance",
+    "ids_from_relevance",
+    "hamming_from_codes",
     "relevance_from_labels",
 ]

@@ -4,6 +4,7 @@
 ``check`` names, per deviation, the parts of the best candidate (``components``) without which
 the input's values are not reproduced, each with its clause and a sentence.
 """
+
 from __future__ import annotations
 
 from typing import List, Sequence, Tuple
@@ -71,8 +72,9 @@ def alternatives(best: Candidate, others: Sequence[Candidate], dims: Sequence[st
 def components(session: Session, cand: Candidate, dims: Sequence[str]) -> List[Tuple[str, object]]:
     """What ``cand`` changes relative to the protocol: ("option", name) and ("bug", Bug) items."""
     option_dims = [d for d in dims if d != "cmc_length"]
-    return ([("option", d) for d in cand.differences(session.protocol_candidate, option_dims)]
-            + [("bug", b) for b in cand.bugs])
+    return [("option", d) for d in cand.differences(session.protocol_candidate, option_dims)] + [
+        ("bug", b) for b in cand.bugs
+    ]
 
 
 def without(session: Session, cand: Candidate, comp: Tuple[str, object]) -> Candidate:
@@ -103,6 +105,8 @@ def why_of(session: Session, cand: Candidate, comp: Tuple[str, object]) -> str:
     kind, what = comp
     if kind == "option":
         value, proto = cand.option(what), getattr(session.convention, what)
-        return (f"your values equal the reference under {what}={value}: {meaning(what, value)} "
-                f"(the protocol says {proto}: {meaning(what, proto)})")
+        return (
+            f"your values equal the reference under {what}={value}: {meaning(what, value)} "
+            f"(the protocol says {proto}: {meaning(what, proto)})"
+        )
     return what.what

@@ -13,6 +13,7 @@ An entry is either
 
 An entry that names no check and no clause is refused by name (exit status 2), never ignored.
 """
+
 from __future__ import annotations
 
 import fnmatch
@@ -62,13 +63,16 @@ class KnownDeviations:
                 try:
                     causes.update(clause_ids(entry))
                 except KeyError as exc:
-                    raise UsageError(f"--known-deviations: the cause {entry!r} names no clause of the "
-                                     f"specification ({exc.args[0]})") from None
+                    raise UsageError(
+                        f"--known-deviations: the cause {entry!r} names no clause of the specification ({exc.args[0]})"
+                    ) from None
                 continue
             if not any(fnmatch.fnmatch(cid, entry) for cid in check_ids):
-                raise UsageError(f"--known-deviations: {entry!r} names no check (check ids look like "
-                                 "ties/tie-heavy or golden/seed003-*, as the report prints them) and is not a "
-                                 "cause (a clause starting with §, e.g. '§4 ties=unstable'); fix or remove the line")
+                raise UsageError(
+                    f"--known-deviations: {entry!r} names no check (check ids look like "
+                    "ties/tie-heavy or golden/seed003-*, as the report prints them) and is not a "
+                    "cause (a clause starting with §, e.g. '§4 ties=unstable'); fix or remove the line"
+                )
             patterns.append(entry)
         return cls(patterns, frozenset(causes))
 

@@ -1,4 +1,5 @@
 """What a check run found: per-check results, deviations with their evidence, text and JUnit XML."""
+
 from __future__ import annotations
 
 import math
@@ -62,8 +63,9 @@ class Mismatch:
     def text(self) -> str:
         where = f" (query {self.query})" if self.query is not None and "query" not in self.metric else ""
         if self.kind in ("value", "non-finite"):
-            return (f"{self.metric}{where}: yours {fmt_float(self.user)}, reference {fmt_exact(self.reference)}"
-                    + (f" [{self.detail}]" if self.detail else ""))
+            return f"{self.metric}{where}: yours {fmt_float(self.user)}, reference {fmt_exact(self.reference)}" + (
+                f" [{self.detail}]" if self.detail else ""
+            )
         if self.kind == "timeout":
             return f"{self.metric}{where}: the call did not return within {self.detail}"
         if self.kind == "length":
@@ -183,17 +185,22 @@ class Report:
         return sorted(out, key=lambda g: (rank(g[0])[0], -len(g)))
 
     def text(self, verbose: bool = False) -> str:
-        lines = [f"retrieval-conformance check: {self.target}",
-                 f"adapter {self.adapter} ({self.arrays} arrays), protocol {self.protocol} ({self.convention}); "
-                 f"specification {spec_version()} (retrieval-conformance explain CLAUSE)"]
+        lines = [
+            f"retrieval-conformance check: {self.target}",
+            f"adapter {self.adapter} ({self.arrays} arrays), protocol {self.protocol} ({self.convention}); "
+            f"specification {spec_version()} (retrieval-conformance explain CLAUSE)",
+        ]
         if self.usage_error is not None:
             lines += ["", f"USAGE ERROR: {self.usage_error}"]
             return "\n".join(lines) + "\n"
         if self.results:
             counts = {s: sum(r.status == s for r in self.results) for s in (PASS, DEVIATE, SKIP, KNOWN)}
             head = "CONFORMS" if not counts[DEVIATE] else "DEVIATES"
-            lines += ["", f"{head}: {counts[PASS]} passed, {counts[DEVIATE]} deviated, {counts[KNOWN]} known "
-                          f"deviation(s), {counts[SKIP]} skipped"]
+            lines += [
+                "",
+                f"{head}: {counts[PASS]} passed, {counts[DEVIATE]} deviated, {counts[KNOWN]} known "
+                f"deviation(s), {counts[SKIP]} skipped",
+            ]
             for n, group in enumerate(self.groups(), start=1):
                 first = group[0]
                 d = first.deviation
@@ -226,8 +233,9 @@ class Report:
                 text = r.reason
                 if r.status == DEVIATE and r.deviation:
                     text = "; ".join(r.deviation.clauses)
-                lines.append(f"  [{mark}] {r.id}{extra}" + (f": {text}" if text else "")
-                             + (f" -- {r.note}" if r.note else ""))
+                lines.append(
+                    f"  [{mark}] {r.id}{extra}" + (f": {text}" if text else "") + (f" -- {r.note}" if r.note else "")
+                )
             if len(self.groups()) > 1 and not verbose:
                 lines.append("(reproducing snippets of the other groups: --verbose, or the JUnit XML report)")
         if self.identification is not None:
@@ -245,25 +253,32 @@ class Report:
         skipped = sum(r.status in (SKIP, KNOWN) for r in self.results)
         errors = 1 if self.usage_error else 0
         total = sum(r.seconds for r in self.results)
-        out = ['<?xml version="1.0" encoding="utf-8"?>',
-               f'<testsuites><testsuite name="retrieval-conformance" tests="{n + errors}" failures="{failures}" '
-               f'errors="{errors}" skipped="{skipped}" time="{total:.3f}">',
-               f'<properties><property name="spec_version" value={quoteattr(spec_version())}/></properties>']
+        out = [
+            '<?xml version="1.0" encoding="utf-8"?>',
+            f'<testsuites><testsuite name="retrieval-conformance" tests="{n + errors}" failures="{failures}" '
+            f'errors="{errors}" skipped="{skipped}" time="{total:.3f}">',
+            f'<properties><property name="spec_version" value={quoteattr(spec_version())}/></properties>',
+        ]
         cls = quoteattr(f"{self.adapter}.{self.protocol}")
         if self.usage_error:
-            out.append(f'<testcase classname={cls} name="load-and-call" time="0">'
-                       f'<error message={quoteattr(self.usage_error)}/></testcase>')
+            out.append(
+                f'<testcase classname={cls} name="load-and-call" time="0">'
+                f"<error message={quoteattr(self.usage_error)}/></testcase>"
+            )
         for r in self.results:
             out.append(f'<testcase classname={cls} name={quoteattr(r.id)} time="{r.seconds:.3f}">')
             if r.status == DEVIATE and r.deviation:
                 msg = "; ".join(r.deviation.clauses)
-                body = "\n".join(r.deviation.explanations + [m.text() for m in r.deviation.mismatches]
-                                 + ["input: " + r.deviation.case_text, "", r.deviation.snippet])
-                out.append(f'<failure message={quoteattr(msg)}>{escape(body)}</failure>')
+                body = "\n".join(
+                    r.deviation.explanations
+                    + [m.text() for m in r.deviation.mismatches]
+                    + ["input: " + r.deviation.case_text, "", r.deviation.snippet]
+                )
+                out.append(f"<failure message={quoteattr(msg)}>{escape(body)}</failure>")
             elif r.status == KNOWN:
                 out.append(f'<skipped type="xfail" message={quoteattr("known deviation: " + r.reason)}/>')
             elif r.status == SKIP:
-                out.append(f'<skipped message={quoteattr(r.reason)}/>')
+                out.append(f"<skipped message={quoteattr(r.reason)}/>")
             out.append("</testcase>")
         out.append("</testsuite></testsuites>")
         return "\n".join(out) + "\n"

@@ -1,4 +1,5 @@
 """A runnable Python snippet reproducing one deviation: the user's call and the reference's."""
+
 from __future__ import annotations
 
 from typing import Any, Callable, List, Optional, Tuple
@@ -12,10 +13,13 @@ def function_import(func: Callable, target: Optional[str]) -> Tuple[str, str]:
     if target and ":" in target:
         module, _, attr = target.rpartition(":")
         if module.endswith(".py"):
-            return (f"import importlib.util, sys\n"
-                    f"_spec = importlib.util.spec_from_file_location('_user_module', {module!r})\n"
-                    f"_mod = importlib.util.module_from_spec(_spec); _spec.loader.exec_module(_mod)\n"
-                    f"f = _mod.{attr}", "f")
+            return (
+                f"import importlib.util, sys\n"
+                f"_spec = importlib.util.spec_from_file_location('_user_module', {module!r})\n"
+                f"_mod = importlib.util.module_from_spec(_spec); _spec.loader.exec_module(_mod)\n"
+                f"f = _mod.{attr}",
+                "f",
+            )
         if "." in attr:
             head = attr.split(".")[0]
             return f"from {module} import {head}", attr
@@ -33,8 +37,12 @@ def _literal(arr: Any, arrays: str) -> str:
         dtype = arr.dtype
         body = repr(arr.tolist())
         if arrays == "torch":
-            tdtype = {"float32": "torch.float32", "float64": "torch.float64", "int64": "torch.int64",
-                      "bool": "torch.bool"}.get(str(dtype), "None")
+            tdtype = {
+                "float32": "torch.float32",
+                "float64": "torch.float64",
+                "int64": "torch.int64",
+                "bool": "torch.bool",
+            }.get(str(dtype), "None")
             return f"torch.tensor({body}, dtype={tdtype})"
         return f"np.array({body}, dtype=np.{dtype})"
     return repr(arr)
@@ -48,8 +56,18 @@ def _protocol_kwargs(protocol: str, overrides: dict) -> str:
     return ", ".join(parts)
 
 
-def make_snippet(func: Callable, target: Optional[str], adapter: Adapter, call: Call, arrays: str,
-                 protocol: str, overrides: dict, user_text: str, ref_text: str, reference: bool = True) -> str:
+def make_snippet(
+    func: Callable,
+    target: Optional[str],
+    adapter: Adapter,
+    call: Call,
+    arrays: str,
+    protocol: str,
+    overrides: dict,
+    user_text: str,
+    ref_text: str,
+    reference: bool = True,
+) -> str:
     """Python source that calls the user's function on the failing input and prints both values
     (the reference's lines are the adapter's, :meth:`~..adapters.base.Adapter.reference_lines`; without
     ``reference``, a comment with ``ref_text``: what a candidate the reference cannot compute gives)."""

@@ -30,6 +30,7 @@ protocols live in their own modules and are re-exported here: ``landmark.oxford`
 ``landmark.gldv2``; ``landmark.inputs`` checks the arguments; ``landmark.cli`` is the
 ``compute-ap`` command.
 """
+
 from __future__ import annotations
 
 from retrieval_conformance.reference.protocols.landmark.cpp_float import format_cpp_float, normalize_cpp_float_text

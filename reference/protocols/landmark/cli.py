@@ -19,6 +19,7 @@ one beyond the readers' limits (more than ``MAX_FILE_BYTES`` = 1 GiB or ``MAX_LI
 returns 255, nothing on stdout, in the same order of files.  A directory still reads as an
 empty file, as in the program.  Binary garbage reads as names, byte for byte.
 """
+
 from __future__ import annotations
 
 import io
@@ -56,16 +57,20 @@ def _load(path: str, stderr: Optional[IO]) -> Optional[List[str]]:
         return read_lines(path)
     except FileRefusedError as exc:
         # where the program would block (FIFO) or exhaust memory (/dev/zero, a huge file)
-        _write(stderr, b"File " + os.fsencode(path) + b" not read: "
-               + exc.reason.encode("utf-8", "replace") + b"\n", sys.stderr)
+        _write(
+            stderr,
+            b"File " + os.fsencode(path) + b" not read: " + exc.reason.encode("utf-8", "replace") + b"\n",
+            sys.stderr,
+        )
         return None
     except OSError:
         _write(stderr, b"File " + os.fsencode(path) + b" not found!\n", sys.stderr)
         return None
 
 
-def compute_ap_main(argv: Optional[Sequence[str]] = None, *, stdout: Optional[IO] = None,
-                    stderr: Optional[IO] = None) -> int:
+def compute_ap_main(
+    argv: Optional[Sequence[str]] = None, *, stdout: Optional[IO] = None, stderr: Optional[IO] = None
+) -> int:
     """Run ``compute_ap GTQUERY RANKEDLIST``; returns the exit status (0 or 255).
 
     A missing file prints ``File <path> not found!`` (status 255), as the program does; a
@@ -86,8 +91,7 @@ def compute_ap_main(argv: Optional[Sequence[str]] = None, *, stdout: Optional[IO
     gt_prefix, ranked_path = (os.fsdecode(a) for a in args)
     lists = []
     # Same order as the program: ranked list first, then good, ok, junk.
-    for path in (ranked_path, gt_prefix + "_good.txt", gt_prefix + "_ok.txt",
-                 gt_prefix + "_junk.txt"):
+    for path in (ranked_path, gt_prefix + "_good.txt", gt_prefix + "_ok.txt", gt_prefix + "_junk.txt"):
         names = _load(path, stderr)
         if names is None:
             return FAILURE_STATUS

@@ -4,6 +4,7 @@ The Oxford protocol's AP is the text ``compute_ap.cpp`` prints, so its golden va
 ``retrieval-conformance compute-ap`` compare printed text: :func:`format_cpp_float` produces
 it, :func:`normalize_cpp_float_text` reads the variant an old MSVC runtime printed.
 """
+
 from __future__ import annotations
 
 import math

@@ -4,6 +4,7 @@ The inputs are paired and checked by :mod:`.inputs`; each protocol's per-query v
 its module (:mod:`.oxford`, :mod:`.revisitop`, :mod:`.gldv2`); this module takes the means (exact
 where the protocol is exact) and returns a :class:`LandmarkResult`.
 """
+
 from __future__ import annotations
 
 import math
@@ -117,20 +118,30 @@ def _as_float(value: Optional[Fraction]) -> float:
     return math.nan if value is None else float(value)
 
 
-def _exact_result(protocol: str, keys: List[Any], exact: List[Optional[Fraction]],
-                  **fields: Any) -> LandmarkResult:
+def _exact_result(protocol: str, keys: List[Any], exact: List[Optional[Fraction]], **fields: Any) -> LandmarkResult:
     """A result from exact per-query values; None marks a query left out of the mean."""
     counted = np.array([e is not None for e in exact], dtype=bool)
     m = _mean([e for e in exact if e is not None])
-    return LandmarkResult(protocol=protocol, queries=keys,
-                          ap=np.array([_as_float(e) for e in exact], dtype=np.float64),
-                          map=_as_float(m), counted=counted, ap_exact=exact, map_exact=m,
-                          **fields)
+    return LandmarkResult(
+        protocol=protocol,
+        queries=keys,
+        ap=np.array([_as_float(e) for e in exact], dtype=np.float64),
+        map=_as_float(m),
+        counted=counted,
+        ap_exact=exact,
+        map_exact=m,
+        **fields,
+    )
 
 
-def evaluate_landmark(ranked_lists: Any, ground_truth: Any, protocol: str = "oxford",
-                      k: Union[int, Sequence[int], None] = None, *,
-                      strict_revisitop: bool = True) -> LandmarkResult:
+def evaluate_landmark(
+    ranked_lists: Any,
+    ground_truth: Any,
+    protocol: str = "oxford",
+    k: Union[int, Sequence[int], None] = None,
+    *,
+    strict_revisitop: bool = True,
+) -> LandmarkResult:
     """Evaluate ranked lists under a landmark-retrieval protocol.
 
     Parameters
@@ -180,8 +191,7 @@ def evaluate_landmark(ranked_lists: Any, ground_truth: Any, protocol: str = "oxf
         return _evaluate_oxford(keys, lists, gts)
     if protocol == "gldv2":
         return _evaluate_gldv2(keys, lists, gts, GLDV2_K if k is None else check_k(k, "k"))
-    return _evaluate_roxford(protocol, keys, lists, gts, check_cutoffs(k, ROXFORD_KAPPAS),
-                             strict_revisitop)
+    return _evaluate_roxford(protocol, keys, lists, gts, check_cutoffs(k, ROXFORD_KAPPAS), strict_revisitop)
 
 
 def _evaluate_oxford(keys: List[Any], lists: List[Any], gts: List[Any]) -> LandmarkResult:
@@ -196,9 +206,16 @@ def _evaluate_oxford(keys: List[Any], lists: List[Any], gts: List[Any]) -> Landm
     n = len(keys)
     ap = np.asarray(values, dtype=np.float64)
     mean = math.nan if np.isnan(ap).any() else math.fsum(values) / n
-    return LandmarkResult(protocol="oxford", queries=keys, ap=ap, map=mean,
-                          counted=np.ones(n, dtype=bool), ap_exact=[None] * n,
-                          map_exact=None, printed=printed)
+    return LandmarkResult(
+        protocol="oxford",
+        queries=keys,
+        ap=ap,
+        map=mean,
+        counted=np.ones(n, dtype=bool),
+        ap_exact=[None] * n,
+        map_exact=None,
+        printed=printed,
+    )
 
 
 def _evaluate_gldv2(keys: List[Any], lists: List[Any], gts: List[Any], k: int) -> LandmarkResult:
@@ -210,13 +227,13 @@ def _evaluate_gldv2(keys: List[Any], lists: List[Any], gts: List[Any], k: int) -
             exact.append(None)  # left out
             continue
         preds = [] if ranked is None else ranked  # no ranked list: AP 0, still counted
-        exact.append(gldv2_ap_at_k(
-            check_names(preds, f"ranked_lists[{q!r}]", sequence=True), sol, k))
+        exact.append(gldv2_ap_at_k(check_names(preds, f"ranked_lists[{q!r}]", sequence=True), sol, k))
     return _exact_result("gldv2", keys, exact, k=k)
 
 
-def _evaluate_roxford(protocol: str, keys: List[Any], lists: List[Any], gts: List[Any],
-                      kappas: Tuple[int, ...], strict_revisitop: bool) -> LandmarkResult:
+def _evaluate_roxford(
+    protocol: str, keys: List[Any], lists: List[Any], gts: List[Any], kappas: Tuple[int, ...], strict_revisitop: bool
+) -> LandmarkResult:
     """roxford-*: exact AP, revisitop's mP@k and the corrected one."""
     difficulty = protocol.split("-", 1)[1]
     aps: List[Optional[Fraction]] = []
@@ -243,12 +260,12 @@ def _evaluate_roxford(protocol: str, keys: List[Any], lists: List[Any], gts: Lis
                     f"query {q!r}: none of its {len(positives)} positives is in its ranked "
                     f"list, and revisitop's mP@k (max() of an empty array) raises there; "
                     "pass strict_revisitop=False to get NaN for that mP@k and the corrected "
-                    "mP@k anyway")
+                    "mP@k anyway"
+                )
             else:
                 quirk[kv].append(None)
                 quirk_undefined = True
-    res = _exact_result(protocol, keys, aps, k=kappas, precision_at_k=quirk,
-                        precision_at_k_corrected=fixed)
+    res = _exact_result(protocol, keys, aps, k=kappas, precision_at_k=quirk, precision_at_k_corrected=fixed)
     for kv in kappas:
         cq = [v for v, c in zip(quirk[kv], res.counted) if c]
         qm = None if (quirk_undefined or not cq) else _mean(cq)

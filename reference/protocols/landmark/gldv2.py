@@ -3,6 +3,7 @@
 Precision-sum AP@k divided by min(k, R) (``spec §6 ap_at_k=min_k_r``), with k = 100 by
 default; repeated predictions are skipped but keep their position.
 """
+
 from __future__ import annotations
 
 from fractions import Fraction
@@ -15,8 +16,7 @@ __all__ = ["GLDV2_K", "gldv2_ap_at_k"]
 GLDV2_K = 100
 
 
-def gldv2_ap_at_k(predictions: Sequence[Hashable], solution: Sequence[Hashable],
-                  k: int = GLDV2_K) -> Fraction:
+def gldv2_ap_at_k(predictions: Sequence[Hashable], solution: Sequence[Hashable], k: int = GLDV2_K) -> Fraction:
     """GLDv2 / Kaggle retrieval AP@k of one query, exact.
 
         AP@k = (1 / min(k, |solution|)) Σ_{i <= k, prediction i relevant and new} hits_i / i
@@ -47,8 +47,7 @@ def gldv2_ap_at_k(predictions: Sequence[Hashable], solution: Sequence[Hashable],
     sol_list = check_names(solution, "solution", sequence=False)
     k = check_k(k, "k")
     if not sol_list:
-        raise ValueError("the solution is empty: GLDv2 leaves queries without relevant "
-                         "index images out of the mean")
+        raise ValueError("the solution is empty: GLDv2 leaves queries without relevant index images out of the mean")
     sol = set(sol_list)
     seen = set()
     hits = 0

@@ -7,6 +7,7 @@ message wherever it is passed: lists of names (:func:`check_names`), revisitop p
 with ground truth (:func:`pair_inputs`) and each protocol's ground-truth entry
 (:func:`oxford_gt`, :func:`roxford_gt`, :func:`gldv2_solution`).
 """
+
 from __future__ import annotations
 
 from collections.abc import Mapping
@@ -57,19 +58,18 @@ def check_names(value: Any, what: str, *, sequence: bool) -> List[Hashable]:
             raise ValueError(f"{what} must be 1-D, got an array of shape {value.shape}")
         return value.tolist()
     if sequence and not isinstance(value, Sequence):
-        raise TypeError(f"{what} must be a sequence (list, tuple, 1-D array) of names, "
-                        f"got {type(value).__name__}")
+        raise TypeError(f"{what} must be a sequence (list, tuple, 1-D array) of names, got {type(value).__name__}")
     try:
         out = list(value)
     except TypeError:
-        raise TypeError(
-            f"{what} must be an iterable of names, got {type(value).__name__}") from None
+        raise TypeError(f"{what} must be an iterable of names, got {type(value).__name__}") from None
     for item in out:
         try:
             hash(item)
         except TypeError:
-            raise TypeError(f"{what} holds an unhashable item of type {type(item).__name__}; "
-                            "names must be str, bytes or ints") from None
+            raise TypeError(
+                f"{what} holds an unhashable item of type {type(item).__name__}; names must be str, bytes or ints"
+            ) from None
     return [x.item() if isinstance(x, np.generic) else x for x in out]
 
 
@@ -112,8 +112,7 @@ def _first_five(items: List[Any]) -> str:
     return f"{items[:5]!r}" + (" ..." if len(items) > 5 else "")
 
 
-def pair_inputs(ranked_lists: Any, ground_truth: Any, protocol: str
-                ) -> Tuple[List[Any], List[Any], List[Any]]:
+def pair_inputs(ranked_lists: Any, ground_truth: Any, protocol: str) -> Tuple[List[Any], List[Any], List[Any]]:
     """(query keys, ranked lists or None, gt) aligned, with clear errors.
 
     Parameters
@@ -133,9 +132,11 @@ def pair_inputs(ranked_lists: Any, ground_truth: Any, protocol: str
     """
     if isinstance(ground_truth, Mapping):
         if not isinstance(ranked_lists, Mapping):
-            raise TypeError("ground_truth is a mapping (query -> gt), so ranked_lists must be "
-                            "a mapping too (query -> ranked list), got "
-                            f"{type(ranked_lists).__name__}")
+            raise TypeError(
+                "ground_truth is a mapping (query -> gt), so ranked_lists must be "
+                "a mapping too (query -> ranked list), got "
+                f"{type(ranked_lists).__name__}"
+            )
         keys = list(ground_truth)
         extra = [q for q in ranked_lists if q not in ground_truth]
         if extra:
@@ -145,24 +146,31 @@ def pair_inputs(ranked_lists: Any, ground_truth: Any, protocol: str
             raise ValueError(f"ranked_lists lacks queries of ground_truth: {_first_five(missing)}")
         return keys, [ranked_lists.get(q) for q in keys], [ground_truth[q] for q in keys]
     if isinstance(ground_truth, (str, bytes)) or not isinstance(ground_truth, Sequence):
-        raise TypeError("ground_truth must be a mapping (query -> gt) or a sequence with one "
-                        f"entry per query, got {type(ground_truth).__name__}")
+        raise TypeError(
+            "ground_truth must be a mapping (query -> gt) or a sequence with one "
+            f"entry per query, got {type(ground_truth).__name__}"
+        )
     if isinstance(ranked_lists, Mapping):
-        raise TypeError("ranked_lists is a mapping but ground_truth is a sequence: "
-                        "pass both as mappings keyed by query, or both as sequences")
+        raise TypeError(
+            "ranked_lists is a mapping but ground_truth is a sequence: "
+            "pass both as mappings keyed by query, or both as sequences"
+        )
     if isinstance(ranked_lists, np.ndarray):
         if ranked_lists.ndim != 2:
-            raise ValueError("ranked_lists as an array must be 2-D (queries x ranked items), "
-                             f"got shape {ranked_lists.shape}")
+            raise ValueError(
+                f"ranked_lists as an array must be 2-D (queries x ranked items), got shape {ranked_lists.shape}"
+            )
         ranked_lists = list(ranked_lists)
     if isinstance(ranked_lists, (str, bytes)) or not isinstance(ranked_lists, Sequence):
-        raise TypeError("ranked_lists must be a mapping or a sequence of ranked lists, "
-                        f"got {type(ranked_lists).__name__}")
+        raise TypeError(
+            f"ranked_lists must be a mapping or a sequence of ranked lists, got {type(ranked_lists).__name__}"
+        )
     if len(ranked_lists) != len(ground_truth):
         raise ValueError(
             f"ranked_lists has {len(ranked_lists)} lists but ground_truth has "
             f"{len(ground_truth)} queries (one ranked list per query, rows = queries; "
-            "revisitop's `ranks` array is (n_db, n_queries): pass ranks.T)")
+            "revisitop's `ranks` array is (n_db, n_queries): pass ranks.T)"
+        )
     n = len(ground_truth)
     return list(range(n)), list(ranked_lists), list(ground_truth)
 
@@ -172,11 +180,16 @@ def oxford_gt(gt: Any, q: Any) -> Tuple[list, list, list]:
     if hasattr(gt, "as_dict") and not isinstance(gt, Mapping):
         gt = gt.as_dict()
     if not isinstance(gt, Mapping):
-        raise TypeError(f"ground_truth[{q!r}] must be a mapping with 'good', 'ok', 'junk' "
-                        f"(or a readers.GroundTruthQuery), got {type(gt).__name__}")
+        raise TypeError(
+            f"ground_truth[{q!r}] must be a mapping with 'good', 'ok', 'junk' "
+            f"(or a readers.GroundTruthQuery), got {type(gt).__name__}"
+        )
     if "good" not in gt and "ok" not in gt:
-        hint = (" (it looks like revisitop ground truth: use protocol='roxford-easy', "
-                "'roxford-medium' or 'roxford-hard')" if "easy" in gt else "")
+        hint = (
+            " (it looks like revisitop ground truth: use protocol='roxford-easy', 'roxford-medium' or 'roxford-hard')"
+            if "easy" in gt
+            else ""
+        )
         raise ValueError(f"ground_truth[{q!r}] needs 'good' and/or 'ok' lists{hint}")
     return (gt.get("good", []), gt.get("ok", []), gt.get("junk", []))
 
@@ -184,14 +197,15 @@ def oxford_gt(gt: Any, q: Any) -> Tuple[list, list, list]:
 def roxford_gt(gt: Any, q: Any) -> Mapping:
     """One revisitop ``gnd`` entry, which must be a mapping (its keys are checked later)."""
     if not isinstance(gt, Mapping):
-        raise TypeError(f"ground_truth[{q!r}] must be a mapping with 'easy', 'hard' and "
-                        f"'junk' (revisitop's gnd entry), got {type(gt).__name__}")
+        raise TypeError(
+            f"ground_truth[{q!r}] must be a mapping with 'easy', 'hard' and "
+            f"'junk' (revisitop's gnd entry), got {type(gt).__name__}"
+        )
     return gt
 
 
 def gldv2_solution(gt: Any, q: Any) -> List[Hashable]:
     """The solution list (relevant index images) of one gldv2 query."""
     if isinstance(gt, Mapping):
-        raise TypeError(f"ground_truth[{q!r}] for gldv2 must be the list of relevant "
-                        "index images, got a mapping")
+        raise TypeError(f"ground_truth[{q!r}] for gldv2 must be the list of relevant index images, got a mapping")
     return check_names(gt, f"ground_truth[{q!r}]", sequence=False)

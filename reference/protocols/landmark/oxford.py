@@ -7,6 +7,7 @@ arithmetics: :func:`oxford_ap` (the program's float32, the protocol), :func:`oxf
 ``spec §5 oxford positive also junk``, ``spec §5 oxford repeated names`` and
 ``spec §5 oxford empty positives``.
 """
+
 from __future__ import annotations
 
 import math
@@ -27,8 +28,7 @@ __all__ = ["oxford_ap", "oxford_ap_exact", "oxford_ap_float64"]
 _NEG_NAN = math.copysign(math.nan, -1.0)  # the NaN x86 SSE produces for 0.0f / 0.0f
 
 
-def _hits(ranked: Sequence[Hashable], positives: Set[Hashable],
-          junk: Set[Hashable]) -> Iterator[Tuple[int, int]]:
+def _hits(ranked: Sequence[Hashable], positives: Set[Hashable], junk: Set[Hashable]) -> Iterator[Tuple[int, int]]:
     """(hits so far, 0-based non-junk rank) at every hit, as ``compute_ap.cpp`` walks the list.
 
     The junk test comes first, so a name both positive and junk is skipped; a name ranked
@@ -44,8 +44,14 @@ def _hits(ranked: Sequence[Hashable], positives: Set[Hashable],
         rank += 1
 
 
-def _oxford(ranked: Sequence[Hashable], good: Iterable[Hashable], ok: Iterable[Hashable],
-            junk: Iterable[Hashable], arithmetic: Arithmetic, nan: Any) -> Any:
+def _oxford(
+    ranked: Sequence[Hashable],
+    good: Iterable[Hashable],
+    ok: Iterable[Hashable],
+    junk: Iterable[Hashable],
+    arithmetic: Arithmetic,
+    nan: Any,
+) -> Any:
     """The Oxford AP in ``arithmetic``; ``nan`` stands for the program's ``-nan``."""
     ranked = check_names(ranked, "ranked", sequence=True)
     positives = set(check_names(good, "good", sequence=False))
@@ -57,8 +63,9 @@ def _oxford(ranked: Sequence[Hashable], good: Iterable[Hashable], ok: Iterable[H
     return trapezoid_sum(_hits(ranked, positives, junk_set), len(positives), arithmetic)
 
 
-def oxford_ap(ranked: Sequence[Hashable], good: Iterable[Hashable], ok: Iterable[Hashable],
-              junk: Iterable[Hashable]) -> float:
+def oxford_ap(
+    ranked: Sequence[Hashable], good: Iterable[Hashable], ok: Iterable[Hashable], junk: Iterable[Hashable]
+) -> float:
     """AP of one query exactly as the VGG ``compute_ap.cpp`` computes and prints it.
 
     Trapezoid AP over the ranked list with junk removed, in the program's float32
@@ -108,8 +115,9 @@ def oxford_ap(ranked: Sequence[Hashable], good: Iterable[Hashable], ok: Iterable
     return float(_oxford(ranked, good, ok, junk, FLOAT32, _NEG_NAN))
 
 
-def oxford_ap_float64(ranked: Sequence[Hashable], good: Iterable[Hashable],
-                      ok: Iterable[Hashable], junk: Iterable[Hashable]) -> float:
+def oxford_ap_float64(
+    ranked: Sequence[Hashable], good: Iterable[Hashable], ok: Iterable[Hashable], junk: Iterable[Hashable]
+) -> float:
     """The same loop as :func:`oxford_ap` with every variable a double (a "float64 port").
 
     Used to document how far float32 moves the result; NaN (sign bit set) and 0 as
@@ -127,8 +135,9 @@ def oxford_ap_float64(ranked: Sequence[Hashable], good: Iterable[Hashable],
     return _oxford(ranked, good, ok, junk, FLOAT64, _NEG_NAN)
 
 
-def oxford_ap_exact(ranked: Sequence[Hashable], good: Iterable[Hashable],
-                    ok: Iterable[Hashable], junk: Iterable[Hashable]) -> Optional[Fraction]:
+def oxford_ap_exact(
+    ranked: Sequence[Hashable], good: Iterable[Hashable], ok: Iterable[Hashable], junk: Iterable[Hashable]
+) -> Optional[Fraction]:
     """The exact rational value of the Oxford trapezoid AP (same semantics, no rounding).
 
         AP = (1/|P|) Σ_{hits at non-junk rank r, the i-th hit} ((i−1)/(r−1) + i/r) / 2

@@ -6,6 +6,7 @@ Ground truth per difficulty (:func:`roxford_split`; ``spec §3 roxford easy``,
 (:func:`revisitop_ap`) and precision at k, both revisitop's quirk and the corrected value
 (``spec §9 roxford mP@k``).
 """
+
 from __future__ import annotations
 
 from bisect import bisect_left
@@ -32,8 +33,9 @@ __all__ = [
 _ROXFORD_DIFFICULTY = ("easy", "medium", "hard")
 
 
-def revisitop_positions(ranked: Sequence[Hashable], positives: Iterable[Hashable],
-                        junk: Iterable[Hashable]) -> List[int]:
+def revisitop_positions(
+    ranked: Sequence[Hashable], positives: Iterable[Hashable], junk: Iterable[Hashable]
+) -> List[int]:
     """0-based positions of the positives after junk removal, as revisitop computes them.
 
     revisitop marks every ranked item that is in the positive list and every ranked item
@@ -89,8 +91,9 @@ def revisitop_ap(positions: Sequence[int], n_positives: int) -> Fraction:
     if not is_int(n_positives):
         raise TypeError(f"n_positives must be an int, got {type(n_positives).__name__}")
     if n_positives < 1:
-        raise ValueError(f"n_positives must be >= 1, got {n_positives} "
-                         "(a query without positives is left out of the mean)")
+        raise ValueError(
+            f"n_positives must be >= 1, got {n_positives} (a query without positives is left out of the mean)"
+        )
     # the j-th found positive (0-based) is hit number j + 1 at rank r_j: Oxford's trapezoid
     return trapezoid_sum(((j + 1, r) for j, r in enumerate(pos)), int(n_positives), EXACT)
 
@@ -127,7 +130,8 @@ def revisitop_precision_at_k(positions: Sequence[int], k: int) -> Fraction:
     if not pos:
         raise ValueError(
             "revisitop's mP@k is undefined when no positive is ranked: it takes "
-            "max() of an empty array and raises (use corrected_precision_at_k for P@k)")
+            "max() of an empty array and raises (use corrected_precision_at_k for P@k)"
+        )
     kq = min(max(pos) + 1, k)
     return Fraction(_found_before(pos, kq), kq)
 
@@ -174,8 +178,7 @@ def roxford_split(gt: Mapping, difficulty: str) -> Tuple[List[Hashable], List[Ha
     if difficulty not in _ROXFORD_DIFFICULTY:
         raise ValueError(f"difficulty must be one of {_ROXFORD_DIFFICULTY}, got {difficulty!r}")
     if not isinstance(gt, Mapping):
-        raise TypeError(f"ground truth must be a mapping with 'easy', 'hard', 'junk', "
-                        f"got {type(gt).__name__}")
+        raise TypeError(f"ground truth must be a mapping with 'easy', 'hard', 'junk', got {type(gt).__name__}")
     for key in ("easy", "hard"):
         if key not in gt:
             raise ValueError(f"revisitop ground truth needs {key!r} (has {sorted(map(str, gt))})")

@@ -9,6 +9,7 @@ they differ in the arithmetic only.  :func:`trapezoid_sum` is that sum, once, an
 * :data:`FLOAT64` -- the same loop with every variable a double (a "float64 port");
 * :data:`EXACT` -- rational arithmetic (``Fraction``), no rounding at all.
 """
+
 from __future__ import annotations
 
 from fractions import Fraction
@@ -76,8 +77,7 @@ EXACT = Arithmetic(
 )
 
 
-def trapezoid_sum(hits_at: Iterable[Tuple[int, int]], n_positives: int,
-                  arithmetic: Arithmetic) -> Any:
+def trapezoid_sum(hits_at: Iterable[Tuple[int, int]], n_positives: int, arithmetic: Arithmetic) -> Any:
     """Trapezoid AP over the hits of a ranking, in ``arithmetic``.
 
     With h the number of hits so far (this one included) at 0-based rank r, recall_h =
@@ -111,6 +111,5 @@ def trapezoid_sum(hits_at: Iterable[Tuple[int, int]], n_positives: int,
     for hits, rank in hits_at:
         old_recall = a.recall(hits - 1, n_positives)
         old_precision = a.one if rank == 0 else a.precision(hits - 1, rank - 1)
-        ap = a.accumulate(ap, a.recall(hits, n_positives) - old_recall,
-                          old_precision + a.precision(hits, rank))
+        ap = a.accumulate(ap, a.recall(hits, n_positives) - old_recall, old_precision + a.precision(hits, rank))
     return ap

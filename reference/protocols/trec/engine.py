@@ -10,6 +10,7 @@ one rounding (exact ``Fraction`` with the reference).  P@k, the CMC and INP come
 second call without phantoms (so the CMC and INP describe the retrieved list only), and
 recall@k = H(k)/R is one exact division here.
 """
+
 from __future__ import annotations
 
 import math
@@ -49,8 +50,9 @@ def _chunks(queries: Sequence[Query]) -> List[List[int]]:
     return chunks
 
 
-def _engine_calls(queries: Sequence[Query], k: Optional[int], max_rank: int,
-                  implementation: str) -> Tuple[PerQuery, PerQuery, PerQuery, str]:
+def _engine_calls(
+    queries: Sequence[Query], k: Optional[int], max_rank: int, implementation: str
+) -> Tuple[PerQuery, PerQuery, PerQuery, str]:
     """(per query from the call with phantoms, per query from the retrieved lists, per query
     whose ``ap`` is trec_eval's ``map_cut_k``, who computed)."""
     width = max(max(q.n_retrieved, q.n_relevant, 1) for q in queries)
@@ -65,15 +67,20 @@ def _engine_calls(queries: Sequence[Query], k: Optional[int], max_rank: int,
             scores[row, n:] = q.scores[-1]  # the lowest score: stable ties keep padding after it
             relevance[row, :n] = [_engine_grade(g) if rel else 0 for g, rel in zip(q.grades, q.relevant)]
         missing = sorted((g for d, g in q.judged.items() if g >= q.level and d not in q.retrieved), reverse=True)
-        relevance[row, width:width + len(missing)] = [_engine_grade(g) for g in missing]
-    common = dict(ties="stable", ap_rule="precision_sum", ap_at_k="r", empty="zero", discount="log2",
-                  implementation=implementation)
+        relevance[row, width : width + len(missing)] = [_engine_grade(g) for g in missing]
+    common = dict(
+        ties="stable",
+        ap_rule="precision_sum",
+        ap_at_k="r",
+        empty="zero",
+        discount="log2",
+        implementation=implementation,
+    )
     full = evaluate(scores=scores, relevance=relevance, k=width, max_rank=1, **common)
     listed = evaluate(scores=scores[:, :width], relevance=relevance[:, :width], k=k, max_rank=max_rank, **common)
     # map_cut_k: AP@k over R with the phantoms (k < width keeps them out of the top k); from
     # k = width on, every retrieved document is inside the cut and it is the full AP
-    cut = full if k is None or k >= width else evaluate(scores=scores, relevance=relevance, k=k, max_rank=1,
-                                                        **common)
+    cut = full if k is None or k >= width else evaluate(scores=scores, relevance=relevance, k=k, max_rank=1, **common)
     if (k is not None and k < width) or any(q.level != 1 for q in queries):
         _replace_ndcg(full.per_query, _ndcg_call(queries, k, common))
     return full.per_query, listed.per_query, cut.per_query, full.implementation
@@ -83,18 +90,19 @@ def _ndcg_call(queries: Sequence[Query], k: Optional[int], common: dict) -> PerQ
     """trec_eval's ``ndcg`` (``ndcg_cut_k`` with k): the gains are the positive grades of the
     qrels whatever the relevance level (``m_ndcg.c`` reads the grades, not ``-l``), the top k
     against the ideal of every positively judged document (its missing ones as phantoms)."""
-    positive = [sorted((g for d, g in q.judged.items() if g > 0 and d not in q.retrieved), reverse=True)
-                for q in queries]
+    positive = [
+        sorted((g for d, g in q.judged.items() if g > 0 and d not in q.retrieved), reverse=True) for q in queries
+    ]
     # at least as wide as every ideal list, so that the cut-off min(k, width) never shortens one
     width = max(max(q.n_retrieved, sum(1 for g in q.judged.values() if g > 0), 1) for q in queries)
     scores = np.zeros((len(queries), width + max(map(len, positive))), dtype=np.float64)
     grades = np.zeros(scores.shape, dtype=np.int64)
     for row, (q, missing) in enumerate(zip(queries, positive)):
         if q.n_retrieved:
-            scores[row, :q.n_retrieved] = q.scores
-            scores[row, q.n_retrieved:] = q.scores[-1]
-            grades[row, :q.n_retrieved] = [_engine_grade(g) for g in q.grades]
-        grades[row, width:width + len(missing)] = [_engine_grade(g) for g in missing]
+            scores[row, : q.n_retrieved] = q.scores
+            scores[row, q.n_retrieved :] = q.scores[-1]
+            grades[row, : q.n_retrieved] = [_engine_grade(g) for g in q.grades]
+        grades[row, width : width + len(missing)] = [_engine_grade(g) for g in missing]
     cut = width if k is None else min(k, width)
     return evaluate(scores=scores, relevance=grades, k=cut, max_rank=1, **common).per_query
 
@@ -113,8 +121,9 @@ def _replace_ndcg(target: PerQuery, source: PerQuery) -> None:
         target.exact["ndcg"] = source.exact["ndcg"]
 
 
-def engine_per_query(queries: Sequence[Query], k: Optional[int], max_rank: int, implementation: str
-                     ) -> Tuple[PerQuery, str, list]:
+def engine_per_query(
+    queries: Sequence[Query], k: Optional[int], max_rank: int, implementation: str
+) -> Tuple[PerQuery, str, list]:
     """trec_eval's per-query values, in the order of ``queries``, and ``map_cut_k`` (exact
     ``Fraction`` from the reference, float otherwise)."""
     n = len(queries)
@@ -132,8 +141,10 @@ def engine_per_query(queries: Sequence[Query], k: Optional[int], max_rank: int, 
         inp[chunk], cmc[chunk] = listed.inp, listed.cmc
         if full.exact is not None and listed.exact is not None:
             if exact is None:
-                exact = {key: [ZERO] * n for key in ("ap", "r_precision", "hits_at_k", "precision_at_k", "inp",
-                                                       "ndcg", "rr", "ap_at_r")}
+                exact = {
+                    key: [ZERO] * n
+                    for key in ("ap", "r_precision", "hits_at_k", "precision_at_k", "inp", "ndcg", "rr", "ap_at_r")
+                }
                 exact["cmc"] = [[]] * n
             for pos, i in enumerate(chunk):
                 exact_map_cut[i] = cut.exact["ap"][pos]
@@ -151,8 +162,18 @@ def engine_per_query(queries: Sequence[Query], k: Optional[int], max_rank: int, 
             exact["precision_at_k"] = set_p
     if exact is not None:
         exact["recall_at_k"] = recall
-    pq = PerQuery(ap=ap, n_relevant=n_relevant, hits_at_k=hits, precision_at_k=prec,
-                  recall_at_k=np.array([float(r) for r in recall]), cmc=cmc, inp=inp, r_precision=rprec,
-                  ndcg=ndcg, rr=rr, ap_at_r=ap_at_r, exact=exact)
+    pq = PerQuery(
+        ap=ap,
+        n_relevant=n_relevant,
+        hits_at_k=hits,
+        precision_at_k=prec,
+        recall_at_k=np.array([float(r) for r in recall]),
+        cmc=cmc,
+        inp=inp,
+        r_precision=rprec,
+        ndcg=ndcg,
+        rr=rr,
+        ap_at_r=ap_at_r,
+        exact=exact,
+    )
     return pq, name, (exact_map_cut if exact is not None else map_cut.tolist())
-

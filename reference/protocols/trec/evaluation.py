@@ -5,6 +5,7 @@ computed by :mod:`.engine`, the other measures named by :mod:`.measures` (with n
 gain map from :mod:`.ndcg_gains`), and everything put into one ``Result``.  The conventions are
 listed in :mod:`retrieval_conformance.reference.protocols.trec`.
 """
+
 from __future__ import annotations
 
 from typing import Dict, List, Mapping, Optional, Sequence, Union
@@ -25,11 +26,22 @@ __all__ = ["evaluate_run"]
 
 
 # --------------------------------------------------------------------------- public
-def evaluate_run(run, qrels, *, k: Union[None, int, Sequence[int]] = None, relevance_level: int = 1,
-                 complete: bool = False, score_dtype: str = "float64", max_rank: int = 50,
-                 depth: Optional[int] = None, judged_only: bool = False, ignore_identical_ids: bool = False,
-                 gains: Optional[Mapping[int, float]] = None, float_grades: Optional[str] = None,
-                 implementation: str = "auto") -> Union[Result, ResultsAtK]:
+def evaluate_run(
+    run,
+    qrels,
+    *,
+    k: Union[None, int, Sequence[int]] = None,
+    relevance_level: int = 1,
+    complete: bool = False,
+    score_dtype: str = "float64",
+    max_rank: int = 50,
+    depth: Optional[int] = None,
+    judged_only: bool = False,
+    ignore_identical_ids: bool = False,
+    gains: Optional[Mapping[int, float]] = None,
+    float_grades: Optional[str] = None,
+    implementation: str = "auto",
+) -> Union[Result, ResultsAtK]:
     r"""Evaluate a TREC run against qrels as trec_eval does (``map``, ``map_cut_k``, ``P_k``, ``ndcg_cut_k``, ...).
 
     Parameters
@@ -128,8 +140,11 @@ def evaluate_run(run, qrels, *, k: Union[None, int, Sequence[int]] = None, relev
     AP = (1/1 + 2/3) / 3 = 5/9 and P@2 = 1/2.
     """
     level = v.positive_int("relevance_level", relevance_level)
-    for flag, value in (("complete", complete), ("judged_only", judged_only),
-                        ("ignore_identical_ids", ignore_identical_ids)):
+    for flag, value in (
+        ("complete", complete),
+        ("judged_only", judged_only),
+        ("ignore_identical_ids", ignore_identical_ids),
+    ):
         if not isinstance(value, (bool, np.bool_)):
             raise TypeError(f"{flag}: expected True or False, got {type(value).__name__}")
     depth = v.positive_int("depth", depth, allow_none=True)
@@ -145,38 +160,83 @@ def evaluate_run(run, qrels, *, k: Union[None, int, Sequence[int]] = None, relev
             raise ValueError(f"k: expected distinct cut-offs, got {v.shown(list(k))}; e.g. k=(5, 10, 100)")
     else:
         k = v.positive_int("k", k, allow_none=True)
-    queries, left_out = evaluated_queries(as_run(run, score_dtype), as_qrels(qrels, float_grades), level,
-                                          bool(complete), depth, bool(judged_only), bool(ignore_identical_ids))
-    settings = dict(relevance_level=level, complete=bool(complete), score_dtype=score_dtype, depth=depth,
-                    judged_only=bool(judged_only), ignore_identical_ids=bool(ignore_identical_ids), gains=exact_gains,
-                    float_grades="exact" if float_grades is None else float_grades)
+    queries, left_out = evaluated_queries(
+        as_run(run, score_dtype),
+        as_qrels(qrels, float_grades),
+        level,
+        bool(complete),
+        depth,
+        bool(judged_only),
+        bool(ignore_identical_ids),
+    )
+    settings = dict(
+        relevance_level=level,
+        complete=bool(complete),
+        score_dtype=score_dtype,
+        depth=depth,
+        judged_only=bool(judged_only),
+        ignore_identical_ids=bool(ignore_identical_ids),
+        gains=exact_gains,
+        float_grades="exact" if float_grades is None else float_grades,
+    )
     if cutoffs is not None:
         return ResultsAtK((c, _result(queries, left_out, c, max_rank, implementation, settings)) for c in cutoffs)
     return _result(queries, left_out, k, max_rank, implementation, settings)
 
 
-def _result(queries: List[Query], left_out: Dict[str, List[str]], k: Optional[int], max_rank: int,
-            implementation: str, settings: Dict[str, object]) -> Result:
+def _result(
+    queries: List[Query],
+    left_out: Dict[str, List[str]],
+    k: Optional[int],
+    max_rank: int,
+    implementation: str,
+    settings: Dict[str, object],
+) -> Result:
     pq, name, map_cut = engine_per_query(queries, k, max_rank, implementation)
     # the engine's gains are its integer grades (at most MAX_GRADE): a gain map, grades above it
     # (trec_eval reads any integer as its own gain) and grades that are not integers are summed here
-    if settings["gains"] is not None or any(type(g) is not int or g > MAX_GRADE
-                                            for q in queries for g in q.judged.values()):
+    if settings["gains"] is not None or any(
+        type(g) is not int or g > MAX_GRADE for q in queries for g in q.judged.values()
+    ):
         ndcg = [ndcg_with_gains(q.grades, q.judged, settings["gains"] or {}, k) for q in queries]
         pq.ndcg = np.array([float(x) for x in ndcg])
         if pq.exact is not None:
             pq.exact["ndcg"] = ndcg
-    options = Options(ties="stable", ap_rule="precision_sum", k=k, ap_at_k="r", empty="zero", max_rank=max_rank,
-                      discount="log2")
+    options = Options(
+        ties="stable", ap_rule="precision_sum", k=k, ap_at_k="r", empty="zero", max_rank=max_rank, discount="log2"
+    )
     result = aggregate(pq, options, "trec", name)
-    values = pq.exact if pq.exact is not None else {
-        "ap": pq.ap, "r_precision": pq.r_precision, "rr": pq.rr, "ndcg": pq.ndcg,
-        "precision_at_k": pq.precision_at_k, "recall_at_k": pq.recall_at_k}
-    engine = {"map": values["ap"], "Rprec": values["r_precision"], "recip_rank": values["rr"],
-              "ndcg": values["ndcg"], "P": values["precision_at_k"], "recall": values["recall_at_k"],
-              "map_cut": map_cut, "hits": pq.hits_at_k}
-    per_query = named_measures(k, queries[0].level, [q.grades for q in queries], [q.n_relevant for q in queries],
-                               [q.n_nonrelevant for q in queries], [q.n_retrieved for q in queries], engine)
+    values = (
+        pq.exact
+        if pq.exact is not None
+        else {
+            "ap": pq.ap,
+            "r_precision": pq.r_precision,
+            "rr": pq.rr,
+            "ndcg": pq.ndcg,
+            "precision_at_k": pq.precision_at_k,
+            "recall_at_k": pq.recall_at_k,
+        }
+    )
+    engine = {
+        "map": values["ap"],
+        "Rprec": values["r_precision"],
+        "recip_rank": values["rr"],
+        "ndcg": values["ndcg"],
+        "P": values["precision_at_k"],
+        "recall": values["recall_at_k"],
+        "map_cut": map_cut,
+        "hits": pq.hits_at_k,
+    }
+    per_query = named_measures(
+        k,
+        queries[0].level,
+        [q.grades for q in queries],
+        [q.n_relevant for q in queries],
+        [q.n_nonrelevant for q in queries],
+        [q.n_retrieved for q in queries],
+        engine,
+    )
     measures: Dict[str, object] = {"num_q": len(queries)}
     for measure, column in per_query.items():
         measures[measure] = sum(column) if measure.startswith("num_") else mean(column)
@@ -185,9 +245,13 @@ def _result(queries: List[Query], left_out: Dict[str, List[str]], k: Optional[in
     result.extras.update(
         query_ids=[q.qid for q in queries],
         trec_eval=measures,
-        trec_eval_per_query={measure: np.array([c if measure.startswith("num_") else float(c) for c in column],
-                                               dtype=np.int64 if measure.startswith("num_") else np.float64)
-                             for measure, column in per_query.items()},
+        trec_eval_per_query={
+            measure: np.array(
+                [c if measure.startswith("num_") else float(c) for c in column],
+                dtype=np.int64 if measure.startswith("num_") else np.float64,
+            )
+            for measure, column in per_query.items()
+        },
         ranked=[q.docs for q in queries],
         grades=[q.grades for q in queries],
         qrels_grades=[q.judged for q in queries],

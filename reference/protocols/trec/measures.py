@@ -13,6 +13,7 @@ trec_eval):
 * ``R_cap_k``: BEIR's capped recall, ``H(k) / min(R, k)``, 0 when R = 0.
 * ``Judged_k``: ir_measures' ``Judged@k``, the documents of the top k that are in the qrels
 """
+
 from __future__ import annotations
 
 from fractions import Fraction
@@ -49,9 +50,15 @@ def capped_recall(hits: int, n_relevant: int, k: int) -> Fraction:
     return Fraction(hits, min(n_relevant, k)) if n_relevant else ZERO
 
 
-def named_measures(k: Optional[int], level: int, grades: Sequence[Sequence[Optional[int]]],
-                   n_relevant: Sequence[int], n_nonrelevant: Sequence[int], n_retrieved: Sequence[int],
-                   engine: Dict[str, Sequence[Number]]) -> Dict[str, List]:
+def named_measures(
+    k: Optional[int],
+    level: int,
+    grades: Sequence[Sequence[Optional[int]]],
+    n_relevant: Sequence[int],
+    n_nonrelevant: Sequence[int],
+    n_retrieved: Sequence[int],
+    engine: Dict[str, Sequence[Number]],
+) -> Dict[str, List]:
     """Per-query values by trec_eval name, in query order.
 
     ``engine``: the engine's per-query values (``Fraction`` from the reference, float

@@ -7,6 +7,7 @@ out; a retrieved document adds ``gain(g_r) d(r)`` (negative gains too; unjudged 
 the ideal places the judged documents of every grade whose gain is > 0 by gain descending,
 and nDCG = DCG / ideal (0 when the ideal is 0).  ``d(r)`` is the float64 table of spec §7
 """
+
 from __future__ import annotations
 
 import math
@@ -24,8 +25,10 @@ def gain_map(gains: Any) -> Optional[Dict[int, Fraction]]:
     if gains is None:
         return None
     if not isinstance(gains, Mapping):
-        raise TypeError(f"gains: expected a dict {{grade: gain}} (trec_eval -m ndcg.GRADE=GAIN), got "
-                        f"{type(gains).__name__}; e.g. gains={{1: 1, 2: 3, 3: 7}}")
+        raise TypeError(
+            f"gains: expected a dict {{grade: gain}} (trec_eval -m ndcg.GRADE=GAIN), got "
+            f"{type(gains).__name__}; e.g. gains={{1: 1, 2: 3, 3: 7}}"
+        )
     out: Dict[int, Fraction] = {}
     for grade, gain in gains.items():
         if isinstance(grade, bool) or not isinstance(grade, numbers.Integral) or grade < 0:
@@ -36,10 +39,16 @@ def gain_map(gains: Any) -> Optional[Dict[int, Fraction]]:
     return out
 
 
-def ndcg_with_gains(grades: Sequence[Optional[int]], judged: Mapping[str, int], gains: Dict[int, Fraction],
-                    k: Optional[int], discount: str = "log2") -> Fraction:
+def ndcg_with_gains(
+    grades: Sequence[Optional[int]],
+    judged: Mapping[str, int],
+    gains: Dict[int, Fraction],
+    k: Optional[int],
+    discount: str = "log2",
+) -> Fraction:
     """trec_eval's ``ndcg`` under a gain map (``ndcg_cut_k`` with ``k``: the top k, the ideal's
     first k places); ``discount`` is the rule of spec §7 (``"trec_eval_9.0a3"``: the 2008 one)."""
+
     def gain(grade: Optional[int]) -> Fraction:
         return ZERO if grade is None or grade < 0 else gains.get(grade, Fraction(grade))
 

@@ -5,6 +5,7 @@ A query counts when it has results in the run and judgments in the qrels (every 
 order, then cut to ``depth`` and, with ``judged_only``, stripped of unjudged documents
 (spec §13 trec_eval).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -32,8 +33,14 @@ def trec_order(docs: Mapping[str, float]) -> List[Tuple[str, float]]:
     return items
 
 
-def ranked(qid: str, docs: Mapping[str, float], judged: Mapping[str, int], depth: Optional[int],
-            judged_only: bool, ignore_identical_ids: bool) -> List[Tuple[str, float]]:
+def ranked(
+    qid: str,
+    docs: Mapping[str, float],
+    judged: Mapping[str, int],
+    depth: Optional[int],
+    judged_only: bool,
+    ignore_identical_ids: bool,
+) -> List[Tuple[str, float]]:
     """One query's ranked ``(docno, score)`` pairs after the options, in trec_eval's order of
     steps (``form_res_rels.c``): rank everything, keep the top ``depth`` (``-M``), then drop the
     documents without a judgment >= 0 (``-J``).  A document named like the query (BEIR's
@@ -83,26 +90,34 @@ class Query:
 
 
 # --------------------------------------------------------------------------- inputs
-def evaluated_queries(run: Dict[str, Dict[str, float]], qrels: Dict[str, Dict[str, int]], level: int,
-             complete: bool, depth: Optional[int] = None, judged_only: bool = False,
-             ignore_identical_ids: bool = False) -> Tuple[List[Query], Dict[str, List[str]]]:
+def evaluated_queries(
+    run: Dict[str, Dict[str, float]],
+    qrels: Dict[str, Dict[str, int]],
+    level: int,
+    complete: bool,
+    depth: Optional[int] = None,
+    judged_only: bool = False,
+    ignore_identical_ids: bool = False,
+) -> Tuple[List[Query], Dict[str, List[str]]]:
     """The evaluated queries in trec_eval's order (qid bytes), and the ids left out."""
     wanted = set(qrels) if complete else set(run) & set(qrels)
     if not wanted:
         raise ValueError(
             f"run, qrels: no query has both results and judgments (run: {len(run)} queries, e.g. "
             f"{_some(run)}; qrels: {len(qrels)} queries, e.g. {_some(qrels)}); trec_eval stops here too "
-            "('No queries with both results and relevance info'): check that both use the same query ids")
+            "('No queries with both results and relevance info'): check that both use the same query ids"
+        )
     queries = []
     for qid in sorted(wanted, key=id_bytes):
         pairs = ranked(qid, run.get(qid, {}), qrels[qid], depth, judged_only, ignore_identical_ids)
         queries.append(Query(qid, [d for d, _ in pairs], [s for _, s in pairs], qrels[qid], level))
-    left_out = {"run_only": sorted(set(run) - set(qrels), key=id_bytes),
-                "qrels_only": sorted(set(qrels) - set(run) - wanted, key=id_bytes)}
+    left_out = {
+        "run_only": sorted(set(run) - set(qrels), key=id_bytes),
+        "qrels_only": sorted(set(qrels) - set(run) - wanted, key=id_bytes),
+    }
     return queries, left_out
 
 
 def _some(ids: Mapping) -> str:
     shown = [repr(q) for q, _ in zip(ids, range(3))]
     return ", ".join(shown) if shown else "none"
-

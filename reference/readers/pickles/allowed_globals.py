@@ -5,6 +5,7 @@ Both the opcode pre-check (:mod:`~retrieval_conformance.reference.readers.pickle
 :func:`_allowed_global` before a global is used; anything outside the allow-list raises
 :class:`pickle.UnpicklingError` naming it.
 """
+
 from __future__ import annotations
 
 import _compat_pickle
@@ -17,12 +18,21 @@ from typing import Tuple
 # callables in pickle_proxies and safe_pickle (never by numpy's, which trust the pickle's
 # state).
 _NUMPY_GLOBALS = {("numpy", "ndarray"), ("numpy", "dtype")} | {
-    (f"{package}.{module}", name) for package in ("numpy.core", "numpy._core")
-    for module, name in (("multiarray", "_reconstruct"), ("multiarray", "scalar"),
-                         ("numeric", "_frombuffer"))}
-_ALLOWED_GLOBALS = frozenset(_NUMPY_GLOBALS | {
-    ("builtins", "set"), ("builtins", "frozenset"), ("builtins", "bytes"),
-    ("builtins", "bytearray"), ("builtins", "complex"), ("_codecs", "encode")})
+    (f"{package}.{module}", name)
+    for package in ("numpy.core", "numpy._core")
+    for module, name in (("multiarray", "_reconstruct"), ("multiarray", "scalar"), ("numeric", "_frombuffer"))
+}
+_ALLOWED_GLOBALS = frozenset(
+    _NUMPY_GLOBALS
+    | {
+        ("builtins", "set"),
+        ("builtins", "frozenset"),
+        ("builtins", "bytes"),
+        ("builtins", "bytearray"),
+        ("builtins", "complex"),
+        ("_codecs", "encode"),
+    }
+)
 # globals whose call always returns bytes: a safe dict key (protocol 0-2 store bytes so)
 _BYTES_GLOBALS = frozenset({("_codecs", "encode"), ("builtins", "bytes")})
 
@@ -38,8 +48,10 @@ def _allowed_global(module: str, name: str) -> Tuple[str, str]:
         module = _compat_pickle.IMPORT_MAPPING[module]
     if (module, name) in _ALLOWED_GLOBALS:
         return module, name
-    shown = f"{module[:100]}.{name[:100]}" if isinstance(module, str) and isinstance(name, str) \
-        else "of a non-string name"
+    shown = (
+        f"{module[:100]}.{name[:100]}" if isinstance(module, str) and isinstance(name, str) else "of a non-string name"
+    )
     raise pickle.UnpicklingError(
         f"refused global {shown}: this unpickler only builds plain data and numpy arrays "
-        "(a pickle can run code when loaded)")
+        "(a pickle can run code when loaded)"
+    )

@@ -3,6 +3,7 @@
 The C unpickler cannot be stopped once it runs: what it would allocate, hash or call is
 refused here, on the raw bytes, by a symbolic run of the pickle machine.
 """
+
 from __future__ import annotations
 
 import pickle
@@ -13,11 +14,16 @@ from retrieval_conformance.reference.readers.pickles.allowed_globals import _BYT
 # Opcodes with no place in data: instances of classes (INST, OBJ, NEWOBJ*), the extension
 # registry, persistent ids and out-of-band buffers.
 _REFUSED_OPCODES = {
-    ord("i"): ("INST", "an instance of a class"), ord("o"): ("OBJ", "an instance of a class"),
-    0x81: ("NEWOBJ", "an instance of a class"), 0x92: ("NEWOBJ_EX", "an instance of a class"),
-    0x82: ("EXT1", "an extension-registry global"), 0x83: ("EXT2", "an extension-registry global"),
-    0x84: ("EXT4", "an extension-registry global"), ord("P"): ("PERSID", "a persistent id"),
-    ord("Q"): ("BINPERSID", "a persistent id"), 0x97: ("NEXT_BUFFER", "an out-of-band buffer"),
+    ord("i"): ("INST", "an instance of a class"),
+    ord("o"): ("OBJ", "an instance of a class"),
+    0x81: ("NEWOBJ", "an instance of a class"),
+    0x92: ("NEWOBJ_EX", "an instance of a class"),
+    0x82: ("EXT1", "an extension-registry global"),
+    0x83: ("EXT2", "an extension-registry global"),
+    0x84: ("EXT4", "an extension-registry global"),
+    ord("P"): ("PERSID", "a persistent id"),
+    ord("Q"): ("BINPERSID", "a persistent id"),
+    0x97: ("NEXT_BUFFER", "an out-of-band buffer"),
     0x98: ("READONLY_BUFFER", "an out-of-band buffer"),
 }
 # What the model knows of a stack entry: a hashable scalar (safe as a dict key), anything
@@ -28,16 +34,30 @@ _KEY, _OTHER = 0, 1
 # more than 4300 digits; the C unpickler's conversion of a huge one is quadratic)
 _MAX_NUMBER_TEXT = 5000
 _PLAIN_OPS = {  # opcode -> (pop, push) for the opcodes without argument or mark
-    ord("N"): (0, _KEY), 0x88: (0, _KEY), 0x89: (0, _KEY), ord("]"): (0, _OTHER),
-    ord("}"): (0, _OTHER), ord(")"): (0, _OTHER), 0x8F: (0, _OTHER),
-    0x85: (1, _OTHER), 0x86: (2, _OTHER), 0x87: (3, _OTHER),
+    ord("N"): (0, _KEY),
+    0x88: (0, _KEY),
+    0x89: (0, _KEY),
+    ord("]"): (0, _OTHER),
+    ord("}"): (0, _OTHER),
+    ord(")"): (0, _OTHER),
+    0x8F: (0, _OTHER),
+    0x85: (1, _OTHER),
+    0x86: (2, _OTHER),
+    0x87: (3, _OTHER),
 }
 _FIXED_KEYS = {ord("J"): 4, ord("K"): 1, ord("M"): 2, ord("G"): 8}  # BININT*, BINFLOAT
 _SIZED = {  # opcode -> (bytes of the size, signed, what it pushes)
-    ord("U"): (1, False, _KEY), ord("T"): (4, True, _KEY), ord("C"): (1, False, _KEY),
-    ord("B"): (4, False, _KEY), 0x8E: (8, False, _KEY), 0x96: (8, False, _OTHER),
-    0x8C: (1, False, "utf-8"), ord("X"): (4, False, "utf-8"), 0x8D: (8, False, "utf-8"),
-    0x8A: (1, False, "long"), 0x8B: (4, True, "long"),
+    ord("U"): (1, False, _KEY),
+    ord("T"): (4, True, _KEY),
+    ord("C"): (1, False, _KEY),
+    ord("B"): (4, False, _KEY),
+    0x8E: (8, False, _KEY),
+    0x96: (8, False, _OTHER),
+    0x8C: (1, False, "utf-8"),
+    ord("X"): (4, False, "utf-8"),
+    0x8D: (8, False, "utf-8"),
+    0x8A: (1, False, "long"),
+    0x8B: (4, True, "long"),
 }
 
 
@@ -81,8 +101,8 @@ def _check_opcodes(data: bytes, max_items: int) -> None:
     def pop(n: int) -> List[Any]:
         if len(stack) - n < fence():
             raise bad("stack underflow")
-        out = stack[len(stack) - n:]
-        del stack[len(stack) - n:]
+        out = stack[len(stack) - n :]
+        del stack[len(stack) - n :]
         return out
 
     def pop_mark(onto_target: bool) -> List[Any]:
@@ -104,14 +124,16 @@ def _check_opcodes(data: bytes, max_items: int) -> None:
         if items > max_items:
             raise pickle.UnpicklingError(
                 f"the pickle builds more than {max_items:,} container elements (max_items); "
-                "pass max_items=... to read a larger pickle")
+                "pass max_items=... to read a larger pickle"
+            )
 
     def hashable(entries: List[Any], what: str) -> None:
         for e in entries:
             if e != _KEY and not (type(e) is tuple and e[0] == "s"):
                 raise pickle.UnpicklingError(
                     f"refused {what}: dict keys and set items must be str, bytes, None, bool, "
-                    "float or int (a compound key can cost exponential time to hash)")
+                    "float or int (a compound key can cost exponential time to hash)"
+                )
 
     def line() -> bytes:
         nonlocal pos
@@ -130,15 +152,14 @@ def _check_opcodes(data: bytes, max_items: int) -> None:
 
     def memo_index(idx: int) -> int:
         if not 0 <= idx <= ops:
-            raise pickle.UnpicklingError(
-                f"refused memo index {idx}: beyond the {ops} opcodes read so far")
+            raise pickle.UnpicklingError(f"refused memo index {idx}: beyond the {ops} opcodes read so far")
         return idx
 
     def uint(n: int) -> int:
         nonlocal pos
         if pos + n > end:
             raise bad("truncated")
-        value = int.from_bytes(data[pos:pos + n], "little")
+        value = int.from_bytes(data[pos : pos + n], "little")
         pos += n
         return value
 
@@ -182,7 +203,7 @@ def _check_opcodes(data: bytes, max_items: int) -> None:
                 idx = data[pos]
                 pos += 1
             else:
-                idx = int.from_bytes(data[pos:pos + 4], "little")
+                idx = int.from_bytes(data[pos : pos + 4], "little")
                 pos += 4
             if len(stack) <= (marks[-1] if marks else 0):
                 raise bad("stack underflow")
@@ -192,7 +213,7 @@ def _check_opcodes(data: bytes, max_items: int) -> None:
                 idx = data[pos]
                 pos += 1
             else:
-                idx = int.from_bytes(data[pos:pos + 4], "little")
+                idx = int.from_bytes(data[pos : pos + 4], "little")
                 pos += 4
             if idx not in memo:
                 raise bad(f"memo index {idx} unset")
@@ -201,7 +222,7 @@ def _check_opcodes(data: bytes, max_items: int) -> None:
             width, signed, kind = _SIZED[op]
             if pos + width > end:
                 raise bad("truncated")
-            n = int.from_bytes(data[pos:pos + width], "little", signed=signed)
+            n = int.from_bytes(data[pos : pos + width], "little", signed=signed)
             if n < 0:
                 raise bad("negative size")
             start = pos + width

@@ -6,6 +6,7 @@ Checked stand-ins for ``numpy.dtype`` and ``_reconstruct`` arrays (:class:`_Dtyp
 ``BUILD`` (:class:`_Done`, :class:`_Global`), and the builtins (``set``, ``bytes``,
 ``complex``, ``_codecs.encode``, ...) limited to the arguments their own pickles use.
 """
+
 from __future__ import annotations
 
 import pickle
@@ -52,7 +53,8 @@ class _Global(_Restricted):
     def __call__(self, *args: Any) -> Any:
         if self._call is None:
             raise pickle.UnpicklingError(
-                f"refused call of {self.qualname}: only accepted as an argument of _reconstruct")
+                f"refused call of {self.qualname}: only accepted as an argument of _reconstruct"
+            )
         return self._call(*args)
 
     def __repr__(self) -> str:
@@ -92,8 +94,9 @@ class _DtypeProxy(_Restricted):
 
     def __init__(self, code: Any, align: Any = False, copy: Any = True):
         if not isinstance(code, str) or len(code) > 32:
-            raise _refuse(f"refused numpy.dtype({_clip(code, 32)}): only a short type code "
-                          "of a plain dtype is accepted")
+            raise _refuse(
+                f"refused numpy.dtype({_clip(code, 32)}): only a short type code of a plain dtype is accepted"
+            )
         try:
             dt = np.dtype(code)
         except Exception:
@@ -109,20 +112,25 @@ class _DtypeProxy(_Restricted):
         dt = self._dtype
         # (version, byte order, subarray, names, fields, elsize, alignment, flags[, metadata])
         if not isinstance(state, tuple) or len(state) not in (8, 9) or state[0] not in (3, 4):
-            raise _refuse(f"refused dtype state ({_describe(state)}): only the version 3/4 "
-                          "state of a plain dtype is accepted")
+            raise _refuse(
+                f"refused dtype state ({_describe(state)}): only the version 3/4 state of a plain dtype is accepted"
+            )
         endian, subarray, names, fields, elsize = state[1:6]
-        if subarray is not None or names is not None or fields is not None or (
-                len(state) == 9 and state[8] is not None):
-            raise _refuse("refused dtype state with fields, names, a sub-array or metadata "
-                          "(structured dtypes can place an object pointer or an offset "
-                          "outside the array)")
-        if endian not in ("<", ">", "|", "=") or not all(
-                type(v) is int for v in state[5:8]):
+        if (
+            subarray is not None
+            or names is not None
+            or fields is not None
+            or (len(state) == 9 and state[8] is not None)
+        ):
+            raise _refuse(
+                "refused dtype state with fields, names, a sub-array or metadata "
+                "(structured dtypes can place an object pointer or an offset "
+                "outside the array)"
+            )
+        if endian not in ("<", ">", "|", "=") or not all(type(v) is int for v in state[5:8]):
             raise _refuse("refused malformed dtype state")
         if elsize not in (-1, dt.itemsize):
-            if dt.itemsize == 0 and dt.kind in "SU" and 0 < elsize <= 1 << 40 and (
-                    dt.kind == "S" or elsize % 4 == 0):
+            if dt.itemsize == 0 and dt.kind in "SU" and 0 < elsize <= 1 << 40 and (dt.kind == "S" or elsize % 4 == 0):
                 dt = np.dtype(f"{dt.kind}{elsize if dt.kind == 'S' else elsize // 4}")
             else:
                 raise _refuse(f"refused dtype state: item size {elsize} for dtype {dt.str}")
@@ -138,10 +146,11 @@ class _DtypeProxy(_Restricted):
 
 
 def _plain_dtype(dt: Any, where: str) -> Any:
-    if dt.kind not in _PLAIN_KINDS or dt.fields is not None or dt.subdtype is not None \
-            or dt.hasobject or dt.metadata:
-        raise _refuse(f"refused {where}: dtype {dt.str} is not a plain numeric, bytes or str "
-                      "dtype (object and structured dtypes can hold forged pointers)")
+    if dt.kind not in _PLAIN_KINDS or dt.fields is not None or dt.subdtype is not None or dt.hasobject or dt.metadata:
+        raise _refuse(
+            f"refused {where}: dtype {dt.str} is not a plain numeric, bytes or str "
+            "dtype (object and structured dtypes can hold forged pointers)"
+        )
     return dt
 
 
@@ -154,16 +163,14 @@ def _as_raw(raw: Any, where: str) -> bytes:
             raise _refuse(f"refused {where}: text data beyond latin-1") from None
     if isinstance(raw, (bytes, bytearray)):
         return bytes(raw) if isinstance(raw, bytearray) else raw
-    raise _refuse(f"refused {where}: the data is a {type(raw).__name__}, not bytes "
-                  "(object arrays are not read)")
+    raise _refuse(f"refused {where}: the data is a {type(raw).__name__}, not bytes (object arrays are not read)")
 
 
 def _check_text(raw: bytes, dt: Any, where: str) -> None:
     """Code points of a ``U`` array must be Unicode (numpy raises SystemError otherwise)."""
     if dt.kind == "U" and raw:
         order = dt.byteorder if dt.byteorder in "<>" else "="
-        if int(np.frombuffer(raw, dtype=np.dtype(np.uint32).newbyteorder(order)).max()) \
-                > 0x10FFFF:
+        if int(np.frombuffer(raw, dtype=np.dtype(np.uint32).newbyteorder(order)).max()) > 0x10FFFF:
             raise _refuse(f"refused {where}: str data holds invalid code points")
 
 
@@ -188,8 +195,7 @@ class _ArrayProxy(_Restricted):
     def __setstate__(self, state: Any) -> None:
         if self.value is not None:
             raise _refuse("refused a second array state")
-        if isinstance(state, tuple) and len(state) == 5 and type(state[0]) is int \
-                and state[0] in (0, 1):
+        if isinstance(state, tuple) and len(state) == 5 and type(state[0]) is int and state[0] in (0, 1):
             state = state[1:]
         if not isinstance(state, tuple) or len(state) != 4:
             raise _refuse(f"refused array state ({_describe(state)})")
@@ -211,8 +217,7 @@ def _latin1_encode(obj: Any, encoding: str = "utf-8", errors: str = "strict") ->
     Protocol-2 pickles written by Python 3 store ``bytes`` (numpy array buffers among them)
     as ``_codecs.encode(text, "latin1")``; other codecs are refused.
     """
-    if not isinstance(encoding, str) or \
-            encoding.lower().replace("_", "-") not in _TEXT_CODECS:
+    if not isinstance(encoding, str) or encoding.lower().replace("_", "-") not in _TEXT_CODECS:
         raise pickle.UnpicklingError(f"refused _codecs.encode with codec {_clip(encoding, 30)}")
     if not isinstance(obj, str):
         raise pickle.UnpicklingError("refused _codecs.encode of a non-str object")
@@ -229,8 +234,10 @@ def _safe_bytes(*args: Any) -> bytes:
         return bytes(args[0])
     if 2 <= len(args) <= 3 and isinstance(args[0], str):
         return _latin1_encode(*args)
-    raise pickle.UnpicklingError(f"refused bytes() of {_describe(args[0])}: only bytes() of "
-                                 "bytes or of text with a codec is accepted (not a size)")
+    raise pickle.UnpicklingError(
+        f"refused bytes() of {_describe(args[0])}: only bytes() of "
+        "bytes or of text with a codec is accepted (not a size)"
+    )
 
 
 def _safe_bytearray(*args: Any) -> bytearray:
@@ -240,15 +247,16 @@ def _safe_bytearray(*args: Any) -> bytearray:
 def _scalar_items(items: Any, what: str) -> Any:
     if not _scalar_list(items):
         raise pickle.UnpicklingError(
-            f"refused {what}() of {_describe(items)}: only a list of str, bytes, None, bool, "
-            "float or int is accepted")
+            f"refused {what}() of {_describe(items)}: only a list of str, bytes, None, bool, float or int is accepted"
+        )
     return items
 
 
 def _scalar_list(items: Any) -> bool:
     return isinstance(items, (list, tuple)) and all(
-        type(v) in (str, bytes, bool, float, type(None))
-        or (type(v) is int and -_SMALL_INT < v < _SMALL_INT) for v in items)
+        type(v) in (str, bytes, bool, float, type(None)) or (type(v) is int and -_SMALL_INT < v < _SMALL_INT)
+        for v in items
+    )
 
 
 def _safe_set(items: Any = ()) -> set:

@@ -7,6 +7,7 @@ library's unrestricted loader.  The stream is checked before anything is built
 stand-ins (:mod:`~retrieval_conformance.reference.readers.pickles.proxies`), and the result is
 walked once after (:func:`_finish`).  Limits: see :mod:`retrieval_conformance.reference.readers.limits`.
 """
+
 from __future__ import annotations
 
 import io
@@ -99,9 +100,17 @@ class RestrictedUnpickler(pickle.Unpickler):
     >>> RestrictedUnpickler(io.BytesIO(data)).load()        # doctest: +SKIP
     """
 
-    def __init__(self, file, *, encoding: str = "latin1", max_bytes: int = MAX_FILE_BYTES,
-                 max_items: int = MAX_ITEMS, max_array_bytes: int = MAX_ARRAY_BYTES,
-                 max_depth: int = MAX_DEPTH, **kwargs):
+    def __init__(
+        self,
+        file,
+        *,
+        encoding: str = "latin1",
+        max_bytes: int = MAX_FILE_BYTES,
+        max_items: int = MAX_ITEMS,
+        max_array_bytes: int = MAX_ARRAY_BYTES,
+        max_depth: int = MAX_DEPTH,
+        **kwargs,
+    ):
         if not 0 <= max_depth <= 500:
             raise ValueError("max_depth must be in [0, 500] (the check walks recursively)")
         self._data = _read_bounded(file, max_bytes, getattr(file, "name", "pickle stream"))
@@ -134,8 +143,7 @@ class RestrictedUnpickler(pickle.Unpickler):
         except pickle.UnpicklingError:
             raise
         except Exception as exc:  # TypeError of a wrong call, MemoryError, ...: one type
-            raise pickle.UnpicklingError(
-                f"refused pickle: {type(exc).__name__}: {str(exc)[:200]}") from None
+            raise pickle.UnpicklingError(f"refused pickle: {type(exc).__name__}: {str(exc)[:200]}") from None
         return _finish(obj, self._max_depth, self._max_items)
 
     # -- our implementations of the allowed globals ----------------------------------
@@ -151,18 +159,25 @@ class RestrictedUnpickler(pickle.Unpickler):
             return self._frombuffer
         if name == "scalar":
             return self._scalar
-        return {"set": _safe_set, "frozenset": _safe_frozenset, "bytes": _safe_bytes,
-                "bytearray": _safe_bytearray, "complex": _safe_complex,
-                "encode": _latin1_encode}[name]
+        return {
+            "set": _safe_set,
+            "frozenset": _safe_frozenset,
+            "bytes": _safe_bytes,
+            "bytearray": _safe_bytearray,
+            "complex": _safe_complex,
+            "encode": _latin1_encode,
+        }[name]
 
     def _reconstruct(self, subtype: Any, shape: Any, code: Any) -> _ArrayProxy:
-        if not (isinstance(subtype, _Global) and subtype.qualname == "numpy.ndarray") \
-                or shape != (0,) or code not in (b"b", "b"):
+        if (
+            not (isinstance(subtype, _Global) and subtype.qualname == "numpy.ndarray")
+            or shape != (0,)
+            or code not in (b"b", "b")
+        ):
             raise _refuse("refused _reconstruct other than _reconstruct(numpy.ndarray, (0,), b'b')")
         return _ArrayProxy(self._build_array)
 
-    def _frombuffer(self, buf: Any, dtype: Any, shape: Any, order: Any,
-                    axis_order: Any = None) -> _Done:
+    def _frombuffer(self, buf: Any, dtype: Any, shape: Any, order: Any, axis_order: Any = None) -> _Done:
         return _Done(self._build_array(buf, dtype, shape, order, axis_order, "_frombuffer"))
 
     def _scalar(self, dtype: Any, raw: Any = None) -> _Done:
@@ -175,31 +190,35 @@ class RestrictedUnpickler(pickle.Unpickler):
         _check_text(raw, dt, "numpy scalar")
         return _Done(np.frombuffer(raw, dtype=dt, count=1)[0])
 
-    def _build_array(self, raw: Any, dtype: Any, shape: Any, order: Any, axis_order: Any,
-                     where: str) -> Any:
+    def _build_array(self, raw: Any, dtype: Any, shape: Any, order: Any, axis_order: Any, where: str) -> Any:
         """A fresh array from checked pieces; charges ``max_array_bytes``."""
         if not isinstance(dtype, _DtypeProxy):
             raise _refuse(f"refused {where}: the dtype is {_describe(dtype)}, not a numpy.dtype")
         dt = dtype.resolve()
-        if not isinstance(shape, tuple) or len(shape) > _MAX_DIMS or not all(
-                type(d) is int and d >= 0 for d in shape):
-            raise _refuse(f"refused {where}: the shape must be a tuple of at most {_MAX_DIMS} "
-                          f"non-negative ints, got {_describe(shape)}")
+        if not isinstance(shape, tuple) or len(shape) > _MAX_DIMS or not all(type(d) is int and d >= 0 for d in shape):
+            raise _refuse(
+                f"refused {where}: the shape must be a tuple of at most {_MAX_DIMS} "
+                f"non-negative ints, got {_describe(shape)}"
+            )
         if order not in ("C", "F", "K"):
             raise _refuse(f"refused {where}: order {_clip(order)}")
-        if axis_order is not None and (order != "K" or not isinstance(axis_order, tuple)
-                                       or sorted(axis_order) != list(range(len(shape)))):
+        if axis_order is not None and (
+            order != "K" or not isinstance(axis_order, tuple) or sorted(axis_order) != list(range(len(shape)))
+        ):
             raise _refuse(f"refused {where}: axis order is not a permutation of the axes")
         raw = _as_raw(raw, where)
         count = math.prod(shape)
         nbytes = count * dt.itemsize
         if nbytes != len(raw):
-            raise _refuse(f"refused {where}: {len(raw):,} bytes of data for shape {shape} "
-                          f"of {dt.str} ({nbytes:,} bytes)")
+            raise _refuse(
+                f"refused {where}: {len(raw):,} bytes of data for shape {shape} of {dt.str} ({nbytes:,} bytes)"
+            )
         self._array_bytes += nbytes
         if self._array_bytes > self._max_array_bytes:
-            raise _refuse(f"the pickle's arrays exceed {_size(self._max_array_bytes)} in total "
-                          "(max_array_bytes); pass max_array_bytes=... to read it")
+            raise _refuse(
+                f"the pickle's arrays exceed {_size(self._max_array_bytes)} in total "
+                "(max_array_bytes); pass max_array_bytes=... to read it"
+            )
         _check_text(raw, dt, where)
         try:
             flat = np.frombuffer(raw, dtype=dt, count=count)
@@ -245,8 +264,9 @@ def _finish(root: Any, max_depth: int, max_items: int) -> Any:
             raise _refuse(f"refused a bare global ({obj.qualname}) in the data")
         elif type(obj) in (list, tuple, dict, set, frozenset):
             if depth >= max_depth:
-                raise _refuse(f"refused data nested deeper than {max_depth} containers "
-                              "(max_depth); pass max_depth=... to read it")
+                raise _refuse(
+                    f"refused data nested deeper than {max_depth} containers (max_depth); pass max_depth=... to read it"
+                )
             if key in active:
                 raise _refuse("refused data with a reference cycle")
             active.add(key)
@@ -280,25 +300,29 @@ def _finish(root: Any, max_depth: int, max_items: int) -> Any:
         else:
             raise _refuse(f"refused a {type(obj).__name__} in the data")
         if result[1] > max_items:
-            raise _refuse(f"refused data of more than {max_items:,} elements when shared "
-                          "objects are counted at every place (max_items); pass "
-                          "max_items=... to read it")
+            raise _refuse(
+                f"refused data of more than {max_items:,} elements when shared "
+                "objects are counted at every place (max_items); pass "
+                "max_items=... to read it"
+            )
         done[key] = result
         return result
 
     return visit(root, 0)[0]
 
 
-def _limits(max_bytes: int, max_items: int, max_array_bytes: int,
-            max_depth: int) -> Dict[str, int]:
-    return dict(max_bytes=max_bytes, max_items=max_items, max_array_bytes=max_array_bytes,
-                max_depth=max_depth)
+def _limits(max_bytes: int, max_items: int, max_array_bytes: int, max_depth: int) -> Dict[str, int]:
+    return dict(max_bytes=max_bytes, max_items=max_items, max_array_bytes=max_array_bytes, max_depth=max_depth)
 
 
-def load_restricted_pickle(source: Union[PathLike, bytes, io.IOBase], *,
-                           max_bytes: int = MAX_FILE_BYTES, max_items: int = MAX_ITEMS,
-                           max_array_bytes: int = MAX_ARRAY_BYTES,
-                           max_depth: int = MAX_DEPTH) -> Any:
+def load_restricted_pickle(
+    source: Union[PathLike, bytes, io.IOBase],
+    *,
+    max_bytes: int = MAX_FILE_BYTES,
+    max_items: int = MAX_ITEMS,
+    max_array_bytes: int = MAX_ARRAY_BYTES,
+    max_depth: int = MAX_DEPTH,
+) -> Any:
     """Load a pickle with :class:`RestrictedUnpickler`.
 
     Parameters
@@ -319,8 +343,12 @@ def load_restricted_pickle(source: Union[PathLike, bytes, io.IOBase], *,
     limits = _limits(max_bytes, max_items, max_array_bytes, max_depth)
     if isinstance(source, (bytes, bytearray)):
         if len(source) > max_bytes:
-            raise FileRefusedError("pickle data", f"larger than the limit of {_size(max_bytes)}",
-                                   "pass max_bytes=... to read it", limit="max_bytes")
+            raise FileRefusedError(
+                "pickle data",
+                f"larger than the limit of {_size(max_bytes)}",
+                "pass max_bytes=... to read it",
+                limit="max_bytes",
+            )
         return RestrictedUnpickler(io.BytesIO(bytes(source)), **limits).load()
     if hasattr(source, "read"):
         return RestrictedUnpickler(source, **limits).load()

@@ -4,6 +4,7 @@ The pickle is loaded with :func:`~retrieval_conformance.reference.readers.pickle
 its structure is then checked and its name and id lists are returned as plain Python lists,
 within a budget of ``max_ids`` names and ids (see :mod:`retrieval_conformance.reference.readers.limits`).
 """
+
 from __future__ import annotations
 
 import io
@@ -51,8 +52,7 @@ def _as_id_list(value: Any, where: str, budget: List[int]) -> List[Any]:
         out = [v.item() if isinstance(v, np.generic) else v for v in value]
         for v in out:
             if isinstance(v, bool) or not isinstance(v, (int, str, bytes)):
-                raise ValueError(f"{where} must hold ids (ints or names), got an item of type "
-                                 f"{type(v).__name__}")
+                raise ValueError(f"{where} must hold ids (ints or names), got an item of type {type(v).__name__}")
         return out
     raise ValueError(f"{where} must be a list or 1-D array of ids, got {_describe(value)}")
 
@@ -60,8 +60,9 @@ def _as_id_list(value: Any, where: str, budget: List[int]) -> List[Any]:
 def _spend(budget: List[int], n: int, where: str) -> None:
     budget[0] -= n
     if budget[0] < 0:
-        raise ValueError(f"{where}: the ground truth holds more ids and names than the limit "
-                         "(max_ids); pass max_ids=... to read it")
+        raise ValueError(
+            f"{where}: the ground truth holds more ids and names than the limit (max_ids); pass max_ids=... to read it"
+        )
 
 
 def _as_name_list(value: Any, where: str, budget: List[int]) -> List[Any]:
@@ -82,16 +83,20 @@ def _as_name_list(value: Any, where: str, budget: List[int]) -> List[Any]:
         if isinstance(v, np.generic) and v.dtype.kind in "SU":
             v = v.item()
         if not isinstance(v, (str, bytes)):
-            raise ValueError(f"{where}[{i}] must be an image name (str or bytes), got "
-                             f"{_describe(v)}")
+            raise ValueError(f"{where}[{i}] must be an image name (str or bytes), got {_describe(v)}")
         out.append(v)
     return out
 
 
-def read_revisitop_gnd(source: Union[PathLike, bytes, io.IOBase], *,
-                       max_bytes: int = MAX_FILE_BYTES, max_items: int = MAX_ITEMS,
-                       max_array_bytes: int = MAX_ARRAY_BYTES, max_depth: int = MAX_DEPTH,
-                       max_ids: int = MAX_IDS) -> Dict[str, Any]:
+def read_revisitop_gnd(
+    source: Union[PathLike, bytes, io.IOBase],
+    *,
+    max_bytes: int = MAX_FILE_BYTES,
+    max_items: int = MAX_ITEMS,
+    max_array_bytes: int = MAX_ARRAY_BYTES,
+    max_depth: int = MAX_DEPTH,
+    max_ids: int = MAX_IDS,
+) -> Dict[str, Any]:
     """Read a revisitop (``gnd_roxford5k.pkl``) or cirtorch (``gnd_oxford5k.pkl``) pickle.
 
     Expected content: a dict with ``imlist`` (database image names), ``qimlist`` (query image
@@ -124,14 +129,12 @@ def read_revisitop_gnd(source: Union[PathLike, bytes, io.IOBase], *,
     FileRefusedError, OSError
         For a file that is not read (see :func:`load_restricted_pickle`).
     """
-    data = load_restricted_pickle(source, **_limits(max_bytes, max_items, max_array_bytes,
-                                                   max_depth))
+    data = load_restricted_pickle(source, **_limits(max_bytes, max_items, max_array_bytes, max_depth))
     if not isinstance(data, dict):
         raise ValueError(f"ground-truth pickle must hold a dict, got {_describe(data)}")
     for key in ("imlist", "qimlist", "gnd"):
         if key not in data:
-            raise ValueError(f"ground-truth pickle lacks the {key!r} entry "
-                             f"(has {_keys_summary(data)})")
+            raise ValueError(f"ground-truth pickle lacks the {key!r} entry (has {_keys_summary(data)})")
     budget = [max_ids]
     imlist = _as_name_list(data["imlist"], "'imlist'", budget)
     qimlist = _as_name_list(data["qimlist"], "'qimlist'", budget)
@@ -152,8 +155,7 @@ def read_revisitop_gnd(source: Union[PathLike, bytes, io.IOBase], *,
             kinds.add("cirtorch")
             keys = ("ok", "junk")
         else:
-            raise ValueError(f"gnd[{i}] has neither 'easy'/'hard' nor 'ok' "
-                             f"(has {_keys_summary(g)})")
+            raise ValueError(f"gnd[{i}] has neither 'easy'/'hard' nor 'ok' (has {_keys_summary(g)})")
         q = dict(g)
         for key in keys:
             q[key] = _as_id_list(g.get(key, []), f"gnd[{i}][{key!r}]", budget)
