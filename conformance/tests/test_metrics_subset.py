@@ -313,20 +313,44 @@ def test_c_reads_a_misaligned_array_through_an_aligned_copy():
 
 
 def test_the_benchmark_returns_its_figures_at_smoke_scale():
-    """``metrics_subset.figures`` (the benchmark page reads it) runs its checks (mAP-only has the bits
-    of every metric; the loop's AP equals C's) and returns ratios; no time is asserted."""
+    """``metrics_subset.measure`` (the page reads it through ``figures``) runs its checks (mAP-only
+    has the bits of every metric; the loop's AP equals C's) and returns ratios; no time is asserted."""
     require_implementation("c")
     from retrieval_conformance.conformance.bench import metrics_subset
     from retrieval_conformance.reference.contract import registry
 
-    out = metrics_subset.figures("smoke", rounds=1)
+    out = metrics_subset.measure("smoke", rounds=1)
     assert metrics_subset.ONE_THREAD not in registry.names()  # registered for the run only
     for case, baseline in (("scores_map_at_k", "numpy_argpartition"), ("cifar10_map_all", "seed000_loop")):
         assert set(out[case]["seconds"]) == {baseline, "c_map_only", "c_all_metrics"}
         assert out[case]["map_only_vs_all_metrics"] > 0
     assert "loadavg_before" in out and "loadavg_after" in out
     with pytest.raises(ValueError, match="scale: expected 'smoke' or 'full'"):
-        metrics_subset.figures("huge")
+        metrics_subset.measure("huge")
+
+
+def test_the_page_figures_are_read_by_the_page(monkeypatch):
+    """``figures`` turns the measured ratios into the page's figures, each accepted by its check."""
+    from retrieval_conformance.conformance.bench import metrics_subset
+    from retrieval_conformance.conformance.bench.features import figures as checked
+
+    case = {
+        "workload": "w",
+        "loop_queries_timed": 5,
+        "target_vs_numpy": 6.0,
+        "target_vs_loop": 60.0,
+        "map_only_vs_numpy_argpartition": 2.5,
+        "all_metrics_vs_numpy_argpartition": 1.5,
+        "map_only_vs_seed000_loop": 70.0,
+        "all_metrics_vs_seed000_loop": 50.0,
+        "seconds": {"numpy_argpartition": 0.09, "seed000_loop": 2.0, "c_map_only": 0.03, "c_all_metrics": 0.05},
+    }
+    fake = {"scores_map_at_k": case, "cifar10_map_all": case}
+    monkeypatch.setattr(metrics_subset, "measure", lambda scale, rounds: fake)
+    out = metrics_subset.figures("smoke", rounds=1)
+    assert out["CIFAR-10 mAP@ALL, mAP only, against seed 000's loop"]["value"] == 70.0
+    assert out["mAP@100 of float scores, mAP only, against argpartition"]["target"] == ">= 6x"
+    assert checked.check_figures(out, "metrics_subset.figures") == out
 
 
 def test_the_distributed_accumulator_honours_metrics():
