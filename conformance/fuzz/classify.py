@@ -131,7 +131,8 @@ def _stable(exc: BaseException) -> str:
 def _error_kind(exc: BaseException) -> Optional[str]:
     """None for a clean named error, else why it is not one."""
     message = str(exc)
-    if type(exc) not in (ValueError, TypeError):
+    # a ValueError or TypeError, or a subclass of one a caller catches as such (NonFiniteError)
+    if not isinstance(exc, (ValueError, TypeError)):
         return f"{type(exc).__name__}: {message[:300]}"
     if len(message) > MAX_MESSAGE:
         return f"{type(exc).__name__} with a {len(message)}-character message: {message[:200]}..."
