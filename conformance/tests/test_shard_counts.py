@@ -101,6 +101,38 @@ def test_c_counts_with_tied_points_and_bounds_by_hand():
     assert (below.tolist(), at.tolist()) == ([1] * 4, [3] * 4)
 
 
+def _misaligned(a: np.ndarray) -> np.ndarray:
+    """``a`` copied into a buffer that starts one byte off (as an array unpickled by dask's workers may)."""
+    raw = np.zeros(a.nbytes + 1, np.uint8)
+    out = raw[1:].view(a.dtype).reshape(a.shape)
+    out[...] = a
+    assert not out.flags.aligned
+    return out
+
+
+def test_misaligned_inputs_are_counted_as_aligned_ones(monkeypatch):
+    """C reads distances as doubles and keys as int64: a misaligned array is copied first (the
+    sanitizer run reports a misaligned load otherwise); every pointer C gets is 8-byte aligned."""
+    kernel = c_shards.shard_kernel()
+    pointers = []
+
+    def recording(*args):
+        pointers.extend(a for a in args if isinstance(a, int) and a > 1 << 20)  # addresses, not sizes
+        return kernel(*args)
+
+    monkeypatch.setattr(c_shards, "shard_kernel", lambda: recording)
+    dist = np.array([[1.0, 1.0, 0.0, 1.0], [0.5, 2.0, 0.5, 0.0]])
+    start, key = np.array([0, 2, 4]), order_keys(np.array([1.0, 0.0, 0.5, 2.0]))
+    index = np.array([9, 12, 11, 13])
+    want, got = np.zeros(4, np.int64), np.zeros(4, np.int64)
+    c_shards.count_block(dist, None, 10, "stable", start, key, index, want, None)
+    c_shards.count_block(
+        _misaligned(dist), None, 10, "stable", _misaligned(start), _misaligned(key), _misaligned(index), got, None
+    )
+    assert got.tolist() == want.tolist()
+    assert pointers and all(p % 8 == 0 for p in pointers)
+
+
 def test_an_empty_shard_counts_nothing():
     start, key, index = np.array([0, 2, 3]), np.array([0, 5, 7]), np.array([0, 1, 2])
     for ties in ("stable", "reverse", None):

@@ -78,11 +78,13 @@ def count_block(
         kind = _F32
     else:  # Hamming distances: small integers, compared as int64
         kind, dist = _I64, dist.astype(np.int64)
-    dist = np.ascontiguousarray(dist)
+    # aligned as well as contiguous: an array unpickled from a buffer (dask's workers) may start at
+    # any byte, and C reads its values as doubles
+    dist = np.require(dist, requirements=["C_CONTIGUOUS", "ALIGNED"])
     n_rows, n_items = dist.shape
     junk = None if junk is None else np.ascontiguousarray(junk, dtype=bool).view(np.uint8)
     arrays = [
-        np.ascontiguousarray(a, dtype=np.int64) if a is not None else None
+        np.require(a, dtype=np.int64, requirements=["C_CONTIGUOUS", "ALIGNED"]) if a is not None else None
         for a in (point_start, point_key, point_index)
     ]
     for out in (out_a, out_b):
