@@ -20,12 +20,6 @@
  * The items up to tau come from one streaming read of the row (rc_row_filter), which also
  * checks it for NaN/inf. */
 
-/* room for rel[0 .. G] (doubling, so a query grows it O(log G) times) */
-static inline int rel_room(workspace *w, int64_t G)
-{
-    return G < w->rel_cap ? 0 : grow((void **)&w->rel, &w->rel_cap, max64(2 * w->rel_cap, G + 1024), sizeof(relitem));
-}
-
 static inline __attribute__((always_inline)) void
 query_float_body(const rc_input *in, const rc_options *o, const dd *Hh, int64_t q,
                  workspace *w, qres *res, rc_output *out, const float *D32, const double *D64,
@@ -83,55 +77,27 @@ query_float_body(const rc_input *in, const rc_options *o, const dd *Hh, int64_t 
 
     /* the relevant non-junk items, in gallery order (rel grows as they are found) */
 #define RC_NOMEM() do { out->status[q] = Q_NOMEM; return; } while (0)
-    if (rel_room(w, 0)) RC_NOMEM();
+    if (rc_rel_room(w, 0)) RC_NOMEM();
     rel = w->rel;
     if (in->rel_kind == REL_IDS) {
         const int64_t *ord = in->db_order;
         int64_t t;
-        if (rel_room(w, in->id_stop[q] - in->id_start[q])) RC_NOMEM();
+        if (rc_rel_room(w, in->id_stop[q] - in->id_start[q])) RC_NOMEM();
         rel = w->rel;
         for (t = in->id_start[q]; t < in->id_stop[q]; t++) {
             j = ord[t];
             if (!skip[j]) rel[G++].j = j;  /* the distances below */
         }
     } else if (in->rel_kind == REL_MATRIX) {
-        /* a row of 0/1 flags, mostly 0: eight flags at a time, an all-zero word skipped */
-        const uint8_t *row = in->relevance + q * N;
-        const int64_t full = N - N % 8;
-        for (j = 0; j < full; j += 8) {
-            uint64_t word;
-            memcpy(&word, row + j, sizeof(word));
-#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
-            while (word) {  /* flag t is byte t of the word: visit the non-zero bytes */
-                const int bit = __builtin_ctzll(word) & ~7;
-                const int64_t t = j + (bit >> 3);
-                word &= ~((uint64_t)0xff << bit);
-#else
-            int64_t t;
-            if (!word) continue;
-            for (t = j; t < j + 8; t++) {
-                if (!row[t]) continue;
-#endif
-                if (!skip[t]) {
-                    if (rel_room(w, G)) RC_NOMEM();
-                    rel = w->rel;
-                    rel[G++].j = t;
-                }
-            }
-        }
-        for (j = full; j < N; j++) {  /* the short tail, flag by flag */
-            if (row[j] && !skip[j]) {
-                if (rel_room(w, G)) RC_NOMEM();
-                rel = w->rel;
-                rel[G++].j = j;
-            }
-        }
+        /* a row of 0/1 flags, mostly 0 (rc_float_rel.c) */
+        if (rc_relevant_from_flags(in->relevance + q * N, N, skip, w, &G)) RC_NOMEM();
+        rel = w->rel;
     } else {
         relsrc src;
         relsrc_init(&src, in, q);
         for (j = 0; j < N; j++) {  /* branch-free filter: write always, advance if kept */
             if (G + 1 >= w->rel_cap) {
-                if (rel_room(w, G + 1)) RC_NOMEM();
+                if (rc_rel_room(w, G + 1)) RC_NOMEM();
                 rel = w->rel;
             }
             rel[G].d = RC_D(j);
@@ -175,10 +141,13 @@ query_float_body(const rc_input *in, const rc_options *o, const dd *Hh, int64_t 
     int64_t n_top = -1;  /* the prefix path: the filter's items in w->cand; -1: not taken */
     if (w->prefix && o->k >= 0 && o->ap_at_k != K_DCMH && N >= RC_PREFIX_MIN_N && L * RC_PREFIX_DIVISOR <= Np) {
         const int64_t cap = RC_PREFIX_ROOM * L + RC_PREFIX_ROOM_EXTRA;
+        /* w->sel: the filter's scratch (cap doubles), then each block's best value (floats) */
+        const int64_t n_tops = N / RC_PREFIX_BLOCK / 2 + 1;
         if (grow((void **)&w->cand, &w->cand_cap, cap, sizeof(relitem)) ||
-            grow((void **)&w->sel, &w->sel_cap, cap, sizeof(double)))
+            grow((void **)&w->sel, &w->sel_cap, cap + n_tops, sizeof(double)))
             RC_NOMEM();
-        n_top = rc_row_filter(D32, D64, is32, neg, N, HUGE_VAL, L, junk_in ? skip : NULL, w->cand, cap, w->sel, &bad);
+        n_top = rc_row_filter(D32, D64, is32, neg, N, HUGE_VAL, L, junk_in ? skip : NULL, w->cand, cap, w->sel,
+                              (float *)(w->sel + cap), &bad);
         if (n_top >= 0) {  /* the row was read through, and checked */
             if (bad >= 0) RC_CHECK_ROW();
             checked = 1;
@@ -247,7 +216,8 @@ query_float_body(const rc_input *in, const rc_options *o, const dd *Hh, int64_t 
         const int64_t cap = Np / RC_PREFIX_DIVISOR;
         int64_t n_c;
         if (grow((void **)&w->cand, &w->cand_cap, cap + 1, sizeof(relitem))) RC_NOMEM();
-        n_c = rc_row_filter(D32, D64, is32, neg, N, rd[G - 1], 0, junk_in ? skip : NULL, w->cand, cap, NULL, &bad);
+        n_c = rc_row_filter(D32, D64, is32, neg, N, rd[G - 1], 0, junk_in ? skip : NULL, w->cand, cap, NULL, NULL,
+                            &bad);
         if (n_c >= 0) {  /* the row was read through, and checked */
             if (bad >= 0) RC_CHECK_ROW();
             checked = 1;

@@ -38,6 +38,12 @@ static inline __attribute__((always_inline)) int64_t relsrc_get(const relsrc *r,
     }
 }
 
+/* room for w->rel[0 .. G] (doubling, so a query grows it O(log G) times) */
+static inline int rc_rel_room(workspace *w, int64_t G)
+{
+    return G < w->rel_cap ? 0 : grow((void **)&w->rel, &w->rel_cap, max64(2 * w->rel_cap, G + 1024), sizeof(relitem));
+}
+
 /* ---- float distances: one query ----------------------------------------------------------- */
 /* the distance of item j of a row: the value as stored, negated when the row holds similarity
  * scores (exact); is32 and neg are constants of each compiled copy of the callers */
@@ -126,11 +132,14 @@ RC_INTERNAL void rc_ties_to_before(int64_t ties, const double *rd, int64_t G, co
                                    const int64_t *last, int64_t *before);
 RC_INTERNAL int rc_grow_relevant(workspace *w, int64_t G, int graded);
 
+/* ---- rc_float_rel.c ----------------------------------------------------------------------- */
+RC_INTERNAL int rc_relevant_from_flags(const uint8_t *row, int64_t N, const uint8_t *skip, workspace *w, int64_t *G);
+
 /* ---- rc_float_select.c -------------------------------------------------------------------- */
 RC_INTERNAL int64_t rc_first_nonfinite(const float *x32, const double *x64, int64_t n);
 RC_INTERNAL int64_t rc_row_filter(const float *D32, const double *D64, int is32, int neg, int64_t N, double p,
                                   int64_t L, const uint8_t *junk_mask, relitem *cand, int64_t cap, double *scratch,
-                                  int64_t *bad);
+                                  float *tops, int64_t *bad);
 RC_INTERNAL void rc_last_counts(const float *D32, const double *D64, int is32, int neg, int64_t N, double dl,
                                 int64_t jl, const uint8_t *junk_mask, int64_t *below);
 RC_INTERNAL int rc_cutoff_group(const float *D32, const double *D64, int is32, int neg, int64_t N,
