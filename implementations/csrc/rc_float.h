@@ -122,6 +122,10 @@ static inline int64_t run_of(const bucketmap *m, const bucketent *t, const doubl
  * before[] and eq[] every RC_COUNT_CHUNK items */
 #define RC_COUNT_CHUNK ((int64_t)1 << 30)
 
+/* the prefix path: the relevant item ranked last, beyond tau (m: relevant items at its
+ * distance; 0: not counted) */
+typedef struct { double d; int64_t j, m; } relfar;
+
 /* ---- rc_float_gaps.c ---------------------------------------------------------------------- */
 RC_INTERNAL int64_t rc_bucket_count(int64_t G, int64_t N);
 RC_INTERNAL void rc_bucket_setup(const double *rd, int64_t G, int64_t nb, bucketent *t, bucketmap *m);
@@ -131,6 +135,7 @@ RC_INTERNAL void rc_tie_snapshot(int64_t lo, int64_t hi, int64_t ties, const int
 RC_INTERNAL void rc_ties_to_before(int64_t ties, const double *rd, int64_t G, const int64_t *eq,
                                    const int64_t *last, int64_t *before);
 RC_INTERNAL int rc_grow_relevant(workspace *w, int64_t G, int graded);
+RC_INTERNAL int64_t rc_split_far(relitem *rel, int64_t G, double tau, int64_t ties, relitem *tmp, relfar *far);
 
 /* ---- rc_float_rel.c ----------------------------------------------------------------------- */
 RC_INTERNAL int rc_relevant_from_flags(const uint8_t *row, int64_t N, const uint8_t *skip, workspace *w, int64_t *G);
