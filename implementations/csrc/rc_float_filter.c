@@ -236,6 +236,11 @@ row_filter32_avx2(const float *D32, int neg, int64_t N, double p, int64_t L, con
     return neg ? row_filter32_avx2_body(D32, 1, N, p, L, jm, cand, cap, scratch, bad)
                : row_filter32_avx2_body(D32, 0, N, p, L, jm, cand, cap, scratch, bad);
 }
+/* how far ahead (floats) the two-level filter's first read asks for the row, two lines a
+ * block: the hardware's own prefetch alone leaves the loop waiting on memory (measured: 1,000
+ * rows of 50,000 floats, ~1 ms less; 1 to 8 KB ahead do alike) */
+#define RC_TOPS_AHEAD 1024
+
 /* the order of floats as unsigned keys (a NaN lands beyond the infinities), and back */
 static inline uint32_t float_key(float x)
 {
@@ -299,6 +304,8 @@ row_filter32_tops_body(const float *D32, const int neg, int64_t N, int64_t L, re
         const __m256 v0 = _mm256_loadu_ps(x), v1 = _mm256_loadu_ps(x + 8);
         const __m256 v2 = _mm256_loadu_ps(x + 16), v3 = _mm256_loadu_ps(x + 24);
         __m128 h;
+        _mm_prefetch((const char *)(x + RC_TOPS_AHEAD), _MM_HINT_T0);  /* a hint: never faults */
+        _mm_prefetch((const char *)(x + RC_TOPS_AHEAD + 16), _MM_HINT_T0);
         sum = _mm256_add_ps(sum, _mm256_add_ps(_mm256_add_ps(v0, v1), _mm256_add_ps(v2, v3)));
         if (neg) {
             const __m256 e = _mm256_max_ps(_mm256_max_ps(v0, v1), _mm256_max_ps(v2, v3));
