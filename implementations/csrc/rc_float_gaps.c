@@ -105,11 +105,17 @@ int rc_grow_relevant(workspace *w, int64_t G, int graded)
 int64_t rc_split_far(relitem *rel, int64_t G, double tau, int64_t ties, relitem *tmp, relfar *far)
 {
     int64_t i, near = 0, nf = 0;
-    for (i = 0; i < G; i++) near += rel[i].d <= tau;
-    if (near == 0 || near == G) return G;
-    for (i = near = 0; i < G; i++) {
-        if (rel[i].d <= tau) rel[near++] = rel[i];
-        else tmp[nf++] = rel[i];
+    for (i = 0; i < G; i++) {  /* no branch: which side an item falls is a coin flip */
+        const relitem x = rel[i];
+        const int64_t keep = x.d <= tau;
+        rel[near] = x;  /* near <= i: never ahead of the read */
+        tmp[nf] = x;
+        near += keep;
+        nf += 1 - keep;
+    }
+    if (near == 0 || near == G) {
+        if (near == 0) memcpy(rel, tmp, (size_t)G * sizeof(relitem));
+        return G;
     }
     far->d = tmp[0].d;
     far->j = tmp[0].j;
