@@ -10,6 +10,9 @@ at least 4 blocks per rank read (``RC_PREFIX_TOPS_PER_L``): the problems below a
   the blocks that reach t hold more items than the room, and the selection compacts or gives
   up), negative values and both zeros, scores and distances, a short last block: bit for bit
   the arrays of the whole pass, and of the streaming selection (AVX2 off).
+* Without INP (and junk and grades), a relevance row is only counted: the relevant items C
+  needs are among those it places (one beyond the threshold ranks past L), found by their
+  flags; with few relevant items, none may be among them (then every one is read).
 * The finite check rides on a running sum of the row: a row of huge finite values whose sum
   overflows is still accepted (the row is scanned again), and a NaN or infinity is named as
   numpy names it, wherever it lies.
@@ -32,8 +35,9 @@ WITHOUT_PREFIX = 3
 WITHOUT_AVX2 = 7
 #: cpu_features bit 3
 AVX2 = 8
-#: the metrics asked for: each reads ranks up to k (INP: the last relevant item, from counts)
-ASKED = ("map", "precision_at_k", "mrr", "ndcg_at_k", "minp")
+#: the metrics asked for: each reads ranks up to k (INP: the last relevant item, from counts).
+#: Without INP, C only counts a relevance row and finds the relevant items among those placed.
+ASKED = [("map", "precision_at_k", "mrr", "ndcg_at_k", "minp"), ("map", "recall_at_k", "mrr", "ndcg_at_k")]
 
 
 def _rows(rng, n: int, order: str, levels: int) -> np.ndarray:
@@ -70,8 +74,8 @@ def test_two_level_filter_equals_the_whole_pass(c_backend, order, ties):
         rel[:, 0] = True
         ranking = {"scores": -D} if case % 2 else {"distances": D}
         p = Problem(n_queries=3, n_gallery=n, relevance=rel, **ranking)
-        for k in (1, 9, 40):
-            o = Options(ties=ties, k=k, ap_at_k="hits", metrics=ASKED)
+        for k, asked in [(k, asked) for k in (1, 9, 40) for asked in ASKED]:
+            o = Options(ties=ties, k=k, ap_at_k=("hits", "r")[k % 2], metrics=asked)
             try:
                 taken = _computed(c_backend, p, o, c_backend.ALL_FEATURES)
             except ValueError:  # grouped: a cut-off inside a tie group
@@ -79,11 +83,11 @@ def test_two_level_filter_equals_the_whole_pass(c_backend, order, ties):
                 continue
             for mask in (WITHOUT_PREFIX, WITHOUT_AVX2):
                 other = _computed(c_backend, p, o, mask)
-                for field in [PER_QUERY_FIELD[name] for name in ASKED] + ["n_relevant", "hits_at_k"]:
+                for field in [PER_QUERY_FIELD[name] for name in asked] + ["n_relevant", "hits_at_k"]:
                     got, want = getattr(taken, field), getattr(other, field)
                     assert got.tobytes() == want.tobytes(), f"{field} {order} levels={levels} k={k} mask={mask}"
             compared += 1
-    assert compared >= (2 if ties == "grouped" else 12)
+    assert compared >= (4 if ties == "grouped" else 24)
 
 
 def test_an_overflowing_sum_is_no_error(c_backend):

@@ -65,6 +65,11 @@ query_float_body(const rc_input *in, const rc_options *o, const dd *Hh, int64_t 
     int row_read = !top_l && (o->k >= 0 || in->rel_kind == REL_MULTI || (!in->finite && !filters) ||
                               (in->rel_kind == REL_IDS && (in->id_stop[q] - in->id_start[q]) * RC_FEW_RELEVANT > N));
     int checked = (int)in->finite;
+    /* a relevance row under a concrete policy, no junk, grades or INP: the relevant items up
+     * to tau are the placed items whose flag is set, the others rank past L (see rc_split_far),
+     * so the row is only counted; should the prefix path not be taken, the items are read */
+    int count_only = top_l && in->rel_kind == REL_MATRIX && !junk_in && ties != T_EXPECTED && ties != T_GROUPED &&
+                     !in->grades && !RC_WANTS(o, RC_V_INP);
 #define RC_CHECK_ROW()                                                                             \
     do {                                                                                           \
         bad = rc_first_nonfinite(is32 ? D32 : NULL, D64, N);                                       \
@@ -92,8 +97,10 @@ query_float_body(const rc_input *in, const rc_options *o, const dd *Hh, int64_t 
             if (!skip[j]) rel[G++].j = j;  /* the distances below */
         }
     } else if (in->rel_kind == REL_MATRIX) {
-        /* a row of 0/1 flags, mostly 0 (rc_float_rel.c) */
-        if (rc_relevant_from_flags(in->relevance + q * N, N, skip, w, &G)) RC_NOMEM();
+        /* a row of 0/1 flags, mostly 0 (rc_float_rel.c); only counted where the prefix path
+         * finds the relevant items it needs among those it places (count_only) */
+        if (count_only) G = rc_count_flags(in->relevance + q * N, N);
+        else if (rc_relevant_from_flags(in->relevance + q * N, N, skip, w, &G)) RC_NOMEM();
         rel = w->rel;
     } else {
         relsrc src;
@@ -157,7 +164,7 @@ query_float_body(const rc_input *in, const rc_options *o, const dd *Hh, int64_t 
             checked = 1;
         }
     }
-    if (in->rel_kind != REL_MULTI && top_l)
+    if (in->rel_kind != REL_MULTI && top_l && !count_only)
         for (i = 0; i < G; i++) rel[i].d = RC_D(rel[i].j);
     if (n_top >= L) {  /* else not taken, or (-1) ties filled the filter's room: every item */
         int64_t t;
@@ -171,10 +178,25 @@ query_float_body(const rc_input *in, const rc_options *o, const dd *Hh, int64_t 
         /* the concrete policies place only the relevant items up to tau (rc_split_far): one
          * beyond it has a rank past L whatever the others' order, i + 1 + the items placed
          * ahead of it, exactly the rank the whole sort gives it */
-        if (ties != T_EXPECTED && ties != T_GROUPED && !in->grades) {
+        if (count_only) {  /* the placed items whose flag is set, in gallery order */
+            const uint8_t *row = in->relevance + q * N;
+            if (rc_rel_room(w, n_red)) RC_NOMEM();
+            rel = w->rel;
+            for (t = Gp = 0; t < n_red; t++) {
+                rel[Gp] = w->cand[t];
+                Gp += row[w->cand[t].j] != 0;
+            }
+        } else if (ties != T_EXPECTED && ties != T_GROUPED && !in->grades) {
             if (grow((void **)&w->rtmp, &w->rtmp_cap, G, sizeof(relitem))) RC_NOMEM();
             Gp = rc_split_far(rel, G, tau, ties, w->rtmp, &far);
         }
+    }
+    if (count_only && (n_top < L || Gp == 0)) {  /* every relevant item after all */
+        G = 0;
+        if (rc_relevant_from_flags(in->relevance + q * N, N, skip, w, &G)) RC_NOMEM();
+        rel = w->rel;
+        for (i = 0; i < G; i++) rel[i].d = RC_D(rel[i].j);
+        Gp = G;
     }
     if (rc_grow_relevant(w, G, in->grades != NULL)) RC_NOMEM();
     rd = w->rd;

@@ -138,6 +138,7 @@ RC_INTERNAL int rc_grow_relevant(workspace *w, int64_t G, int graded);
 RC_INTERNAL int64_t rc_split_far(relitem *rel, int64_t G, double tau, int64_t ties, relitem *tmp, relfar *far);
 
 /* ---- rc_float_rel.c ----------------------------------------------------------------------- */
+RC_INTERNAL int64_t rc_count_flags(const uint8_t *row, int64_t N);
 RC_INTERNAL int rc_relevant_from_flags(const uint8_t *row, int64_t N, const uint8_t *skip, workspace *w, int64_t *G);
 
 /* ---- rc_float_select.c -------------------------------------------------------------------- */

@@ -101,6 +101,41 @@ flags_avx2(const uint8_t *row, int64_t N, const uint8_t *skip, workspace *w, int
 }
 #endif
 
+/* how many flags of row[0 .. N) are non-zero: 32 a step with AVX2 (a byte counter per lane,
+ * summed every 255 steps), else one by one (the compiler vectorises it) */
+#ifdef RC_HAVE_AVX2_DISPATCH
+__attribute__((target("avx2"))) static int64_t count_flags_avx2(const uint8_t *row, int64_t N)
+{
+    const __m256i zero = _mm256_setzero_si256();
+    __m256i total = zero;
+    int64_t j = 0, zeros = 0, lanes[4];
+    int c;
+    while (j + 32 <= N) {
+        __m256i bytes = zero;  /* zero flags per byte lane, at most 255 */
+        int step;
+        for (step = 0; step < 255 && j + 32 <= N; step++, j += 32) {
+            _mm_prefetch((const char *)(row + j + RC_FLAGS_AHEAD), _MM_HINT_T0);
+            bytes = _mm256_sub_epi8(bytes, _mm256_cmpeq_epi8(_mm256_loadu_si256((const __m256i *)(row + j)), zero));
+        }
+        total = _mm256_add_epi64(total, _mm256_sad_epu8(bytes, zero));
+    }
+    _mm256_storeu_si256((__m256i *)lanes, total);
+    for (c = 0; c < 4; c++) zeros += lanes[c];
+    for (; j < N; j++) zeros += row[j] == 0;
+    return N - zeros;
+}
+#endif
+
+int64_t rc_count_flags(const uint8_t *row, int64_t N)
+{
+    int64_t j, n = 0;
+#ifdef RC_HAVE_AVX2_DISPATCH
+    if (rc_use_avx2) return count_flags_avx2(row, N);
+#endif
+    for (j = 0; j < N; j++) n += row[j] != 0;
+    return n;
+}
+
 int rc_relevant_from_flags(const uint8_t *row, int64_t N, const uint8_t *skip, workspace *w, int64_t *G)
 {
 #ifdef RC_HAVE_AVX2_DISPATCH
