@@ -1,6 +1,8 @@
 /* rc_float.h -- what the float path's units share (rc_float.c: one query; rc_float_gaps.c: the
- * bucket table, the pass's counters and the tie policies; rc_float_select.c: reading a row
- * once: the finite check, the filters of the items to place, the counts behind a distance).
+ * bucket table, the pass's counters, the tie policies and the split at tau; rc_float_filter.c:
+ * the filters of the items to place, checking the row on the same read; rc_float_rel.c: the
+ * relevant items of a relevance row; rc_float_select.c: the finite check, the counts behind a
+ * distance, a cut-off inside a tie group).
  * The helpers of the placing pass are inline here: they run once per item. */
 #ifndef RC_FLOAT_H
 #define RC_FLOAT_H

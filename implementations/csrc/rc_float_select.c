@@ -1,7 +1,6 @@
-/* rc_float_select.c -- reading a row of float distances (or scores, read negated) once: the
- * check for NaN/inf, the filter of the items to place (those up to a fixed distance, or the
- * L nearest by a streaming selection, checking the row as it goes), the counts of the items
- * ahead of and tied with one distance, and whether a cut-off falls inside a tie group. */
+/* rc_float_select.c -- reading a row of float distances (or scores, read negated): the check
+ * for NaN/inf, the counts of the items ahead of and tied with one distance, and whether a
+ * cut-off falls inside a tie group (the filters of the items to place: rc_float_filter.c). */
 #include "rc_float.h"
 #if defined(__SSE2__)
 #include <emmintrin.h>
