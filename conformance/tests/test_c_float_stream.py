@@ -1,7 +1,7 @@
 """C reads a float row once: the top-L filter is a streaming selection that also checks the row.
 
 * With a cut-off, the items up to the L-th smallest distance come from one read of the row
-  (``rc_float_select.c``): the threshold starts at +inf and comes down (the L-th smallest of
+  (``rc_float_filter.c``): the threshold starts at +inf and comes down (the L-th smallest of
   what was kept) whenever the room for candidates is full.  Rows in every order (ascending:
   few compactions; descending: every item admitted, a compaction every few hundred items), with
   ties at the threshold (the filter gives up: the whole pass), junk, scores, float32 and

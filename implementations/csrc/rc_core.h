@@ -116,6 +116,10 @@
 /* items per block of the prefix path's filter: a block with no item below the pivot costs
  * one vectorised comparison per item */
 #define RC_PREFIX_BLOCK 32
+/* float32 with AVX2 and no junk: the two-level filter (rc_float_filter.c: each block's best
+ * value, then only the blocks whose best reaches the L-th best block) when the row has at
+ * least RC_PREFIX_TOPS_PER_L blocks per rank read; else the streaming selection */
+#define RC_PREFIX_TOPS_PER_L 4
 /* float path: a checked row (rc_input.finite) without a cut-off skips the up-front read of the
  * row when its relevant non-junk items (from ids or a relevance row) are at most
  * 1/RC_FEW_RELEVANT of it */

@@ -20,12 +20,6 @@
  * The items up to tau come from one streaming read of the row (rc_row_filter), which also
  * checks it for NaN/inf. */
 
-/* room for rel[0 .. G] (doubling, so a query grows it O(log G) times) */
-static inline int rel_room(workspace *w, int64_t G)
-{
-    return G < w->rel_cap ? 0 : grow((void **)&w->rel, &w->rel_cap, max64(2 * w->rel_cap, G + 1024), sizeof(relitem));
-}
-
 static inline __attribute__((always_inline)) void
 query_float_body(const rc_input *in, const rc_options *o, const dd *Hh, int64_t q,
                  workspace *w, qres *res, rc_output *out, const float *D32, const double *D64,
@@ -45,6 +39,9 @@ query_float_body(const rc_input *in, const rc_options *o, const dd *Hh, int64_t 
     bucketmap bm;
     rankin rin;
     int64_t n_red = -1;  /* the prefix path: items cand[0 .. n_red) placed; -1: every item */
+    int64_t Gp;          /* relevant items placed: rel[0 .. Gp); G but in the prefix path */
+    relfar far = {0.0, 0, 0}; /* the prefix path: the relevant item ranked last */
+    double tau = HUGE_VAL;    /* the prefix path: the L-th smallest distance */
     int64_t last[3] = {0, 0, 0}; /* the prefix path: last_counts() of the last relevant item */
     int last_beyond = 0; /* the prefix path: the last relevant item lies beyond tau */
     const int junk_in = rc_has_junk(in);
@@ -68,6 +65,11 @@ query_float_body(const rc_input *in, const rc_options *o, const dd *Hh, int64_t 
     int row_read = !top_l && (o->k >= 0 || in->rel_kind == REL_MULTI || (!in->finite && !filters) ||
                               (in->rel_kind == REL_IDS && (in->id_stop[q] - in->id_start[q]) * RC_FEW_RELEVANT > N));
     int checked = (int)in->finite;
+    /* a relevance row under a concrete policy, no junk, grades or INP: the relevant items up
+     * to tau are the placed items whose flag is set, the others rank past L (see rc_split_far),
+     * so the row is only counted; should the prefix path not be taken, the items are read */
+    int count_only = top_l && in->rel_kind == REL_MATRIX && !junk_in && ties != T_EXPECTED && ties != T_GROUPED &&
+                     !in->grades && !RC_WANTS(o, RC_V_INP);
 #define RC_CHECK_ROW()                                                                             \
     do {                                                                                           \
         bad = rc_first_nonfinite(is32 ? D32 : NULL, D64, N);                                       \
@@ -83,55 +85,29 @@ query_float_body(const rc_input *in, const rc_options *o, const dd *Hh, int64_t 
 
     /* the relevant non-junk items, in gallery order (rel grows as they are found) */
 #define RC_NOMEM() do { out->status[q] = Q_NOMEM; return; } while (0)
-    if (rel_room(w, 0)) RC_NOMEM();
+    if (rc_rel_room(w, 0)) RC_NOMEM();
     rel = w->rel;
     if (in->rel_kind == REL_IDS) {
         const int64_t *ord = in->db_order;
         int64_t t;
-        if (rel_room(w, in->id_stop[q] - in->id_start[q])) RC_NOMEM();
+        if (rc_rel_room(w, in->id_stop[q] - in->id_start[q])) RC_NOMEM();
         rel = w->rel;
         for (t = in->id_start[q]; t < in->id_stop[q]; t++) {
             j = ord[t];
             if (!skip[j]) rel[G++].j = j;  /* the distances below */
         }
     } else if (in->rel_kind == REL_MATRIX) {
-        /* a row of 0/1 flags, mostly 0: eight flags at a time, an all-zero word skipped */
-        const uint8_t *row = in->relevance + q * N;
-        const int64_t full = N - N % 8;
-        for (j = 0; j < full; j += 8) {
-            uint64_t word;
-            memcpy(&word, row + j, sizeof(word));
-#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
-            while (word) {  /* flag t is byte t of the word: visit the non-zero bytes */
-                const int bit = __builtin_ctzll(word) & ~7;
-                const int64_t t = j + (bit >> 3);
-                word &= ~((uint64_t)0xff << bit);
-#else
-            int64_t t;
-            if (!word) continue;
-            for (t = j; t < j + 8; t++) {
-                if (!row[t]) continue;
-#endif
-                if (!skip[t]) {
-                    if (rel_room(w, G)) RC_NOMEM();
-                    rel = w->rel;
-                    rel[G++].j = t;
-                }
-            }
-        }
-        for (j = full; j < N; j++) {  /* the short tail, flag by flag */
-            if (row[j] && !skip[j]) {
-                if (rel_room(w, G)) RC_NOMEM();
-                rel = w->rel;
-                rel[G++].j = j;
-            }
-        }
+        /* a row of 0/1 flags, mostly 0 (rc_float_rel.c); only counted where the prefix path
+         * finds the relevant items it needs among those it places (count_only) */
+        if (count_only) G = rc_count_flags(in->relevance + q * N, N);
+        else if (rc_relevant_from_flags(in->relevance + q * N, N, skip, w, &G)) RC_NOMEM();
+        rel = w->rel;
     } else {
         relsrc src;
         relsrc_init(&src, in, q);
         for (j = 0; j < N; j++) {  /* branch-free filter: write always, advance if kept */
             if (G + 1 >= w->rel_cap) {
-                if (rel_room(w, G + 1)) RC_NOMEM();
+                if (rc_rel_room(w, G + 1)) RC_NOMEM();
                 rel = w->rel;
             }
             rel[G].d = RC_D(j);
@@ -143,6 +119,7 @@ query_float_body(const rc_input *in, const rc_options *o, const dd *Hh, int64_t 
     if (in->rel_kind != REL_MULTI && !top_l)
         for (i = 0; i < G; i++) rel[i].d = RC_D(rel[i].j);
     out->n_relevant[q] = G;
+    Gp = G;
     if (o->has_radius) {
         const double r = o->radius;
         int64_t rad_n = 0, rad_r = 0;
@@ -175,23 +152,58 @@ query_float_body(const rc_input *in, const rc_options *o, const dd *Hh, int64_t 
     int64_t n_top = -1;  /* the prefix path: the filter's items in w->cand; -1: not taken */
     if (w->prefix && o->k >= 0 && o->ap_at_k != K_DCMH && N >= RC_PREFIX_MIN_N && L * RC_PREFIX_DIVISOR <= Np) {
         const int64_t cap = RC_PREFIX_ROOM * L + RC_PREFIX_ROOM_EXTRA;
+        /* w->sel: the filter's scratch (cap doubles), then each block's best value (floats) */
+        const int64_t n_tops = N / RC_PREFIX_BLOCK / 2 + 1;
         if (grow((void **)&w->cand, &w->cand_cap, cap, sizeof(relitem)) ||
-            grow((void **)&w->sel, &w->sel_cap, cap, sizeof(double)))
+            grow((void **)&w->sel, &w->sel_cap, cap + n_tops, sizeof(double)))
             RC_NOMEM();
-        n_top = rc_row_filter(D32, D64, is32, neg, N, HUGE_VAL, L, junk_in ? skip : NULL, w->cand, cap, w->sel, &bad);
+        n_top = rc_row_filter(D32, D64, is32, neg, N, HUGE_VAL, L, junk_in ? skip : NULL, w->cand, cap, w->sel,
+                              (float *)(w->sel + cap), &bad);
         if (n_top >= 0) {  /* the row was read through, and checked */
             if (bad >= 0) RC_CHECK_ROW();
             checked = 1;
         }
     }
-    if (in->rel_kind != REL_MULTI && top_l)
+    if (in->rel_kind != REL_MULTI && top_l && !count_only)
         for (i = 0; i < G; i++) rel[i].d = RC_D(rel[i].j);
+    if (n_top >= L) {  /* else not taken, or (-1) ties filled the filter's room: every item */
+        int64_t t;
+        for (t = 0; t < n_top; t++) w->sel[t] = w->cand[t].d;
+        tau = rc_kth_smallest(w->sel, n_top, L);
+        for (t = n_red = 0; t < n_top; t++) {  /* keep those at most tau, in order */
+            const relitem c = w->cand[t];
+            w->cand[n_red] = c;
+            n_red += c.d <= tau;
+        }
+        /* the concrete policies place only the relevant items up to tau (rc_split_far): one
+         * beyond it has a rank past L whatever the others' order, i + 1 + the items placed
+         * ahead of it, exactly the rank the whole sort gives it */
+        if (count_only) {  /* the placed items whose flag is set, in gallery order */
+            const uint8_t *row = in->relevance + q * N;
+            if (rc_rel_room(w, n_red)) RC_NOMEM();
+            rel = w->rel;
+            for (t = Gp = 0; t < n_red; t++) {
+                rel[Gp] = w->cand[t];
+                Gp += row[w->cand[t].j] != 0;
+            }
+        } else if (ties != T_EXPECTED && ties != T_GROUPED && !in->grades) {
+            if (grow((void **)&w->rtmp, &w->rtmp_cap, G, sizeof(relitem))) RC_NOMEM();
+            Gp = rc_split_far(rel, G, tau, ties, w->rtmp, &far);
+        }
+    }
+    if (count_only && (n_top < L || Gp == 0)) {  /* every relevant item after all */
+        G = 0;
+        if (rc_relevant_from_flags(in->relevance + q * N, N, skip, w, &G)) RC_NOMEM();
+        rel = w->rel;
+        for (i = 0; i < G; i++) rel[i].d = RC_D(rel[i].j);
+        Gp = G;
+    }
     if (rc_grow_relevant(w, G, in->grades != NULL)) RC_NOMEM();
     rd = w->rd;
     before = w->before;
     eq = w->eq;
     cnt = w->cnt;
-    for (i = 0; i < G; i++) skip[rel[i].j] = RC_SKIP_RELEVANT;
+    for (i = 0; i < Gp; i++) skip[rel[i].j] = RC_SKIP_RELEVANT;
     /* relevant items by (distance, index): index descending under "reverse" (they were
      * gathered in index order; a stable sort by distance keeps it, or its reverse).  The sort
      * carries each item's place k in gallery order (in .j; the indices wait in ranks[], unused
@@ -199,21 +211,21 @@ query_float_body(const rc_input *in, const rc_options *o, const dd *Hh, int64_t 
      * the run of the k-th in runs[2 k], runs[2 k + 1] without a search (stable / reverse:
      * the only policies that look a run up during the pass). */
     if (snapshots) {
-        for (i = 0; i < G; i++) {
+        for (i = 0; i < Gp; i++) {
             w->ranks[i] = rel[i].j;
             rel[i].j = i;
         }
     }
     if (ties == T_REVERSE)
-        for (i = 0; i < G / 2; i++) { relitem t = rel[i]; rel[i] = rel[G - 1 - i]; rel[G - 1 - i] = t; }
-    if (G > 1) {
-        if (grow((void **)&w->rtmp, &w->rtmp_cap, G, sizeof(relitem))) RC_NOMEM();
-        rc_sort_by_distance(rel, w->rtmp, G);
+        for (i = 0; i < Gp / 2; i++) { relitem t = rel[i]; rel[i] = rel[Gp - 1 - i]; rel[Gp - 1 - i] = t; }
+    if (Gp > 1) {
+        if (grow((void **)&w->rtmp, &w->rtmp_cap, Gp, sizeof(relitem))) RC_NOMEM();
+        rc_sort_by_distance(rel, w->rtmp, Gp);
     }
     if (snapshots) {
         int64_t lo = 0, hi;
-        for (; lo < G; lo = hi) {
-            for (hi = lo + 1; hi < G && rel[hi].d == rel[lo].d; hi++) continue;
+        for (; lo < Gp; lo = hi) {
+            for (hi = lo + 1; hi < Gp && rel[hi].d == rel[lo].d; hi++) continue;
             for (i = lo; i < hi; i++) {
                 const int64_t k = rel[i].j;
                 w->runs[2 * k] = lo;
@@ -222,21 +234,15 @@ query_float_body(const rc_input *in, const rc_options *o, const dd *Hh, int64_t 
             }
         }
     }
-    for (i = 0; i < G; i++) rd[i] = rel[i].d;
-    if (n_top >= L) {  /* else not taken, or (-1) ties filled the filter's room: every item */
-        int64_t t;
-        double tau;
-        for (t = 0; t < n_top; t++) w->sel[t] = w->cand[t].d;
-        tau = rc_kth_smallest(w->sel, n_top, L);
-        for (t = n_red = 0; t < n_top; t++) {  /* keep those at most tau, in order */
-            const relitem c = w->cand[t];
-            w->cand[n_red] = c;
-            n_red += c.d <= tau;
-        }
+    for (i = 0; i < Gp; i++) rd[i] = rel[i].d;
+    if (n_red >= 0) {
         /* INP reads the last relevant item's rank; without INP it stays too small */
-        last_beyond = rd[G - 1] > tau && RC_WANTS(o, RC_V_INP);
-        if (last_beyond)
-            rc_last_counts(D32, D64, is32, neg, N, rd[G - 1], rel[G - 1].j, junk_in ? skip : NULL, last);
+        if (Gp == G) {  /* every relevant item placed: the last one is rel[G - 1] */
+            far.d = rd[G - 1];
+            far.j = rel[G - 1].j;
+        }
+        last_beyond = far.d > tau && RC_WANTS(o, RC_V_INP);
+        if (last_beyond) rc_last_counts(D32, D64, is32, neg, N, far.d, far.j, junk_in ? skip : NULL, last);
     }
     if (w->prefix && n_red < 0 && N >= RC_PREFIX_MIN_N) {
         /* the bounded pass: an item farther than the farthest relevant item stands behind every
@@ -247,7 +253,8 @@ query_float_body(const rc_input *in, const rc_options *o, const dd *Hh, int64_t 
         const int64_t cap = Np / RC_PREFIX_DIVISOR;
         int64_t n_c;
         if (grow((void **)&w->cand, &w->cand_cap, cap + 1, sizeof(relitem))) RC_NOMEM();
-        n_c = rc_row_filter(D32, D64, is32, neg, N, rd[G - 1], 0, junk_in ? skip : NULL, w->cand, cap, NULL, &bad);
+        n_c = rc_row_filter(D32, D64, is32, neg, N, rd[G - 1], 0, junk_in ? skip : NULL, w->cand, cap, NULL, NULL,
+                            &bad);
         if (n_c >= 0) {  /* the row was read through, and checked */
             if (bad >= 0) RC_CHECK_ROW();
             checked = 1;
@@ -256,19 +263,19 @@ query_float_body(const rc_input *in, const rc_options *o, const dd *Hh, int64_t 
     }
     if (!checked || (n_red < 0 && !row_read)) RC_CHECK_ROW();  /* unchecked, or to be read: read ahead */
     {
-        const int64_t nb = rc_bucket_count(G, n_red < 0 ? N : n_red);  /* no more buckets than items placed */
+        const int64_t nb = rc_bucket_count(Gp, n_red < 0 ? N : n_red);  /* no more buckets than items placed */
         if (grow((void **)&w->bucket, &w->bucket_cap, nb + 3, sizeof(bucketent))) RC_NOMEM();
-        rc_bucket_setup(rd, G, nb, w->bucket, &bm);
+        rc_bucket_setup(rd, Gp, nb, w->bucket, &bm);
         tab = w->bucket;
     }
     if (rc_rankin_init(&rin, w, in, o, G)) RC_NOMEM();
     if (in->grades) {  /* the grades in rank order; a tie run by grade under opt./pess. */
         const uint8_t *grades_row = in->grades + q * N;
-        for (i = 0; i < G; i++) w->gr[i] = grades_row[rel[i].j];
+        for (i = 0; i < Gp; i++) w->gr[i] = grades_row[rel[i].j];
         if (ties == T_OPTIMISTIC || ties == T_PESSIMISTIC) {
             int64_t lo = 0, hi;
-            for (; lo < G; lo = hi) {
-                for (hi = lo + 1; hi < G && rel[hi].d == rel[lo].d; hi++) continue;
+            for (; lo < Gp; lo = hi) {
+                for (hi = lo + 1; hi < Gp && rel[hi].d == rel[lo].d; hi++) continue;
                 if (hi - lo > 1) rc_sort_grades(w->gr + lo, hi - lo, ties == T_OPTIMISTIC);
             }
         }
@@ -278,13 +285,13 @@ query_float_body(const rc_input *in, const rc_options *o, const dd *Hh, int64_t 
      * in RC_INTERLEAVE copies (by j mod 4) while G is small: most items then land in the same
      * few slots (often slot 2 G, past every relevant item), and one counter would serialise
      * them through memory */
-    memset(before, 0, (size_t)(G + 1) * sizeof(int64_t));
-    memset(eq, 0, (size_t)(G + 1) * sizeof(int64_t));
-    nc = RC_INTERLEAVE * 2 * (G + 1) * (int64_t)sizeof(uint32_t) <= RC_INTERLEAVE_BYTES ? RC_INTERLEAVE : 1;
-    memset(cnt, 0, (size_t)(nc * 2 * (G + 1)) * sizeof(uint32_t));
+    memset(before, 0, (size_t)(Gp + 1) * sizeof(int64_t));
+    memset(eq, 0, (size_t)(Gp + 1) * sizeof(int64_t));
+    nc = RC_INTERLEAVE * 2 * (Gp + 1) * (int64_t)sizeof(uint32_t) <= RC_INTERLEAVE_BYTES ? RC_INTERLEAVE : 1;
+    memset(cnt, 0, (size_t)(nc * 2 * (Gp + 1)) * sizeof(uint32_t));
     if (snapshots) {
-        memset(w->tie_seen, 0, (size_t)(G + 1) * sizeof(int64_t));
-        memset(w->tie_last, 0, (size_t)(G + 1) * sizeof(int64_t));
+        memset(w->tie_seen, 0, (size_t)(Gp + 1) * sizeof(int64_t));
+        memset(w->tie_last, 0, (size_t)(Gp + 1) * sizeof(int64_t));
     }
     /* One pass in gallery order.  An item below or above every relevant distance of its run
      * counts in before[]; an item tied with a run counts in eq[run start], whatever the tie
@@ -309,7 +316,7 @@ query_float_body(const rc_input *in, const rc_options *o, const dd *Hh, int64_t 
                 } else {                                                                           \
                     rlo = run_of(&bm, tab, rd, rel, d, &rhi);                                      \
                 }                                                                                  \
-                rc_tie_snapshot(rlo, rhi, ties, eq, cnt, nc, G, w->tie_seen, w->tie_last, before); \
+                rc_tie_snapshot(rlo, rhi, ties, eq, cnt, nc, Gp, w->tie_seen, w->tie_last, before); \
             }                                                                                      \
             break;                                                                                 \
         }                                                                                          \
@@ -325,7 +332,7 @@ query_float_body(const rc_input *in, const rc_options *o, const dd *Hh, int64_t 
             tie = d == v;                                                                          \
         }                                                                                          \
         /* a tied item has d == v, so d > v is false: slot 2 lo + 1 */                          \
-        cnt[(j_ & (nc - 1)) * 2 * (G + 1) + 2 * (d > v ? hi : lo) + tie]++;                    \
+        cnt[(j_ & (nc - 1)) * 2 * (Gp + 1) + 2 * (d > v ? hi : lo) + tie]++;                    \
     } while (0)
     {
         const int64_t n_items = n_red < 0 ? N : n_red;
@@ -339,14 +346,14 @@ query_float_body(const rc_input *in, const rc_options *o, const dd *Hh, int64_t 
             } else {
                 for (i = c0; i < c1; i++) RC_PLACE(cand[i].j, cand[i].d);
             }
-            rc_fold_counts(cnt, nc, G, before, eq);
+            rc_fold_counts(cnt, nc, Gp, before, eq);
         }
     }
 #undef RC_PLACE
 #undef RC_D
 #undef RC_NOMEM
 #undef RC_CHECK_ROW
-    if (ties != T_EXPECTED && ties != T_GROUPED) rc_ties_to_before(ties, rd, G, eq, w->tie_last, before);
+    if (ties != T_EXPECTED && ties != T_GROUPED) rc_ties_to_before(ties, rd, Gp, eq, w->tie_last, before);
     if (ties == T_EXPECTED || ties == T_GROUPED) {
         int64_t acc = 0, eqacc = 0, t = 0, ng = 0, lo = 0, hi;
         group *g = w->groups;
@@ -370,13 +377,16 @@ query_float_body(const rc_input *in, const rc_options *o, const dd *Hh, int64_t 
         else rc_metrics_grouped(g, ng, G, Np, o, &rin, res);
     } else {
         int64_t acc = 0;
-        for (i = 0; i < G; i++) {
+        for (i = 0; i < Gp; i++) {
             acc += before[i];
             w->ranks[i] = i + 1 + acc;
         }
+        acc += before[Gp];  /* the items placed after every relevant item placed */
+        for (; i < G; i++) w->ranks[i] = i + 1 + acc;
         if (last_beyond) {  /* the last relevant item's rank, from the counts over the whole row */
-            int64_t m = 1;  /* relevant items of its run */
-            while (m < G && rd[G - 1 - m] == rd[G - 1]) m++;
+            int64_t m = far.m;  /* relevant items of its run (0: count them here) */
+            if (!m)
+                for (m = 1; m < G && rd[G - 1 - m] == rd[G - 1]; m++) continue;
             w->ranks[G - 1] = ties == T_STABLE ? last[0] + last[1] + 1
                             : ties == T_REVERSE ? last[0] + (last[2] - last[1] - 1) + 1
                             : ties == T_PESSIMISTIC ? last[0] + last[2]

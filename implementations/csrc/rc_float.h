@@ -1,6 +1,8 @@
 /* rc_float.h -- what the float path's units share (rc_float.c: one query; rc_float_gaps.c: the
- * bucket table, the pass's counters and the tie policies; rc_float_select.c: reading a row
- * once: the finite check, the filters of the items to place, the counts behind a distance).
+ * bucket table, the pass's counters, the tie policies and the split at tau; rc_float_filter.c:
+ * the filters of the items to place, checking the row on the same read; rc_float_rel.c: the
+ * relevant items of a relevance row; rc_float_select.c: the finite check, the counts behind a
+ * distance, a cut-off inside a tie group).
  * The helpers of the placing pass are inline here: they run once per item. */
 #ifndef RC_FLOAT_H
 #define RC_FLOAT_H
@@ -36,6 +38,12 @@ static inline __attribute__((always_inline)) int64_t relsrc_get(const relsrc *r,
         for (u = 0; u < r->words; u++) any |= r->ql[u] & r->db_bits[j * r->words + u];
         return any != 0;
     }
+}
+
+/* room for w->rel[0 .. G] (doubling, so a query grows it O(log G) times) */
+static inline int rc_rel_room(workspace *w, int64_t G)
+{
+    return G < w->rel_cap ? 0 : grow((void **)&w->rel, &w->rel_cap, max64(2 * w->rel_cap, G + 1024), sizeof(relitem));
 }
 
 /* ---- float distances: one query ----------------------------------------------------------- */
@@ -116,6 +124,10 @@ static inline int64_t run_of(const bucketmap *m, const bucketent *t, const doubl
  * before[] and eq[] every RC_COUNT_CHUNK items */
 #define RC_COUNT_CHUNK ((int64_t)1 << 30)
 
+/* the prefix path: the relevant item ranked last, beyond tau (m: relevant items at its
+ * distance; 0: not counted) */
+typedef struct { double d; int64_t j, m; } relfar;
+
 /* ---- rc_float_gaps.c ---------------------------------------------------------------------- */
 RC_INTERNAL int64_t rc_bucket_count(int64_t G, int64_t N);
 RC_INTERNAL void rc_bucket_setup(const double *rd, int64_t G, int64_t nb, bucketent *t, bucketmap *m);
@@ -125,12 +137,17 @@ RC_INTERNAL void rc_tie_snapshot(int64_t lo, int64_t hi, int64_t ties, const int
 RC_INTERNAL void rc_ties_to_before(int64_t ties, const double *rd, int64_t G, const int64_t *eq,
                                    const int64_t *last, int64_t *before);
 RC_INTERNAL int rc_grow_relevant(workspace *w, int64_t G, int graded);
+RC_INTERNAL int64_t rc_split_far(relitem *rel, int64_t G, double tau, int64_t ties, relitem *tmp, relfar *far);
+
+/* ---- rc_float_rel.c ----------------------------------------------------------------------- */
+RC_INTERNAL int64_t rc_count_flags(const uint8_t *row, int64_t N);
+RC_INTERNAL int rc_relevant_from_flags(const uint8_t *row, int64_t N, const uint8_t *skip, workspace *w, int64_t *G);
 
 /* ---- rc_float_select.c -------------------------------------------------------------------- */
 RC_INTERNAL int64_t rc_first_nonfinite(const float *x32, const double *x64, int64_t n);
 RC_INTERNAL int64_t rc_row_filter(const float *D32, const double *D64, int is32, int neg, int64_t N, double p,
                                   int64_t L, const uint8_t *junk_mask, relitem *cand, int64_t cap, double *scratch,
-                                  int64_t *bad);
+                                  float *tops, int64_t *bad);
 RC_INTERNAL void rc_last_counts(const float *D32, const double *D64, int is32, int neg, int64_t N, double dl,
                                 int64_t jl, const uint8_t *junk_mask, int64_t *below);
 RC_INTERNAL int rc_cutoff_group(const float *D32, const double *D64, int is32, int neg, int64_t N,

@@ -96,3 +96,40 @@ int rc_grow_relevant(workspace *w, int64_t G, int graded)
     w->g_cap = G + 1;
     return 0;
 }
+
+/* The prefix path under a concrete tie policy: rel[0 .. G) (gallery order) split into those
+ * at distance <= tau, kept in order in rel[0 .. Gp), and those beyond, after them; returns Gp
+ * (G, nothing moved, when none is <= tau: every item is then placed as before).  *far: the
+ * one ranked last, as the stable sort by distance would rank it (index ascending within a
+ * distance; descending under "reverse"), and how many relevant items share its distance. */
+int64_t rc_split_far(relitem *rel, int64_t G, double tau, int64_t ties, relitem *tmp, relfar *far)
+{
+    int64_t i, near = 0, nf = 0;
+    for (i = 0; i < G; i++) {  /* no branch: which side an item falls is a coin flip */
+        const relitem x = rel[i];
+        const int64_t keep = x.d <= tau;
+        rel[near] = x;  /* near <= i: never ahead of the read */
+        tmp[nf] = x;
+        near += keep;
+        nf += 1 - keep;
+    }
+    if (near == 0 || near == G) {
+        if (near == 0) memcpy(rel, tmp, (size_t)G * sizeof(relitem));
+        return G;
+    }
+    far->d = tmp[0].d;
+    far->j = tmp[0].j;
+    far->m = 1;
+    for (i = 1; i < nf; i++) {
+        const double d = tmp[i].d;
+        if (d > far->d || (d == far->d && ties != T_REVERSE)) {  /* reverse: the first of the ties */
+            far->m = d > far->d ? 1 : far->m + 1;
+            far->d = d;
+            far->j = tmp[i].j;
+        } else {
+            far->m += d == far->d;
+        }
+    }
+    memcpy(rel + near, tmp, (size_t)nf * sizeof(relitem));
+    return near;
+}
