@@ -3,6 +3,7 @@ what in the data makes it fragile, on the same inputs as ``evaluate`` (a TREC ru
 
 from __future__ import annotations
 
+import inspect
 import time
 from typing import Any, Mapping, Optional, Union
 
@@ -138,16 +139,8 @@ def audit(
             empty=empty,
             recall=recall,
         )
-        given = [name for name, value in array_options.items() if value is not None]
-        given += [
-            name
-            for name, value, default in (
-                ("protocol", protocol, "hashing"),
-                ("metric", metric, "euclidean"),
-                ("max_rank", max_rank, 50),
-            )
-            if value != default
-        ]
+        array_options.update(protocol=protocol, metric=metric, max_rank=max_rank)
+        given = _changed(array_options)
         if given:
             raise ValueError(
                 f"{given[0]}: with run= and qrels= the ranking and relevance come from them and "
@@ -167,21 +160,10 @@ def audit(
             max_cost=max_cost,
             **run_options,
         )
-    defaults = dict(
-        relevance_level=1,
-        depth=None,
-        judged_only=False,
-        complete=False,
-        score_dtype="float64",
-        float_grades=None,
-        gains=None,
-        ignore_identical_ids=False,
-    )
-    for name, value in run_options.items():
-        if value is not defaults[name] and value != defaults[name]:
-            raise ValueError(
-                f"{name}: an option of a TREC run (trec_eval's); pass run= and qrels=, or leave it out for arrays"
-            )
+    for name in _changed(run_options):
+        raise ValueError(
+            f"{name}: an option of a TREC run (trec_eval's); pass run= and qrels=, or leave it out for arrays"
+        )
     if max_cost not in (0, 1, 2):
         raise ValueError(f"max_cost: expected 0, 1 or 2 (how much a candidate may assume), got {max_cost!r}")
     numbers = rp.parse(reported)  # refused before any work
@@ -274,3 +256,17 @@ def audit(
         implementation=first.implementation,
         notes=notes,
     )
+
+
+def _changed(given: Mapping[str, Any]) -> list:
+    """The names in ``given`` whose value is not ``audit``'s default (read from its signature)."""
+    defaults = inspect.signature(audit).parameters
+    out = []
+    for name, value in given.items():
+        default = defaults[name].default
+        if value is None or default is None:  # arrays among them: compared by identity only
+            if value is not default:
+                out.append(name)
+        elif value != default:
+            out.append(name)
+    return out
