@@ -6,9 +6,10 @@ the label test and a count per distance.  The anchor (``rc_bench_hamming_histogr
 on this machine.  Timed against it, round by round (interleaved, so a busy machine slows all
 alike), are:
 
-* ``pass``: the library's own pass (``rc_codes_pass`` of ``csrc/rc_codes.c``, the function
-  ``rc.evaluate`` runs) alone, as the ``hashing`` protocol runs it (stable ties: the counting
-  sort of the relevant items in the same pass), through ``rc_bench_codes_pass``;
+* ``pass``: the library's own pass (``rc_codes_pass`` of ``csrc/rc_codes.c``, in AVX-512 from
+  ``csrc/rc_codes_avx512.c`` where the CPU has it: the function ``rc.evaluate`` runs) alone,
+  as the ``hashing`` protocol runs it (stable ties: the counting sort of the relevant items in
+  the same pass), through ``rc_bench_codes_pass``;
 * ``pass, histogram only``: the same pass as the expected / grouped / optimistic / pessimistic
   tie policies run it (counts per distance, no counting sort);
 * ``evaluate``: ``rc.evaluate(..., implementation="c")`` on one thread, inputs as users give them
@@ -39,8 +40,6 @@ from retrieval_conformance.conformance.bench.threads import thread_environment
 from retrieval_conformance.implementations.c import library as c_library
 from retrieval_conformance.reference.contract.codes import pack_words
 
-#: bit 0 of the CPU-feature mask: hardware popcount (RC_FEATURE_POPCNT in csrc/rc_core.h)
-POPCNT_FEATURE = 1
 #: the median pass may take at most this many times the anchor (the target the report checks)
 PASS_TARGET = 1.5
 
@@ -81,10 +80,11 @@ def _timed_histograms(function: Any, packed: Dict[str, Any], *extra: int) -> Tup
     """Seconds of one call of a benchmark entry point, and the (Q, 2 (B + 1)) counts it wrote."""
     words = packed["words"]
     hist = np.zeros((packed["queries"], 2 * packed["bits"] + 2), dtype=np.int64)
-    use_popcnt = int(bool(c_library.cpu_features() & c_library._FEATURE_MASK & POPCNT_FEATURE))
+    # the CPU features the C code may use here (popcnt, AVX-512), the anchor's as the pass's
+    features = int(c_library.cpu_features() & c_library._FEATURE_MASK)
     args = [words[name].ctypes.data for name in ("query_codes", "db_codes", "query_labels", "db_labels")]
     start = time.perf_counter()
-    status = function(*args, packed["queries"], packed["gallery"], packed["bits"], use_popcnt, *extra, hist.ctypes.data)
+    status = function(*args, packed["queries"], packed["gallery"], packed["bits"], features, *extra, hist.ctypes.data)
     seconds = time.perf_counter() - start
     if status != 0:
         raise RuntimeError(f"{function.__name__}: the C library refused the arguments (status {status})")

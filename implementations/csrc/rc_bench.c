@@ -60,7 +60,7 @@ static int bench_args(const uint64_t *qc, const uint64_t *dc, const uint64_t *ql
 
 int64_t rc_bench_hamming_histograms(const uint64_t *query_codes, const uint64_t *db_codes,
                                     const uint64_t *query_labels, const uint64_t *db_labels, int64_t n_queries,
-                                    int64_t n_gallery, int64_t n_bits, int64_t use_popcnt, int64_t *hist)
+                                    int64_t n_gallery, int64_t n_bits, int64_t features, int64_t *hist)
 {
     const int64_t H2 = 2 * n_bits + 2;
     uint32_t *h;
@@ -71,21 +71,21 @@ int64_t rc_bench_hamming_histograms(const uint64_t *query_codes, const uint64_t 
     if (!h) return -1;
     for (q = 0; q < n_queries; q++) {
 #ifdef RC_HAVE_POPCNT_DISPATCH
-        if (use_popcnt) {
+        if (features & RC_FEATURE_POPCNT) {
             anchor_popcnt(query_codes[q], query_labels[q], db_codes, db_labels, n_gallery, H2, h, hist + q * H2);
             continue;
         }
 #endif
         anchor_generic(query_codes[q], query_labels[q], db_codes, db_labels, n_gallery, H2, h, hist + q * H2);
     }
-    (void)use_popcnt;
+    (void)features;
     free(h);
     return 0;
 }
 
 int64_t rc_bench_codes_pass(const uint64_t *query_codes, const uint64_t *db_codes, const uint64_t *query_labels,
                             const uint64_t *db_labels, int64_t n_queries, int64_t n_gallery, int64_t n_bits,
-                            int64_t use_popcnt, int64_t record, int64_t *hist)
+                            int64_t features, int64_t record, int64_t *hist)
 {
     const int64_t H1 = n_bits + 1, H2 = 2 * H1, D = rc_codes_distances(n_bits);
     rc_input in;
@@ -106,11 +106,12 @@ int64_t rc_bench_codes_pass(const uint64_t *query_codes, const uint64_t *db_code
     in.db_label_bits = db_labels;
     in.label_words = 1;
     memset(&w, 0, sizeof(w));  /* the pass reads h2 and grows rinfo, nothing else */
+    rc_use_avx512 = (int)((features & RC_FEATURE_AVX512) != 0);  /* as rc_evaluate sets it */
     w.h2 = (uint32_t *)malloc((size_t)(RC_INTERLEAVE * 2 * D) * sizeof(uint32_t));
     if (!w.h2) return -1;
     for (q = 0; q < n_queries && !fail; q++) {
         int64_t *out = hist + q * H2;
-        nr = rc_codes_pass(&in, q, &w, NULL, (int)(record != 0), (int)use_popcnt);
+        nr = rc_codes_pass(&in, q, &w, NULL, (int)(record != 0), (int)((features & RC_FEATURE_POPCNT) != 0));
         if (nr < 0) {
             fail = 1;
             break;

@@ -139,6 +139,9 @@ int64_t rc_codes_pass(const rc_input *in, int64_t q, workspace *w, const uint8_t
                       int use_popcnt)
 {
     memset(w->h2, 0, (size_t)(RC_INTERLEAVE * 2 * rc_codes_distances(in->n_bits)) * sizeof(uint32_t));
+#ifdef RC_HAVE_AVX512_DISPATCH
+    if (rc_use_avx512 && rc_codes_avx512_takes(in, jk)) return rc_codes_pass_avx512(in, q, w, record);
+#endif
 #ifdef RC_HAVE_POPCNT_DISPATCH
     if (use_popcnt) return codes_pass_popcnt(in, q, w, jk, record);
 #else
@@ -169,6 +172,65 @@ static void codes_grades(const rc_input *in, int64_t q, workspace *w, const uint
             if (w->hr[d] > 1) rc_sort_grades(w->gr + w->rlt[d], w->hr[d], ties == T_OPTIMISTIC);
 }
 
+/* The counting sort of the relevant items' entries ri[0..R) (gallery order) by distance, in
+ * RC_SEGMENTS contiguous segments side by side, each with its own counters and cursors:
+ * consecutive items of one distance (the usual case) then do not all wait on one counter in
+ * memory.  segment_counts: seg[k (B + 1) + d] = the relevant items of distance d in segment k,
+ * and their sums hr[d]. */
+#define RC_SEG_D(i) ((int64_t)(ri[i] >> RC_RINFO_SHIFT))
+#define RC_SEG_EACH(BODY)                                                               \
+    do {                                                                                \
+        int64_t t_, k_, lo_[RC_SEGMENTS];                                               \
+        const int64_t len_ = R / RC_SEGMENTS, extra_ = R % RC_SEGMENTS;                 \
+        for (k_ = 0; k_ < RC_SEGMENTS; k_++) lo_[k_] = k_ * len_ + min64(k_, extra_);   \
+        for (t_ = 0; t_ < len_; t_++)                                                   \
+            for (k_ = 0; k_ < RC_SEGMENTS; k_++) {                                      \
+                const int64_t i = lo_[k_] + t_, k = k_;                                 \
+                BODY;                                                                   \
+            }                                                                           \
+        for (k_ = 0; k_ < extra_; k_++) {  /* segments 0 .. extra - 1 hold one more */  \
+            const int64_t i = lo_[k_] + len_, k = k_;                                   \
+            BODY;                                                                       \
+        }                                                                               \
+    } while (0)
+
+static void segment_counts(const uint64_t *ri, int64_t R, int64_t B, int64_t *seg, int64_t *hr)
+{
+    int64_t d, k;
+    memset(seg, 0, (size_t)(RC_SEGMENTS * (B + 1)) * sizeof(int64_t));
+    RC_SEG_EACH(seg[k * (B + 1) + RC_SEG_D(i)]++);
+    for (d = 0; d <= B; d++) {
+        hr[d] = 0;
+        for (k = 0; k < RC_SEGMENTS; k++) hr[d] += seg[k * (B + 1) + d];
+    }
+}
+
+/* The 1-based ranks rk (in rank order) from the entries and segment_counts' seg (turned into
+ * cursors): stable ties keep gallery order within a distance, reverse ties the opposite. */
+static void place_ranks(const uint64_t *ri, int64_t R, int64_t B, int64_t *seg, const int64_t *ht,
+                        const int64_t *hr, const int64_t *clt, const int64_t *rlt, int reverse, int64_t *rk)
+{
+    int64_t d, k;
+    for (d = 0; d <= B; d++) {  /* segment k starts after the items of the segments before it */
+        int64_t at = reverse ? rlt[d] + hr[d] - 1 : rlt[d];
+        for (k = 0; k < RC_SEGMENTS; k++) {
+            const int64_t n = seg[k * (B + 1) + d];
+            seg[k * (B + 1) + d] = at;
+            at = reverse ? at - n : at + n;
+        }
+    }
+    if (reverse)
+        RC_SEG_EACH({
+            const int64_t d_ = RC_SEG_D(i);
+            rk[seg[k * (B + 1) + d_]--] = clt[d_] + ht[d_] - (int64_t)(ri[i] & RC_RINFO_COUNT_MASK);
+        });
+    else
+        RC_SEG_EACH({
+            const int64_t d_ = RC_SEG_D(i);
+            rk[seg[k * (B + 1) + d_]++] = clt[d_] + (int64_t)(ri[i] & RC_RINFO_COUNT_MASK) + 1;
+        });
+}
+
 void rc_query_codes(const rc_input *in, const rc_options *o, const dd *Hh,
                     int64_t q, workspace *w, qres *res, rc_output *out, int use_popcnt)
 {
@@ -176,10 +238,10 @@ void rc_query_codes(const rc_input *in, const rc_options *o, const dd *Hh,
     int64_t *ht = w->ht, *hr = w->hr, *clt = w->clt, *rlt = w->rlt;
     const uint32_t *h2 = w->h2;
     const uint64_t *ri;
-    int64_t *run = w->run, *rk;
+    int64_t *rk;
     const int record = ties == T_STABLE || ties == T_REVERSE;
     const uint8_t *jk = NULL;
-    int64_t d, R = 0, Np = 0, Rb = 0, i;
+    int64_t d, R = 0, Np = 0, Rb = 0;
     rankin rin;
 
     if (rc_has_junk(in)) {
@@ -198,8 +260,7 @@ void rc_query_codes(const rc_input *in, const rc_options *o, const dd *Hh,
             ht[d] = 0;
             for (c = 0; c < RC_INTERLEAVE; c++) ht[d] += h2[c * D + d];
         }
-        memset(hr, 0, (size_t)(B + 1) * sizeof(int64_t));
-        for (i = 0; i < R; i++) hr[ri[i] >> RC_RINFO_SHIFT]++;
+        segment_counts(ri, R, B, w->seg, hr);
     } else {
         const int64_t H2 = 2 * D;
         for (d = 0; d <= B; d++) {
@@ -267,18 +328,8 @@ void rc_query_codes(const rc_input *in, const rc_options *o, const dd *Hh,
     }
     switch (ties) {
     case T_STABLE:   /* relevant items of one distance come in gallery order */
-        memcpy(run, rlt, (size_t)(B + 1) * sizeof(int64_t));
-        for (i = 0; i < R; i++) {
-            d = (int64_t)(ri[i] >> RC_RINFO_SHIFT);
-            rk[run[d]++] = clt[d] + (int64_t)(ri[i] & RC_RINFO_COUNT_MASK) + 1;
-        }
-        break;
     case T_REVERSE:  /* within a distance, larger gallery index first */
-        for (d = 0; d <= B; d++) run[d] = rlt[d] + hr[d] - 1;
-        for (i = 0; i < R; i++) {
-            d = (int64_t)(ri[i] >> RC_RINFO_SHIFT);
-            rk[run[d]--] = clt[d] + ht[d] - (int64_t)(ri[i] & RC_RINFO_COUNT_MASK);
-        }
+        place_ranks(ri, R, B, w->seg, ht, hr, clt, rlt, ties == T_REVERSE, rk);
         break;
     case T_OPTIMISTIC:
     case T_PESSIMISTIC:

@@ -155,7 +155,15 @@
 #define RC_FEATURE_FMA 2     /* bit 1: fused multiply-add for exact division remainders */
 #define RC_FEATURE_PREFIX 4  /* bit 2: the float prefix path (not a CPU feature: tests turn it off) */
 #define RC_FEATURE_AVX2 8    /* bit 3: AVX2 compares in the float path's filter */
-#define RC_FEATURE_ALL (RC_FEATURE_POPCNT | RC_FEATURE_FMA | RC_FEATURE_PREFIX | RC_FEATURE_AVX2)  /* default: all */
+#define RC_FEATURE_AVX512 16 /* bit 4: AVX-512 (F, DQ, BW, VL, VPOPCNTDQ) Hamming pass and AP terms */
+#define RC_FEATURE_ALL \
+    (RC_FEATURE_POPCNT | RC_FEATURE_FMA | RC_FEATURE_PREFIX | RC_FEATURE_AVX2 | RC_FEATURE_AVX512)  /* default: all */
+/* AP terms are summed in this many interleaved compensated sums (rc_metrics.c): the AVX-512
+ * width in doubles, and the order every code path sums in */
+#define RC_AP_LANES 8
+/* the codes path's counting sort of the relevant items (stable / reverse ties) goes through
+ * this many contiguous segments of them side by side (rc_codes.c) */
+#define RC_SEGMENTS 4
 /* the highest relevance grade (validation.MAX_GRADE): 2^52 - 1, its exponential gain, and any
  * sum of up to 2^53 such gains are exact in a double-double */
 #define RC_MAX_GRADE 52
@@ -166,6 +174,9 @@
 #if defined(__GNUC__) && defined(__x86_64__)
 #define RC_HAVE_FMA_DISPATCH 1
 #define RC_HAVE_AVX2_DISPATCH 1
+#if defined(__clang__) || __GNUC__ >= 8  /* target("avx512vpopcntdq") */
+#define RC_HAVE_AVX512_DISPATCH 1
+#endif
 #endif
 #if defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__))
 #define RC_HAVE_POPCNT_DISPATCH 1
@@ -401,6 +412,8 @@ typedef struct {
     int64_t *ht, *hr;        /* B + 1: totals and relevant per distance */
     int64_t *clt, *rlt;      /* B + 1: items / relevant items at smaller distance */
     int64_t *run;            /* B + 1: counting-sort cursors */
+    int64_t *seg;            /* RC_SEGMENTS x (B + 1) (codes path): the counting sort's counts and
+                              * cursors per segment (rc_codes.c) */
     uint64_t *rinfo;         /* R (codes path, grown on demand): distance << 32 | items before it */
     int64_t rinfo_cap;
     uint8_t *gr;             /* G (graded relevance): the relevant items' grades, rank order */
@@ -461,6 +474,7 @@ RC_INTERNAL int64_t rc_count_bytes(const uint8_t *p, int64_t n);
 /* rc_metrics.c: every metric from concrete ranks, from `grouped` tie groups, or all zero */
 RC_INTERNAL extern int rc_use_fma;  /* set once by rc_evaluate before the parallel region */
 RC_INTERNAL extern int rc_use_avx2; /* likewise (rc_float_select.c's filters) */
+RC_INTERNAL extern int rc_use_avx512; /* likewise (rc_codes_avx512.c's pass, rc_metrics.c's AP terms) */
 RC_INTERNAL void rc_metrics_ranks(const int64_t *rk, int64_t R, int64_t Np, const rc_options *o,
                                   const rankin *ri, qres *res);
 RC_INTERNAL void rc_metrics_grouped(const group *g, int64_t ng, int64_t R, int64_t Np,
@@ -493,6 +507,12 @@ RC_INTERNAL void rc_kth_counts(double *a, int64_t n, int64_t k, int64_t *lt, int
 /* rc_float.c and rc_codes.c: one query of float distances / of Hamming codes */
 RC_INTERNAL void rc_query_float(const rc_input *in, const rc_options *o, const dd *Hh, int64_t q,
                                 workspace *w, qres *res, rc_output *out);
+/* rc_codes_avx512.c: the same pass in AVX-512 (rc_use_avx512), for codes of one word and no
+ * junk (rc_codes_avx512_takes); the same counts and rinfo entries as the plain pass */
+#ifdef RC_HAVE_AVX512_DISPATCH
+RC_INTERNAL int rc_codes_avx512_takes(const rc_input *in, const uint8_t *jk);
+RC_INTERNAL int64_t rc_codes_pass_avx512(const rc_input *in, int64_t q, workspace *w, int record);
+#endif
 /* rc_codes.c: the XOR + popcount pass of query q over the gallery (counts in w->h2; record:
  * the relevant items' entries in w->rinfo), returns the relevant items recorded or -1 (no
  * memory); rc_query_codes runs it, and the benchmark entry point rc_bench_codes_pass alone */

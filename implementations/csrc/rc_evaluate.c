@@ -12,7 +12,7 @@ static void ws_free(workspace *w)
 {
     free(w->skip); free(w->ranks); free(w->groups); free(w->rel); free(w->rd); free(w->bucket); free(w->tie_seen); free(w->tie_last);
     free(w->before); free(w->eq); free(w->sel); free(w->cand); free(w->rtmp); free(w->cnt); free(w->ideal1); free(w->runs); free(w->h2); free(w->ht); free(w->hr);
-    free(w->clt); free(w->rlt); free(w->run); free(w->rinfo); free(w->gr);
+    free(w->clt); free(w->rlt); free(w->run); free(w->rinfo); free(w->gr); free(w->seg);
     memset(w, 0, sizeof(*w));
 }
 
@@ -31,7 +31,8 @@ static int ws_alloc(workspace *w, const rc_input *in)
         w->clt = (int64_t *)malloc(B * sizeof(int64_t));
         w->rlt = (int64_t *)malloc(B * sizeof(int64_t));
         w->run = (int64_t *)malloc(B * sizeof(int64_t));
-        if (!w->h2 || !w->ht || !w->hr || !w->clt || !w->rlt || !w->run) return -1;
+        w->seg = (int64_t *)malloc(RC_SEGMENTS * B * sizeof(int64_t));
+        if (!w->h2 || !w->ht || !w->hr || !w->clt || !w->rlt || !w->run || !w->seg) return -1;
     }  /* the float path's arrays all grow per query */
     return 0;
 }
@@ -42,7 +43,7 @@ int64_t rc_abi_version(void) { return RC_ABI_VERSION; }
 /* how many scalar per-query values rc_output.values holds (c_library.py checks it at load) */
 int64_t rc_n_values(void) { return RC_N_VALUES; }
 
-/* CPU features used when present: bit 0 popcnt, bit 1 fma, bit 3 avx2 (RC_FEATURE_*).  rc_set_features(mask) limits
+/* CPU features used when present: bit 0 popcnt, bit 1 fma, bit 3 avx2, bit 4 avx512 (RC_FEATURE_*).  rc_set_features(mask) limits
  * them to mask (tests compare the generic and the accelerated code paths); returns the
  * features this CPU has. */
 static int64_t rc_feature_mask = RC_FEATURE_ALL;
@@ -62,6 +63,12 @@ int64_t rc_set_features(int64_t mask)
 #endif
 #ifdef RC_HAVE_AVX2_DISPATCH
     if (__builtin_cpu_supports("avx2")) have |= RC_FEATURE_AVX2;
+#endif
+#ifdef RC_HAVE_AVX512_DISPATCH
+    if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq") &&
+        __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl") &&
+        __builtin_cpu_supports("avx512vpopcntdq"))
+        have |= RC_FEATURE_AVX512;
 #endif
     return have | RC_FEATURE_PREFIX;  /* not a CPU feature: always there */
 }
@@ -214,6 +221,7 @@ int64_t rc_evaluate(const rc_input *in, const rc_options *o, rc_output *out, int
         ctx.use_popcnt = (int)((have & RC_FEATURE_POPCNT) != 0);
         rc_use_fma = (int)((have & RC_FEATURE_FMA) != 0);
         rc_use_avx2 = (int)((have & RC_FEATURE_AVX2) != 0);
+        rc_use_avx512 = (int)((have & RC_FEATURE_AVX512) != 0);
         ctx.use_prefix = (int)((have & RC_FEATURE_PREFIX) != 0);
     }
     if (num_threads <= 0) num_threads = rc_max_threads();

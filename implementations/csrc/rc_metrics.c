@@ -2,6 +2,9 @@
  * pessimistic) or from whole tie groups under ties = "grouped"; AP sums in double-double.
  * nDCG, RR and the hit rate: rc_rank.c. */
 #include "rc_core.h"
+#ifdef RC_HAVE_AVX512_DISPATCH
+#include <immintrin.h>
+#endif
 
 /* AP term of the i-th relevant item at rank r: i/r, or (i/r + (i-1)/(r-1))/2 and 1 at r=1 */
 static inline dd ap_term(double i, double r, int64_t rule)
@@ -11,54 +14,98 @@ static inline dd ap_term(double i, double r, int64_t rule)
     return dd_half(dd_add(dd_ratio(i, r), dd_ratio(i - 1.0, r - 1.0)));
 }
 
-/* sum of the AP terms of ranks rk[0..n-1] (the i-th relevant item at rank rk[i-1]) */
-static void sum_terms_generic(const int64_t *rk, int64_t n, int64_t rule, ddacc *acc)
+/* Sum of the AP terms of ranks rk[0..n-1] (the i-th relevant item at rank rk[i-1]) in
+ * RC_AP_LANES interleaved compensated sums: term i goes to lane i mod RC_AP_LANES, the lanes
+ * are added in lane order at the end.  Every code path (plain, FMA, AVX-512) sums in this one
+ * order, so all give the same bits; the lanes take the sum's one addition per term off a
+ * single dependency chain. */
+static dd lanes_total(const double *s, const double *c)
 {
-    int64_t i;
-    if (rule == AP_PS) {
-        for (i = 0; i < n; i++) acc_add(acc, dd_ratio((double)(i + 1), (double)rk[i]));
-    } else {
-        for (i = 0; i < n; i++) acc_add(acc, ap_term((double)(i + 1), (double)rk[i], AP_TRAP));
-    }
+    ddacc t = {0.0, 0.0};
+    int l;
+    for (l = 0; l < RC_AP_LANES; l++) acc_add(&t, two_sum(s[l], c[l]));
+    return acc_get(t);
+}
+
+static inline void lane_add(double *s, double *c, int l, dd t)
+{
+    ddacc a = {s[l], c[l]};
+    acc_add(&a, t);
+    s[l] = a.s;
+    c[l] = a.c;
+}
+
+static dd sum_terms_generic(const int64_t *rk, int64_t n, int64_t rule, int64_t i, double *s, double *c)
+{
+    for (; i < n; i++) lane_add(s, c, (int)(i % RC_AP_LANES), ap_term((double)(i + 1), (double)rk[i], rule));
+    return lanes_total(s, c);
 }
 
 #ifdef RC_HAVE_FMA_DISPATCH
 /* the same with a hardware FMA for the exact remainder a - q b (two operations instead of
  * Dekker's seventeen); the result is identical: the remainder is exact either way */
-__attribute__((target("fma"))) static void
-sum_terms_fma(const int64_t *rk, int64_t n, int64_t rule, ddacc *acc)
+__attribute__((target("fma"))) static inline dd fma_ratio(double a, double b)
 {
-    int64_t i;
-    for (i = 0; i < n; i++) {
+    double q = a / b;
+    return quick_two_sum(q, __builtin_fma(-q, b, a) / b);
+}
+
+__attribute__((target("fma"))) static dd
+sum_terms_fma(const int64_t *rk, int64_t n, int64_t rule, int64_t i, double *s, double *c)
+{
+    for (; i < n; i++) {
         const double a = (double)(i + 1), b = (double)rk[i];
-        double q = a / b;
-        dd t = quick_two_sum(q, __builtin_fma(-q, b, a) / b);
-        if (rule == AP_TRAP) {
-            if (b == 1.0) {
-                t = dd_make(1.0);
-            } else {
-                const double a1 = a - 1.0, b1 = b - 1.0;
-                double q1 = a1 / b1;
-                t = dd_half(dd_add(t, quick_two_sum(q1, __builtin_fma(-q1, b1, a1) / b1)));
-            }
-        }
-        acc_add(acc, t);
+        dd t = fma_ratio(a, b);
+        if (rule == AP_TRAP) t = b == 1.0 ? dd_make(1.0) : dd_half(dd_add(t, fma_ratio(a - 1.0, b - 1.0)));
+        lane_add(s, c, (int)(i % RC_AP_LANES), t);
     }
+    return lanes_total(s, c);
 }
 #endif
 
-int rc_use_fma = 0;  /* set once by rc_evaluate before the parallel region */
-int rc_use_avx2 = 0; /* likewise */
-
-static void sum_terms(const int64_t *rk, int64_t n, int64_t rule, ddacc *acc)
+#ifdef RC_HAVE_AVX512_DISPATCH
+/* precision terms (AP_PS), RC_AP_LANES = 8 at once: the same divisions, exact remainders
+ * (FMA), quick_two_sum and acc_add as above, lane by lane; the last n mod 8 terms as above */
+__attribute__((target("avx512f,avx512dq,fma"))) static dd
+sum_terms_avx512(const int64_t *rk, int64_t n, double *s, double *c)
 {
-#ifdef RC_HAVE_FMA_DISPATCH
-    if (rc_use_fma) {
-        sum_terms_fma(rk, n, rule, acc);
-        return;
+    __m512d S = _mm512_setzero_pd(), C = _mm512_setzero_pd();
+    __m512d a = _mm512_set_pd(8.0, 7.0, 6.0, 5.0, 4.0, 3.0, 2.0, 1.0);
+    const __m512d eight = _mm512_set1_pd(8.0);
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        const __m512d b = _mm512_cvtepi64_pd(_mm512_loadu_si512((const void *)(rk + i)));
+        const __m512d q = _mm512_div_pd(a, b);
+        const __m512d lo = _mm512_div_pd(_mm512_fnmadd_pd(q, b, a), b);
+        const __m512d hi = _mm512_add_pd(q, lo);                         /* quick_two_sum */
+        const __m512d tlo = _mm512_sub_pd(lo, _mm512_sub_pd(hi, q));
+        const __m512d s2 = _mm512_add_pd(S, hi);                         /* two_sum(S, hi) */
+        const __m512d bb = _mm512_sub_pd(s2, S);
+        const __m512d ulo = _mm512_add_pd(_mm512_sub_pd(S, _mm512_sub_pd(s2, bb)), _mm512_sub_pd(hi, bb));
+        C = _mm512_add_pd(C, _mm512_add_pd(ulo, tlo));
+        S = s2;
+        a = _mm512_add_pd(a, eight);
     }
+    _mm512_storeu_pd(s, S);
+    _mm512_storeu_pd(c, C);
+    return sum_terms_fma(rk, n, AP_PS, i, s, c);
+}
 #endif
-    sum_terms_generic(rk, n, rule, acc);
+
+int rc_use_fma = 0;    /* set once by rc_evaluate before the parallel region */
+int rc_use_avx2 = 0;   /* likewise */
+int rc_use_avx512 = 0; /* likewise */
+
+static dd sum_terms(const int64_t *rk, int64_t n, int64_t rule)
+{
+    double s[RC_AP_LANES] = {0.0}, c[RC_AP_LANES] = {0.0};
+#ifdef RC_HAVE_AVX512_DISPATCH
+    if (rc_use_avx512 && rc_use_fma && rule == AP_PS) return sum_terms_avx512(rk, n, s, c);
+#endif
+#ifdef RC_HAVE_FMA_DISPATCH
+    if (rc_use_fma) return sum_terms_fma(rk, n, rule, 0, s, c);
+#endif
+    return sum_terms_generic(rk, n, rule, 0, s, c);
 }
 
 /* Concrete ranking: every metric asked for (o->wanted) from the sorted 1-based ranks
@@ -69,7 +116,6 @@ void rc_metrics_ranks(const int64_t *rk, int64_t R, int64_t Np, const rc_options
 {
     const int64_t k = o->k;
     int64_t i, n_terms, den, hk = R, hr = 0;
-    ddacc s = {0.0, 0.0};
     if (k >= 0) {
         hk = 0;
         while (hk < R && rk[hk] <= k) hk++;
@@ -83,8 +129,7 @@ void rc_metrics_ranks(const int64_t *rk, int64_t R, int64_t Np, const rc_options
             n_terms = hk;
             den = o->ap_at_k == K_HITS ? hk : (o->ap_at_k == K_R ? R : min64(k, R));
         }
-        sum_terms(rk, n_terms, o->ap_rule, &s);
-        res->v[RC_V_AP] = den ? dd_round(dd_div_d(acc_get(s), (double)den)) : 0.0;
+        res->v[RC_V_AP] = den ? dd_round(dd_div_d(sum_terms(rk, n_terms, o->ap_rule), (double)den)) : 0.0;
     }
     res->v[RC_V_HITS_AT_K] = (double)hk;
     res->v[RC_V_PRECISION_AT_K] = (double)hk / (double)(k >= 0 ? k : Np);
@@ -98,9 +143,7 @@ void rc_metrics_ranks(const int64_t *rk, int64_t R, int64_t Np, const rc_options
     }
     if (RC_WANTS(o, RC_V_AP_AT_R)) {
         /* AP@R: (1/R) sum_{r_i <= R} i / r_i, precision terms whatever ap_rule (spec §7 MAP@R) */
-        s.s = s.c = 0.0;
-        sum_terms(rk, hr, AP_PS, &s);
-        res->v[RC_V_AP_AT_R] = dd_round(dd_div_d(acc_get(s), (double)R));
+        res->v[RC_V_AP_AT_R] = dd_round(dd_div_d(sum_terms(rk, hr, AP_PS), (double)R));
     }
     rc_rank_concrete(rk, R, Np, o, ri, res);
 }

@@ -103,6 +103,8 @@ def scan_codes(arr: np.ndarray) -> CodeScan:
     scan = CodeScan(words, n_bits)
     for start in range(0, rows, step):
         chunk = arr[start : start + step]
+        if _scan_valid_chunk(scan, words, start, chunk):
+            continue
         if arr.dtype.kind == "f" and scan.nonfinite is None:
             scan.nonfinite = _first_false(np.isfinite(chunk), start)
         minus, plus = chunk == -1, chunk == 1
@@ -114,6 +116,26 @@ def scan_codes(arr: np.ndarray) -> CodeScan:
         _pack_into(words, start, chunk > 0)
     scan.words = words.astype(np.uint64, copy=False)
     return scan
+
+
+def _scan_valid_chunk(scan: CodeScan, words: np.ndarray, start: int, chunk: np.ndarray) -> bool:
+    """The usual chunk, every value in {-1, +1} or every value in {0, 1}, scanned and packed with
+    fewer passes over it than :func:`scan_codes`'s general one (codes are the largest input);
+    False, with nothing recorded, for any other chunk."""
+    plus = chunk == 1
+    other = chunk == -1
+    if not (plus | other).all():
+        other = chunk == 0
+        if not (plus | other).all():
+            return False
+        if scan.not_signed is None:  # a 0: the first value outside {-1, +1}
+            scan.not_signed = _first_false(~other, start)
+    else:
+        scan.minus_one = scan.minus_one or bool(other.any())
+        if scan.not_binary is None:  # a -1: the first value outside {0, 1}
+            scan.not_binary = _first_false(~other, start)
+    _pack_into(words, start, plus)
+    return True
 
 
 def _first_false(ok: np.ndarray, row0: int) -> Optional[Tuple[int, int]]:
