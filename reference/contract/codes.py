@@ -38,9 +38,20 @@ def _words(rows: int, n_bits: int) -> np.ndarray:
 
 
 def _pack_into(words: np.ndarray, start: int, bits: np.ndarray) -> None:
-    """Rows ``start:`` of the little-endian ``words`` from the boolean rows ``bits``."""
-    packed = np.packbits(bits, axis=1, bitorder="little")
-    words.view(np.uint8)[start : start + bits.shape[0], : packed.shape[1]] = packed
+    """Rows ``start:`` of the little-endian ``words`` from the boolean rows ``bits``.
+
+    The rows are packed as one flat run of bits (several times faster than ``np.packbits``
+    along rows of a few bytes): as they are when a row is whole bytes, else padded with 0s to
+    whole words first."""
+    rows, n_bits = bits.shape
+    if rows == 0 or n_bits == 0:
+        return
+    if n_bits % 8:
+        padded = np.zeros((rows, words.shape[1] * WORD_BITS), dtype=bool)
+        padded[:, :n_bits] = bits
+        bits = padded
+    packed = np.packbits(np.ascontiguousarray(bits).reshape(-1), bitorder="little").reshape(rows, -1)
+    words.view(np.uint8)[start : start + rows, : packed.shape[1]] = packed
 
 
 def pack_words(bits: np.ndarray) -> np.ndarray:
