@@ -14,6 +14,9 @@
  * at Hamming distance d, run on one thread, and return 0, or -1 for arguments they do not
  * take (or no memory). */
 #include "rc_core.h"
+#ifdef RC_HAVE_AVX512_DISPATCH
+#include <immintrin.h>
+#endif
 
 /* one item of the anchor: counter copy C (4 copies: consecutive items at the same distance do
  * not chain through one counter in memory) */
@@ -51,6 +54,44 @@ static void anchor_generic(uint64_t qw, uint64_t ql, const uint64_t *db, const u
     anchor_query(qw, ql, db, dl, N, H2, h, out);
 }
 
+#ifdef RC_HAVE_AVX512_DISPATCH
+/* The anchor in AVX-512, where the CPU has it (the instruction set of the library's pass, so
+ * that the anchor stays the floor): per 8 items one XOR, VPOPCNTQ and label test, their keys
+ * 2 d + relevant narrowed to bytes and moved to a general register, then one increment per
+ * item as above. */
+__attribute__((target("avx512f,avx512dq,avx512bw,avx512vl,avx512vpopcntdq"))) static inline uint64_t
+anchor_keys8(__m512i qv, __m512i lv, const uint64_t *db, const uint64_t *dl, __mmask8 valid)
+{
+    const __m512i d = _mm512_popcnt_epi64(_mm512_xor_si512(_mm512_maskz_loadu_epi64(valid, db), qv));
+    const __mmask8 rel = _mm512_mask_test_epi64_mask(valid, _mm512_maskz_loadu_epi64(valid, dl), lv);
+    const __m512i d2 = _mm512_add_epi64(d, d);
+    return (uint64_t)_mm_cvtsi128_si64(_mm512_cvtepi64_epi8(_mm512_mask_add_epi64(d2, rel, d2, _mm512_set1_epi64(1))));
+}
+
+/* (in blocks of 64 items: the keys of a block first, then its increments, which measured
+ * fastest here) */
+__attribute__((target("avx512f,avx512dq,avx512bw,avx512vl,avx512vpopcntdq"))) static void
+anchor_avx512(uint64_t qw, uint64_t ql, const uint64_t *db, const uint64_t *dl, int64_t N, int64_t H2,
+              uint32_t *h, int64_t *out)
+{
+    const __m512i qv = _mm512_set1_epi64((long long)qw), lv = _mm512_set1_epi64((long long)ql);
+    uint64_t k[8];
+    int64_t j = 0, v, t;
+    memset(h, 0, (size_t)(RC_INTERLEAVE * H2) * sizeof(uint32_t));
+    for (; j + 64 <= N; j += 64) {
+        for (v = 0; v < 8; v++) k[v] = anchor_keys8(qv, lv, db + j + 8 * v, dl + j + 8 * v, 0xFF);
+        for (v = 0; v < 8; v++)
+            for (t = 0; t < 8; t++) h[(t & 3) * H2 + (k[v] >> (8 * t) & 0xff)]++;
+    }
+    for (; j < N; j += 8) {
+        const int64_t left = N - j < 8 ? N - j : 8;
+        const uint64_t kk = anchor_keys8(qv, lv, db + j, dl + j, (__mmask8)((1u << left) - 1u));
+        for (t = 0; t < left; t++) h[(t & 3) * H2 + (kk >> (8 * t) & 0xff)]++;
+    }
+    for (v = 0; v < H2; v++) out[v] = (int64_t)h[v] + h[H2 + v] + h[2 * H2 + v] + h[3 * H2 + v];
+}
+#endif
+
 static int bench_args(const uint64_t *qc, const uint64_t *dc, const uint64_t *ql, const uint64_t *dl,
                       int64_t Q, int64_t N, int64_t n_bits, const int64_t *hist)
 {
@@ -70,6 +111,12 @@ int64_t rc_bench_hamming_histograms(const uint64_t *query_codes, const uint64_t 
     h = (uint32_t *)malloc((size_t)(RC_INTERLEAVE * H2) * sizeof(uint32_t));
     if (!h) return -1;
     for (q = 0; q < n_queries; q++) {
+#ifdef RC_HAVE_AVX512_DISPATCH
+        if (features & RC_FEATURE_AVX512) {
+            anchor_avx512(query_codes[q], query_labels[q], db_codes, db_labels, n_gallery, H2, h, hist + q * H2);
+            continue;
+        }
+#endif
 #ifdef RC_HAVE_POPCNT_DISPATCH
         if (features & RC_FEATURE_POPCNT) {
             anchor_popcnt(query_codes[q], query_labels[q], db_codes, db_labels, n_gallery, H2, h, hist + q * H2);

@@ -27,33 +27,44 @@ typedef struct {
     uint64_t key;            /* the query's label word or id */
 } relsrc;
 
-/* The distances (bytes, lanes >= n undefined) and relevance bits (0 at lanes >= n) of items
- * j0 .. j0 + n - 1, n <= 64; masked loads read nothing past the end. */
+/* The relevance bits of items j0 .. j0 + n - 1 (n <= 64; 0 at lanes >= n), and their keys, 8
+ * bytes to a word (byte t of word v: item j0 + 8 v + t, lanes >= n undefined): the distance d,
+ * or (histogram) 2 d + relevant; under record also the 64 distances as bytes of one vector.
+ * Masked loads read nothing past the end. */
 RC_AVX512 static inline __attribute__((always_inline)) uint64_t
-block_keys(const int kind, const uint64_t *db, __m512i qv, const relsrc *r, int64_t j0, int64_t n, __m512i *dist)
+block_keys(const int kind, const int record, const uint64_t *db, __m512i qv, const relsrc *r, int64_t j0,
+           int64_t n, uint64_t *words, __m512i *dist)
 {
     const __m512i key = _mm512_set1_epi64((long long)r->key);
     __m128i b[8];
     uint64_t rel = 0;
     int v;
-    for (v = 0; v < 8; v++) {
-        const int64_t left = n - 8 * v;
-        const __mmask8 valid = left >= 8 ? (__mmask8)0xFF : left <= 0 ? (__mmask8)0 : (__mmask8)((1u << left) - 1u);
-        const __m512i x = _mm512_maskz_loadu_epi64(valid, db + j0 + 8 * v);
-        b[v] = _mm512_cvtepi64_epi8(_mm512_popcnt_epi64(_mm512_xor_si512(x, qv)));
-        if (kind == REL8_MULTI)
-            rel |= (uint64_t)_mm512_mask_test_epi64_mask(valid, _mm512_maskz_loadu_epi64(valid, r->labels + j0 + 8 * v), key)
-                   << (8 * v);
-        else if (kind == REL8_IDS)
-            rel |= (uint64_t)_mm512_mask_cmpeq_epi64_mask(valid, _mm512_maskz_loadu_epi64(valid, r->ids + j0 + 8 * v), key)
-                   << (8 * v);
-    }
     if (kind == REL8_MATRIX) {
         const __mmask64 valid = n >= RC_BLOCK ? ~(__mmask64)0 : (((__mmask64)1 << n) - 1);
         const __m512i x = _mm512_maskz_loadu_epi8(valid, r->row + j0);
         rel = (uint64_t)_mm512_test_epi8_mask(x, x);
     }
-    {
+    for (v = 0; v < 8; v++) {
+        const int64_t left = n - 8 * v;
+        const __mmask8 valid = left >= 8 ? (__mmask8)0xFF : left <= 0 ? (__mmask8)0 : (__mmask8)((1u << left) - 1u);
+        const __m512i d = _mm512_popcnt_epi64(_mm512_xor_si512(_mm512_maskz_loadu_epi64(valid, db + j0 + 8 * v), qv));
+        __mmask8 m;
+        if (kind == REL8_MULTI)
+            m = _mm512_mask_test_epi64_mask(valid, _mm512_maskz_loadu_epi64(valid, r->labels + j0 + 8 * v), key);
+        else if (kind == REL8_IDS)
+            m = _mm512_mask_cmpeq_epi64_mask(valid, _mm512_maskz_loadu_epi64(valid, r->ids + j0 + 8 * v), key);
+        else
+            m = (__mmask8)(rel >> (8 * v));
+        if (kind != REL8_MATRIX) rel |= (uint64_t)m << (8 * v);
+        if (record) {
+            b[v] = _mm512_cvtepi64_epi8(d);
+        } else {
+            const __m512i d2 = _mm512_add_epi64(d, d);
+            words[v] = (uint64_t)_mm_cvtsi128_si64(
+                _mm512_cvtepi64_epi8(_mm512_mask_add_epi64(d2, m, d2, _mm512_set1_epi64(1))));
+        }
+    }
+    if (record) {
         __m512i z = _mm512_castsi128_si512(_mm_unpacklo_epi64(b[0], b[1]));
         z = _mm512_inserti32x4(z, _mm_unpacklo_epi64(b[2], b[3]), 1);
         z = _mm512_inserti32x4(z, _mm_unpacklo_epi64(b[4], b[5]), 2);
@@ -62,22 +73,36 @@ block_keys(const int kind, const uint64_t *db, __m512i qv, const relsrc *r, int6
     return rel;
 }
 
-/* one increment per item of counter key[p], in copy p mod COPIES (stride H): COPIES = 4
- * for the histogram h2[2 d + relevant], 2 for the running counts per distance under record
- * (measured faster here than 1, whose consecutive items of one distance wait on each other,
- * and than 4, whose sum costs each relevant item more loads).  rc_query_codes sums all
- * RC_INTERLEAVE copies; the others stay 0. */
+/* One increment per item of counter key, in copy p mod COPIES (stride H).  The histogram
+ * h2[2 d + relevant] takes its keys from the words in registers, in 4 copies; the running
+ * counts per distance under record from the keys stored as bytes (which the relevant items
+ * read too), in 2 copies: each measured fastest here (1 copy makes consecutive items of one
+ * distance wait on each other; 4 cost each relevant item's sum more loads).  rc_query_codes
+ * sums all RC_INTERLEAVE copies; the others stay 0. */
 RC_AVX512 static inline __attribute__((always_inline)) void
-count_block(const int copies, uint32_t *h, int64_t H, const uint8_t *key, int64_t n)
+count_words(uint32_t *h, int64_t H, const uint64_t *words, int64_t n)
+{
+    int64_t p;
+    if (n == RC_BLOCK) {
+        int v, t;
+        for (v = 0; v < 8; v++)
+            for (t = 0; t < 8; t++) h[(t & 3) * H + (words[v] >> (8 * t) & 0xff)]++;
+        return;
+    }
+    for (p = 0; p < n; p++) h[(p & 3) * H + (words[p >> 3] >> (8 * (p & 7)) & 0xff)]++;
+}
+
+RC_AVX512 static inline __attribute__((always_inline)) void
+count_bytes(uint32_t *h, int64_t H, const uint8_t *key, int64_t n)
 {
     int64_t p = 0;
     for (; p + 4 <= n; p += 4) {
         h[key[p]]++;
         h[H + key[p + 1]]++;
-        h[(copies == 4 ? 2 : 0) * H + key[p + 2]]++;
-        h[(copies == 4 ? 3 : 1) * H + key[p + 3]]++;
+        h[key[p + 2]]++;
+        h[H + key[p + 3]]++;
     }
-    for (; p < n; p++) h[(p % copies) * H + key[p]]++;
+    for (; p < n; p++) h[(p & 1) * H + key[p]]++;
 }
 
 /* One block of n items; returns the relevant items recorded so far, -1 when out of memory. */
@@ -86,14 +111,12 @@ pass_block(const int kind, const int record, const uint64_t *db, __m512i qv, con
            int64_t n, workspace *w, int64_t nr, int64_t D)
 {
     __attribute__((aligned(64))) uint8_t key[RC_BLOCK];
-    __m512i dist;
-    uint64_t rel = block_keys(kind, db, qv, r, j0, n, &dist);
+    uint64_t words[8];
+    __m512i dist = _mm512_setzero_si512();
+    uint64_t rel = block_keys(kind, record, db, qv, r, j0, n, words, &dist);
     uint32_t *h = w->h2;
     if (!record) {  /* h2[2 d + relevant] */
-        __m512i k2 = _mm512_add_epi8(dist, dist);
-        k2 = _mm512_mask_add_epi8(k2, (__mmask64)rel, k2, _mm512_set1_epi8(1));
-        _mm512_store_si512((void *)key, k2);
-        count_block(4, h, 2 * D, key, n);
+        count_words(h, 2 * D, words, n);
         return nr;
     }
     _mm512_store_si512((void *)key, dist);
@@ -115,7 +138,7 @@ pass_block(const int kind, const int record, const uint64_t *db, __m512i qv, con
             rel &= rel - 1;
         } while (rel);
     }
-    count_block(2, h, D, key, n);
+    count_bytes(h, D, key, n);
     return nr;
 }
 
