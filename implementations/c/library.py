@@ -243,7 +243,7 @@ _FEATURE_MASK = ALL_FEATURES
 
 def cpu_features(mask: Optional[int] = None) -> int:
     """CPU features the C code can use here (bit 0 popcnt, bit 1 fma, bit 3 avx2, bit 4
-    avx512: F, DQ, BW, VL and VPOPCNTDQ), and bit 2:
+    avx512: F, DQ, BW, VL and VPOPCNTDQ, with BMI2), and bit 2:
     the float prefix path (only the items up to the L-th smallest distance, or up to the
     farthest relevant item, are placed; always there).
 

@@ -14,7 +14,7 @@
 #ifdef RC_HAVE_AVX512_DISPATCH
 #include <immintrin.h>
 
-#define RC_AVX512 __attribute__((target("avx512f,avx512dq,avx512bw,avx512vl,avx512vpopcntdq,popcnt,bmi")))
+#define RC_AVX512 __attribute__((target("avx512f,avx512dq,avx512bw,avx512vl,avx512vpopcntdq,popcnt,bmi,bmi2")))
 #define RC_BLOCK 64
 
 enum { REL8_MULTI, REL8_IDS, REL8_MATRIX };
@@ -131,8 +131,7 @@ pass_block(const int kind, const int record, const uint64_t *db, __m512i qv, con
                 * in the block */
             const unsigned p = (unsigned)__builtin_ctzll(rel);
             const uint32_t d = key[p];
-            const uint64_t same = (uint64_t)_mm512_mask_cmpeq_epi8_mask((__mmask64)(((uint64_t)1 << p) - 1), dist,
-                                                                        _mm512_set1_epi8((char)d));
+            const uint64_t same = _bzhi_u64((uint64_t)_mm512_cmpeq_epi8_mask(dist, _mm512_set1_epi8((char)d)), p);
             const uint64_t s = (uint64_t)h[d] + h[D + d] + (uint64_t)__builtin_popcountll(same);
             rinfo[nr++] = (uint64_t)d << RC_RINFO_SHIFT | s;
             rel &= rel - 1;

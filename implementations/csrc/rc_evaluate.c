@@ -67,7 +67,7 @@ int64_t rc_set_features(int64_t mask)
 #ifdef RC_HAVE_AVX512_DISPATCH
     if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq") &&
         __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl") &&
-        __builtin_cpu_supports("avx512vpopcntdq"))
+        __builtin_cpu_supports("avx512vpopcntdq") && __builtin_cpu_supports("bmi2"))
         have |= RC_FEATURE_AVX512;
 #endif
     return have | RC_FEATURE_PREFIX;  /* not a CPU feature: always there */
