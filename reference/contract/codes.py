@@ -134,19 +134,28 @@ def _scan_valid_chunk(scan: CodeScan, words: np.ndarray, start: int, chunk: np.n
     fewer passes over it than :func:`scan_codes`'s general one (codes are the largest input);
     False, with nothing recorded, for any other chunk."""
     plus = chunk == 1
+    n_plus = np.count_nonzero(plus)
     other = chunk == -1
-    if not (plus | other).all():
+    n_other = np.count_nonzero(other)
+    if n_plus + n_other != chunk.size:
         other = chunk == 0
-        if not (plus | other).all():
+        n_other = np.count_nonzero(other)
+        if n_plus + n_other != chunk.size:
             return False
-        if scan.not_signed is None:  # a 0: the first value outside {-1, +1}
-            scan.not_signed = _first_false(~other, start)
-    else:
-        scan.minus_one = scan.minus_one or bool(other.any())
+        if scan.not_signed is None and n_other:  # a 0: the first value outside {-1, +1}
+            scan.not_signed = _first_true(other, start)
+    elif n_other:
+        scan.minus_one = True
         if scan.not_binary is None:  # a -1: the first value outside {0, 1}
-            scan.not_binary = _first_false(~other, start)
+            scan.not_binary = _first_true(other, start)
     _pack_into(words, start, plus)
     return True
+
+
+def _first_true(hit: np.ndarray, row0: int) -> Tuple[int, int]:
+    """(row, column) of the first True of the boolean rows ``hit`` (which holds one)."""
+    row, column = divmod(int(hit.argmax()), hit.shape[1])
+    return row0 + row, column
 
 
 def _first_false(ok: np.ndarray, row0: int) -> Optional[Tuple[int, int]]:
