@@ -3,7 +3,8 @@
 Every evaluation of hashing codes makes one pass over the gallery per query: XOR, popcount,
 the label test and a count per distance.  The anchor (``rc_bench_hamming_histograms`` in
 ``csrc/rc_bench.c``) is a bare C loop doing only that work, the floor for any implementation
-on this machine.  Timed against it, round by round (interleaved, so a busy machine slows all
+on this machine: in AVX-512 where the CPU has it, as the pass (the best instruction set the
+pass has).  Timed against it, round by round (interleaved, so a busy machine slows all
 alike), are:
 
 * ``pass``: the library's own pass (``rc_codes_pass`` of ``csrc/rc_codes.c``, in AVX-512 from
@@ -76,6 +77,19 @@ def packed_inputs(arrays: Dict[str, np.ndarray]) -> Dict[str, Any]:
     }
 
 
+#: bits of the C library's feature mask the pass and the anchor read (RC_FEATURE_* in rc_core.h)
+POPCNT_FEATURE, AVX512_FEATURE = 1, 16
+
+
+def instruction_set() -> str:
+    """What the anchor and the pass run here: AVX-512 where the CPU has it (F, DQ, BW, VL,
+    VPOPCNTDQ, BMI2), else scalar code with hardware popcount, else plain C."""
+    features = c_library.cpu_features() & c_library._FEATURE_MASK
+    if features & AVX512_FEATURE:
+        return "AVX-512"
+    return "scalar, hardware popcount" if features & POPCNT_FEATURE else "scalar, plain C"
+
+
 def _timed_histograms(function: Any, packed: Dict[str, Any], *extra: int) -> Tuple[float, np.ndarray]:
     """Seconds of one call of a benchmark entry point, and the (Q, 2 (B + 1)) counts it wrote."""
     words = packed["words"]
@@ -114,8 +128,9 @@ def hashing_pass_figures(scale: str = "full", rounds: int = 5) -> Dict[str, Any]
         ``load_after`` (the 1, 5 and 15 minute load averages), ``seconds`` (label to median
         seconds), ``ns_per_pair`` (label to median nanoseconds per (query, item) pair),
         ``ratio_to_anchor`` (label to the median of the per-round ratios), ``pass_target``
-        and ``pass_within_target`` (the pass's ratio at most :data:`PASS_TARGET`), and
-        ``same_counts`` (always True: differing counts raise).
+        and ``pass_within_target`` (the pass's ratio at most :data:`PASS_TARGET`),
+        ``same_counts`` (always True: differing counts raise) and ``instruction_set`` (what
+        the anchor and the pass ran, :func:`instruction_set`).
     """
     if rounds < 1:
         raise ValueError(f"rounds: expected at least 1, got {rounds}")
@@ -159,6 +174,7 @@ def hashing_pass_figures(scale: str = "full", rounds: int = 5) -> Dict[str, Any]
         "pass_target": PASS_TARGET,
         "pass_within_target": ratios["pass"] <= PASS_TARGET,
         "same_counts": True,
+        "instruction_set": instruction_set(),
     }
 
 
@@ -178,7 +194,8 @@ def figures(scale: str = "full") -> Dict[str, Dict[str, Any]]:
         "anchor (bare XOR, popcount, count per distance)": {
             "value": 1e3 * seconds["anchor"],
             "unit": "ms",
-            "note": f"{ns['anchor']:.2f} ns per (query, item) pair, {fig['queries']:,} x {fig['gallery']:,}",
+            "note": f"{ns['anchor']:.2f} ns per (query, item) pair, {fig['queries']:,} x {fig['gallery']:,}; "
+            f"{fig['instruction_set']}, as the pass",
         },
     }
     notes = {
@@ -208,7 +225,7 @@ def report(scale: str = "full", rounds: int = 5) -> str:
     lines = [
         f"Hamming pass against its anchor, one thread: {fig['workload']}",
         f"median of {fig['rounds']} interleaved rounds; load average {fig['load_before'][0]:.2f} before, "
-        f"{fig['load_after'][0]:.2f} after; counts per distance equal to the anchor's",
+        f"{fig['load_after'][0]:.2f} after; counts per distance equal to the anchor's; {fig['instruction_set']}",
         f"{'what':26} {'ms':>9} {'ns/pair':>8} {'x anchor':>9}",
     ]
     for label, value in fig["seconds"].items():
