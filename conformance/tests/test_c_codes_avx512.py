@@ -123,3 +123,29 @@ def test_avx512_pass_with_many_relevant_items(avx512):
     for ties in ("stable", "reverse"):
         fast, plain = _both(avx512, p, Options(ties=ties))
         assert same_bits(fast, plain, ties) == []
+
+
+@pytest.mark.parametrize("kind", ["pr_interpolated", "pr_radius", "precision_at_n"])
+def test_avx512_pass_gives_the_curves_the_plain_paths_values(avx512, kind):
+    """rc.curves of codes with ids or labels run the same pass: the same values with it and
+    without it, and the reference's (exact) values."""
+    import retrieval_conformance as rc
+
+    rng = np.random.default_rng(11)
+    n = 1031
+    pool = rng.choice([-1, 1], (5, 48))
+    inputs = dict(
+        query_codes=pool[rng.integers(0, 5, 9)],
+        db_codes=pool[rng.integers(0, 5, n)] * np.where(rng.random((n, 48)) < 0.1, -1, 1),
+        query_labels=rng.integers(0, 4, 9),
+        db_labels=rng.integers(0, 4, n),
+    )
+    for ties in ("stable", "reverse", "expected"):
+        avx512.cpu_features(avx512.ALL_FEATURES)
+        fast = rc.curves(kind, **inputs, ties=ties, implementation="c")
+        avx512.cpu_features(avx512.ALL_FEATURES & ~AVX512)
+        plain = rc.curves(kind, **inputs, ties=ties, implementation="c")
+        avx512.cpu_features(avx512.ALL_FEATURES)
+        exact = rc.curves(kind, **inputs, ties=ties, implementation="reference")
+        assert fast.y.tobytes() == plain.y.tobytes(), ties
+        assert np.abs(fast.y - np.array([float(x) for x in exact.exact["y"]])).max() <= 1e-12, ties

@@ -16,6 +16,7 @@ from __future__ import annotations
 from typing import Optional, cast
 
 import numpy as np
+from retrieval_conformance.implementations.c import library as c_library
 from retrieval_conformance.implementations.c.library import (
     _TIES,
     _require,
@@ -110,7 +111,9 @@ def per_query_curves(problem: Problem, request: CurveRequest) -> CurveValues:
     radii = np.array(request.radii or (0.0,), dtype=np.float64)
     ns = np.array(request.ns or (1,), dtype=np.int64)
     failure = np.zeros(2, dtype=np.int64)
-    popcnt = cpu_features() & 1
+    # the CPU features the C code may use (bit 0 popcount, bit 4 the AVX-512 pass), within the
+    # mask the tests set (cpu_features(mask))
+    features = cpu_features() & c_library._FEATURE_MASK
     threads = resolve_threads(None, Q, N)
     labels = _label_source(problem)
     step = max(1, BLOCK_ITEMS // N) if labels is None else Q
@@ -159,7 +162,7 @@ def per_query_curves(problem: Problem, request: CurveRequest) -> CurveValues:
             _ptr(out_scale[s:e]),
             _ptr(n_relevant[s:e]),
             _ptr(failure),
-            popcnt,
+            features,
             threads,
         )
         if status == _GROUPED_N:

@@ -153,12 +153,11 @@ int64_t rc_bench_codes_pass(const uint64_t *query_codes, const uint64_t *db_code
     in.db_label_bits = db_labels;
     in.label_words = 1;
     memset(&w, 0, sizeof(w));  /* the pass reads h2 and grows rinfo, nothing else */
-    rc_use_avx512 = (int)((features & RC_FEATURE_AVX512) != 0);  /* as rc_evaluate sets it */
     w.h2 = (uint32_t *)malloc((size_t)(RC_INTERLEAVE * 2 * D) * sizeof(uint32_t));
     if (!w.h2) return -1;
     for (q = 0; q < n_queries && !fail; q++) {
         int64_t *out = hist + q * H2;
-        nr = rc_codes_pass(&in, q, &w, NULL, (int)(record != 0), (int)((features & RC_FEATURE_POPCNT) != 0));
+        nr = rc_codes_pass(&in, q, &w, NULL, (int)(record != 0), (int)features);
         if (nr < 0) {
             fail = 1;
             break;

@@ -136,16 +136,16 @@ static int64_t codes_pass_generic(const rc_input *in, int64_t q, workspace *w, c
 }
 
 int64_t rc_codes_pass(const rc_input *in, int64_t q, workspace *w, const uint8_t *jk, int record,
-                      int use_popcnt)
+                      int features)
 {
     memset(w->h2, 0, (size_t)(RC_INTERLEAVE * 2 * rc_codes_distances(in->n_bits)) * sizeof(uint32_t));
 #ifdef RC_HAVE_AVX512_DISPATCH
-    if (rc_use_avx512 && rc_codes_avx512_takes(in, jk)) return rc_codes_pass_avx512(in, q, w, record);
+    if ((features & RC_FEATURE_AVX512) && rc_codes_avx512_takes(in, jk)) return rc_codes_pass_avx512(in, q, w, record);
 #endif
 #ifdef RC_HAVE_POPCNT_DISPATCH
-    if (use_popcnt) return codes_pass_popcnt(in, q, w, jk, record);
+    if (features & RC_FEATURE_POPCNT) return codes_pass_popcnt(in, q, w, jk, record);
 #else
-    (void)use_popcnt;
+    (void)features;
 #endif
     return codes_pass_generic(in, q, w, jk, record);
 }
@@ -232,7 +232,7 @@ static void place_ranks(const uint64_t *ri, int64_t R, int64_t B, int64_t *seg, 
 }
 
 void rc_query_codes(const rc_input *in, const rc_options *o, const dd *Hh,
-                    int64_t q, workspace *w, qres *res, rc_output *out, int use_popcnt)
+                    int64_t q, workspace *w, qres *res, rc_output *out, int features)
 {
     const int64_t B = in->n_bits, D = rc_codes_distances(B), ties = o->ties;
     int64_t *ht = w->ht, *hr = w->hr, *clt = w->clt, *rlt = w->rlt;
@@ -248,7 +248,7 @@ void rc_query_codes(const rc_input *in, const rc_options *o, const dd *Hh,
         rc_build_junk(in, q, w->skip);
         jk = w->skip;
     }
-    R = rc_codes_pass(in, q, w, jk, record, use_popcnt);
+    R = rc_codes_pass(in, q, w, jk, record, features);
     if (R < 0) {
         out->status[q] = Q_NOMEM;
         return;

@@ -474,7 +474,7 @@ RC_INTERNAL int64_t rc_count_bytes(const uint8_t *p, int64_t n);
 /* rc_metrics.c: every metric from concrete ranks, from `grouped` tie groups, or all zero */
 RC_INTERNAL extern int rc_use_fma;  /* set once by rc_evaluate before the parallel region */
 RC_INTERNAL extern int rc_use_avx2; /* likewise (rc_float_select.c's filters) */
-RC_INTERNAL extern int rc_use_avx512; /* likewise (rc_codes_avx512.c's pass, rc_metrics.c's AP terms) */
+RC_INTERNAL extern int rc_use_avx512; /* likewise (rc_metrics.c's AP terms) */
 RC_INTERNAL void rc_metrics_ranks(const int64_t *rk, int64_t R, int64_t Np, const rc_options *o,
                                   const rankin *ri, qres *res);
 RC_INTERNAL void rc_metrics_grouped(const group *g, int64_t ng, int64_t R, int64_t Np,
@@ -507,7 +507,7 @@ RC_INTERNAL void rc_kth_counts(double *a, int64_t n, int64_t k, int64_t *lt, int
 /* rc_float.c and rc_codes.c: one query of float distances / of Hamming codes */
 RC_INTERNAL void rc_query_float(const rc_input *in, const rc_options *o, const dd *Hh, int64_t q,
                                 workspace *w, qres *res, rc_output *out);
-/* rc_codes_avx512.c: the same pass in AVX-512 (rc_use_avx512), for codes of one word and no
+/* rc_codes_avx512.c: the same pass in AVX-512 (feature bit RC_FEATURE_AVX512), for codes of one word and no
  * junk (rc_codes_avx512_takes); the same counts and rinfo entries as the plain pass */
 #ifdef RC_HAVE_AVX512_DISPATCH
 RC_INTERNAL int rc_codes_avx512_takes(const rc_input *in, const uint8_t *jk);
@@ -517,9 +517,9 @@ RC_INTERNAL int64_t rc_codes_pass_avx512(const rc_input *in, int64_t q, workspac
  * the relevant items' entries in w->rinfo), returns the relevant items recorded or -1 (no
  * memory); rc_query_codes runs it, and the benchmark entry point rc_bench_codes_pass alone */
 RC_INTERNAL int64_t rc_codes_pass(const rc_input *in, int64_t q, workspace *w, const uint8_t *jk, int record,
-                                  int use_popcnt);
+                                  int features);
 RC_INTERNAL void rc_query_codes(const rc_input *in, const rc_options *o, const dd *Hh, int64_t q,
-                                workspace *w, qres *res, rc_output *out, int use_popcnt);
+                                workspace *w, qres *res, rc_output *out, int features);
 
 /* rc_threads.c: queries 0 .. n-1 on up to `threads` threads (the caller's among them), in
  * chunks of `chunk` handed out as threads become free; returns the OR of query()'s flags
@@ -550,7 +550,7 @@ int64_t rc_curves(int64_t dist_kind, const void *distances, const uint64_t *q_wo
                         const int64_t *level_num, const int64_t *level_den, int64_t n_levels,
                         const double *radii, int64_t n_radii, const int64_t *ns, int64_t n_ns,
                         double *out_a, double *out_b, int64_t *out_num, int64_t *out_scale,
-                        int64_t *n_relevant, int64_t *failure, int64_t use_popcnt, int64_t num_threads);
+                        int64_t *n_relevant, int64_t *failure, int64_t features, int64_t num_threads);
 /* rc_shard.c: pass 2 of an evaluation over gallery shards: per row, a shard's items counted
  * against the row's points (c_shards.py binds it, when present, apart from the load checks) */
 int64_t rc_shard_counts(int64_t dist_kind, const void *distances, const uint8_t *junk, int64_t n_rows,
@@ -563,9 +563,9 @@ int64_t rc_shard_counts(int64_t dist_kind, const void *distances, const uint8_t 
  * hist is (n_queries, 2 (n_bits + 1)); 0, or -1 for arguments they do not take */
 int64_t rc_bench_hamming_histograms(const uint64_t *query_codes, const uint64_t *db_codes,
                                     const uint64_t *query_labels, const uint64_t *db_labels, int64_t n_queries,
-                                    int64_t n_gallery, int64_t n_bits, int64_t use_popcnt, int64_t *hist);
+                                    int64_t n_gallery, int64_t n_bits, int64_t features, int64_t *hist);
 int64_t rc_bench_codes_pass(const uint64_t *query_codes, const uint64_t *db_codes, const uint64_t *query_labels,
                             const uint64_t *db_labels, int64_t n_queries, int64_t n_gallery, int64_t n_bits,
-                            int64_t use_popcnt, int64_t record, int64_t *hist);
+                            int64_t features, int64_t record, int64_t *hist);
 
 #endif /* RC_CORE_H */

@@ -55,6 +55,8 @@ typedef struct {
     int64_t *rank;  /* rank[h]: 1-based rank of the (h+1)-th relevant item */
     double *best;   /* suffix maxima */
     int64_t *cnt;   /* n, g, before, rb, seen: per tie group, stride apart */
+    rc_input in;    /* codes with ids or labels: the input of rc_codes.c's pass, */
+    workspace pw;   /* and the part of a workspace it reads (h2) and grows (rinfo) */
 } curve_work;
 
 /* one loop per relevance source keeps the hot loop free of invariant tests */
@@ -109,6 +111,38 @@ __attribute__((target("popcnt"))) static int64_t count_pass_popcnt(const curve_a
 static int64_t count_pass_plain(const curve_args *a, int64_t q, curve_work *w)
 {
     return count_pass_body(a, q, w);
+}
+
+/* Codes with ids or labels (no junk): the library's pass (rc_codes.c, in AVX-512 where the CPU
+ * has it), which gives the same counts per distance and, under record, the same places of the
+ * relevant items in gallery order as the loop above. */
+static int library_pass(const curve_args *a, int64_t q, curve_work *w, int features)
+{
+    const int record = a->kind != CURVE_RADIUS && (a->ties == TIES_STABLE || a->ties == TIES_REVERSE);
+    const int64_t B1 = w->groups, D = rc_codes_distances(a->bits), S = w->stride;
+    int64_t *n = w->cnt, *g = n + S, d, c, i;
+    const uint32_t *h2;
+    const int64_t nr = rc_codes_pass(&w->in, q, &w->pw, NULL, record, features);
+    if (nr < 0) return CURVES_NOMEM;
+    h2 = w->pw.h2;
+    for (d = 0; d < B1; d++) {
+        for (c = 0; c < RC_INTERLEAVE; c++) {
+            if (record) {
+                n[d] += h2[c * D + d];
+            } else {
+                n[d] += h2[c * 2 * D + 2 * d] + h2[c * 2 * D + 2 * d + 1];
+                g[d] += h2[c * 2 * D + 2 * d + 1];
+            }
+        }
+    }
+    for (i = 0; record && i < nr; i++) {
+        d = (int64_t)(w->pw.rinfo[i] >> RC_RINFO_SHIFT);
+        w->rel_group[i] = d;
+        w->rel_place[i] = (int64_t)(w->pw.rinfo[i] & RC_RINFO_COUNT_MASK);
+        g[d]++;
+    }
+    w->n_rel = record ? nr : 0;
+    return CURVES_OK;
 }
 
 /* ceil(num R / den) for a level num / den */
@@ -344,14 +378,20 @@ static void float_pass(const curve_args *a, int64_t q, curve_work *w)
     w->n_rel = nrel;
 }
 
-static int curve_query(const curve_args *a, int64_t q, curve_work *w, int use_popcnt, int64_t *bad)
+static int curve_query(const curve_args *a, int64_t q, curve_work *w, int features, int64_t *bad)
 {
     const int64_t S = w->stride;
     int64_t *n = w->cnt, *g = n + S, *before = g + S, *rb = before + S, d, R = 0, kept = 0;
     if (a->dist_kind == CURVE_CODES) {
         w->groups = a->bits + 1;
         memset(w->cnt, 0, (size_t)(2 * S) * sizeof(int64_t));
-        if (use_popcnt) count_pass_popcnt(a, q, w); else count_pass_plain(a, q, w);
+        if (w->pw.h2) {
+            if (library_pass(a, q, w, features) != CURVES_OK) return CURVES_NOMEM;
+        } else if (features & RC_FEATURE_POPCNT) {
+            count_pass_popcnt(a, q, w);
+        } else {
+            count_pass_plain(a, q, w);
+        }
     } else {
         float_pass(a, q, w);
     }
@@ -377,7 +417,7 @@ static int curve_query(const curve_args *a, int64_t q, curve_work *w, int use_po
 
 typedef struct {
     const curve_args *a;
-    int use_popcnt;
+    int features;  /* RC_FEATURE_POPCNT / RC_FEATURE_AVX512 bits */
     int64_t *bad_at;  /* per query: -1, or the index of the failing N (the first query wins) */
 } curve_ctx;
 
@@ -393,6 +433,8 @@ static void curve_work_free(curve_work *w)
     free(w->rank);
     free(w->best);
     free(w->cnt);
+    free(w->pw.h2);
+    free(w->pw.rinfo);
     free(w);
 }
 
@@ -422,6 +464,30 @@ static void *curve_thread_init(void *arg)
         curve_work_free(w);
         return NULL;
     }
+    if (a->dist_kind == CURVE_CODES && a->rel_mode != CURVE_REL_STATE) {  /* the library's pass */
+        rc_input *in = &w->in;
+        in->n_gallery = n_db;
+        in->dist_kind = D_CODES;
+        in->query_codes = a->q_words;
+        in->db_codes = a->db_words;
+        in->code_words = a->words;
+        in->n_bits = a->bits;
+        if (a->rel_mode == CURVE_REL_IDS) {
+            in->rel_kind = REL_IDS;
+            in->query_ids = a->q_ids;
+            in->db_ids = a->db_ids;
+        } else {
+            in->rel_kind = REL_MULTI;
+            in->query_label_bits = a->q_labels;
+            in->db_label_bits = a->db_labels;
+            in->label_words = a->label_words;
+        }
+        w->pw.h2 = (uint32_t *)malloc(RC_INTERLEAVE * 2 * (size_t)rc_codes_distances(a->bits) * sizeof(uint32_t));
+        if (!w->pw.h2) {
+            curve_work_free(w);
+            return NULL;
+        }
+    }
     return w;
 }
 
@@ -429,7 +495,9 @@ static int curve_one(void *arg, void *state, int64_t q)
 {
     const curve_ctx *c = (const curve_ctx *)arg;
     int64_t bad = 0;
-    if (curve_query(c->a, q, (curve_work *)state, c->use_popcnt, &bad) == CURVES_OK) return 0;
+    const int status = curve_query(c->a, q, (curve_work *)state, c->features, &bad);
+    if (status == CURVES_OK) return 0;
+    if (status == CURVES_NOMEM) return CURVE_FLAG_NOMEM;
     c->bad_at[q] = bad;
     return CURVE_FLAG_BAD;
 }
@@ -455,7 +523,7 @@ int64_t rc_curves(int64_t dist_kind, const void *distances, const uint64_t *q_wo
                         const int64_t *level_num, const int64_t *level_den, int64_t n_levels,
                         const double *radii, int64_t n_radii, const int64_t *ns, int64_t n_ns,
                         double *out_a, double *out_b, int64_t *out_num, int64_t *out_scale,
-                        int64_t *n_relevant, int64_t *failure, int64_t use_popcnt, int64_t num_threads)
+                        int64_t *n_relevant, int64_t *failure, int64_t features, int64_t num_threads)
 {
     curve_args a;
     curve_ctx ctx;
@@ -476,7 +544,7 @@ int64_t rc_curves(int64_t dist_kind, const void *distances, const uint64_t *q_wo
     a.out_a = out_a; a.out_b = out_b; a.out_num = out_num; a.out_scale = out_scale; a.n_relevant = n_relevant;
     if (num_threads <= 0) num_threads = rc_max_threads();
     ctx.a = &a;
-    ctx.use_popcnt = (int)use_popcnt;
+    ctx.features = (int)features;
     ctx.bad_at = (int64_t *)malloc((size_t)(n_q > 0 ? n_q : 1) * sizeof(int64_t));
     if (!ctx.bad_at) return CURVES_NOMEM;
     for (q = 0; q < n_q; q++) ctx.bad_at[q] = -1;

@@ -139,7 +139,7 @@ typedef struct {
     const rc_options *o;
     rc_output *out;
     const dd *Hh;
-    int use_popcnt, use_prefix;
+    int codes_features, use_prefix;  /* RC_FEATURE_POPCNT / _AVX512 bits for the codes pass */
 } eval_ctx;
 
 static void *eval_thread_init(void *arg)
@@ -173,7 +173,7 @@ static int eval_query(void *arg, void *state, int64_t q)
     /* a value no kernel sets on some path is 0, never stack garbage */
     memset(res.v, 0, sizeof(res.v));
     res.cmc = out->cmc + q * c->o->max_rank;
-    if (c->in->dist_kind == D_CODES) rc_query_codes(c->in, c->o, c->Hh, q, (workspace *)state, &res, out, c->use_popcnt);
+    if (c->in->dist_kind == D_CODES) rc_query_codes(c->in, c->o, c->Hh, q, (workspace *)state, &res, out, c->codes_features);
     else rc_query_float(c->in, c->o, c->Hh, q, (workspace *)state, &res, out);
     if (out->status[q] != Q_OK) return RC_FLAG_STATUS | (out->status[q] == Q_NOMEM ? RC_FLAG_NOMEM : 0);
     for (v = 0; v < RC_N_VALUES; v++) out->values[v][q] = res.v[v];
@@ -218,7 +218,7 @@ int64_t rc_evaluate(const rc_input *in, const rc_options *o, rc_output *out, int
     ctx.Hh = Hh;
     {
         int64_t have = rc_set_features(rc_feature_mask) & rc_feature_mask;
-        ctx.use_popcnt = (int)((have & RC_FEATURE_POPCNT) != 0);
+        ctx.codes_features = (int)(have & (RC_FEATURE_POPCNT | RC_FEATURE_AVX512));
         rc_use_fma = (int)((have & RC_FEATURE_FMA) != 0);
         rc_use_avx2 = (int)((have & RC_FEATURE_AVX2) != 0);
         rc_use_avx512 = (int)((have & RC_FEATURE_AVX512) != 0);
