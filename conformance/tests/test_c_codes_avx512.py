@@ -55,6 +55,16 @@ def _problem(kind: str, n: int, bits: int, seed: int) -> Problem:
     return Problem(**base, relevance=grades > 0, grades=grades.astype(np.int64) if kind == "graded" else None)
 
 
+def _random_codes(rng, n_queries: int, n: int, bits: int) -> dict:
+    """Uniformly random ``bits``-bit codes of ``n_queries`` queries and ``n`` items."""
+    return dict(
+        n_queries=n_queries,
+        n_gallery=n,
+        query_bits=rng.integers(0, 2, (n_queries, bits)).astype(np.uint8),
+        db_bits=rng.integers(0, 2, (n, bits)).astype(np.uint8),
+    )
+
+
 def _both(c_backend, problem: Problem, options: Options):
     """C's arrays with every feature, and without AVX-512."""
     impl = c_backend.CImplementation()
@@ -93,14 +103,7 @@ def test_ap_sums_in_lanes_are_one_order(avx512):
     """AP over many relevant items (past the 8 lanes many times over, and a remainder): the
     AVX-512 terms and the plain terms are summed in the one lane order, so the bits agree."""
     rng = np.random.default_rng(5)
-    n = 4099
-    p = Problem(
-        n_queries=3,
-        n_gallery=n,
-        query_bits=rng.integers(0, 2, (3, 48)).astype(np.uint8),
-        db_bits=rng.integers(0, 2, (n, 48)).astype(np.uint8),
-        relevance=rng.random((3, n)) < 0.8,
-    )
+    p = Problem(**_random_codes(rng, 3, 4099, 48), relevance=rng.random((3, 4099)) < 0.8)
     for k in (None, 7, 3001):
         o = Options(k=k, ap_at_k="min_k_r")
         fast, plain = _both(avx512, p, o)
@@ -111,14 +114,10 @@ def test_avx512_pass_with_many_relevant_items(avx512):
     """Under stable and reverse ties the pass records every relevant item (its array grows
     block by block): 40,000 relevant items over 7 distances, against the plain pass."""
     rng = np.random.default_rng(9)
-    n = 40_000
     p = Problem(
-        n_queries=2,
-        n_gallery=n,
-        query_bits=rng.integers(0, 2, (2, 6)).astype(np.uint8),
-        db_bits=rng.integers(0, 2, (n, 6)).astype(np.uint8),
+        **_random_codes(rng, 2, 40_000, 6),
         query_labels=np.array([1, 1]),
-        db_labels=np.where(rng.random(n) < 0.97, 1, 2),
+        db_labels=np.where(rng.random(40_000) < 0.97, 1, 2),
     )
     for ties in ("stable", "reverse"):
         fast, plain = _both(avx512, p, Options(ties=ties))
