@@ -3,24 +3,30 @@ evaluate a list of cases with ``Accumulator(distributed=True)``, and the worker 
 
 The worker lives in an importable module (not in a test file) so that the spawned processes
 import it by name.  Every process group gets a bounded timeout and the parent a deadline, so a
-hung collective fails the test instead of hanging the run.
+hung collective fails the test instead of hanging the run.  The cases and the replies travel
+through files as the ranks' own payloads (``encode_payload``, never pickle: reading them back
+builds nothing but plain values and the few result classes named in :data:`_CLASSES`).
 """
 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import datetime
 import os
-import pickle
 import socket
 import tempfile
 import time
+from fractions import Fraction
 from typing import Any, Dict, List
 from unittest import mock
 
 import numpy as np
 import pytest
 from retrieval_conformance.conformance.support.requirements import required_names
+from retrieval_conformance.implementations.distributed.collectives import Traffic
+from retrieval_conformance.implementations.distributed.payloads import decode_payload, encode_payload
+from retrieval_conformance.reference.contract.problem import ExactResult, Options, PerQuery, Result
 
 try:
     import torch
@@ -41,6 +47,66 @@ requires_gloo = pytest.mark.skipif(
 )
 #: seconds a collective may wait before the process group gives up
 COLLECTIVE_TIMEOUT = 60
+
+
+#: the classes a reply may hold, rebuilt by name from their fields (no other class is built)
+_CLASSES = {cls.__name__: cls for cls in (Result, PerQuery, Options, ExactResult, Traffic)}
+
+
+def _plain(value: Any) -> Any:
+    """``value`` in what a payload holds: a dataclass of :data:`_CLASSES`, a frozenset, a
+    Fraction, bytes and a tuple become tagged tuples (``("@tuple", [...])``, ...)."""
+    if dataclasses.is_dataclass(value) and type(value).__name__ in _CLASSES:
+        # the stored fields, read past Result's guard on the metrics not computed
+        fields = {f.name: _plain(object.__getattribute__(value, f.name)) for f in dataclasses.fields(value)}
+        return ("@class", type(value).__name__, fields)
+    if isinstance(value, frozenset):
+        return ("@frozenset", sorted(value))
+    if isinstance(value, Fraction):
+        return ("@fraction", str(value.numerator), str(value.denominator))
+    if isinstance(value, bytes):
+        return ("@bytes", np.frombuffer(value, dtype=np.uint8))
+    if isinstance(value, tuple):
+        return ("@tuple", [_plain(v) for v in value])
+    if isinstance(value, list):
+        return [_plain(v) for v in value]
+    if isinstance(value, dict):
+        return {key: _plain(v) for key, v in value.items()}
+    return value  # a scalar, None or an array: the payload says what it takes
+
+
+def _rebuilt(value: Any) -> Any:
+    """The value :func:`_plain` turned into ``value``."""
+    if isinstance(value, list):
+        return [_rebuilt(v) for v in value]
+    if isinstance(value, dict):
+        return {key: _rebuilt(v) for key, v in value.items()}
+    if not isinstance(value, tuple):
+        return value
+    tag = value[0]
+    if tag == "@class":
+        if value[1] not in _CLASSES:
+            raise ValueError(f"reply: class {value[1]!r} is not one a reply may hold")
+        return _CLASSES[value[1]](**_rebuilt(value[2]))
+    if tag == "@frozenset":
+        return frozenset(value[1])
+    if tag == "@fraction":
+        return Fraction(int(value[1]), int(value[2]))
+    if tag == "@bytes":
+        return value[1].tobytes()
+    if tag == "@tuple":
+        return tuple(_rebuilt(v) for v in value[1])
+    raise ValueError(f"reply: unknown tag {tag!r}")
+
+
+def _write(path: str, value: Any) -> None:
+    with open(path, "wb") as f:
+        f.write(encode_payload(_plain(value)))
+
+
+def _read(path: str) -> Any:
+    with open(path, "rb") as f:
+        return _rebuilt(decode_payload(f.read()))
 
 
 def split(arrays: Dict[str, np.ndarray], sizes: List[int], rank: int) -> Dict[str, np.ndarray]:
@@ -84,8 +150,7 @@ def run_ranks(world: int, cases: List[Dict[str, Any]], deadline_s: float = 120.0
     ``MemoryError`` on that rank.  Fails (and kills the processes) past ``deadline_s``."""
     _need_gloo()
     with tempfile.TemporaryDirectory() as folder:
-        with open(os.path.join(folder, "cases.pkl"), "wb") as f:
-            pickle.dump(cases, f)
+        _write(os.path.join(folder, "cases.payload"), cases)
         context = mp.start_processes(
             _worker, args=(world, _free_port(), folder), nprocs=world, join=False, start_method="spawn"
         )
@@ -96,11 +161,7 @@ def run_ranks(world: int, cases: List[Dict[str, Any]], deadline_s: float = 120.0
                     if process.is_alive():
                         process.kill()
                 pytest.fail(f"the {world} processes did not finish within {deadline_s} s (a hung collective?)")
-        out = []
-        for rank in range(world):
-            with open(os.path.join(folder, f"rank{rank}.pkl"), "rb") as f:
-                out.append(pickle.load(f))
-        return out
+        return [_read(os.path.join(folder, f"rank{rank}.payload")) for rank in range(world)]
 
 
 def _probe(rank: int):
@@ -126,8 +187,7 @@ def _worker(rank: int, world: int, port: int, folder: str) -> None:
         world_size=world,
         timeout=datetime.timedelta(seconds=COLLECTIVE_TIMEOUT),
     )
-    with open(os.path.join(folder, "cases.pkl"), "rb") as f:
-        cases = pickle.load(f)
+    cases = _read(os.path.join(folder, "cases.payload"))
     replies = []
     for case in cases:
         failing_rank, step = case.get("fail", (None, None))
@@ -150,6 +210,5 @@ def _worker(rank: int, world: int, port: int, folder: str) -> None:
         except Exception as exc:  # noqa: BLE001 (every error is compared with the one process's)
             replies.append(("error", type(exc).__name__, str(exc)))
     replies.append(_probe(rank))
-    with open(os.path.join(folder, f"rank{rank}.pkl"), "wb") as f:
-        pickle.dump(replies, f)
+    _write(os.path.join(folder, f"rank{rank}.payload"), replies)
     dist.destroy_process_group()
