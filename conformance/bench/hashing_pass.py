@@ -84,7 +84,7 @@ POPCNT_FEATURE, AVX512_FEATURE = 1, 16
 def instruction_set() -> str:
     """What the anchor and the pass run here: AVX-512 where the CPU has it (F, DQ, BW, VL,
     VPOPCNTDQ, BMI2), else scalar code with hardware popcount, else plain C."""
-    features = c_library.cpu_features() & c_library._FEATURE_MASK
+    features = c_library.usable_features()
     if features & AVX512_FEATURE:
         return "AVX-512"
     return "scalar, hardware popcount" if features & POPCNT_FEATURE else "scalar, plain C"
@@ -95,7 +95,7 @@ def _timed_histograms(function: Any, packed: Dict[str, Any], *extra: int) -> Tup
     words = packed["words"]
     hist = np.zeros((packed["queries"], 2 * packed["bits"] + 2), dtype=np.int64)
     # the CPU features the C code may use here (popcnt, AVX-512), the anchor's as the pass's
-    features = int(c_library.cpu_features() & c_library._FEATURE_MASK)
+    features = c_library.usable_features()
     args = [words[name].ctypes.data for name in ("query_codes", "db_codes", "query_labels", "db_labels")]
     start = time.perf_counter()
     status = function(*args, packed["queries"], packed["gallery"], packed["bits"], features, *extra, hist.ctypes.data)

@@ -16,11 +16,10 @@ from __future__ import annotations
 from typing import Optional, cast
 
 import numpy as np
-from retrieval_conformance.implementations.c import library as c_library
 from retrieval_conformance.implementations.c.library import (
     _TIES,
     _require,
-    cpu_features,
+    usable_features,
 )
 from retrieval_conformance.implementations.c.library import (
     unavailable_reason as library_unavailable,
@@ -111,9 +110,7 @@ def per_query_curves(problem: Problem, request: CurveRequest) -> CurveValues:
     radii = np.array(request.radii or (0.0,), dtype=np.float64)
     ns = np.array(request.ns or (1,), dtype=np.int64)
     failure = np.zeros(2, dtype=np.int64)
-    # the CPU features the C code may use (bit 0 popcount, bit 4 the AVX-512 pass), within the
-    # mask the tests set (cpu_features(mask))
-    features = cpu_features() & c_library._FEATURE_MASK
+    features = usable_features()  # bit 0 popcount, bit 4 the AVX-512 pass
     threads = resolve_threads(None, Q, N)
     labels = _label_source(problem)
     step = max(1, BLOCK_ITEMS // N) if labels is None else Q

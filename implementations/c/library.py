@@ -258,6 +258,12 @@ def cpu_features(mask: Optional[int] = None) -> int:
     return int(lib.rc_set_features(_FEATURE_MASK))
 
 
+def usable_features() -> int:
+    """The features the C code may use now: the CPU's, within the mask of :func:`cpu_features`
+    (what entry points that take a feature mask, the curves and the benchmarks, pass)."""
+    return cpu_features() & _FEATURE_MASK
+
+
 def max_threads() -> int:
     """OpenMP's thread count (``OMP_NUM_THREADS``, else every online CPU): the most the default rule of
     :mod:`.threads` picks."""

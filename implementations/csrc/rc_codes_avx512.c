@@ -73,7 +73,7 @@ block_keys(const int kind, const int record, const uint64_t *db, __m512i qv, con
     return rel;
 }
 
-/* One increment per item of counter key, in copy p mod COPIES (stride H).  The histogram
+/* One increment per item of counter key, in copy p mod 4 or mod 2 (stride H).  The histogram
  * h2[2 d + relevant] takes its keys from the words in registers, in 4 copies; the running
  * counts per distance under record from the keys stored as bytes (which the relevant items
  * read too), in 2 copies: each measured fastest here (1 copy makes consecutive items of one
