@@ -72,13 +72,34 @@ def unusable_options(config) -> "str | None":
 LAB_CHECKS_MODULE = "test_harness_impl.py"
 
 
-def pytest_collection_modifyitems(config, items):
-    """With ``--impl``, run the lab's checks only (one test per check id), not our own suite."""
+def pytest_collect_file(file_path, parent):
+    """The lab's file declaring ``[[tool.retrieval-conformance.check]]`` tables: its checks as tests."""
+    if file_path.suffix == ".toml" and _impl(parent.config) is None:
+        from retrieval_conformance.conformance.harness.gate import pytest_items
+
+        if pytest_items.declaring_file(file_path):
+            return pytest_items.gate_file(parent, file_path)
+    return None
+
+
+def _impl(config):
     try:
-        impl = config.getoption("--impl")
-    except ValueError:
-        return
+        return config.getoption("--impl")
+    except ValueError:  # the options are not ours to read (added by the conftest later)
+        return None
+
+
+@pytest.hookimpl(tryfirst=True)  # before -k and -m deselect, so that they apply to the declared checks
+def pytest_collection_modifyitems(session, config, items):
+    """Without ``--impl``: the declared checks too when no path was given (the lab's testpaths may
+    leave out the declaring file).  With ``--impl``: the lab's checks only (one test per check id),
+    not our own suite."""
+    impl = _impl(config)
     if not impl:
+        from retrieval_conformance.conformance.harness.gate.pytest_items import GateCheck, items_without_paths
+
+        if not any(isinstance(it, GateCheck) for it in items):
+            items.extend(items_without_paths(session))
         return
     # by the file's name: a node id holds no file part when the suite lies outside the rootdir
     # (``pytest --pyargs ...`` run from the lab's folder)

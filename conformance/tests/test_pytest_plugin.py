@@ -19,6 +19,12 @@ class _Config:
         return self.impl
 
 
+def _session(config):
+    # pytest given paths on its command line: the declared checks are not added beside them
+    config.args_source = SimpleNamespace(name="ARGS")
+    return SimpleNamespace(config=config)
+
+
 def _item(folder: str, module: str, nodeid: str):
     return SimpleNamespace(path=pathlib.Path(folder) / module, nodeid=nodeid)
 
@@ -31,11 +37,12 @@ def test_impl_keeps_the_lab_checks_even_when_node_ids_hold_no_file():
     ours = _item(site, "test_layers.py", "::test_layers_hold")
     items = [ours, lab]
     config = _Config("mylab.eval:calc_map")
-    pytest_plugin.pytest_collection_modifyitems(config, items)
+    pytest_plugin.pytest_collection_modifyitems(_session(config), config, items)
     assert items == [lab] and config.deselected == [ours]
 
 
 def test_without_impl_nothing_is_deselected():
     items = [_item("tests", "test_layers.py", "tests/test_layers.py::test_layers_hold")]
-    pytest_plugin.pytest_collection_modifyitems(_Config(None), items)
+    config = _Config(None)
+    pytest_plugin.pytest_collection_modifyitems(_session(config), config, items)
     assert len(items) == 1
