@@ -34,6 +34,21 @@ EVALUATE_ARRAYS = (
     "db_cams",
     "junk",
 )
+#: other codebases' names of those arrays, read as they are saved: torchreid's (``distmat``,
+#: ``q_pids``, ...) and DeepHash's (``qB``, ``rB``, ``queryL`` or ``query_L``, ...)
+ARRAY_ALIASES = {
+    "distmat": "distances",
+    "q_pids": "query_labels",
+    "g_pids": "db_labels",
+    "q_camids": "query_cams",
+    "g_camids": "db_cams",
+    "qB": "query_codes",
+    "rB": "db_codes",
+    "queryL": "query_labels",
+    "query_L": "query_labels",
+    "retrievalL": "db_labels",
+    "retrieval_L": "db_labels",
+}
 #: the arrays of a search file (``--search``): faiss's ``D, I = index.search(x, k)``, labels and ids
 SEARCH_ARRAYS = ("D", "I", "query_labels", "db_labels", "query_ids", "db_ids")
 
@@ -71,16 +86,36 @@ def read_array_file(
         raise ValueError(f"{option} {path}: cannot be read ({exc.strerror or exc})") from None
     except ValueError as exc:
         raise ValueError(f"{option} {exc}; expected a {kind} (plain arrays)") from None
+    aliases = ARRAY_ALIASES if names is EVALUATE_ARRAYS else {}
     if archive:
         for key in arrays:
-            if key not in names:
+            if key not in names and key not in aliases:
                 shown = key if len(key) <= 60 else key[:60] + "..."
-                raise ValueError(f"{option} {path} holds {shown!r}; expected names among {', '.join(names)}")
+                also = " (or torchreid's and DeepHash's names: distmat, q_pids, qB, queryL, ...)" if aliases else ""
+                raise ValueError(f"{option} {path} holds {shown!r}; expected names among {', '.join(names)}{also}")
+        arrays = _our_names(option, path, arrays, aliases)
     budget.spend(arrays)
     return arrays
 
 
-def read_search_file(path: str, metric: str, budget: ArrayBudget, qrels_given: bool) -> Tuple[dict, Optional[dict]]:
+def _our_names(option: str, path: str, arrays: Dict[str, np.ndarray], aliases: Dict[str, str]) -> Dict[str, np.ndarray]:
+    """The arrays under evaluate's names; two names of one argument (ours and an alias, or two
+    aliases) are an error naming both, never a silent choice between them."""
+    named: Dict[str, str] = {}  # evaluate's name -> the name it was saved under
+    for key in arrays:
+        ours = aliases.get(key, key)
+        if ours in named:
+            first, second = sorted((named[ours], key))
+            raise ValueError(
+                f"{option} {path} holds both {first!r} and {second!r}, two names of {ours}; keep one of them"
+            )
+        named[ours] = key
+    return {ours: arrays[key] for ours, key in named.items()}
+
+
+def read_search_file(
+    path: str, metric: str, budget: ArrayBudget, qrels_given: bool, ties: str = "search"
+) -> Tuple[dict, Optional[dict]]:
     """The run (and, from labels, the qrels) of a search file: ``np.savez(path, D=D, I=I, ...)``.
 
     ``D`` and ``I`` are what ``faiss.Index.search`` returns (``I = -1``: no neighbour);
@@ -114,6 +149,7 @@ def read_search_file(path: str, metric: str, budget: ArrayBudget, qrels_given: b
             query_ids=arrays.get("query_ids"),
             db_ids=arrays.get("db_ids"),
             n_db=len(arrays["db_labels"]) if all(labels) else None,
+            ties=ties,
         )
         qrels = (
             qrels_from_labels(

@@ -8,7 +8,8 @@ below; nothing of trec_eval is part of this project) and passed by path::
         [--testdata /path/to/trec_eval/test] OUT.json
 
 Each case runs one command line (recorded exactly, with the input file names as given) on
-the generated inputs of :mod:`.trec_inputs` (``golden/data/trec/``) or on trec_eval's own
+the generated inputs of :mod:`.trec_inputs` (``golden/data/trec/``: ``generated.*``, and the
+rounding-boundary collections ``boundary-*``) or on trec_eval's own
 test files (``--testdata``; those files are not ours and are not committed: only the
 numbers trec_eval printed for them are kept).  Every printed value is kept as printed (text),
 per query (``-q``) and for ``all``.
@@ -23,6 +24,8 @@ import sys
 from importlib.resources import files
 from pathlib import Path
 from typing import Dict, List, Sequence
+
+from .trec_inputs import BOUNDARY
 
 #: the cut-offs of every cut measure (P, recall, map_cut, ndcg_cut, success)
 CUTOFFS = (1, 3, 5, 10, 20, 100)
@@ -61,6 +64,22 @@ PROGRAMS = {
     },
 }
 
+#: trec_eval families given parameters (the sets- cases), each in both versions
+PARAMETERS = (
+    "set",
+    "11pt_avg.0.2,0.8",
+    "iprec_at_recall.0.15,0.55",
+    "Rprec_mult.0.5,1.5",
+    "set_F.0.5",
+    "utility.2,-1,0.5,0",
+    "relstring.5",
+    "relative_P.3,7",
+    "success.2,4",
+    "G.1=3,2=9",
+    "ndcg_rel.0=1,1=3",
+    "Rndcg.2=2.5",
+)
+
 #: the clauses of the specification the printed values pin
 CLAUSES = ("§13 trec_eval", "§7 map_cut", "§7 bpref", "§7 success", "§7 nDCG", "§7 discount=log2", "§7 MRR")
 GENERATED = ("generated.qrels", "generated.run")
@@ -88,11 +107,48 @@ CASES = (
         for version, base in (("9.0.8", []), ("10.0", ["-c"]))
     ]
     + [(f"trec_eval-test-{version}", version, TEST_FILES, []) for version in PROGRAMS]
+    + [
+        # trec_eval's own sets: no -m (its default, "official") and -m all_trec, with -c, -l 2, -M 7, -J
+        (
+            f"sets-{version}-{name or 'official'}{tag}",
+            version,
+            GENERATED,
+            base + extra + (["-m", "all_trec"] if name else []),
+        )
+        for version, base in (("9.0.8", []), ("10.0", ["-c"]))
+        for name in ("", "all_trec")
+        for tag, extra in (("", []), ("-l2", ["-l", "2"]), ("-M7", ["-M", "7"]), ("-J", ["-J"]))
+    ]
+    + [
+        # families given parameters, and the "set" nickname
+        (f"sets-{version}-params", version, GENERATED, base + [w for m in PARAMETERS for w in ("-m", m)])
+        for version, base in (("9.0.8", []), ("10.0", ["-c"]))
+    ]
+    + [
+        # 9.0.8's -c: a qrels query without results is left out of the sums, counted in the means
+        (
+            f"sets-9.0.8-{name or 'official'}-c{tag}",
+            "9.0.8",
+            GENERATED,
+            ["-c"] + extra + (["-m", "all_trec"] if name else []),
+        )
+        for name in ("", "all_trec")
+        for tag, extra in (("", []), ("-J", ["-J"]))
+    ]
+    + [
+        # exact means on a .00005 rounding boundary: trec_eval's running sums print the other digit
+        (f"boundary-{name}-{version}", version, (f"boundary-{name}.qrels", f"boundary-{name}.run"), [])
+        for name in BOUNDARY
+        for version in PROGRAMS
+    ]
 )
 
 
-def command(flags: Sequence[str], inputs: Sequence[str]) -> List[str]:
-    """The command line; a case that gives ``ndcg`` parameters replaces the plain ``ndcg``."""
+def command(flags: Sequence[str], inputs: Sequence[str], case_id: str = "") -> List[str]:
+    """The command line; a case that gives ``ndcg`` parameters replaces the plain ``ndcg``; a case of
+    trec_eval's sets (``sets-``) gives its own ``-m`` or none."""
+    if case_id.startswith("sets-"):
+        return ["trec_eval", "-q", *flags, *inputs]
     measures = MEASURE_FLAGS
     if any(flag.startswith("ndcg.") for flag in flags):
         measures = tuple(f for m in MEASURES if m != "ndcg" for f in ("-m", m))
@@ -108,8 +164,10 @@ def parse(text: str) -> Dict[str, Dict[str, str]]:
     return out
 
 
-def run_case(binary: str, flags: Sequence[str], inputs: Sequence[str], where: Path) -> Dict[str, Dict[str, str]]:
-    argv = command(flags, inputs)
+def run_case(
+    binary: str, flags: Sequence[str], inputs: Sequence[str], where: Path, case_id: str = ""
+) -> Dict[str, Dict[str, str]]:
+    argv = command(flags, inputs, case_id)
     done = subprocess.run([binary, *argv[1:]], cwd=where, capture_output=True, text=True, check=False)
     if done.returncode != 0 or done.stderr.strip():
         raise RuntimeError(f"{' '.join(argv)} in {where}: exit {done.returncode}: {done.stderr.strip()}")
@@ -127,7 +185,7 @@ def build_golden(binaries: Dict[str, str], testdata: Path | None) -> dict:
     for case_id, version, inputs, flags in CASES:
         if version not in binaries or (inputs == TEST_FILES and testdata is None):
             continue
-        where = generated if inputs == GENERATED else testdata
+        where = testdata if inputs == TEST_FILES else generated
         program = PROGRAMS[version]
         cases.append(
             {
@@ -135,12 +193,12 @@ def build_golden(binaries: Dict[str, str], testdata: Path | None) -> dict:
                 "kind": "trec_eval",
                 "clauses": list(CLAUSES),
                 "program": f"trec_eval {version}",
-                "command": " ".join(command(flags, inputs)),
+                "command": " ".join(command(flags, inputs, case_id)),
                 "provenance": f"printed by trec_eval {version} (usnistgov/trec_eval tag {program['tag']}, commit "
                 f"{program['commit']}, built with 'make'; '-v' prints '{program['prints_version']}'), "
                 f"run in the folder of its inputs",
-                "inputs": "golden/data/trec/" if inputs == GENERATED else "trec_eval's test/ folder (not committed)",
-                "values": run_case(binaries[version], flags, inputs, where),
+                "inputs": "trec_eval's test/ folder (not committed)" if inputs == TEST_FILES else "golden/data/trec/",
+                "values": run_case(binaries[version], flags, inputs, where, case_id),
             }
         )
     return {

@@ -14,7 +14,8 @@ Python's ``random``), written to be hard on an evaluator:
   relevant document, a query whose run has a document named like the query.
 
 ``python -m retrieval_conformance.golden.trec_inputs DIR`` writes ``generated.run`` and
-``generated.qrels`` to DIR; the committed copies under ``golden/data/trec/`` are that output
+``generated.qrels`` to DIR, with the rounding-boundary collections of :data:`BOUNDARY`
+(``boundary-NAME.run``, ``boundary-NAME.qrels``); the committed copies under ``golden/data/trec/`` are that output
 (a test regenerates and compares them).
 """
 
@@ -105,6 +106,50 @@ def generate(seed: int = SEED) -> Tuple[str, str]:
     return "\n".join(run) + "\n", "\n".join(qrels) + "\n"
 
 
+#: small collections whose exact means lie on a ``.00005`` rounding boundary, where trec_eval's
+#: running float64 sums print the other digit (found by comparing trec_eval's output with exact
+#: means on random collections).  Per query: the grades of the ranked documents (None: not
+#: judged), the grades of relevant documents never retrieved, and how many more documents are
+#: judged non-relevant.
+BOUNDARY = {
+    # one query: AP = 71/160 = 0.44375 exactly, trec_eval's sum 0.44375000000000003 prints 0.4438
+    "ap": [([0, 1, 1, 1, 1, 1], [1, 1, 1], 2)],
+    # bpref's mean 407/800 = 0.50875
+    "bpref": [
+        ([2, 0, None, 1], [1, 2], 3),
+        ([1, 1, 0, 1, 1, 1, 2, 0, 1, 0, 0, None], [1, 1, 2], 1),
+    ],
+    # map's mean 27/160 = 0.16875
+    "map": [
+        ([0, None, None, 2, 1, 0, None, 1], [2], 2),
+        ([0, 0], [], 3),
+        ([None, 1, 0, 1], [2, 2], 1),
+    ],
+    # map_cut_5's mean 59/160 = 0.36875
+    "map_cut": [
+        ([1, 1, 1, 0, 0, 2, 0, 0, 0], [1], 1),
+        ([0, 2, 2, 2, 2, 2, 1], [1, 2], 1),
+        ([1, 0, 0, None, None, 2, 0, 0, 0, None, 1, 2], [1, 1], 3),
+    ],
+}
+
+
+def boundary(name: str) -> Tuple[str, str]:
+    """(run text, qrels text) of one collection of :data:`BOUNDARY`: scores 100, 99, ... so the
+    ranking is the order given."""
+    run: List[str] = []
+    qrels: List[str] = []
+    for q, (ranked, missing, nonrelevant) in enumerate(BOUNDARY[name]):
+        qid = f"q{q}"
+        for i, grade in enumerate(ranked):
+            run.append(f"{qid} Q0 d{i:02d} {i + 1} {100 - i} {name}")
+            if grade is not None:
+                qrels.append(f"{qid} 0 d{i:02d} {grade}")
+        qrels += [f"{qid} 0 u{j} {grade}" for j, grade in enumerate(missing)]
+        qrels += [f"{qid} 0 n{j} 0" for j in range(nonrelevant)]
+    return "\n".join(run) + "\n", "\n".join(qrels) + "\n"
+
+
 def main(argv: List[str]) -> int:
     if len(argv) != 1:
         print("usage: python -m retrieval_conformance.golden.trec_inputs DIR", file=sys.stderr)
@@ -113,6 +158,10 @@ def main(argv: List[str]) -> int:
     run, qrels = generate()
     (out / "generated.run").write_text(run, encoding="utf-8")
     (out / "generated.qrels").write_text(qrels, encoding="utf-8")
+    for name in BOUNDARY:
+        run, qrels = boundary(name)
+        (out / f"boundary-{name}.run").write_text(run, encoding="utf-8")
+        (out / f"boundary-{name}.qrels").write_text(qrels, encoding="utf-8")
     return 0
 
 

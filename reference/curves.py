@@ -49,15 +49,25 @@ def pr_points(groups: Sequence[TieGroup], ties: str) -> List[Tuple[Fraction, Fra
 
 
 def plot_pr_curves(curves, labels=None, ax=None, path: Optional[str] = None):
-    """Plot PR curves (lists of (recall, precision), or ``{label: points}``; e.g. from
-    :func:`pr_curve` or :func:`mean_pr_curve`); needs matplotlib (extra ``plot``)."""
+    """Plot precision-recall curves; needs matplotlib (extra ``plot``).
+
+    ``curves``: what :func:`rc.curves` returns for ``pr_interpolated`` or ``pr_radius`` (a
+    ``Curve``), lists of (recall, precision) points (e.g. from :func:`pr_curve`), a mapping
+    ``{label: curve or points}``, or a sequence of them.
+    """
     plt = _pyplot()
     ax = ax or plt.figure(figsize=(5, 4)).gca()
     if isinstance(curves, dict):  # {label: points}
         labels, curves = list(curves), list(curves.values())
+    elif _is_curve(curves):  # one Curve of rc.curves
+        curves = [curves]
     for i, curve in enumerate(curves):
+        points = _pr_points(curve)
         ax.plot(
-            [float(r) for r, _ in curve], [float(p) for _, p in curve], marker=".", label=labels[i] if labels else None
+            [float(r) for r, _ in points],
+            [float(p) for _, p in points],
+            marker=".",
+            label=labels[i] if labels else None,
         )
     ax.set(xlabel="recall", ylabel="precision", xlim=(0, 1.02), ylim=(0, 1.02), title="precision-recall")
     if labels:
@@ -65,6 +75,33 @@ def plot_pr_curves(curves, labels=None, ax=None, path: Optional[str] = None):
     if path:
         ax.figure.savefig(path, dpi=120, bbox_inches="tight")
     return ax
+
+
+#: the kinds of ``rc.curves`` each plot draws, and the plot of every other kind
+PR_KINDS = ("pr_interpolated", "pr_radius")
+
+
+def _is_curve(item) -> bool:
+    """A ``Curve`` of ``rc.curves`` (read by its attributes: the contract's class, never imported here)."""
+    return hasattr(item, "kind") and hasattr(item, "points")
+
+
+def _refuse_kind(argument: str, curve, plot: str) -> None:
+    """A curve another plot draws (or none: P@N is precision against N) is refused by name."""
+    where = {
+        "cmc": "draw it with rc.plot_cmc",
+        "precision_at_n": "it is precision against N, not recall: plot curve.x against curve.y",
+    }.get(curve.kind, "draw it with rc.plot_pr_curves")
+    raise ValueError(f"{argument}: a {curve.kind!r} curve is not drawn by {plot}; {where}")
+
+
+def _pr_points(curve):
+    """(recall, precision) pairs of one curve: a PR ``Curve``'s points, or the points given."""
+    if _is_curve(curve):
+        if curve.kind not in PR_KINDS:
+            _refuse_kind("curves", curve, "rc.plot_pr_curves")
+        return curve.points()
+    return curve
 
 
 #: the 11 recall levels of the interpolated PR curve (PASCAL VOC, TREC)
@@ -116,15 +153,21 @@ def _named_curves(curves, labels) -> List[Tuple[Optional[str], List[float]]]:
     """(label, values) pairs from a Result, a mapping label -> Result or values, or a list of them."""
 
     def values(item):
+        if _is_curve(item):  # a Curve of rc.curves("cmc", ...): y at the ranks 1, 2, ...
+            if item.kind != "cmc":
+                _refuse_kind("cmcs", item, "rc.plot_cmc")
+            return [float(c) for c in item.y]
         cmc = getattr(item, "cmc", item)  # a Result gives its mean CMC
         return [float(c) for c in cmc]
 
+    if _is_curve(curves):
+        return [(labels[0] if labels else None, values(curves))]
     if hasattr(curves, "cmc"):
         return [(labels[0] if labels else getattr(curves, "protocol", None), values(curves))]
     if isinstance(curves, dict):
         return [(str(name), values(item)) for name, item in curves.items()]
     items = list(curves)
-    if items and not hasattr(items[0], "__len__") and not hasattr(items[0], "cmc"):
+    if items and not hasattr(items[0], "__len__") and not hasattr(items[0], "cmc") and not _is_curve(items[0]):
         items = [items]  # one curve given as a flat sequence of numbers
     return [(labels[i] if labels else None, values(item)) for i, item in enumerate(items)]
 
@@ -132,8 +175,9 @@ def _named_curves(curves, labels) -> List[Tuple[Optional[str], List[float]]]:
 def plot_cmc(cmcs, labels=None, ax=None, path: Optional[str] = None):
     """Plot CMC curves; needs matplotlib (extra ``plot``).
 
-    ``cmcs``: a result of ``evaluate`` (its mean CMC), a mapping ``{label: result or curve}``,
-    or a sequence of curves (``result.cmc`` arrays; ``cmc[0]`` is Rank-1).
+    ``cmcs``: a result of ``evaluate`` (its mean CMC), what ``rc.curves("cmc", ...)`` returns, a
+    mapping ``{label: result or curve}``, or a sequence of curves (``result.cmc`` arrays;
+    ``cmc[0]`` is Rank-1).
     """
     plt = _pyplot()
     ax = ax or plt.figure(figsize=(5, 4)).gca()

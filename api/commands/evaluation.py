@@ -5,13 +5,17 @@ from __future__ import annotations
 
 import sys
 import warnings
+from types import SimpleNamespace
 from typing import List, Optional
 
 from retrieval_conformance import strict_json
 from retrieval_conformance.array_files import EVALUATE_ARRAYS, ArrayBudget, load_evaluate_arrays, read_search_file
-from retrieval_conformance.commands.printing import print_per_query, trec_eval_lines
+from retrieval_conformance.commands import random_check, trec_eval_output
+from retrieval_conformance.commands.printing import drop_label_blind_measures, print_per_query, trec_eval_lines
+from retrieval_conformance.commands.run_measures import asked_measures, cutoffs_to_evaluate, selected
 from retrieval_conformance.commands.run_options import check_combination, parse_gains, run_options
 from retrieval_conformance.reference.contract import options_table
+from retrieval_conformance.reference.contract.command_line import integer, parse_integer
 from retrieval_conformance.reference.readers.grades import FLOAT_GRADES
 from retrieval_conformance.reference.readers.text import read_text_lines
 from retrieval_conformance.result_text import print_result
@@ -36,11 +40,17 @@ def add_parser(sub) -> None:
         choices=("l2", "inner_product"),
         help="with --search: how D ranks (l2: smaller is closer; inner_product: larger is closer)",
     )
+    e.add_argument(
+        "--search-ties",
+        choices=("search", "trec_eval"),
+        help="with --search: how neighbours at equal distance rank: search (the default: in the order "
+        "the search returned them) or trec_eval (by trec_eval's docno rule on the row ids)",
+    )
     e.add_argument("--complete", action="store_true", help="with --run: trec_eval -c (every qrels query counts)")
-    e.add_argument("--relevance-level", type=int, help="with --run: least relevant grade (trec_eval -l; default 1)")
+    e.add_argument("--relevance-level", type=integer, help="with --run: least relevant grade (trec_eval -l; default 1)")
     e.add_argument(
         "--depth",
-        type=int,
+        type=integer,
         metavar="M",
         help="with --run: only the first M documents of each query count (trec_eval -M)",
     )
@@ -73,7 +83,7 @@ def add_parser(sub) -> None:
         e.add_argument("--" + key.replace("_", "-"), dest=key, help=f"{key} as a .npy file")
     e.add_argument(
         "--max-array-bytes",
-        type=int,
+        type=integer,
         metavar="N",
         help="refuse input arrays larger than N bytes in total, checked from the "
         "file headers before loading (default 2 GiB)",
@@ -89,9 +99,11 @@ def add_parser(sub) -> None:
     e.add_argument(
         "--per-query",
         choices=("text", "json", "csv"),
-        help="one row per query (text: 'metric<TAB>query<TAB>value' lines like trec_eval -q)",
+        help="one row per query (text: 'metric<TAB>query<TAB>value' lines like trec_eval -q; csv: an id that "
+        "starts like a spreadsheet formula, =, +, -, @, gets a leading ')",
     )
     e.add_argument("--query-ids", metavar="FILE", help="query ids for --per-query, one per line (default 0..Q-1)")
+    trec_eval_output.add_arguments(e)
     e.add_argument("--progress", action="store_true", help="show progress on stderr")
     e.add_argument("--quiet", action="store_true", help="print only mAP (errors still go to stderr)")
     e.set_defaults(func=evaluate_main)
@@ -112,7 +124,9 @@ def evaluate_main(args) -> int:
     # every failure of the input prints one line, "error: ...", and exits with 2 (a usage
     # error), never a traceback
     trec = args.run is not None or args.qrels is not None or args.search is not None
-    problem = check_combination(args, trec)
+    # a run without --k or --metrics: trec_eval's measure selection (-m), printed as trec_eval prints it
+    trec_selection = args.run is not None and args.search is None and args.k is None and args.metrics is None
+    problem = check_combination(args, trec) or trec_eval_output.refusal(args, trec_selection)
     if problem is None and trec:
         kwargs, problem = run_options(args)
     if problem is not None:
@@ -124,10 +138,17 @@ def evaluate_main(args) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     run, qrels = args.run, args.qrels
+    from_labels = None
+    if trec_selection:
+        return trec_eval_output.run_selection(args, run, qrels, kwargs)
     if args.search is not None:
         try:
             run, from_labels = read_search_file(
-                args.search, args.search_metric, ArrayBudget(args.max_array_bytes), qrels_given=qrels is not None
+                args.search,
+                args.search_metric,
+                ArrayBudget(args.max_array_bytes),
+                qrels_given=qrels is not None,
+                ties=args.search_ties or "search",
             )
         except ValueError as exc:
             print(f"error: {exc}", file=sys.stderr)
@@ -157,18 +178,43 @@ def evaluate_main(args) -> int:
         if len(cutoffs) > 1 and args.per_query:
             print("error: --per-query: give one --k (per-query values are reported for one cut-off)", file=sys.stderr)
             return 2
+    measures: List[str] = []
+    cutoffs_asked: Optional[List[Optional[int]]] = None
+    if trec and args.metrics is not None:  # trec_eval's or ir_measures' names: the cut-offs come from them
+        if args.per_query:
+            print("error: --per-query: prints every measure of one evaluation; drop --metrics", file=sys.stderr)
+            return 2
+        try:
+            measures = asked_measures(args.metrics, args.relevance_level)
+            cutoffs_asked = cutoffs_to_evaluate(measures, None if args.k is None else _parse_k(args.k))
+        except ValueError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 2
     try:
         # a TREC run's warnings (grades trec_eval reads otherwise) print as one line each
         with warnings.catch_warnings(record=trec) as caught:
-            res = rc.evaluate_run(run, qrels, **kwargs) if trec else rc.evaluate(**kwargs)
-        for w in caught or ():
-            print(f"warning: {w.message}", file=sys.stderr)
+            if cutoffs_asked is not None:
+                runs = [rc.evaluate_run(run, qrels, **dict(kwargs, k=c)) for c in cutoffs_asked]
+                values = selected(runs, measures)
+            else:
+                res = rc.evaluate_run(run, qrels, **kwargs) if trec else rc.evaluate(**kwargs)
+        for message in dict.fromkeys(str(w.message) for w in caught or ()):  # once, however many cut-offs
+            print(f"warning: {message}", file=sys.stderr)
     except (ValueError, TypeError, rc.ImplementationUnavailable) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     except OSError as exc:  # a run or qrels file that cannot be opened
         print(f"error: {exc.filename}: {exc.strerror or exc}; check the path", file=sys.stderr)
         return 2
+    if cutoffs_asked is not None:
+        return _print_measures(args, values)
+    for one in res.values() if isinstance(res, rc.ResultsAtK) else [res]:
+        warning = random_check.run_warning(one) if trec else random_check.arrays_warning(one, kwargs)
+        if warning is not None:
+            print(f"warning: {warning}", file=sys.stderr)
+            break
+    if args.search is not None and from_labels is not None:
+        print(f"note: {drop_label_blind_measures(res)}", file=sys.stderr)
     if args.per_query:
         return print_per_query(res, args.per_query, args.query_ids, query_ids)
     results = list(res.values()) if isinstance(res, rc.ResultsAtK) else [res]
@@ -199,16 +245,30 @@ def evaluate_main(args) -> int:
     return 0
 
 
+def _print_measures(args, values: dict) -> int:
+    """The measures ``--metrics`` asked of a TREC run: trec_eval's lines, ``--json`` or ``--quiet``."""
+    if args.json:
+        print(strict_json.dumps({"trec_eval": values}, indent=2, default=str))
+    elif args.quiet:
+        if "map" not in values:
+            print(
+                "error: --quiet: prints only map, which --metrics did not ask for; add map, or drop --quiet",
+                file=sys.stderr,
+            )
+            return 2
+        print(f"{values['map']!r}")
+    else:
+        print("\n".join(trec_eval_lines([SimpleNamespace(extras={"trec_eval": values})])))
+    return 0
+
+
 def _parse_k(text: str) -> Optional[list]:
     """``all``/``none`` -> [None]; ``5`` -> [5]; ``1,5,10`` -> [1, 5, 10]; None when unusable."""
     text = text.strip().lower()
     if text in ("all", "none"):
         return [None]
-    try:
-        values = [int(part) for part in text.split(",")]
-    except ValueError:
-        return None
-    return values if all(value >= 1 for value in values) else None
+    values = [parse_integer(part, least=1) for part in text.split(",")]  # the shared reading of an integer
+    return None if None in values else values
 
 
 def _read_query_ids(path: str) -> List[str]:

@@ -30,6 +30,34 @@ def trec_eval_lines(results) -> List[str]:
     ]
 
 
+#: measures that judge the judgments themselves: qrels made from labels judge every item, so they
+#: say nothing there (Judged@k is 1, bpref counts every non-relevant item as judged)
+LABEL_BLIND = ("bpref", "Judged_")
+
+
+def drop_label_blind_measures(res) -> str:
+    """Leave bpref and Judged@k out of a search evaluated with qrels from labels; the note saying so."""
+    for one in res.values() if isinstance(res, dict) else [res]:
+        extras = one.extras
+        for table in (extras["trec_eval"], extras["trec_eval_per_query"], extras.get("trec_eval_exact", {})):
+            for name in [n for n in table if n.startswith(LABEL_BLIND)]:
+                del table[name]
+    return (
+        "bpref and Judged@k are left out: qrels made from labels judge every database item, so they carry "
+        "no information here"
+    )
+
+
+#: the first characters with which a spreadsheet reads a cell as a formula (OWASP's CSV injection list)
+FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+
+
+def spreadsheet_text(value):
+    """A CSV cell that no spreadsheet runs: a text (a query id) starting like a formula gets a leading ``'``,
+    as Excel, LibreOffice and Google Sheets read it (shown as text, the ``'`` hidden); numbers stay as they are."""
+    return "'" + value if isinstance(value, str) and value.startswith(FORMULA_STARTS) else value
+
+
 def print_per_query(res, fmt: str, ids_path: Optional[str], ids: Optional[List[str]]) -> int:
     """One row per query (like ``trec_eval -q``), as text, JSON or CSV."""
     import csv
@@ -45,7 +73,7 @@ def print_per_query(res, fmt: str, ids_path: Optional[str], ids: Optional[List[s
     elif fmt == "csv":
         writer = csv.DictWriter(sys.stdout, fieldnames=list(rows[0]), lineterminator="\n")
         writer.writeheader()
-        writer.writerows(rows)
+        writer.writerows({name: spreadsheet_text(value) for name, value in row.items()} for row in rows)
     else:
         for row in rows:
             query = row.pop("query")

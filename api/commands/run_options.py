@@ -60,6 +60,8 @@ def check_combination(args, trec: bool) -> Optional[str]:
     """The first option that does not apply to this kind of input, as an ``error: ...`` text, or None."""
     if args.search_metric is not None and args.search is None:
         return "--search-metric: says how the D of --search ranks; give --search FILE, or drop --search-metric"
+    if args.search_ties is not None and args.search is None:
+        return "--search-ties: says how tied neighbours of --search rank; give --search FILE, or drop --search-ties"
     if trec:
         if args.search is not None:
             if args.run is not None:
@@ -108,7 +110,7 @@ def run_options(args) -> Tuple[dict, Optional[str]]:
         if given(args, dest):
             kwargs[dest] = getattr(args, dest)
     for dest in ARRAY_OPTIONS:
-        if not given(args, dest):
+        if not given(args, dest) or dest == "metrics":  # --metrics: trec_eval's names (commands/run_measures.py)
             continue
         if dest not in accepted:
             return kwargs, (

@@ -158,7 +158,9 @@ def test_trec_run_and_qrels(tmp_path, capsys):
     assert measures["Rprec"] == 0.5 and measures["num_rel"] == 3
     assert main(["evaluate", "--run", str(run), "--qrels", str(qrels), "--per-query", "text"]) == 0
     lines = capsys.readouterr().out.splitlines()
-    assert "ap\tq1\t0.16666666666666666" in lines and "ap\tq2\t1.0" in lines
+    # without --k: trec_eval -q's layout, its default measures
+    assert f"{'map':<22}\tq1\t0.1667" in lines and f"{'map':<22}\tq2\t1.0000" in lines
+    assert f"{'map':<22}\tall\t0.5833" in lines and f"{'P_5':<22}\tq2\t0.2000" in lines
     assert main(["evaluate", "--run", str(run)]) == 2
     assert "--qrels" in capsys.readouterr().err
     assert main(["evaluate", "--run", str(tmp_path / "missing.run"), "--qrels", str(qrels)]) == 2

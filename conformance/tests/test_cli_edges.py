@@ -163,7 +163,8 @@ def test_ctrl_c_exits_130_with_one_line():
 
 @posix_only
 def test_ctrl_c_while_check_runs_the_function_in_a_worker(tmp_path):
-    """The worker processes get the Ctrl-C too (one process group): only the parent's line shows."""
+    """The terminal's Ctrl-C reaches the harness (the worker leads a process group of its own and
+    is killed by the harness): only the parent's line shows."""
     started = tmp_path / "started"
     (tmp_path / "slow_map.py").write_text(
         "import pathlib, time\n"
@@ -227,6 +228,10 @@ USAGE_ERRORS = [
     (["identify", "no_such_module_here:f"], "no_such_module_here"),
     (["check", "m:f", "--identify", "--max-examples", "5"], "--max-examples: applies to check, not to"),
     (["identify", "m:f", "--max-examples", "5"], "unrecognized arguments: --max-examples 5"),
+    (["check", "--jobs", "0"], "argument --jobs: expected a whole number >= 1"),
+    (["check", "--config", "/no/such/folder/pyproject.toml"], "/no/such/folder/pyproject.toml: cannot read"),
+    (["check", "--summary", "/no/such/folder/s.md"], "--summary"),
+    (["check", "--protocol", "hashing"], "--protocol: set per function in its table"),
     (["compare", "RUN", "RUN", "--names", "a", "b", "--implementation", "dask"], "'dask' is unavailable"),
     (["compare", "RUN", "RUN", "--names", "a", "b", "--implementation", "nmupy"], "'nmupy'"),
     (["evaluate", "--npz", "RUN", "--implementation", "nmupy"], "'nmupy'"),

@@ -49,7 +49,12 @@ def _argv(dest: str):
     return [flag] if VALUES[dest] is None else [flag, VALUES[dest]]
 
 
-@pytest.mark.parametrize("dest", ARRAY_OPTIONS)
+#: the options of arrays that a run takes in its own way: --metrics names trec_eval's measures to print
+#: (test_measure_names.py), read by the command rather than passed to evaluate_run
+RUN_READS_ITSELF = ("metrics",)
+
+
+@pytest.mark.parametrize("dest", [d for d in ARRAY_OPTIONS if d not in RUN_READS_ITSELF])
 def test_an_option_with_a_run_is_passed_on_or_refused_by_name(dest, trec_files, monkeypatch, capsys):
     """``evaluate --run R --qrels Q --discount log2`` once exited 0 with the same numbers."""
     seen = {}
@@ -70,7 +75,7 @@ def test_an_option_with_a_run_is_passed_on_or_refused_by_name(dest, trec_files, 
         assert dest in seen, f"{flag} was accepted and dropped"
 
 
-@pytest.mark.parametrize("dest", ARRAY_OPTIONS)
+@pytest.mark.parametrize("dest", [d for d in ARRAY_OPTIONS if d not in RUN_READS_ITSELF])
 def test_an_option_evaluate_run_takes_reaches_it(dest, trec_files, monkeypatch, capsys):
     """When evaluate_run grows a keyword (gain, discount, ...), the CLI passes the value on."""
     seen = {}
@@ -85,9 +90,13 @@ def test_an_option_evaluate_run_takes_reaches_it(dest, trec_files, monkeypatch, 
     params = [p for p in inspect.signature(fake).parameters.values() if p.kind != p.VAR_KEYWORD]
     fake.__signature__ = inspect.Signature(params + [inspect.Parameter(dest, inspect.Parameter.KEYWORD_ONLY)])
     monkeypatch.setattr(rc, "evaluate_run", fake)
-    assert main(["evaluate", "--run", trec_files[0], "--qrels", trec_files[1], *_argv(dest)]) == 0
+    # --k: the run evaluated by evaluate_run (without it, trec_eval's selection refuses what it does not read)
+    assert main(["evaluate", "--run", trec_files[0], "--qrels", trec_files[1], "--k", "5", *_argv(dest)]) == 0
     expected = True if VALUES[dest] is None else VALUES[dest]
     assert str(seen[dest]) == str(expected)
+    status = main(["evaluate", "--run", trec_files[0], "--qrels", trec_files[1], *_argv(dest)])
+    flag = "--" + dest.replace("_", "-")
+    assert status == 2 and capsys.readouterr().err.startswith(f"error: {flag}: not read by trec_eval's measure")
 
 
 def test_an_option_evaluate_run_lacks_is_refused_by_name(trec_files, monkeypatch, capsys):
@@ -238,10 +247,11 @@ def test_trec_eval_run_flags_reach_evaluate_run(dest, trec_files, monkeypatch, c
         return real(run, qrels, **kwargs)
 
     monkeypatch.setattr(rc, "evaluate_run", spy)
-    assert main(["evaluate", "--run", trec_files[0], "--qrels", trec_files[1], "--json", *argv]) == 0
+    # --k: evaluate_run's path (without it, trec_eval's selection reads these flags itself)
+    assert main(["evaluate", "--run", trec_files[0], "--qrels", trec_files[1], "--json", "--k", "5", *argv]) == 0
     assert seen[dest] == value
     printed = json.loads(capsys.readouterr().out)
-    want = real(trec_files[0], trec_files[1], **{dest: value})
+    want = real(trec_files[0], trec_files[1], k=5, **{dest: value})
     assert printed["map"] == pytest.approx(want.map, abs=1e-15)
 
 

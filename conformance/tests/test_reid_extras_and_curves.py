@@ -8,7 +8,7 @@ from fractions import Fraction as F
 import numpy as np
 import pytest
 import retrieval_conformance as rc
-from retrieval_conformance.reference.curves import plot_cmc, plot_pr_curves, pr_curve
+from retrieval_conformance.reference.curves import mean_pr_curve, plot_cmc, plot_pr_curves, pr_curve
 from retrieval_conformance.reference.protocols.reid import cuhk03_single_shot_cmc
 
 
@@ -76,7 +76,7 @@ def test_mean_pr_curve_by_hand():
     """
     d = [[0, 1, 2], [0, 1, 2], [0, 1, 2]]
     rel = [[1, 0, 1], [0, 1, 0], [0, 0, 0]]
-    curve = rc.mean_pr_curve(d, rel, recall_levels=[0, F(1, 2), F(6, 10), 1])
+    curve = mean_pr_curve(d, rel, recall_levels=[0, F(1, 2), F(6, 10), 1])
     assert curve == [(0, F(3, 4)), (F(1, 2), F(3, 4)), (F(3, 5), F(7, 12)), (1, F(7, 12))]
 
 
@@ -89,5 +89,5 @@ def test_plot_cmc_takes_results_directly(tmp_path):
     ax = plot_cmc({"a": a, "b": b}, path=str(tmp_path / "two.png"))
     assert [line.get_label() for line in ax.get_lines()] == ["a", "b"]
     assert (tmp_path / "two.png").stat().st_size > 0
-    ax = plot_pr_curves({"mean": rc.mean_pr_curve([[0, 1, 2]], [[1, 0, 1]])}, path=str(tmp_path / "pr.png"))
+    ax = plot_pr_curves({"mean": mean_pr_curve([[0, 1, 2]], [[1, 0, 1]])}, path=str(tmp_path / "pr.png"))
     assert ax.get_lines()[0].get_label() == "mean"

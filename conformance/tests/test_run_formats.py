@@ -213,13 +213,40 @@ def test_search_results_and_labels_by_hand():
     Relevant: rows 0 and 2, at ranks 2 and 3: AP = (1/2 + 2/3) / 2 = 7/12."""
     d = np.array([[0.1, 0.2, 0.3, np.inf]], dtype=np.float32)
     i = np.array([[1, 0, 2, -1]])
-    run = run_from_search(d, i, metric="l2")
+    run = run_from_search(d, i, metric="l2", ties="trec_eval")  # the distances as scores
     assert run == {"0": {"1": -0.10000000149011612, "0": -0.20000000298023224, "2": -0.30000001192092896}}
+    assert run_from_search(d, i, metric="l2") == {"0": {"1": 3.0, "0": 2.0, "2": 1.0}}  # places kept
     qrels = qrels_from_labels(np.array([5]), np.array([5, 7, 5]))
     assert qrels == {"0": {"0": 1, "2": 1}}
     assert _map(run, qrels) == F(7, 12)
     similar = run_from_search(-d[:, :3], i[:, :3], metric="inner_product", query_ids=["q"], db_ids=["a", "b", "c"])
     assert _map(similar, qrels_from_labels([5], [5, 7, 5], query_ids=["q"], db_ids=["a", "b", "c"])) == F(7, 12)
+
+
+def test_tied_neighbours_keep_the_search_order_unless_told_otherwise(tmp_path, capsys):
+    """Neighbours 999 and 1000 at one distance, 1000 first as the search returned them; only 999 is
+    relevant.  The search's order puts it second (AP 1/2); trec_eval's docno rule compares the ids
+    as strings, "999" > "1000", and puts it first (AP 1)."""
+    from retrieval_conformance.cli import main
+
+    d, i = np.array([[0.5, 0.5]]), np.array([[1000, 999]])
+    qrels = {"0": {"999": 1}}
+    assert _map(run_from_search(d, i, metric="l2", n_db=1001), qrels) == F(1, 2)
+    assert _map(run_from_search(d, i, metric="l2", n_db=1001, ties="trec_eval"), qrels) == F(1)
+    # unsorted D is ranked by distance first: the search's order only breaks ties
+    assert run_from_search([[0.7, 0.5, 0.5]], [[4, 2, 3]], metric="l2") == {"0": {"2": 3.0, "3": 2.0, "4": 1.0}}
+    path = tmp_path / "tie.npz"
+    labels = np.zeros(1001, dtype=int)
+    labels[999], labels[1000] = 1, 2
+    np.savez(path, D=d, I=i, query_labels=np.array([1]), db_labels=labels)
+    for extra, expected in (([], 0.5), (["--search-ties", "trec_eval"], 1.0)):
+        assert main(["evaluate", "--search", str(path), "--search-metric", "l2", "--json", *extra]) == 0
+        out = capsys.readouterr()
+        measures = json.loads(out.out)["trec_eval"]
+        assert measures["map"] == expected and "bpref" not in measures
+        assert "note: bpref and Judged@k are left out" in out.err
+    with pytest.raises(ValueError, match="ties: expected one of search, trec_eval"):
+        run_from_search(d, i, metric="l2", ties="docno")
 
 
 def test_a_full_search_equals_evaluate_on_the_distance_matrix():
@@ -288,7 +315,8 @@ def test_cli_evaluates_a_search_file(tmp_path, capsys):
         db_labels=np.array([5, 7, 5]),
     )
     assert main(["evaluate", "--search", str(path), "--search-metric", "l2", "--json"]) == 0
-    assert json.loads(capsys.readouterr().out)["trec_eval"]["map"] == 7 / 12
+    # trec_eval's double: (1/2 + 2/3) / 2 summed in float64, one ulp below 7/12 rounded
+    assert json.loads(capsys.readouterr().out)["trec_eval"]["map"] == (1.0 / 2.0 + 2.0 / 3.0) / 2 != 7 / 12
     assert main(["evaluate", "--search", str(path), "--search-metric", "inner_product", "--json"]) == 0
     # larger is closer: rows 2, 0, 1 -> both relevant first, AP 1
     assert json.loads(capsys.readouterr().out)["trec_eval"]["map"] == 1.0

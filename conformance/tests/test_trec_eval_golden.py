@@ -10,7 +10,6 @@ when neither holds them.
 from __future__ import annotations
 
 import json
-import math
 import os
 import re
 from importlib.resources import files
@@ -18,8 +17,9 @@ from pathlib import Path
 from typing import Dict, List, Optional, Tuple
 
 import pytest
+from retrieval_conformance.conformance.support.checkout import find_checkout
 from retrieval_conformance.conformance.support.requirements import implementation_params, require_implementation
-from retrieval_conformance.golden.trec_inputs import generate
+from retrieval_conformance.golden.trec_inputs import BOUNDARY, boundary, generate
 from retrieval_conformance.reference.protocols.trec.evaluation import evaluate_run
 
 GOLDEN_DIR = files("retrieval_conformance.golden")
@@ -35,6 +35,7 @@ def _testdata() -> Optional[Path]:
     for where in (
         os.environ.get("RC_TREC_EVAL_TESTDATA"),
         Path(__file__).resolve().parents[2].parent / "shared" / "data" / "trec_eval",
+        (find_checkout() or Path("/nonexistent-checkout")).parent / "shared" / "data" / "trec_eval",
     ):
         if where and (Path(where) / "qrels.test").is_file():
             return Path(where)
@@ -103,12 +104,9 @@ def ours(run, qrels, cutoffs, implementation, **options) -> Dict[str, Dict[str, 
 
 
 def printed_digits_agree(value: float, printed: str) -> bool:
-    """``value`` prints as trec_eval printed it (``%.4f``), or lies within 1e-9 of a rounding
-    midpoint of the printed digits (where trec_eval's libm and our exact sums may round apart)."""
-    if f"{value:.4f}" == printed:
-        return True
-    scaled = value * 1e4
-    return abs(abs(scaled - math.floor(scaled)) - 0.5) < 1e-5 and abs(value - float(printed)) <= 0.5e-4 + 1e-9
+    """``value`` prints as trec_eval printed it (``%.4f``): the floats are trec_eval's doubles, so
+    the digits agree on every ``.00005`` boundary too (no tolerance)."""
+    return f"{value:.4f}" == printed
 
 
 def compare(expected: Dict[str, Dict[str, str]], got: Dict[str, Dict[str, float]], names=None) -> List[str]:
@@ -134,6 +132,26 @@ def test_generated_inputs_are_the_generators_output():
     run, qrels = generate()
     assert (GENERATED / "generated.run").read_text(encoding="utf-8") == run
     assert (GENERATED / "generated.qrels").read_text(encoding="utf-8") == qrels
+    for name in BOUNDARY:
+        run, qrels = boundary(name)
+        assert (GENERATED / f"boundary-{name}.run").read_text(encoding="utf-8") == run
+        assert (GENERATED / f"boundary-{name}.qrels").read_text(encoding="utf-8") == qrels
+
+
+def test_boundary_cases_print_the_digit_the_exact_mean_does_not():
+    """Each boundary collection's exact mean, rounded once, prints another digit than trec_eval did:
+    these cases fail unless the floats are trec_eval's running sums."""
+    for case in (c for c in GOLDEN["cases"] if c["id"].startswith("boundary-")):
+        _, _, qrels, run = parse_command(case["command"])
+        name = case["id"].split("-")[1]
+        measure = {"ap": "map", "map_cut": "map_cut_5"}.get(name, name)
+        res = evaluate_run(
+            GENERATED / run, GENERATED / qrels, k=5 if measure == "map_cut_5" else None, implementation="reference"
+        )
+        exact = res.extras["trec_eval_exact"][measure]
+        exact_mean = sum(exact) / len(exact)
+        assert f"{float(exact_mean):.4f}" != case["values"]["all"][measure], case["id"]
+        assert f"{res.extras['trec_eval'][measure]:.4f}" == case["values"]["all"][measure], case["id"]
 
 
 def test_golden_names_its_programs_and_every_measure():
@@ -143,6 +161,8 @@ def test_golden_names_its_programs_and_every_measure():
     wanted = {"num_q", "num_ret", "num_rel", "num_rel_ret", "map", "Rprec", "recip_rank", "bpref"}
     wanted |= {f"{m}_{k}" for m in ("P", "recall", "map_cut", "ndcg_cut", "success") for k in (1, 5, 10)}
     for case in GOLDEN["cases"]:
+        if case["id"].startswith("sets-"):  # trec_eval's own sets: test_trec_eval_sets.py
+            continue
         gains = [name for name in case["values"]["all"] if name.startswith("ndcg_") and "=" in name]
         assert ("ndcg" in case["values"]["all"]) != bool(gains), case["id"]
         assert case["command"].startswith("trec_eval -q ") and case["program"] in SCORE_DTYPE, case["id"]
@@ -158,7 +178,8 @@ def test_float32_and_float64_scores_give_different_numbers():
     assert sum(old[q] != new[q] for q in old if q != "all") >= 2
 
 
-GENERATED_CASES = [case for case in GOLDEN["cases"] if case["id"].startswith("generated-")]
+#: the generated collection, and the collections whose exact means lie on a .00005 rounding boundary
+GENERATED_CASES = [case for case in GOLDEN["cases"] if case["id"].startswith(("generated-", "boundary-"))]
 
 
 @pytest.mark.parametrize("implementation", implementation_params())

@@ -30,6 +30,7 @@ import argparse
 import errno
 import math
 import os
+import re
 import sys
 from typing import Any, Callable, List, NoReturn, Optional, Sequence
 
@@ -164,6 +165,11 @@ class CommandParser(argparse.ArgumentParser):
 # argparse ``type=`` converters: the message says what was expected; argparse adds the option
 
 
+def integer(text: str) -> int:
+    """Any integer within int64 (the command checks its range and says why)."""
+    return _integer(text, -MAX_OPTION_INTEGER, "a whole number")
+
+
 def positive_int(text: str) -> int:
     """An integer >= 1."""
     return _integer(text, 1, "a whole number >= 1")
@@ -174,13 +180,31 @@ def non_negative_int(text: str) -> int:
     return _integer(text, 0, "a whole number >= 0")
 
 
+#: the largest integer an option takes: int64's, the widest field a count or a cut-off is stored in
+MAX_OPTION_INTEGER = 2**63 - 1
+#: an integer as an option writes it: ASCII decimal digits with an optional sign, nothing else
+#: (Python's ``int`` also reads ``1_0`` as 10 and Arabic-Indic ``٥`` as 5, which no user means)
+_DECIMAL = re.compile(r"[+-]?[0-9]{1,19}")
+
+
+def parse_integer(text: str, least: int = 0, most: int = MAX_OPTION_INTEGER) -> Optional[int]:
+    """The integer ``text`` writes in ASCII decimal digits, within ``least .. most``; None otherwise.
+
+    The one reading of an integer option on every command line (``--k``, ``--max-rank``,
+    ``--resamples``...): surrounding whitespace is allowed, underscores, other scripts' digits,
+    and integers beyond int64 are not.
+    """
+    text = text.strip()
+    if not _DECIMAL.fullmatch(text):
+        return None
+    value = int(text)
+    return value if least <= value <= most else None
+
+
 def _integer(text: str, least: int, expected: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        value = least - 1
-    if value < least:
-        raise argparse.ArgumentTypeError(f"expected {expected}, got {_shown(text)}")
+    value = parse_integer(text, least)
+    if value is None:
+        raise argparse.ArgumentTypeError(f"expected {expected}, got {_shown(text)} (ASCII digits, within int64)")
     return value
 
 

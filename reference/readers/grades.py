@@ -47,6 +47,8 @@ def _exact(value: Fraction) -> Grade:
 
 def text_grade(raw: bytes, mode: Optional[str]) -> Tuple[Optional[Grade], str]:
     """The exact grade a field writes, or None and why not."""
+    if len(raw) > _GRADE_CHARS:  # before int(): Python refuses 4,300 digits with no file or line
+        return None, f"{len(raw):,} characters, beyond int64" if _INTEGER.fullmatch(raw) else "not a decimal number"
     if _INTEGER.fullmatch(raw):
         grade: Grade = int(raw)
     elif mode == "refuse" or len(raw) > _GRADE_CHARS or not _NUMBER.fullmatch(raw):

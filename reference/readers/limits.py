@@ -306,3 +306,21 @@ def _read_text_data(path: PathLike, max_bytes: int) -> bytes:
     if data.startswith(GZIP_MAGIC):
         return _gunzip_bounded(data, max_bytes, os.fspath(path))
     return data
+
+
+def _refuse_bare_cr(data: bytes, path: Any) -> None:
+    """Raise when a line of ``data`` holds a carriage return inside it, not just before its ``\\n``.
+
+    Lines split on ``\\n`` (``\\r\\n`` ends read as they should); a file whose lines end in a
+    bare ``\\r`` (classic Mac OS) would be one line, read as its first record and the rest lost
+    without a word, so it is refused, naming the line.
+    """
+    if b"\r" not in data:
+        return
+    for number, line in enumerate(data.split(b"\n"), 1):
+        if b"\r" in line.strip():
+            raise ValueError(
+                f"{os.fsdecode(path)}: line {number}: a carriage return (\\r) inside the line: its lines end "
+                "in a bare \\r (classic Mac OS line ends) or it holds a stray \\r, and what follows would be "
+                "read as more of this line; convert the line ends to \\n (e.g. tr '\\r' '\\n' < FILE)"
+            )

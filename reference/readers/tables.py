@@ -41,6 +41,7 @@ import os
 from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
+from retrieval_conformance.reference.contract.validation import exact_float64
 from retrieval_conformance.reference.readers.limits import (
     MAX_FILE_BYTES,
     MAX_LINES,
@@ -48,6 +49,7 @@ from retrieval_conformance.reference.readers.limits import (
     PathLike,
     _clip,
     _read_text_data,
+    _refuse_bare_cr,
 )
 
 #: ids of queries or documents: a sequence or a 1-D array
@@ -76,6 +78,44 @@ COLUMNS = {
 JSON_LINES_SUFFIXES = (".jsonl", ".ndjson")
 #: how ``D`` of a search ranks: l2 (faiss METRIC_L2, smaller is closer), inner_product (larger is closer)
 SEARCH_METRICS = ("l2", "inner_product")
+#: how ``run_from_search`` ranks neighbours at equal distance: the search's order, or trec_eval's
+SEARCH_TIES = ("search", "trec_eval")
+
+
+#: the deepest nesting of objects and arrays a JSON Lines row may have (a row is one flat object;
+#: Python's parser recurses per level and would stop with a RecursionError near 1,000)
+MAX_JSON_DEPTH = 64
+
+
+class _Refused(ValueError):
+    """What a JSON Lines row may not hold (a key given twice, an integer of thousands of digits): the message
+    is shown after the file and line."""
+
+
+def _json_integer(text: str) -> int:
+    if len(text.lstrip("-")) > 64:  # before int(): Python refuses 4,300 digits with no file or line
+        raise _Refused(f"an integer of {len(text):,} digits, beyond any score, grade or id; write it shorter")
+    return int(text)
+
+
+def _refuse_nesting(raw: bytes, here: str) -> None:
+    """Raise when ``raw`` nests objects or arrays deeper than :data:`MAX_JSON_DEPTH` (brackets in strings
+    are skipped)."""
+    depth, in_string, escaped = 0, False, False
+    for byte in raw:
+        if in_string:
+            escaped, in_string = (False, True) if escaped else (byte == 0x5C, byte != 0x22)
+        elif byte == 0x22:
+            in_string = True
+        elif byte in (0x7B, 0x5B):
+            depth += 1
+            if depth > MAX_JSON_DEPTH:
+                raise ValueError(
+                    f"{here}: objects or arrays nested more than {MAX_JSON_DEPTH} deep; expected one flat "
+                    'object per line, {"qid": ..., "docid": ..., "score": ...}'
+                )
+        elif byte in (0x7D, 0x5D):
+            depth -= 1
 
 
 def is_json_lines(path: PathLike) -> bool:
@@ -176,12 +216,16 @@ def read_json_lines(
     ------
     ValueError
         A line that is not a JSON object (NaN and Infinity are not JSON), a missing, ambiguous or
-        wrongly typed field, a repeated (query, document) pair; the message names the file and line.
+        wrongly typed field, a repeated (query, document) pair, a key given twice in one object
+        (``json`` would keep the last value silently), objects or arrays nested deeper than
+        :data:`MAX_JSON_DEPTH`, an integer of more than 64 digits, or a carriage return inside a
+        line (bare ``\r`` line ends); the message names the file and line.
     FileRefusedError
         A FIFO, a device, or a file beyond ``max_bytes`` / ``max_lines``.
     """
     where = os.fsdecode(os.fspath(path))
     data = _read_text_data(path, max_bytes)
+    _refuse_bare_cr(data, where)
     lines = data.split(b"\n")
     if len(lines) - (1 if data.endswith(b"\n") or not data else 0) > max_lines:
         raise FileRefusedError(
@@ -194,15 +238,27 @@ def read_json_lines(
     def refuse(constant: str):
         raise ValueError(f"{constant} is not JSON")
 
+    def once(pairs: List[Tuple[str, Any]]) -> Dict[str, Any]:
+        keys = [key for key, _ in pairs]
+        if len(set(keys)) < len(keys):  # json keeps the last value of a repeated key without a word
+            again = next(key for i, key in enumerate(keys) if key in keys[:i])
+            raise _Refused(f"key {_clip(again)} appears twice in one object; keep one of them")
+        return dict(pairs)
+
     def rows():
         roles = None
         for number, raw in enumerate(lines, 1):
             if not raw.strip():
                 continue
             here = f"{where}: line {number}"
+            if raw.count(b"{") > MAX_JSON_DEPTH or raw.count(b"[") > MAX_JSON_DEPTH:
+                _refuse_nesting(raw, here)
             try:
-                row = json.loads(raw.decode("utf-8-sig" if number == 1 else "utf-8"), parse_constant=refuse)
-            except (ValueError, UnicodeDecodeError) as exc:
+                text = raw.decode("utf-8-sig" if number == 1 else "utf-8")
+                row = json.loads(text, parse_constant=refuse, parse_int=_json_integer, object_pairs_hook=once)
+            except _Refused as exc:
+                raise ValueError(f"{here}: {exc}") from None
+            except (ValueError, UnicodeDecodeError, RecursionError) as exc:
                 raise ValueError(
                     f"{here}: not a JSON object ({str(exc)[:100]}); expected one object per line"
                 ) from None
@@ -274,6 +330,7 @@ def run_from_search(
     query_ids: Optional[IdSequence] = None,
     db_ids: Optional[IdSequence] = None,
     n_db: Optional[int] = None,
+    ties: str = "search",
 ) -> Dict[str, Dict[str, float]]:
     r"""A run from k-nearest-neighbour results ``(D, I)``, as ``faiss.Index.search`` returns them.
 
@@ -292,13 +349,24 @@ def run_from_search(
         Ids of the query rows and of the database rows (default ``"0"``, ``"1"``, ...).
     n_db : int, optional
         Database size when ``db_ids`` is not given: indices must be below it.
+    ties : {"search", "trec_eval"}
+        How neighbours at equal distance rank. ``"search"`` (the default): in the order the
+        search returned them; the scores are then the neighbours' places by distance, that order
+        breaking ties, counted from the end (k, k - 1, ..., 1), so that any evaluator keeps it.
+        ``"trec_eval"``: the scores are the distances (:math:`-D` or :math:`D`), and ties are
+        ordered when evaluating, by trec_eval's rule for a run (document id descending, as
+        strings: ``"999"`` before ``"1000"``).
 
     Returns
     -------
     dict
-        ``{query_id: {db_id: score}}``; ties keep their equal scores (the ranking under ties is
-        decided when evaluating, as for any run).
+        ``{query_id: {db_id: score}}``.
     """
+    if ties not in SEARCH_TIES:
+        raise ValueError(
+            f"ties: expected one of {', '.join(SEARCH_TIES)} (the search's order, or trec_eval's docno rule), "
+            f"got {_shown(ties)}"
+        )
     if metric not in SEARCH_METRICS:
         raise ValueError(
             f"metric: expected one of {', '.join(SEARCH_METRICS)} (how D ranks: smaller or larger is "
@@ -321,7 +389,9 @@ def run_from_search(
         row, col = bad[0]
         rows = f"0 .. {limit - 1}" if limit else "0 or more"
         raise ValueError(f"indices[{row}, {col}]: {i[row, col]} is not a database row ({rows}, or -1 for none found)")
-    scores = np.where(found, -d if metric == "l2" else d, 0).astype(np.float64)
+    # negated as float64 values: -d in an unsigned dtype wraps (-1 -> 255), the nearest would rank last
+    values = exact_float64("distances", d, counted=found)
+    scores = np.where(found, -values if metric == "l2" else values, 0.0)
     bad = np.argwhere(found & ~np.isfinite(scores))
     if bad.size:
         row, col = bad[0]
@@ -334,6 +404,11 @@ def run_from_search(
             raise ValueError(
                 f"indices[{row}]: a database row appears twice in one query's neighbours; expected each neighbour once"
             )
+        if ties == "search":  # places from the end, by score and then the search's order
+            by_score = np.argsort(-np.asarray(values, dtype=np.float64), kind="stable")
+            places = np.empty(len(rows), dtype=np.float64)
+            places[by_score] = np.arange(len(rows), 0, -1, dtype=np.float64)
+            values = places.tolist()
         if rows:
             out[qids[row]] = dict(zip((dids[j] for j in rows) if dids is not None else map(str, rows), values))
     return out

@@ -42,7 +42,10 @@ Where we differ from trec_eval, always by refusing or by accepting a harmless la
 * a file starting with a UTF-8 byte-order mark is an error: trec_eval reads the mark as
   part of the first query id, which then matches no query of the other file, and the
   numbers change without a word.  Line ends ``\r\n`` are read as trec_eval reads them
-  (``\r`` is whitespace), so they need no change.
+  (``\r`` is whitespace), so they need no change;
+* a carriage return inside a line (a file whose lines end in a bare ``\r``, as classic Mac OS
+  wrote them) is an error naming the line: trec_eval reads such a file as one line, its first
+  record, and drops the rest without a word.
 
 Compressed and other layouts: a file whose first bytes are gzip's (``1f 8b``) is
 decompressed first, within the same ``max_bytes`` (counted on the decompressed bytes, so a
@@ -92,6 +95,7 @@ from retrieval_conformance.reference.readers.limits import (
     PathLike,
     _clip,
     _read_text_data,
+    _refuse_bare_cr,
 )
 from retrieval_conformance.reference.readers.tables import is_json_lines, is_table, read_json_lines, read_table
 
@@ -145,6 +149,7 @@ def _lines(path: PathLike, what: str, max_bytes: int, max_lines: int) -> Iterato
             f"{_path_text(path)}: line {line}: NUL byte in a {what} file (is it binary or "
             f"compressed?); expected text lines"
         )
+    _refuse_bare_cr(data, _path_text(path))
     for number, raw in enumerate(data.split(b"\n"), 1):
         fields = raw.split()
         if fields and not fields[0].startswith(b"#"):

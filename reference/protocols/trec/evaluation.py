@@ -8,7 +8,8 @@ listed in :mod:`retrieval_conformance.reference.protocols.trec`.
 
 from __future__ import annotations
 
-from typing import Dict, List, Mapping, Optional, Sequence, Union
+import dataclasses
+from typing import Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
 import numpy as np
 from retrieval_conformance.reference.contract import validation as v
@@ -16,13 +17,14 @@ from retrieval_conformance.reference.contract.aggregation import aggregate
 from retrieval_conformance.reference.contract.evaluate import MAX_CUTOFFS
 from retrieval_conformance.reference.contract.problem import Options, Result, ResultsAtK
 from retrieval_conformance.reference.contract.validation import MAX_GRADE
+from retrieval_conformance.reference.protocols.trec import doubles
 from retrieval_conformance.reference.protocols.trec.engine import engine_per_query
 from retrieval_conformance.reference.protocols.trec.measures import mean, named_measures
 from retrieval_conformance.reference.protocols.trec.ndcg_gains import gain_map, ndcg_with_gains
 from retrieval_conformance.reference.protocols.trec.queries import Query, evaluated_queries
 from retrieval_conformance.reference.readers.trec import SCORE_DTYPES, as_qrels, as_run
 
-__all__ = ["evaluate_run"]
+__all__ = ["evaluate_run", "run_queries"]
 
 
 # --------------------------------------------------------------------------- public
@@ -139,17 +141,7 @@ def evaluate_run(
     Ties rank ``c, b, a`` (docno descending); R = 3 counts ``z``, never retrieved:
     AP = (1/1 + 2/3) / 3 = 5/9 and P@2 = 1/2.
     """
-    level = v.positive_int("relevance_level", relevance_level)
-    for flag, value in (
-        ("complete", complete),
-        ("judged_only", judged_only),
-        ("ignore_identical_ids", ignore_identical_ids),
-    ):
-        if not isinstance(value, (bool, np.bool_)):
-            raise TypeError(f"{flag}: expected True or False, got {type(value).__name__}")
-    depth = v.positive_int("depth", depth, allow_none=True)
     exact_gains = gain_map(gains)
-    score_dtype = v.choice("score_dtype", score_dtype, SCORE_DTYPES)
     max_rank = v.max_rank_value(max_rank)
     cutoffs = None
     if isinstance(k, (tuple, list)):
@@ -160,6 +152,38 @@ def evaluate_run(
             raise ValueError(f"k: expected distinct cut-offs, got {v.shown(list(k))}; e.g. k=(5, 10, 100)")
     else:
         k = v.positive_int("k", k, allow_none=True)
+    queries, left_out, settings = run_queries(
+        run, qrels, relevance_level, complete, score_dtype, depth, judged_only, ignore_identical_ids, float_grades
+    )
+    settings["gains"] = exact_gains
+    if cutoffs is not None:
+        return ResultsAtK((c, _result(queries, left_out, c, max_rank, implementation, settings)) for c in cutoffs)
+    return _result(queries, left_out, k, max_rank, implementation, settings)
+
+
+def run_queries(
+    run,
+    qrels,
+    relevance_level: int = 1,
+    complete: bool = False,
+    score_dtype: str = "float64",
+    depth: Optional[int] = None,
+    judged_only: bool = False,
+    ignore_identical_ids: bool = False,
+    float_grades: Optional[str] = None,
+) -> Tuple[List[Query], Dict[str, List[str]], Dict[str, object]]:
+    """The options of a run evaluation checked, and the queries trec_eval evaluates, with the ids
+    left out and the options as settled (``evaluate_run``'s keywords of the same names)."""
+    level = v.positive_int("relevance_level", relevance_level)
+    for flag, value in (
+        ("complete", complete),
+        ("judged_only", judged_only),
+        ("ignore_identical_ids", ignore_identical_ids),
+    ):
+        if not isinstance(value, (bool, np.bool_)):
+            raise TypeError(f"{flag}: expected True or False, got {type(value).__name__}")
+    depth = v.positive_int("depth", depth, allow_none=True)
+    score_dtype = v.choice("score_dtype", score_dtype, SCORE_DTYPES)
     queries, left_out = evaluated_queries(
         as_run(run, score_dtype),
         as_qrels(qrels, float_grades),
@@ -169,19 +193,16 @@ def evaluate_run(
         bool(judged_only),
         bool(ignore_identical_ids),
     )
-    settings = dict(
+    settings: Dict[str, object] = dict(
         relevance_level=level,
         complete=bool(complete),
         score_dtype=score_dtype,
         depth=depth,
         judged_only=bool(judged_only),
         ignore_identical_ids=bool(ignore_identical_ids),
-        gains=exact_gains,
         float_grades="exact" if float_grades is None else float_grades,
     )
-    if cutoffs is not None:
-        return ResultsAtK((c, _result(queries, left_out, c, max_rank, implementation, settings)) for c in cutoffs)
-    return _result(queries, left_out, k, max_rank, implementation, settings)
+    return queries, left_out, settings
 
 
 def _result(
@@ -237,9 +258,17 @@ def _result(
         [q.n_retrieved for q in queries],
         engine,
     )
+    exact_columns = {m: list(column) for m, column in per_query.items() if not m.startswith("num_")}
+    trec_doubles = _trec_doubles(queries, k, settings["gains"])
+    per_query.update(trec_doubles)
     measures: Dict[str, object] = {"num_q": len(queries)}
     for measure, column in per_query.items():
-        measures[measure] = sum(column) if measure.startswith("num_") else mean(column)
+        if measure.startswith("num_"):
+            measures[measure] = sum(column)
+        elif _is_trec_eval_measure(measure):  # trec_eval's running sum, in its order of queries
+            measures[measure] = doubles.running_mean([float(c) for c in column], len(queries))
+        else:  # BEIR's and ir_measures' measures: the exact mean, rounded once
+            measures[measure] = mean(column)
     if settings["complete"]:  # -c: trec_eval's summary counts every grade > 0, whatever -l (m_num_rel.c)
         measures["num_rel"] = sum(1 for q in queries for g in q.judged.values() if g > 0)
     result.extras.update(
@@ -260,5 +289,50 @@ def _result(
         **settings,
     )
     if pq.exact is not None:
-        result.extras["trec_eval_exact"] = {m: column for m, column in per_query.items() if not m.startswith("num_")}
-    return result
+        result.extras["trec_eval_exact"] = exact_columns
+    return _with_trec_means(result, measures, per_query, k)
+
+
+#: trec_eval's own measures in the summary, whose means are its running sums; the others (BEIR's
+#: ``R_cap_k``, ir_measures' ``Judged_k``) keep the exact mean
+_TREC_EVAL_MEASURES = ("map", "Rprec", "recip_rank", "bpref", "ndcg")
+_TREC_EVAL_CUT_MEASURES = ("ndcg_cut_", "P_", "recall_", "map_cut_", "success_")
+
+
+def _is_trec_eval_measure(name: str) -> bool:
+    return name in _TREC_EVAL_MEASURES or name.startswith(_TREC_EVAL_CUT_MEASURES)
+
+
+def _trec_doubles(queries: List[Query], k: Optional[int], gains) -> Dict[str, List[float]]:
+    """The per-query doubles of the measures trec_eval sums (:mod:`.doubles`), by name; none when
+    a grade is not an integer (trec_eval reads none such), and no ``ndcg_cut_k`` under a gain map
+    (trec_eval's ``ndcg_cut`` takes none: that value is the exact one, rounded once)."""
+    if not all(doubles.integer_grades(q.grades, q.judged) for q in queries):
+        return {}
+    cuts = () if k is None else (k,)
+    aps = [doubles.average_precision(q.grades, q.level, q.n_relevant, cuts) for q in queries]
+    out = {
+        "map": [ap[None] for ap in aps],
+        "bpref": [doubles.bpref(q.grades, q.level, q.n_relevant, q.n_nonrelevant) for q in queries],
+    }
+    if k is None:
+        out["ndcg"] = [doubles.ndcg(q.grades, q.judged, gains) for q in queries]
+    else:
+        out[f"map_cut_{k}"] = [ap[k] for ap in aps]
+        if gains is None:
+            out[f"ndcg_cut_{k}"] = [doubles.ndcg_cut(q.grades, q.judged, k) for q in queries]
+    return out
+
+
+def _with_trec_means(
+    result: Result, measures: Dict[str, object], per_query: Dict[str, List], k: Optional[int]
+) -> Result:
+    """The ``Result``'s means and per-query values of trec_eval's measures as trec_eval's doubles."""
+    ndcg_name = "ndcg" if k is None else f"ndcg_cut_{k}"
+    fields = {"map": "map", "r_precision": "Rprec", "mrr": "recip_rank", "ndcg_at_k": ndcg_name}
+    if k is not None:
+        fields.update(precision_at_k=f"P_{k}", recall_at_k=f"recall_{k}")
+    changes = {name: measures[measure] for name, measure in fields.items() if result.has(name)}
+    if result.has("map"):
+        changes["ap"] = np.asarray([float(v) for v in per_query["map"]], dtype=np.float64)
+    return dataclasses.replace(result, **changes)

@@ -64,6 +64,8 @@ class Query:
     scores: List[float]
     judged: Dict[str, Grade]
     level: int
+    #: False for a qrels query absent from the run, evaluated with ``complete`` (trec_eval -c)
+    in_run: bool = True
     grades: List[Optional[Grade]] = field(init=False)
     relevant: List[bool] = field(init=False)
     n_relevant: int = field(init=False)
@@ -110,7 +112,7 @@ def evaluated_queries(
     queries = []
     for qid in sorted(wanted, key=id_bytes):
         pairs = ranked(qid, run.get(qid, {}), qrels[qid], depth, judged_only, ignore_identical_ids)
-        queries.append(Query(qid, [d for d, _ in pairs], [s for _, s in pairs], qrels[qid], level))
+        queries.append(Query(qid, [d for d, _ in pairs], [s for _, s in pairs], qrels[qid], level, qid in run))
     left_out = {
         "run_only": sorted(set(run) - set(qrels), key=id_bytes),
         "qrels_only": sorted(set(qrels) - set(run) - wanted, key=id_bytes),
