@@ -19,8 +19,9 @@ on the order of the queries nor on how they were split into blocks.
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Dict, Optional, cast
+from typing import Any, Dict, Optional, Tuple, cast
 
+import numpy as np
 from retrieval_conformance.reference.contract import options_table, registry
 from retrieval_conformance.reference.contract import validation as v
 from retrieval_conformance.reference.contract.aggregation import aggregate
@@ -29,6 +30,7 @@ from retrieval_conformance.reference.contract.evaluate import evaluate
 from retrieval_conformance.reference.contract.gallery import fixed_gallery_arrays, fixed_gallery_size
 from retrieval_conformance.reference.contract.precision import EMBEDDINGS, precision_of, precisions, warn_low_precision
 from retrieval_conformance.reference.contract.problem import Options, PerQuery, Result
+from retrieval_conformance.reference.contract.promotion import block_dtype
 from retrieval_conformance.reference.contract.protocol_options import resolve_options
 from retrieval_conformance.reference.contract.query_blocks import check_cmc_size, no_queries
 
@@ -67,8 +69,19 @@ class Accumulator:
         shard of the gallery here (possibly empty) and its queries to ``update()`` (embeddings or
         codes with labels); ``compute()``, called on every rank, returns on every rank the result
         of all queries (rank order) against the whole gallery (shards in rank order), bit for
-        bit what one process gives on the concatenation.  ``traffic`` then reports the bytes
-        moved (see ``docs/guide/distributed.md``).
+        bit what one process gives on the concatenation.  Every rank must pass the same options:
+        ranks that disagree (or whose arrays differ in columns) all raise one ``ValueError``
+        naming the option and each rank's value, before any pass.  ``traffic`` then reports the
+        bytes moved (see ``docs/guide/distributed.md``).
+
+    Notes
+    -----
+    Blocks of query embeddings in different dtypes are read as their concatenation is, in numpy's
+    ``result_type`` of every non-empty block (``reference/contract/promotion.py``, the rule of
+    ``distributed=True`` too): a float32 block after float64 ones is computed in float64.  A block
+    that would change the precision of the blocks already evaluated (float64 after float32 against
+    a float32 gallery) is refused by name: their embeddings are not kept, so their bits could not
+    be those of the concatenation.
 
     Examples
     --------
@@ -152,6 +165,7 @@ class Accumulator:
         self._parts: list = []
         self._n_queries = 0
         self._n_gallery: Optional[int] = self._gallery_size
+        self._query_dtype: Optional[np.dtype] = None
         # the first query row of a block with a -1 / with a 0 in its codes (None: none yet)
         self._codes_seen: Dict[str, Optional[int]] = {"-1": None, "0": None}
         if self._distributed is not None:
@@ -180,6 +194,12 @@ class Accumulator:
     def implementation(self) -> str:
         """The name of the implementation that computes every block."""
         return self._implementation
+
+    @property
+    def query_dtype(self) -> Optional[np.dtype]:
+        """The dtype of the query embeddings so far, as their concatenation has it (numpy's
+        ``result_type`` of every non-empty block); None before the first block of embeddings."""
+        return self._query_dtype
 
     @property
     def traffic(self):
@@ -249,6 +269,7 @@ class Accumulator:
             n_gallery = self._check_gallery_columns(block)
             if no_queries(block):
                 return
+            block, query_dtype = self._promoted(block)
             per_query = self._evaluate_block(block, kinds)
             # the per-query CMC rows of every query so far, as one evaluate call would check them
             # a block was evaluated, so the gallery size is known (from the constructor or a matrix)
@@ -257,6 +278,7 @@ class Accumulator:
             raise _located(exc, start) from None
         self._parts.append(per_query)
         self._codes_seen = seen
+        self._query_dtype = query_dtype
         self._n_queries += per_query.n_relevant.shape[0]
         self._n_gallery = n_gallery
 
@@ -361,6 +383,20 @@ class Accumulator:
             device=self._device,
         )
         return result.per_query
+
+    def _promoted(self, block: Dict[str, Any]) -> Tuple[Dict[str, Any], Optional[np.dtype]]:
+        """The block with its query embeddings in the dtype of every block's concatenation
+        (:mod:`~retrieval_conformance.reference.contract.promotion`), and that dtype; a block that
+        would change the precision of the blocks already evaluated is refused there."""
+        if not self._embeddings_only(block) or block["query_embeddings"].dtype.kind not in "fiu":
+            return block, self._query_dtype  # evaluate names what is wrong with it
+        embeddings = block["query_embeddings"]
+        dtype = block_dtype(embeddings.dtype, self._query_dtype, self._gallery["db_embeddings"].dtype)
+        if embeddings.dtype == dtype:
+            return block, dtype
+        if embeddings.dtype.kind in "iu" and dtype == np.float64:  # as float_matrix reads integers
+            return dict(block, query_embeddings=v.exact_float64("query_embeddings", embeddings)), dtype
+        return dict(block, query_embeddings=embeddings.astype(dtype)), dtype
 
     def _embeddings_only(self, block: Dict[str, Any]) -> bool:
         """A block whose one ranking input is a matrix of query embeddings, against db_embeddings

@@ -103,7 +103,13 @@ class DistributedQueries:
         )
         before = Traffic(**vars(self.group.traffic))
         per_query, self.n_gallery = evaluate_sharded(
-            self.group, queries, self.gallery, self.options, self.metric, self.junk_ids
+            self.group,
+            queries,
+            self.gallery,
+            self.options,
+            self.metric,
+            self.junk_ids,
+            settings={"protocol": self.protocol, "implementation": IMPLEMENTATION},
         )
         now = self.group.traffic
         self.traffic = Traffic(

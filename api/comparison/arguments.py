@@ -12,6 +12,7 @@ from typing import Any, Iterable, List, Optional
 import numpy as np
 
 __all__ = [
+    "MAX_RESAMPLES",
     "check_choice",
     "check_digits",
     "check_level",
@@ -67,10 +68,22 @@ def check_non_negative(argument: str, value: Any) -> float:
     return float(value)
 
 
+#: the most resamples of the permutation test and the bootstrap: each keeps one float64 per resample
+#: (and the bootstrap its resampled means), and a resampled p-value's resolution, 1/(N + 1), is a
+#: millionth here, far below any significance level in use
+MAX_RESAMPLES = 1_000_000
+
+
 def check_resamples(argument: str, value: Any) -> int:
-    """A number of resamples: a positive integer."""
+    """A number of resamples: an integer from 1 to :data:`MAX_RESAMPLES`."""
     if not _is_integer(value) or value < 1:
         raise ValueError(f"{argument}: expected a positive integer (e.g. 10000), got {value!r}")
+    if value > MAX_RESAMPLES:
+        raise ValueError(
+            f"{argument}: expected at most {MAX_RESAMPLES:,} resamples, got {value:,}: each resample is kept in "
+            "memory and takes time over every query, and beyond a million the p-value's resolution "
+            "(1/(N + 1)) is far below any significance level; pass a smaller number (the default is 10,000)"
+        )
     return int(value)
 
 

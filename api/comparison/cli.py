@@ -22,15 +22,23 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 import numpy as np
 from retrieval_conformance import strict_json
 from retrieval_conformance.array_files import ArrayBudget, read_array_file
-from retrieval_conformance.comparison.arguments import check_level, check_resamples
+from retrieval_conformance.comparison.arguments import MAX_RESAMPLES, check_level, check_resamples
 from retrieval_conformance.comparison.formatting import format_p, json_ready
-from retrieval_conformance.comparison.metrics import canonical_metric
+from retrieval_conformance.comparison.metrics import metric_key
 from retrieval_conformance.comparison.pairing import default_metrics
 from retrieval_conformance.comparison.runs import PAIRS, compare
 from retrieval_conformance.comparison.stats import CORRECTIONS
 from retrieval_conformance.comparison.trec_runs import DEFAULT_TREC_METRICS, evaluate_trec_runs, split_metrics
-from retrieval_conformance.reference.contract.command_line import CommandParser
+from retrieval_conformance.reference.contract import progress
+from retrieval_conformance.reference.contract.command_line import (
+    CommandParser,
+    integer,
+    non_negative_int,
+    parse_integer,
+    positive_int,
+)
 from retrieval_conformance.reference.contract.evaluate import evaluate
+from retrieval_conformance.reference.contract.metric_names import trec_measure
 from retrieval_conformance.reference.contract.registry import ImplementationUnavailable
 from retrieval_conformance.reference.contract.spec import SPEC_VERSION
 from retrieval_conformance.reference.readers.grades import FLOAT_GRADES
@@ -76,7 +84,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     p.add_argument(
         "--relevance-level",
-        type=int,
+        type=integer,
         default=1,
         metavar="L",
         help="TREC runs: least relevant grade (trec_eval -l, default 1)",
@@ -87,8 +95,9 @@ def _parser() -> argparse.ArgumentParser:
         nargs="+",
         metavar="METRIC",
         help="names, space- or comma-separated: for .npz runs map, precision_at_k, recall_at_k, "
-        "rank1..rankN, minp, r_precision, ndcg, mrr, map_at_r; for TREC runs trec_eval's names "
-        f"(default {','.join(DEFAULT_TREC_METRICS)}; also ndcg, Rprec, recall_k, ...)",
+        "rank1..rankN, minp, r_precision, ndcg, mrr, map_at_r (or P_10, P@10 at the runs' --k); for TREC "
+        f"runs trec_eval's names (default {','.join(DEFAULT_TREC_METRICS)}; also ndcg, Rprec, recall_k, "
+        "bpref, success_k, ...) or ir_measures' (AP, P@10, nDCG@10, R@100, RR, Judged@10, P(rel=2)@10)",
     )
     p.add_argument(
         "--pairs",
@@ -110,9 +119,13 @@ def _parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--alpha", type=float, default=0.05, help="significance level (default 0.05)")
     p.add_argument(
-        "--resamples", type=int, default=10_000, metavar="N", help="permutation and bootstrap resamples (default 10000)"
+        "--resamples",
+        type=integer,
+        default=10_000,
+        metavar="N",
+        help=f"permutation and bootstrap resamples (default 10000, at most {MAX_RESAMPLES:,})",
     )
-    p.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
+    p.add_argument("--seed", type=non_negative_int, default=0, help="random seed (default 0)")
     p.add_argument("--confidence", type=float, default=0.95, help="bootstrap interval level (default 0.95)")
     p.add_argument(
         "--correction",
@@ -123,7 +136,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--plus-minus", action="store_true", help="--latex: each mean ± the half-width of its t interval")
     p.add_argument(
         "--max-array-bytes",
-        type=int,
+        type=positive_int,
         metavar="N",
         help="refuse a file whose arrays exceed N bytes in total (default 2 GiB)",
     )
@@ -148,7 +161,7 @@ def _parse_fail_if_worse(specs: List[str]) -> List[Tuple[str, float]]:
             raise ValueError(
                 f"--fail-if-worse: expected METRIC:MARGIN with a margin >= 0 (e.g. map:0.01), got {spec!r}"
             )
-        out.append((canonical_metric(metric), value))
+        out.append((metric_key(metric), value))
     return out
 
 
@@ -202,10 +215,13 @@ def _evaluated_runs(args, names: List[str]) -> Dict[str, Any]:
     kwargs: Dict[str, Any] = dict(protocol=args.protocol or "hashing", implementation=args.implementation)
     if args.k is not None:
         text = args.k.strip().lower()
-        try:
-            kwargs["k"] = None if text in ("all", "none") else int(text)
-        except ValueError:
-            raise ValueError(f"--k must be an integer or 'all', got {args.k[:40]!r}") from None
+        k = None if text in ("all", "none") else parse_integer(text, least=1)  # the shared reading of an integer
+        if k is None and text not in ("all", "none"):
+            raise ValueError(
+                f"--k must be an integer or 'all' (a whole number >= 1 in ASCII digits, within int64), "
+                f"got {args.k[:40]!r}"
+            )
+        kwargs["k"] = k
     results = {}
     for name, path in zip(names, args.runs):
         arrays: Dict[str, Any] = _read_run("run", path, args.max_array_bytes)  # evaluate's keyword arguments
@@ -214,6 +230,7 @@ def _evaluated_runs(args, names: List[str]) -> Dict[str, Any]:
             raise ValueError(f"run {path} and --shared {args.shared} both hold {both[0]!r}; keep it in one of them")
         try:
             results[name] = evaluate(**arrays, **shared, **kwargs)
+            progress.tick()
         except (ValueError, TypeError) as exc:
             raise ValueError(f"run {name!r} ({path}): {exc}") from None
     return results
@@ -228,7 +245,7 @@ def _metrics(args, gates: List[Tuple[str, float]], runs: Dict[str, Any]) -> Opti
     if asked is None:  # the defaults, then the gated metrics
         asked = default_metrics(first)
     names = asked + [m for m, _ in gates]
-    return list(dict.fromkeys(canonical_metric(m) for m in names))
+    return list(dict.fromkeys(metric_key(m) for m in names))
 
 
 def compare_main(argv: Optional[Sequence[str]] = None) -> int:
@@ -256,11 +273,19 @@ def compare_main(argv: Optional[Sequence[str]] = None) -> int:
         if args.plus_minus and not args.latex:
             raise ValueError("--plus-minus: applies to the --latex table; add --latex")
         names = _run_names(args)
-        # warnings (grades trec_eval reads otherwise, dropped queries) print below as one line each
-        with warnings.catch_warnings(record=True) as caught:
+        # warnings (grades trec_eval reads otherwise, dropped queries) print below as one line each;
+        # progress (runs evaluated, tests and intervals) on stderr when it is a terminal
+        with warnings.catch_warnings(record=True) as caught, progress.reporting("compare", "steps"):
             warnings.simplefilter("always")
-            if args.qrels:
-                asked = split_metrics(args.metrics) or list(DEFAULT_TREC_METRICS)
+            if args.qrels:  # trec_eval's or ir_measures' names, as trec_eval's (the cut-offs come from them)
+                asked = [
+                    trec_measure(m, "--metrics", args.relevance_level, "--relevance-level")
+                    for m in split_metrics(args.metrics) or DEFAULT_TREC_METRICS
+                ]
+                gates = [
+                    (trec_measure(m, "--fail-if-worse", args.relevance_level, "--relevance-level"), margin)
+                    for m, margin in gates
+                ]
                 runs = _trec_runs(args, names, asked + [m for m, _ in gates])
                 metrics: Optional[List[str]] = list(dict.fromkeys(asked + [m for m, _ in gates]))
             else:
@@ -277,10 +302,17 @@ def compare_main(argv: Optional[Sequence[str]] = None) -> int:
                 pairs=args.pairs,
             )
     except (ValueError, TypeError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        message = str(exc)  # rc.compare's argument names, as the flags they are here
+        for name in ("metrics", "baseline", "confidence"):
+            if message.startswith(name + ":"):
+                message = "--" + message
+        print(f"error: {message}", file=sys.stderr)
         return 2
     except ImplementationUnavailable as exc:  # e.g. dask without a client: the message says what to do
         print(f"error: --implementation {args.implementation}: {exc}", file=sys.stderr)
+        return 2
+    except ImportError as exc:  # scipy, of the compare extra: the message names the install command
+        print(f"error: {exc}", file=sys.stderr)
         return 2
     for w in caught:  # the dropped queries; numpy's warnings on empty means are the tables' "-"
         if issubclass(w.category, UserWarning):

@@ -30,10 +30,20 @@ import re
 from typing import Any, Dict, List, Mapping, Optional, Tuple
 
 import numpy as np
-from retrieval_conformance.reference.contract.metric_names import RANK_NAME, canonical_metric
+from retrieval_conformance.reference.contract.measure_names import JUDGED_ONLY, Measure, parse_measure
+from retrieval_conformance.reference.contract.metric_names import RANK_NAME, canonical_metric, trec_spelling
 from retrieval_conformance.reference.contract.problem import MEANS, Result, ResultsAtK
 
-__all__ = ["ARRAY_METRIC", "TREC_FIELDS", "canonical_metric", "is_trec", "metric_values", "query_ids", "run_metrics"]
+__all__ = [
+    "ARRAY_METRIC",
+    "TREC_FIELDS",
+    "canonical_metric",
+    "is_trec",
+    "metric_key",
+    "metric_values",
+    "query_ids",
+    "run_metrics",
+]
 
 #: the name of the one metric of per-query arrays given without a name
 ARRAY_METRIC = "value"
@@ -65,6 +75,12 @@ TREC_FIELDS = {
 }
 #: trec_eval's counts: sums over queries, not means of per-query values
 _COUNTS = re.compile(r"^num_")
+
+
+def metric_key(name: str) -> str:
+    """How a name asked for is looked up: a trec_eval or ir_measures name as given (its cut-off and
+    case matter: ``P_10``, ``nDCG@10``), any other canonically (``mAP`` -> ``map``)."""
+    return name.strip() if parse_measure(name) is not None else canonical_metric(name)
 
 
 def is_trec(run: Any) -> bool:
@@ -117,11 +133,18 @@ def _resolve(run: Any, name: str) -> Tuple[Optional[Result], str]:
     """(the result holding ``name``, its canonical name); (None, name) when no result offers it."""
     results: List[Result] = list(run.values()) if isinstance(run, ResultsAtK) else [run]
     for res in results:
-        if is_trec(res):
-            if name in _result_metrics(res):
-                return res, name
+        if is_trec(res):  # trec_eval's names: ir_measures' (P@10, nDCG@10, AP) are read as theirs
+            trec = name if name in _result_metrics(res) else trec_spelling(name)
+            if trec in _result_metrics(res):
+                return res, trec
             continue
-        key = canonical_metric(name)
+        measure = parse_measure(name)
+        if measure is not None:  # trec_eval's or ir_measures' name (success_5: rank5)
+            if measure.cutoff is not None and measure.cutoff != res.options.k:
+                continue  # P_10: the result at cut-off 10 (of several), never P@k at another k
+            key = measure.metric
+        else:
+            key = canonical_metric(name)
         if key in _result_metrics(res) or (_RANK.match(key) and res.has("cmc") and res.per_query.cmc.ndim == 2):
             return res, key
     return None, name
@@ -155,6 +178,9 @@ def metric_values(run: Any, name: str, run_name: str) -> Tuple[str, np.ndarray, 
             f"metrics: {name!r} is a count summed over queries, with no per-query values to pair; "
             f"compare a measure ({list(run_metrics(run))})"
         )
+    measure = parse_measure(name)
+    if res is None and measure is not None and not is_trec(_first(run)):
+        _refuse_measure(run, name, measure, run_name)
     if res is None:
         offered = list(run_metrics(run)) + ([] if is_trec(_first(run)) else ["rank1", "rank5", "..."])
         hint = " (cut-offs: evaluate_run(..., k=(5, 10)))" if is_trec(_first(run)) else ""
@@ -184,6 +210,23 @@ def metric_values(run: Any, name: str, run_name: str) -> Tuple[str, np.ndarray, 
     elif res.options.empty == "nan":  # (the queries without a relevant item)
         counted &= np.asarray(res.per_query.n_relevant) > 0
     return key, values, counted
+
+
+def _refuse_measure(run: Any, name: str, measure: Measure, run_name: str) -> None:
+    """Why an evaluate run has no trec_eval or ir_measures measure it was asked for, where it is not
+    unknown: a cut-off it was not evaluated at, or a measure that needs the qrels."""
+    if measure.metric in JUDGED_ONLY or measure.level is not None:
+        raise ValueError(
+            f"metrics: {name!r} needs the judgments of a TREC run (its qrels), and run {run_name!r} "
+            "is an evaluation of arrays; compare TREC runs for it"
+        )
+    if measure.cutoff is not None:
+        results = list(run.values()) if isinstance(run, ResultsAtK) else [run]
+        evaluated = ", ".join(str(res.options.k) for res in results)
+        raise ValueError(
+            f"metrics: {name!r} is {measure.metric} at cut-off {measure.cutoff}, but run {run_name!r} was "
+            f"evaluated at k={evaluated}; evaluate it at cut-off {measure.cutoff}, or ask for {measure.metric}"
+        )
 
 
 def metric_label(run: Any, key: str) -> str:

@@ -32,6 +32,7 @@ from retrieval_conformance.comparison.stats import (
     permutation_p,
 )
 from retrieval_conformance.comparison.tables import Comparison, ComparisonRow
+from retrieval_conformance.reference.contract import progress
 from retrieval_conformance.reference.contract.aggregation import float_mean
 
 __all__ = ["PAIRS", "compare"]
@@ -112,7 +113,7 @@ def compare(
         Which p-values to compute.
     n_resamples : int
         Random sign flips of the permutation test (exact when :math:`2^n \le` n_resamples)
-        and bootstrap resamples.
+        and bootstrap resamples: 1 to 1,000,000 (``MAX_RESAMPLES``; more are refused).
     confidence : float
         Level of the bootstrap interval, in (0, 1).
     seed : int or None
@@ -178,14 +179,9 @@ def compare(
             a, a_counted = paired.values[base][metric]
             both = a_counted & b_counted
             rows.append(_paired_row(metric, label, name, base, b[both], a[both], tests, n_resamples, confidence, seed))
+            progress.tick()  # one paired comparison: shown by the command line on a terminal
     means = {name: {m: float_mean(v[counted]) for m, (v, counted) in paired.values[name].items()} for name in names}
-    intervals = {
-        name: {
-            m: mean_intervals(v[counted], confidence, n_resamples, seed)
-            for m, (v, counted) in paired.values[name].items()
-        }
-        for name in names
-    }
+    intervals = {name: _intervals(paired.values[name], confidence, n_resamples, seed) for name in names}
     return Comparison(
         rows=_apply_correction(rows, correction),
         baseline=baseline,
@@ -278,3 +274,12 @@ def _apply_correction(rows: List[ComparisonRow], correction: Optional[str]) -> L
         for change, value in zip(changes, adjust(cast(List[float], raw), correction)):
             change[f"p_{test}_adjusted"] = float(value)
     return [replace(r, **change) for r, change in zip(rows, changes)]
+
+
+def _intervals(values: Mapping[str, Any], confidence: float, n_resamples: int, seed: Optional[int]) -> Dict[str, Any]:
+    """The intervals of one run's mean of every metric (a bootstrap each: a unit of progress each)."""
+    out = {}
+    for metric, (v, counted) in values.items():
+        out[metric] = mean_intervals(v[counted], confidence, n_resamples, seed)
+        progress.tick()
+    return out

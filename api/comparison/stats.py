@@ -15,10 +15,11 @@ This module also holds the vocabulary of tests and corrections (:data:`TESTS`,
 from __future__ import annotations
 
 import warnings
-from typing import Dict, NamedTuple, Optional, Sequence, Tuple
+from typing import Any, Dict, NamedTuple, Optional, Sequence, Tuple
 
 import numpy as np
 from retrieval_conformance.comparison.resampling import permutation_p
+from retrieval_conformance.reference.contract.install_hints import install_hint
 
 __all__ = [
     "CORRECTIONS",
@@ -138,6 +139,25 @@ def _mean_difference(x, y, axis=-1):
     return np.mean(x - y, axis=axis)
 
 
+def _scipy_stats():
+    """``scipy.stats``, or an ImportError saying which extra brings it."""
+    try:
+        from scipy import stats
+    except ImportError:
+        raise ImportError("compare's paired tests and intervals need scipy: " + install_hint("compare")) from None
+    return stats
+
+
+def seeded(resampler: Any, seed: Optional[int]) -> Dict[str, Any]:
+    """The keyword seeding a resampling function of ``scipy.stats`` (``bootstrap``,
+    ``permutation_test``): ``rng`` from scipy 1.15 on, ``random_state`` before (the newest scipy on
+    Python 3.9 and 3.10 has only that one); the same generator either way."""
+    import inspect
+
+    name = "rng" if "rng" in inspect.signature(resampler).parameters else "random_state"
+    return {name: np.random.default_rng(seed)}
+
+
 def _batch(n: int) -> int:
     """Resamples per scipy batch for n pairs (at most ``_BATCH_VALUES`` values at once)."""
     return max(1, _BATCH_VALUES // max(n, 1))
@@ -149,7 +169,7 @@ def paired_t_p(run: np.ndarray, base: np.ndarray) -> Tuple[float, Optional[str]]
     When every difference is 0 scipy gives NaN; this gives 1.0 with a note.  When every
     difference is the same non-zero value, t is infinite and p is 0 (with a note).
     """
-    from scipy import stats
+    stats = _scipy_stats()
 
     if np.all(run == base):
         return 1.0, "all differences are 0: t-test p-value set to 1.0 (scipy gives NaN)"
@@ -183,7 +203,7 @@ def mean_intervals(values: np.ndarray, confidence: float, n_resamples: int, seed
 
     NaN bounds when n < 2.
     """
-    from scipy import stats
+    stats = _scipy_stats()
 
     n = values.shape[0]
     mean = float(np.mean(values)) if n else float("nan")
@@ -203,7 +223,7 @@ def mean_intervals(values: np.ndarray, confidence: float, n_resamples: int, seed
                 confidence_level=confidence,
                 method=method,
                 batch=_batch(n),
-                rng=np.random.default_rng(seed),
+                **seeded(stats.bootstrap, seed),
             ).confidence_interval
         low, high = float(ci.low), float(ci.high)
         degenerate = any(issubclass(w.category, stats.DegenerateDataWarning) for w in caught)
@@ -229,7 +249,7 @@ def bootstrap_interval(
     note : str or None
         What was done, when the method is not BCa.
     """
-    from scipy import stats
+    stats = _scipy_stats()
 
     for method in ("BCa", "percentile"):
         with warnings.catch_warnings(record=True) as caught:
@@ -243,7 +263,7 @@ def bootstrap_interval(
                 confidence_level=confidence,
                 method=method,
                 batch=_batch(run.shape[0]),
-                rng=np.random.default_rng(seed),
+                **seeded(stats.bootstrap, seed),
             ).confidence_interval
         low, high = float(ci.low), float(ci.high)
         degenerate = any(issubclass(w.category, stats.DegenerateDataWarning) for w in caught)

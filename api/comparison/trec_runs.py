@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
+from retrieval_conformance.reference.contract import progress
 from retrieval_conformance.reference.contract.problem import ResultsAtK
 from retrieval_conformance.reference.protocols.trec.evaluation import evaluate_run
 from retrieval_conformance.reference.readers.trec import read_qrels
@@ -88,4 +89,5 @@ def evaluate_trec_runs(
         except (ValueError, TypeError, OSError) as exc:
             raise ValueError(f"run {name!r} ({path}): {exc}") from None
         results[name] = ResultsAtK(parts)
+        progress.tick()  # one run evaluated: shown by the command line on a terminal
     return results

@@ -8,12 +8,18 @@ input or options: one ``error: ...`` line naming the option).
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from typing import List, Optional
 
+from retrieval_conformance import strict_json
 from retrieval_conformance.array_files import EVALUATE_ARRAYS, load_evaluate_arrays
-from retrieval_conformance.reference.contract.command_line import CommandParser
+from retrieval_conformance.reference.contract import progress
+from retrieval_conformance.reference.contract.command_line import (
+    CommandParser,
+    non_negative_int,
+    parse_integer,
+    positive_int,
+)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -28,8 +34,8 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("--" + key.replace("_", "-"), dest=key, help=f"{key} as a .npy file")
     p.add_argument("--run", help="a TREC run file (qid Q0 docno rank score tag), audited against --qrels")
     p.add_argument("--qrels", help="the TREC qrels file of --run (qid iter docno rel)")
-    p.add_argument("--relevance-level", type=int, help="with --run: the least relevant grade (trec_eval -l)")
-    p.add_argument("--depth", type=int, help="with --run: the declared ranking depth (trec_eval -M)")
+    p.add_argument("--relevance-level", type=positive_int, help="with --run: the least relevant grade (trec_eval -l)")
+    p.add_argument("--depth", type=positive_int, help="with --run: the declared ranking depth (trec_eval -M)")
     p.add_argument("--judged-only", action="store_true", help="with --run: declared trec_eval -J")
     p.add_argument("--complete", action="store_true", help="with --run: declared trec_eval -c")
     p.add_argument("--score-dtype", help="with --run: float64 (trec_eval 10.0, default) or float32 (9.0.8)")
@@ -45,7 +51,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="the declared cut-off: an integer, or 'all' (default) for the whole gallery; with "
         "--run the cut-offs of P_k, ndcg_cut_k... (e.g. 5,10; default 10)",
     )
-    p.add_argument("--max-rank", type=int, default=50)
+    p.add_argument("--max-rank", type=positive_int, default=50)
     for option in ("ties", "ap-rule", "ap-at-k", "empty", "gain", "discount", "recall"):
         p.add_argument(
             "--" + option,
@@ -62,11 +68,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--reported", help="published numbers to trace, e.g. map=0.6026,rank1=88.2%%")
     p.add_argument(
         "--max-cost",
-        type=int,
+        type=non_negative_int,
         default=2,
         help="what a candidate may assume: known bugs plus an unstable tie order (0, 1 or 2)",
     )
-    p.add_argument("--format", choices=("text", "json", "html"), default="text")
+    p.add_argument("--format", choices=("text", "json", "html"), default=None, help="the report's form (default text)")
+    p.add_argument("--json", action="store_true", help="the report as JSON: --format json, as on every command")
     p.add_argument("--output", "-o", help="write the report here (default: standard output)")
     p.add_argument(
         "--fail-if",
@@ -79,7 +86,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--implementation", default="auto")
     p.add_argument(
         "--max-array-bytes",
-        type=int,
+        type=positive_int,
         metavar="N",
         help="refuse input arrays larger than N bytes in total (default 2 GiB)",
     )
@@ -91,35 +98,25 @@ def audit_main(argv: Optional[List[str]] = None) -> int:
     from retrieval_conformance.conformance.audit.run import audit
 
     args = build_parser().parse_args(argv)
+    if args.json and args.format not in (None, "json"):
+        print(
+            f"error: --json asks for JSON and --format {args.format} for {args.format}; give one of them",
+            file=sys.stderr,
+        )
+        return 2
+    args.format = "json" if args.json else args.format or "text"
     try:
+        kind = "trec run" if args.run is not None or args.qrels is not None else "arrays"
+        cutoffs = (_cutoffs(args.k) or []) if kind == "trec run" else None
         for condition in fail_if.conditions(args.fail_if):
-            fail_if.parse(condition)  # refused before the work, not after it
-        if args.run is not None or args.qrels is not None:
-            result = _audit_run(args, audit)
-        else:
-            result = _audit_arrays(args, audit)
+            fail_if.parse(condition, kind, cutoffs)  # refused before the work, not after it
+        with progress.reporting("audit", "evaluations"):  # on stderr, when it is a terminal
+            if args.run is not None or args.qrels is not None:
+                result = _audit_run(args, audit)
+            else:
+                result = _audit_arrays(args, audit)
     except (ValueError, TypeError) as exc:
-        message = str(exc)
-        # the API's argument names, as options here
-        for name in (
-            "fail_if",
-            "reported",
-            "max_cost",
-            "relevance_level",
-            "depth",
-            "score_dtype",
-            "float_grades",
-            "run",
-            "qrels",
-            "ties",
-            "discount",
-            "gain",
-            "gains",
-            "k",
-        ):
-            if message.startswith(name + ":"):
-                message = "--" + name.replace("_", "-") + message[len(name) :]
-        print(f"error: {message}", file=sys.stderr)
+        print(f"error: {_as_flags(str(exc))}", file=sys.stderr)
         return 2
     except FileNotFoundError as exc:
         print(f"error: {exc.filename}: no such file; check the path", file=sys.stderr)
@@ -128,6 +125,43 @@ def audit_main(argv: Optional[List[str]] = None) -> int:
         print(f"error: --implementation {args.implementation}: {exc}", file=sys.stderr)
         return 2
     return _write(args, result)
+
+
+#: the API's argument names that are options of the command (``max_rank`` is ``--max-rank``)
+API_NAMES = frozenset(
+    (
+        "fail_if",
+        "reported",
+        "max_cost",
+        "relevance_level",
+        "depth",
+        "score_dtype",
+        "float_grades",
+        "run",
+        "qrels",
+        "ties",
+        "discount",
+        "gain",
+        "gains",
+        "k",
+        "max_rank",
+        "protocol",
+        "metric",
+        "ap_rule",
+        "ap_at_k",
+        "empty",
+        "recall",
+    )
+)
+
+
+def _as_flags(message: str) -> str:
+    """An API error as the command names things: ``"run, qrels: ..."`` -> ``"--run, --qrels: ..."``."""
+    head, colon, rest = message.partition(":")
+    names = [name.strip() for name in head.split(",")]
+    if not colon or not all(name in API_NAMES for name in names):
+        return message
+    return ", ".join("--" + name.replace("_", "-") for name in names) + colon + rest
 
 
 #: the options of arrays only, refused by name with --run
@@ -163,6 +197,7 @@ def _audit_run(args, audit):
                 f"{_flag(name)}: applies to arrays; with --run the ranking and relevance come from the "
                 "run and qrels (trec_eval's measures)"
             )
+    _warn_below_random(args, None)
     return audit(
         run=args.run,
         qrels=args.qrels,
@@ -202,6 +237,7 @@ def _audit_arrays(args, audit):
             f"--metric: {args.metric!r} applies to embeddings (--query-embeddings and "
             "--db-embeddings); the arrays given have their own distances"
         )
+    _warn_below_random(args, arrays)
     return audit(
         **arrays,
         protocol=args.protocol,
@@ -220,11 +256,40 @@ def _audit_arrays(args, audit):
     )
 
 
+def _warn_below_random(args, arrays) -> None:
+    """evaluate's warning when the data is far below a random order of its items (similarities given
+    as distances, a reversed run), on stderr before the audit's work."""
+    from retrieval_conformance.commands import random_check
+    from retrieval_conformance.reference.contract.evaluate import evaluate
+    from retrieval_conformance.reference.protocols.trec.evaluation import run_queries
+    from retrieval_conformance.reference.protocols.trec.trec_eval_measures import below_random
+
+    if arrays is None:
+        queries = run_queries(
+            args.run,
+            args.qrels,
+            1 if args.relevance_level is None else args.relevance_level,
+            args.complete,
+            args.score_dtype or "float64",
+            args.depth,
+            args.judged_only,
+            args.ignore_identical_ids,
+            args.float_grades,
+        )[0]
+        warning = below_random(queries)
+    else:
+        whole = evaluate(**arrays, protocol=args.protocol or "hashing", k=None, metrics=["map"])
+        warning = random_check.arrays_warning(whole, arrays)
+    if warning is not None:
+        print(f"warning: {warning}", file=sys.stderr)
+
+
 def _write(args, result) -> int:
     text = {
         "text": result.to_text,
         "html": result.to_html,
-        "json": lambda: json.dumps(result.to_dict(), indent=1, default=str) + "\n",
+        # strict JSON, as evaluate --json and compare --json: NaN as null, listed under "non_finite"
+        "json": lambda: strict_json.dumps(result.to_dict(), indent=1, default=str) + "\n",
     }[args.format]()
     if args.output:
         try:
@@ -244,12 +309,10 @@ def _write(args, result) -> int:
 def _cutoff(text: Optional[str]) -> Optional[int]:
     if text is None or text.strip().lower() in ("all", "none"):
         return None
-    try:
-        k = int(text)
-    except ValueError:
-        k = 0
-    if k < 1:
-        raise ValueError(f"--k: expected a positive integer or 'all', got {text!r}")
+    k = parse_integer(text, least=1)  # the one reading of an integer option: no 1_0, no other scripts' digits
+    if k is None:
+        shown = text if len(text) <= 40 else text[:40] + "..."
+        raise ValueError(f"--k: expected a positive integer (ASCII digits, within int64) or 'all', got {shown!r}")
     return k
 
 

@@ -23,13 +23,14 @@ have (self-matches of hashing codes) counts 0.
 
 from __future__ import annotations
 
+import math
 import operator
 import re
-from typing import Any, Dict, Iterable, List, Optional, Tuple, Union
+from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple, Union
 
 from retrieval_conformance.conformance.audit.metrics import METRICS, metric
 from retrieval_conformance.conformance.audit.trec.measures import EXAMPLE as EXAMPLE_MEASURES
-from retrieval_conformance.conformance.audit.trec.measures import measure
+from retrieval_conformance.conformance.audit.trec.measures import cutoff, measure
 
 OPERATORS = {
     ">=": operator.ge,
@@ -67,28 +68,52 @@ FINDINGS = (
 EXAMPLE = "e.g. 'tie_interval:map>0.005', 'self_matches>0', 'empty_queries.share>0.01', 'map<0.5'"
 
 
-def parse(condition: str) -> Tuple[str, str, float]:
-    """``"self_matches>0"`` -> ``("self_matches", ">", 0.0)``; a ``ValueError`` naming ``fail_if`` otherwise."""
+def parse(
+    condition: str, kind: Optional[str] = None, cutoffs: Optional[Sequence[Optional[int]]] = None
+) -> Tuple[str, str, float]:
+    """``"self_matches>0"`` -> ``("self_matches", ">", 0.0)``; a ``ValueError`` naming ``fail_if`` otherwise.
+
+    ``kind``: ``"trec run"`` takes trec_eval's names only, ``"arrays"`` the array metrics only
+    (None: either), so that a condition the audit cannot judge is refused before the work;
+    ``cutoffs``: a TREC run's cut-offs (``--k``), which a measure at a cut-off must be among.
+    """
     if not isinstance(condition, str):
         raise TypeError(f"fail_if: expected a condition string ({EXAMPLE}), got {type(condition).__name__}")
     m = _CONDITION.match(condition)
     if m is None:
         raise ValueError(f"fail_if: cannot read {condition!r}; write QUANTITY OPERATOR NUMBER, {EXAMPLE}")
     quantity, op, number, percent = m.groups()
-    _check_quantity(quantity, condition)
+    _check_quantity(quantity, condition, kind)
+    if kind == "trec run" and cutoffs is not None:
+        _check_cutoff(quantity, condition, cutoffs)
     return quantity, op, float(number) / (100 if percent else 1)
 
 
-def _check_quantity(quantity: str, condition: str) -> None:
+def _check_cutoff(quantity: str, condition: str, cutoffs: Sequence[Optional[int]]) -> None:
+    """A TREC measure at a cut-off the audit does not evaluate has no value: refused before the work."""
+    name = quantity.split(":", 1)[1] if quantity.startswith("tie_interval:") else quantity
+    if name.endswith(".share") or name in FINDINGS or name == "reproduced":
+        return
+    trec = measure(name, "fail_if").name
+    at = cutoff(trec)
+    if at is not None and at not in cutoffs:
+        given = ",".join(str(c) for c in cutoffs if c is not None) or "none"
+        raise ValueError(
+            f"fail_if: {name!r} in {condition!r} is trec_eval's {trec}, at cut-off {at}, which this audit does "
+            f"not evaluate (--k: {given}); add {at} to --k"
+        )
+
+
+def _check_quantity(quantity: str, condition: str, kind: Optional[str]) -> None:
     if quantity.startswith("tie_interval:"):
         name = quantity.split(":", 1)[1]
-        if not _known(name):
-            metric(name, "fail_if")
+        if not _known(name, kind):
+            (measure if kind == "trec run" else metric)(name, "fail_if")
         return
     name = quantity[: -len(".share")] if quantity.endswith(".share") else quantity
     if name in FINDINGS or quantity == "reproduced":
         return
-    if not _known(quantity):
+    if not _known(quantity, kind):
         raise ValueError(
             f"fail_if: unknown quantity {quantity!r} in {condition!r}; expected tie_interval:METRIC, "
             f"reproduced, a metric ({', '.join(METRICS)}; for a TREC run trec_eval's names, "
@@ -96,9 +121,10 @@ def _check_quantity(quantity: str, condition: str) -> None:
         )
 
 
-def _known(name: str) -> bool:
-    """Whether ``name`` is an array metric or a TREC measure."""
-    for lookup in (metric, measure):
+def _known(name: str, kind: Optional[str] = None) -> bool:
+    """Whether ``name`` is an array metric or a TREC measure (``kind``: of a TREC run or of arrays only)."""
+    lookups = {None: (metric, measure), "trec run": (measure,), "arrays": (metric,)}[kind]
+    for lookup in lookups:
         try:
             lookup(name, "fail_if")
             return True
@@ -148,9 +174,10 @@ def failures(report: Dict[str, Any], given: Union[None, str, Iterable[str]]) -> 
     for text in conditions(given):
         quantity, op, limit = parse(text)
         value = quantity_value(report, quantity)
-        if value is None:
+        if value is None or math.isnan(value):  # NaN compares false to everything: it would pass silently
+            what = "no value" if value is None else "NaN, not a value,"
             out.append(
-                f"{text}: the audit has no value for {quantity} (no reported numbers, or no query "
+                f"{text}: the audit has {what} for {quantity} (no reported numbers, or no query "
                 "counted), which fails the condition"
             )
         elif OPERATORS[op](value, limit):

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Dict, Optional, Tuple
 
 import numpy as np
+from retrieval_conformance.reference.contract import progress
 from retrieval_conformance.reference.contract.aggregation import aggregate
 
 #: the ranking inputs of ``evaluate``, in the order they are looked for
@@ -192,6 +193,7 @@ class Evaluator:
         if "relevance" in replaced:
             arguments.pop("query_labels", None), arguments.pop("db_labels", None)
         self.calls += 1
+        progress.tick()  # shown by the command line on a terminal
         quiet = self.calls > 1  # a warning about the data (low precision...) is given once, not per evaluation
         named = {
             name: getattr(options, name)

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Dict, List, Optional, Tuple
 
 import numpy as np
+from retrieval_conformance.reference.contract.measure_names import parse_measure
 
 
 @dataclass(frozen=True)
@@ -86,8 +87,31 @@ ALIASES = {
 }
 
 
-def metric(name: str, where: str = "metric") -> Metric:
-    """The metric named ``name`` (``map``, ``rank1``, ``mAP@100``...); a ``ValueError`` naming ``where``."""
+#: the audit's metric of each field of ``Result`` that trec_eval's and ir_measures' names name
+_FROM_MEASURE = {
+    "map": "map",
+    "precision_at_k": "precision_at_k",
+    "recall_at_k": "recall_at_k",
+    "ndcg_at_k": "ndcg",
+    "mrr": "mrr",
+    "r_precision": "r_precision",
+}
+
+
+def metric(name: str, where: str = "metric", k: Optional[int] = None) -> Metric:
+    """The metric named ``name`` (``map``, ``rank1``, ``mAP@100``, ``P_10``, ``nDCG@10``...); a
+    ``ValueError`` naming ``where``.  A trec_eval or ir_measures name with a cut-off must name the
+    audit's cut-off ``k``."""
+    measure = parse_measure(name)
+    if measure is not None and measure.metric in _FROM_MEASURE and measure.level is None:
+        if measure.cutoff is not None and measure.cutoff != k:
+            raise ValueError(
+                f"{where}: {name.strip()!r} is at cut-off {measure.cutoff}, but the audit's cut-off is "
+                f"{'none' if k is None else k}; set the audit's cut-off k to {measure.cutoff}"
+            )
+        return METRICS[_FROM_MEASURE[measure.metric]]
+    if measure is not None and measure.metric.startswith("rank") and measure.metric in METRICS:
+        return METRICS[measure.metric]
     key = name.strip().lower()
     key = ALIASES.get(key, key)
     if key.startswith("map@") and key[4:].isdigit():

@@ -1,5 +1,10 @@
 """The audit as one self-contained HTML file: inline CSS and SVG, no script, nothing fetched.
 
+Every value of the report dict written into the page (ids, docnos, labels, metric names,
+reported texts, numbers) goes through one helper, :func:`_e`, because a TREC topic id or a
+label is whatever the user's file holds (``<script>...``); and the page carries a
+Content-Security-Policy that runs no script and fetches nothing, should anything slip past it.
+
 Sections as in the text report: the tie-interval chart per metric (the interval from the
 pessimistic to the optimistic order, every other tie policy marked inside, the declared one
 ringed), the table of every preset and convention axis, the histogram of per-query tie
@@ -33,8 +38,13 @@ MARKERS = {
 }
 
 
+#: no script, no fetch: only the inline CSS (the ``<style>`` block and the legend's colours) and inline SVG
+CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:; base-uri 'none'; form-action 'none'"
+
+
 def _e(text: Any) -> str:
-    return html.escape(str(text))
+    """``text`` as HTML text or a quoted attribute value: ``& < > " '`` escaped (the one escaping helper)."""
+    return html.escape(str(text), quote=True)
 
 
 def _marker(shape: str, x: float, y: float, colour: str, ring: bool) -> str:
@@ -122,7 +132,7 @@ def histogram(values: List[float], title: str, bins: int = 20, top: Optional[flo
         h = (height - bottom - 10) * c / peak
         parts.append(
             f'<rect x="{left + i * bar + 1:.1f}" y="{height - bottom - h:.1f}" width="{bar - 2:.1f}" '
-            f'height="{h:.1f}" fill="#7aa2e3"><title>{c} queries</title></rect>'
+            f'height="{h:.1f}" fill="#7aa2e3"><title>{_e(c)} queries</title></rect>'
         )
     for i in range(0, bins + 1, 5):
         anchor = "end" if i == bins else "middle"
@@ -158,10 +168,11 @@ def _reproduced(r: Dict[str, Any]) -> str:
     entries = r["matches"] or ([r["nearest"]] if r.get("nearest") else [])
     if r["matches"]:
         lead = (
-            f'<p class="ok">{r["n_matches"]} of {r["searched"]} candidates reproduce {_e(wanted)} (simplest first).</p>'
+            f'<p class="ok">{_e(r["n_matches"])} of {_e(r["searched"])} candidates reproduce {_e(wanted)} '
+            "(simplest first).</p>"
         )
     else:
-        lead = f'<p class="bad">None of {r["searched"]} candidates reproduces {_e(wanted)}; the nearest:</p>'
+        lead = f'<p class="bad">None of {_e(r["searched"])} candidates reproduces {_e(wanted)}; the nearest:</p>'
     metric_names = [x["metric"] for x in r["reported"]]
     head = "".join(f"<th>{_e(m)}</th>" for m in metric_names)
     rows = []
@@ -172,10 +183,10 @@ def _reproduced(r: Dict[str, Any]) -> str:
             f'<tr><td class="l">{_e(e["label"])}<div class="note">{why}</div></td>{cells}'
             f'<td class="l note">{_e("; ".join(e["clauses"]))}</td></tr>'
         )
-    more = f'<p class="note">... and {r["more"]} more in the JSON report.</p>' if r.get("more") else ""
+    more = f'<p class="note">... and {_e(r["more"])} more in the JSON report.</p>' if r.get("more") else ""
     if r.get("uninformative"):
         more += (
-            f'<p class="note">{r["uninformative"]} candidates only bound the number by [0, 1] (an unstable '
+            f'<p class="note">{_e(r["uninformative"])} candidates only bound the number by [0, 1] (an unstable '
             "order whose hits in the top k change with it) and are not listed.</p>"
         )
     return (
@@ -209,15 +220,15 @@ def _findings(d: Dict[str, Any]) -> str:
 
 
 def _by_convention(conv: Dict[str, Any], title: str) -> str:
-    shares = ", ".join(f"{_e(axis)} {n}" for axis, n in conv["by_axis"].items())
+    shares = ", ".join(f"{_e(axis)} {_e(n)}" for axis, n in conv["by_axis"].items())
     rows = "".join(
-        f"<tr><td>{q['query']}</td><td>{pct(q['declared'])}</td><td>{pct(q['low'])} .. {pct(q['high'])}"
+        f"<tr><td>{_e(q['query'])}</td><td>{pct(q['declared'])}</td><td>{pct(q['low'])} .. {pct(q['high'])}"
         f'</td><td class="l">{_e(q["axis"])}</td><td class="l">{_e(q["why"])}</td></tr>'
         for q in conv["top"]
     )
     empty = (
         (
-            f'<p class="note">{conv["n_empty"]} queries without a relevant item '
+            f'<p class="note">{_e(conv["n_empty"])} queries without a relevant item '
             f"({_e(', '.join(map(str, conv['empty'])))}{', ...' if conv['n_empty'] > len(conv['empty']) else ''}): "
             f"{_e(conv['empty_why'])}.</p>"
         )
@@ -230,7 +241,7 @@ def _by_convention(conv: Dict[str, Any], title: str) -> str:
         top=1.0,
     )
     return (
-        values + f'<p class="note">By any convention axis: {conv["moved_by_any"]} of {conv["queries"]} '
+        values + f'<p class="note">By any convention axis: {_e(conv["moved_by_any"])} of {_e(conv["queries"])} '
         f"queries move ({shares}). The queries that move most:</p><table><tr><th>query</th><th>declared</th>"
         f'<th>range</th><th class="l">axis</th><th class="l">why</th></tr>{rows}</table>{empty}'
     )
@@ -242,7 +253,8 @@ def _meta(d: Dict[str, Any]) -> str:
         return f"{_e(d['data']['summary'])}; {_e(d['declared_text'])}."
     dec = d["declared"]
     return (
-        f"{d['data']['queries']:,} queries &times; {d['data']['gallery']:,} gallery items "
+        f"{_e(format(d['data']['queries'], ','))} queries &times; "
+        f"{_e(format(d['data']['gallery'], ','))} gallery items "
         f"({_e(d['data']['kind'])}); declared protocol <b>{_e(d['protocol'])}</b>: k={_e(dec['k'])}, "
         f"ties={_e(dec['ties'])}, ap_rule={_e(dec['ap_rule'])}, ap_at_k={_e(dec['ap_at_k'])}, "
         f"empty={_e(dec['empty'])}, junk={_e(dec['junk'])}."
@@ -252,13 +264,16 @@ def _meta(d: Dict[str, Any]) -> str:
 def render(d: Dict[str, Any]) -> str:
     pq = d["per_query"]
     movers = "".join(
-        f"<tr><td>{q['query']}</td><td>{pct(q['pessimistic'])}</td><td>{pct(q['optimistic'])}</td>"
+        f"<tr><td>{_e(q['query'])}</td><td>{pct(q['pessimistic'])}</td><td>{pct(q['optimistic'])}</td>"
         f'<td class="l">{_e(q["why"])}</td></tr>'
         for q in pq["top"]
     )
     notes = "".join(f'<p class="note">{_e(n)}</p>' for n in d["notes"])
     return f"""<!DOCTYPE html>
-<html lang="en"><head><meta charset="utf-8"><title>retrieval-conformance audit</title><style>{CSS}</style></head>
+<html lang="en"><head><meta charset="utf-8">
+<meta http-equiv="Content-Security-Policy" content="{CSP}"><title>retrieval-conformance audit</title><style>{
+        CSS
+    }</style></head>
 <body>
 <h1>Audit of an evaluation</h1>
 <p class="meta">{_meta(d)}
@@ -283,8 +298,8 @@ others held; presets are evaluated at the declared cut-off.</p>
 {_reproduced(d["reproduced"])}
 <h2>3. What makes the numbers fragile</h2>
 {_findings(d)}
-<p class="note">{d["cost"]["evaluations"]} evaluations ({_e(d["cost"]["implementation"])}),
-{d["cost"]["seconds"]:.2f} s.</p>
+<p class="note">{_e(d["cost"]["evaluations"])} evaluations ({_e(d["cost"]["implementation"])}),
+{_e(format(d["cost"]["seconds"], ".2f"))} s.</p>
 {notes}
 </body></html>
 """

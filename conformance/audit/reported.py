@@ -29,6 +29,12 @@ from retrieval_conformance.conformance.audit.metrics import Metric, metric
 #: matches listed in full (the rest are counted)
 LISTED = 25
 _NUMBER = re.compile(r"^\s*([0-9]*\.?[0-9]+)\s*(%?)\s*$")
+#: the most decimals of a reported number: below float64's resolution a printed digit means nothing
+MAX_DECIMALS = 15
+
+
+def _clip(text: str) -> str:
+    return text if len(text) <= 40 else text[:40] + "..."
 
 
 @dataclass(frozen=True)
@@ -95,6 +101,12 @@ def parse(
             raise ValueError(f"{where}: {name}={number!r} is not a number; write it as printed, e.g. 0.6026 or 88.2%")
         digits, sign = match.groups()
         decimals = len(digits.partition(".")[2])
+        if decimals > MAX_DECIMALS or len(digits) > 2 * MAX_DECIMALS:
+            raise ValueError(
+                f"{where}: {name}={_clip(text)} has {len(digits):,} digits ({decimals:,} decimals); a published "
+                f"number has at most {MAX_DECIMALS} decimals (float64 holds about 16 significant digits): "
+                "write it as printed, e.g. 0.6026 or 88.2%"
+            )
         value = float(digits)
         percent = bool(sign) or value > 1
         if percent and value > 100:

@@ -15,6 +15,7 @@ from retrieval_conformance.conformance.audit import table as tb
 from retrieval_conformance.conformance.audit.harness_link import EXACT_CELLS, Values, declared_target
 from retrieval_conformance.conformance.audit.inputs import AuditData, Evaluator
 from retrieval_conformance.conformance.audit.metrics import METRICS, headline
+from retrieval_conformance.conformance.audit.metrics import metric as metric_named
 from retrieval_conformance.conformance.audit.result import Audit
 from retrieval_conformance.conformance.audit.trec.run import audit_run
 
@@ -166,7 +167,7 @@ def audit(
         )
     if max_cost not in (0, 1, 2):
         raise ValueError(f"max_cost: expected 0, 1 or 2 (how much a candidate may assume), got {max_cost!r}")
-    numbers = rp.parse(reported)  # refused before any work
+    numbers = rp.parse(reported, lookup=lambda name, where: metric_named(name, where, k))  # refused before any work
     if metric != "euclidean" and query_embeddings is None:
         raise ValueError(
             f"metric: {metric!r} applies to embeddings (query_embeddings= and db_embeddings=); "

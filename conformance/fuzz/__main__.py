@@ -105,8 +105,21 @@ def _cli_main(args) -> int:
     return 1 if findings else 0
 
 
+#: cases of the campaigns run by :func:`_files_main`, per profile (a ``check`` case runs a whole check, an
+#: audit dozens of evaluations)
+FILE_CASES = {
+    "files": {"quick": 10_000, "long": 1_000_000},
+    "evaluate-argv": {"quick": 10_000, "long": 1_000_000},
+    "compare": {"quick": 10_000, "long": 1_000_000},
+    "audit": {"quick": 200, "long": 10_000},
+    "search": {"quick": 10_000, "long": 1_000_000},
+    "accumulator": {"quick": 10_000, "long": 1_000_000},
+    "check": {"quick": 40, "long": 10_000},
+}
+
+
 def _files_main(args) -> int:
-    """``--target files``, ``evaluate-argv`` and ``compare``: campaigns in this process (:mod:`.files`)."""
+    """``--target files``, ``evaluate-argv``, ``compare`` and ``check``: campaigns in this process (:mod:`.files`)."""
     from .files import run_file_campaign
 
     for flag, value in (
@@ -117,7 +130,7 @@ def _files_main(args) -> int:
         if value is not None:  # the readers have no implementations; the campaign runs in this process
             print(f"error: {flag}: not used with --target {args.target}; drop it", file=sys.stderr)
             return 2
-    cases = args.cases if args.cases is not None else (1_000_000 if args.profile == "long" else 10_000)
+    cases = args.cases if args.cases is not None else FILE_CASES[args.target][args.profile]
     if cases < 1:
         print(f"error: --cases: expected a positive number, got {cases}", file=sys.stderr)
         return 2
@@ -131,7 +144,7 @@ def _files_main(args) -> int:
         seed=args.seed,
         cases=cases,
         start=args.start,
-        timeout=args.timeout or 20.0,
+        timeout=args.timeout or (120.0 if args.target == "check" else 20.0),
         progress=progress,
         target=args.target,
     )
@@ -195,15 +208,34 @@ def main(argv: Optional[List[str]] = None) -> int:
     parser.add_argument("--quiet", action="store_true", help="no progress line")
     parser.add_argument(
         "--target",
-        choices=("evaluate", "files", "evaluate-argv", "cli", "compare"),
+        choices=(
+            "evaluate",
+            "files",
+            "evaluate-argv",
+            "cli",
+            "compare",
+            "audit",
+            "search",
+            "accumulator",
+            "distributed",
+            "check",
+        ),
         default="evaluate",
         help="evaluate's inputs (default), files (.npy/.npz headers, TREC lines), evaluate-argv "
         "(argument vectors of the evaluate command), cli (argument vectors of every "
-        "subcommand) or compare (rc.compare's runs and settings)",
+        "subcommand), compare (rc.compare's runs and settings), audit (arrays, .npz and "
+        "TREC runs with hostile ids, every --fail-if form, the reports), search (run_from_search's D "
+        "and I), accumulator (Accumulator blocks of mixed dtypes), distributed "
+        "(Accumulator(distributed=True) on --workers gloo ranks, default 2) or check (hostile "
+        "functions given to the harness's check: forks, processes, threads, exits, odd numbers)",
     )
     args = parser.parse_args(argv)
-    if args.target in ("files", "evaluate-argv", "compare"):
+    if args.target in FILE_CASES:
         return _files_main(args)
+    if args.target == "distributed":
+        from .distributed_ranks import distributed_main
+
+        return distributed_main(args)
     if args.target == "cli":
         return _cli_main(args)
     if args.case is not None:

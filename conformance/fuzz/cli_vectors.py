@@ -115,6 +115,12 @@ FLAGS: Dict[str, Dict[str, Sequence[str]]] = {
         "--identify": [],
         "--known-deviations": ["FILE:missing"],
         "--random": [],
+        # the declared functions (no target): the campaign's folder declares none
+        "--config": ["FILE:garbage", "FILE:missing"],
+        "--summary": ["FILE:out.md", "/no/such/folder/out.md"],
+        "--json": ["FILE:out.json"],
+        "--jobs": ["1", "0", "x"],
+        "--changed": [],
     },
     "identify": {
         "--adapter": ["hashing-codes", "nope"],
@@ -236,6 +242,8 @@ def make_files(folder: str) -> Dict[str, str]:
             "FILE:dir": folder,
             "FILE:missing": os.path.join(folder, "missing"),
             "FILE:out.xml": os.path.join(folder, "out.xml"),
+            "FILE:out.md": os.path.join(folder, "out.md"),
+            "FILE:out.json": os.path.join(folder, "out.json"),
         }
     )
     return files

@@ -357,13 +357,15 @@ class FileReport:
     seconds: float = 0.0
 
 
-class _Timeout(Exception):
-    pass
+class _Timeout(BaseException):
+    """A case past its time limit: not an ``Exception``, so that no classifier's handler takes it."""
 
 
 def _target(name: str):
-    """``(draw, classify)`` of a target: ``files`` (here), ``evaluate-argv`` (:mod:`.evaluate_argv`) or
-    ``compare`` (:mod:`.compare_inputs`)."""
+    """``(draw, classify)`` of a target: ``files`` (here), ``evaluate-argv`` (:mod:`.evaluate_argv`),
+    ``compare`` (:mod:`.compare_inputs`), ``audit`` (:mod:`.audit_inputs`), ``search`` and
+    ``accumulator`` (:mod:`.search_inputs`, :mod:`.accumulator_blocks`) or ``check``
+    (:mod:`.hostile_targets`)."""
     if name == "files":
         return draw_file_case, classify_file_case
     if name == "evaluate-argv":
@@ -374,7 +376,22 @@ def _target(name: str):
         from .compare_inputs import classify_compare_case, draw_compare_case
 
         return draw_compare_case, classify_compare_case
-    raise ValueError(f"target: expected files, evaluate-argv or compare, got {name!r}")
+    if name == "audit":
+        from .audit_inputs import classify_audit_case, draw_audit_case
+
+        return draw_audit_case, classify_audit_case
+    if name in ("search", "accumulator"):  # search results (D, I); Accumulator blocks of mixed dtypes
+        from . import accumulator_blocks, search_inputs
+
+        module = search_inputs if name == "search" else accumulator_blocks
+        return module.draw_case, module.classify_case
+    if name == "check":
+        from .hostile_targets import classify_hostile_case, draw_hostile_case
+
+        return draw_hostile_case, classify_hostile_case
+    raise ValueError(
+        f"target: expected files, evaluate-argv, compare, audit, search, accumulator or check, got {name!r}"
+    )
 
 
 def run_file_campaign(
@@ -387,8 +404,10 @@ def run_file_campaign(
 ) -> FileReport:
     """Cases ``start .. start + cases - 1`` of ``seed``, in this process, each within ``timeout`` seconds.
 
-    ``target`` picks the generator: ``files`` (readers), ``evaluate-argv`` (the ``evaluate`` command)
-    or ``compare`` (``rc.compare``'s inputs).
+    ``target`` picks the generator: ``files`` (readers), ``evaluate-argv`` (the ``evaluate`` command),
+    ``compare`` (``rc.compare``'s inputs), ``audit`` (the audit's data, options and reports),
+    ``search`` (``run_from_search``), ``accumulator`` (``rc.Accumulator``'s blocks) or ``check``
+    (hostile functions given to ``check``).
     """
     draw, classify = _target(target)
     report = FileReport(seed)

@@ -147,7 +147,8 @@ def run_ranks(world: int, cases: List[Dict[str, Any]], deadline_s: float = 120.0
     """Each case run on ``world`` gloo processes; per rank, per case, ``("ok", Result, Traffic)``
     or ``("error", type name, message)``; then the probe of the collectives (:func:`_probe`).  A
     case's ``fail = (rank, "shard_statistics" or "shard_counts")`` makes that pass raise
-    ``MemoryError`` on that rank.  Fails (and kills the processes) past ``deadline_s``."""
+    ``MemoryError`` on that rank; its ``per_rank`` (one dict per rank) gives a rank other
+    ``options`` and changes its arrays (:func:`_changed`).  Fails (and kills the processes) past ``deadline_s``."""
     _need_gloo()
     with tempfile.TemporaryDirectory() as folder:
         _write(os.path.join(folder, "cases.payload"), cases)
@@ -175,6 +176,19 @@ def _probe(rank: int):
     return gathered, total, group.traffic
 
 
+def _changed(arrays: Dict[str, np.ndarray], mine: Dict[str, Any]) -> Dict[str, np.ndarray]:
+    """A rank's arrays with its case's ``per_rank`` changes: ``astype`` (name -> dtype) and
+    ``columns`` (name -> the first columns kept)."""
+    out = dict(arrays)
+    for name, dtype in mine.get("astype", {}).items():
+        if name in out:
+            out[name] = out[name].astype(dtype)
+    for name, n in mine.get("columns", {}).items():
+        if name in out:
+            out[name] = out[name][:, :n]
+    return out
+
+
 def _worker(rank: int, world: int, port: int, folder: str) -> None:
     import retrieval_conformance as rc
     from retrieval_conformance.implementations.distributed import sharded
@@ -198,10 +212,13 @@ def _worker(rank: int, world: int, port: int, folder: str) -> None:
         )
         try:
             with injected:
+                mine = case.get("per_rank", [{}] * world)[rank]
                 acc = rc.Accumulator(
-                    **split(case["gallery"], case["gallery_sizes"], rank), **case["options"], distributed=True
+                    **_changed(split(case["gallery"], case["gallery_sizes"], rank), mine),
+                    **{**case["options"], **mine.get("options", {})},
+                    distributed=True,
                 )
-                queries = split(case["queries"], case["query_sizes"], rank)
+                queries = _changed(split(case["queries"], case["query_sizes"], rank), mine)
                 n = case["query_sizes"][rank]
                 for lo, hi in ((0, n // 2), (n // 2, n)):  # two blocks (the first may be empty)
                     acc.update(**{name: value[lo:hi] for name, value in queries.items()})

@@ -296,7 +296,10 @@ def test_refusals_name_the_argument():
     with pytest.raises(ValueError, match="^ties:"):
         rc.audit(run=TIED_RUN, qrels=TIED_QRELS, ties="grouped")
     with pytest.raises(ValueError, match="^reported: unknown TREC measure"):
-        rc.audit(run=TIED_RUN, qrels=TIED_QRELS, reported="rank1=0.5")
+        rc.audit(run=TIED_RUN, qrels=TIED_QRELS, reported="rank_one=0.5")
+    # Rank-1 of a run is trec_eval's success_1 (a relevant document at rank 1): read as it
+    reported = rc.audit(run=TIED_RUN, qrels=TIED_QRELS, reported="rank1=0.5").to_dict()["reproduced"]["reported"]
+    assert [r["metric"] for r in reported] == ["success_1"]
     with pytest.raises(ValueError, match="^k:"):
         rc.audit(run=TIED_RUN, qrels=TIED_QRELS, k=0)
     with pytest.raises(ValueError, match="^score_dtype:"):

@@ -252,7 +252,8 @@ def test_mismatched_query_counts_name_the_run(problem, results):
 @pytest.mark.parametrize(
     "kwargs, message",
     [
-        ({"metrics": ["map", "bpref"]}, "metrics: unknown metric 'bpref' for run 'A'; it offers"),
+        ({"metrics": ["map", "bpref_x"]}, "metrics: unknown metric 'bpref_x' for run 'A'; it offers"),
+        ({"metrics": ["map", "bpref"]}, "metrics: 'bpref' needs the judgments of a TREC run"),
         ({"metrics": ["precision_at_k"]}, "metrics: 'precision_at_k' needs a cut-off"),
         ({"metrics": ["rank51"]}, "beyond run 'A''s CMC of 50 ranks"),
         ({"baseline": "C"}, "baseline: 'C' is not a run"),

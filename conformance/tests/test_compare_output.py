@@ -220,7 +220,7 @@ def test_cli_latex(npz_runs, capsys):
         ("trec_flag", "error: --complete: applies to TREC runs (--qrels QRELS)"),
         ("names", "error: --names: expected 2 names"),
         ("overlap", "both hold 'query_labels'"),
-        ("metric", "error: metrics: unknown metric 'bpref'"),
+        ("metric", "error: --metrics: unknown metric 'bpref_x'"),  # the flag's name on the command line
         ("resamples", "error: --resamples: expected a positive integer"),
         ("alpha", "error: --alpha: expected a number strictly between 0 and 1"),
     ],
@@ -238,7 +238,7 @@ def test_cli_usage_errors_exit_2(npz_runs, tmp_path, capsys, case, message):
         "trec_flag": [npz_runs["A"], npz_runs["B"], "--complete"] + shared,
         "names": [npz_runs["A"], npz_runs["B"], "--names", "x"] + shared,
         "overlap": [npz_runs["A"], str(tmp_path / "overlap.npz")] + shared,
-        "metric": [npz_runs["A"], npz_runs["B"], "--metrics", "bpref"] + shared,
+        "metric": [npz_runs["A"], npz_runs["B"], "--metrics", "bpref_x"] + shared,
         "resamples": [npz_runs["A"], npz_runs["B"]] + shared + ["--resamples", "0"],
         "alpha": [npz_runs["A"], npz_runs["B"], "--alpha", "5"] + shared,
     }[case]

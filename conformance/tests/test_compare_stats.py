@@ -9,12 +9,14 @@ corrections and the effect size against hand arithmetic.
 
 from __future__ import annotations
 
+import inspect
 import itertools
 
 import numpy as np
 import pytest
 import retrieval_conformance as rc
 from retrieval_conformance.comparison import benjamini_hochberg, cohens_dz, mean_intervals, permutation_p, resampling
+from retrieval_conformance.comparison.stats import seeded
 from retrieval_conformance.conformance.tests.test_compare import agrees_with_resampled
 from scipy import stats
 
@@ -31,7 +33,7 @@ def _scipy_p(b, a, n_resamples, seed=0):
         vectorized=True,
         n_resamples=n_resamples,
         alternative="two-sided",
-        rng=np.random.default_rng(seed),
+        **seeded(stats.permutation_test, seed),  # scipy before 1.15 (Python 3.9, 3.10): random_state
     ).pvalue
 
 
@@ -113,7 +115,7 @@ def test_intervals_of_one_run_equal_scipy():
     one = mean_intervals(values, 0.9, 2000, seed=4)
     t_low, t_high = stats.t.interval(0.9, 79, loc=values.mean(), scale=stats.sem(values))
     boot = stats.bootstrap(
-        (values,), np.mean, confidence_level=0.9, n_resamples=2000, method="BCa", rng=np.random.default_rng(4)
+        (values,), np.mean, confidence_level=0.9, n_resamples=2000, method="BCa", **seeded(stats.bootstrap, 4)
     ).confidence_interval
     assert one.n_queries == 80 and one.mean == values.mean()
     assert (one.t_low, one.t_high) == (pytest.approx(t_low, abs=1e-14), pytest.approx(t_high, abs=1e-14))
@@ -162,3 +164,25 @@ def test_all_pairs_with_a_correction_over_the_family():
     assert "p-values (Benjamini-Hochberg-adjusted over 3 rows)" in cmp.to_text()
     with pytest.raises(ValueError, match="pairs: expected one of"):
         rc.compare(runs, pairs="some")
+
+
+def test_intervals_with_a_scipy_whose_bootstrap_takes_random_state(monkeypatch):
+    """scipy before 1.15 seeds ``bootstrap`` by ``random_state`` (it has no ``rng``), and those
+    releases are the newest on Python 3.9 and 3.10: the intervals are the same there."""
+    from retrieval_conformance.comparison import stats as comparison_stats
+
+    new = stats.bootstrap
+
+    key = "rng" if "rng" in inspect.signature(new).parameters else "random_state"
+
+    def older_bootstrap(data, statistic, *, random_state=None, **kw):  # the signature of scipy 1.13
+        if "rng" in kw:
+            raise TypeError("bootstrap() got an unexpected keyword argument 'rng'")
+        return new(data, statistic, **{key: random_state}, **kw)
+
+    values = np.random.default_rng(3).random(12)
+    expected = mean_intervals(values, 0.95, 200, seed=7)
+    expected_pair = comparison_stats.bootstrap_interval(values, values[::-1], 200, 0.95, 7)
+    monkeypatch.setattr(stats, "bootstrap", older_bootstrap)
+    assert mean_intervals(values, 0.95, 200, seed=7) == expected
+    assert comparison_stats.bootstrap_interval(values, values[::-1], 200, 0.95, 7) == expected_pair

@@ -201,7 +201,8 @@ def test_cli_fail_if_worse_on_a_trec_measure(trec_files, capsys):
     [
         (["--k", "10"], "error: --k: applies to .npz runs, not to TREC runs"),
         (["--protocol", "reid"], "error: --protocol: applies to .npz runs"),
-        (["--metrics", "bpref_x"], "error: metrics: unknown metric 'bpref_x' for run 'A'"),
+        # refused by the flag's name before any run is evaluated (the one measure vocabulary)
+        (["--metrics", "bpref_x"], "error: --metrics: 'bpref_x' is not a measure of a TREC run"),
         (["--plus-minus"], "error: --plus-minus: applies to the --latex table"),
         (["--relevance-level", "0"], "relevance_level"),
     ],

@@ -32,6 +32,7 @@ from typing import Any, Dict, List, Optional, Tuple
 import numpy as np
 from retrieval_conformance.implementations.dask.merge import chunk_metrics, merge_statistics, points_for
 from retrieval_conformance.implementations.dask.shards import shard_counts, shard_statistics
+from retrieval_conformance.implementations.distributed.agreement import agree, describe, gallery_dtype
 from retrieval_conformance.implementations.distributed.collectives import ProcessGroup
 from retrieval_conformance.reference.contract.conventions import INDEX_ORDERS
 from retrieval_conformance.reference.contract.cutoffs import clip_to_gallery, pad_cmc, restore_precision
@@ -39,9 +40,11 @@ from retrieval_conformance.reference.contract.evaluate import build_problem
 from retrieval_conformance.reference.contract.gallery import prepare_gallery
 from retrieval_conformance.reference.contract.problem import Options, PerQuery
 from retrieval_conformance.reference.contract.query_blocks import block_rows
+from retrieval_conformance.reference.contract.validation import EXACT_FLOAT64_BELOW, NonFiniteError
 
-#: errors of a rank's inputs, raised as they are on every rank (any other becomes a RuntimeError)
-ERRORS = {"ValueError": ValueError, "TypeError": TypeError}
+#: errors of a rank's inputs, raised as they are on every rank (any other becomes a RuntimeError);
+#: NonFiniteError is the ValueError of a NaN, as one process raises it
+ERRORS = {"ValueError": ValueError, "TypeError": TypeError, "NonFiniteError": NonFiniteError}
 #: the query-side inputs a rank may hold
 QUERY_INPUTS = ("query_embeddings", "query_codes", "query_labels", "query_cams")
 
@@ -54,6 +57,7 @@ def evaluate_sharded(
     metric: str = "euclidean",
     junk_ids: Tuple[int, ...] = (),
     block_size: Optional[int] = None,
+    settings: Optional[Dict[str, Any]] = None,
 ) -> Tuple[PerQuery, int]:
     """The per-query values of every rank's queries (in rank order) against every rank's gallery
     shard (in rank order), and the gallery size; the same on every rank.
@@ -61,8 +65,14 @@ def evaluate_sharded(
     ``queries``: this rank's query arrays (names of :data:`QUERY_INPUTS`, equal rows, possibly
     none); ``gallery``: its shard (``db_*`` arrays of equal rows, possibly none).  Options as
     ``evaluate`` resolves them; ``block_size`` queries per chunk (default: the budget of one
-    (chunk x largest shard) float64 block).
+    (chunk x largest shard) float64 block); ``settings``: what else every rank must agree on (the
+    protocol, the implementation), compared with ``options`` and the arrays' columns before any
+    pass (:mod:`.agreement`).
     """
+    described = agree(
+        group, describe(options, dict(settings or {}, metric=metric, junk_ids=junk_ids), queries, gallery)
+    )
+    gallery = _promoted(gallery, gallery_dtype(described))
     n_local = _rows(gallery)
     minus_one = "db_codes" in gallery and bool((np.asarray(gallery["db_codes"]) == -1).any())
     shared = group.all_gather_objects({"queries": _compact(queries), "n_gallery": n_local, "minus_one": minus_one})
@@ -168,6 +178,19 @@ def _compact(queries: Dict[str, np.ndarray]) -> Dict[str, np.ndarray]:
     if codes.min() < -1 or codes.max() > 1:
         return queries  # left to the validation, which names the value
     return dict(queries, query_codes=codes.astype(np.int8))
+
+
+def _promoted(gallery: Dict[str, np.ndarray], dtype: Optional[np.dtype]) -> Dict[str, np.ndarray]:
+    """The shard with its embeddings in ``dtype``, that of every shard's concatenation; left as
+    given where that cast could round (integers beyond 2**53: the first pass refuses them by name,
+    on every rank)."""
+    embeddings = gallery.get("db_embeddings")
+    if dtype is None or embeddings is None or embeddings.dtype == dtype or embeddings.dtype.kind not in "fiu":
+        return gallery
+    if embeddings.dtype.kind in "iu" and embeddings.size:
+        if np.abs(embeddings.astype(np.float64)).max() >= EXACT_FLOAT64_BELOW:
+            return gallery
+    return dict(gallery, db_embeddings=embeddings.astype(dtype))
 
 
 def _rows(arrays: Dict[str, Any]) -> int:

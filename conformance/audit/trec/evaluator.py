@@ -21,6 +21,7 @@ import numpy as np
 from retrieval_conformance.conformance.audit.trec import measures as ms
 from retrieval_conformance.conformance.audit.trec.data import RunData
 from retrieval_conformance.conformance.audit.trec.orders import gains_conflict, ranked_run
+from retrieval_conformance.reference.contract import progress
 from retrieval_conformance.reference.protocols.trec.evaluation import evaluate_run
 from retrieval_conformance.reference.protocols.trec.measures import mean
 from retrieval_conformance.reference.protocols.trec.ndcg_gains import ndcg_with_gains
@@ -105,6 +106,7 @@ class TrecEvaluator:
         return self._cache[setting]
 
     def _evaluate(self, setting: Setting) -> Evaluation:
+        progress.tick()  # one setting evaluated: shown by the command line on a terminal
         qrels = self.data.qrels(setting.float_grades)
         scores = self.data.scores(setting.score_dtype)
         gains = self.gains_of(setting)

@@ -235,8 +235,10 @@ def unjudged_findings(ev: TrecEvaluator, declared: Setting, base: Evaluation, ma
         return []
     k = ev.cutoffs[0]
     judged = np.asarray(base.per_query[f"Judged_{k}"], dtype=np.float64)
-    n_ret = np.minimum(np.asarray(base.per_query["num_ret"]), k)
-    unjudged = np.round((1 - judged) * k) - (k - n_ret)  # Judged_k divides by k, also for short lists
+    # in float64: k may be any cut-off (2**63 overflows int64); Judged_k divides by k, also for short lists,
+    # so the judged documents are judged * k, and the unjudged ones of the n_ret retrieved the rest
+    n_ret = np.minimum(np.asarray(base.per_query["num_ret"], dtype=np.float64), float(k))
+    unjudged = n_ret - np.round(judged * float(k))
     share = float(unjudged.sum() / max(n_ret.sum(), 1))
     topics = int((unjudged > 0).sum())
     j = ev.run(declared.with_(judged_only=True))

@@ -13,6 +13,7 @@ import re
 from typing import List, Optional, Sequence
 
 from retrieval_conformance.conformance.audit.metrics import Metric
+from retrieval_conformance.reference.contract.metric_names import trec_spelling
 
 #: the measures without a cut-off, in report order
 WHOLE = ("map", "ndcg", "Rprec", "recip_rank", "bpref")
@@ -54,7 +55,17 @@ def _metric(name: str, k: Optional[int] = None) -> Metric:
 
 
 def measure(name: str, where: str = "reported") -> Metric:
-    """The measure ``name`` names (``"ndcg@10"`` -> ``ndcg_cut_10``); a ``ValueError`` naming ``where``."""
+    """The measure ``name`` names (``"ndcg@10"`` -> ``ndcg_cut_10``); a ``ValueError`` naming ``where``.
+
+    trec_eval's and ir_measures' names are read by the one vocabulary of every entry point
+    (:func:`~retrieval_conformance.reference.contract.metric_names.trec_measure`); the audit's
+    tables add the spellings of papers (``P.10``, ``R-prec``, ``precision@10``).
+    """
+    trec = trec_spelling(str(name))
+    if trec in WHOLE:
+        return _metric(trec)
+    if cutoff(trec) is not None and trec.rpartition("_")[0] in AT_K:
+        return _metric(trec, cutoff(trec))
     key = str(name).strip().lower()
     if key in _WHOLE:
         return _metric(_WHOLE[key])
