@@ -22,6 +22,7 @@ import fnmatch
 import time
 from typing import Any, Callable, Dict, List, NamedTuple, Optional, Tuple
 
+from retrieval_conformance.conformance.harness.adapters.base import UsageError
 from retrieval_conformance.conformance.harness.candidates.candidate import UNSTABLE
 from retrieval_conformance.conformance.harness.engine import findings, outside, separate
 from retrieval_conformance.conformance.harness.engine.analysis import Analysis, analyse
@@ -38,6 +39,7 @@ from retrieval_conformance.conformance.harness.inputs.public import (
     family_skip_reason,
     fingerprint,
     golden_cases,
+    hypothesis_storage,
     hypothesis_strategy,
 )
 from retrieval_conformance.conformance.harness.report.known import KnownDeviations
@@ -52,6 +54,8 @@ from retrieval_conformance.conformance.harness.report.results import (
     Report,
 )
 from retrieval_conformance.conformance.harness.session import Evaluation, Session
+from retrieval_conformance.reference.contract import progress
+from retrieval_conformance.reference.contract.install_hints import install_hint
 
 #: inputs per family of ``--identify``'s fixed sample that ``check`` also runs before explaining
 IDENTIFY_PER_FAMILY = 3
@@ -100,6 +104,7 @@ class Checker(Explanations):
         self.s = session
         self.known = KnownDeviations.parse(session.known, every_check_id())
         self._causes: List[Tuple[str, ...]] = []
+        self._named: List[str] = []  # what the function does instead, per cause of the deviation explained
         self._pending: List[Tuple[CheckResult, Evaluation, str]] = []  # explained once everything ran
         self._analysis: Optional[Analysis] = None
         self._analysis_size = -1
@@ -134,6 +139,7 @@ class Checker(Explanations):
         if aborted:
             return CheckResult(cid, "", "", SKIP, reason=aborted)
         res = run()
+        progress.tick()  # shown by the command line on a terminal
         if explain:
             self.explain_pending()
         return self._apply_known(res)
@@ -222,10 +228,19 @@ class Checker(Explanations):
         )
         found = None
         try:
-            found = find(hypothesis_strategy(fam, caps), deviates, settings=cfg)
+            with hypothesis_storage():
+                found = find(hypothesis_strategy(fam, caps), deviates, settings=cfg)
         except (NoSuchExample, Unsatisfiable):
             found = None
+        except UsageError:  # raised by the session itself (torch missing for arrays=torch): said as it is
+            raise
         except Exception as exc:  # hypothesis gave up (e.g. a flaky function): keep the smallest seen
+            if state["n"] == 0:  # not one input drawn: the harness failed, the function was never asked
+                raise UsageError(
+                    f"check {fam.id}: the harness could not draw an input (hypothesis raised "
+                    f"{type(exc).__name__}: {str(exc)[:200]}); this is retrieval-conformance's fault, not the "
+                    "function's: please report it with your versions of Python and hypothesis"
+                ) from exc
             found = state["best"]
             res.note = f"hypothesis stopped early ({type(exc).__name__}: {str(exc)[:120]})"
         if found is not None and state["best"] is not None and _size(state["best"]) < _size(found):
@@ -267,8 +282,9 @@ class Checker(Explanations):
     def check_outside(self, check_id: str) -> CheckResult:
         """One input outside the protocol's usual domain (:mod:`.engine.outside`), with the AP rule identified."""
         start = time.perf_counter()
-        v = self.analysis().verdict if self.s.observed else None
-        ap_rule = v.best.conv.ap_rule if v is not None and v.best is not None else self.s.convention.ap_rule
+        # the AP rule is identified on the usual inputs, run first when no other check ran them
+        v = self.analysis().verdict if self.s.adapter.outside_protocol_rules else None
+        ap_rule = outside.landmark_rule(v.best) if v is not None and v.best is not None else self.s.convention.ap_rule
         res = outside.check_results(self.s, ap_rule, [check_id])[0]
         res.seconds = time.perf_counter() - start
         return res
@@ -301,9 +317,8 @@ class Checker(Explanations):
         try:
             import hypothesis  # noqa: F401
         except ImportError as exc:
-            report.usage_error = (
-                f"check needs hypothesis to generate inputs ({exc}); install it with: "
-                "pip install hypothesis (pip install retrieval-conformance includes it)"
+            report.usage_error = f"check needs hypothesis to generate inputs ({exc}); install it with: " + install_hint(
+                "check"
             )
             return report
         for cid, run in self.plan():

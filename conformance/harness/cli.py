@@ -5,6 +5,10 @@
     retrieval-conformance check mylab.eval:calc_map --adapter hashing-codes --protocol hashing
     retrieval-conformance check mylab.eval:calc_map --adapter hashing-codes --identify
     retrieval-conformance check scripts/eval.py:calc_map --known-deviations known.txt --junit-xml out.xml
+    retrieval-conformance check --summary summary.md    # every function a pyproject.toml declares
+
+With no target, every function declared in ``[[tool.retrieval-conformance.check]]`` tables is
+checked (:mod:`.gate`, docs/ci-gate.md).
 
 Exit status: 0 the function conforms (deviations listed in ``--known-deviations`` allowed; with
 ``--identify``: a convention matches every input), 1 it deviates (``--identify``: no convention
@@ -27,8 +31,9 @@ from retrieval_conformance.conformance.harness.calling.loading import (
     read_known_deviations,
 )
 from retrieval_conformance.conformance.harness.entry import check, identify
+from retrieval_conformance.conformance.harness.gate.cli import add_gate_arguments, refused_options, run_gate
 from retrieval_conformance.conformance.harness.report.results import Report
-from retrieval_conformance.reference.contract import options_table
+from retrieval_conformance.reference.contract import options_table, progress
 from retrieval_conformance.reference.contract.command_line import (
     CommandParser,
     exit_with,
@@ -54,7 +59,16 @@ CHECK_ONLY = {
 
 def add_check_arguments(parser: argparse.ArgumentParser, identify_only: bool = False) -> None:
     """The options of ``check`` (for the main CLI's subparser); ``identify_only``: those of ``identify``."""
-    parser.add_argument("target", help="the function to check, as module:function or path/to/file.py:function")
+    if identify_only:
+        parser.add_argument("target", help="the function to check, as module:function or path/to/file.py:function")
+    else:
+        parser.add_argument(
+            "target",
+            nargs="?",
+            default=None,
+            help="the function to check, as module:function or path/to/file.py:function (none: every "
+            "function declared in [[tool.retrieval-conformance.check]] tables)",
+        )
     parser.add_argument(
         "--adapter",
         default="hashing-codes",
@@ -119,7 +133,8 @@ def add_check_arguments(parser: argparse.ArgumentParser, identify_only: bool = F
         "--isolation",
         default="auto",
         choices=("auto", "process", "thread", "none"),
-        help="run the function in a worker process (default where fork exists) or a thread",
+        help="process: a worker process whose process tree is killed at the end (default where fork "
+        "exists); thread: a thread of the harness; none: a plain call, no time limit",
     )
     if not identify_only:
         parser.add_argument(
@@ -135,6 +150,8 @@ def add_check_arguments(parser: argparse.ArgumentParser, identify_only: bool = F
             help="let hypothesis draw new random inputs (default: derandomized, reproducible)",
         )
     parser.add_argument("-v", "--verbose", action="store_true", help="snippets and tracebacks for every deviation")
+    if not identify_only:
+        add_gate_arguments(parser)
 
 
 def run_check_args(ns: argparse.Namespace, out=None) -> int:
@@ -166,9 +183,15 @@ def run_check_args(ns: argparse.Namespace, out=None) -> int:
             report = identify(func, **kwargs)
         else:
             examples = DEFAULT_MAX_EXAMPLES if ns.max_examples is None else ns.max_examples
-            report = check(
-                func, max_examples=examples, derandomize=not ns.random, known_deviations=known, only=ns.only, **kwargs
-            )
+            with progress.reporting("check", "checks done"):  # on stderr, when it is a terminal
+                report = check(
+                    func,
+                    max_examples=examples,
+                    derandomize=not ns.random,
+                    known_deviations=known,
+                    only=ns.only,
+                    **kwargs,
+                )
     except UsageError as exc:
         report = Report(ns.target, ns.adapter, ns.protocol or "-", "-", ns.arrays, usage_error=str(exc))
     if ns.verbose and IMPORT_OUTPUT.get(ns.target):
@@ -262,7 +285,20 @@ def check_main(argv: Optional[Sequence[str]] = None, command: str = "check") -> 
         return int(exc.code or 0)
     if command == "identify":
         ns.identify = True
-    return run_check_args(ns)
+        return run_check_args(ns)
+    problem = refused_options(ns, _given(argv))
+    if problem:
+        print(f"error: {problem}", file=sys.stderr)
+        return 2
+    return run_gate(ns) if ns.target is None else run_check_args(ns)
+
+
+def _given(argv: Sequence[str]) -> dict:
+    """The options written on the command line (their defaults left out), to refuse by name."""
+    parser = check_parser()
+    for action in parser._actions:
+        action.default = argparse.SUPPRESS
+    return vars(parser.parse_args(argv))
 
 
 def identify_main(argv: Optional[Sequence[str]] = None) -> int:

@@ -86,6 +86,9 @@ def check(
         Seconds allowed for the first call in a worker (one-time compilation or loading, e.g.
         numba); default ``max(60, 6 * timeout)``.
     isolation : {"auto", "process", "thread", "none"}
+        ``process`` (``auto`` where ``fork`` exists): a worker process, whose process tree
+        (a pool, a ``DataLoader``'s workers) is killed when it stops; ``thread``: a thread of
+        this process; ``none``: a plain call without a time limit.
     known_deviations : sequence of str
         Check ids or glob patterns (or clause texts) whose deviations are accepted.
     only : sequence of str

@@ -17,9 +17,11 @@ from typing import List, Tuple
 from retrieval_conformance.conformance.harness.candidates.candidate import search_text
 from retrieval_conformance.conformance.harness.candidates.predict import within
 from retrieval_conformance.conformance.harness.engine.causes import (
+    cause_label,
     clause_and_why,
     part_label,
     partial_causes,
+    partition_causes,
     parts,
     remove,
     shown,
@@ -28,7 +30,8 @@ from retrieval_conformance.conformance.harness.engine.composite import Composite
 from retrieval_conformance.conformance.harness.engine.evidence import decisive
 from retrieval_conformance.conformance.harness.engine.impossible import impossible_text
 from retrieval_conformance.conformance.harness.engine.impossible import outside as outside_unit_interval
-from retrieval_conformance.conformance.harness.report.describe import alternatives, cause_of
+from retrieval_conformance.conformance.harness.engine.partition import unexplained_text
+from retrieval_conformance.conformance.harness.report.describe import alternatives, cause_of, describe
 from retrieval_conformance.conformance.harness.report.known import cause_spellings
 from retrieval_conformance.conformance.harness.report.results import (
     DEVIATE,
@@ -56,10 +59,10 @@ class Explanations:
             return
         pending, self._pending = self._pending, []
         for res, ev, fam_clause in pending:
-            self._causes = []
+            self._causes, self._named = [], []
             clauses, why = self.explain(ev, fam_clause)
             res.deviation.clauses, res.deviation.explanations = clauses, why
-            res.deviation.causes = self._causes
+            res.deviation.causes, res.deviation.named = self._causes, _unique(self._named)
 
     def explain(self, ev: Evaluation, fam_clause: str) -> Tuple[List[str], List[str]]:
         s = self.s
@@ -84,7 +87,15 @@ class Explanations:
                 }[m.kind]
             )
             r = self.analysis().raising
-            if m.kind == "raised" and r.kind:
+            found = r.finding_of(str(m.user)) if m.kind == "raised" and len(r.findings) > 1 else None
+            if found is not None:  # each exception type with its own trigger, never merged
+                total = len(r.raised) + r.returned + len(r.allowed)
+                if found.kind:
+                    why.append(
+                        f"it raises {found.type} exactly on the inputs with {found.kind} ({len(found.records)} calls)"
+                    )
+                why += ["it also " + f.text(total) for f in r.findings if f is not found]
+            elif m.kind == "raised" and r.kind:
                 why.append(
                     f"it raises exactly on the inputs with {r.kind} ({len(r.raised)} calls), and returns a "
                     "value on every other input"
@@ -115,15 +126,27 @@ class Explanations:
             why.append(impossible_text(beyond))
         if v is None or not v.survivors:
             named = partial_causes(s, a, ev)  # the fields that are identified may explain this input
+            if named is None:  # what explains every input outside one family may explain this one
+                named = partition_causes(s, a, ev)
             if named is not None:
+                self._named += named[2]
                 return named[0], why + named[1]
+            confined = (
+                [
+                    f"{unexplained_text(a.partition)}; every other input is reproduced by: "
+                    f"{describe(s, a.partition.candidate, a.dims)[0]}"
+                ]
+                if a.partition is not None
+                else []
+            )
             return (
                 [UNKNOWN],
                 why
                 + [
                     f"no candidate ({search_text(a.dims)}) reproduces every value the function "
                     f"returned (found by the {fam_clause} check); the values are below"
-                ],
+                ]
+                + confined,
             )
         described = v.described
         # name the parts without which this input's values are not reproduced
@@ -135,6 +158,7 @@ class Explanations:
             names, comp = part  # the cause as the function's behaviour too, for --known-deviations
             cand = described.of(names[0]) if names is not None and isinstance(described, Composite) else described
             self._causes.append(cause_spellings(clause, cause_of(cand, comp)))
+            self._named.append(cause_label(described, part))
         if not clauses:  # nothing identified differs from the protocol, yet this input deviates
             return (
                 [UNKNOWN],
@@ -226,6 +250,7 @@ class Explanations:
                 _unique([clause_and_why(self.s, v.described, p)[0] for p in here]),
                 [clause_and_why(self.s, v.described, p)[1] for p in here],
             )
+            res.deviation.named = _unique([cause_label(v.described, p) for p in here])
             res.deviation.explanations[-1] += (
                 f" [shown on {ev.case.name}; together these reproduce all "
                 f"{v.compared} values of the {v.inputs} inputs compared]"

@@ -5,12 +5,16 @@
 hypothesis shrinks them; what a family does differently is its :class:`~.families.Family` entry
 (sizes, distinct distances, the shape that gives the input its property).
 :func:`hypothesis_strategy` shrinks towards small cases; :func:`sample_cases` gives a fixed,
-reproducible set (used by ``identify``).
+reproducible set (used by ``identify``); :func:`hypothesis_storage` keeps hypothesis's
+caches out of the user's current folder.
 """
 
 from __future__ import annotations
 
-from typing import List, Optional, Tuple
+import os
+import tempfile
+from contextlib import contextmanager
+from typing import Iterator, List, Optional, Tuple
 
 import numpy as np
 from retrieval_conformance.conformance.harness.inputs.case import Case
@@ -86,3 +90,29 @@ def sample_cases(fam: Family, caps: Capabilities, n: int, seed: int = 0) -> List
 
     rng = random.Random(f"{seed}:{fam.id}")
     return [generate(RandomChoices(rng), fam, caps, i) for i in range(n)]
+
+
+_STORAGE: Optional[tempfile.TemporaryDirectory] = None
+
+
+@contextmanager
+def hypothesis_storage() -> Iterator[None]:
+    """hypothesis keeps caches (the constants of the modules it reads) in ``./.hypothesis``; during
+    the harness's searches they go to a temporary folder of this process, removed at exit, unless
+    the user chose a folder (``HYPOTHESIS_STORAGE_DIRECTORY``): ``check`` writes nothing into the
+    user's working folder."""
+    global _STORAGE
+    from hypothesis import configuration
+
+    if os.environ.get("HYPOTHESIS_STORAGE_DIRECTORY"):
+        yield
+        return
+    home = configuration.storage_directory(intent_to_write=False)  # no names: the home folder itself
+    previous = getattr(home, "home_directory", home)  # older releases (6.141 on Python 3.9): a Path
+    if _STORAGE is None:
+        _STORAGE = tempfile.TemporaryDirectory(prefix="rc-hypothesis-")
+    configuration.set_hypothesis_home_dir(_STORAGE.name)
+    try:
+        yield
+    finally:
+        configuration.set_hypothesis_home_dir(previous)

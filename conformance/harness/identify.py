@@ -13,9 +13,11 @@ from retrieval_conformance.conformance.harness.candidates.candidate import UNSTA
 from retrieval_conformance.conformance.harness.candidates.reference_values import LANDMARK_CONVENTIONS
 from retrieval_conformance.conformance.harness.engine import findings, outside, separate
 from retrieval_conformance.conformance.harness.engine.analysis import Analysis, analyse, expects_value
+from retrieval_conformance.conformance.harness.engine.causes import verdict_causes
 from retrieval_conformance.conformance.harness.engine.composite import field_name
 from retrieval_conformance.conformance.harness.engine.evidence import ruled_out_lines
 from retrieval_conformance.conformance.harness.engine.impossible import impossible, impossible_text
+from retrieval_conformance.conformance.harness.engine.partition import counts, unexplained_text
 from retrieval_conformance.conformance.harness.engine.probes import minus_one_probe, score_shift_note
 from retrieval_conformance.conformance.harness.inputs.public import (
     FAMILIES,
@@ -45,6 +47,7 @@ def identify(session: Session, per_family: int = 5) -> Identification:
         session.run_case(case)
     analysis = analyse(session)
     ident = identification(session, analysis)
+    ident.causes = verdict_causes(session, analysis)
     if analysis.verdict is not None and analysis.verdict.best is not None and not ident.uncheckable:
         outside.identification_facts(session, analysis.verdict.best, ident, LANDMARK_CONVENTIONS)
         probe = minus_one_probe(session, analysis.verdict.best)
@@ -98,6 +101,7 @@ def identification(session: Session, a: Analysis) -> Identification:
     if v is None or not v.survivors:
         lines.append(f"  no known convention or bug reproduces every value it returned ({search_text(a.dims)})")
         lines += field_lines(session, a)
+        lines += partition_lines(session, a)
         lines += _impossible_lines(session, a)
         lines += ruled_out_lines(session, a)
         return Identification(False, lines + extra, n_cases=n_inputs)
@@ -171,6 +175,18 @@ def field_lines(session: Session, a: Analysis) -> List[str]:
         text = describe(session, found[0], a.dims)[0] if found else "no known convention or bug reproduces its values"
         out.append(f"    {field_name(f)}: {text}")
     return out
+
+
+def partition_lines(session: Session, a: Analysis) -> List[str]:
+    """What explains every input outside one family, and where "cause unknown" is confined."""
+    p = a.partition
+    if p is None:
+        return []
+    out = [f"    on every input without {p.family} ({counts(p)}): {describe(session, p.candidate, a.dims)[0]}"]
+    alts = alternatives(p.candidate, p.alternatives, a.dims)
+    if alts:
+        out.append(f"      equally consistent there with: {'; '.join(alts)}")
+    return out + ["    " + unexplained_text(p)]
 
 
 def _impossible_lines(session: Session, a: Analysis) -> List[str]:

@@ -23,6 +23,7 @@ from retrieval_conformance.conformance.harness.candidates.reference_values impor
     OPTION_VALUES,
     ReferenceCache,
 )
+from retrieval_conformance.conformance.harness.candidates.space import search_values
 from retrieval_conformance.conformance.harness.engine.eliminate import Eliminator, exact_value
 from retrieval_conformance.conformance.harness.inputs.public import Case
 from retrieval_conformance.conformance.harness.report.results import Mismatch
@@ -83,6 +84,9 @@ class Session:
         Calls allowed to shrink a failing input.
     warmup_timeout : float, optional
         Seconds allowed for the first call in a worker, as in :func:`~.entry.check`.
+    reference_cache : ReferenceCache, optional
+        The reference's values to reuse across sessions (the zoo's round trip shares one whose
+        keys are the inputs' contents); a fresh one by default.
     """
 
     def __init__(
@@ -110,6 +114,7 @@ class Session:
         only: Sequence[str] = (),
         shrink_budget: int = 150,
         warmup_timeout: Optional[float] = None,
+        reference_cache: Optional[ReferenceCache] = None,
     ):
         self.func = func
         self.target = target or _name_of(func)
@@ -143,7 +148,7 @@ class Session:
         self.atol, self.rtol = atol, rtol
         self.known = list(known_deviations)
         self.only = list(only)
-        self.cache = ReferenceCache()
+        self.cache = reference_cache if reference_cache is not None else ReferenceCache()
         self.predictor = Predictor(
             self.cache, self.adapter.name, self.adapter.per_query, self.adapter.fields, reads_cmc=self.adapter.reads_cmc
         )
@@ -170,16 +175,7 @@ class Session:
     def candidate_space(self, any_k: bool):
         """(conventions, CMC length rules) that identification starts from."""
         bases = self.adapter.junk_rule_presets
-        values = {name: tuple(vals) for name, vals in OPTION_VALUES.items()}
-        values["ties"] = self.adapter.tie_candidates
-        values["ap_at_k"] = OPTION_VALUES["ap_at_k"] if any_k else ("hits",)
-        # skip_no_hit differs from skip only in a mean over queries with a cut-off
-        values["empty"] = tuple(
-            e for e in OPTION_VALUES["empty"] if e != "skip_no_hit" or (any_k and not self.adapter.per_query)
-        )
-        for name in values:  # an option the adapter's values do not depend on stays at the protocol's value
-            if name not in self.adapter.options:
-                values[name] = (getattr(self.convention, name),)
+        values = search_values(self.adapter, self.convention, any_k, own_cutoff=not any_k)
         # a function that chooses its own max_rank is compared on the common prefix: no length rule
         return conventions(bases, values), self.adapter.cmc_lengths
 

@@ -107,9 +107,13 @@ def test_a_value_above_one_is_named_impossible_with_its_input():
         text,
     ), text
     assert "print(calc_top_map(" in text and "rc.evaluate(" in text
+    # its sum over the hits is divided by R: named on every input with k <= N, where nothing is padded
+    assert "on every input without a cut-off k beyond the gallery" in text and "except ap_at_k: r" in text, text
     report = check(E + "padded_topk:calc_top_map", max_examples=15)
-    assert report.exit_code == 1 and _convention_clauses(report) == {UNKNOWN}, report.text()
-    assert any("impossible value" in w for r in report.deviations for w in r.deviation.explanations)
+    assert report.exit_code == 1, report.text()
+    assert _convention_clauses(report) == {UNKNOWN, "spec §6 ap_at_k=hits"}, report.text()
+    beyond = report.result("k/beyond-gallery").deviation  # "cause unknown" confined to the padded inputs
+    assert beyond.clauses == [UNKNOWN] and any("impossible value" in w for w in beyond.explanations), report.text()
 
 
 def test_percent_and_an_unstable_sort_from_17_tied_items_are_both_named():
@@ -188,6 +192,8 @@ def test_no_clause_is_named_unless_its_candidate_reproduces_the_values(target, a
             if clauses == [UNKNOWN] or res.id.startswith("call/"):
                 continue
             described = v.described if v is not None and v.survivors else partial(s, a)
+            if described is None and a.partition is not None:  # what explains every input outside one family
+                described = a.partition.candidate
             assert described is not None, (res.id, clauses)
             every = parts(s, described, a.dims)
             chosen = [p for p in every if clause_and_why(s, described, p)[0] in clauses]
@@ -225,3 +231,25 @@ def test_each_near_candidate_is_ruled_out_on_its_own_smallest_input():
     assert all(re.search(r"yours [\d.]+.*, it gives [\d/.]+", ln) for ln in lines), lines
     assert "# the same with ap_at_k=hits: mAP 0" in text  # a candidate rc.evaluate cannot compute: its value
     assert text.count("print(calc_map_k(") == 3
+
+
+def test_a_main_candidate_that_reproduces_another_field_describes_it_too():
+    """One unstable sort behind mAP and CMC: the CMC's own search may keep a declared tie order its
+    values could not rule out, yet the mAP's candidate reproduces the CMC as well; that is one
+    description of the function, not "CMC: ties=stable"."""
+    from retrieval_conformance.conformance.harness.candidates.candidate import Candidate
+    from retrieval_conformance.conformance.harness.candidates.reference_values import Convention
+    from retrieval_conformance.conformance.harness.engine.per_field import FieldResult, combine
+
+    stable = Candidate(Convention.from_protocol("reid"), "gallery")
+    unstable = Candidate(stable.conv.with_(ties="unstable"), "gallery")
+    results = {"mAP": FieldResult([unstable], 1), "cmc": FieldResult([stable], 0)}
+
+    def near(ref):
+        return lambda c: c.label(["ties"])
+
+    shared, composite = combine(results, ["mAP", "cmc"], near, fits=lambda c, f: c == unstable)
+    assert shared == [unstable] and composite is None
+    # where the main field's candidate does not reproduce the CMC, the CMC keeps its own
+    shared, composite = combine(results, ["mAP", "cmc"], near, fits=lambda c, f: False)
+    assert shared == [] and composite.of("cmc") == stable

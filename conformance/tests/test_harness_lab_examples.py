@@ -11,6 +11,7 @@ import re
 import numpy as np
 import pytest
 from retrieval_conformance.conformance.harness import check, identify
+from retrieval_conformance.conformance.harness.explanations import UNKNOWN
 
 E = "retrieval_conformance.conformance.examples."
 TIES = "spec §4 ties=stable"
@@ -194,3 +195,89 @@ def test_alternatives_are_printed_once_each():
     line = next((ln for ln in text.splitlines() if "equally consistent with" in ln), "")
     items = line.split("equally consistent with: ")[-1].split(" (")[0].split("; ") if line else []
     assert len(items) == len(set(items))
+
+
+def test_two_exceptions_on_two_triggers_are_two_findings_each_with_its_smallest_input():
+    # ZeroDivisionError on topk = 1, IndexError on topk past the gallery: never one name for both
+    text = identify(E + "raises_two_ways:calc_top_map", per_family=3).text()
+    assert re.search(
+        r"raises IndexError: [^;]* on a cut-off k beyond the gallery \(\d+ of \d+ calls\); smallest input: ", text
+    ), text
+    assert re.search(r"raises ZeroDivisionError: float division by zero on topk = 1 passed", text), text
+    assert "(also ZeroDivisionError)" not in text and "(also IndexError)" not in text
+    report = check(E + "raises_two_ways:calc_top_map", max_examples=10, only=["k/beyond-gallery", "size/*"])
+    beyond, single = report.result("k/beyond-gallery").deviation, report.result("size/single-item").deviation
+    assert beyond.mismatches[0].user.startswith("IndexError"), report.text()
+    assert "it raises IndexError exactly on the inputs with a cut-off k beyond the gallery" in " ".join(
+        beyond.explanations
+    ), beyond.explanations
+    assert any(w.startswith("it also raises ZeroDivisionError") for w in beyond.explanations)
+    assert single.mismatches[0].user.startswith("ZeroDivisionError"), report.text()
+    assert "it raises ZeroDivisionError exactly on the inputs with topk = 1 passed" in " ".join(single.explanations)
+    assert any(w.startswith("it also raises IndexError") for w in single.explanations)
+
+
+def test_what_the_catalogue_explains_is_named_beside_one_unexplained_family():
+    # reversed ties everywhere (catalogued), P@k in place of AP@k where topk cuts the list (not)
+    rep = identify(E + "reversed_ties_precision_at_k:calc_top_map", per_family=3)
+    text = rep.text()
+    assert rep.exit_code == 1 and "no known convention or bug reproduces every value" in text, text
+    assert re.search(
+        r"on every input without a cut-off k inside the list \(\d+ of \d+ inputs\): matches `hashing` except "
+        r"ties: reverse",
+        text,
+    ), text
+    assert re.search(
+        r"no known convention or bug reproduces its values on \d+ input\(s\) with a cut-off k inside", text
+    )
+    assert rep.identification.causes == ["spec §4 ties=reverse"]
+    report = check(
+        E + "reversed_ties_precision_at_k:calc_top_map", max_examples=15, only=["golden/*", "ties/*", "mean/*"]
+    )
+    assert report.result("ties/tie-heavy").deviation.clauses == [TIES], report.text()
+    assert report.result("mean/many-queries").deviation.clauses == [TIES], report.text()
+    unknown = report.result("golden/seed000-map-at-5").deviation  # k = 5 inside a longer list
+    assert unknown.clauses == [UNKNOWN], report.text()
+    assert any(
+        "every other input is reproduced by: matches `hashing` except ties: reverse" in w for w in unknown.explanations
+    )
+
+
+def test_an_option_that_cannot_change_a_field_is_no_difference_of_that_field():
+    # mAP: trapezoid AP over a stable sort; CMC: the default argsort.  The AP rule is the mAP's alone.
+    ident = identify(E + "market_port_mixed:evaluate", adapter="reid", protocol="reid", per_family=3).identification
+    assert ident.per_field == {"mAP": {"ap_rule": "trapezoid"}, "cmc": {"ties": "unstable"}}, ident.text()
+    cmc_line = next(ln for ln in ident.lines if ln.strip().startswith("CMC:"))
+    assert "ap_rule" not in cmc_line, ident.text()
+    assert [c.split(":")[0] for c in ident.causes] == ["CMC", "mAP"], ident.causes
+    assert "ap_rule" not in ident.causes[0] and "ap_rule=trapezoid" in ident.causes[1], ident.causes
+    report = check(E + "market_port_mixed:evaluate", adapter="reid", protocol="reid", max_examples=10)
+    assert report.named_causes == ident.causes, report.text()
+
+
+def test_landmark_name_rules_are_judged_under_the_identified_ap_rule():
+    # a previous-hit trapezoid on compute_ap.cpp's walk: its name rules are oxford's under its own AP rule
+    target = E + "landmark_previous_hit:compute_ap"
+    ident = identify(target, adapter="oxford", protocol="oxford", per_family=3).identification
+    text = ident.text()
+    assert ident.bug == "previous-hit-trapezoid" and ident.preset == "oxford", text
+    assert "no known landmark rule reproduces" not in text and "not `oxford`'s" not in text, text
+    assert "skipped as junk, yet still counted in |P|" in text and "|P| counts distinct positives" in text, text
+    report = check(target, adapter="oxford", protocol="oxford", max_examples=10, only=["golden/*", "outside/*"])
+    assert not [r.id for r in report.deviations if r.id.startswith("outside/")], report.text()
+
+
+def test_landmark_name_rules_are_independent_factors_each_named_on_its_own():
+    # positives minus junk, |P| = positives found: two factors, two findings, never one joint combination
+    target = E + "landmark_found_positives:compute_ap"
+    text = identify(target, adapter="oxford", protocol="oxford", per_family=3).text()
+    assert "a name both positive and junk is skipped as junk and left out of |P|" in text, text
+    assert "|P| counts only the positives found in the ranked list" in text, text
+    assert "\n  matches `" not in text and "on the usual inputs, matches `" in text, text  # never "matches" alone
+    report = check(target, adapter="oxford", protocol="oxford", max_examples=10, only=["outside/*"])
+    found = {r.id: r.deviation for r in report.deviations}
+    assert set(found) == {"outside/positive-also-junk", "outside/positive-not-ranked"}, report.text()
+    assert found["outside/positive-also-junk"].clauses == ["spec §5 oxford positive also junk"]
+    assert "left out of |P|" in found["outside/positive-also-junk"].explanations[0]
+    assert found["outside/positive-not-ranked"].clauses == ["spec §5 oxford compute_ap"]
+    assert "positives found in the ranked list" in found["outside/positive-not-ranked"].explanations[0]

@@ -221,11 +221,13 @@ class Reid(Adapter):
                 + (f" of length {len(value)}" if isinstance(value, (tuple, list)) else "")
             )
         cmc = np.asarray(value[0])
-        if cmc.dtype.kind not in "fiu" or cmc.ndim != 1 or cmc.size == 0:
+        if cmc.ndim != 1 or (cmc.size and cmc.dtype.kind not in "fiu"):
             raise WrongType(
                 f"cmc: expected a 1-D array of numbers, got {type(value[0]).__name__} "
                 f"with shape {getattr(cmc, 'shape', None)}"
             )
+        # an empty curve is read as one: where no query is counted (every query's gallery junk or
+        # without a match) the protocol leaves the CMC undefined, and elsewhere its length is compared
         out = Reading({"cmc": [float(c) for c in cmc], "mAP": read_scalar(value[1], "mAP (second element)")})
         if len(value) == 3:
             out.values["mINP"] = read_scalar(value[2], "mINP (third element)")
@@ -338,6 +340,10 @@ class Oxford(_OneQuery):
     exceeds_one_by_convention = True  # compute_ap counts a repeated positive twice (spec §5)
     same_presets_note = "roxford's difficulties differ only in the positive and junk sets you pass"
     outside_protocol_rules = True
+    not_searched = {
+        "ap_at_k": "compute_ap has no cut-off k; under --protocol gldv2, whose lists are read to their first "
+        "100 names, every AP@k denominator is tried"
+    }
 
     def preset_convention(self, name):
         return LANDMARK_CONVENTIONS[name]

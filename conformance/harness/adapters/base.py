@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
 import numpy as np
+from retrieval_conformance.conformance.harness.calling.outcome import Opaque
 from retrieval_conformance.conformance.harness.candidates.candidate import CMC_LENGTHS, TIE_CANDIDATES
 from retrieval_conformance.conformance.harness.candidates.reference_values import (
     LANDMARK_CONVENTIONS,
@@ -84,12 +85,19 @@ def read_scalar(value: Any, what: str) -> float:
     """A Python float from a number, numpy scalar, 0-d or one-element array/tensor."""
     if isinstance(value, (bool, np.bool_)):
         raise WrongType(f"{what}: expected a number, got a boolean ({value!r})")
-    if isinstance(value, numbers.Real):
-        return float(value)
-    if isinstance(value, np.ndarray) and value.dtype.kind in "fiu":
-        if value.size == 1:
-            return float(value.reshape(()))
-        raise WrongType(f"{what}: expected a scalar, got an array of shape {value.shape}")
+    if isinstance(value, Opaque):  # a number that could not be read says why
+        raise WrongType(f"{what}: expected a number, got {value!r}")
+    try:
+        if isinstance(value, numbers.Real):
+            return float(value)
+        if isinstance(value, np.ndarray) and value.dtype.kind in "fiu":
+            if value.size == 1:
+                return float(value.reshape(()))
+            raise WrongType(f"{what}: expected a scalar, got an array of shape {value.shape}")
+    except WrongType:
+        raise
+    except Exception as exc:  # a numpy scalar subclass whose __float__ raises
+        raise WrongType(f"{what}: float() raised {type(exc).__name__}: {exc}") from None
     raise WrongType(f"{what}: expected a number, got {type(value).__name__} {value!r:.80}")
 
 
@@ -150,6 +158,9 @@ class Adapter:
     outside_protocol_rules: bool = False
     #: its function gets binary codes, so the bugs of code-based evaluators apply
     codes_input: bool = False
+    #: why identification does not try an option (key ``option``) or one value (``option=value``)
+    #: that the general rules of :mod:`..candidates.space` do not explain (the table of docs/harness.md)
+    not_searched: Dict[str, str] = {}
 
     @property
     def candidate_presets(self) -> Tuple[str, ...]:

@@ -150,6 +150,7 @@ class PmlMapAtR(Adapter):
     default_protocol = "pml"
     preset_kinds = ("metric-learning",)
     options = ("ties", "empty")
+    not_searched = {"ap_rule": "MAP@R sums the precisions at the hits within R whatever the AP rule (spec §7 MAP@R)"}
     fields = {"MAP@R": "ap_at_r", "R-precision": "r_precision", "P@1": "p1"}
     #: pytorch-metric-learning's names of the fields
     KEYS = {"mean_average_precision_at_r": "MAP@R", "r_precision": "R-precision", "precision_at_1": "P@1"}

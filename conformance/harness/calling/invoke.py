@@ -8,17 +8,20 @@ report are told from the harness's by this module's file (:func:`trim_fault_repo
 
 from __future__ import annotations
 
+import multiprocessing
 import os
 import signal
 import sys
+import threading
 import time
 import traceback
 import warnings
+from contextlib import contextmanager
 from dataclasses import replace
-from typing import Any, Callable, Dict, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tuple
 
 from retrieval_conformance.conformance.harness.calling.arguments import mutations, snapshot
-from retrieval_conformance.conformance.harness.calling.capture import FdCapture, PythonCapture
+from retrieval_conformance.conformance.harness.calling.capture import FdCapture, PythonCapture, flush_python_streams
 from retrieval_conformance.conformance.harness.calling.outcome import (
     OUTPUT_LIMIT,
     Opaque,
@@ -34,6 +37,39 @@ def _format_exception(exc: BaseException) -> str:
     tb = exc.__traceback__
     tb = tb.tb_next if tb is not None and tb.tb_next is not None else tb  # drop the harness's own frame
     return "".join(traceback.format_exception(type(exc), exc, tb))
+
+
+@contextmanager
+def _noting_ctrl_c() -> Iterator[List[bool]]:
+    """A box that turns true when a real Ctrl-C (SIGINT) arrives during the block.
+
+    Only the main thread gets signals, and only where Python's handler is installed: in a
+    call's thread and in the worker (which ignores SIGINT) every KeyboardInterrupt is the
+    function's own."""
+    seen = [False]
+    previous = signal.getsignal(signal.SIGINT) if threading.current_thread() is threading.main_thread() else None
+    if not callable(previous):
+        yield seen
+        return
+
+    def note(signum, frame):
+        seen[0] = True
+        previous(signum, frame)
+
+    signal.signal(signal.SIGINT, note)
+    try:
+        yield seen
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+def _leave_if_forked(caller: int) -> None:
+    """The child of an ``os.fork`` in the function that returned (or raised) into the harness:
+    it ends here, silently, or it would run the harness a second time (answer the parent's
+    calls, send outcomes nobody asked for)."""
+    if os.getpid() != caller:
+        flush_python_streams()  # what it printed goes to the call's capture
+        os._exit(0)
 
 
 def invoke(
@@ -70,16 +106,19 @@ def invoke(
         )
     result: Any = None
     failure: Optional[BaseException] = None
-    with capture:
+    caller = os.getpid()
+    with capture, _noting_ctrl_c() as ctrl_c:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             start = time.perf_counter()
             try:
                 result = func(*call_args, **call_kwargs)
-            except KeyboardInterrupt:
-                raise
             except BaseException as exc:  # the user's error is data, whatever it is (SystemExit too)
+                _leave_if_forked(caller)
+                if isinstance(exc, KeyboardInterrupt) and ctrl_c[0]:
+                    raise  # the user pressed Ctrl-C: stop the harness
                 failure = exc
+            _leave_if_forked(caller)
             seconds = time.perf_counter() - start
     mutated = mutations(call_args, call_kwargs, pristine, names)
     common = dict(stdout=capture.stdout, stderr=capture.stderr, seconds=seconds, mutated=mutated)
@@ -137,10 +176,30 @@ def _single_threaded_after_fork() -> None:  # pragma: no cover - runs in the chi
         torch.set_num_threads(1)
 
 
+def _own_process_group() -> None:  # pragma: no cover - runs in the child
+    """The worker leads a process group, which the processes the function starts inherit: the
+    runner kills the group when it stops the worker.  A terminal's Ctrl-C goes to the
+    foreground group only, i.e. the harness, which answers it (exit 130, one line) and kills
+    this group.  The worker may start processes (a daemonic process may not, in
+    multiprocessing), and reads nothing from the terminal (a read would stop the process
+    group in the background)."""
+    try:
+        os.setpgid(0, 0)
+    except OSError:
+        pass
+    multiprocessing.current_process().daemon = False  # the runner still kills it at exit
+    try:
+        devnull = os.open(os.devnull, os.O_RDONLY)
+        os.dup2(devnull, 0)
+        os.close(devnull)
+    except OSError:
+        pass
+
+
 def worker_main(conn, func: Callable, arrays: str, files: Tuple[Any, Any]) -> None:  # pragma: no cover - child
-    # Ctrl-C reaches the whole process group: the parent answers it (exit 130, one line) and
-    # stops this daemon worker; a traceback from here would only bury that line
+    # a traceback from here on Ctrl-C would only bury the harness's line
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    _own_process_group()
     _single_threaded_after_fork()
     try:  # a segfault's Python traceback goes to fd 2, i.e. into the capture file during a call
         import faulthandler

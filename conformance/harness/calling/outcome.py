@@ -7,6 +7,7 @@ containers are converted element-wise, objects the harness cannot use are kept a
 
 from __future__ import annotations
 
+import decimal
 import numbers
 from dataclasses import dataclass
 from fractions import Fraction
@@ -83,18 +84,20 @@ def type_name(obj: Any) -> str:
 
 
 class Opaque:
-    """Stand-in for a returned object the harness cannot use (kept as its repr)."""
+    """Stand-in for a returned object the harness cannot use (kept as its repr, and ``why``:
+    what failed when it was read, e.g. its ``__float__`` raising)."""
 
-    def __init__(self, obj: Any):
+    def __init__(self, obj: Any, why: str = ""):
         self.type_name = type_name(obj)
         try:
             text = repr(obj)
         except Exception as exc:  # a broken __repr__ is the function's problem, not ours
             text = f"<repr() raised {type(exc).__name__}>"
         self.text = text if len(text) <= 200 else text[:200] + "..."
+        self.why = why[:300]
 
     def __repr__(self) -> str:
-        return f"<{self.type_name}: {self.text}>"
+        return f"<{self.type_name}: {self.text}>" + (f" ({self.why})" if self.why else "")
 
 
 def is_tensor(obj: Any) -> bool:
@@ -102,18 +105,24 @@ def is_tensor(obj: Any) -> bool:
     return hasattr(obj, "detach") and hasattr(obj, "cpu") and hasattr(obj, "numpy")
 
 
+#: returned as they are; a subclass of one of them is another library's number (below)
+_PLAIN_TYPES = (type(None), bool, int, float, complex, str, Fraction)
+
+
 def to_plain(obj: Any) -> Any:
     """Tensors -> numpy arrays, containers converted element-wise, other objects -> :class:`Opaque`.
 
-    Numbers, numpy scalars and arrays, strings and None pass through unchanged.
+    Numbers, numpy scalars and arrays, strings and None pass through unchanged; other real
+    numbers (a float subclass, ``Decimal``, another library's scalar) become floats, or an
+    :class:`Opaque` saying why not when their conversion raises.
     """
-    if obj is None or isinstance(obj, (bool, int, float, complex, str, np.generic, np.ndarray, Fraction)):
+    if type(obj) in _PLAIN_TYPES or isinstance(obj, (np.generic, np.ndarray)):
         return obj
-    if isinstance(obj, numbers.Real):  # another library's real number: a float crosses processes
+    if isinstance(obj, (numbers.Real, decimal.Decimal)):  # a float crosses processes
         try:
             return float(obj)
-        except (TypeError, ValueError, OverflowError):
-            return Opaque(obj)
+        except Exception as exc:  # whatever its __float__ raises
+            return Opaque(obj, f"float() raised {type(exc).__name__}: {exc}")
     if is_tensor(obj):
         try:
             return obj.detach().cpu().numpy()

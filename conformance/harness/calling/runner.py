@@ -12,8 +12,13 @@ Isolation modes:
   (segfault, ``os._exit``) is reported as ``crashed`` (with what the function wrote, including
   the Python-level fault report of a segfault).  The OS-level file descriptors 1 and 2 are
   redirected to temporary files during each call, so even C code writing to them is captured.
+  The worker may start processes (a ``multiprocessing.Pool``, a torch ``DataLoader`` with
+  workers, ``os.fork``); it leads a process group of its own, and when it is stopped (closed,
+  timed out, crashed, or the harness interrupted or exiting) that group and every descendant
+  are killed (:mod:`.processes`), so nothing the function started outlives the runner.
 * ``thread``: a daemon thread per call; a hung call cannot be stopped (it keeps running in
-  the background), so the harness stops calling the function after it hangs.
+  the background), so the harness stops calling the function after it hangs.  Processes the
+  function starts and leaves running are not stopped.
 * ``none``: a plain call in this thread, no time limit (for debugging the harness).
 
 In every mode the function's ``sys.stdout``/``sys.stderr`` output lands in
@@ -37,12 +42,16 @@ inputs), :mod:`.capture` (stdout and stderr) and :mod:`.invoke` (one call, the w
 
 from __future__ import annotations
 
+import atexit
 import multiprocessing
+import multiprocessing.util  # its exit hook registered first, so that ours (below) runs before it
+import os
 import signal
 import tempfile
 import threading
 import time
 import warnings
+import weakref
 from typing import Any, Callable, Dict, Optional, Sequence, Tuple
 
 from retrieval_conformance.conformance.harness.calling.capture import flush_c_stdio, flush_python_streams, read_back
@@ -56,6 +65,7 @@ from retrieval_conformance.conformance.harness.calling.outcome import (
     to_torch,
     type_name,
 )
+from retrieval_conformance.conformance.harness.calling.processes import descendants, kill_group
 
 WARMUP_MIN_SECONDS = 60.0  # the default warm-up limit is max(WARMUP_MIN_SECONDS, WARMUP_FACTOR * timeout)
 WARMUP_FACTOR = 6.0
@@ -182,21 +192,30 @@ class Runner:
             warnings.simplefilter("ignore")  # "fork() in a multi-threaded process" (python >= 3.12)
             proc.start()
         child.close()
+        try:  # the worker does it too; whichever runs first, the group exists before a kill
+            os.setpgid(proc.pid, proc.pid)
+        except OSError:
+            pass
         self._proc, self._conn, self._files = proc, parent, files
+        _RUNNING.add(self)
         self._warm = False  # a new process: a JIT compiles again
 
     def _stop(self, kill: bool = False) -> None:
         if self._proc is None:
             return
+        # found now: once the worker has ended, its children no longer show as its descendants
+        started = descendants(self._proc.pid) if self._proc.is_alive() else []
         try:
             if not kill:
                 self._conn.send(None)
                 self._proc.join(1.0)
         except (OSError, BrokenPipeError):
             pass
+        kill_group(self._proc.pid, started)  # what the function started, also after a clean exit
         if self._proc.is_alive():
             self._proc.kill()
-            self._proc.join(5.0)
+        self._proc.join(5.0)
+        _RUNNING.discard(self)
         self._conn.close()
         for f in self._files or ():
             try:
@@ -219,6 +238,13 @@ class Runner:
         if self._proc is None or not self._proc.is_alive():
             self._stop(kill=True)
             self._start()
+        try:
+            return self._call_worker(args, kwargs, names)
+        except BaseException:  # Ctrl-C, or the caller's own alarm: the call is abandoned
+            self._stop(kill=True)
+            raise
+
+    def _call_worker(self, args, kwargs, names) -> Tuple[Outcome, bool, bool]:
         warmup = not self._warm
         limit = self._limit(warmup)
         start = time.perf_counter()
@@ -311,6 +337,20 @@ class Runner:
     def __del__(self):  # pragma: no cover - best effort
         try:
             self._stop(kill=True)
+        except Exception:
+            pass
+
+
+#: runners with a worker: an interpreter that exits without closing them (Ctrl-C, an error)
+#: still kills their trees, before multiprocessing's own exit hook reaps the workers
+_RUNNING: "weakref.WeakSet[Runner]" = weakref.WeakSet()
+
+
+@atexit.register
+def _stop_every_worker() -> None:  # pragma: no cover - runs at exit
+    for runner in list(_RUNNING):
+        try:
+            runner._stop(kill=True)
         except Exception:
             pass
 

@@ -16,7 +16,7 @@ from typing import Any, Callable, List, Optional, Sequence, Tuple
 
 import numpy as np
 from retrieval_conformance.conformance.harness.candidates.reference_values import Convention
-from retrieval_conformance.conformance.harness.inputs.public import Case, labels_from_relevance
+from retrieval_conformance.conformance.harness.inputs.public import DEFAULT_CUTOFFS, Case, labels_from_relevance
 from retrieval_conformance.reference.contract.conventions import AP_RULES, CONCRETE_POLICIES, TIE_POLICIES
 
 #: the tie policies that give no single ranking (they average or group tied items)
@@ -113,10 +113,6 @@ def _previous_hit_sum(ranks: Sequence[int]) -> Any:
 BUG_SECTION = "§11"
 
 
-#: the cut-offs real evaluation code defaults to (``topk=1000``, ``map_at_k=[100]``, ``mrr_at_k=[10]``...)
-DEFAULT_CUTOFFS = (10, 20, 50, 100, 1000)
-
-
 _FIRST_QUERY = "spec §8 mean over all queries"
 
 
@@ -167,8 +163,9 @@ BUGS: Tuple[Bug, ...] = tuple(_first_query_bugs()) + (
         Bug(
             "default-cutoff",
             "spec §6 k=None (whole gallery)",
-            f"called without a cut-off it cuts at its own default k = {k} (a topk parameter defaulting to {k}): "
-            f"the whole-gallery value is AP@{k} (spec §11 default-cutoff)",
+            f"called without a cut-off it cuts at its own default k = {k} (a topk parameter defaulting to {k}, "
+            f"or a top-{k} list cut in its code): the whole-gallery value is the value at k = {k}, e.g. AP@{k} or "
+            f"MRR@{k} (spec §11 default-cutoff)",
             ("no-k",),
             variant=str(k),
         )
@@ -248,7 +245,7 @@ BUGS: Tuple[Bug, ...] = tuple(_first_query_bugs()) + (
         "each query's list is cut at its own R, the number of its relevant items: the value is MAP@R "
         "(spec §7 MAP@R), not AP over the whole list",
         (),
-        replaces=("ap_at_k",),
+        replaces=("ap_at_k", "ap_rule"),  # MAP@R sums precisions whatever the AP rule
         metrics=("ap",),
     ),
     Bug(

@@ -18,6 +18,7 @@ from typing import Dict, Iterable, List, Optional, Sequence, Tuple
 
 from retrieval_conformance.conformance.harness.candidates.bugs import Bug, bug_fits
 from retrieval_conformance.conformance.harness.candidates.reference_values import (
+    CLAUSE_VALUES,
     OPTION_VALUES,
     VALUE_MEANING,
     Convention,
@@ -69,12 +70,14 @@ def meaning(option: str, value: str) -> str:
 
 def option_clause(option: str, value: str) -> str:
     """The clause a report cites for ``option=value``: the conventions table's, and for the
-    two values a checked function can have but ``evaluate`` cannot be asked for (an unstable
-    tie order, a CMC cut at the gallery) their clauses of the specification."""
+    values a checked function can have but ``evaluate`` cannot be asked for (an unstable tie
+    order, a CMC cut at the gallery, :data:`CLAUSE_VALUES`) their clauses of the specification."""
     if option == "cmc_length":
         return f"spec §7 cmc_length={value}"
     if option == "ties" and value == UNSTABLE:
         return f"spec §4 ties={UNSTABLE}"
+    if (option, value) in CLAUSE_VALUES:
+        return f"spec {CLAUSE_VALUES[(option, value)]}"
     return clause(option, value)
 
 
@@ -118,6 +121,7 @@ def staged(
     bugs: Sequence[Bug],
     protocol: Convention,
     max_cost: int = 3,
+    any_k: bool = True,
 ) -> Iterable[List[Candidate]]:
     """Candidates by what they assume (:func:`cost`): declared behaviour first, then one bug or
     "unstable" ties, then two, then three.
@@ -125,7 +129,8 @@ def staged(
     Identification stops at the first stage where a candidate survives: a bug (or an order no
     policy gives) is named only when no simpler description reproduces the function.  An option
     a bug makes irrelevant (AP@k divided by k has no other denominator) stays at the protocol's
-    value.
+    value.  Without a cut-off passed (``any_k`` false), an AP@k denominator other than the
+    protocol's only matters with a cut-off of the function's own (``default-cutoff``).
     """
     for n in range(max_cost + 1):
         stage: List[Candidate] = []
@@ -137,6 +142,8 @@ def staged(
                 if len({b.id for b in combo}) < n_bugs:
                     continue  # two variants of one bug
                 pinned = {d for b in combo for d in b.replaces}
+                if not any_k and not any(b.id == "default-cutoff" for b in combo):
+                    pinned.add("ap_at_k")
                 for conv in convs:
                     if (conv.ties == UNSTABLE) != bool(unstable):
                         continue

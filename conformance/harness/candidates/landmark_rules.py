@@ -6,8 +6,9 @@ positive listed twice, a positive missing from a truncated list, junk names wher
 has none.  Real code differs there, one behaviour at a time (:data:`BEHAVIOURS`):
 
 * ``overlap``: a name both positive and junk is skipped as junk yet counted in |P| (``junk``,
-  ``compute_ap.cpp``, spec §5 oxford positive also junk) or kept as a hit that still shifts later
-  positives as junk (``positive``, revisitop, spec §5 revisitop positive also junk);
+  ``compute_ap.cpp``, spec §5 oxford positive also junk), kept as a hit that still shifts later
+  positives as junk (``positive``, revisitop, spec §5 revisitop positive also junk), or skipped and
+  left out of |P| (``uncounted``: the junk list subtracted from the positives), whatever ``count``;
 * ``repeats``: a name ranked twice is a hit each time (``each``: compute_ap.cpp, revisitop) or
   skipped after its first place, keeping its position (``once``: GLDv2);
 * ``count``: |P| is the number of distinct positives (``set``: compute_ap.cpp), the length of the
@@ -25,9 +26,13 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Dict, Hashable, List, Optional, Sequence, Tuple
 
+#: the AP rule of a function with the known bug ``previous-hit-trapezoid`` (its id, spec §11): the
+#: trapezoid's left side is the precision at the previous hit, 1 before the first
+PREVIOUS_HIT = "previous-hit-trapezoid"
+
 #: behaviour -> its values, the first being what the spec's clause names for it
 BEHAVIOURS: Dict[str, Tuple[str, ...]] = {
-    "overlap": ("junk", "positive"),
+    "overlap": ("junk", "positive", "uncounted"),
     "repeats": ("each", "once"),
     "count": ("set", "list", "found"),
     "junk": ("removed", "kept"),
@@ -37,6 +42,8 @@ MEANING = {
     "(compute_ap.cpp; spec §5 oxford positive also junk)",
     ("overlap", "positive"): "a name both positive and junk counts as a hit and still shifts later positives as "
     "junk (revisitop; spec §5 revisitop positive also junk)",
+    ("overlap", "uncounted"): "a name both positive and junk is skipped as junk and left out of |P| (the junk "
+    "list subtracted from the positives first)",
     ("repeats", "each"): "a name ranked twice is a hit each time (compute_ap.cpp, revisitop; spec §5 oxford "
     "repeated names)",
     ("repeats", "once"): "a name ranked again is skipped but keeps its position (GLDv2; spec §9 preset=gldv2)",
@@ -95,6 +102,7 @@ def landmark_ap(
 
         precision_sum:  AP = (1/n) Σ i / r
         trapezoid:      AP = (1/n) Σ ((i-1)/(r-1) + i/r) / 2,   (i-1)/(r-1) := 1 at r = 1
+        previous-hit-trapezoid:  AP = (1/n) Σ ((i-1)/r' + i/r) / 2,  r' the previous hit's rank, 1 for i = 1
 
     where n = |P| by ``count``; with a cut-off k only names at rank <= k count and n becomes
     min(k, n) (GLDv2's AP@k).
@@ -118,18 +126,24 @@ def landmark_ap(
         seen.add(name)
         if is_pos:
             hits.append((len(hits) + 1, rank))
+    # |P|: the count rule over the positives that count (a skipped positive-and-junk name may not)
+    counted = [p for p in positives if not (overlap == "uncounted" and p in jk)]
     n = {
-        "set": len(pos),
-        "list": len(positives),
-        "found": len({ranked_name for ranked_name in ranked if ranked_name in pos}),
+        "set": len(set(counted)),
+        "list": len(counted),
+        "found": len({ranked_name for ranked_name in ranked if ranked_name in set(counted)}),
     }[count]
     if k is not None:
         n = min(k, n)
     if n == 0:
         return None
     total = Fraction(0)
+    previous = Fraction(1)
     for i, r in hits:
-        if ap_rule == "trapezoid":
+        if ap_rule == PREVIOUS_HIT:
+            total += (previous + Fraction(i, r)) / 2
+            previous = Fraction(i, r)
+        elif ap_rule == "trapezoid":
             before = Fraction(1) if r == 1 else Fraction(i - 1, r - 1)
             total += (before + Fraction(i, r)) / 2
         else:

@@ -200,6 +200,9 @@ class Predictor:
             new = [_rank_sum(rk, R[q], k, conv.ap_at_k, k_div, rank_bug) for q, rk in enumerate(ranks)]
             ap = new
         extra = {name: [_point(v) for v in ex[source]] for name, source in EXTRA.items()}
+        if conv.recall == "capped" and k is not None:
+            # the reference gave H(k) / R: H(k) / min(R, k) is that times R / min(R, k)
+            extra["recall"] = [_point(v * r / min(r, k)) if r else _point(v) for v, r in zip(ex["recall_at_k"], R)]
         extra["p1"] = [_point(row[0]) for row in ex["cmc"]]
         for bug_id in models:
             name, model = MODELS[bug_id]

@@ -48,6 +48,12 @@ OPTION_VALUES = {
     "recall": RECALL_SENSES,
 }
 OPTION_SECTIONS = {name: f"§{OPTIONS[name][0]}" for name in OPTION_VALUES}
+#: the senses a function may have that the specification defines as a clause of its own rather than
+#: as a value ``evaluate`` takes: identification searches them beside the option's values, and a
+#: report cites their clause (BEIR's capped recall, H(k) / min(R, k))
+CLAUSE_VALUES = {("recall", "capped"): "§7 R_cap"}
+#: the values identification searches for each option: the contract's, then those clauses
+SEARCH_VALUES = {name: vals + tuple(v for (o, v) in CLAUSE_VALUES if o == name) for name, vals in OPTION_VALUES.items()}
 #: the base of every preset without junk rules (they share its reference problem)
 PLAIN_BASE = "hashing"
 VALUE_MEANING = {
@@ -72,6 +78,7 @@ VALUE_MEANING = {
     ("discount", "trec_eval_9.0a3"): "nDCG leaves ranks 1 and 2 undiscounted, then 1 / log2(r) (trec_eval 9.0a3)",
     ("recall", "fraction"): "Recall@k is the share of all relevant items found in the top k",
     ("recall", "hit"): "Recall@k is 1 when some relevant item is in the top k (the hit rate of metric learning)",
+    ("recall", "capped"): "Recall@k divides the hits in the top k by min(R, k), the most it can hold (BEIR's R_cap@k)",
 }
 
 
@@ -190,6 +197,8 @@ class ReferenceCache:
         from retrieval_conformance.reference.contract.registry import get
 
         ap_at_k = conv.ap_at_k if k is not None else "hits"  # irrelevant without a cut-off
+        # capped recall is the fraction's hits over another denominator (the predictor rescales it)
+        recall = "fraction" if (("recall", conv.recall)) in CLAUSE_VALUES else conv.recall
         key = (
             id(case),
             conv.base,
@@ -199,7 +208,7 @@ class ReferenceCache:
             conv.ap_rule,
             ap_at_k,
             conv.gain,
-            conv.recall,
+            recall,
             conv.discount,
         )
         if key not in self._pq:
@@ -213,7 +222,7 @@ class ReferenceCache:
                 ap_at_k=ap_at_k,
                 empty="zero",
                 gain=conv.gain,
-                recall=conv.recall,
+                recall=recall,
                 discount=conv.discount,
             )
             try:

@@ -23,6 +23,7 @@ from retrieval_conformance.conformance.harness.candidates.candidate import (
 from retrieval_conformance.conformance.harness.engine import findings, separate
 from retrieval_conformance.conformance.harness.engine.eliminate import Verdict, preference
 from retrieval_conformance.conformance.harness.engine.impossible import impossible
+from retrieval_conformance.conformance.harness.engine.partition import Partition, partition
 from retrieval_conformance.conformance.harness.engine.per_field import Search, combine, identify_fields, returned_fields
 from retrieval_conformance.conformance.harness.engine.probes import run_extra, tie_challenge
 from retrieval_conformance.conformance.harness.inputs.public import FAMILIES, family_skip_reason, sample_cases
@@ -44,6 +45,8 @@ class Analysis:
     fields: List[str] = field(default_factory=list)  # the fields it returned, the main one first
     per_field: Dict[str, List[Candidate]] = field(default_factory=dict)  # each field's survivors ([]: none)
     impossible: Optional[object] = None  # the smallest input with a fraction outside [0, 1] (engine.impossible)
+    #: where nothing reproduces every input: what explains every input outside one family (engine.partition)
+    partition: Optional[Partition] = None
 
     @property
     def uncheckable(self) -> Optional[str]:
@@ -106,7 +109,7 @@ def analyse(session: Session, evs: Optional[Sequence[Evaluation]] = None, split:
         session.adapter.capabilities(True).junk,
     )
     order = preference(session.protocol_candidate, dims)
-    stages = list(staged(convs, cmcs, bugs, session.convention))
+    stages = list(staged(convs, cmcs, bugs, session.convention, any_k=any_k))
     search = Search(
         list(read),
         lambda case: run_extra(session, case),
@@ -130,8 +133,16 @@ def analyse(session: Session, evs: Optional[Sequence[Evaluation]] = None, split:
             session, evs, lambda rec: expects_value(session, session.protocol_candidate, rec)
         )
         out.impossible = impossible(session, out)
+        if not (len(fields) > 1 and any(out.per_field.values())):  # identified fields are named per field
+            out.partition = partition(session, evidence, stages, order)
         return out
-    shared, composite = combine(results, fields, lambda ref: nearness(ref, dims))
+    shared, composite = combine(
+        results,
+        fields,
+        lambda ref: nearness(ref, dims),
+        fits=lambda c, f: bool(session.eliminator.only([f]).survivors([c], evidence)),
+        unshown=lambda c, f: unshown_options(session, c, f, dims, evidence),
+    )
     survivors = shared or results[fields[0]].survivors
     best = composite or survivors[0]
     compared = session.eliminator.survivors([best], evidence)
@@ -163,6 +174,25 @@ def nearness(ref: Candidate, dims: Sequence[str]) -> Callable[[Candidate], Tuple
         )
 
     return key
+
+
+def unshown_options(session: Session, cand: Candidate, field: str, dims: Sequence[str], evidence) -> Candidate:
+    """``cand`` with each option that changes none of ``field``'s predictions on ``evidence`` set
+    back to the protocol's: a field's part names only what its values show."""
+    elim = session.eliminator.only([field])
+    proto = session.protocol_candidate
+    for d in dims:
+        value = proto.option(d)
+        if value is None or cand.option(d) == value:
+            continue
+        alt = (
+            Candidate(cand.conv, value, cand.bugs)
+            if d == "cmc_length"
+            else Candidate(cand.conv.with_(**{d: value}), cand.cmc_length, cand.bugs)
+        )
+        if elim.same_predictions(cand, alt, evidence):
+            cand = alt
+    return cand
 
 
 def expects_value(session: Session, cand: Candidate, rec) -> bool:

@@ -15,7 +15,15 @@ from typing import List, Optional, Sequence, Tuple, Union
 
 from retrieval_conformance.conformance.harness.candidates.candidate import Candidate
 from retrieval_conformance.conformance.harness.engine.composite import Composite, field_name
-from retrieval_conformance.conformance.harness.report.describe import clause_of, components, describe, why_of, without
+from retrieval_conformance.conformance.harness.engine.partition import counts, unexplained_text
+from retrieval_conformance.conformance.harness.report.describe import (
+    cause_of,
+    clause_of,
+    components,
+    describe,
+    why_of,
+    without,
+)
 
 Described = Union[Candidate, Composite]
 #: one part: (the fields it concerns, or None for the whole function; ("option", name) or ("bug", Bug))
@@ -38,9 +46,10 @@ def partial(session, analysis) -> Optional[Composite]:
     return Composite(tuple((f, found[f][0] if found.get(f) else session.protocol_candidate) for f in analysis.fields))
 
 
-def partial_causes(session, analysis, ev) -> Optional[Tuple[List[str], List[str]]]:
-    """(clauses, why) for an input the identified fields explain, where other fields are not
-    identified: the parts it shows, when the protocol changed in exactly those parts reproduces it."""
+def partial_causes(session, analysis, ev) -> Optional[Tuple[List[str], List[str], List[str]]]:
+    """(clauses, why, causes named) for an input the identified fields explain, where other fields
+    are not identified: the parts it shows, when the protocol changed in exactly those parts
+    reproduces it."""
     known = partial(session, analysis)
     if known is None or not session.eliminator.consistent(known, ev)[0]:
         return None
@@ -56,7 +65,29 @@ def partial_causes(session, analysis, ev) -> Optional[Tuple[List[str], List[str]
         why.append(reason)
     unexplained = ", ".join(field_name(f) for f in analysis.fields if not analysis.per_field.get(f))
     why[-1] += f" [reproduces this input's values; {unexplained}: no known convention or bug reproduces its values]"
-    return clauses, why
+    return clauses, why, [cause_label(known, p) for p in here]
+
+
+def partition_causes(session, analysis, ev) -> Optional[Tuple[List[str], List[str], List[str]]]:
+    """(clauses, why, causes named) for an input reproduced by what explains every input outside
+    one family (:mod:`.partition`), where nothing reproduces every input; None where it is not."""
+    p = analysis.partition
+    if p is None or not p.reproduces(session.eliminator, ev):
+        return None
+    here = shown(session, p.candidate, analysis.dims, ev)
+    if not here:
+        return None
+    clauses: List[str] = []
+    why: List[str] = []
+    for part in here:
+        clause, reason = clause_and_why(session, p.candidate, part)
+        if clause not in clauses:
+            clauses.append(clause)
+        why.append(reason)
+    why[-1] += (
+        f" [reproduces this input's values and every input without {p.family} ({counts(p)}); {unexplained_text(p)}]"
+    )
+    return clauses, why, [cause_label(p.candidate, part) for part in here]
 
 
 def remove(session, described: Described, removed: Sequence[Part]) -> Described:
@@ -90,6 +121,31 @@ def clause_and_why(session, described: Described, part: Part) -> Tuple[str, str]
     return clause_of(session, comp), why
 
 
+def cause_label(described: Described, part: Part) -> str:
+    """What the function does instead in one part, as a clause (``spec §4 ties=reverse``), with the
+    fields it concerns (``CMC: spec §4 ties=unstable``): the words ``check`` and ``identify`` share."""
+    names, comp = part
+    cand = described.of(names[0]) if names is not None and isinstance(described, Composite) else described
+    text = cause_of(cand, comp)
+    return f"{'/'.join(field_name(f) for f in names)}: {text}" if names is not None else text
+
+
+def verdict_causes(session, analysis) -> List[str]:
+    """Every cause the verdict names: the parts of what was identified, or, where nothing
+    reproduces every value, of the identified fields (:func:`partial`) or of what explains every
+    input outside one family (:mod:`.partition`)."""
+    v = analysis.verdict
+    if v is not None and v.survivors:
+        described: Optional[Described] = v.described
+    else:
+        described = partial(session, analysis)
+        if described is None and analysis.partition is not None:
+            described = analysis.partition.candidate
+    if described is None:
+        return []
+    return sorted({cause_label(described, p) for p in parts(session, described, analysis.dims)})
+
+
 def part_label(described: Described, part: Part) -> str:
     """``ties=unstable``, ``bug percent``, with the fields it concerns (``CMC: ties=unstable``)."""
     names, (kind, what) = part
@@ -101,6 +157,12 @@ def part_label(described: Described, part: Part) -> str:
 def identified_note(s, a) -> str:
     """What the elimination identified, as ``--identify`` words it (empty when it is the protocol)."""
     v = a.verdict
+    if (v is None or not v.survivors) and a.partition is not None:
+        p = a.partition
+        return (
+            f"identified on every input without {p.family} ({counts(p)}): "
+            f"{describe(s, p.candidate, a.dims)[0]}; {unexplained_text(p)}"
+        )
     if v is None or not v.survivors:
         return ""
     if v.composite is not None:

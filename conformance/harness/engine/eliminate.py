@@ -97,6 +97,21 @@ class Eliminator:
                 return False, total
         return True, total
 
+    def same_predictions(self, a: Candidate, b: Candidate, evs: Sequence) -> bool:
+        """Whether ``a`` and ``b`` predict the same values of the compared fields on every call of
+        ``evs``: an option in which they differ cannot affect those fields on these inputs."""
+        for ev in evs:
+            for call, reading in zip(ev.calls, ev.readings):
+                if reading is None:
+                    continue
+                cmc = reading.values.get("cmc")
+                n = len(cmc) if cmc is not None else None
+                pa = self._restrict(self.predictor.predict(a, ev.case, call, cmc_len=n))
+                pb = self._restrict(self.predictor.predict(b, ev.case, call, cmc_len=n))
+                if _key(pa) != _key(pb):
+                    return False
+        return True
+
     def survivors(self, cands: Iterable[Candidate], evs: Sequence) -> List[Tuple[Candidate, int]]:
         out = []
         for cand in cands:

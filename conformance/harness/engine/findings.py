@@ -74,6 +74,11 @@ def _k_beyond(session, rec) -> bool:
     return rec.call.k is not None and rec.call.k > rec.ev.case.n_gallery
 
 
+def _k_one(session, rec) -> bool:
+    """k = 1, or a topk of 1 passed for the whole one-item gallery: the same argument to the function."""
+    return rec.call.k == 1 or rec.call.k_passed == 1
+
+
 def _short_gallery(session, rec) -> bool:
     return session.adapter.reads_cmc and rec.call.max_rank > rec.ev.case.n_gallery
 
@@ -106,6 +111,7 @@ INPUT_KINDS: Tuple[Tuple[str, Callable], ...] = (
     ("a query without a relevant item", _no_relevant),
     ("a query whose relevant items all rank below the cut-off k", _no_hit_in_top_k),
     ("a one-item gallery", _single_item),
+    ("topk = 1 passed (k = 1, or the whole of a one-item gallery)", _k_one),
     ("a cut-off k beyond the gallery", _k_beyond),
     ("a gallery shorter than max_rank", _short_gallery),
     (
@@ -118,15 +124,49 @@ INPUT_KINDS: Tuple[Tuple[str, Callable], ...] = (
 )
 
 
+def error_type(rec: CallRecord) -> str:
+    """The exception's type name, as the outcome spells it (``ZeroDivisionError``)."""
+    return rec.outcome.error.split(":")[0].strip()
+
+
+def _size(rec: CallRecord) -> Tuple:
+    case = rec.ev.case
+    return (case.n_queries * case.n_gallery, case.n_gallery, rec.call.k or 0)
+
+
+@dataclass
+class RaiseFinding:
+    """One exception type and the input kind that triggers it: its calls, smallest input first."""
+
+    error: str  # the first line of the first (smallest) such exception
+    records: List[CallRecord]
+    kind: Optional[str] = None  # the input kind that raises it exactly, if any
+
+    @property
+    def type(self) -> str:
+        return error_type(self.records[0])
+
+    def first_text(self) -> str:
+        rec = self.records[0]
+        return f"{rec.ev.case.name} ({rec.ev.case.describe()})"
+
+    def text(self, total: int) -> str:
+        n = len(self.records)
+        where = f"on {self.kind} ({n} of {total} calls)" if self.kind else f"on {n} of {total} calls"
+        return f"raises {self.error} {where}; smallest input: {self.first_text()}"
+
+
 @dataclass
 class Raising:
     """How the function raised over the evaluated inputs."""
 
     raised: List[CallRecord]  # raised where a value was expected
     returned: int
-    kind: Optional[str] = None  # the input kind that raises exactly, if any
+    kind: Optional[str] = None  # the input kind that raises exactly, if any (every exception together)
     error: str = ""
     allowed: List[CallRecord] = field(default_factory=list)  # raised where no value is due: fine
+    #: each exception type on its own, with its trigger and smallest input (first raised first)
+    findings: List[RaiseFinding] = field(default_factory=list)
 
     @property
     def every_call(self) -> bool:
@@ -140,13 +180,28 @@ class Raising:
         rec = self.raised[0]
         return f"{rec.ev.case.name} ({rec.ev.case.describe()})"
 
+    def finding_of(self, error: str) -> Optional[RaiseFinding]:
+        """The finding of the exception type that ``error`` (an outcome's text) names."""
+        name = error.split(":")[0].strip()
+        return next((f for f in self.findings if f.type == name), None)
+
     def text(self) -> str:
+        total = len(self.raised) + self.returned + len(self.allowed)
+        if len(self.findings) > 1:
+            return "; ".join(f.text(total) for f in self.findings)
         n = len(self.raised)
-        total = n + self.returned + len(self.allowed)
         where = f"on {self.kind} ({n} of {total} calls)" if self.kind else f"on {n} of {total} calls"
-        others = sorted({r.outcome.error.split(":")[0] for r in self.raised} - {self.error.split(":")[0]})
-        also = f" (also {', '.join(others)})" if others else ""
-        return f"raises {self.error}{also} {where}; first input: {self.first_text()}"
+        return f"raises {self.error} {where}; first input: {self.first_text()}"
+
+
+def _trigger(session, records: Sequence[CallRecord], returned: Sequence[CallRecord]) -> Optional[str]:
+    """The first input kind that every call of ``records`` has and no returning call has."""
+    if not returned:
+        return None
+    for name, pred in INPUT_KINDS:
+        if all(pred(session, r) for r in records) and not any(pred(session, r) for r in returned):
+            return name
+    return None
 
 
 def raising(session, evs: Sequence, defined: Optional[Callable[[CallRecord], bool]] = None) -> Raising:
@@ -168,11 +223,14 @@ def raising(session, evs: Sequence, defined: Optional[Callable[[CallRecord], boo
     if not raised:
         return res
     res.error = raised[0].outcome.error.splitlines()[0][:200]
-    if returned:
-        for name, pred in INPUT_KINDS:
-            if all(pred(session, r) for r in raised) and not any(pred(session, r) for r in returned):
-                res.kind = name
-                break
+    res.kind = _trigger(session, raised, returned)
+    by_type: Dict[str, List[CallRecord]] = {}
+    for rec in raised:
+        by_type.setdefault(error_type(rec), []).append(rec)
+    for records in by_type.values():
+        records = sorted(records, key=_size)
+        error = records[0].outcome.error.splitlines()[0][:200]
+        res.findings.append(RaiseFinding(error, records, _trigger(session, records, returned)))
     return res
 
 

@@ -25,6 +25,7 @@ from retrieval_conformance.conformance.harness.candidates.landmark_rules import 
     BEHAVIOURS,
     EDGE_INPUTS,
     MEANING,
+    PREVIOUS_HIT,
     PROTOCOL_RULES,
     EdgeInput,
     landmark_ap,
@@ -95,6 +96,14 @@ class Outside:
 
 def _value_text(run: EdgeRun) -> str:
     return f"{run.value:.6g}" if run.value is not None else (run.error or "no value")
+
+
+def landmark_rule(cand) -> str:
+    """The AP rule the edge inputs are judged under: the candidate identified on the usual inputs,
+    its known AP bug included (a previous-hit trapezoid is no plain trapezoid on any input)."""
+    if any(b.id == PREVIOUS_HIT for b in cand.bugs):
+        return PREVIOUS_HIT
+    return cand.conv.ap_rule
 
 
 def run_edges(session, ap_rule: str) -> Optional[Outside]:
@@ -232,7 +241,7 @@ def identification_facts(session, best, ident, conventions: Dict[str, object]) -
     """Add the edge inputs' facts to an identification of an ``oxford``-adapter function, and name
     the landmark preset whose rules they follow (roxford's and oxford's AP agree on usual inputs;
     ``conventions``: each landmark preset's convention on the usual inputs)."""
-    out = run_edges(session, best.conv.ap_rule)
+    out = run_edges(session, landmark_rule(best))
     if out is None:
         return
     ident.lines.extend("  " + f for f in out.facts())
@@ -246,8 +255,14 @@ def identification_facts(session, best, ident, conventions: Dict[str, object]) -
     if old in same:  # the nearest preset first
         same.remove(old)
         same.insert(0, old)
-    if not same:
+    if not same:  # the usual inputs match the preset, its name rules do not: say both, never "matches" alone
         ident.matched = False
+        ident.lines = [
+            line.replace(f"  matches `{old}`", f"  on the usual inputs, matches `{old}`", 1)
+            if line.startswith(f"  matches `{old}`")
+            else line
+            for line in ident.lines
+        ]
         ident.lines.append(f"  also: {FAMILY}, it follows no landmark preset's rules (not `{old}`'s)")
         return
     ident.preset = same[0]

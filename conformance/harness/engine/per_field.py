@@ -147,19 +147,36 @@ def identify_fields(
 
 
 def combine(
-    results: Dict[str, Optional[FieldResult]], fields: Sequence[str], order_near: Callable
+    results: Dict[str, Optional[FieldResult]],
+    fields: Sequence[str],
+    order_near: Callable,
+    fits: Optional[Callable[[Candidate, str], bool]] = None,
+    unshown: Optional[Callable[[Candidate, str], Candidate]] = None,
 ) -> Tuple[List[Candidate], Optional[Composite]]:
     """(survivors shared by every field, best first; or [] and the composite of each field's nearest).
 
     ``order_near(reference)`` sorts candidates by preference, nearest ``reference`` first.
+    ``fits(candidate, field)``: whether it reproduces that field on every input (a main survivor
+    that does is one description of the whole function, even where the field's own search kept a
+    more specific one: one unstable sort behind mAP and CMC is not "CMC: ties=stable").
+    ``unshown(candidate, field)``: the candidate with every option the field's values cannot show
+    set back to the protocol's (the AP rule of a CMC is no difference of the CMC).
     """
     main = results[fields[0]]
     assert main is not None
-    shared = [c for c in main.survivors if all(c in results[f].survivors for f in fields[1:])]
+
+    def shared_by(c: Candidate, f: str) -> bool:
+        return c in results[f].survivors or (fits is not None and fits(c, f))
+
+    shared = [c for c in main.survivors if all(shared_by(c, f) for f in fields[1:])]
     if shared:
         return shared, None
     best = main.survivors[0]
     parts = [(fields[0], best)]
     for f in fields[1:]:
-        parts.append((f, sorted(results[f].survivors, key=order_near(best))[0]))
+        if shared_by(best, f):
+            parts.append((f, best))
+            continue
+        cand = sorted(results[f].survivors, key=order_near(best))[0]
+        parts.append((f, unshown(cand, f) if unshown is not None else cand))
     return [], Composite(tuple(parts))

@@ -5,10 +5,9 @@ The generated families hold short galleries (at most 24 items), so a cut-off a f
 its own (``topk=10``, ``map_at_k=[100]``, ``topk=1000``) never binds on them, and neither do GLDv2's
 cut at 100 and its min(R, 100).  This module holds
 
-* :func:`long_cases`: a few dedicated inputs longer than the cut-offs real code defaults to
-  (:data:`~..candidates.bugs.DEFAULT_CUTOFFS`: 10, 20, 50, 100, 1000) with relevant items beyond each,
-  one query with more than 100 relevant items, and a one-item gallery asked for k > 1 (the only
-  long inputs: everything else stays small, so a check stays fast);
+* :func:`long_cases` (from :mod:`..inputs.long_lists`): inputs longer than the cut-offs real code
+  defaults to (10, 20, 50, 100, 1000) with relevant items, and first relevant items, beyond each,
+  and :func:`edge_cases`: a one-item gallery asked for k > 1;
 * :func:`near_candidates`: the alternatives nearest the best survivor: one more known bug, or one
   option changed;
 * :func:`challenge`: for those of them that still reproduce every value returned so far, the
@@ -29,48 +28,19 @@ from typing import Iterable, List, Sequence, Tuple
 import numpy as np
 from retrieval_conformance.conformance.harness.candidates.bugs import Bug, bug_fits
 from retrieval_conformance.conformance.harness.candidates.candidate import Candidate
-from retrieval_conformance.conformance.harness.candidates.reference_values import OPTION_VALUES
+from retrieval_conformance.conformance.harness.candidates.reference_values import SEARCH_VALUES
 from retrieval_conformance.conformance.harness.engine.eliminate import _distinguishable
 from retrieval_conformance.conformance.harness.inputs.case import Case, fingerprint
+from retrieval_conformance.conformance.harness.inputs.long_lists import LONG_LISTS, long_cases
 
-CHECK_ID = "k/long-lists"
+CHECK_ID = LONG_LISTS
 CHECK_CLAUSE = "spec §6 k=None (whole gallery)"
 CHECK_TITLE = (
     "ranked lists longer than the cut-offs real code defaults to (10, 20, 50, 100, 1000), with relevant "
-    "items beyond each (a default topk, GLDv2's cut at 100 and min(R, 100))"
+    "items and first relevant items beyond each (a default topk, an MRR of the top 100, GLDv2's cut at 100 "
+    "and min(R, 100))"
 )
 CHALLENGE_BUDGET = 12  # further calls the challenge may make per analysis
-
-
-def _ranked_case(name: str, n_gallery: int, relevant_ranks: Sequence[Sequence[int]], seed: int, k=None) -> Case:
-    """A case whose query q ranks its relevant items at the 1-based ``relevant_ranks[q]`` (no ties).
-
-    Distances are a permutation of 0..N-1 per query, so the gallery order is not the ranking."""
-    rng = np.random.default_rng(seed)
-    n_q = len(relevant_ranks)
-    dist = np.empty((n_q, n_gallery), dtype=np.float64)
-    rel = np.zeros((n_q, n_gallery), dtype=bool)
-    for q, ranks in enumerate(relevant_ranks):
-        perm = rng.permutation(n_gallery)  # perm[r - 1] is the item ranked r
-        dist[q, perm] = np.arange(n_gallery)
-        rel[q, perm[np.asarray(ranks, dtype=np.int64) - 1]] = True
-    return Case(name=name, distances=dist, relevance=rel, k=k, family=CHECK_ID)
-
-
-@lru_cache(maxsize=1)
-def long_cases() -> Tuple[Case, ...]:
-    """The dedicated long inputs (built once)."""
-    many = [r for r in range(1, 131) if r % 6 != 0]  # 109 relevant items among 130: R > 100
-    return (
-        _ranked_case(
-            f"{CHECK_ID}#past-10-20-50",
-            60,
-            [[1, 4, 9, 12, 18, 23, 37, 49, 52, 58], [2, 11, 15, 21, 44, 51, 60]],
-            seed=10,
-        ),
-        _ranked_case(f"{CHECK_ID}#past-100", 130, [many, [3, 50, 99, 101, 120]], seed=100),
-        _ranked_case(f"{CHECK_ID}#past-1000", 1030, [[1, 7, 15, 40, 90, 300, 999, 1001, 1015, 1030]], seed=1000),
-    )
 
 
 @lru_cache(maxsize=1)
@@ -107,7 +77,7 @@ def near_candidates(session, best: Candidate, bugs: Sequence[Bug], dims: Sequenc
         if d == "cmc_length":
             continue
         # an unstable order contains the best's: never split (the tie candidates less it are the policies)
-        for v in OPTION_VALUES.get(d, ()):
+        for v in SEARCH_VALUES.get(d, ()):
             if v != best.option(d):
                 out.append(Candidate(best.conv.with_(**{d: v}), best.cmc_length, best.bugs))
     return out

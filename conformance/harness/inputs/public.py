@@ -6,13 +6,19 @@
 * :mod:`.golden`: the golden cases (or the seeds' worked examples) as cases.
 * :mod:`.families`: the families of generated inputs, each with how it is drawn, and what an
   adapter can express (:class:`Capabilities`).
+* :mod:`.long_lists`: the inputs longer than the cut-offs real code applies on its own.
 * :mod:`.drawing` and :mod:`..generate`: drawing a case of a family through hypothesis or a
   seeded ``random``.
 """
 
 from __future__ import annotations
 
-from retrieval_conformance.conformance.harness.generate import generate, hypothesis_strategy, sample_cases
+from retrieval_conformance.conformance.harness.generate import (
+    generate,
+    hypothesis_storage,
+    hypothesis_strategy,
+    sample_cases,
+)
 from retrieval_conformance.conformance.harness.inputs.case import (
     Case,
     Codes,
@@ -40,6 +46,7 @@ from retrieval_conformance.conformance.harness.inputs.golden import (
     dedupe,
     golden_cases,
 )
+from retrieval_conformance.conformance.harness.inputs.long_lists import DEFAULT_CUTOFFS, long_cases, ranked_case
 
 __all__ = [
     "Case",
@@ -51,6 +58,10 @@ __all__ = [
     "family",
     "family_skip_reason",
     "generate",
+    "hypothesis_storage",
+    "DEFAULT_CUTOFFS",
+    "long_cases",
+    "ranked_case",
     "hypothesis_strategy",
     "sample_cases",
     "golden_cases",

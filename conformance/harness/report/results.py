@@ -87,6 +87,9 @@ class Deviation:
     traceback: str = ""
     size: int = 0  # queries x gallery items of the input, to show the smallest first
     causes: List[Tuple[str, ...]] = field(default_factory=list)  # per cause named: its clause ids (known.py)
+    #: what the function does instead, per cause named (``spec §4 ties=reverse``, ``CMC: spec §4 ...``),
+    #: as ``Identification.causes`` words it
+    named: List[str] = field(default_factory=list)
 
 
 @dataclass
@@ -119,6 +122,9 @@ class Identification:
     #: where fields follow different conventions: field -> its options that differ from its nearest preset
     per_field: Dict[str, Dict[str, str]] = field(default_factory=dict)
     composite: Any = None  # the per-field candidate (engine.composite.Composite), or None
+    #: what the verdict names (``spec §4 ties=reverse``, ``CMC: spec §4 ties=unstable``), as ``check``
+    #: names it on its deviations (engine.causes.verdict_causes)
+    causes: List[str] = field(default_factory=list)
 
     def text(self) -> str:
         return "\n".join(self.lines)
@@ -139,6 +145,11 @@ class Report:
     @property
     def deviations(self) -> List[CheckResult]:
         return [r for r in self.results if r.status == DEVIATE]
+
+    @property
+    def named_causes(self) -> List[str]:
+        """Every cause named on a deviation (``spec §4 ties=reverse``), as ``Identification.causes``."""
+        return sorted({n for r in self.deviations for n in r.deviation.named})
 
     @property
     def conforms(self) -> bool:
@@ -248,14 +259,17 @@ class Report:
     def junit_xml(self) -> str:
         """A JUnit XML document: one testcase per check; deviations are failures, known
         deviations are skipped with type ``xfail``."""
+        return junit_document([self.junit_suite()])
+
+    def junit_suite(self, name: str = "retrieval-conformance") -> str:
+        """This report's ``<testsuite>`` element, named ``name`` (the CI gate names one per function)."""
         n = len(self.results)
         failures = len(self.deviations)
         skipped = sum(r.status in (SKIP, KNOWN) for r in self.results)
         errors = 1 if self.usage_error else 0
         total = sum(r.seconds for r in self.results)
         out = [
-            '<?xml version="1.0" encoding="utf-8"?>',
-            f'<testsuites><testsuite name="retrieval-conformance" tests="{n + errors}" failures="{failures}" '
+            f'<testsuite name={quoteattr(name)} tests="{n + errors}" failures="{failures}" '
             f'errors="{errors}" skipped="{skipped}" time="{total:.3f}">',
             f'<properties><property name="spec_version" value={quoteattr(spec_version())}/></properties>',
         ]
@@ -280,9 +294,14 @@ class Report:
             elif r.status == SKIP:
                 out.append(f"<skipped message={quoteattr(r.reason)}/>")
             out.append("</testcase>")
-        out.append("</testsuite></testsuites>")
-        return "\n".join(out) + "\n"
+        out.append("</testsuite>")
+        return "\n".join(out)
 
     def write_junit(self, path: str) -> None:
         with open(path, "w", encoding="utf-8") as fh:
             fh.write(self.junit_xml())
+
+
+def junit_document(suites: List[str]) -> str:
+    """A JUnit XML document of ``<testsuite>`` elements (:meth:`Report.junit_suite`)."""
+    return "\n".join(['<?xml version="1.0" encoding="utf-8"?>', "<testsuites>", *suites, "</testsuites>"]) + "\n"

@@ -1,0 +1,280 @@
+"""What a zoo function is made of: a :class:`Recipe` (its adapter, protocol, behaviours and style)
+and the catalogue the behaviours are drawn from.
+
+A behaviour is either an option value that differs from the protocol (``("option", "ties",
+"reverse")``) or a known bug of spec §11 by its label (``("bug", "rounded[4]")``).  The catalogue
+takes the options and their values from the conventions table (through the harness's
+``OPTION_VALUES``) and the bugs from the harness's ``BUGS``; :data:`WRITABLE` says which of them
+the writer (:mod:`.writer`) can express in lab-style code, so that a value or bug added to the
+catalogue shows up in :func:`unwritten` until the writer learns it.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+from typing import Dict, FrozenSet, List, Optional, Sequence, Tuple
+
+from retrieval_conformance.conformance.harness.adapters.registry import ADAPTERS
+from retrieval_conformance.conformance.harness.candidates.bugs import BUGS
+from retrieval_conformance.conformance.harness.candidates.reference_values import OPTION_VALUES, Convention
+
+#: the adapters the writer has a lab-style template for, with the protocol each is checked under
+TEMPLATES: Dict[str, str] = {
+    "hashing-codes": "hashing",
+    "distances-relevance": "hashing",
+    "recall-at-k": "hashing",
+    "mrr": "hashing",
+    "reid": "reid",
+}
+
+#: per template family, the option values and bug labels the writer expresses
+_AP_BUGS = (
+    "percent",
+    "rounded[2]",
+    "rounded[3]",
+    "rounded[4]",
+    "divided-by-k",
+    "topk-ignored",
+    "empty-scores-one",
+    "descending",
+    "zero-based-ranks",
+    "previous-hit-trapezoid",
+    "last-item-dropped",
+    "cut-at-r",
+    *(f"default-cutoff[{k}]" for k in (10, 20, 50, 100, 1000)),
+    *(f"first-query-only[{w},{h}]" for w in ("first", "first-relevant", "first-hit") for h in ("divided", "own")),
+)
+_RANK_BUGS = (
+    "percent",
+    "rounded[2]",
+    "rounded[3]",
+    "rounded[4]",
+    "topk-ignored",
+    "empty-scores-one",
+    "descending",
+    *(f"default-cutoff[{k}]" for k in (10, 20, 50, 100, 1000)),
+    *(f"first-query-only[{w},{h}]" for w in ("first", "first-relevant", "first-hit") for h in ("divided", "own")),
+)
+_CONCRETE_TIES = ("stable", "reverse", "optimistic", "pessimistic")
+WRITABLE: Dict[str, Dict[str, Tuple[str, ...]]] = {
+    "hashing-codes": {
+        "ties": _CONCRETE_TIES,
+        "ap_rule": OPTION_VALUES["ap_rule"],
+        "ap_at_k": OPTION_VALUES["ap_at_k"],
+        "empty": ("zero", "skip", "skip_no_hit"),
+        "bugs": _AP_BUGS + ("exact-label-match",),
+    },
+    "distances-relevance": {
+        "ties": _CONCRETE_TIES,
+        "ap_rule": OPTION_VALUES["ap_rule"],
+        "ap_at_k": OPTION_VALUES["ap_at_k"],
+        "empty": ("zero", "skip", "skip_no_hit"),
+        "bugs": _AP_BUGS,
+    },
+    "recall-at-k": {
+        "ties": _CONCRETE_TIES,
+        "empty": ("zero", "skip", "skip_no_hit"),
+        "recall": OPTION_VALUES["recall"],
+        "bugs": _RANK_BUGS,
+    },
+    "mrr": {
+        "ties": _CONCRETE_TIES,
+        "empty": ("zero", "skip", "skip_no_hit"),
+        "bugs": _RANK_BUGS + ("mrr-counting-junk",),
+    },
+    "reid": {
+        "ties": _CONCRETE_TIES,
+        "ap_rule": OPTION_VALUES["ap_rule"],
+        "empty": ("zero", "skip"),
+        "cmc_length": ("max_rank", "gallery"),
+        "bugs": ("percent", "rounded[2]", "rounded[3]", "rounded[4]", "descending", "junk-kept"),
+    },
+}
+#: bugs whose labels cannot be combined in one function (the order of two scalings is ambiguous)
+_EXCLUSIVE = (("percent", "rounded"),)
+
+
+@dataclass(frozen=True)
+class Recipe:
+    """One zoo function: the adapter it is written for, the protocol it is checked under, the
+    options where it differs from that protocol, its bugs (labels; a default or ``-1`` cut-off
+    parameter comes with the bugs that need one), its CMC length rule (reid), which of the
+    equivalent code styles it uses, and its number in the run (its name)."""
+
+    adapter: str
+    protocol: str
+    options: Tuple[Tuple[str, str], ...] = ()
+    bugs: Tuple[str, ...] = ()
+    cmc_length: Optional[str] = None
+    style: int = 0
+    index: int = 0
+
+    def option(self, name: str) -> str:
+        return dict(self.options).get(name, getattr(Convention.from_protocol(self.protocol), name))
+
+    @property
+    def bug_ids(self) -> FrozenSet[str]:
+        return frozenset(b.split("[")[0] for b in self.bugs)
+
+    def variant(self, bug_id: str) -> Optional[str]:
+        """The variant of bug ``bug_id`` (``"4"`` of ``rounded[4]``), ``""`` without one, None if absent."""
+        for b in self.bugs:
+            if b.split("[")[0] == bug_id:
+                return b[len(bug_id) + 1 : -1] if "[" in b else ""
+        return None
+
+    @property
+    def behaviours(self) -> List[str]:
+        """The composed behaviours, as the report and the failure message name them."""
+        out = [f"{name}={value}" for name, value in self.options]
+        out += [f"bug {b}" for b in self.bugs]
+        if self.cmc_length is not None and self.cmc_length != "max_rank":
+            out.append(f"cmc_length={self.cmc_length}")
+        return out
+
+    @property
+    def family(self) -> str:
+        """The behaviour families it composes (``ties+rounded``), for the rates per family."""
+        parts = [name for name, _ in self.options] + [b.split("[")[0] for b in self.bugs]
+        if self.cmc_length == "gallery":
+            parts.append("cmc_length")
+        return "+".join(sorted(parts)) or "none"
+
+
+def _bug_requires(label: str) -> Tuple[str, ...]:
+    bug_id, _, variant = label.partition("[")
+    variant = variant.rstrip("]")
+    for b in BUGS:
+        if b.id == bug_id and (not b.variant or b.variant == variant):
+            return b.requires
+    raise KeyError(label)
+
+
+def _bug_replaces(label: str) -> Tuple[str, ...]:
+    bug_id = label.split("[")[0]
+    return next(b.replaces for b in BUGS if b.id == bug_id)
+
+
+def unwritten() -> Dict[str, List[str]]:
+    """Per adapter with a template, the catalogue's option values and bugs the writer cannot express."""
+    out = {}
+    for adapter, can in WRITABLE.items():
+        cls = ADAPTERS[adapter]
+        missing = [f"{o}={v}" for o in cls.options for v in OPTION_VALUES[o] if v not in can.get(o, ())]
+        labels = {b.label for b in BUGS}
+        missing += [f"bug {b}" for b in sorted(labels) if b not in can["bugs"]]
+        out[adapter] = missing
+    return out
+
+
+def _fits(adapter: str, protocol: str, options: Dict[str, str], bugs: Sequence[str], k_default: bool) -> bool:
+    """Whether the composition is one function could have: each bug's conditions hold."""
+    conv = Convention.from_protocol(protocol).with_(**options)
+    ids = [b.split("[")[0] for b in bugs]
+    if len(set(ids)) < len(ids):
+        return False
+    for a, b in _EXCLUSIVE:
+        if a in ids and b in ids:
+            return False
+    for label in bugs:
+        req = _bug_requires(label)
+        if "trapezoid" in req and conv.ap_rule != "trapezoid":
+            return False
+        if "precision_sum" in req and conv.ap_rule != "precision_sum":
+            return False
+        if "no-k" in req and not k_default:
+            return False
+        if any(o in options for o in _bug_replaces(label)):
+            return False
+    if ("default-cutoff" in ids or "last-item-dropped" in ids) and not k_default:
+        return False
+    if k_default and not ({"default-cutoff", "last-item-dropped"} & set(ids)):
+        return False
+    if "cut-at-r" in ids and ("topk-ignored" in ids or "divided-by-k" in ids):
+        return False
+    if "divided-by-k" in ids and ("last-item-dropped" in ids or "topk-ignored" in ids):
+        return False  # which k the divisor is then is not the writer's to guess
+    if "mrr-counting-junk" in ids and conv.ties not in ("stable", "reverse"):
+        return False  # a relevant/junk order inside ties is not the writer's to guess
+    return True
+
+
+def draw(rng: random.Random, adapter: str, index: int = 0, max_behaviours: int = 3) -> Recipe:
+    """A recipe for ``adapter`` composing 1 to ``max_behaviours`` behaviours (or none, one time in
+    ten: the correct function), drawn from what the writer can express."""
+    protocol = TEMPLATES[adapter]
+    can = WRITABLE[adapter]
+    proto = Convention.from_protocol(protocol)
+    pool: List[Tuple[str, str, str]] = []
+    for name, values in can.items():
+        if name in ("bugs", "cmc_length"):
+            continue
+        pool += [("option", name, v) for v in values if v != getattr(proto, name)]
+    pool += [("bug", label, "") for label in can["bugs"]]
+    for _ in range(200):
+        n = 0 if rng.random() < 0.1 else rng.randint(1, max_behaviours)
+        chosen = rng.sample(pool, n)
+        options = {name: v for kind, name, v in chosen if kind == "option"}
+        if len(options) < sum(kind == "option" for kind, _, _ in chosen):
+            continue  # two values of one option
+        bugs = tuple(sorted(name for kind, name, _ in chosen if kind == "bug"))
+        if len(bugs) > 2:
+            continue  # identification searches up to two known bugs
+        k_default = any(b.startswith(("default-cutoff", "last-item-dropped")) for b in bugs)
+        if not _fits(adapter, protocol, options, bugs, k_default):
+            continue
+        cmc = rng.choice(can["cmc_length"]) if "cmc_length" in can else None
+        return Recipe(
+            adapter,
+            protocol,
+            tuple(sorted(options.items())),
+            bugs,
+            cmc_length=cmc,
+            style=rng.randint(0, 1),
+            index=index,
+        )
+    return Recipe(adapter, protocol, index=index)
+
+
+#: the behaviours the default test leaves out, (adapter or "*", bug id or label) -> why; the long
+#: profile keeps them and reports their rate
+DEFAULT_EXCLUDED: Dict[Tuple[str, str], str] = {
+    ("*", "default-cutoff[1000]"): "no input of identify has a gallery of more than 1000 items, so a default "
+    "cut-off of 1000 changes no value: the verdict names no bug and states no equivalence",
+    ("mrr", "default-cutoff"): "no input of identify puts a query's first relevant item beyond a default cut-off "
+    "of 10 to 100 ranks, so MRR cut there equals MRR uncut: the verdict names no bug",
+    ("reid", "junk-kept"): "the harness models junk kept only for an explicit junk mask: under the camera junk "
+    "rule of the ReID presets nothing reproduces the values (the bug's model sees no junk to keep)",
+}
+
+
+def excluded(recipe: Recipe) -> List[str]:
+    """Why ``recipe`` is left out of the default test (empty: it is not)."""
+    return [
+        why
+        for (adapter, name), why in DEFAULT_EXCLUDED.items()
+        if adapter in ("*", recipe.adapter) and any(b == name or b.split("[")[0] == name for b in recipe.bugs)
+    ]
+
+
+def zoo_recipes(n: int, seed: int = 0, adapters: Optional[Sequence[str]] = None, profile: str = "long") -> List[Recipe]:
+    """``n`` recipes, the adapters in turn, from a seeded ``random.Random``.
+
+    ``profile="long"`` composes 1 to 3 behaviours of the whole writable catalogue; ``"default"``
+    one behaviour each (or none), without :data:`DEFAULT_EXCLUDED`.
+    """
+    if profile not in ("long", "default"):
+        raise ValueError(f"profile: expected 'long' or 'default', got {profile!r}")
+    rng = random.Random(seed)
+    names = list(adapters or TEMPLATES)
+    out = []
+    while len(out) < n:
+        adapter = names[len(out) % len(names)]
+        if profile == "long":
+            out.append(draw(rng, adapter, index=len(out)))
+            continue
+        recipe = draw(rng, adapter, index=len(out), max_behaviours=1)
+        if not excluded(recipe):
+            out.append(recipe)
+    return out
