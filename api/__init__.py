@@ -8,15 +8,14 @@ so ``import retrieval_conformance`` is cheap and importing a lower layer (for ex
 ``retrieval_conformance.reference.contract``) loads nothing above it (ARCHITECTURE.md).
 """
 
-from __future__ import annotations
-
-import importlib
-from typing import Any, Dict
+# every name bound here is an attribute of the package: the machinery is private (``_Any``), and
+# dir(rc) lists only the public names (__dir__ below)
+from typing import Any as _Any
 
 __version__ = "0.1.0"
 
 # public name -> "module:attribute" it comes from
-_EXPORTS: Dict[str, str] = {
+_EXPORTS: dict[str, str] = {
     "evaluate": "retrieval_conformance.dispatch:evaluate",
     "evaluate_run": "retrieval_conformance.reference.protocols.trec.evaluation:evaluate_run",
     "read_run": "retrieval_conformance.reference.readers.trec:read_run",
@@ -67,17 +66,33 @@ _EXPORTS: Dict[str, str] = {
     "qrels_from_labels": "retrieval_conformance.reference.readers.tables:qrels_from_labels",
 }
 
-__all__ = list(_EXPORTS)
+# old public names kept working, each with a DeprecationWarning saying what replaced it: name -> the
+# replacement (one public entry per curve: the exact slow mean is the reference implementation of
+# the fast one)
+_DEPRECATED: dict[str, str] = {
+    "mean_pr_curve": "rc.curves('pr_interpolated', ..., implementation='reference') (its .exact holds the "
+    "exact means; any other implementation is as exact to 1e-15 and fast)",
+}
+
+__all__ = [name for name in _EXPORTS if name not in _DEPRECATED]
 
 
-def __getattr__(name: str) -> Any:
+def __getattr__(name: str) -> _Any:
+    import importlib
+
     if name not in _EXPORTS:
         raise AttributeError(f"module 'retrieval_conformance' has no attribute {name!r}")
     module, attribute = _EXPORTS[name].split(":")
     value = getattr(importlib.import_module(module), attribute)
+    if name in _DEPRECATED:  # not cached: every use is told
+        import warnings
+
+        warnings.warn(f"rc.{name} is deprecated; use {_DEPRECATED[name]}", DeprecationWarning, stacklevel=2)
+        return value
     globals()[name] = value  # later lookups skip this function
     return value
 
 
-def __dir__():
-    return sorted(list(globals()) + __all__)
+def __dir__() -> list:
+    """The public names and the version, not the machinery of this module."""
+    return sorted([*__all__, "__version__"])

@@ -34,8 +34,8 @@ def golden_main(args) -> int:
     status = {n: registry.unavailable_reason(n) for n in names}
     usable = [n for n in names if status[n] is None]
     for n in names:
-        if status[n] is not None:
-            print(f"unavailable: {status[n]}")
+        if status[n] is not None:  # a note, not an error: the others still run (--require makes it one)
+            print(f"skipped: {n} ({status[n]})")
             if n in args.require:
                 print(
                     f"error: --require: implementation {n!r} is required but unavailable here: {status[n]}",

@@ -4,6 +4,8 @@
   (``reference/contract/conventions.py``), the presets (``reference/contract/presets.py``) and the
   landmark protocols; the build fails when the committed page is stale, so the page on GitHub and
   the site never disagree with the code. ``python docs/hooks.py`` rewrites it.
+* ``harness.md``: the table of what identification searches, adapter by adapter, between the same
+  markers, from ``conformance/harness/candidates/space.py``; stale likewise.
 * ``specification.md`` and ``changelog.md`` include ``reference/SPECIFICATION.md`` and
   ``CHANGELOG.md`` at build time (one copy of each text).
 """
@@ -15,6 +17,7 @@ import sys
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 CONVENTIONS_PAGE = ROOT / "docs" / "conventions.md"
+HARNESS_PAGE = ROOT / "docs" / "harness.md"
 BEGIN = "<!-- generated: python docs/hooks.py -->"
 END = "<!-- end of generated -->"
 INCLUDES = {
@@ -69,20 +72,38 @@ def generated_tables() -> str:
     )
 
 
-def _current_page() -> str:
-    text = CONVENTIONS_PAGE.read_text(encoding="utf-8")
+def search_table() -> str:
+    """What identification searches for each adapter, in Markdown, from the harness's candidate space."""
+    from retrieval_conformance.conformance.harness.adapters.registry import ADAPTERS
+    from retrieval_conformance.conformance.harness.candidates.space import space_table
+
+    def any_arguments(*args, **kwargs):  # binds to every adapter, a cut-off included
+        return None
+
+    table = space_table({name: cls(any_arguments) for name, cls in ADAPTERS.items()})
+    return f"{BEGIN}\n\n{table}\n\n{END}"
+
+
+#: each generated page and the function that writes its generated part
+GENERATED = {CONVENTIONS_PAGE: generated_tables, HARNESS_PAGE: search_table}
+
+
+def current_page(page: pathlib.Path) -> str:
+    """``page`` with its generated part written from the code now."""
+    text = page.read_text(encoding="utf-8")
     if BEGIN not in text or END not in text:
-        raise RuntimeError(f"{CONVENTIONS_PAGE}: the markers {BEGIN!r} and {END!r} are missing")
+        raise RuntimeError(f"{page}: the markers {BEGIN!r} and {END!r} are missing")
     head, rest = text.split(BEGIN, 1)
     _, tail = rest.split(END, 1)
-    return head + generated_tables() + tail
+    return head + GENERATED[page]() + tail
 
 
 def on_pre_build(config, **kwargs):
     from mkdocs.exceptions import PluginError
 
-    if _current_page() != CONVENTIONS_PAGE.read_text(encoding="utf-8"):
-        raise PluginError("docs/conventions.md is stale against the conventions table: run python docs/hooks.py")
+    for page in GENERATED:
+        if current_page(page) != page.read_text(encoding="utf-8"):
+            raise PluginError(f"docs/{page.name} is stale against the code: run python docs/hooks.py")
 
 
 def on_page_markdown(markdown, page, config, files, **kwargs):
@@ -94,5 +115,6 @@ def on_page_markdown(markdown, page, config, files, **kwargs):
 
 
 if __name__ == "__main__":
-    CONVENTIONS_PAGE.write_text(_current_page(), encoding="utf-8")
-    print(f"wrote {CONVENTIONS_PAGE}", file=sys.stderr)
+    for page in GENERATED:
+        page.write_text(current_page(page), encoding="utf-8")
+        print(f"wrote {page}", file=sys.stderr)

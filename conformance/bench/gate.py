@@ -21,6 +21,7 @@ becomes the next baseline.
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import subprocess
@@ -31,6 +32,7 @@ from retrieval_conformance.conformance.bench import ratio
 from retrieval_conformance.conformance.bench.anchor import load_average
 from retrieval_conformance.conformance.bench.report import format_report
 from retrieval_conformance.conformance.bench.runs import load_run, machine_id, save_run, saved_runs
+from retrieval_conformance.reference.contract.install_hints import install_hint
 
 
 def gate_kind(args) -> str:
@@ -45,6 +47,10 @@ def gate_kind(args) -> str:
 
 def gated_run(args) -> int:
     """``bench run``: the benchmarks through pytest, the summary, the gate, the save; the exit status."""
+    missing = [name for name in ("pytest", "pytest_benchmark") if importlib.util.find_spec(name) is None]
+    if missing:  # the bench extra's tools: said before any work, with the command that brings them
+        print(f"error: bench run needs {' and '.join(missing)}: {install_hint('bench')}", file=sys.stderr)
+        return 2
     storage = os.path.abspath(args.storage)
     previous = saved_runs(storage)
     fd, json_path = tempfile.mkstemp(prefix="rc-bench-", suffix=".json")

@@ -90,3 +90,15 @@ def test_a_third_party_registers_through_the_entry_point_group(monkeypatch, tmp_
         distances=[[0.1, 0.2], [0.3, 0.1]], relevance=[[0, 1], [0, 1]], implementation="thirdparty", block_size=1
     )  # several blocks, and no prepare(): nothing is passed
     assert res.implementation == "thirdparty" and res.map == 0.75
+
+
+def test_entry_points_are_read_with_the_api_of_python_3_9(monkeypatch):
+    """Python 3.9's ``entry_points()`` takes no ``group`` and returns a dict of groups: the
+    registry read it with 3.10's keyword, and ``retrieval-conformance golden`` crashed there."""
+    from importlib.metadata import EntryPoint
+
+    point = EntryPoint("py39thirdparty", "thirdparty_rc:Backend", registry.ENTRY_POINT_GROUP)
+    monkeypatch.setattr("importlib.metadata.entry_points", lambda: {registry.ENTRY_POINT_GROUP: (point,)})
+    monkeypatch.setattr(registry, "_discovered", False)
+    monkeypatch.setattr(registry, "_SPECS", dict(registry._SPECS))
+    assert registry.names()[-1] == "py39thirdparty"

@@ -9,22 +9,13 @@ is missing.
 
 from __future__ import annotations
 
-import pathlib
 import re
 
-import pytest
 import retrieval_conformance as rc
 from retrieval_conformance.conformance.harness import check
 from retrieval_conformance.conformance.harness.adapters.registry import ADAPTERS
+from retrieval_conformance.conformance.support.checkout import checkout
 from retrieval_conformance.reference.contract.presets import PRESETS
-
-
-def _checkout() -> pathlib.Path:
-    for folder in [pathlib.Path.cwd(), *pathlib.Path.cwd().parents]:
-        project = folder / "pyproject.toml"
-        if project.is_file() and 'name = "retrieval-conformance"' in project.read_text(encoding="utf-8"):
-            return folder
-    pytest.skip("no checkout of retrieval-conformance above the working directory")
 
 
 def paragraph(text: str, start: str) -> str:
@@ -47,7 +38,7 @@ def missing(names, text: str, quote: str = "`") -> list:
 
 
 def test_the_harness_guide_names_every_adapter():
-    text = (_checkout() / "docs" / "harness.md").read_text(encoding="utf-8")
+    text = (checkout() / "docs" / "harness.md").read_text(encoding="utf-8")
     assert missing(ADAPTERS, paragraph(text, "Adapters:")) == []
 
 
@@ -62,7 +53,7 @@ def test_evaluates_docstring_names_every_preset():
 
 
 def test_the_readme_names_every_preset():
-    text = (_checkout() / "README.md").read_text(encoding="utf-8")
+    text = (checkout() / "README.md").read_text(encoding="utf-8")
     assert missing(PRESETS, paragraph(text, "The presets (")) == []
 
 

@@ -87,6 +87,8 @@ def array_input(name: str, value: Any) -> np.ndarray:
 
 def shown(value: Any, limit: int = 60) -> str:
     """``repr(value)`` cut to ``limit`` characters: a message must stay readable whatever was passed."""
+    if isinstance(value, int) and value.bit_length() > 128:  # repr() of 4,300 digits raises; nobody reads them
+        return f"{'a negative' if value < 0 else 'an'} integer of {value.bit_length():,} bits"
     text = object.__repr__(value) if isinstance(value, (list, tuple, dict, set)) and len(value) > 20 else repr(value)
     return text if len(text) <= limit else text[: limit - 3] + "..."
 

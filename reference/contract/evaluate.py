@@ -16,6 +16,7 @@ from retrieval_conformance.reference.contract import validation as v
 from retrieval_conformance.reference.contract.aggregation import aggregate
 from retrieval_conformance.reference.contract.embeddings import METRICS, embedding_distances
 from retrieval_conformance.reference.contract.gallery import Gallery, prepare_gallery
+from retrieval_conformance.reference.contract.metric_names import resolve_metrics
 from retrieval_conformance.reference.contract.precision import precisions, warn_low_precision
 from retrieval_conformance.reference.contract.presets import get_preset
 from retrieval_conformance.reference.contract.problem import (
@@ -303,6 +304,8 @@ def evaluate(
         if not cutoffs or len(set(cutoffs)) != len(cutoffs):
             raise ValueError(f"k: expected distinct cut-offs, got {v.shown(list(k))}; e.g. k=(1, 5, 10, 100)")
         arguments.pop("k")
+        # a name with a cut-off (P_10, nDCG@10) is checked against all of them, then asked of each by its field
+        arguments["metrics"] = resolve_metrics(metrics, cutoffs=tuple(cutoffs))
         return ResultsAtK((c, evaluate(**arguments, k=c)) for c in cutoffs)
     options = resolve_options(
         protocol,

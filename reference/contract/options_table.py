@@ -22,7 +22,7 @@ import textwrap
 from dataclasses import dataclass
 from typing import Any, Callable, Dict, Optional, Tuple
 
-from retrieval_conformance.reference.contract import conventions
+from retrieval_conformance.reference.contract import command_line, conventions
 
 
 def _presets() -> Tuple[str, ...]:
@@ -167,10 +167,12 @@ OPTIONS_TABLE: Tuple[Option, ...] = (
         "the metrics to compute, comma-separated (map,rank1); only they and what they depend on are "
         "computed, with the bits they have among all; default: every metric. Names: Result's fields "
         "(map, precision_at_k, recall_at_k, cmc, minp, r_precision, ndcg_at_k, mrr, map_at_r, "
-        "precision_at_radius, recall_at_radius), rankN, and aliases (mAP, mINP, nDCG, MRR, P@k, MAP@R, ...)",
+        "precision_at_radius, recall_at_radius), rankN, aliases (mAP, mINP, nDCG, MRR, P@k, MAP@R, ...), and "
+        "trec_eval's and ir_measures' names (P_10, P@10, nDCG@10, recip_rank; with --run: map, bpref, Judged@10, ...)",
         python_type="list of str or str, optional",
         python_summary="the metrics to compute: Result fields (``map``, ``cmc``, ``minp``, ...), their aliases "
-        "(``mAP``, ``mINP``, ``nDCG``, ...) or ``rankN``, as a list or one comma-separated string; only they and "
+        "(``mAP``, ``mINP``, ``nDCG``, ...), ``rankN``, or trec_eval's and ir_measures' names at the cut-off ``k`` "
+        "(``P_10``, ``P@10``, ``nDCG@10``), as a list or one comma-separated string; only they and "
         "what they depend on are computed, each with the bits it has among all, and reading another raises "
         "``NotComputedError`` naming it.  Default None: every metric the protocol reports",
     ),
@@ -232,8 +234,8 @@ def add_arguments(
             "default": defaults.get(option.name),
             "help": option.help() + (f"; {note}" if note else ""),
         }
-        if option.kind is not str:
-            kwargs["type"] = option.kind
+        if option.kind is not str:  # an int through the one reading of an integer option (no 1_0)
+            kwargs["type"] = command_line.integer if option.kind is int else option.kind
         values = option.values()
         if values is not None:
             kwargs["choices"] = values + tuple(v for v in extra if v not in values)

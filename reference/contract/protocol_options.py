@@ -38,7 +38,7 @@ def resolve_options(
     preset = get_preset(protocol)
     if not k_given:
         k = preset.k
-    chosen = resolve_metrics(metrics)
+    chosen = resolve_metrics(metrics, cutoffs=(k,))
     check_requested(chosen, [name for name, value in (("k", k), ("radius", radius)) if value is not None])
     return Options(
         ties=v.choice("ties", ties if ties is not None else preset.ties, TIE_POLICIES),

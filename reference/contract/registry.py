@@ -15,7 +15,7 @@ with :func:`register`.  Built-in names cannot be replaced.
 from __future__ import annotations
 
 import importlib
-from typing import Callable, Dict, Iterable, List, Optional, TypeVar
+from typing import Any, Callable, Dict, Iterable, List, Optional, TypeVar
 
 from retrieval_conformance.reference.contract.install_hints import install_hint
 from retrieval_conformance.reference.contract.problem import Options, PerQuery, Problem
@@ -126,11 +126,19 @@ def _discover() -> None:
     if _discovered:
         return
     _discovered = True
-    from importlib.metadata import entry_points
-
-    for point in entry_points(group=ENTRY_POINT_GROUP):
+    for point in _entry_points(ENTRY_POINT_GROUP):
         if point.name not in BUILT_IN:
             _SPECS.setdefault(point.name, point.value)
+
+
+def _entry_points(group: str) -> Iterable[Any]:
+    """The installed entry points of ``group``, on every Python the package supports."""
+    from importlib.metadata import entry_points
+
+    try:
+        return entry_points(group=group)  # Python >= 3.10
+    except TypeError:  # 3.9: no keyword; a dict of group -> entry points
+        return entry_points().get(group, ())  # type: ignore[call-arg,attr-defined,unused-ignore]
 
 
 #: the built-in implementations' ``speed_rank``, known without importing them

@@ -38,6 +38,7 @@ __all__ = [  # the names callers use; arrays.py and ids.py hold the first two st
     "check_finite",
     "check_ndim",
     "choice",
+    "exact_float64",
     "codes_pair",
     "exact_ids",
     "float_matrix",
@@ -104,14 +105,37 @@ def float_matrix(name: str, value: Any, what: str, finite: bool = True) -> np.nd
     if arr.dtype == np.bool_ or arr.dtype.kind not in "fiu":
         raise TypeError(f"{name}: expected a float or integer array, got dtype={arr.dtype}")
     if arr.dtype.kind in "iu":
-        if arr.size and np.abs(arr.astype(np.float64)).max() >= 2.0**53:
-            raise ValueError(f"{name}: integer values must stay below 2**53 to convert exactly")
-        arr = arr.astype(np.float64)
+        arr = exact_float64(name, arr)
     elif arr.dtype not in (np.float32, np.float64):
         arr = arr.astype(np.float64)
     if finite:
         check_finite(name, arr)
     return np.ascontiguousarray(arr)
+
+
+#: integers of a smaller magnitude convert to float64 exactly (53 significant bits)
+EXACT_FLOAT64_BELOW = 2.0**53
+
+
+def exact_float64(name: str, arr: np.ndarray, counted: Optional[np.ndarray] = None) -> np.ndarray:
+    """The float or integer ``arr`` as float64, value for value: never negated or rounded in its
+    own dtype (``-x`` of an unsigned ``x`` wraps).  An integer of magnitude ``2**53`` or more is
+    refused, naming its element: beyond, distinct integers can become one float64 (a tie the
+    data does not have).  ``counted``: a mask of the elements that count (the others may hold
+    anything)."""
+    out = arr.astype(np.float64)
+    if arr.dtype.kind in "iu" and out.size:
+        beyond = np.abs(out) >= EXACT_FLOAT64_BELOW
+        if counted is not None:
+            beyond &= counted
+        if beyond.any():
+            where = np.argwhere(beyond)[0]
+            raise ValueError(
+                f"{name}{index_text(where)}: {arr[tuple(where)]} is beyond 2**53 in magnitude, where {arr.dtype} "
+                "integers no longer convert to float64 exactly; integer values must stay below 2**53 (rescale "
+                "them, or pass float64)"
+            )
+    return out
 
 
 def bool_matrix(name: str, value: Any, shape: Tuple[int, int], what: str) -> np.ndarray:

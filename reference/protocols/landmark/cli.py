@@ -8,7 +8,8 @@ reference.protocols.landmark.format_cpp_float`) and returns 0.  A file that cann
 ``File <path> not found!`` on stderr and returns 255 (the first missing file in that order
 is the one reported, nothing is printed on stdout); a wrong number of arguments prints the
 usage line on stdout and returns 255.  The output bytes and the status equal the
-program's.
+program's, but for ``--help`` (or ``-h``) alone, which prints the usage and what the program
+does and returns 0, as every other command's help does.
 
 Where the program would hang or exhaust memory, this twin stops cleanly instead: a file
 that is not a regular file (a FIFO, on which the program blocks forever, or a device such
@@ -32,6 +33,12 @@ from retrieval_conformance.reference.readers import FileRefusedError, read_lines
 
 USAGE = "Usage: ./compute_ap [GROUNDTRUTH QUERY] [RANKED LIST]\n"
 FAILURE_STATUS = 255  # the original exits with -1, i.e. status byte 255
+#: what ``--help`` adds to the usage line
+HELP = (
+    "Prints the average precision of RANKED LIST (one image name per line) for the query whose\n"
+    "ground truth is GROUNDTRUTH QUERY_good.txt, _ok.txt and _junk.txt, as the VGG program does;\n"
+    "status 255 when a file cannot be read or the arguments are not two.\n"
+)
 
 __all__ = ["FAILURE_STATUS", "USAGE", "compute_ap_main", "main"]
 
@@ -73,6 +80,8 @@ def compute_ap_main(
 ) -> int:
     """Run ``compute_ap GTQUERY RANKEDLIST``; returns the exit status (0 or 255).
 
+    ``--help`` or ``-h`` alone prints the usage line and what the program does (status 0).
+
     A missing file prints ``File <path> not found!`` (status 255), as the program does; a
     FIFO, device or oversize file prints ``File <path> not read: <reason>`` (status 255)
     where the program would block or run out of memory (see the module docstring).
@@ -85,6 +94,9 @@ def compute_ap_main(
         Where to write (default ``sys.stdout`` / ``sys.stderr``).
     """
     args = list(sys.argv[1:] if argv is None else argv)
+    if args in (["--help"], ["-h"]):  # asked for: the usage and what it does, status 0 (the program has no help)
+        _write(stdout, (USAGE + HELP).encode("ascii"), sys.stdout)
+        return 0
     if len(args) != 2:
         _write(stdout, USAGE.encode("ascii"), sys.stdout)
         return FAILURE_STATUS
