@@ -33,6 +33,7 @@ import sys
 import tempfile
 import threading
 import time
+import traceback
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any, Callable, Dict, List, Tuple
@@ -330,7 +331,9 @@ def classify_hostile_case(case: HostileCase) -> Outcome:
                     )
                     text, status, error = report.text(), report.exit_code, ""
                 except Exception as exc:
-                    text, status, error = "", None, f"check raised {type(exc).__name__}: {exc}"
+                    where = traceback.extract_tb(exc.__traceback__)[-1]
+                    text, status = "", None
+                    error = f"check raised {type(exc).__name__}: {exc} ({where.filename}:{where.lineno})"
             written = os.listdir(folder)
         finally:
             os.chdir(cwd)

@@ -114,6 +114,29 @@ def test_a_timeout_kills_the_processes_of_the_hung_call(tmp_path):
         assert _gone_soon([int(path.read_text())]) == []
 
 
+def _forks_a_sleeper_then_exits(path):
+    pid = os.fork()
+    if pid == 0:
+        time.sleep(300)
+        os._exit(0)
+    with open(path, "w") as f:
+        f.write(str(pid))
+    os._exit(3)
+
+
+@posix_only
+def test_a_worker_that_ends_is_seen_at_once_while_its_child_holds_the_pipe(tmp_path):
+    """The forked child keeps the worker's pipe and sentinel open: only waitpid tells the end."""
+    path = tmp_path / "pid"
+    with Runner(_forks_a_sleeper_then_exits, timeout=20, warmup_timeout=20, isolation="process") as runner:
+        start = time.monotonic()
+        out = runner.call((str(path),))
+        took = time.monotonic() - start
+    assert out.kind == "crashed" and "exit code 3" in out.error, (out.kind, out.error)
+    assert took < 10, f"the end of the worker was seen after {took:.1f} s"
+    assert _gone_soon([int(path.read_text())]) == []
+
+
 @posix_only
 @pytest.mark.parametrize("target", ["pool_per_query:calc_map", "dataloader_workers:calc_map"])
 def test_lab_functions_with_worker_processes_conform(target):

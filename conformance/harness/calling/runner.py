@@ -244,6 +244,21 @@ class Runner:
             self._stop(kill=True)
             raise
 
+    def _await_answer(self, deadline: float) -> bool:
+        """Wait for the worker's answer or its end (True), or the deadline (False).  Its end is
+        seen by waitpid: a process the function forked holds the worker's pipe and sentinel
+        open after the worker died, so neither would say so before the time limit."""
+        pause = 0.01
+        while True:
+            left = deadline - time.perf_counter()
+            if self._conn.poll(max(0.0, min(pause, left))):
+                return True
+            if not self._proc.is_alive():
+                return True
+            if left <= 0:
+                return False
+            pause = min(pause * 2, 0.25)
+
     def _call_worker(self, args, kwargs, names) -> Tuple[Outcome, bool, bool]:
         warmup = not self._warm
         limit = self._limit(warmup)
@@ -253,12 +268,14 @@ class Runner:
         except Exception as exc:
             out = Outcome("raised", error=f"the inputs could not be sent to the worker: {exc}", limit=limit)
             return out, warmup, False
-        if not self._conn.poll(limit):
+        if not self._await_answer(start + limit):
             seconds = time.perf_counter() - start
             output = self._partial_output()
             self._stop(kill=True)
             return Outcome("timeout", seconds=seconds, limit=limit, **output), warmup, True
         try:
+            if not self._conn.poll(0):  # the worker ended without an answer
+                raise EOFError
             out = self._conn.recv()
         except (EOFError, OSError):
             seconds = time.perf_counter() - start
