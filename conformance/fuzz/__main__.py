@@ -114,6 +114,7 @@ FILE_CASES = {
     "audit": {"quick": 200, "long": 10_000},
     "search": {"quick": 10_000, "long": 1_000_000},
     "accumulator": {"quick": 10_000, "long": 1_000_000},
+    "curves": {"quick": 2_000, "long": 100_000},
     "check": {"quick": 40, "long": 10_000},
 }
 
@@ -217,6 +218,7 @@ def main(argv: Optional[List[str]] = None) -> int:
             "audit",
             "search",
             "accumulator",
+            "curves",
             "distributed",
             "check",
         ),
@@ -225,7 +227,8 @@ def main(argv: Optional[List[str]] = None) -> int:
         "(argument vectors of the evaluate command), cli (argument vectors of every "
         "subcommand), compare (rc.compare's runs and settings), audit (arrays, .npz and "
         "TREC runs with hostile ids, every --fail-if form, the reports), search (run_from_search's D "
-        "and I), accumulator (Accumulator blocks of mixed dtypes), distributed "
+        "and I), accumulator (Accumulator blocks of mixed dtypes), curves (rc.curves: every kind "
+        "and implementation, odd points), distributed "
         "(Accumulator(distributed=True) on --workers gloo ranks, default 2) or check (hostile "
         "functions given to the harness's check: forks, processes, threads, exits, odd numbers)",
     )

@@ -364,7 +364,8 @@ class _Timeout(BaseException):
 def _target(name: str):
     """``(draw, classify)`` of a target: ``files`` (here), ``evaluate-argv`` (:mod:`.evaluate_argv`),
     ``compare`` (:mod:`.compare_inputs`), ``audit`` (:mod:`.audit_inputs`), ``search`` and
-    ``accumulator`` (:mod:`.search_inputs`, :mod:`.accumulator_blocks`) or ``check``
+    ``accumulator``, ``curves`` (:mod:`.search_inputs`, :mod:`.accumulator_blocks`,
+    :mod:`.curve_inputs`) or ``check``
     (:mod:`.hostile_targets`)."""
     if name == "files":
         return draw_file_case, classify_file_case
@@ -380,17 +381,17 @@ def _target(name: str):
         from .audit_inputs import classify_audit_case, draw_audit_case
 
         return draw_audit_case, classify_audit_case
-    if name in ("search", "accumulator"):  # search results (D, I); Accumulator blocks of mixed dtypes
-        from . import accumulator_blocks, search_inputs
+    if name in ("search", "accumulator", "curves"):  # (D, I); Accumulator blocks; rc.curves' inputs
+        from . import accumulator_blocks, curve_inputs, search_inputs
 
-        module = search_inputs if name == "search" else accumulator_blocks
+        module = {"search": search_inputs, "accumulator": accumulator_blocks, "curves": curve_inputs}[name]
         return module.draw_case, module.classify_case
     if name == "check":
         from .hostile_targets import classify_hostile_case, draw_hostile_case
 
         return draw_hostile_case, classify_hostile_case
     raise ValueError(
-        f"target: expected files, evaluate-argv, compare, audit, search, accumulator or check, got {name!r}"
+        f"target: expected files, evaluate-argv, compare, audit, search, accumulator, curves or check, got {name!r}"
     )
 
 
@@ -406,7 +407,8 @@ def run_file_campaign(
 
     ``target`` picks the generator: ``files`` (readers), ``evaluate-argv`` (the ``evaluate`` command),
     ``compare`` (``rc.compare``'s inputs), ``audit`` (the audit's data, options and reports),
-    ``search`` (``run_from_search``), ``accumulator`` (``rc.Accumulator``'s blocks) or ``check``
+    ``search`` (``run_from_search``), ``accumulator`` (``rc.Accumulator``'s blocks), ``curves``
+    (``rc.curves``) or ``check``
     (hostile functions given to ``check``).
     """
     draw, classify = _target(target)

@@ -22,7 +22,9 @@ of codes, where the CPU has it), ``test_c_float_paths`` (the prefix path of
 cut-offs, scores read in C), ``test_hardening``, ``test_streaming``, ``test_curves_fast`` (the
 curves of codes), ``test_metrics_subset`` (the values skipped by ``metrics=``) and
 ``test_fuzz`` when it exists (its campaign's worker processes inherit the environment, so
-they run the sanitized library too).  Tests parametrized over implementations keep only ``c``
+they run the sanitized library too), and the fuzz targets whose cases reach C: ``test_fuzz_curves``
+(every curve kind through ``c``) and ``test_fuzz_dtypes_and_ranks`` (Accumulator blocks and
+search results; the distributed ranks where gloo is installed).  Tests parametrized over implementations keep only ``c``
 (the numpy, torch and reference variants never call the C code), and ``DESELECT`` below is
 left out.  torch is not needed: the tox env does not install it and its tests skip; where it
 is installed it works under ASan, only slower (the fuzz tests also run it).  ``--quick`` (the CI
@@ -81,6 +83,8 @@ TEST_MODULES = (
     "test_curves_fast",
     "test_metrics_subset",
     "test_fuzz",
+    "test_fuzz_curves",
+    "test_fuzz_dtypes_and_ranks",
 )
 #: modules run at the other thread counts under --quick
 QUICK_THREAD_MODULES = (

@@ -163,6 +163,8 @@ def test_radius_defaults_to_every_hamming_distance():
         (dict(kind="pr_interpolated", recall_levels=[1.5]), "recall_levels"),
         (dict(kind="pr_interpolated", recall_levels=[]), "recall_levels"),
         (dict(kind="pr_interpolated", recall_levels="0.5"), "recall_levels"),
+        (dict(kind="pr_interpolated", recall_levels=[float("nan")]), "recall_levels"),
+        (dict(kind="pr_interpolated", recall_levels=[np.float32("inf")]), "recall_levels"),
         (dict(kind="pr_radius"), "radii"),
         (dict(kind="pr_radius", radii=[float("nan")]), "radii"),
         (dict(kind="pr_radius", radii=[True]), "radii"),
@@ -170,7 +172,7 @@ def test_radius_defaults_to_every_hamming_distance():
         (dict(kind="precision_at_n", n=[2**70]), "n: expected list lengths up to 2..62"),
         (dict(kind="precision_at_n", radii=[1]), "radii: not an option"),
         (dict(kind="pr_interpolated", implementation="torch"), "implementation"),
-        (dict(kind="pr_interpolated", protocol="reid"), "evaluate options"),
+        (dict(kind="pr_interpolated", protocol="reid"), "protocol: not an option"),
     ],
 )
 def test_bad_arguments_are_named(call, message):

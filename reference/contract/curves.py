@@ -116,7 +116,10 @@ def check_recall_levels(levels) -> Tuple[Fraction, ...]:
     for level in _sequence("recall_levels", levels):
         if isinstance(level, bool) or not isinstance(level, (int, float, Fraction, np.integer, np.floating)):
             raise TypeError(f"recall_levels: expected numbers in [0, 1], got {level!r}")
-        value = Fraction(level) if not isinstance(level, np.generic) else Fraction(level.item())
+        number = level.item() if isinstance(level, np.generic) else level
+        if isinstance(number, float) and not math.isfinite(number):  # Fraction() cannot take it
+            raise ValueError(f"recall_levels: expected numbers in [0, 1], got {level!r}")
+        value = Fraction(number)
         if not 0 <= value <= 1:
             raise ValueError(f"recall_levels: expected numbers in [0, 1], got {level!r}")
         out.append(value)
@@ -298,8 +301,9 @@ def curves(
         "recall_levels": recall_levels is not None and kind != "pr_interpolated",
         "radii": radii is not None and kind != "pr_radius",
         "n": n is not None and kind != "precision_at_n",
-        "evaluate options": bool(evaluate_options) and kind != "cmc",
     }
+    if kind != "cmc":  # evaluate's options name themselves
+        unused.update({name: True for name in evaluate_options})
     for name, given in unused.items():
         if given:
             raise ValueError(f"{name}: not an option of kind={kind!r}; leave it out")
