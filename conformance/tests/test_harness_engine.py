@@ -148,6 +148,16 @@ def test_junk_not_removed_is_named():
     assert _convention_clauses(report) == {"spec §3 junk is removed before ranking"}, report.text()
 
 
+def test_camera_junk_not_removed_is_named_under_the_reid_preset():
+    """Junk that follows from ids and cameras: the candidate's own junk rules, kept in the ranking."""
+    target = E + "reid_same_camera_kept:evaluate_rank"
+    ident = identify(target, adapter="reid", protocol="reid", per_family=3).identification
+    assert ident.bug == "junk-kept" and ident.preset == "reid", ident.text()
+    report = check(target, adapter="reid", protocol="reid", max_examples=15)
+    assert report.exit_code == 1
+    assert _convention_clauses(report) == {"spec §3 junk is removed before ranking"}, report.text()
+
+
 def test_the_clause_builders_of_the_new_behaviours_resolve():
     from retrieval_conformance.conformance.harness.candidates.bugs import BUGS
 

@@ -67,6 +67,7 @@ EXAMPLES = [
     ("recall_hit:recall_at_k", "recall-at-k", "hashing"),
     ("reid_correct:evaluate_rank", "reid", "reid"),
     ("reid_empty_cmc:evaluate_rank", "reid", "reid"),
+    ("reid_same_camera_kept:evaluate_rank", "reid", "reid"),
     ("reversed_ties:calc_top_map", "hashing-codes", "hashing"),
     ("reversed_ties_precision_at_k:calc_top_map", "hashing-codes", "hashing"),
     ("revisitop_style:compute_ap", "oxford", "oxford"),

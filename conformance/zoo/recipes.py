@@ -244,8 +244,6 @@ DEFAULT_EXCLUDED: Dict[Tuple[str, str], str] = {
     "cut-off of 1000 changes no value: the verdict names no bug and states no equivalence",
     ("mrr", "default-cutoff"): "no input of identify puts a query's first relevant item beyond a default cut-off "
     "of 10 to 100 ranks, so MRR cut there equals MRR uncut: the verdict names no bug",
-    ("reid", "junk-kept"): "the harness models junk kept only for an explicit junk mask: under the camera junk "
-    "rule of the ReID presets nothing reproduces the values (the bug's model sees no junk to keep)",
 }
 
 

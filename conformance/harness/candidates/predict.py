@@ -15,7 +15,7 @@ policy, the first query only, percent).
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from fractions import Fraction
 from typing import Any, Collection, Dict, List, Optional, Sequence, Tuple
 
@@ -143,11 +143,23 @@ class Predictor:
         out = case
         for b in cand.bugs:
             if b.sees is not None:
-                key = (id(out), b.id)
+                base = cand.conv.base if self._base_junk(b, out) else None
+                key = (id(out), b.id, base)
                 if key not in self._cases:
-                    self._cases[key] = b.sees(out)
+                    self._cases[key] = b.sees(self._explicit_junk(out, base) if base else out)
                 out = self._cases[key]
         return out
+
+    @staticmethod
+    def _base_junk(b: Bug, case: Case) -> bool:
+        """Whether the bug acts on junk that follows from ids and cameras (ReID-native inputs):
+        which items are junk then depends on the candidate's protocol."""
+        return "junk" in b.requires and case.ids is not None
+
+    def _explicit_junk(self, case: Case, base: str) -> Case:
+        """The case with the junk that ``base``'s rules give as an explicit mask (no ids)."""
+        relevance, junk = self.cache.effective(case, base)
+        return replace(case, relevance=relevance, junk=junk, ids=None, codes=None, golden=None)
 
     def _kept(self, case: Case, base: str) -> List[int]:
         """Non-junk gallery items per query (asked once per input, not per candidate)."""
