@@ -30,23 +30,15 @@ gives the same for the feature page (:mod:`.features`).
 from __future__ import annotations
 
 import argparse
-import datetime
 import json
 import resource
-import socket
 import time
 import warnings
 from dataclasses import fields
 from typing import Any, Dict, List
 
 import numpy as np
-
-
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
+from retrieval_conformance.conformance.loopback import free_port, join_group
 
 #: items whose noise one generator draws: a rank draws only the blocks its rows fall in
 _BLOCK = 1 << 16
@@ -111,18 +103,10 @@ def _warm_up(rc, queries, gallery) -> None:
 
 def _worker(rank: int, args, port: int, queue) -> None:
     import retrieval_conformance as rc
-    import torch
     import torch.distributed as dist
     from retrieval_conformance.implementations.distributed import ProcessGroup
 
-    torch.set_num_threads(1)
-    dist.init_process_group(
-        "gloo",
-        init_method=f"tcp://127.0.0.1:{port}",
-        rank=rank,
-        world_size=args.world,
-        timeout=datetime.timedelta(seconds=600),
-    )
+    join_group(rank, args.world, port, 600)
     out = {"peak_at_start": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024}
     queries, gallery = _data(args, rank)
     _warm_up(rc, queries, gallery)
@@ -179,7 +163,7 @@ def measure(args) -> List[Dict[str, Any]]:
     import torch.multiprocessing as mp
 
     queue = mp.get_context("spawn").SimpleQueue()
-    mp.start_processes(_worker, args=(args, _free_port(), queue), nprocs=args.world, start_method="spawn")
+    mp.start_processes(_worker, args=(args, free_port(), queue), nprocs=args.world, start_method="spawn")
     replies = dict(queue.get() for _ in range(args.world))
     rows: List[Dict[str, Any]] = []
     for method in ("sharded", "gather-all"):

@@ -25,11 +25,9 @@ Run with ``python -m retrieval_conformance.conformance.fuzz --target distributed
 from __future__ import annotations
 
 import contextlib
-import datetime
 import hashlib
 import json
 import os
-import socket
 import sys
 import tempfile
 import time
@@ -37,6 +35,7 @@ from typing import Any, Dict, List, Optional, Tuple
 
 import numpy as np
 from retrieval_conformance.conformance.crosscheck import ARRAY_FIELDS
+from retrieval_conformance.conformance.loopback import free_port, join_group
 from retrieval_conformance.conformance.problems.choices import RandomChoices, case_rng
 
 from .classify import Outcome, names_an_argument
@@ -220,18 +219,10 @@ def _worker(rank: int, world: int, port: int, folder: str, seed: int, start: int
     import warnings
 
     import retrieval_conformance as rc
-    import torch
     import torch.distributed as dist
 
     warnings.simplefilter("ignore")  # NoQueryCountedWarning and the like: the outcomes are compared
-    torch.set_num_threads(1)
-    dist.init_process_group(
-        "gloo",
-        init_method=f"tcp://127.0.0.1:{port}",
-        rank=rank,
-        world_size=world,
-        timeout=datetime.timedelta(seconds=COLLECTIVE_TIMEOUT),
-    )
+    join_group(rank, world, port, COLLECTIVE_TIMEOUT)
     with open(os.path.join(folder, f"rank{rank}.jsonl"), "w") as out:
         for index in range(start, start + cases):
             case = draw_case(RandomChoices(case_rng(seed, index)), world)
@@ -244,12 +235,6 @@ def _worker(rank: int, world: int, port: int, folder: str, seed: int, start: int
 COLLECTIVE_TIMEOUT = 30
 #: seconds the spawned ranks may take to import torch and join the group (slow on a loaded machine)
 STARTUP_SECONDS = 600
-
-
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def _lines(folder: str, world: int) -> List[List[List[Any]]]:
@@ -276,7 +261,7 @@ def run_distributed_campaign(
     with tempfile.TemporaryDirectory() as folder:
         context = mp.start_processes(
             _worker,
-            args=(world, _free_port(), folder, seed, start, cases),
+            args=(world, free_port(), folder, seed, start, cases),
             nprocs=world,
             join=False,
             start_method="spawn",

@@ -14,7 +14,6 @@ import contextlib
 import dataclasses
 import datetime
 import os
-import socket
 import tempfile
 import time
 from fractions import Fraction
@@ -23,6 +22,7 @@ from unittest import mock
 
 import numpy as np
 import pytest
+from retrieval_conformance.conformance.loopback import free_port, join_group
 from retrieval_conformance.conformance.support.requirements import required_names
 from retrieval_conformance.implementations.distributed.collectives import Traffic
 from retrieval_conformance.implementations.distributed.payloads import decode_payload, encode_payload
@@ -115,12 +115,6 @@ def split(arrays: Dict[str, np.ndarray], sizes: List[int], rank: int) -> Dict[st
     return {name: value[lo : lo + sizes[rank]] for name, value in arrays.items()}
 
 
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def _need_gloo() -> None:
     if not GLOO:
         pytest.fail("torch.distributed with gloo is required here (RC_REQUIRE=torch) but not available")
@@ -132,7 +126,7 @@ def one_process_group():
     _need_gloo()
     dist.init_process_group(
         "gloo",
-        init_method=f"tcp://127.0.0.1:{_free_port()}",
+        init_method=f"tcp://127.0.0.1:{free_port()}",
         rank=0,
         world_size=1,
         timeout=datetime.timedelta(seconds=COLLECTIVE_TIMEOUT),
@@ -153,7 +147,7 @@ def run_ranks(world: int, cases: List[Dict[str, Any]], deadline_s: float = 120.0
     with tempfile.TemporaryDirectory() as folder:
         _write(os.path.join(folder, "cases.payload"), cases)
         context = mp.start_processes(
-            _worker, args=(world, _free_port(), folder), nprocs=world, join=False, start_method="spawn"
+            _worker, args=(world, free_port(), folder), nprocs=world, join=False, start_method="spawn"
         )
         stop = time.monotonic() + deadline_s
         while not context.join(timeout=max(0.1, stop - time.monotonic())):
@@ -193,14 +187,7 @@ def _worker(rank: int, world: int, port: int, folder: str) -> None:
     import retrieval_conformance as rc
     from retrieval_conformance.implementations.distributed import sharded
 
-    torch.set_num_threads(1)
-    dist.init_process_group(
-        "gloo",
-        init_method=f"tcp://127.0.0.1:{port}",
-        rank=rank,
-        world_size=world,
-        timeout=datetime.timedelta(seconds=COLLECTIVE_TIMEOUT),
-    )
+    join_group(rank, world, port, COLLECTIVE_TIMEOUT)
     cases = _read(os.path.join(folder, "cases.payload"))
     replies = []
     for case in cases:
