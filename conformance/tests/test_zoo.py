@@ -12,6 +12,7 @@ from fractions import Fraction
 
 import numpy as np
 import pytest
+from retrieval_conformance.conformance.harness.candidates.predict import _scale
 from retrieval_conformance.conformance.zoo.__main__ import main as zoo_main
 from retrieval_conformance.conformance.zoo.memo import Memo
 from retrieval_conformance.conformance.zoo.recipes import (
@@ -48,6 +49,8 @@ HAND = [
     ((("ap_at_k", "dcmh"),), (), 1, Fraction(1, 2), Fraction(1, 4)),  # first min(1, 2) relevant: 1/2
     # largest distance first, ties stable: items 3, 1, 2, 0, relevant at ranks 1 and 2
     ((), ("descending",), None, Fraction(1), Fraction(1, 2)),
+    # descending, ties reversed: items 3, 2, 1, 0, relevant at ranks 1 and 3: (1/1 + 2/3) / 2
+    ((("ties", "reverse"),), ("descending",), None, Fraction(5, 6), Fraction(5, 12)),
 ]
 
 
@@ -69,6 +72,33 @@ def test_reid_zoo_function_removes_same_camera_items_and_cuts_its_cmc():
     assert list(cmc) == [0.0, 1.0] and mean_ap == 0.5 and minp == 0.5  # cut at the 2 ranked items
     cmc, _, _ = compile_recipe(Recipe("reid", "reid", cmc_length="max_rank"))(*args[:5], 5)
     assert list(cmc) == [0.0, 1.0, 1.0, 1.0, 1.0]  # flat past the two ranked items
+
+
+def test_a_value_rounded_on_a_half_may_be_either_neighbour():
+    """0.2875 = 23/80 is no float: round(float, 3) gives 0.287 or 0.288 by the function's own last bit."""
+    assert _scale((Fraction(23, 80), Fraction(23, 80)), (1, 3)) == (Fraction(287, 1000), Fraction(288, 1000))
+    assert _scale((Fraction(1, 3), Fraction(1, 3)), (1, 3)) == (Fraction(333, 1000), Fraction(333, 1000))
+    assert _scale((Fraction(1, 8), Fraction(1, 8)), (100, 1)) == (Fraction(25, 2), Fraction(25, 2))  # 12.5 exact
+
+
+@pytest.mark.parametrize(
+    "recipe",
+    [
+        Recipe("distances-relevance", "hashing", (("ap_rule", "trapezoid"),), ("default-cutoff[50]", "rounded[3]")),
+        Recipe("reid", "reid", (("ties", "reverse"),), ("descending",), cmc_length="gallery"),
+    ],
+    ids=["trapezoid-rounded-on-a-half", "descending-reversed-ties"],
+)
+def test_round_trip_of_compositions_missed_before(recipe):
+    tally = round_trip([recipe], memo=None)
+    assert not tally.failures, tally.failures[0].failure_text()
+
+
+def test_the_long_profile_draws_no_behaviour_another_one_hides():
+    for recipe in zoo_recipes(3000, seed=5):
+        ids = {b.split("[")[0] for b in recipe.bugs}
+        assert not {"default-cutoff", "last-item-dropped"} <= ids, recipe
+        assert not ("empty-scores-one" in ids and any(b.startswith("first-query-only[first-") for b in recipe.bugs))
 
 
 def test_every_adapter_with_a_template_is_registered_and_its_gaps_are_listed():

@@ -20,7 +20,7 @@ _HEADER = "import math\n\nimport numpy as np\n\n\n"
 def _order(recipe: Recipe, key: str, rel: str) -> str:
     """The expression ranking the items of one query: smallest ``key`` first, ties by the policy."""
     if recipe.variant("descending") is not None:
-        key = f"-{key}"
+        key = f"(-{key})"  # parenthesised: the tie-breaks below take its .size and [::-1]
     ties = recipe.option("ties")
     if ties == "stable":
         return f'np.argsort({key}, kind="stable")'

@@ -350,14 +350,26 @@ def _scale(iv: Optional[Interval], scale) -> Optional[Interval]:
         return iv
     lo, hi = iv[0] * scale, iv[1] * scale
     if decimals is not None:
-        lo, hi = (_round(v, decimals) for v in (lo, hi))
+        lo, hi = _round(lo, decimals, up=False), _round(hi, decimals, up=True)
     return (lo, hi)
 
 
-def _round(value, decimals: int):
+#: how close to a half of the last decimal an exact value must lie for its float to round either way
+HALF_TOLERANCE = Fraction(1, 10**9)
+
+
+def _round(value, decimals: int, up: bool):
+    """``value`` rounded to ``decimals`` as ``round(float, decimals)`` does, for the lower (``up``
+    false) or upper end of an interval.  An exact value on a half (0.2875 to 3 decimals) is not a
+    float: the function's float lies a hair below or above it, by its own order of operations, and
+    rounds down or up; the interval keeps both."""
     if isinstance(value, float):  # inf where a bug divides by zero
         return value
-    return Fraction(round(Fraction(value) * 10**decimals), 10**decimals)
+    scaled = Fraction(value) * 10**decimals
+    below = math.floor(scaled)
+    if abs(scaled - below - Fraction(1, 2)) <= HALF_TOLERANCE:
+        return Fraction(below + 1 if up else below, 10**decimals)
+    return Fraction(round(scaled), 10**decimals)
 
 
 def _empty_scores_one(tab: Table) -> Table:
