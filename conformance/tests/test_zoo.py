@@ -99,6 +99,8 @@ def test_the_long_profile_draws_no_behaviour_another_one_hides():
         ids = {b.split("[")[0] for b in recipe.bugs}
         assert not {"default-cutoff", "last-item-dropped"} <= ids, recipe
         assert not ("empty-scores-one" in ids and any(b.startswith("first-query-only[first-") for b in recipe.bugs))
+        dcmh = recipe.option("ap_at_k") == "dcmh"
+        assert not (dcmh and any(b.startswith("first-query-only[first-hit") for b in recipe.bugs)), recipe
 
 
 def test_every_adapter_with_a_template_is_registered_and_its_gaps_are_listed():

@@ -199,6 +199,8 @@ def _fits(adapter: str, protocol: str, options: Dict[str, str], bugs: Sequence[s
         return False  # one parameter, one default: a cut-off or -1, and the other is never seen
     if "empty-scores-one" in ids and any(b.startswith("first-query-only[first-") for b in bugs):
         return False  # the loop passes over empty queries looking for its first: the 1 is never added
+    if conv.ap_at_k == "dcmh" and any(b.startswith("first-query-only[first-hit") for b in bugs):
+        return False  # dcmh's terms reach past k: the writer's first hit is the first relevant item
     if "mrr-counting-junk" in ids and conv.ties not in ("stable", "reverse"):
         return False  # a relevant/junk order inside ties is not the writer's to guess
     return True
