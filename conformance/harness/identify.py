@@ -90,7 +90,7 @@ def identification(session: Session, a: Analysis) -> Identification:
     if r.raised:
         extra.append("  also: " + r.text())
     elif r.allowed:
-        error = r.allowed[0].outcome.error.splitlines()[0][:200]
+        error = r.allowed[0].outcome.error_line[:200]
         extra.append(
             f"  note: it raises {error} on {len(r.allowed)} call(s) where the value is undefined "
             "(a query or input the convention leaves out): allowed"

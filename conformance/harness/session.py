@@ -221,7 +221,7 @@ class Session:
                     self.close()
                     self.runner, self.arrays = trial, "torch"
                     self.notes.append(
-                        f"numpy arrays made the function fail ({out.error.splitlines()[0]}); "
+                        f"numpy arrays made the function fail ({out.error_line}); "
                         "it was called with torch tensors instead (--arrays torch)"
                     )
                     return t_out

@@ -157,3 +157,20 @@ def test_a_check_the_harness_cannot_draw_for_is_an_error_never_a_conforming_skip
     assert report.exit_code == 2, report.text()
     assert "check ap/relevant-last: the harness could not draw an input" in report.usage_error, report.text()
     assert "home_directory" in report.usage_error and "CONFORMS" not in report.text()
+
+
+def test_a_second_call_that_times_out_is_said_so_in_the_determinism_check():
+    """The call again on the same input hangs (a fork deadlocked among the function's threads): the
+    finding says it did not return, never an IndexError on an empty error text."""
+    from types import SimpleNamespace
+
+    from retrieval_conformance.conformance.harness.calling.outcome import Outcome
+    from retrieval_conformance.conformance.harness.engine.findings import nondeterminism
+
+    case = SimpleNamespace(name="ties/x#0", n_queries=1, n_gallery=3, describe=lambda: "1 query x 3 gallery items")
+    ev = SimpleNamespace(case=case, all_read=True, calls=[object()], readings=[SimpleNamespace(values={"mAP": 0.5})])
+    session = SimpleNamespace(call=lambda call: Outcome("timeout", seconds=5.0, limit=5.0))
+    said = nondeterminism(session, [ev])
+    assert said.endswith("and then did not return within 5 s"), said
+    assert Outcome("raised", error="ValueError: no\nmore").failure == "raised ValueError: no"
+    assert Outcome("crashed", error="").failure == "crashed" and Outcome("timeout").failure == "did not return"

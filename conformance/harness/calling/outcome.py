@@ -50,6 +50,22 @@ class Outcome:
     def ok(self) -> bool:
         return self.kind == "ok"
 
+    @property
+    def error_line(self) -> str:
+        """The error's first line (empty when there is none, as after a time-out)."""
+        lines = self.error.strip().splitlines()
+        return lines[0] if lines else ""
+
+    @property
+    def failure(self) -> str:
+        """What a call that did not return a value did, in a few words: ``raised ValueError: ...``,
+        ``did not return within 5 s``, ``crashed: the worker process died (...)``."""
+        if self.kind == "timeout":
+            return f"did not return within {self.limit:g} s" if self.limit else "did not return"
+        if self.kind == "raised":
+            return f"raised {self.error_line}"
+        return f"{self.kind}: {self.error_line}" if self.error_line else self.kind
+
 
 def clip_output(text: str, limit: int = OUTPUT_LIMIT, cut: int = 0) -> str:
     """``text`` if it has at most ``limit`` characters, else its last part behind a

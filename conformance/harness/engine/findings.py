@@ -222,14 +222,14 @@ def raising(session, evs: Sequence, defined: Optional[Callable[[CallRecord], boo
     res = Raising(raised, len(returned), allowed=allowed)
     if not raised:
         return res
-    res.error = raised[0].outcome.error.splitlines()[0][:200]
+    res.error = raised[0].outcome.error_line[:200]
     res.kind = _trigger(session, raised, returned)
     by_type: Dict[str, List[CallRecord]] = {}
     for rec in raised:
         by_type.setdefault(error_type(rec), []).append(rec)
     for records in by_type.values():
         records = sorted(records, key=_size)
-        error = records[0].outcome.error.splitlines()[0][:200]
+        error = records[0].outcome.error_line[:200]
         res.findings.append(RaiseFinding(error, records, _trigger(session, records, returned)))
     return res
 
@@ -248,7 +248,7 @@ def nondeterminism(session, evs: Sequence, limit: int = 6) -> Optional[str]:
             if not again.ok:
                 return (
                     f"on {ev.case.name} ({ev.case.describe()}) it returned {_values(reading.values)} and then "
-                    f"raised {again.error.splitlines()[0][:120]}"
+                    f"{again.failure[:130]}"
                 )
             try:
                 second = session.adapter.read(again.value, call)
