@@ -26,6 +26,7 @@ TEMPLATES: Dict[str, str] = {
     "recall-at-k": "hashing",
     "mrr": "hashing",
     "reid": "reid",
+    "sklearn": "hashing",
 }
 
 #: per template family, the option values and bug labels the writer expresses
@@ -82,6 +83,22 @@ WRITABLE: Dict[str, Dict[str, Tuple[str, ...]]] = {
         "ties": _CONCRETE_TIES,
         "empty": ("zero", "skip", "skip_no_hit"),
         "bugs": _RANK_BUGS + ("mrr-counting-junk",),
+    },
+    "sklearn": {  # one query, no cut-off, no mean: the AP@k denominators and empty policies do not apply
+        "ties": _CONCRETE_TIES,
+        "ap_rule": OPTION_VALUES["ap_rule"],
+        "bugs": (
+            "percent",
+            "rounded[2]",
+            "rounded[3]",
+            "rounded[4]",
+            "descending",
+            "zero-based-ranks",
+            "previous-hit-trapezoid",
+            "cut-at-r",
+        ),  # not empty-scores-one: one query's value without a relevant item is read only under
+        # empty=zero, and the presets that skip such queries (gldv2, pml, reid) accept any value,
+        # so no input through this signature tells a 1 there from a skip preset
     },
     "reid": {
         "ties": _CONCRETE_TIES,
@@ -195,6 +212,8 @@ def _fits(adapter: str, protocol: str, options: Dict[str, str], bugs: Sequence[s
         return False
     if "divided-by-k" in ids and ("last-item-dropped" in ids or "topk-ignored" in ids):
         return False  # which k the divisor is then is not the writer's to guess
+    if "topk-ignored" in ids and ("default-cutoff" in ids or "last-item-dropped" in ids):
+        return False  # a cut-off parameter the code never reads: its default is never seen
     if "default-cutoff" in ids and "last-item-dropped" in ids:
         return False  # one parameter, one default: a cut-off or -1, and the other is never seen
     if "empty-scores-one" in ids and any(b.startswith("first-query-only[first-") for b in bugs):

@@ -310,6 +310,30 @@ def _mrr(recipe: Recipe, name: str) -> str:
     return _rank_function(recipe, name, params, ["        rel = relevance[q]"], reciprocal=True)
 
 
+def _sklearn(recipe: Recipe, name: str) -> str:
+    """One query's AP from labels and scores, as ``average_precision_score`` is called: the items
+    sorted by score, largest first, its own rank terms."""
+    cut = "R" if recipe.variant("cut-at-r") is not None else "ranked.size"
+    offset = "" if recipe.variant("zero-based-ranks") is not None else " + 1"
+    empty = "1.0" if recipe.variant("empty-scores-one") is not None else "0.0"
+    lines = [
+        f"def {name}(y_true, y_score):",
+        "    rel = np.asarray(y_true) > 0",
+        "    dist = -np.asarray(y_score, dtype=np.float64)",
+        f"    order = {_order(recipe, 'dist', 'rel')}",
+        "    ranked = rel[order]",
+        "    R = int(ranked.sum())",
+        "    if R == 0:",
+        f"        return {_finish(recipe, empty)}",
+        f"    hits = np.flatnonzero(ranked[:{cut}]){offset}",
+        "    if hits.size == 0:",
+        f"        return {_finish(recipe, '0.0')}",
+    ]
+    lines += [line[4:] for line in _ap_terms(recipe)]  # written for a loop body: one level less here
+    lines.append(f"    return {_finish(recipe, 'total / R')}")
+    return "\n".join(lines) + "\n"
+
+
 #: the writer of each adapter of ``recipes.TEMPLATES``: the function a lab writes behind its signature
 _WRITERS = {
     "hashing-codes": _hashing_codes,
@@ -317,6 +341,7 @@ _WRITERS = {
     "recall-at-k": _recall_at_k,
     "mrr": _mrr,
     "reid": _reid_function,
+    "sklearn": _sklearn,
 }
 
 

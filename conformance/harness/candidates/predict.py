@@ -212,6 +212,8 @@ class Predictor:
             new = [_rank_sum(rk, R[q], k, conv.ap_at_k, k_div, rank_bug) for q, rk in enumerate(ranks)]
             ap = new
         extra = {name: [_point(v) for v in ex[source]] for name, source in EXTRA.items()}
+        if rank_bug is not None:  # MAP@R sums the same buggy terms, over the ranks up to R
+            extra["ap_at_r"] = [_point(_rank_sum(rk, R[q], R[q], "r", None, rank_bug)) for q, rk in enumerate(ranks)]
         if conv.recall == "capped" and k is not None:
             # the reference gave H(k) / R: H(k) / min(R, k) is that times R / min(R, k)
             extra["recall"] = [_point(v * r / min(r, k)) if r else _point(v) for v, r in zip(ex["recall_at_k"], R)]
