@@ -118,7 +118,7 @@ def analyse(session: Session, evs: Optional[Sequence[Evaluation]] = None, split:
         lambda survivors: tie_challenge(session, survivors),
         SPLIT_BUDGET,
         separate=lambda elim, survivors, evidence: separate.challenge(
-            session, survivors, evidence, bugs, dims, elim=elim
+            session, survivors, evidence, bugs, dims, elim=elim, generated=lambda: split_pool(session)
         ),
     )
     fields = returned_fields(read, session.adapter.main_field)

@@ -23,7 +23,7 @@ business of :mod:`.outside`.
 from __future__ import annotations
 
 from functools import lru_cache
-from typing import Iterable, List, Sequence, Tuple
+from typing import Callable, Iterable, List, Sequence, Tuple
 
 import numpy as np
 from retrieval_conformance.conformance.harness.candidates.bugs import Bug, bug_fits
@@ -58,11 +58,13 @@ def edge_cases() -> Tuple[Case, ...]:
     )
 
 
-def separation_pool(session) -> Iterable[Case]:
-    """The inputs the challenge searches: long cases, then edge cases (the usual generated inputs
-    are the split search's, :func:`~.analysis.split_pool`)."""
+def separation_pool(session, generated: Iterable[Case] = ()) -> Iterable[Case]:
+    """The inputs the challenge searches: long cases, edge cases, then ``generated`` (the split
+    search's families, :func:`~.analysis.split_pool`: an alternative with one more bug may differ
+    only where a query's relevant items fall just so, as past the top k of the first query)."""
     yield from long_cases()
     yield from edge_cases()
+    yield from generated
 
 
 def near_candidates(session, best: Candidate, bugs: Sequence[Bug], dims: Sequence[str]) -> List[Candidate]:
@@ -91,6 +93,7 @@ def challenge(
     dims: Sequence[str],
     budget: int = CHALLENGE_BUDGET,
     elim=None,
+    generated: Callable[[], Iterable[Case]] = tuple,
 ) -> List:
     """Run inputs on which the nearest alternatives that still reproduce everything differ from the
     best survivor; returns the evaluations added (the caller filters its survivors with them)."""
@@ -103,7 +106,7 @@ def challenge(
         return []
     seen = {fingerprint(ev.case) for ev in evidence}
     added = []
-    for case in separation_pool(session):
+    for case in separation_pool(session, generated()):
         if not near or budget <= 0:
             break
         if fingerprint(case) in seen:
