@@ -159,9 +159,10 @@ def test_a_check_the_harness_cannot_draw_for_is_an_error_never_a_conforming_skip
     assert "home_directory" in report.usage_error and "CONFORMS" not in report.text()
 
 
-def test_a_second_call_that_times_out_is_said_so_in_the_determinism_check():
-    """The call again on the same input hangs (a fork deadlocked among the function's threads): the
-    finding says it did not return, never an IndexError on an empty error text."""
+def test_a_second_call_that_times_out_is_no_sign_of_nondeterminism():
+    """The call again on the same input hangs (a fork deadlocked among the function's threads, a
+    loaded machine): no other value came back, so determinism is not said to be broken (and the
+    empty error text of a time-out raises no IndexError); a call that raises the second time is."""
     from types import SimpleNamespace
 
     from retrieval_conformance.conformance.harness.calling.outcome import Outcome
@@ -170,7 +171,9 @@ def test_a_second_call_that_times_out_is_said_so_in_the_determinism_check():
     case = SimpleNamespace(name="ties/x#0", n_queries=1, n_gallery=3, describe=lambda: "1 query x 3 gallery items")
     ev = SimpleNamespace(case=case, all_read=True, calls=[object()], readings=[SimpleNamespace(values={"mAP": 0.5})])
     session = SimpleNamespace(call=lambda call: Outcome("timeout", seconds=5.0, limit=5.0))
+    assert nondeterminism(session, [ev]) is None
+    session = SimpleNamespace(call=lambda call: Outcome("raised", error="RuntimeError: pool closed"))
     said = nondeterminism(session, [ev])
-    assert said.endswith("and then did not return within 5 s"), said
+    assert said.endswith("and then raised RuntimeError: pool closed"), said
     assert Outcome("raised", error="ValueError: no\nmore").failure == "raised ValueError: no"
     assert Outcome("crashed", error="").failure == "crashed" and Outcome("timeout").failure == "did not return"
