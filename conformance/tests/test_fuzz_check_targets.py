@@ -65,6 +65,7 @@ def test_the_campaign_finds_a_process_left_running(monkeypatch):
     import retrieval_conformance.conformance.harness.calling.runner as runner
 
     monkeypatch.setattr(runner, "kill_group", lambda pgid, known=(): None)
+    monkeypatch.setattr(runner, "end_adopted", lambda known, seconds=2.0: None)  # the orphans' safety net
     # a plain process, which outlives the worker's own exit (a pool's daemonic workers end with it
     # when the worker exits in time, so they would show only when it does not)
     outcome = classify_hostile_case(HostileCase(("subprocess-left-running",), "float"))

@@ -137,6 +137,22 @@ def test_a_worker_that_ends_is_seen_at_once_while_its_child_holds_the_pipe(tmp_p
     assert _gone_soon([int(path.read_text())]) == []
 
 
+def _starts_a_session_then_exits(path):
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(300)"], start_new_session=True)
+    with open(path, "w") as f:
+        f.write(str(child.pid))
+    os._exit(0)
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="orphans are adopted through a Linux prctl")
+def test_a_process_in_its_own_session_orphaned_by_the_worker_does_not_outlive_it(tmp_path):
+    """Neither in the worker's group nor, once the worker died, in its tree: adopted, then killed."""
+    path = tmp_path / "pid"
+    with Runner(_starts_a_session_then_exits, timeout=20, warmup_timeout=20, isolation="process") as runner:
+        assert runner.call((str(path),)).kind == "crashed"
+    assert _gone_soon([int(path.read_text())]) == []
+
+
 @posix_only
 @pytest.mark.parametrize("target", ["pool_per_query:calc_map", "dataloader_workers:calc_map"])
 def test_lab_functions_with_worker_processes_conform(target):

@@ -9,15 +9,68 @@ which also finds a descendant that left the group (``setsid``).
 
 from __future__ import annotations
 
+import ctypes
 import os
 import signal
+import sys
+import time
 from typing import Dict, Iterable, List
 
-__all__ = ["descendants", "kill_group", "kill_tree"]
+__all__ = ["adopt_orphans", "descendants", "end_adopted", "kill_group", "kill_tree", "living_children"]
+
+_PR_SET_CHILD_SUBREAPER = 36  # linux/prctl.h
 
 
-def _parents_from_proc() -> Dict[int, int]:
-    """``{pid: parent pid}`` of every living process ``/proc`` shows (empty where there is none)."""
+_PR_GET_CHILD_SUBREAPER = 37
+
+
+def adopt_orphans(on: bool) -> bool:
+    """Linux: while ``on``, a process orphaned below this one (a child a dead worker left, even one
+    in a session of its own) becomes this process's child instead of init's, so that it can still be
+    found and killed.  Returns whether this process adopted orphans before (False elsewhere)."""
+    if not sys.platform.startswith("linux"):
+        return False
+    try:
+        libc = ctypes.CDLL(None)
+        before = ctypes.c_int(0)
+        libc.prctl(_PR_GET_CHILD_SUBREAPER, ctypes.byref(before), 0, 0, 0)
+        libc.prctl(_PR_SET_CHILD_SUBREAPER, int(on), 0, 0, 0)
+        return bool(before.value)
+    except (OSError, AttributeError):
+        return False
+
+
+def living_children(zombies: bool = False) -> List[int]:
+    """This process's children ``/proc`` shows (with the ended ones not yet reaped: ``zombies``)."""
+    me = os.getpid()
+    return [pid for pid, parent in _parents_from_proc(zombies).items() if parent == me]
+
+
+def end_adopted(known: Iterable[int], seconds: float = 2.0) -> None:
+    """Kill the children of this process that are not ``known`` (orphans it adopted, with their own
+    descendants) and reap them, and reap the adopted ones that have ended."""
+    known = set(known)
+    adopted = [pid for pid in living_children(zombies=True) if pid not in known]
+    for pid in adopted:
+        kill_tree(pid)
+    deadline = time.monotonic() + seconds
+    while adopted and time.monotonic() < deadline:
+        left = []
+        for pid in adopted:
+            try:
+                done, _ = os.waitpid(pid, os.WNOHANG)
+            except ChildProcessError:  # reaped elsewhere, or never ours
+                continue
+            if not done:
+                left.append(pid)
+        adopted = left
+        if adopted:
+            time.sleep(0.01)
+
+
+def _parents_from_proc(zombies: bool = False) -> Dict[int, int]:
+    """``{pid: parent pid}`` of every living process ``/proc`` shows (empty where there is none);
+    with ``zombies``, also of those that ended and wait to be reaped."""
     parents: Dict[int, int] = {}
     try:
         names = os.listdir("/proc")
@@ -33,7 +86,7 @@ def _parents_from_proc() -> Dict[int, int]:
             continue
         # "pid (command) state ppid ...": the command may hold spaces and parentheses
         fields = stat[stat.rfind(b")") + 2 :].split()
-        if len(fields) > 1 and fields[0] != b"Z":  # a zombie has ended: only its reaping is due
+        if len(fields) > 1 and (zombies or fields[0] != b"Z"):  # a zombie has ended: only its reaping is due
             parents[int(name)] = int(fields[1])
     return parents
 

@@ -65,7 +65,13 @@ from retrieval_conformance.conformance.harness.calling.outcome import (
     to_torch,
     type_name,
 )
-from retrieval_conformance.conformance.harness.calling.processes import descendants, kill_group
+from retrieval_conformance.conformance.harness.calling.processes import (
+    adopt_orphans,
+    descendants,
+    end_adopted,
+    kill_group,
+    living_children,
+)
 
 WARMUP_MIN_SECONDS = 60.0  # the default warm-up limit is max(WARMUP_MIN_SECONDS, WARMUP_FACTOR * timeout)
 WARMUP_FACTOR = 6.0
@@ -188,6 +194,9 @@ class Runner:
         proc = ctx.Process(target=worker_main, args=(child, self.func, self.arrays, files), daemon=True)
         flush_python_streams()  # else the child inherits (and may write again) pending output
         flush_c_stdio()
+        if not _RUNNING:  # the first worker alive: what its function orphans comes to this process
+            _ADOPTING["before"] = adopt_orphans(True)
+        self._known_children = set(living_children(zombies=True))
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # "fork() in a multi-threaded process" (python >= 3.12)
             proc.start()
@@ -216,6 +225,12 @@ class Runner:
             self._proc.kill()
         self._proc.join(5.0)
         _RUNNING.discard(self)
+        # a process the function started in a session of its own, orphaned when the worker died,
+        # is in neither the group nor the tree: it was adopted, and ends here
+        workers = {p.pid for p in multiprocessing.active_children()}
+        end_adopted(self._known_children | workers | {r._proc.pid for r in list(_RUNNING) if r._proc})
+        if not _RUNNING:
+            adopt_orphans(_ADOPTING.get("before", False))
         self._conn.close()
         for f in self._files or ():
             try:
@@ -361,6 +376,8 @@ class Runner:
 #: runners with a worker: an interpreter that exits without closing them (Ctrl-C, an error)
 #: still kills their trees, before multiprocessing's own exit hook reaps the workers
 _RUNNING: "weakref.WeakSet[Runner]" = weakref.WeakSet()
+#: whether this process adopted orphans before the first worker started (restored when the last ends)
+_ADOPTING: Dict[str, bool] = {}
 
 
 @atexit.register
