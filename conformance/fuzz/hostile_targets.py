@@ -24,7 +24,6 @@ Run with ``python -m retrieval_conformance.conformance.fuzz --target check --cas
 
 from __future__ import annotations
 
-import ctypes
 import decimal
 import multiprocessing
 import os
@@ -39,6 +38,13 @@ from fractions import Fraction
 from typing import Any, Callable, Dict, List, Tuple
 
 import numpy as np
+from retrieval_conformance.conformance.harness.calling.processes import (
+    adopt_orphans,
+    descendants,
+    end_adopted,
+    kill_tree,
+    living_children,
+)
 
 from .classify import Outcome
 
@@ -274,47 +280,18 @@ class _OwnOutput:
 
 
 def _living_descendants() -> List[int]:
-    from retrieval_conformance.conformance.harness.calling.processes import descendants
-
     return descendants(os.getpid())
-
-
-_PR_SET_CHILD_SUBREAPER = 36  # linux/prctl.h
-
-
-def _adopt_orphans(on: bool) -> None:
-    """Linux: processes orphaned while ``on`` (a killed worker's children) become this process's
-    children instead of init's, so that a process the harness left behind shows as a descendant."""
-    try:
-        ctypes.CDLL(None).prctl(_PR_SET_CHILD_SUBREAPER, int(on), 0, 0, 0)
-    except (OSError, AttributeError):  # not Linux: only the processes still linked are seen
-        pass
-
-
-def _reap_adopted() -> None:
-    """Reap the ended processes this process adopted (none of them is multiprocessing's)."""
-    ours = {p.pid for p in multiprocessing.active_children()}
-    for name in os.listdir("/proc") if os.path.isdir("/proc") else ():
-        try:
-            with open(f"/proc/{name}/stat", "rb") as f:
-                fields = f.read().rsplit(b")", 1)[1].split()
-        except (OSError, IndexError):
-            continue
-        if fields[0] == b"Z" and int(fields[1]) == os.getpid() and int(name) not in ours:
-            try:
-                os.waitpid(int(name), os.WNOHANG)
-            except ChildProcessError:
-                pass
 
 
 def classify_hostile_case(case: HostileCase) -> Outcome:
     """``check`` on the case's function, in a fresh current folder (module doc)."""
     from retrieval_conformance.conformance.harness import check
-    from retrieval_conformance.conformance.harness.calling.processes import kill_tree
 
     before = set(_living_descendants())
+    own_children = set(living_children(zombies=True))
     cwd = os.getcwd()
-    _adopt_orphans(True)
+    # a process the harness left behind, orphaned, comes to this process and shows as a descendant
+    adopted_before = adopt_orphans(True)
     with tempfile.TemporaryDirectory(prefix="rc-hostile-") as folder:
         os.chdir(folder)
         try:
@@ -345,9 +322,8 @@ def classify_hostile_case(case: HostileCase) -> Outcome:
         time.sleep(0.05)
     for pid in leaked:  # the next cases start clean
         kill_tree(pid)
-    time.sleep(0.05 if leaked else 0.0)
-    _reap_adopted()
-    _adopt_orphans(False)
+    end_adopted(own_children | {p.pid for p in multiprocessing.active_children()})  # and the killed ones reaped
+    adopt_orphans(adopted_before)
     if error:
         return Outcome("unnamed_error", error[:400])
     if leaked:

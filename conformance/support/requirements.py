@@ -7,6 +7,7 @@ skip into a failure, so a missing C build or torch install cannot pass silently.
 
 from __future__ import annotations
 
+import contextlib
 import os
 
 import pytest
@@ -35,3 +36,20 @@ def require_implementation(name: str) -> None:
 def implementation_params():
     """Every registered implementation name, for ``pytest.mark.parametrize``."""
     return registry.names()
+
+
+@contextlib.contextmanager
+def missing_implementation(name: str = "missing-here", reason: str = "its library is not installed"):
+    """An implementation registered as ``name`` that says it cannot run here (``reason``), for as
+    long as the block lasts."""
+
+    class Missing(registry.Implementation):
+        def unavailable_reason(self):
+            return reason
+
+    Missing.name = name
+    registry.register(name, Missing)
+    try:
+        yield name
+    finally:
+        registry.unregister(name)

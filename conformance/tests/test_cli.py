@@ -7,6 +7,7 @@ from fractions import Fraction
 
 import numpy as np
 from retrieval_conformance.cli import main
+from retrieval_conformance.conformance.support.requirements import missing_implementation
 
 
 def test_golden_report_passes_and_lists_every_case(capsys):
@@ -17,21 +18,10 @@ def test_golden_report_passes_and_lists_every_case(capsys):
 
 
 def test_golden_requires_named_implementations(capsys):
-    from retrieval_conformance.reference.contract import registry
-
-    class Missing(registry.Implementation):
-        name = "missing-here"
-
-        def unavailable_reason(self):
-            return "its library is not installed"
-
-    registry.register("missing-here", Missing)
-    try:
+    with missing_implementation("missing-here"):
         code = main(
             ["golden", "--implementations", "reference", "missing-here", "--require", "missing-here", "--random", "0"]
         )
-    finally:
-        registry.unregister("missing-here")
     assert code == 1
     assert "--require: implementation 'missing-here' is required but unavailable" in capsys.readouterr().err
 

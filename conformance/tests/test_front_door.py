@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 import retrieval_conformance as rc
 from retrieval_conformance.cli import main
+from retrieval_conformance.conformance.support.requirements import missing_implementation
 
 
 def test_dir_lists_the_public_names_and_no_import_machinery():
@@ -29,19 +30,8 @@ def test_compute_ap_help_exits_zero(flag, capsys):
 
 
 def test_golden_says_a_missing_implementation_is_skipped_as_a_note(capsys):
-    from retrieval_conformance.reference.contract import registry
-
-    class Missing(registry.Implementation):
-        name = "missing-here"
-
-        def unavailable_reason(self):
-            return "its library is not installed"
-
-    registry.register("missing-here", Missing)
-    try:
+    with missing_implementation("missing-here"):
         code = main(["golden", "--implementations", "reference", "missing-here", "--random", "0"])
-    finally:
-        registry.unregister("missing-here")
     assert code == 0
     out = capsys.readouterr().out
     first = out.strip().splitlines()[0]

@@ -18,10 +18,7 @@ from typing import Dict, Iterable, List
 
 __all__ = ["adopt_orphans", "descendants", "end_adopted", "kill_group", "kill_tree", "living_children"]
 
-_PR_SET_CHILD_SUBREAPER = 36  # linux/prctl.h
-
-
-_PR_GET_CHILD_SUBREAPER = 37
+_PR_SET_CHILD_SUBREAPER, _PR_GET_CHILD_SUBREAPER = 36, 37  # linux/prctl.h
 
 
 def adopt_orphans(on: bool) -> bool:
