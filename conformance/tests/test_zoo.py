@@ -16,11 +16,9 @@ from retrieval_conformance.conformance.harness.candidates.predict import _scale
 from retrieval_conformance.conformance.zoo.__main__ import main as zoo_main
 from retrieval_conformance.conformance.zoo.memo import Memo
 from retrieval_conformance.conformance.zoo.recipes import (
-    DEFAULT_EXCLUDED,
     TEMPLATES,
     WRITABLE,
     Recipe,
-    excluded,
     unwritten,
     zoo_recipes,
 )
@@ -107,6 +105,9 @@ def test_a_value_rounded_on_a_half_may_be_either_neighbour():
         # one bug more than the simplest description, told apart only on generated inputs
         Recipe("distances-relevance", "hashing", (), ("topk-ignored", "zero-based-ranks")),
         Recipe("recall-at-k", "hashing", (("recall", "hit"),), ("first-query-only[first-relevant,own]", "percent")),
+        # the hit that decides whether a query counts is read from the ranking with the junk in it
+        Recipe("mrr", "hashing", (("empty", "skip_no_hit"),), ("mrr-counting-junk",)),
+        Recipe("mrr", "hashing", (("empty", "skip_no_hit"),), ("mrr-counting-junk",), style=1),
     ],
     ids=[
         "trapezoid-rounded-on-a-half",
@@ -115,6 +116,8 @@ def test_a_value_rounded_on_a_half_may_be_either_neighbour():
         "map-at-r-dists",
         "topk-ignored-not-dcmh",
         "first-query-not-hashnet",
+        "mrr-junk-skip-no-hit",
+        "mrr-junk-skip-no-hit-style-1",
     ],
 )
 def test_round_trip_of_compositions_missed_before(recipe):
@@ -127,6 +130,7 @@ def test_the_long_profile_draws_no_behaviour_another_one_hides():
         ids = {b.split("[")[0] for b in recipe.bugs}
         assert not {"default-cutoff", "last-item-dropped"} <= ids, recipe
         assert not ("topk-ignored" in ids and ids & {"default-cutoff", "last-item-dropped"}), recipe
+        assert not ("cut-at-r" in ids and ids & {"default-cutoff", "last-item-dropped"}), recipe
         assert not ("empty-scores-one" in ids and any(b.startswith("first-query-only[first-") for b in recipe.bugs))
         dcmh = recipe.option("ap_at_k") == "dcmh"
         assert not (dcmh and any(b.startswith("first-query-only[first-hit") for b in recipe.bugs)), recipe
@@ -175,15 +179,14 @@ def test_judge_accepts_a_stated_equivalence_class_only():
     assert judge(recipe, Found((other + (("bugs", ()),),), False, "")).how == "exact"
 
 
-def test_default_profile_leaves_out_only_the_listed_behaviours():
+def test_default_profile_draws_one_behaviour_of_the_whole_catalogue():
     recipes = zoo_recipes(500, seed=3, profile="default")
     assert len(recipes) == 500 and {r.adapter for r in recipes} == set(TEMPLATES)
     assert all(len(r.behaviours) <= 2 for r in recipes)  # one behaviour, plus reid's CMC length rule
-    assert not any(excluded(r) for r in recipes)
-    assert excluded(Recipe("mrr", "hashing", (), ("default-cutoff[20]",))) == [
-        DEFAULT_EXCLUDED["mrr", "default-cutoff"]
-    ]
-    assert not excluded(Recipe("recall-at-k", "hashing", (), ("default-cutoff[20]",)))
+    # the built-in cut-offs past every short input are drawn too (the long inputs reach past them)
+    drawn = {(r.adapter, b) for r in recipes for b in r.bugs}
+    assert ("mrr", "default-cutoff[100]") in drawn or ("mrr", "default-cutoff[50]") in drawn
+    assert any(b == "default-cutoff[1000]" for _, b in drawn)
     with pytest.raises(ValueError, match="profile: expected 'long' or 'default'"):
         zoo_recipes(1, profile="short")
 

@@ -218,18 +218,23 @@ class Predictor:
             # the reference gave H(k) / R: H(k) / min(R, k) is that times R / min(R, k)
             extra["recall"] = [_point(v * r / min(r, k)) if r else _point(v) for v, r in zip(ex["recall_at_k"], R)]
         extra["p1"] = [_point(row[0]) for row in ex["cmc"]]
+        hits = [float(h) for h in pq.hits_at_k]
         for bug_id in models:
             name, model = MODELS[bug_id]
             values = model(self.cache, case, conv, k)
             if values is None:
                 return None
             extra[name] = [_point(v) for v in values]
+            if bug_id == "mrr-counting-junk":
+                # the hit in the top k is read from the same ranking, junk in it: a query whose
+                # relevant items sit behind junk has none there (empty=skip_no_hit, first-hit)
+                hits = [float(v > 0) for v in values]
         return Table(
             [_point(a) for a in ap],
             [[_point(c) for c in row] for row in ex["cmc"]],
             [_point(v) for v in ex["inp"]],
             R,
-            [float(h) for h in pq.hits_at_k],
+            hits,
             extra,
         )
 
