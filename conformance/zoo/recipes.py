@@ -17,6 +17,7 @@ from typing import Dict, FrozenSet, List, Optional, Sequence, Tuple
 
 from retrieval_conformance.conformance.harness.adapters.registry import ADAPTERS
 from retrieval_conformance.conformance.harness.candidates.bugs import BUGS
+from retrieval_conformance.conformance.harness.candidates.candidate import UNSTABLE
 from retrieval_conformance.conformance.harness.candidates.reference_values import OPTION_VALUES, Convention
 
 #: the adapters the writer has a lab-style template for, with the protocol each is checked under
@@ -27,6 +28,7 @@ TEMPLATES: Dict[str, str] = {
     "mrr": "hashing",
     "reid": "reid",
     "sklearn": "hashing",
+    "torchmetrics": "hashing",
 }
 
 #: per template family, the option values and bug labels the writer expresses
@@ -58,34 +60,37 @@ _RANK_BUGS = (
     *(f"first-query-only[{w},{h}]" for w in ("first", "first-relevant", "first-hit") for h in ("divided", "own")),
 )
 _CONCRETE_TIES = ("stable", "reverse", "optimistic", "pessimistic")
+#: numpy's default sort as well: the harness's "unstable" (reid's three fields leave it to a test
+#: of its own: its identification takes about 25 s a function)
+_WRITTEN_TIES = _CONCRETE_TIES + (UNSTABLE,)
 WRITABLE: Dict[str, Dict[str, Tuple[str, ...]]] = {
     "hashing-codes": {
-        "ties": _CONCRETE_TIES,
+        "ties": _WRITTEN_TIES,
         "ap_rule": OPTION_VALUES["ap_rule"],
         "ap_at_k": OPTION_VALUES["ap_at_k"],
         "empty": ("zero", "skip", "skip_no_hit"),
         "bugs": _AP_BUGS + ("exact-label-match",),
     },
     "distances-relevance": {
-        "ties": _CONCRETE_TIES,
+        "ties": _WRITTEN_TIES,
         "ap_rule": OPTION_VALUES["ap_rule"],
         "ap_at_k": OPTION_VALUES["ap_at_k"],
         "empty": ("zero", "skip", "skip_no_hit"),
         "bugs": _AP_BUGS,
     },
     "recall-at-k": {
-        "ties": _CONCRETE_TIES,
+        "ties": _WRITTEN_TIES,
         "empty": ("zero", "skip", "skip_no_hit"),
         "recall": OPTION_VALUES["recall"],
         "bugs": _RANK_BUGS,
     },
     "mrr": {
-        "ties": _CONCRETE_TIES,
+        "ties": _WRITTEN_TIES,
         "empty": ("zero", "skip", "skip_no_hit"),
         "bugs": _RANK_BUGS + ("mrr-counting-junk",),
     },
     "sklearn": {  # one query, no cut-off, no mean: the AP@k denominators and empty policies do not apply
-        "ties": _CONCRETE_TIES,
+        "ties": _WRITTEN_TIES,
         "ap_rule": OPTION_VALUES["ap_rule"],
         "bugs": (
             "percent",
@@ -99,6 +104,24 @@ WRITABLE: Dict[str, Dict[str, Tuple[str, ...]]] = {
         ),  # not empty-scores-one: one query's value without a relevant item is read only under
         # empty=zero, and the presets that skip such queries (gldv2, pml, reid) accept any value,
         # so no input through this signature tells a 1 there from a skip preset
+    },
+    "torchmetrics": {  # one query with a cut-off: the AP@k denominators apply, the empty policies do not
+        "ties": _WRITTEN_TIES,
+        "ap_rule": OPTION_VALUES["ap_rule"],
+        "ap_at_k": OPTION_VALUES["ap_at_k"],
+        "bugs": (
+            "percent",
+            "rounded[2]",
+            "rounded[3]",
+            "rounded[4]",
+            "descending",
+            "zero-based-ranks",
+            "previous-hit-trapezoid",
+            "cut-at-r",
+            "topk-ignored",
+            "divided-by-k",
+            *(f"default-cutoff[{k}]" for k in (10, 20, 50, 100, 1000)),
+        ),
     },
     "reid": {
         "ties": _CONCRETE_TIES,

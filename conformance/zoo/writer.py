@@ -32,6 +32,8 @@ def _order(recipe: Recipe, key: str, rel: str) -> str:
         return f"np.lexsort((~{rel}, {key}))"
     if ties == "pessimistic":
         return f"np.lexsort(({rel}, {key}))"
+    if ties == "unstable":  # numpy's default sort: tied items in an order no policy gives
+        return f"np.argsort({key})" if recipe.style else f'np.argsort({key}, kind="quicksort")'
     raise ValueError(f"ties: the writer has no code for {ties!r}")
 
 
@@ -310,28 +312,47 @@ def _mrr(recipe: Recipe, name: str) -> str:
     return _rank_function(recipe, name, params, ["        rel = relevance[q]"], reciprocal=True)
 
 
-def _sklearn(recipe: Recipe, name: str) -> str:
-    """One query's AP from labels and scores, as ``average_precision_score`` is called: the items
-    sorted by score, largest first, its own rank terms."""
-    cut = "R" if recipe.variant("cut-at-r") is not None else "ranked.size"
+def _one_query(recipe: Recipe, name: str, params: str, labels: str, scores: str, k: str = "") -> str:
+    """One query's AP from labels and scores: the items sorted by score, largest first, its own
+    rank terms; with ``k``, the top k (a cut-off parameter, None for the whole list)."""
+    if recipe.variant("cut-at-r") is not None:
+        cut = "R"
+    elif k and recipe.variant("topk-ignored") is None:
+        cut = f"(ranked.size if {k} is None else min({k}, ranked.size))"
+    else:
+        cut = "ranked.size"
     offset = "" if recipe.variant("zero-based-ranks") is not None else " + 1"
     empty = "1.0" if recipe.variant("empty-scores-one") is not None else "0.0"
     lines = [
-        f"def {name}(y_true, y_score):",
-        "    rel = np.asarray(y_true) > 0",
-        "    dist = -np.asarray(y_score, dtype=np.float64)",
+        f"def {name}({params}):",
+        f"    rel = np.asarray({labels}) > 0",
+        f"    dist = -np.asarray({scores}, dtype=np.float64)",
         f"    order = {_order(recipe, 'dist', 'rel')}",
         "    ranked = rel[order]",
         "    R = int(ranked.sum())",
         "    if R == 0:",
         f"        return {_finish(recipe, empty)}",
-        f"    hits = np.flatnonzero(ranked[:{cut}]){offset}",
-        "    if hits.size == 0:",
-        f"        return {_finish(recipe, '0.0')}",
+        f"    cut = {cut}",
     ]
+    if recipe.option("ap_at_k") == "dcmh":
+        lines.append(f"    hits = np.flatnonzero(ranked)[: min(cut, R)]{offset}")
+    else:
+        lines.append(f"    hits = np.flatnonzero(ranked[:cut]){offset}")
+    lines += ["    if hits.size == 0:", f"        return {_finish(recipe, '0.0')}"]
     lines += [line[4:] for line in _ap_terms(recipe)]  # written for a loop body: one level less here
-    lines.append(f"    return {_finish(recipe, 'total / R')}")
+    divisor = _ap_divisor(recipe, k) if k else "R"
+    lines.append(f"    return {_finish(recipe, f'total / {divisor}')}")
     return "\n".join(lines) + "\n"
+
+
+def _sklearn(recipe: Recipe, name: str) -> str:
+    """``average_precision_score(y_true, y_score)`` as a lab writes it: no cut-off."""
+    return _one_query(recipe, name, "y_true, y_score", "y_true", "y_score")
+
+
+def _torchmetrics(recipe: Recipe, name: str) -> str:
+    """``retrieval_average_precision(preds, target, top_k)`` as a lab writes it (tensors read by numpy)."""
+    return _one_query(recipe, name, f"preds, target, {_signature_k(recipe, 'top_k')}", "target", "preds", "top_k")
 
 
 #: the writer of each adapter of ``recipes.TEMPLATES``: the function a lab writes behind its signature
@@ -342,6 +363,7 @@ _WRITERS = {
     "mrr": _mrr,
     "reid": _reid_function,
     "sklearn": _sklearn,
+    "torchmetrics": _torchmetrics,
 }
 
 

@@ -302,27 +302,43 @@ class Torchmetrics(_OneQuery):
     reference_arguments = "scores=preds[None, :], relevance=target[None, :], {proto}, k={k}"
     reference_field = ".exact.ap[0]"
 
+    #: the cut-off's keyword, and whether the function has a default for it (its own cut-off
+    #: when that is not None: a call for the whole list then leaves it out, so that it shows)
+    k_name: str = "top_k"
+    k_default: bool = False
+
     def bind(self, func):
         params = positional_params(func)
         if params is not None and len(params) < 2 and not has_varargs(func):
             raise UsageError(f"adapter {self.name}: expected f(preds, target, top_k=...)")
+        try:
+            named = inspect.signature(func).parameters
+        except (TypeError, ValueError):
+            named = {}
+        k_param = named.get("top_k") or (params[2] if params is not None and len(params) > 2 else None)
+        if k_param is not None:
+            self.k_name = k_param.name
+            self.k_default = k_param.default is not inspect.Parameter.empty
 
     def capabilities(self, protocol_k):
         return Capabilities(k=True, junk=True, ids=False, multi_query=True, protocol_k=protocol_k, scores=True)
 
     def calls(self, case, relevance, junk, arrays):
+        without_k = case.k is None and self.k_default
         return self._score_calls(
             case,
             relevance,
             junk,
             lambda q, score, rel: Call(
                 (score, rel.astype(bool)),
-                {"top_k": case.k},
+                {} if without_k else {self.k_name: case.k},
                 ("preds", "target"),
                 case.k,
                 case.max_rank,
                 query=q,
-                note="junk items removed; preds = similarity scores (larger is closer)",
+                without_k=without_k,
+                note="junk items removed; preds = similarity scores (larger is closer)"
+                + (f"; called without {self.k_name}: the function's own default stands" if without_k else ""),
             ),
         )
 

@@ -60,13 +60,14 @@ def _point(v) -> Interval:
     return (v, v)
 
 
-def _envelope(tables: Sequence[Table], hits_denominator: bool = False) -> Table:
+def _envelope(tables: Sequence[Table], hits_denominator: bool = False, unbounded: bool = False) -> Table:
     """Per-query intervals spanning the tables of the extreme tie orders.
 
     Every AP is monotone in "relevant items earlier" (so the extreme orders bound it) except
     AP@k divided by the hits in the top k when the cut-off falls inside a tie group: the number
     of hits then changes with the order and the value is not monotone, so such a query's AP is
-    only known to lie in [0, 1].
+    only known to lie in [0, 1] (in [0, inf] with a rank-level bug, ``unbounded``: 0-based
+    ranks divide by zero).
     """
     if len(tables) == 1:
         return tables[0]
@@ -79,7 +80,7 @@ def _envelope(tables: Sequence[Table], hits_denominator: bool = False) -> Table:
 
     def ap(q: int) -> Interval:
         if hits_denominator and len({t.hits[q] for t in tables}) > 1:
-            return (Fraction(0), Fraction(1))
+            return (Fraction(0), math.inf if unbounded else Fraction(1))
         return env([t.ap[q] for t in tables])
 
     return Table(
@@ -263,8 +264,10 @@ class Predictor:
             if tab is None:
                 return None
             tables.append(tab)
-        rank_bug = any(b.rank_sum is not None or b.id == "divided-by-k" for b in cand.bugs)
-        return _envelope(tables, hits_denominator=k is not None and (cand.conv.ap_at_k == "hits" or rank_bug))
+        # the divisor counts the hits in the top k only under "hits" (divided-by-k divides by k)
+        by_hits = k is not None and cand.conv.ap_at_k == "hits" and k_div is None
+        rank_bug = any(b.rank_sum is not None for b in cand.bugs)
+        return _envelope(tables, hits_denominator=by_hits, unbounded=rank_bug)
 
     # -- the adapter's fields ---------------------------------------------------------------
     def predict(
@@ -309,6 +312,8 @@ class Predictor:
         out: Dict[str, Any] = {}
         if first is not None:
             which, how = first.variant.split(",")
+            if which == "first-hit" and any(math.isnan(h) for h in tab.hits):
+                return {}  # which query has the first hit depends on the tie order: compare nothing
             cond = {
                 "first": [True] * n_q,
                 "first-relevant": [r > 0 for r in tab.n_relevant],

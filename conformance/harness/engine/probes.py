@@ -9,12 +9,14 @@ from __future__ import annotations
 
 import math
 from dataclasses import replace
-from typing import List, Optional
+from functools import lru_cache
+from typing import List, Optional, Tuple
 
 import numpy as np
 from retrieval_conformance.conformance.harness.candidates.bugs import bug
 from retrieval_conformance.conformance.harness.candidates.candidate import Candidate
 from retrieval_conformance.conformance.harness.candidates.predict import agreement, within
+from retrieval_conformance.conformance.harness.inputs.case import Case
 from retrieval_conformance.conformance.harness.inputs.public import FAMILIES, family, sample_cases
 from retrieval_conformance.conformance.harness.session import Evaluation, Session
 from retrieval_conformance.reference.contract.conventions import CONCRETE_POLICIES
@@ -39,18 +41,51 @@ def tie_challenge(session: Session, survivors: List[Candidate]) -> List[Evaluati
     if len(session.adapter.tie_candidates) < 2:
         return []  # the ranked list is given: no ties to order
     caps = session.adapter.capabilities(True)
+    declared = next(c for c in survivors if c.conv.ties in CONCRETE_POLICIES)
     out: List[Evaluation] = []
-    for case in sample_cases(family("ties/tie-heavy"), caps, 60, seed=11):
+    for case in (*large_group_cases(), *sample_cases(family("ties/tie-heavy"), caps, 60, seed=11)):
         if len(out) >= TIE_CHALLENGE:
             break
         if case.n_gallery < LARGE_TIE_GROUP or case.k is not None:
             continue
         if max(np.unique(row, return_counts=True)[1].max() for row in case.distances) < LARGE_TIE_GROUP:
             continue
+        if not _order_shows(session, declared, case):
+            continue
         ev = run_extra(session, case)
         if ev is not None and ev.any_read:
             out.append(ev)
     return out
+
+
+@lru_cache(maxsize=1)
+def large_group_cases() -> Tuple[Case, ...]:
+    """Queries whose first item is not relevant, then a tie group of 33 items, every third one
+    relevant: an order inside the group shows on every value, also where a relevant item
+    ranked first would make each value infinite (0-based ranks)."""
+    n = 40
+    dist = np.full((2, n), 2.0)
+    dist[:, 0] = 0.0
+    dist[:, 1:34] = 1.0
+    rel = np.zeros((2, n), dtype=bool)
+    rel[0, 1:34:3] = True
+    rel[1, 2:34:3] = True
+    rel[1, 36] = True
+    # shuffled: sorts keep an already ordered group in place, whatever their tie order
+    perm = np.random.default_rng(5).permutation(n)
+    dist, rel = dist[:, perm], rel[:, perm]
+    return (Case(name="ties/large-group#0", distances=dist, relevance=rel, k=None, family="ties/tie-heavy"),)
+
+
+def _order_shows(session: Session, declared: Candidate, case) -> bool:
+    """Whether ``declared``'s values on ``case`` can show another order: not when each is
+    infinite (0-based ranks divide by zero wherever a relevant item comes first, in any order)."""
+    for call in session.calls(case):
+        pred = session.predictor.predict(declared, case, call)
+        for key, v in (pred or {}).items():
+            if key != "cmc_lengths" and isinstance(v, tuple) and not (math.isinf(v[0]) and math.isinf(v[1])):
+                return True
+    return False
 
 
 def minus_one_probe(session: Session, best: Candidate, limit: int = 6) -> Optional[str]:
