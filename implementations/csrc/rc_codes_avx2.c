@@ -93,28 +93,39 @@ half_keys(const int kind, const int record, const int ordered, const blocksrc *s
     return keys;
 }
 
-/* one increment per item of counter key[p], in copy p mod 4 (h2[2 d + relevant]) or p mod 2
- * (the running counts under record), as rc_codes_avx512.c's count_words and count_bytes */
-RC_AVX2 static inline __attribute__((always_inline)) void count_keys4(uint32_t *h, int64_t H, const uint8_t *key, int64_t n)
+/* one increment per item of counter key[p], in copy p mod 4 (stride H: h2[2 d + relevant], and
+ * the running counts per distance under record), as rc_codes_avx512.c's count_words; a base
+ * pointer per copy keeps the address one register plus the key */
+RC_AVX2 static inline __attribute__((always_inline)) void count_keys(uint32_t *h, int64_t H, const uint8_t *key, int64_t n)
 {
+    uint32_t *const h1 = h + H, *const h2 = h + 2 * H, *const h3 = h + 3 * H;
     int64_t p = 0;
-    for (; p + 4 <= n; p += 4) {
+    for (; p + 8 <= n; p += 8) {
         h[key[p]]++;
-        h[H + key[p + 1]]++;
-        h[2 * H + key[p + 2]]++;
-        h[3 * H + key[p + 3]]++;
+        h1[key[p + 1]]++;
+        h2[key[p + 2]]++;
+        h3[key[p + 3]]++;
+        h[key[p + 4]]++;
+        h1[key[p + 5]]++;
+        h2[key[p + 6]]++;
+        h3[key[p + 7]]++;
     }
     for (; p < n; p++) h[(p & 3) * H + key[p]]++;
 }
 
 RC_AVX2 static inline __attribute__((always_inline)) void count_keys2(uint32_t *h, int64_t H, const uint8_t *key, int64_t n)
 {
+    uint32_t *const h1 = h + H;
     int64_t p = 0;
-    for (; p + 4 <= n; p += 4) {
+    for (; p + 8 <= n; p += 8) {
         h[key[p]]++;
-        h[H + key[p + 1]]++;
+        h1[key[p + 1]]++;
         h[key[p + 2]]++;
-        h[H + key[p + 3]]++;
+        h1[key[p + 3]]++;
+        h[key[p + 4]]++;
+        h1[key[p + 5]]++;
+        h[key[p + 6]]++;
+        h1[key[p + 7]]++;
     }
     for (; p < n; p++) h[(p & 1) * H + key[p]]++;
 }
@@ -134,34 +145,44 @@ pass_block(const int kind, const int record, const int ordered, const blocksrc *
     const __m256i k0 = half_keys(kind, record, ordered || record, src, 0, qv, key, table, &rel0);
     const __m256i k1 = half_keys(kind, record, ordered || record, src, RC_HALF, qv, key, table, &rel1);
     uint32_t *h = w->h2;
-    uint64_t rel;
     _mm256_store_si256((__m256i *)k, k0);
     _mm256_store_si256((__m256i *)(k + RC_HALF), k1);
     if (!record) {  /* h2[2 d + relevant] */
-        count_keys4(h, 2 * D, k, n);
+        count_keys(h, 2 * D, k, n);
         return nr;
     }
-    rel = (uint64_t)rel0 | (uint64_t)rel1 << RC_HALF;
-    if (n < RC_BLOCK) rel &= ((uint64_t)1 << n) - 1;
-    if (rel) {
+    if (n < RC_BLOCK) {  /* the padding is never relevant */
+        rel0 &= n >= RC_HALF ? ~0u : (1u << n) - 1u;
+        rel1 &= n <= RC_HALF ? 0u : (1u << (n - RC_HALF)) - 1u;
+    }
+    if (rel0 | rel1) {
         uint64_t *rinfo;
         if (nr + RC_BLOCK > w->rinfo_cap &&
             grow((void **)&w->rinfo, &w->rinfo_cap, max64(2 * (nr + RC_BLOCK), 1024), sizeof(uint64_t)))
             return -1;
         rinfo = w->rinfo;
-        do {   /* relevant items in gallery order, counted before this block's increments: the
-                * running count at the block's start plus the items of its distance before it
-                * in the block */
-            const unsigned p = (unsigned)__builtin_ctzll(rel);
+        /* relevant items in gallery order, counted before this block's increments: the running
+         * count at the block's start plus the items of its distance before it in the block (in
+         * the first half only for one of the first half) */
+        while (rel0) {
+            const unsigned p = (unsigned)__builtin_ctz(rel0);
             const uint32_t d = k[p];
-            const __m256i dv = _mm256_set1_epi8((char)d);
-            const uint64_t same = ((uint64_t)(uint32_t)_mm256_movemask_epi8(_mm256_cmpeq_epi8(k0, dv)) |
-                                   (uint64_t)(uint32_t)_mm256_movemask_epi8(_mm256_cmpeq_epi8(k1, dv)) << RC_HALF) &
-                                  (((uint64_t)1 << p) - 1);
-            const uint64_t s = (uint64_t)h[d] + h[D + d] + (uint64_t)__builtin_popcountll(same);
+            const uint32_t same = (uint32_t)_mm256_movemask_epi8(_mm256_cmpeq_epi8(k0, _mm256_set1_epi8((char)d)));
+            const uint64_t s = (uint64_t)h[d] + h[D + d] + (uint64_t)__builtin_popcount(same & ((1u << p) - 1u));
             rinfo[nr++] = (uint64_t)d << RC_RINFO_SHIFT | s;
-            rel &= rel - 1;
-        } while (rel);
+            rel0 &= rel0 - 1;
+        }
+        while (rel1) {
+            const unsigned p = (unsigned)__builtin_ctz(rel1);
+            const uint32_t d = k[RC_HALF + p];
+            const __m256i dv = _mm256_set1_epi8((char)d);
+            const uint32_t first = (uint32_t)_mm256_movemask_epi8(_mm256_cmpeq_epi8(k0, dv));
+            const uint32_t second = (uint32_t)_mm256_movemask_epi8(_mm256_cmpeq_epi8(k1, dv));
+            const uint64_t s = (uint64_t)h[d] + h[D + d] + (uint64_t)__builtin_popcount(first) +
+                               (uint64_t)__builtin_popcount(second & ((1u << p) - 1u));
+            rinfo[nr++] = (uint64_t)d << RC_RINFO_SHIFT | s;
+            rel1 &= rel1 - 1;
+        }
     }
     count_keys2(h, D, k, n);
     return nr;
