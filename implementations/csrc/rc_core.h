@@ -53,7 +53,8 @@
  * counts the grades (at most RC_MAX_GRADE) and sums from the highest (rc_rank.c).
  *
  * Units: rc_input.c, rc_metrics.c, rc_expected.c, rc_rank.c, rc_order.c, rc_float.c (with
- * rc_float_gaps.c, rc_float_select.c and rc_float.h), rc_codes.c, rc_threads.c, rc_evaluate.c,
+ * rc_float_gaps.c, rc_float_select.c and rc_float.h), rc_codes.c (with rc_codes_avx512.c and
+ * rc_codes_avx2.c, its vector passes), rc_threads.c, rc_evaluate.c,
  * rc_curves.c, rc_shard.c (gallery shards' counts); rc_bench.c holds benchmark-only entry points.
  * Functions shared between units are declared below with RC_INTERNAL (hidden visibility):
  * the library exports only the entry points of rc_evaluate.c, declared at the end.
