@@ -93,9 +93,9 @@ half_keys(const int kind, const int record, const int ordered, const blocksrc *s
     return keys;
 }
 
-/* one increment per item of counter key[p], in copy p mod 4 (stride H: h2[2 d + relevant], and
- * the running counts per distance under record), as rc_codes_avx512.c's count_words; a base
- * pointer per copy keeps the address one register plus the key */
+/* one increment per item of counter key[p], in copy p mod 4 (stride H: h2[2 d + relevant]), as
+ * rc_codes_avx512.c's count_words; a base pointer per copy keeps the address one register plus
+ * the key */
 RC_AVX2 static inline __attribute__((always_inline)) void count_keys(uint32_t *h, int64_t H, const uint8_t *key, int64_t n)
 {
     uint32_t *const h1 = h + H, *const h2 = h + 2 * H, *const h3 = h + 3 * H;
@@ -113,6 +113,8 @@ RC_AVX2 static inline __attribute__((always_inline)) void count_keys(uint32_t *h
     for (; p < n; p++) h[(p & 3) * H + key[p]]++;
 }
 
+/* the same in copy p mod 2 (the running counts per distance under record: a relevant item's
+ * count reads 2 counters, not 4), as rc_codes_avx512.c's count_bytes */
 RC_AVX2 static inline __attribute__((always_inline)) void count_keys2(uint32_t *h, int64_t H, const uint8_t *key, int64_t n)
 {
     uint32_t *const h1 = h + H;
