@@ -170,3 +170,17 @@ def test_ap_sums_in_lanes_are_one_order(avx2):
         avx2.cpu_features(avx2.ALL_FEATURES)
         for path in paths:
             assert same_bits(path, plain, str(o)) == []
+
+
+def test_avx2_pass_gives_the_same_bits_on_any_thread_count(avx2):
+    """Each query is one pass on one thread: 1 and 3 threads give the same arrays on the AVX2
+    path, and the scalar path's."""
+    p = _problem("multi", 1031, 64, 21, tie_heavy=True, junk=False)
+    for ties in ("stable", "expected"):
+        o = Options(ties=ties)
+        avx2.cpu_features(avx2.ALL_FEATURES & ~AVX512)
+        one, three = (avx2.CImplementation(num_threads=t).compute(p, o) for t in (1, 3))
+        avx2.cpu_features(avx2.ALL_FEATURES & ~(AVX2 | AVX512))
+        scalar = avx2.CImplementation(num_threads=3).compute(p, o)
+        avx2.cpu_features(avx2.ALL_FEATURES)
+        assert same_bits(one, three, ties) == [] and same_bits(one, scalar, ties) == []
