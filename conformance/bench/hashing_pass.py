@@ -3,12 +3,12 @@
 Every evaluation of hashing codes makes one pass over the gallery per query: XOR, popcount,
 the label test and a count per distance.  The anchor (``rc_bench_hamming_histograms`` in
 ``csrc/rc_bench.c``) is a bare C loop doing only that work, the floor for any implementation
-on this machine: in AVX-512 where the CPU has it, as the pass (the best instruction set the
-pass has).  Timed against it, round by round (interleaved, so a busy machine slows all
-alike), are:
+on this machine, in the instruction set of the pass it is set against: AVX-512, AVX2, or scalar
+code.  Timed against it, round by round (interleaved, so a busy machine slows all alike), are:
 
 * ``pass``: the library's own pass (``rc_codes_pass`` of ``csrc/rc_codes.c``, in AVX-512 from
-  ``csrc/rc_codes_avx512.c`` where the CPU has it: the function ``rc.evaluate`` runs) alone,
+  ``csrc/rc_codes_avx512.c`` or in AVX2 from ``csrc/rc_codes_avx2.c`` where the CPU has them: the
+  function ``rc.evaluate`` runs) alone,
   as the ``hashing`` protocol runs it (stable ties: the counting sort of the relevant items in
   the same pass), through ``rc_bench_codes_pass``;
 * ``pass, histogram only``: the same pass as the expected / grouped / optimistic / pessimistic
@@ -18,9 +18,11 @@ alike), are:
 
 Each kernel's counts per distance (all and relevant items, per query) must equal the anchor's;
 the report gives the median seconds, the nanoseconds per (query, item) pair, the median of the
-per-round ratios to the anchor and the load average before and after.  :func:`hashing_pass_figures`
-returns them as a dict, :func:`figures` as the section ``hashing-pass`` of the feature benchmarks
-(``retrieval-conformance bench features``), :func:`report` as text.  Run:
+per-round ratios to the anchor and the load average before and after.  Each instruction set of
+the pass that the CPU has (:func:`pass_paths`: AVX-512, then AVX2 with AVX-512 masked off, as on
+an AVX2-only CPU) is timed against its own anchor.  :func:`hashing_pass_figures` returns one
+path's figures as a dict, :func:`figures` every path's as the section ``hashing-pass`` of the
+feature benchmarks (``retrieval-conformance bench features``), :func:`report` as text.  Run:
 ``python -m retrieval_conformance.conformance.bench.hashing_pass [smoke|full] [rounds]``.
 """
 
@@ -32,7 +34,7 @@ import os
 import statistics
 import sys
 import time
-from typing import Any, Callable, Dict, List, Tuple
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
 import numpy as np
 import retrieval_conformance as rc
@@ -78,23 +80,38 @@ def packed_inputs(arrays: Dict[str, np.ndarray]) -> Dict[str, Any]:
 
 
 #: bits of the C library's feature mask the pass and the anchor read (RC_FEATURE_* in rc_core.h)
-POPCNT_FEATURE, AVX512_FEATURE = 1, 16
+POPCNT_FEATURE, AVX2_FEATURE, AVX512_FEATURE = 1, 8, 16
 
 
-def instruction_set() -> str:
-    """What the anchor and the pass run here: AVX-512 where the CPU has it (F, DQ, BW, VL,
-    VPOPCNTDQ, BMI2), else scalar code with hardware popcount, else plain C."""
-    features = c_library.usable_features()
+def instruction_set(features: Optional[int] = None) -> str:
+    """What the anchor and the pass run with ``features`` (default: the usable ones): AVX-512
+    where they hold it (F, DQ, BW, VL, VPOPCNTDQ, BMI2), else AVX2 (with hardware popcount),
+    else scalar code with hardware popcount, else plain C."""
+    if features is None:
+        features = c_library.usable_features()
     if features & AVX512_FEATURE:
         return "AVX-512"
+    if features & AVX2_FEATURE and features & POPCNT_FEATURE:
+        return "AVX2"
     return "scalar, hardware popcount" if features & POPCNT_FEATURE else "scalar, plain C"
+
+
+def pass_paths() -> List[Tuple[str, int]]:
+    """The pass's instruction sets on this CPU (within the usable features), best first, each
+    with the feature mask that selects it: AVX-512, then AVX2 with AVX-512 masked off (the path
+    of an AVX2-only CPU); the scalar pass where the CPU has neither."""
+    usable = c_library.usable_features()
+    paths = [(instruction_set(usable), usable)]
+    if usable & AVX512_FEATURE and usable & AVX2_FEATURE and usable & POPCNT_FEATURE:
+        paths.append(("AVX2", usable & ~AVX512_FEATURE))
+    return paths
 
 
 def _timed_histograms(function: Any, packed: Dict[str, Any], *extra: int) -> Tuple[float, np.ndarray]:
     """Seconds of one call of a benchmark entry point, and the (Q, 2 (B + 1)) counts it wrote."""
     words = packed["words"]
     hist = np.zeros((packed["queries"], 2 * packed["bits"] + 2), dtype=np.int64)
-    # the CPU features the C code may use here (popcnt, AVX-512), the anchor's as the pass's
+    # the CPU features the C code may use here (popcnt, AVX2, AVX-512), the anchor's as the pass's
     features = c_library.usable_features()
     args = [words[name].ctypes.data for name in ("query_codes", "db_codes", "query_labels", "db_labels")]
     start = time.perf_counter()
@@ -117,9 +134,10 @@ def _evaluate_calls(work) -> Dict[str, Callable[[], Any]]:
     return calls
 
 
-def hashing_pass_figures(scale: str = "full", rounds: int = 5) -> Dict[str, Any]:
+def hashing_pass_figures(scale: str = "full", rounds: int = 5, features: Optional[int] = None) -> Dict[str, Any]:
     """Median seconds of the anchor, the library's pass and ``rc.evaluate`` over ``rounds``
-    interleaved rounds on one thread, with their ratios to the anchor.
+    interleaved rounds on one thread, with their ratios to the anchor; with ``features``, the
+    C code held to that feature mask (one of :func:`pass_paths`) for the run.
 
     Returns
     -------
@@ -134,6 +152,9 @@ def hashing_pass_figures(scale: str = "full", rounds: int = 5) -> Dict[str, Any]
     """
     if rounds < 1:
         raise ValueError(f"rounds: expected at least 1, got {rounds}")
+    if features is not None:
+        with c_library.limited_features(features):
+            return hashing_pass_figures(scale, rounds)
     work = cifar10(scale, None, "cifar10-all")
     packed = packed_inputs(work.arrays)
     anchor, real_pass = _bench_functions()
@@ -182,16 +203,12 @@ def hashing_pass_figures(scale: str = "full", rounds: int = 5) -> Dict[str, Any]
 FIGURE_ROUNDS = {"full": 7, "smoke": 2}
 
 
-def figures(scale: str = "full") -> Dict[str, Dict[str, Any]]:
-    """The section ``hashing-pass`` of the feature benchmarks: each kernel's median time as a
-    multiple of the anchor's (the median of the per-round ratios), with its milliseconds."""
-    if scale not in FIGURE_ROUNDS:
-        raise ValueError(f"scale: expected one of {sorted(FIGURE_ROUNDS)}, got {scale!r}")
-    fig = hashing_pass_figures(scale, FIGURE_ROUNDS[scale])
+def _path_figures(fig: Dict[str, Any], prefix: str) -> Dict[str, Dict[str, Any]]:
+    """One path's figures (:func:`hashing_pass_figures`), their names after ``prefix``."""
     seconds, ns = fig["seconds"], fig["ns_per_pair"]
-    anchor = {"name": "the anchor", "value": 1e3 * seconds["anchor"], "unit": "ms"}
+    anchor = {"name": f"{prefix}the anchor", "value": 1e3 * seconds["anchor"], "unit": "ms"}
     out: Dict[str, Dict[str, Any]] = {
-        "anchor (bare XOR, popcount, count per distance)": {
+        f"{prefix}anchor (bare XOR, popcount, count per distance)": {
             "value": 1e3 * seconds["anchor"],
             "unit": "ms",
             "note": f"{ns['anchor']:.2f} ns per (query, item) pair, {fig['queries']:,} x {fig['gallery']:,}; "
@@ -215,25 +232,42 @@ def figures(scale: str = "full") -> Dict[str, Dict[str, Any]]:
         }
         if label == "pass":
             figure["target"] = f"<= {PASS_TARGET}x"
-        out[label] = figure
+        out[prefix + label] = figure
+    return out
+
+
+def figures(scale: str = "full") -> Dict[str, Dict[str, Any]]:
+    """The section ``hashing-pass`` of the feature benchmarks: each kernel's median time as a
+    multiple of the anchor's (the median of the per-round ratios), with its milliseconds, for
+    every path of :func:`pass_paths`: the first (what ``rc.evaluate`` runs here) under plain
+    names, the others after their instruction set (``"AVX2 path: pass"``), each against the
+    anchor in its own instruction set."""
+    if scale not in FIGURE_ROUNDS:
+        raise ValueError(f"scale: expected one of {sorted(FIGURE_ROUNDS)}, got {scale!r}")
+    out: Dict[str, Dict[str, Any]] = {}
+    for n, (name, features) in enumerate(pass_paths()):
+        fig = hashing_pass_figures(scale, FIGURE_ROUNDS[scale], features)
+        out.update(_path_figures(fig, "" if n == 0 else f"{name} path: "))
     return out
 
 
 def report(scale: str = "full", rounds: int = 5) -> str:
-    """:func:`hashing_pass_figures` as a table."""
-    fig = hashing_pass_figures(scale, rounds)
-    lines = [
-        f"Hamming pass against its anchor, one thread: {fig['workload']}",
-        f"median of {fig['rounds']} interleaved rounds; load average {fig['load_before'][0]:.2f} before, "
-        f"{fig['load_after'][0]:.2f} after; counts per distance equal to the anchor's; {fig['instruction_set']}",
-        f"{'what':26} {'ms':>9} {'ns/pair':>8} {'x anchor':>9}",
-    ]
-    for label, value in fig["seconds"].items():
-        lines.append(
-            f"{label:26} {1e3 * value:9.3f} {fig['ns_per_pair'][label]:8.3f} {fig['ratio_to_anchor'][label]:9.2f}"
-        )
-    verdict = "within" if fig["pass_within_target"] else "NOT within"
-    lines.append(f"the pass is {verdict} {fig['pass_target']}x of the anchor")
+    """:func:`hashing_pass_figures` as a table, for every path of :func:`pass_paths`."""
+    lines = []
+    for _, features in pass_paths():
+        fig = hashing_pass_figures(scale, rounds, features)
+        lines += [
+            f"Hamming pass against its anchor, one thread: {fig['workload']}",
+            f"median of {fig['rounds']} interleaved rounds; load average {fig['load_before'][0]:.2f} before, "
+            f"{fig['load_after'][0]:.2f} after; counts per distance equal to the anchor's; {fig['instruction_set']}",
+            f"{'what':26} {'ms':>9} {'ns/pair':>8} {'x anchor':>9}",
+        ]
+        for label, value in fig["seconds"].items():
+            lines.append(
+                f"{label:26} {1e3 * value:9.3f} {fig['ns_per_pair'][label]:8.3f} {fig['ratio_to_anchor'][label]:9.2f}"
+            )
+        verdict = "within" if fig["pass_within_target"] else "NOT within"
+        lines.append(f"the pass is {verdict} {fig['pass_target']}x of the anchor")
     return "\n".join(lines)
 
 

@@ -8,9 +8,10 @@ once per block of queries, and maps its error codes to Python exceptions.
 What the C code does per query (spec §4, §12), never sorting the whole gallery:
 
 * Hamming codes are packed to ``uint64`` words; one XOR + popcount pass fills histograms of
-  all and of relevant non-junk items per distance.  Concrete tie policies get the relevant
-  items' ranks from a counting sort done in the same pass; ``expected`` and ``grouped``
-  need only the per-distance counts.
+  all and of relevant non-junk items per distance (codes of one word without junk in vectors:
+  AVX-512, ``cpu_features`` bit 4, else AVX2, bit 3, where the CPU has them; same counts).
+  Concrete tie policies get the relevant items' ranks from a counting sort done in the same
+  pass; ``expected`` and ``grouped`` need only the per-distance counts.
 * Float distances (or similarity scores, read as they are and negated inside C): the G
   relevant distances are sorted and every other item is placed among them in one pass through
   a bucket table, ``O(N + G log G)``; the tie policy decides where an item at a relevant

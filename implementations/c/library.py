@@ -16,10 +16,11 @@ are made by :mod:`.backend`.
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import importlib.util
 import os
-from typing import Dict, Optional
+from typing import Dict, Iterator, Optional
 
 import numpy as np
 from retrieval_conformance.reference.contract.conventions import GAINS, RECALL_SENSES
@@ -236,7 +237,8 @@ def _require():
 
 
 #: every feature (``RC_FEATURE_ALL``): bit 0 popcnt, bit 1 fma, bit 2 the float prefix path,
-#: bit 3 avx2 (the float path's filter), bit 4 avx512 (the Hamming pass and the AP terms)
+#: bit 3 avx2 (the float path's filter; the Hamming pass and the AP terms where AVX-512 is
+#: absent or masked off), bit 4 avx512 (the Hamming pass and the AP terms)
 ALL_FEATURES = 31
 _FEATURE_MASK = ALL_FEATURES
 
@@ -262,6 +264,19 @@ def usable_features() -> int:
     """The features the C code may use now: the CPU's, within the mask of :func:`cpu_features`
     (what entry points that take a feature mask, the curves and the benchmarks, pass)."""
     return cpu_features() & _FEATURE_MASK
+
+
+@contextlib.contextmanager
+def limited_features(mask: int) -> Iterator[int]:
+    """The C code held to the features of ``mask`` within the present mask for the duration (a
+    benchmark times a slower instruction set, an AVX2-only CPU say, on a faster CPU); the mask
+    as it was afterwards.  Yields the features usable meanwhile."""
+    before = _FEATURE_MASK
+    cpu_features(before & int(mask))
+    try:
+        yield usable_features()
+    finally:
+        cpu_features(before)
 
 
 def max_threads() -> int:

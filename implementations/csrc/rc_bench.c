@@ -14,7 +14,7 @@
  * at Hamming distance d, run on one thread, and return 0, or -1 for arguments they do not
  * take (or no memory). */
 #include "rc_core.h"
-#ifdef RC_HAVE_AVX512_DISPATCH
+#if defined(RC_HAVE_AVX512_DISPATCH) || defined(RC_HAVE_AVX2_DISPATCH)
 #include <immintrin.h>
 #endif
 
@@ -92,6 +92,48 @@ anchor_avx512(uint64_t qw, uint64_t ql, const uint64_t *db, const uint64_t *dl, 
 }
 #endif
 
+#ifdef RC_HAVE_AVX2_DISPATCH
+/* The anchor in AVX2 (the instruction set of the library's AVX2 pass, rc_codes_avx2.c): per 4
+ * items one XOR, a nibble-table popcount per 64-bit lane (VPSHUFB, VPSADBW; the table holds
+ * twice the counts, so 2 d costs nothing) and one label test; each lane's key 2 d + 1 -
+ * relevant shifted into its own byte, so 32 keys fill one register (in lane order, which a
+ * histogram does not care about), the low bit flipped, then one increment per item as above. */
+__attribute__((target("avx2,popcnt"))) static void
+anchor_avx2(uint64_t qw, uint64_t ql, const uint64_t *db, const uint64_t *dl, int64_t N, int64_t H2,
+            uint32_t *h, int64_t *out)
+{
+    const __m256i qv = _mm256_set1_epi64x((long long)qw), lv = _mm256_set1_epi64x((long long)ql);
+    const __m256i twice = _mm256_setr_epi8(0, 2, 2, 4, 2, 4, 4, 6, 2, 4, 4, 6, 4, 6, 6, 8,
+                                           0, 2, 2, 4, 2, 4, 4, 6, 2, 4, 4, 6, 4, 6, 6, 8);
+    const __m256i nibble = _mm256_set1_epi8(0x0f), zero = _mm256_setzero_si256(), one = _mm256_set1_epi8(1);
+    __attribute__((aligned(32))) uint8_t k[32];
+    int64_t j = 0, v, t;
+    memset(h, 0, (size_t)(RC_INTERLEAVE * H2) * sizeof(uint32_t));
+    for (; j + 32 <= N; j += 32) {
+        __m256i acc = zero;
+        for (v = 0; v < 8; v++) {
+            const __m256i x = _mm256_xor_si256(_mm256_loadu_si256((const __m256i *)(db + j + 4 * v)), qv);
+            const __m256i c = _mm256_add_epi8(
+                _mm256_shuffle_epi8(twice, _mm256_and_si256(x, nibble)),
+                _mm256_shuffle_epi8(twice, _mm256_and_si256(_mm256_srli_epi16(x, 4), nibble)));
+            const __m256i other = _mm256_cmpeq_epi64(
+                _mm256_and_si256(_mm256_loadu_si256((const __m256i *)(dl + j + 4 * v)), lv), zero);
+            const __m256i key = _mm256_sub_epi64(_mm256_sad_epu8(c, zero), other);
+            acc = _mm256_or_si256(acc, _mm256_sll_epi64(key, _mm_cvtsi32_si128((int)(8 * v))));
+        }
+        _mm256_store_si256((__m256i *)k, _mm256_xor_si256(acc, one));
+        for (t = 0; t < 32; t += 4) {
+            h[k[t]]++;
+            h[H2 + k[t + 1]]++;
+            h[2 * H2 + k[t + 2]]++;
+            h[3 * H2 + k[t + 3]]++;
+        }
+    }
+    for (; j < N; j++) RC_ANCHOR_STEP(0, j);
+    for (v = 0; v < H2; v++) out[v] = (int64_t)h[v] + h[H2 + v] + h[2 * H2 + v] + h[3 * H2 + v];
+}
+#endif
+
 static int bench_args(const uint64_t *qc, const uint64_t *dc, const uint64_t *ql, const uint64_t *dl,
                       int64_t Q, int64_t N, int64_t n_bits, const int64_t *hist)
 {
@@ -114,6 +156,12 @@ int64_t rc_bench_hamming_histograms(const uint64_t *query_codes, const uint64_t 
 #ifdef RC_HAVE_AVX512_DISPATCH
         if (features & RC_FEATURE_AVX512) {
             anchor_avx512(query_codes[q], query_labels[q], db_codes, db_labels, n_gallery, H2, h, hist + q * H2);
+            continue;
+        }
+#endif
+#ifdef RC_HAVE_AVX2_DISPATCH
+        if ((features & RC_FEATURE_AVX2) && (features & RC_FEATURE_POPCNT)) {
+            anchor_avx2(query_codes[q], query_labels[q], db_codes, db_labels, n_gallery, H2, h, hist + q * H2);
             continue;
         }
 #endif

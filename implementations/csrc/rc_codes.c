@@ -140,7 +140,11 @@ int64_t rc_codes_pass(const rc_input *in, int64_t q, workspace *w, const uint8_t
 {
     memset(w->h2, 0, (size_t)(RC_INTERLEAVE * 2 * rc_codes_distances(in->n_bits)) * sizeof(uint32_t));
 #ifdef RC_HAVE_AVX512_DISPATCH
-    if ((features & RC_FEATURE_AVX512) && rc_codes_avx512_takes(in, jk)) return rc_codes_pass_avx512(in, q, w, record);
+    if ((features & RC_FEATURE_AVX512) && rc_codes_vector_takes(in, jk)) return rc_codes_pass_avx512(in, q, w, record);
+#endif
+#ifdef RC_HAVE_AVX2_DISPATCH
+    if ((features & RC_FEATURE_AVX2) && (features & RC_FEATURE_POPCNT) && rc_codes_vector_takes(in, jk))
+        return rc_codes_pass_avx2(in, q, w, record);
 #endif
 #ifdef RC_HAVE_POPCNT_DISPATCH
     if (features & RC_FEATURE_POPCNT) return codes_pass_popcnt(in, q, w, jk, record);

@@ -8,7 +8,7 @@
  * it in the block (one byte compare of the block's distances, a popcount of the mask below
  * it).  What the pass leaves is exactly what rc_codes.c's plain pass leaves: the same counts
  * per distance (summed over the RC_INTERLEAVE copies, how rc_query_codes reads them) and the
- * same rinfo entries in gallery order.  No junk (rc_codes_pass takes the plain pass then). */
+ * same rinfo entries in gallery order.  No junk, one word (rc_codes_vector_takes). */
 #include "rc_core.h"
 
 #ifdef RC_HAVE_AVX512_DISPATCH
@@ -170,11 +170,6 @@ RC_AVX512 static int64_t pass_ids(const rc_input *in, int64_t q, workspace *w, c
 RC_AVX512 static int64_t pass_matrix(const rc_input *in, int64_t q, workspace *w, const relsrc *r, int record)
 {
     return record ? pass_kind(REL8_MATRIX, 1, in, q, w, r) : pass_kind(REL8_MATRIX, 0, in, q, w, r);
-}
-
-int rc_codes_avx512_takes(const rc_input *in, const uint8_t *jk)
-{
-    return in->code_words == 1 && !jk && (in->rel_kind != REL_MULTI || in->label_words == 1);
 }
 
 int64_t rc_codes_pass_avx512(const rc_input *in, int64_t q, workspace *w, int record)

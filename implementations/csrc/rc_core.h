@@ -53,7 +53,8 @@
  * counts the grades (at most RC_MAX_GRADE) and sums from the highest (rc_rank.c).
  *
  * Units: rc_input.c, rc_metrics.c, rc_expected.c, rc_rank.c, rc_order.c, rc_float.c (with
- * rc_float_gaps.c, rc_float_select.c and rc_float.h), rc_codes.c, rc_threads.c, rc_evaluate.c,
+ * rc_float_gaps.c, rc_float_select.c and rc_float.h), rc_codes.c (with rc_codes_avx512.c and
+ * rc_codes_avx2.c, its vector passes), rc_threads.c, rc_evaluate.c,
  * rc_curves.c, rc_shard.c (gallery shards' counts); rc_bench.c holds benchmark-only entry points.
  * Functions shared between units are declared below with RC_INTERNAL (hidden visibility):
  * the library exports only the entry points of rc_evaluate.c, declared at the end.
@@ -154,7 +155,7 @@
 #define RC_FEATURE_POPCNT 1  /* bit 0: hardware popcount for Hamming distances */
 #define RC_FEATURE_FMA 2     /* bit 1: fused multiply-add for exact division remainders */
 #define RC_FEATURE_PREFIX 4  /* bit 2: the float prefix path (not a CPU feature: tests turn it off) */
-#define RC_FEATURE_AVX2 8    /* bit 3: AVX2 compares in the float path's filter */
+#define RC_FEATURE_AVX2 8    /* bit 3: AVX2 compares in the float path's filter, AVX2 Hamming pass */
 #define RC_FEATURE_AVX512 16 /* bit 4: AVX-512 (F, DQ, BW, VL, VPOPCNTDQ) Hamming pass and AP terms */
 #define RC_FEATURE_ALL \
     (RC_FEATURE_POPCNT | RC_FEATURE_FMA | RC_FEATURE_PREFIX | RC_FEATURE_AVX2 | RC_FEATURE_AVX512)  /* default: all */
@@ -507,11 +508,20 @@ RC_INTERNAL void rc_kth_counts(double *a, int64_t n, int64_t k, int64_t *lt, int
 /* rc_float.c and rc_codes.c: one query of float distances / of Hamming codes */
 RC_INTERNAL void rc_query_float(const rc_input *in, const rc_options *o, const dd *Hh, int64_t q,
                                 workspace *w, qres *res, rc_output *out);
-/* rc_codes_avx512.c: the same pass in AVX-512 (feature bit RC_FEATURE_AVX512), for codes of one word and no
- * junk (rc_codes_avx512_takes); the same counts and rinfo entries as the plain pass */
+/* the vector passes' inputs: codes of one word, no junk, labels (if any) in one word */
+static inline int rc_codes_vector_takes(const rc_input *in, const uint8_t *jk)
+{
+    return in->code_words == 1 && !jk && (in->rel_kind != REL_MULTI || in->label_words == 1);
+}
+/* rc_codes_avx512.c: the same pass in AVX-512 (feature bit RC_FEATURE_AVX512), for what
+ * rc_codes_vector_takes; the same counts and rinfo entries as the plain pass */
 #ifdef RC_HAVE_AVX512_DISPATCH
-RC_INTERNAL int rc_codes_avx512_takes(const rc_input *in, const uint8_t *jk);
 RC_INTERNAL int64_t rc_codes_pass_avx512(const rc_input *in, int64_t q, workspace *w, int record);
+#endif
+/* rc_codes_avx2.c: likewise in AVX2 (feature bits RC_FEATURE_AVX2 and RC_FEATURE_POPCNT), where
+ * AVX-512 is absent or masked off */
+#ifdef RC_HAVE_AVX2_DISPATCH
+RC_INTERNAL int64_t rc_codes_pass_avx2(const rc_input *in, int64_t q, workspace *w, int record);
 #endif
 /* rc_codes.c: the XOR + popcount pass of query q over the gallery (counts in w->h2; record:
  * the relevant items' entries in w->rinfo), returns the relevant items recorded or -1 (no

@@ -139,7 +139,7 @@ typedef struct {
     const rc_options *o;
     rc_output *out;
     const dd *Hh;
-    int codes_features, use_prefix;  /* RC_FEATURE_POPCNT / _AVX512 bits for the codes pass */
+    int codes_features, use_prefix;  /* RC_FEATURE_POPCNT / _AVX2 / _AVX512 bits for the codes pass */
 } eval_ctx;
 
 static void *eval_thread_init(void *arg)
@@ -218,7 +218,7 @@ int64_t rc_evaluate(const rc_input *in, const rc_options *o, rc_output *out, int
     ctx.Hh = Hh;
     {
         int64_t have = rc_set_features(rc_feature_mask) & rc_feature_mask;
-        ctx.codes_features = (int)(have & (RC_FEATURE_POPCNT | RC_FEATURE_AVX512));
+        ctx.codes_features = (int)(have & (RC_FEATURE_POPCNT | RC_FEATURE_AVX2 | RC_FEATURE_AVX512));
         rc_use_fma = (int)((have & RC_FEATURE_FMA) != 0);
         rc_use_avx2 = (int)((have & RC_FEATURE_AVX2) != 0);
         rc_use_avx512 = (int)((have & RC_FEATURE_AVX512) != 0);

@@ -2,7 +2,7 @@
  * pessimistic) or from whole tie groups under ties = "grouped"; AP sums in double-double.
  * nDCG, RR and the hit rate: rc_rank.c. */
 #include "rc_core.h"
-#ifdef RC_HAVE_AVX512_DISPATCH
+#if defined(RC_HAVE_AVX512_DISPATCH) || defined(RC_HAVE_AVX2_DISPATCH)
 #include <immintrin.h>
 #endif
 
@@ -16,7 +16,7 @@ static inline dd ap_term(double i, double r, int64_t rule)
 
 /* Sum of the AP terms of ranks rk[0..n-1] (the i-th relevant item at rank rk[i-1]) in
  * RC_AP_LANES interleaved compensated sums: term i goes to lane i mod RC_AP_LANES, the lanes
- * are added in lane order at the end.  Every code path (plain, FMA, AVX-512) sums in this one
+ * are added in lane order at the end.  Every code path (plain, FMA, AVX2, AVX-512) sums in this one
  * order, so all give the same bits; the lanes take the sum's one addition per term off a
  * single dependency chain. */
 static dd lanes_total(const double *s, const double *c)
@@ -92,6 +92,54 @@ sum_terms_avx512(const int64_t *rk, int64_t n, double *s, double *c)
 }
 #endif
 
+#ifdef RC_HAVE_AVX2_DISPATCH
+/* the int64 ranks (below 2^52) of 4 lanes as doubles, exactly: no AVX2 conversion, so the
+ * value goes into the mantissa of 2^52 and 2^52 comes off */
+__attribute__((target("avx2,fma"))) static inline __m256d ranks_pd(const int64_t *rk)
+{
+    const __m256i magic = _mm256_set1_epi64x(0x4330000000000000LL);
+    const __m256i x = _mm256_or_si256(_mm256_loadu_si256((const __m256i *)rk), magic);
+    return _mm256_sub_pd(_mm256_castsi256_pd(x), _mm256_castsi256_pd(magic));
+}
+
+/* one step of sum_terms_avx512 for 4 of its 8 lanes (the same operations) */
+__attribute__((target("avx2,fma"))) static inline void
+lanes4_add(__m256d *S, __m256d *C, __m256d a, __m256d b)
+{
+    const __m256d q = _mm256_div_pd(a, b);
+    const __m256d lo = _mm256_div_pd(_mm256_fnmadd_pd(q, b, a), b);
+    const __m256d hi = _mm256_add_pd(q, lo);                         /* quick_two_sum */
+    const __m256d tlo = _mm256_sub_pd(lo, _mm256_sub_pd(hi, q));
+    const __m256d s2 = _mm256_add_pd(*S, hi);                        /* two_sum(S, hi) */
+    const __m256d bb = _mm256_sub_pd(s2, *S);
+    const __m256d ulo = _mm256_add_pd(_mm256_sub_pd(*S, _mm256_sub_pd(s2, bb)), _mm256_sub_pd(hi, bb));
+    *C = _mm256_add_pd(*C, _mm256_add_pd(ulo, tlo));
+    *S = s2;
+}
+
+/* precision terms (AP_PS) in AVX2: the RC_AP_LANES = 8 lanes as two vectors of 4, the same
+ * operations lane by lane as sum_terms_avx512 and sum_terms_fma, so the same bits */
+__attribute__((target("avx2,fma"))) static dd
+sum_terms_avx2(const int64_t *rk, int64_t n, double *s, double *c)
+{
+    __m256d S0 = _mm256_setzero_pd(), C0 = _mm256_setzero_pd(), S1 = S0, C1 = C0;
+    __m256d a0 = _mm256_set_pd(4.0, 3.0, 2.0, 1.0), a1 = _mm256_set_pd(8.0, 7.0, 6.0, 5.0);
+    const __m256d eight = _mm256_set1_pd(8.0);
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        lanes4_add(&S0, &C0, a0, ranks_pd(rk + i));
+        lanes4_add(&S1, &C1, a1, ranks_pd(rk + i + 4));
+        a0 = _mm256_add_pd(a0, eight);
+        a1 = _mm256_add_pd(a1, eight);
+    }
+    _mm256_storeu_pd(s, S0);
+    _mm256_storeu_pd(s + 4, S1);
+    _mm256_storeu_pd(c, C0);
+    _mm256_storeu_pd(c + 4, C1);
+    return sum_terms_fma(rk, n, AP_PS, i, s, c);
+}
+#endif
+
 int rc_use_fma = 0;    /* set once by rc_evaluate before the parallel region */
 int rc_use_avx2 = 0;   /* likewise */
 int rc_use_avx512 = 0; /* likewise */
@@ -101,6 +149,9 @@ static dd sum_terms(const int64_t *rk, int64_t n, int64_t rule)
     double s[RC_AP_LANES] = {0.0}, c[RC_AP_LANES] = {0.0};
 #ifdef RC_HAVE_AVX512_DISPATCH
     if (rc_use_avx512 && rc_use_fma && rule == AP_PS) return sum_terms_avx512(rk, n, s, c);
+#endif
+#ifdef RC_HAVE_AVX2_DISPATCH
+    if (rc_use_avx2 && rc_use_fma && rule == AP_PS) return sum_terms_avx2(rk, n, s, c);
 #endif
 #ifdef RC_HAVE_FMA_DISPATCH
     if (rc_use_fma) return sum_terms_fma(rk, n, rule, 0, s, c);
