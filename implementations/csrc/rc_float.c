@@ -115,7 +115,11 @@ query_float_body(const rc_input *in, const rc_options *o, const dd *Hh, int64_t 
             G += relsrc_get(&src, j) & !skip[j];
         }
     }
-    if (in->rel_kind == REL_MATRIX && !row_read && !top_l && G * RC_FEW_RELEVANT > N) RC_CHECK_ROW();  /* read ahead */
+    /* read ahead, but not for the AVX2 pass (rc_float_place.c), which checks the row on its
+     * own read: a row read twice costs more than the relevant distances' scattered reads */
+    if (in->rel_kind == REL_MATRIX && !row_read && !top_l && G * RC_FEW_RELEVANT > N &&
+        !rc_place_fast_ok(is32, N, Np, G))
+        RC_CHECK_ROW();
     if (in->rel_kind != REL_MULTI && !top_l)
         for (i = 0; i < G; i++) rel[i].d = RC_D(rel[i].j);
     out->n_relevant[q] = G;
@@ -261,12 +265,23 @@ query_float_body(const rc_input *in, const rc_options *o, const dd *Hh, int64_t 
             n_red = n_c;
         }
     }
-    if (!checked || (n_red < 0 && !row_read)) RC_CHECK_ROW();  /* unchecked, or to be read: read ahead */
-    {
-        const int64_t nb = rc_bucket_count(Gp, n_red < 0 ? N : n_red);  /* no more buckets than items placed */
-        if (grow((void **)&w->bucket, &w->bucket_cap, nb + 3, sizeof(bucketent))) RC_NOMEM();
-        rc_bucket_setup(rd, Gp, nb, w->bucket, &bm);
-        tab = w->bucket;
+    /* every item of a float32 row, few of them skipped: the AVX2 pass (rc_float_place.c), which
+     * checks the row for NaN / inf on its own read */
+    const int fast = n_red < 0 && rc_place_fast_ok(is32, N, Np, Gp);
+    int64_t copies = 1, stride = 0;  /* the AVX2 pass's sides[] */
+    if (!fast && (!checked || (n_red < 0 && !row_read))) RC_CHECK_ROW();  /* unchecked, or to be read: read ahead */
+    const int64_t nb = rc_bucket_count(Gp, n_red < 0 ? N : n_red);  /* no more buckets than items placed */
+    if (grow((void **)&w->bucket, &w->bucket_cap, nb + 3, sizeof(bucketent))) RC_NOMEM();
+    rc_bucket_setup(rd, Gp, nb, w->bucket, &bm);
+    tab = w->bucket;
+    if (fast) {
+        copies = rc_side_copies(nb);
+        stride = rc_side_stride(nb);
+        if (grow((void **)&w->sides, &w->sides_cap, copies * stride, sizeof(uint32_t)) ||
+            grow((void **)&w->bval, &w->bval_cap, nb + 3, sizeof(float)))
+            RC_NOMEM();
+        memset(w->sides, 0, (size_t)(copies * stride) * sizeof(uint32_t));
+        rc_side_values(tab, nb, w->bval);
     }
     if (rc_rankin_init(&rin, w, in, o, G)) RC_NOMEM();
     if (in->grades) {  /* the grades in rank order; a tie run by grade under opt./pess. */
@@ -316,7 +331,9 @@ query_float_body(const rc_input *in, const rc_options *o, const dd *Hh, int64_t 
                 } else {                                                                           \
                     rlo = run_of(&bm, tab, rd, rel, d, &rhi);                                      \
                 }                                                                                  \
-                rc_tie_snapshot(rlo, rhi, ties, eq, cnt, nc, Gp, w->tie_seen, w->tie_last, before); \
+                rc_tie_snapshot(rlo, rhi, ties, eq, cnt, nc, Gp,                                   \
+                                fast ? rc_side_ties(w->sides, copies, stride, &bm, rd[rlo]) : 0,   \
+                                w->tie_seen, w->tie_last, before);                                 \
             }                                                                                      \
             break;                                                                                 \
         }                                                                                          \
@@ -341,7 +358,23 @@ query_float_body(const rc_input *in, const rc_options *o, const dd *Hh, int64_t 
         int64_t c0;
         for (c0 = 0; c0 < n_items; c0 += RC_COUNT_CHUNK) {
             const int64_t c1 = n_items - c0 > RC_COUNT_CHUNK ? c0 + RC_COUNT_CHUNK : n_items;
-            if (n_red < 0) {
+            if (fast) {
+#ifdef RC_HAVE_AVX2_DISPATCH
+                int nonfinite = 0;
+                for (j = c0; j < c1;) {  /* eight a step; a step with a skipped item here */
+                    int64_t e;
+                    j = rc_place_avx2(D32, neg, skip, j, c1, &bm, tab, w->bval, rd, w->sides, copies, stride,
+                                      cnt, nc, Gp, &nonfinite);
+                    for (e = min64(j + 8, c1); j < e; j++) {
+                        const double dj = RC_D(j);
+                        nonfinite |= !(fabs(dj) <= DBL_MAX);
+                        RC_PLACE(j, dj);
+                    }
+                }
+                rc_fold_sides(w->sides, copies, stride, tab, nb, before, eq);
+                if (nonfinite && !checked) RC_CHECK_ROW();
+#endif
+            } else if (n_red < 0) {
                 for (j = c0; j < c1; j++) RC_PLACE(j, RC_D(j));
             } else {
                 for (i = c0; i < c1; i++) RC_PLACE(cand[i].j, cand[i].d);
