@@ -104,7 +104,7 @@
  * RC_SIDE_COPIES copies (lane l of a step updates copy l mod copies) while they fit in
  * RC_SIDE_BYTES; taken where the skipped items (junk, relevant) are at most 1/RC_SIDE_SPARSE
  * of the row, since a step of eight holding one goes to the scalar code */
-#define RC_SIDE_COPIES 4
+#define RC_SIDE_COPIES 4  /* rc_place_avx2 reads at most four */
 #define RC_SIDE_BYTES 131072
 #define RC_SIDE_SPARSE 32
 /* the float path's skip[] marks junk 1 and the query's relevant items RC_SKIP_RELEVANT */
@@ -117,6 +117,8 @@
  * selection keeps up to RC_PREFIX_ROOM x L + RC_PREFIX_ROOM_EXTRA items between compactions
  * (small: the threshold follows the L-th smallest closely, so few blocks hold a candidate) */
 #define RC_PREFIX_DIVISOR 8
+/* items sampled to guess that the bounded pass would give up (rc_float.c reaches_far) */
+#define RC_FAR_SAMPLE 256
 #define RC_PREFIX_MIN_N 1024
 #define RC_PREFIX_ROOM 2
 #define RC_PREFIX_ROOM_EXTRA 64

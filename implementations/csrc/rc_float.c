@@ -20,6 +20,18 @@
  * The items up to tau come from one streaming read of the row (rc_row_filter), which also
  * checks it for NaN/inf. */
 
+/* whether the bounded pass would give up: more than 1/4 of RC_FAR_SAMPLE items spread over the
+ * row lie at distance <= dmax, where it gives up past 1/RC_PREFIX_DIVISOR of the row (a guess
+ * that only saves time: the whole pass gives the same numbers) */
+static inline __attribute__((always_inline)) int
+reaches_far(const float *D32, const double *D64, const int is32, const int neg, int64_t N, double dmax)
+{
+    const int64_t step = N / RC_FAR_SAMPLE;
+    int64_t s, near = 0;
+    for (s = 0; s < RC_FAR_SAMPLE; s++) near += row_dist(D32, D64, is32, neg, s * step) <= dmax;
+    return near * 4 > RC_FAR_SAMPLE;
+}
+
 static inline __attribute__((always_inline)) void
 query_float_body(const rc_input *in, const rc_options *o, const dd *Hh, int64_t q,
                  workspace *w, qres *res, rc_output *out, const float *D32, const double *D64,
@@ -248,7 +260,7 @@ query_float_body(const rc_input *in, const rc_options *o, const dd *Hh, int64_t 
         last_beyond = far.d > tau && RC_WANTS(o, RC_V_INP);
         if (last_beyond) rc_last_counts(D32, D64, is32, neg, N, far.d, far.j, junk_in ? skip : NULL, last);
     }
-    if (w->prefix && n_red < 0 && N >= RC_PREFIX_MIN_N) {
+    if (w->prefix && n_red < 0 && N >= RC_PREFIX_MIN_N && !reaches_far(D32, D64, is32, neg, N, rd[Gp - 1])) {
         /* the bounded pass: an item farther than the farthest relevant item stands behind every
          * relevant item under every tie policy, so it changes no rank, group or metric (it
          * counts only in Np).  Only the items at distance <= rd[G - 1] are placed, when they

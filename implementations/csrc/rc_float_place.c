@@ -98,7 +98,9 @@ rc_place_avx2(const float *row, int neg, const uint8_t *skip, int64_t j, int64_t
     const __m256 lo = _mm256_set1_ps((float)m->lo), hi = _mm256_set1_ps((float)m->hi);
     const __m256i one = _mm256_set1_epi32(1), two = _mm256_set1_epi32(2), three = _mm256_set1_epi32(3);
     const __m256i parked = _mm256_set1_epi32((int32_t)(stride - 1));
-    const int64_t cm = copies - 1;
+    /* lane l's copy: l mod copies (copies 1, 2 or 4) */
+    uint32_t *const c0 = sides, *const c1 = sides + (1 & (copies - 1)) * stride;
+    uint32_t *const c2 = sides + (2 & (copies - 1)) * stride, *const c3 = sides + (3 & (copies - 1)) * stride;
     __m256 bad = _mm256_setzero_ps();
     for (; j + 8 <= end; j += 8) {
         uint64_t sk;
@@ -126,9 +128,11 @@ rc_place_avx2(const float *row, int neg, const uint8_t *skip, int64_t j, int64_t
             const __m128i k0 = _mm256_castsi256_si128(k), k1 = _mm256_extracti128_si256(k, 1);
             const uint64_t w[4] = {(uint64_t)_mm_cvtsi128_si64(k0), (uint64_t)_mm_extract_epi64(k0, 1),
                                    (uint64_t)_mm_cvtsi128_si64(k1), (uint64_t)_mm_extract_epi64(k1, 1)};
-            for (l = 0; l < 4; l++) {
-                sides[((2 * l) & cm) * stride + (uint32_t)w[l]]++;
-                sides[((2 * l + 1) & cm) * stride + (w[l] >> 32)]++;
+            for (l = 0; l < 4; l += 2) {
+                c0[(uint32_t)w[l]]++;
+                c1[w[l] >> 32]++;
+                c2[(uint32_t)w[l + 1]]++;
+                c3[w[l + 1] >> 32]++;
             }
         }
         {
