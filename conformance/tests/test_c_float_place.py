@@ -148,3 +148,21 @@ def test_avx2_pass_names_a_nonfinite_value(c_backend, value, where):
             c_backend.cpu_features(c_backend.ALL_FEATURES)
     assert messages[0] == messages[1]
     assert str(j) in messages[0]
+
+
+@pytest.mark.parametrize("ties", ["stable", "reverse", "expected"])
+def test_avx2_pass_gives_the_same_bits_on_any_thread_count(c_backend, ties):
+    """Per-thread sides[] tables: one thread and three give the same arrays."""
+    rng = np.random.default_rng(1000 + TIES.index(ties))
+    p = _problem(rng, 5000, 300, share=0.01, junk=True, graded=False, scores=True)
+    p = Problem(
+        n_queries=p.n_queries * 4,
+        n_gallery=p.n_gallery,
+        scores=np.tile(p.scores, (4, 1)),
+        relevance=np.tile(p.relevance, (4, 1)),
+        junk=np.tile(p.junk, (4, 1)),
+    )
+    o = Options(ties=ties)
+    one = c_backend.CImplementation(num_threads=1).compute(p, o)
+    three = c_backend.CImplementation(num_threads=3).compute(p, o)
+    assert same_bits(one, three, ties) == []
