@@ -105,7 +105,7 @@
  * RC_SIDE_BYTES; taken where the skipped items (junk, relevant) are at most 1/RC_SIDE_SPARSE
  * of the row, since a step of eight holding one goes to the scalar code */
 #define RC_SIDE_COPIES 4  /* rc_place_avx2 reads at most four */
-#define RC_SIDE_BYTES 131072
+#define RC_SIDE_BYTES 32768
 #define RC_SIDE_SPARSE 32
 /* the float path's skip[] marks junk 1 and the query's relevant items RC_SKIP_RELEVANT */
 #define RC_SKIP_RELEVANT 2

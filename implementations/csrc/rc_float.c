@@ -373,11 +373,11 @@ query_float_body(const rc_input *in, const rc_options *o, const dd *Hh, int64_t 
             if (fast) {
 #ifdef RC_HAVE_AVX2_DISPATCH
                 int nonfinite = 0;
-                for (j = c0; j < c1;) {  /* eight a step; a step with a skipped item here */
+                for (j = c0; j < c1;) {  /* eight a step; here a skipped item, or the short tail */
                     int64_t e;
                     j = rc_place_avx2(D32, neg, skip, j, c1, &bm, tab, w->bval, rd, w->sides, copies, stride,
                                       cnt, nc, Gp, &nonfinite);
-                    for (e = min64(j + 8, c1); j < e; j++) {
+                    for (e = j + 8 <= c1 ? j + 1 : c1; j < e; j++) {
                         const double dj = RC_D(j);
                         nonfinite |= !(fabs(dj) <= DBL_MAX);
                         RC_PLACE(j, dj);

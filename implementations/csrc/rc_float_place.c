@@ -87,62 +87,96 @@ static void search_lanes(unsigned mask, const float *x, const int32_t *bk, const
     }
 }
 
-/* row[j ..) eight items a step until end, or a step holding a skipped item (returned: where
- * it stopped); *nonfinite set where a NaN / inf was read */
+/* what a step shares: the map, the tables, the counters and the lanes' copies of sides[] */
+typedef struct {
+    const bucketmap *m;
+    const bucketent *t;
+    const float *bval;
+    const double *rd;
+    uint32_t *cnt, *copy[4];
+    int64_t nc, Gp, stride;
+} stepctx;
+
+/* the items row[j .. j + 8) (d: their distances), those of lanes < keep only (8: all) */
+__attribute__((target("avx2"))) static inline __m256 place_step(const stepctx *c, __m256 d, int64_t j, int keep)
+{
+    const __m256 sign = _mm256_set1_ps(-0.0f);
+    const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+    const __m256i kept = _mm256_cmpgt_epi32(_mm256_set1_epi32(keep), lane);
+    /* lo and hi are relevant distances of a float32 row: compared exactly in float32 */
+    const __m256 lo = _mm256_set1_ps((float)c->m->lo), hi = _mm256_set1_ps((float)c->m->hi);
+    const __m128i b0 = bucket_body4(_mm256_cvtps_pd(_mm256_castps256_ps128(d)), c->m);
+    const __m128i b1 = bucket_body4(_mm256_cvtps_pd(_mm256_extractf128_ps(d, 1)), c->m);
+    __m256i b = _mm256_and_si256(_mm256_set_m128i(b1, b0), _mm256_castps_si256(_mm256_cmp_ps(d, lo, _CMP_GE_OQ)));
+    b = _mm256_sub_epi32(b, _mm256_castps_si256(_mm256_cmp_ps(d, hi, _CMP_GT_OQ)));
+    const __m256 v = _mm256_i32gather_ps(c->bval, b, 4);
+    const __m256 several = _mm256_and_ps(_mm256_cmp_ps(v, v, _CMP_UNORD_Q), _mm256_castsi256_ps(kept));
+    const __m256i side =
+        _mm256_or_si256(_mm256_and_si256(_mm256_castps_si256(_mm256_cmp_ps(d, v, _CMP_GT_OQ)), _mm256_set1_epi32(2)),
+                        _mm256_and_si256(_mm256_castps_si256(_mm256_cmp_ps(d, v, _CMP_EQ_OQ)), _mm256_set1_epi32(1)));
+    __m256i k = _mm256_add_epi32(_mm256_mullo_epi32(b, _mm256_set1_epi32(3)), side);
+    /* the lanes sent to the search, and those not kept, count in the parked slot */
+    k = _mm256_blendv_epi8(_mm256_set1_epi32((int32_t)(c->stride - 1)), k,
+                           _mm256_andnot_si256(_mm256_castps_si256(several), kept));
+    {  /* the keys two a 64-bit word: fewer extractions than one a lane */
+        const __m128i k0 = _mm256_castsi256_si128(k), k1 = _mm256_extracti128_si256(k, 1);
+        const uint64_t w[4] = {(uint64_t)_mm_cvtsi128_si64(k0), (uint64_t)_mm_extract_epi64(k0, 1),
+                               (uint64_t)_mm_cvtsi128_si64(k1), (uint64_t)_mm_extract_epi64(k1, 1)};
+        int l;
+        for (l = 0; l < 4; l += 2) {
+            c->copy[0][(uint32_t)w[l]]++;
+            c->copy[1][w[l] >> 32]++;
+            c->copy[2][(uint32_t)w[l + 1]]++;
+            c->copy[3][w[l + 1] >> 32]++;
+        }
+    }
+    {
+        const unsigned mask = (unsigned)_mm256_movemask_ps(several);
+        if (mask) {
+            float x[8];
+            int32_t bk[8];
+            _mm256_storeu_ps(x, d);
+            _mm256_storeu_si256((__m256i *)bk, b);
+            search_lanes(mask, x, bk, c->t, c->rd, c->cnt, c->nc, c->Gp, j);
+        }
+    }
+    /* NaN or inf among the kept lanes */
+    return _mm256_and_ps(_mm256_cmp_ps(_mm256_andnot_ps(sign, d), _mm256_set1_ps(HUGE_VALF), _CMP_NLT_UQ),
+                         _mm256_castsi256_ps(kept));
+}
+
+/* row[j ..) eight items a step until end, or up to a skipped item (junk, relevant; returned:
+ * where it stopped, the caller places that item); *nonfinite set where a NaN / inf was read */
 __attribute__((target("avx2"))) int64_t
 rc_place_avx2(const float *row, int neg, const uint8_t *skip, int64_t j, int64_t end, const bucketmap *m,
               const bucketent *t, const float *bval, const double *rd, uint32_t *sides, int64_t copies,
               int64_t stride, uint32_t *cnt, int64_t nc, int64_t Gp, int *nonfinite)
 {
-    const __m256 sign = _mm256_set1_ps(-0.0f), inf = _mm256_set1_ps(HUGE_VALF);
-    const __m256 lo = _mm256_set1_ps((float)m->lo), hi = _mm256_set1_ps((float)m->hi);
-    const __m256i one = _mm256_set1_epi32(1), two = _mm256_set1_epi32(2), three = _mm256_set1_epi32(3);
-    const __m256i parked = _mm256_set1_epi32((int32_t)(stride - 1));
-    /* lane l's copy: l mod copies (copies 1, 2 or 4) */
-    uint32_t *const c0 = sides, *const c1 = sides + (1 & (copies - 1)) * stride;
-    uint32_t *const c2 = sides + (2 & (copies - 1)) * stride, *const c3 = sides + (3 & (copies - 1)) * stride;
+    const __m256 sign = _mm256_set1_ps(-0.0f);
+    stepctx c;
+    int l;
     __m256 bad = _mm256_setzero_ps();
+    c.m = m;
+    c.t = t;
+    c.bval = bval;
+    c.rd = rd;
+    c.cnt = cnt;
+    c.nc = nc;
+    c.Gp = Gp;
+    c.stride = stride;
+    for (l = 0; l < 4; l++) c.copy[l] = sides + (l & (copies - 1)) * stride;  /* lane l: copy l mod copies */
     for (; j + 8 <= end; j += 8) {
         uint64_t sk;
-        float x[8];
-        int32_t bk[8];
-        int l;
-        memcpy(&sk, skip + j, sizeof(sk));
-        if (sk) break;
         __m256 d = _mm256_loadu_ps(row + j);
         if (neg) d = _mm256_xor_ps(d, sign);
-        bad = _mm256_or_ps(bad, _mm256_cmp_ps(_mm256_andnot_ps(sign, d), inf, _CMP_NLT_UQ));
-        /* lo and hi are relevant distances of a float32 row: compared exactly in float32 */
-        const __m128i b0 = bucket_body4(_mm256_cvtps_pd(_mm256_castps256_ps128(d)), m);
-        const __m128i b1 = bucket_body4(_mm256_cvtps_pd(_mm256_extractf128_ps(d, 1)), m);
-        __m256i b = _mm256_and_si256(_mm256_set_m128i(b1, b0), _mm256_castps_si256(_mm256_cmp_ps(d, lo, _CMP_GE_OQ)));
-        b = _mm256_sub_epi32(b, _mm256_castps_si256(_mm256_cmp_ps(d, hi, _CMP_GT_OQ)));
-        const __m256 v = _mm256_i32gather_ps(bval, b, 4);
-        const __m256 several = _mm256_cmp_ps(v, v, _CMP_UNORD_Q);
-        const __m256i side =
-            _mm256_or_si256(_mm256_and_si256(_mm256_castps_si256(_mm256_cmp_ps(d, v, _CMP_GT_OQ)), two),
-                            _mm256_and_si256(_mm256_castps_si256(_mm256_cmp_ps(d, v, _CMP_EQ_OQ)), one));
-        __m256i k = _mm256_add_epi32(_mm256_mullo_epi32(b, three), side);
-        k = _mm256_blendv_epi8(k, parked, _mm256_castps_si256(several));
-        {  /* the keys two a 64-bit word: fewer extractions than one a lane */
-            const __m128i k0 = _mm256_castsi256_si128(k), k1 = _mm256_extracti128_si256(k, 1);
-            const uint64_t w[4] = {(uint64_t)_mm_cvtsi128_si64(k0), (uint64_t)_mm_extract_epi64(k0, 1),
-                                   (uint64_t)_mm_cvtsi128_si64(k1), (uint64_t)_mm_extract_epi64(k1, 1)};
-            for (l = 0; l < 4; l += 2) {
-                c0[(uint32_t)w[l]]++;
-                c1[w[l] >> 32]++;
-                c2[(uint32_t)w[l + 1]]++;
-                c3[w[l + 1] >> 32]++;
-            }
+        memcpy(&sk, skip + j, sizeof(sk));
+        if (sk) {  /* the lanes before the first skipped item (little-endian: byte t is lane t) */
+            const int first = __builtin_ctzll(sk) >> 3;
+            if (first) bad = _mm256_or_ps(bad, place_step(&c, d, j, first));
+            j += first;
+            break;
         }
-        {
-            const unsigned mask = (unsigned)_mm256_movemask_ps(several);
-            if (mask) {
-                _mm256_storeu_ps(x, d);
-                _mm256_storeu_si256((__m256i *)bk, b);
-                search_lanes(mask, x, bk, t, rd, cnt, nc, Gp, j);
-            }
-        }
+        bad = _mm256_or_ps(bad, place_step(&c, d, j, 8));
     }
     *nonfinite |= _mm256_movemask_ps(bad) != 0;
     return j;
