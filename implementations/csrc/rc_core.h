@@ -117,8 +117,9 @@
  * selection keeps up to RC_PREFIX_ROOM x L + RC_PREFIX_ROOM_EXTRA items between compactions
  * (small: the threshold follows the L-th smallest closely, so few blocks hold a candidate) */
 #define RC_PREFIX_DIVISOR 8
-/* items sampled to guess that the bounded pass would give up (rc_float.c reaches_far) */
-#define RC_FAR_SAMPLE 256
+/* items sampled to guess that the bounded pass would give up (rc_float.c reaches_far; at most
+ * RC_PREFIX_MIN_N) */
+#define RC_FAR_SAMPLE 512
 #define RC_PREFIX_MIN_N 1024
 #define RC_PREFIX_ROOM 2
 #define RC_PREFIX_ROOM_EXTRA 64

@@ -20,15 +20,17 @@
  * The items up to tau come from one streaming read of the row (rc_row_filter), which also
  * checks it for NaN/inf. */
 
-/* whether the bounded pass would give up: more than 1/4 of RC_FAR_SAMPLE items spread over the
- * row lie at distance <= dmax, where it gives up past 1/RC_PREFIX_DIVISOR of the row (a guess
- * that only saves time: the whole pass gives the same numbers) */
+/* whether the bounded pass would give up: more than 1/4 of the RC_FAR_SAMPLE items in the middle
+ * of the row lie at distance <= dmax, where it gives up past 1/RC_PREFIX_DIVISOR of the row (a
+ * guess that only saves time: the whole pass gives the same numbers).  One contiguous run: items
+ * spread over the row would each miss the cache; the middle, not the start, so that a row
+ * sorted by distance is not mistaken for one whose relevant items reach far */
 static inline __attribute__((always_inline)) int
 reaches_far(const float *D32, const double *D64, const int is32, const int neg, int64_t N, double dmax)
 {
-    const int64_t step = N / RC_FAR_SAMPLE;
+    const int64_t start = (N - RC_FAR_SAMPLE) / 2;
     int64_t s, near = 0;
-    for (s = 0; s < RC_FAR_SAMPLE; s++) near += row_dist(D32, D64, is32, neg, s * step) <= dmax;
+    for (s = start; s < start + RC_FAR_SAMPLE; s++) near += row_dist(D32, D64, is32, neg, s) <= dmax;
     return near * 4 > RC_FAR_SAMPLE;
 }
 
