@@ -20,7 +20,8 @@ Tests: ``test_sanitizer_setup`` (the C backend really loaded the sanitized libra
 ``test_cross_implementation``, ``test_c_backend*``, ``test_c_codes_avx512`` (the AVX-512 pass
 of codes, where the CPU has it), ``test_c_codes_avx2`` (the AVX2 pass, AVX-512 masked off),
 ``test_c_float_paths`` (the prefix path of
-cut-offs, scores read in C), ``test_hardening``, ``test_streaming``, ``test_curves_fast`` (the
+cut-offs, scores read in C), ``test_c_float_place`` (the AVX2 pass of whole float32 rows),
+``test_hardening``, ``test_streaming``, ``test_curves_fast`` (the
 curves of codes), ``test_metrics_subset`` (the values skipped by ``metrics=``) and
 ``test_fuzz`` when it exists (its campaign's worker processes inherit the environment, so
 they run the sanitized library too), and the fuzz targets whose cases reach C: ``test_fuzz_curves``
@@ -80,6 +81,7 @@ TEST_MODULES = (
     "test_c_codes_avx512",
     "test_c_codes_avx2",
     "test_c_float_paths",
+    "test_c_float_place",
     "test_hardening",
     "test_streaming",
     "test_curves_fast",

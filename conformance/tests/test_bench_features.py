@@ -144,11 +144,12 @@ def test_product_text_has_no_date_hash_or_issue_outside_the_run_record(tmp_path,
 
 
 def test_registry_names_every_section_of_the_page():
-    """The five sections, in order, each a module and its figures(scale); curves and distributed are ours."""
+    """The six sections, in order, each a module and its figures(scale); curves and distributed are ours."""
     assert [(s.name, s.module.rsplit(".", 1)[1], s.function) for s in SECTIONS] == [
         ("metrics-subset", "metrics_subset", "figures"),
         ("hashing-pass", "hashing_pass", "figures"),
         ("threads", "threads", "figures"),
+        ("float-pass", "float_pass", "figures"),
         ("curves", "curves", "figures"),
         ("distributed", "distributed", "figures"),
     ]
@@ -157,6 +158,17 @@ def test_registry_names_every_section_of_the_page():
     for name in ("curves", "distributed"):
         section = next(s for s in SECTIONS if s.name == name)
         assert callable(getattr(importlib.import_module(section.module), section.function))
+
+
+def test_float_pass_figures_at_smoke_scale_are_valid_figures():
+    from retrieval_conformance.conformance.bench.float_pass import figures
+    from retrieval_conformance.conformance.support.c_test_support import load_c_backend
+
+    load_c_backend()  # skips without the C library
+    checked = check_figures(figures("smoke"), "float_pass")
+    assert len(checked) == 3
+    for figure in checked.values():
+        assert figure["value"] > 0 and figure["unit"] == "x one read pass" and judge(figure) in (True, False)
 
 
 def test_curves_figures_at_smoke_scale_are_valid_figures():

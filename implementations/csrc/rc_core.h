@@ -101,6 +101,13 @@
  * 64k buckets 5.1 s, 256k 4.0 s, 512k and 1M no better) */
 #define RC_BUCKETS_PER_RELEVANT 4
 #define RC_BUCKETS_MAX 262144
+/* float path, AVX2 pass (rc_float_place.c): the per-bucket side counters in up to
+ * RC_SIDE_COPIES copies (lane l of a step updates copy l mod copies) while they fit in
+ * RC_SIDE_BYTES; taken where the skipped items (junk, relevant) are at most 1/RC_SIDE_SPARSE
+ * of the row, since a step of eight holding one goes to the scalar code */
+#define RC_SIDE_COPIES 4  /* rc_place_avx2 reads at most four */
+#define RC_SIDE_BYTES 32768
+#define RC_SIDE_SPARSE 32
 /* the float path's skip[] marks junk 1 and the query's relevant items RC_SKIP_RELEVANT */
 #define RC_SKIP_RELEVANT 2
 /* float `grouped` with a cut-off: a max-heap of the k+1 smallest while k+1 <= N'/16 (most
@@ -111,6 +118,9 @@
  * selection keeps up to RC_PREFIX_ROOM x L + RC_PREFIX_ROOM_EXTRA items between compactions
  * (small: the threshold follows the L-th smallest closely, so few blocks hold a candidate) */
 #define RC_PREFIX_DIVISOR 8
+/* items sampled to guess that the bounded pass would give up (rc_float.c reaches_far; at most
+ * RC_PREFIX_MIN_N) */
+#define RC_FAR_SAMPLE 512
 #define RC_PREFIX_MIN_N 1024
 #define RC_PREFIX_ROOM 2
 #define RC_PREFIX_ROOM_EXTRA 64
@@ -406,6 +416,10 @@ typedef struct {
     relitem *cand;           /* grown on demand (float path): the prefix path's items */
     relitem *rtmp;           /* grown on demand (float path): the radix sort's other buffer */
     int64_t sel_cap, cand_cap, rtmp_cap;
+    uint32_t *sides;         /* grown on demand (float path, AVX2 pass): 3 counters per bucket,
+                              * in up to RC_SIDE_COPIES copies (rc_float_place.c) */
+    float *bval;             /* grown on demand (float path, AVX2 pass): each bucket's value */
+    int64_t sides_cap, bval_cap;
     int prefix;              /* the prefix path is enabled (RC_FEATURE_PREFIX) */
     uint32_t *h2;            /* RC_INTERLEAVE x 2 D (codes path, D = rc_codes_distances(B)): per
                               * (distance, relevant), or (stable / reverse) RC_INTERLEAVE running

@@ -13,6 +13,7 @@ static void ws_free(workspace *w)
     free(w->skip); free(w->ranks); free(w->groups); free(w->rel); free(w->rd); free(w->bucket); free(w->tie_seen); free(w->tie_last);
     free(w->before); free(w->eq); free(w->sel); free(w->cand); free(w->rtmp); free(w->cnt); free(w->ideal1); free(w->runs); free(w->h2); free(w->ht); free(w->hr);
     free(w->clt); free(w->rlt); free(w->run); free(w->rinfo); free(w->gr); free(w->seg);
+    free(w->sides); free(w->bval);
     memset(w, 0, sizeof(*w));
 }
 

@@ -20,6 +20,20 @@
  * The items up to tau come from one streaming read of the row (rc_row_filter), which also
  * checks it for NaN/inf. */
 
+/* whether the bounded pass would give up: more than 1/4 of the RC_FAR_SAMPLE items in the middle
+ * of the row lie at distance <= dmax, where it gives up past 1/RC_PREFIX_DIVISOR of the row (a
+ * guess that only saves time: the whole pass gives the same numbers).  One contiguous run: items
+ * spread over the row would each miss the cache; the middle, not the start, so that a row
+ * sorted by distance is not mistaken for one whose relevant items reach far */
+static inline __attribute__((always_inline)) int
+reaches_far(const float *D32, const double *D64, const int is32, const int neg, int64_t N, double dmax)
+{
+    const int64_t start = (N - RC_FAR_SAMPLE) / 2;
+    int64_t s, near = 0;
+    for (s = start; s < start + RC_FAR_SAMPLE; s++) near += row_dist(D32, D64, is32, neg, s) <= dmax;
+    return near * 4 > RC_FAR_SAMPLE;
+}
+
 static inline __attribute__((always_inline)) void
 query_float_body(const rc_input *in, const rc_options *o, const dd *Hh, int64_t q,
                  workspace *w, qres *res, rc_output *out, const float *D32, const double *D64,
@@ -115,7 +129,11 @@ query_float_body(const rc_input *in, const rc_options *o, const dd *Hh, int64_t 
             G += relsrc_get(&src, j) & !skip[j];
         }
     }
-    if (in->rel_kind == REL_MATRIX && !row_read && !top_l && G * RC_FEW_RELEVANT > N) RC_CHECK_ROW();  /* read ahead */
+    /* read ahead, but not for the AVX2 pass (rc_float_place.c), which checks the row on its
+     * own read: a row read twice costs more than the relevant distances' scattered reads */
+    if (in->rel_kind == REL_MATRIX && !row_read && !top_l && G * RC_FEW_RELEVANT > N &&
+        !rc_place_fast_ok(is32, N, Np, G))
+        RC_CHECK_ROW();
     if (in->rel_kind != REL_MULTI && !top_l)
         for (i = 0; i < G; i++) rel[i].d = RC_D(rel[i].j);
     out->n_relevant[q] = G;
@@ -244,7 +262,7 @@ query_float_body(const rc_input *in, const rc_options *o, const dd *Hh, int64_t 
         last_beyond = far.d > tau && RC_WANTS(o, RC_V_INP);
         if (last_beyond) rc_last_counts(D32, D64, is32, neg, N, far.d, far.j, junk_in ? skip : NULL, last);
     }
-    if (w->prefix && n_red < 0 && N >= RC_PREFIX_MIN_N) {
+    if (w->prefix && n_red < 0 && N >= RC_PREFIX_MIN_N && !reaches_far(D32, D64, is32, neg, N, rd[Gp - 1])) {
         /* the bounded pass: an item farther than the farthest relevant item stands behind every
          * relevant item under every tie policy, so it changes no rank, group or metric (it
          * counts only in Np).  Only the items at distance <= rd[G - 1] are placed, when they
@@ -261,12 +279,23 @@ query_float_body(const rc_input *in, const rc_options *o, const dd *Hh, int64_t 
             n_red = n_c;
         }
     }
-    if (!checked || (n_red < 0 && !row_read)) RC_CHECK_ROW();  /* unchecked, or to be read: read ahead */
-    {
-        const int64_t nb = rc_bucket_count(Gp, n_red < 0 ? N : n_red);  /* no more buckets than items placed */
-        if (grow((void **)&w->bucket, &w->bucket_cap, nb + 3, sizeof(bucketent))) RC_NOMEM();
-        rc_bucket_setup(rd, Gp, nb, w->bucket, &bm);
-        tab = w->bucket;
+    /* every item of a float32 row, few of them skipped: the AVX2 pass (rc_float_place.c), which
+     * checks the row for NaN / inf on its own read */
+    const int fast = n_red < 0 && rc_place_fast_ok(is32, N, Np, Gp);
+    int64_t copies = 1, stride = 0;  /* the AVX2 pass's sides[] */
+    if (!fast && (!checked || (n_red < 0 && !row_read))) RC_CHECK_ROW();  /* unchecked, or to be read: read ahead */
+    const int64_t nb = rc_bucket_count(Gp, n_red < 0 ? N : n_red);  /* no more buckets than items placed */
+    if (grow((void **)&w->bucket, &w->bucket_cap, nb + 3, sizeof(bucketent))) RC_NOMEM();
+    rc_bucket_setup(rd, Gp, nb, w->bucket, &bm);
+    tab = w->bucket;
+    if (fast) {
+        copies = rc_side_copies(nb);
+        stride = rc_side_stride(nb);
+        if (grow((void **)&w->sides, &w->sides_cap, copies * stride, sizeof(uint32_t)) ||
+            grow((void **)&w->bval, &w->bval_cap, nb + 3, sizeof(float)))
+            RC_NOMEM();
+        memset(w->sides, 0, (size_t)(copies * stride) * sizeof(uint32_t));
+        rc_side_values(tab, nb, w->bval);
     }
     if (rc_rankin_init(&rin, w, in, o, G)) RC_NOMEM();
     if (in->grades) {  /* the grades in rank order; a tie run by grade under opt./pess. */
@@ -316,7 +345,9 @@ query_float_body(const rc_input *in, const rc_options *o, const dd *Hh, int64_t 
                 } else {                                                                           \
                     rlo = run_of(&bm, tab, rd, rel, d, &rhi);                                      \
                 }                                                                                  \
-                rc_tie_snapshot(rlo, rhi, ties, eq, cnt, nc, Gp, w->tie_seen, w->tie_last, before); \
+                rc_tie_snapshot(rlo, rhi, ties, eq, cnt, nc, Gp,                                   \
+                                fast ? rc_side_ties(w->sides, copies, stride, &bm, rd[rlo]) : 0,   \
+                                w->tie_seen, w->tie_last, before);                                 \
             }                                                                                      \
             break;                                                                                 \
         }                                                                                          \
@@ -341,7 +372,23 @@ query_float_body(const rc_input *in, const rc_options *o, const dd *Hh, int64_t 
         int64_t c0;
         for (c0 = 0; c0 < n_items; c0 += RC_COUNT_CHUNK) {
             const int64_t c1 = n_items - c0 > RC_COUNT_CHUNK ? c0 + RC_COUNT_CHUNK : n_items;
-            if (n_red < 0) {
+            if (fast) {
+#ifdef RC_HAVE_AVX2_DISPATCH
+                int nonfinite = 0;
+                for (j = c0; j < c1;) {  /* eight a step; here a skipped item, or the short tail */
+                    int64_t e;
+                    j = rc_place_avx2(D32, neg, skip, j, c1, &bm, tab, w->bval, rd, w->sides, copies, stride,
+                                      cnt, nc, Gp, &nonfinite);
+                    for (e = j + 8 <= c1 ? j + 1 : c1; j < e; j++) {
+                        const double dj = RC_D(j);
+                        nonfinite |= !(fabs(dj) <= DBL_MAX);
+                        RC_PLACE(j, dj);
+                    }
+                }
+                rc_fold_sides(w->sides, copies, stride, tab, nb, before, eq);
+                if (nonfinite && !checked) RC_CHECK_ROW();
+#endif
+            } else if (n_red < 0) {
                 for (j = c0; j < c1; j++) RC_PLACE(j, RC_D(j));
             } else {
                 for (i = c0; i < c1; i++) RC_PLACE(cand[i].j, cand[i].d);

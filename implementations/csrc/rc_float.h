@@ -133,11 +133,37 @@ RC_INTERNAL int64_t rc_bucket_count(int64_t G, int64_t N);
 RC_INTERNAL void rc_bucket_setup(const double *rd, int64_t G, int64_t nb, bucketent *t, bucketmap *m);
 RC_INTERNAL void rc_fold_counts(uint32_t *cnt, int64_t nc, int64_t G, int64_t *before, int64_t *eq);
 RC_INTERNAL void rc_tie_snapshot(int64_t lo, int64_t hi, int64_t ties, const int64_t *eq, const uint32_t *cnt,
-                                 int64_t nc, int64_t G, int64_t *seen, int64_t *last, int64_t *before);
+                                 int64_t nc, int64_t G, int64_t counted, int64_t *seen, int64_t *last,
+                                 int64_t *before);
 RC_INTERNAL void rc_ties_to_before(int64_t ties, const double *rd, int64_t G, const int64_t *eq,
                                    const int64_t *last, int64_t *before);
 RC_INTERNAL int rc_grow_relevant(workspace *w, int64_t G, int graded);
 RC_INTERNAL int64_t rc_split_far(relitem *rel, int64_t G, double tau, int64_t ties, relitem *tmp, relfar *far);
+
+/* ---- rc_float_place.c --------------------------------------------------------------------- */
+/* the AVX2 pass suits a float32 row whose skipped items (junk, relevant) are few: a step of
+ * eight that holds one goes to the scalar code */
+static inline int rc_place_fast_ok(int is32, int64_t N, int64_t Np, int64_t G)
+{
+#ifdef RC_HAVE_AVX2_DISPATCH
+    return is32 && rc_use_avx2 && (N - Np + G) * RC_SIDE_SPARSE <= N;
+#else
+    (void)is32; (void)N; (void)Np; (void)G;
+    return 0;
+#endif
+}
+RC_INTERNAL int64_t rc_side_stride(int64_t nb);
+RC_INTERNAL int64_t rc_side_copies(int64_t nb);
+RC_INTERNAL void rc_side_values(const bucketent *t, int64_t nb, float *bval);
+RC_INTERNAL int64_t rc_side_ties(const uint32_t *sides, int64_t copies, int64_t stride, const bucketmap *m, double d);
+RC_INTERNAL void rc_fold_sides(uint32_t *sides, int64_t copies, int64_t stride, const bucketent *t, int64_t nb,
+                               int64_t *before, int64_t *eq);
+#ifdef RC_HAVE_AVX2_DISPATCH
+RC_INTERNAL int64_t rc_place_avx2(const float *row, int neg, const uint8_t *skip, int64_t j, int64_t end,
+                                  const bucketmap *m, const bucketent *t, const float *bval, const double *rd,
+                                  uint32_t *sides, int64_t copies, int64_t stride, uint32_t *cnt, int64_t nc,
+                                  int64_t Gp, int *nonfinite);
+#endif
 
 /* ---- rc_float_rel.c ----------------------------------------------------------------------- */
 RC_INTERNAL int64_t rc_count_flags(const uint8_t *row, int64_t N);

@@ -51,11 +51,12 @@ void rc_fold_counts(uint32_t *cnt, int64_t nc, int64_t G, int64_t *before, int64
 }
 
 /* stable / reverse: the pass reached a relevant item of the run rel[lo .. hi); the tied items
- * seen since the run's previous relevant item stand between the two (in the policy's order) */
+ * seen since the run's previous relevant item stand between the two (in the policy's order).
+ * counted: tied items counted elsewhere so far (the AVX2 pass's sides[], rc_float_place.c) */
 void rc_tie_snapshot(int64_t lo, int64_t hi, int64_t ties, const int64_t *eq, const uint32_t *cnt, int64_t nc,
-                     int64_t G, int64_t *seen, int64_t *last, int64_t *before)
+                     int64_t G, int64_t counted, int64_t *seen, int64_t *last, int64_t *before)
 {
-    int64_t now = eq[lo], c2;
+    int64_t now = eq[lo] + counted, c2;
     const int64_t c = seen[lo]++;  /* relevant items of the run before this one, by index */
     for (c2 = 0; c2 < nc; c2++) now += cnt[c2 * 2 * (G + 1) + 2 * lo + 1];
     before[ties == T_STABLE ? lo + c : hi - c] += now - last[lo];

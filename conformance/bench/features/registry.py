@@ -68,6 +68,12 @@ SECTIONS = (
         "figures",
         "One thread against two: quiet, and with a competing process at normal and low priority",
     ),
+    Section(
+        "float-pass",
+        _BENCH + "float_pass",
+        "figures",
+        "The C float path against one read pass of its matrix (full mAP, Market-sized ReID; one thread)",
+    ),
     Section("curves", _BENCH + "curves", "figures", "Curves at CIFAR-10 scale against one evaluate"),
     Section(
         "distributed",
