@@ -227,7 +227,8 @@ class Values:
             hits.append(np.asarray(pq.hits_at_k))
             n_rel = np.asarray(pq.n_relevant)
         lo, hi = np.min(values, axis=0), np.max(values, axis=0)
-        if len(orders) > 1 and k is not None and metric.source == "ap" and (cand.conv.ap_at_k == "hits" or divided):
+        # only a divisor that counts the hits in the top k makes AP@k not monotone in the order
+        if len(orders) > 1 and k is not None and metric.source == "ap" and cand.conv.ap_at_k == "hits" and not divided:
             varies = np.any(np.asarray(hits) != hits[0], axis=0)
             lo, hi = np.where(varies, 0.0, lo), np.where(varies, 1.0, hi)
         return self._mean(found, lo, hi, n_rel, hits, metric)

@@ -246,6 +246,9 @@ def _fits(adapter: str, protocol: str, options: Dict[str, str], bugs: Sequence[s
     if conv.recall == "hit" and "first-query-only[first-hit,own]" in bugs:
         return False  # the first query with a hit has hit rate 1, as has the mean over the queries
         # with one (hashnet): the same function on every input, so the simpler description is named
+    reciprocal = "rr" in (ADAPTERS[adapter].fields or {}).values()
+    if reciprocal and "default-cutoff[1000]" in bugs and "rounded[2]" in bugs:
+        return False  # a reciprocal rank past 1000 is under 0.001: rounded to 2 decimals, 0 either way
     if "mrr-counting-junk" in ids and conv.ties not in ("stable", "reverse"):
         return False  # a relevant/junk order inside ties is not the writer's to guess
     return True

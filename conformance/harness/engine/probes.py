@@ -46,7 +46,7 @@ def tie_challenge(session: Session, survivors: List[Candidate]) -> List[Evaluati
     for case in (*large_group_cases(), *sample_cases(family("ties/tie-heavy"), caps, 60, seed=11)):
         if len(out) >= TIE_CHALLENGE:
             break
-        if case.n_gallery < LARGE_TIE_GROUP or case.k is not None:
+        if case.n_gallery < LARGE_TIE_GROUP or (case.k is not None and not (caps.k and case in large_group_cases())):
             continue
         if max(np.unique(row, return_counts=True)[1].max() for row in case.distances) < LARGE_TIE_GROUP:
             continue
@@ -60,21 +60,38 @@ def tie_challenge(session: Session, survivors: List[Candidate]) -> List[Evaluati
 
 @lru_cache(maxsize=1)
 def large_group_cases() -> Tuple[Case, ...]:
-    """Queries whose first item is not relevant, then a tie group of 33 items, every third one
-    relevant: an order inside the group shows on every value, also where a relevant item
-    ranked first would make each value infinite (0-based ranks)."""
+    """Inputs whose first item is not relevant, then a tie group of 33 items.
+
+    * every third item of the group relevant, so that an order inside the group shows on every
+      value, also where a relevant item ranked first would make each value infinite (0-based ranks);
+    * cut at k = 2, eight queries, each its own shuffle, whose one relevant item in the group is
+      the first of it in gallery order: a stable sort hits on every query, another order misses
+      on some, so that a hit rate or Recall@k shows the order (the whole list holds every hit).
+
+    Rows are shuffled: sorts keep an already ordered group in place, whatever their tie order."""
+    rng = np.random.default_rng(5)
     n = 40
-    dist = np.full((2, n), 2.0)
-    dist[:, 0] = 0.0
-    dist[:, 1:34] = 1.0
-    rel = np.zeros((2, n), dtype=bool)
-    rel[0, 1:34:3] = True
-    rel[1, 2:34:3] = True
-    rel[1, 36] = True
-    # shuffled: sorts keep an already ordered group in place, whatever their tie order
-    perm = np.random.default_rng(5).permutation(n)
-    dist, rel = dist[:, perm], rel[:, perm]
-    return (Case(name="ties/large-group#0", distances=dist, relevance=rel, k=None, family="ties/tie-heavy"),)
+    row = np.full(n, 2.0)
+    row[0], row[1:34] = 0.0, 1.0
+    spread = np.zeros((2, n), dtype=bool)
+    spread[0, 1:34:3] = True
+    spread[1, 2:34:3] = True
+    spread[1, 36] = True
+    perm = rng.permutation(n)
+    whole = Case(
+        name="ties/large-group#0",
+        distances=np.tile(row[perm], (2, 1)),
+        relevance=spread[:, perm],
+        k=None,
+        family="ties/tie-heavy",
+    )
+    rows = np.array([row[rng.permutation(n)] for _ in range(8)])
+    first = np.zeros(rows.shape, dtype=bool)
+    for q, r in enumerate(rows):
+        first[q, np.flatnonzero(r == 1.0)[0]] = True
+        first[q, np.flatnonzero(r == 2.0)[0]] = True  # one more, past the group
+    cut = Case(name="ties/large-group#1", distances=rows, relevance=first, k=2, family="ties/tie-heavy")
+    return whole, cut
 
 
 def _order_shows(session: Session, declared: Candidate, case) -> bool:
