@@ -59,6 +59,17 @@ _RANK_BUGS = (
     *(f"default-cutoff[{k}]" for k in (10, 20, 50, 100, 1000)),
     *(f"first-query-only[{w},{h}]" for w in ("first", "first-relevant", "first-hit") for h in ("divided", "own")),
 )
+#: one query's AP from labels and scores (sklearn, torchmetrics): the bugs of its rank terms and number
+_ONE_QUERY_BUGS = (
+    "percent",
+    "rounded[2]",
+    "rounded[3]",
+    "rounded[4]",
+    "descending",
+    "zero-based-ranks",
+    "previous-hit-trapezoid",
+    "cut-at-r",
+)
 _CONCRETE_TIES = ("stable", "reverse", "optimistic", "pessimistic")
 #: numpy's default sort as well: the harness's "unstable" (reid's three fields leave it to a test
 #: of its own: its identification takes about 25 s a function)
@@ -92,16 +103,7 @@ WRITABLE: Dict[str, Dict[str, Tuple[str, ...]]] = {
     "sklearn": {  # one query, no cut-off, no mean: the AP@k denominators and empty policies do not apply
         "ties": _WRITTEN_TIES,
         "ap_rule": OPTION_VALUES["ap_rule"],
-        "bugs": (
-            "percent",
-            "rounded[2]",
-            "rounded[3]",
-            "rounded[4]",
-            "descending",
-            "zero-based-ranks",
-            "previous-hit-trapezoid",
-            "cut-at-r",
-        ),  # not empty-scores-one: one query's value without a relevant item is read only under
+        "bugs": _ONE_QUERY_BUGS,  # not empty-scores-one: one query's value without a relevant item is read only under
         # empty=zero, and the presets that skip such queries (gldv2, pml, reid) accept any value,
         # so no input through this signature tells a 1 there from a skip preset
     },
@@ -109,19 +111,8 @@ WRITABLE: Dict[str, Dict[str, Tuple[str, ...]]] = {
         "ties": _WRITTEN_TIES,
         "ap_rule": OPTION_VALUES["ap_rule"],
         "ap_at_k": OPTION_VALUES["ap_at_k"],
-        "bugs": (
-            "percent",
-            "rounded[2]",
-            "rounded[3]",
-            "rounded[4]",
-            "descending",
-            "zero-based-ranks",
-            "previous-hit-trapezoid",
-            "cut-at-r",
-            "topk-ignored",
-            "divided-by-k",
-            *(f"default-cutoff[{k}]" for k in (10, 20, 50, 100, 1000)),
-        ),
+        "bugs": _ONE_QUERY_BUGS
+        + ("topk-ignored", "divided-by-k", *(f"default-cutoff[{k}]" for k in (10, 20, 50, 100, 1000))),
     },
     "reid": {
         "ties": _CONCRETE_TIES,

@@ -34,10 +34,11 @@ EXTREME_ORDERS = CONCRETE_POLICIES
 #: per-query values besides AP, CMC and INP, by their name in a table: the reference's field
 #: (``p1`` is ``cmc[0]``, precision at 1)
 EXTRA = {"ndcg": "ndcg", "rr": "rr", "ap_at_r": "ap_at_r", "r_precision": "r_precision", "recall": "recall_at_k"}
-#: the bugs modelled per query by :mod:`.rank_bugs`: id -> (the value it replaces, its model)
+#: the bugs modelled per query by :mod:`.rank_bugs`: id -> (the value it replaces, its model,
+#: whether the hit in the top k is read from the same ranking: a value > 0 is a hit)
 MODELS = {
-    "ndcg-ideal-from-retrieved": ("ndcg", rank_bugs.ndcg_ideal_from_retrieved),
-    "mrr-counting-junk": ("rr", rank_bugs.rr_counting_junk),
+    "ndcg-ideal-from-retrieved": ("ndcg", rank_bugs.ndcg_ideal_from_retrieved, False),
+    "mrr-counting-junk": ("rr", rank_bugs.rr_counting_junk, True),
 }
 
 
@@ -145,14 +146,12 @@ class Predictor:
         extra["p1"] = [_point(row[0]) for row in ex["cmc"]]
         hits = [float(h) for h in pq.hits_at_k]
         for bug_id in models:
-            name, model = MODELS[bug_id]
+            name, model, decides_hit = MODELS[bug_id]
             values = model(self.cache, case, conv, k)
             if values is None:
                 return None
             extra[name] = [_point(v) for v in values]
-            if bug_id == "mrr-counting-junk":
-                # the hit in the top k is read from the same ranking, junk in it: a query whose
-                # relevant items sit behind junk has none there (empty=skip_no_hit, first-hit)
+            if decides_hit:  # e.g. junk kept in the ranking: a hit behind junk is none (skip_no_hit, first-hit)
                 hits = [float(v > 0) for v in values]
         return Table(
             [_point(a) for a in ap],
