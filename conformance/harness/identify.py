@@ -48,6 +48,7 @@ def identify(session: Session, per_family: int = 5) -> Identification:
     analysis = analyse(session)
     ident = identification(session, analysis)
     ident.causes = verdict_causes(session, analysis)
+    ident.raises = [(f.type, f.kind) for f in analysis.raising.findings]
     if analysis.verdict is not None and analysis.verdict.best is not None and not ident.uncheckable:
         outside.identification_facts(session, analysis.verdict.best, ident, LANDMARK_CONVENTIONS)
         probe = minus_one_probe(session, analysis.verdict.best)

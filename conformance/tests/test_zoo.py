@@ -160,6 +160,11 @@ def test_the_long_profile_draws_no_behaviour_another_one_hides():
         assert not ("empty-scores-one" in ids and any(b.startswith("first-query-only[first-") for b in recipe.bugs))
         dcmh = recipe.option("ap_at_k") == "dcmh"
         assert not (dcmh and any(b.startswith("first-query-only[first-hit") for b in recipe.bugs)), recipe
+        assert not {"ndcg-ideal-from-retrieved", "topk-ignored"} <= ids, recipe
+        skip_no_hit = recipe.option("empty") == "skip_no_hit"
+        assert not (recipe.adapter == "recall-at-k" and "topk-ignored" in ids and skip_no_hit), recipe
+        assert not ("k-beyond" in recipe.raises and "default-cutoff" in ids), recipe
+        assert not (recipe.raises and "divided-by-k" in ids), recipe
 
 
 def test_every_adapter_with_a_template_is_registered_and_its_gaps_are_listed():

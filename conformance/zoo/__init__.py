@@ -6,8 +6,9 @@ that truth.
     What a zoo function is made of (:class:`~.recipes.Recipe`) and the seeded drawing of recipes
     from the catalogue: every value of the options each adapter depends on and the known bugs of
     spec §11, as far as :mod:`.writer` can express them.
-:mod:`.writer`
-    The source code of a recipe: loops, argsort, the lab's own AP and mean; never the reference.
+:mod:`.writer`, :mod:`.rank_templates`
+    The source code of a recipe: loops, argsort, the lab's own AP, nDCG, MAP@R and mean; never
+    the reference.  :mod:`.code_parts` holds the pieces every template is written from.
 :mod:`.roundtrip`
     Compile, run ``identify`` in-process, judge the verdict against the recipe, tally the rate.
 :mod:`.memo`

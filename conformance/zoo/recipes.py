@@ -12,13 +12,14 @@ catalogue shows up in :func:`unwritten` until the writer learns it.
 from __future__ import annotations
 
 import random
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Dict, FrozenSet, List, Optional, Sequence, Tuple
 
 from retrieval_conformance.conformance.harness.adapters.registry import ADAPTERS
 from retrieval_conformance.conformance.harness.candidates.bugs import BUGS
 from retrieval_conformance.conformance.harness.candidates.candidate import UNSTABLE
 from retrieval_conformance.conformance.harness.candidates.reference_values import OPTION_VALUES, Convention
+from retrieval_conformance.conformance.harness.engine.findings import INPUT_KINDS
 
 #: the adapters the writer has a lab-style template for, with the protocol each is checked under
 TEMPLATES: Dict[str, str] = {
@@ -29,7 +30,24 @@ TEMPLATES: Dict[str, str] = {
     "reid": "reid",
     "sklearn": "hashing",
     "torchmetrics": "hashing",
+    "sklearn-ndcg": "sklearn-ndcg",
+    "pml": "pml",
 }
+
+
+def _input_kind(start: str) -> str:
+    """The harness's name of the input kind that begins with ``start`` (one source of the words)."""
+    return next(name for name, _ in INPUT_KINDS if name.startswith(start))
+
+
+#: the exceptions a zoo function may raise on its cut-off parameter: per trigger, the input kind
+#: the harness must name for it, the exception type and the condition (``{k}``: the parameter,
+#: ``{n}``: the gallery's size)
+RAISE_TRIGGERS: Dict[str, Tuple[str, str, str]] = {
+    "k-one": (_input_kind("topk = 1 passed"), "ValueError", "{k} == 1"),
+    "k-beyond": (_input_kind("a cut-off k beyond the gallery"), "IndexError", "{k} is not None and {k} > {n}"),
+}
+_RAISES = tuple(RAISE_TRIGGERS)
 
 #: per template family, the option values and bug labels the writer expresses
 _AP_BUGS = (
@@ -71,11 +89,14 @@ _ONE_QUERY_BUGS = (
     "cut-at-r",
 )
 _CONCRETE_TIES = ("stable", "reverse", "optimistic", "pessimistic")
+#: the bugs of a mean over queries of a rank metric whose code the zoo writes without a cut-off
+_MEAN_BUGS = ("percent", "rounded[2]", "rounded[3]", "rounded[4]", "empty-scores-one", "descending")
 #: numpy's default sort as well: the harness's "unstable" (reid's three fields leave it to a test
 #: of its own: its identification takes about 25 s a function)
 _WRITTEN_TIES = _CONCRETE_TIES + (UNSTABLE,)
 WRITABLE: Dict[str, Dict[str, Tuple[str, ...]]] = {
     "hashing-codes": {
+        "raises": _RAISES,
         "ties": _WRITTEN_TIES,
         "ap_rule": OPTION_VALUES["ap_rule"],
         "ap_at_k": OPTION_VALUES["ap_at_k"],
@@ -83,6 +104,7 @@ WRITABLE: Dict[str, Dict[str, Tuple[str, ...]]] = {
         "bugs": _AP_BUGS + ("exact-label-match",),
     },
     "distances-relevance": {
+        "raises": _RAISES,
         "ties": _WRITTEN_TIES,
         "ap_rule": OPTION_VALUES["ap_rule"],
         "ap_at_k": OPTION_VALUES["ap_at_k"],
@@ -90,29 +112,47 @@ WRITABLE: Dict[str, Dict[str, Tuple[str, ...]]] = {
         "bugs": _AP_BUGS,
     },
     "recall-at-k": {
+        "raises": _RAISES,
         "ties": _WRITTEN_TIES,
         "empty": ("zero", "skip", "skip_no_hit"),
         "recall": OPTION_VALUES["recall"],
         "bugs": _RANK_BUGS,
     },
     "mrr": {
+        "raises": _RAISES,
         "ties": _WRITTEN_TIES,
         "empty": ("zero", "skip", "skip_no_hit"),
         "bugs": _RANK_BUGS + ("mrr-counting-junk",),
     },
     "sklearn": {  # one query, no cut-off, no mean: the AP@k denominators and empty policies do not apply
-        "ties": _WRITTEN_TIES,
+        "ties": _WRITTEN_TIES + ("grouped",),
         "ap_rule": OPTION_VALUES["ap_rule"],
         "bugs": _ONE_QUERY_BUGS,  # not empty-scores-one: one query's value without a relevant item is read only under
         # empty=zero, and the presets that skip such queries (gldv2, pml, reid) accept any value,
         # so no input through this signature tells a 1 there from a skip preset
     },
     "torchmetrics": {  # one query with a cut-off: the AP@k denominators apply, the empty policies do not
+        "raises": _RAISES,
         "ties": _WRITTEN_TIES,
         "ap_rule": OPTION_VALUES["ap_rule"],
         "ap_at_k": OPTION_VALUES["ap_at_k"],
         "bugs": _ONE_QUERY_BUGS
         + ("topk-ignored", "divided-by-k", *(f"default-cutoff[{k}]" for k in (10, 20, 50, 100, 1000))),
+    },
+    "sklearn-ndcg": {  # scikit-learn's averaged ties are the protocol's; a skip without a hit is not
+        # written: where a cut-off falls inside a tie group, whether the top k holds a relevant item
+        # is a chance, not a code path
+        "ties": _WRITTEN_TIES + ("expected",),
+        "empty": ("zero", "skip"),
+        "gain": OPTION_VALUES["gain"],
+        "discount": OPTION_VALUES["discount"],
+        "bugs": _MEAN_BUGS
+        + ("topk-ignored", "ndcg-ideal-from-retrieved", *(f"default-cutoff[{k}]" for k in (10, 20, 50, 100, 1000))),
+    },
+    "pml": {
+        "ties": _WRITTEN_TIES,
+        "empty": ("zero", "skip"),
+        "bugs": _MEAN_BUGS,
     },
     "reid": {
         "ties": _CONCRETE_TIES,
@@ -121,6 +161,12 @@ WRITABLE: Dict[str, Dict[str, Tuple[str, ...]]] = {
         "cmc_length": ("max_rank", "gallery"),
         "bugs": ("percent", "rounded[2]", "rounded[3]", "rounded[4]", "descending", "junk-kept"),
     },
+}
+
+#: per adapter, the fields a function may compute under a convention of their own (written with
+#: their own ranking or their own empty-query rule), and the options that may differ there
+FIELD_OPTIONS: Dict[str, Tuple[Tuple[str, ...], Dict[str, Tuple[str, ...]]]] = {
+    "pml": (("R-precision", "P@1"), {"ties": _CONCRETE_TIES, "empty": ("zero", "skip")}),
 }
 #: bugs whose labels cannot be combined in one function (the order of two scalings is ambiguous)
 _EXCLUSIVE = (("percent", "rounded"),)
@@ -140,6 +186,20 @@ class Recipe:
     cmc_length: Optional[str] = None
     style: int = 0
     index: int = 0
+    #: ``(field, option, value)``: a field computed under an option value of its own
+    field_options: Tuple[Tuple[str, str, str], ...] = ()
+    #: the triggers of :data:`RAISE_TRIGGERS` it raises on, each its own exception type
+    raises: Tuple[str, ...] = ()
+
+    def for_field(self, name: str) -> "Recipe":
+        """The recipe of field ``name``: its own option values where it has them."""
+        own = {o: v for f, o, v in self.field_options if f == name}
+        if not own:
+            return self
+        merged = {**dict(self.options), **own}
+        main = Convention.from_protocol(self.protocol)
+        options = tuple(sorted((o, v) for o, v in merged.items() if v != getattr(main, o)))
+        return replace(self, options=options, field_options=())
 
     def option(self, name: str) -> str:
         return dict(self.options).get(name, getattr(Convention.from_protocol(self.protocol), name))
@@ -162,12 +222,14 @@ class Recipe:
         out += [f"bug {b}" for b in self.bugs]
         if self.cmc_length is not None and self.cmc_length != "max_rank":
             out.append(f"cmc_length={self.cmc_length}")
-        return out
+        out += [f"{f}: {o}={v}" for f, o, v in self.field_options]
+        return out + [f"raises {RAISE_TRIGGERS[t][1]} on {RAISE_TRIGGERS[t][0]}" for t in self.raises]
 
     @property
     def family(self) -> str:
         """The behaviour families it composes (``ties+rounded``), for the rates per family."""
         parts = [name for name, _ in self.options] + [b.split("[")[0] for b in self.bugs]
+        parts += [f"{f}:{o}" for f, o, _ in self.field_options] + [f"raises[{t}]" for t in self.raises]
         if self.cmc_length == "gallery":
             parts.append("cmc_length")
         return "+".join(sorted(parts)) or "none"
@@ -216,12 +278,16 @@ def _fits(adapter: str, protocol: str, options: Dict[str, str], bugs: Sequence[s
             return False
         if "no-k" in req and not k_default:
             return False
+        if "concrete" in req and conv.ties in ("expected", "grouped"):
+            return False  # the bug is written in one order of the items: an average over orders has none
         if any(o in options for o in _bug_replaces(label)):
             return False
     if ("default-cutoff" in ids or "last-item-dropped" in ids) and not k_default:
         return False
     if k_default and not ({"default-cutoff", "last-item-dropped"} & set(ids)):
         return False
+    if conv.ties == "grouped" and (conv.ap_rule != "precision_sum" or "cut-at-r" in ids):
+        return False  # scikit-learn's thresholds: precision at each score, no rank to cut at or average with
     if "cut-at-r" in ids and ({"topk-ignored", "divided-by-k", "default-cutoff", "last-item-dropped"} & set(ids)):
         return False  # the writer cuts at R: the cut-off parameter, its default with it, is never read
     if "divided-by-k" in ids and ("last-item-dropped" in ids or "topk-ignored" in ids):
@@ -237,12 +303,29 @@ def _fits(adapter: str, protocol: str, options: Dict[str, str], bugs: Sequence[s
     if conv.recall == "hit" and "first-query-only[first-hit,own]" in bugs:
         return False  # the first query with a hit has hit rate 1, as has the mean over the queries
         # with one (hashnet): the same function on every input, so the simpler description is named
+    if "ndcg-ideal-from-retrieved" in ids and "topk-ignored" in ids:
+        return False  # the whole list retrieved: its own ideal is every relevant item's
+    recall = "recall" in (ADAPTERS[adapter].fields or {}).values()
+    if recall and "topk-ignored" in ids and conv.empty == "skip_no_hit":
+        return False  # the whole list holds a hit of every query counted: each scores 1 as a hit rate
+        # within k does on every query it counts (a mean over no query is undefined)
     reciprocal = "rr" in (ADAPTERS[adapter].fields or {}).values()
     if reciprocal and "default-cutoff[1000]" in bugs and "rounded[2]" in bugs:
         return False  # a reciprocal rank past 1000 is under 0.001: rounded to 2 decimals, 0 either way
     if "mrr-counting-junk" in ids and conv.ties not in ("stable", "reverse"):
         return False  # a relevant/junk order inside ties is not the writer's to guess
     return True
+
+
+def _field_option(name: str, value: str) -> Tuple[str, str, str]:
+    field, option = name.split("|")
+    return field, option, value
+
+
+def _fits_fields(own: Sequence[Tuple[str, str, str]], bugs: Sequence[str]) -> bool:
+    """Whether a field's own option values fit the bugs: a bug that replaces an option (a 1 for an
+    empty query) leaves no field a value of that option of its own."""
+    return not any(o in _bug_replaces(label) for _, o, _ in own for label in bugs)
 
 
 def draw(rng: random.Random, adapter: str, index: int = 0, max_behaviours: int = 3) -> Recipe:
@@ -253,22 +336,35 @@ def draw(rng: random.Random, adapter: str, index: int = 0, max_behaviours: int =
     proto = Convention.from_protocol(protocol)
     pool: List[Tuple[str, str, str]] = []
     for name, values in can.items():
-        if name in ("bugs", "cmc_length"):
+        if name in ("bugs", "cmc_length", "raises"):
             continue
         pool += [("option", name, v) for v in values if v != getattr(proto, name)]
     pool += [("bug", label, "") for label in can["bugs"]]
+    pool += [("raise", t, "") for t in can.get("raises", ())]
+    fields, field_values = FIELD_OPTIONS.get(adapter, ((), {}))
+    pool += [("field", f"{f}|{o}", v) for f in fields for o, values in field_values.items() for v in values]
     for _ in range(200):
         n = 0 if rng.random() < 0.1 else rng.randint(1, max_behaviours)
         chosen = rng.sample(pool, n)
         options = {name: v for kind, name, v in chosen if kind == "option"}
         if len(options) < sum(kind == "option" for kind, _, _ in chosen):
             continue  # two values of one option
+        own = tuple(sorted((*name.split("|"), v) for kind, name, v in chosen if kind == "field"))
+        if len({(f, o) for f, o, _ in own}) < len(own) or any(
+            v == options.get(o, getattr(proto, o)) for _, o, v in own
+        ):
+            continue  # two values of one field's option, or a field's own value that is the function's
         bugs = tuple(sorted(name for kind, name, _ in chosen if kind == "bug"))
         if len(bugs) > 2:
             continue  # identification searches up to two known bugs
         k_default = any(b.startswith(("default-cutoff", "last-item-dropped")) for b in bugs)
-        if not _fits(adapter, protocol, options, bugs, k_default):
+        raises = tuple(sorted(name for kind, name, _ in chosen if kind == "raise"))
+        if not _fits(adapter, protocol, options, bugs, k_default) or not _fits_fields(own, bugs):
             continue
+        if raises and "divided-by-k" in bugs:
+            continue  # the divisor k shows past the gallery, where one of them raises
+        if "k-beyond" in raises and "default-cutoff" in {b.split("[")[0] for b in bugs}:
+            continue  # its own default reaches past short galleries too: no one kind of input triggers it
         cmc = rng.choice(can["cmc_length"]) if "cmc_length" in can else None
         return Recipe(
             adapter,
@@ -278,6 +374,8 @@ def draw(rng: random.Random, adapter: str, index: int = 0, max_behaviours: int =
             cmc_length=cmc,
             style=rng.randint(0, 1),
             index=index,
+            field_options=own,
+            raises=raises,
         )
     return Recipe(adapter, protocol, index=index)
 

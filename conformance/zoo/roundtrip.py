@@ -23,7 +23,7 @@ from typing import Callable, Dict, List, Optional, Sequence, Tuple
 from retrieval_conformance.conformance.harness.adapters.registry import ADAPTERS
 from retrieval_conformance.conformance.harness.entry import check, identify
 from retrieval_conformance.conformance.zoo.memo import Memo
-from retrieval_conformance.conformance.zoo.recipes import WRITABLE, Recipe
+from retrieval_conformance.conformance.zoo.recipes import RAISE_TRIGGERS, WRITABLE, Recipe
 from retrieval_conformance.conformance.zoo.shared_cache import SharedReferenceCache
 from retrieval_conformance.conformance.zoo.writer import write
 
@@ -51,21 +51,28 @@ class Found:
     survivors: Tuple[Tuple[Tuple[str, object], ...], ...]
     composite: bool
     text: str
+    #: a composite verdict's candidate per field, ``((field, candidate's options and bugs), ...)``
+    fields: Tuple[Tuple[str, Tuple[Tuple[str, object], ...]], ...] = ()
+    #: each exception type it raised where a value was due, with the input kind named as its trigger
+    raises: Tuple[Tuple[str, Optional[str]], ...] = ()
 
 
 #: every dimension a candidate may be compared on
 _DIMS = ("ties", "ap_rule", "ap_at_k", "empty", "gain", "discount", "recall", "cmc_length")
 
 
+def _label(candidate) -> Tuple[Tuple[str, object], ...]:
+    return tuple((d, candidate.option(d)) for d in _DIMS) + (("bugs", tuple(sorted(b.label for b in candidate.bugs))),)
+
+
 def found(report) -> Found:
     ident = report.identification
     if ident is None:
         return Found((), False, report.text())
-    survivors = tuple(
-        tuple((d, c.option(d)) for d in _DIMS) + (("bugs", tuple(sorted(b.label for b in c.bugs))),)
-        for c in ident.conventions
-    )
-    return Found(survivors, ident.composite is not None, ident.text())
+    survivors = tuple(_label(c) for c in ident.conventions)
+    composite = ident.composite
+    fields = tuple((f, _label(c)) for f, c in composite.parts) if composite is not None else ()
+    return Found(survivors, composite is not None, ident.text(), fields, tuple(sorted(ident.raises, key=str)))
 
 
 @dataclass(frozen=True)
@@ -83,20 +90,41 @@ def _dims(recipe: Recipe) -> List[str]:
     return dims + (["cmc_length"] if recipe.cmc_length is not None else [])
 
 
-def truth_label(recipe: Recipe) -> Dict[str, object]:
-    out: Dict[str, object] = {d: (recipe.cmc_length if d == "cmc_length" else recipe.option(d)) for d in _dims(recipe)}
+def truth_label(recipe: Recipe, field: Optional[str] = None) -> Dict[str, object]:
+    """The options and bugs the verdict must name: the function's, or one field's own."""
+    own = recipe.for_field(field) if field is not None else recipe
+    out: Dict[str, object] = {d: (own.cmc_length if d == "cmc_length" else own.option(d)) for d in _dims(recipe)}
     out["bugs"] = tuple(sorted(recipe.bugs))
     return out
 
 
+def _judge_fields(recipe: Recipe, what: Found, keys: List[str], best_text: str) -> Verdict:
+    """A function whose fields follow conventions of their own: a composite verdict naming each
+    field's convention exactly."""
+    if not what.composite:
+        return Verdict(False, "one convention named for fields computed differently", best_text, what.text)
+    named = {f: {k: v for k, v in label if k in keys} for f, label in what.fields}
+    wrong = [f for f, label in named.items() if label != truth_label(recipe, f)]
+    text = "; ".join(f"{f}: " + ", ".join(f"{k}={v}" for k, v in label.items()) for f, label in named.items())
+    if wrong:
+        return Verdict(False, f"field(s) {', '.join(wrong)} named otherwise", text, what.text)
+    return Verdict(True, "exact, field by field", text, what.text)
+
+
 def judge(recipe: Recipe, what: Found) -> Verdict:
     """Compare what ``identify`` found on the zoo function of ``recipe`` with its behaviours."""
+    raises = tuple(sorted(((RAISE_TRIGGERS[t][1], RAISE_TRIGGERS[t][0]) for t in recipe.raises), key=str))
+    if what.raises != raises:
+        named = "; ".join(f"{error} on {kind or 'no one kind of input'}" for error, kind in what.raises) or "none"
+        return Verdict(False, f"exceptions named: {named}", "-", what.text)
     if not what.survivors:
         return Verdict(False, "nothing identified", "-", what.text)
     keys = [*_dims(recipe), "bugs"]
     survivors = [{k: v for k, v in cand if k in keys} for cand in what.survivors]
     best = survivors[0]
     best_text = ", ".join(f"{k}={v}" for k, v in best.items())
+    if recipe.field_options:
+        return _judge_fields(recipe, what, keys, best_text)
     if what.composite:
         return Verdict(False, "identified field by field", best_text, what.text)
     want = truth_label(recipe)

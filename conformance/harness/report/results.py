@@ -125,6 +125,9 @@ class Identification:
     #: what the verdict names (``spec §4 ties=reverse``, ``CMC: spec §4 ties=unstable``), as ``check``
     #: names it on its deviations (engine.causes.verdict_causes)
     causes: List[str] = field(default_factory=list)
+    #: each exception type raised where a value was due, with the input kind that triggers it
+    #: exactly (None: no one kind), as the ``also: raises ...`` line names them
+    raises: List[Tuple[str, Optional[str]]] = field(default_factory=list)
 
     def text(self) -> str:
         return "\n".join(self.lines)
