@@ -284,8 +284,11 @@ class Checker(Explanations):
         start = time.perf_counter()
         # the AP rule is identified on the usual inputs, run first when no other check ran them
         v = self.analysis().verdict if self.s.adapter.outside_protocol_rules else None
-        ap_rule = outside.landmark_rule(v.best) if v is not None and v.best is not None else self.s.convention.ap_rule
-        res = outside.check_results(self.s, ap_rule, [check_id])[0]
+        if v is not None and v.best is not None:
+            model = outside.edge_model(v.best)
+        else:
+            model = outside.EdgeModel(self.s.convention.ap_rule)
+        res = outside.check_results(self.s, model, [check_id])[0]
         res.seconds = time.perf_counter() - start
         return res
 

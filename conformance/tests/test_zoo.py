@@ -14,14 +14,9 @@ import numpy as np
 import pytest
 from retrieval_conformance.conformance.harness.candidates.predict import _scale
 from retrieval_conformance.conformance.zoo.__main__ import main as zoo_main
+from retrieval_conformance.conformance.zoo.catalogue import TEMPLATES, WRITABLE
 from retrieval_conformance.conformance.zoo.memo import Memo
-from retrieval_conformance.conformance.zoo.recipes import (
-    TEMPLATES,
-    WRITABLE,
-    Recipe,
-    unwritten,
-    zoo_recipes,
-)
+from retrieval_conformance.conformance.zoo.recipes import Recipe, unwritten, zoo_recipes
 from retrieval_conformance.conformance.zoo.roundtrip import Found, check_exit, compile_recipe, judge, round_trip
 
 # one query ranked by distances [0, 1, 1, 2] with relevant items 1 and 3 (tied at distance 1:

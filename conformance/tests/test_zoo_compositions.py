@@ -12,7 +12,8 @@ from fractions import Fraction
 
 import numpy as np
 import pytest
-from retrieval_conformance.conformance.zoo.recipes import FIELD_OPTIONS, RAISE_TRIGGERS, Recipe, draw
+from retrieval_conformance.conformance.zoo.catalogue import FIELD_OPTIONS, RAISE_TRIGGERS
+from retrieval_conformance.conformance.zoo.recipes import Recipe, draw
 from retrieval_conformance.conformance.zoo.roundtrip import Found, compile_recipe, judge, round_trip
 
 L3 = math.log2(3)
@@ -162,5 +163,40 @@ def test_judge_wants_each_exception_named_with_its_trigger():
     ids=["two-triggers", "two-triggers-ap-at-k-r", "mrr-k-one", "torchmetrics-k-beyond"],
 )
 def test_round_trip_names_each_exception_with_its_trigger(recipe):
+    tally = round_trip([recipe])
+    assert not tally.failures, tally.failures[0].failure_text()
+
+
+@pytest.mark.parametrize("style", [0, 1])
+def test_oxford_zoo_function_follows_its_name_rules(style):
+    # a name both positive and junk (img1), ranked second of four; img4 a positive at place 3
+    positives, junk, ranked = ["img1", "img4"], ["img1"], ["img2", "img1", "img4", "img3"]
+    oxford = compile_recipe(Recipe("oxford", "oxford", style=style))
+    # compute_ap.cpp: img1 skipped as junk yet counted in |P| = 2; img4 a hit at rank 2: ((0/1 + 1/2) / 2) / 2
+    assert math.isclose(oxford(positives, junk, ranked), 1 / 8)
+    uncounted = compile_recipe(Recipe("oxford", "oxford", name_rules=(("overlap", "uncounted"),), style=style))
+    assert math.isclose(uncounted(positives, junk, ranked), 1 / 4)  # |P| = 1
+    # revisitop: img1 a hit at rank 2, and junk for img4, which shares rank 2: ((0 + 1/2)/2 + (1 + 2/2)/2) / 2
+    positive = compile_recipe(Recipe("oxford", "oxford", name_rules=(("overlap", "positive"),), style=style))
+    assert math.isclose(positive(positives, junk, ranked), (1 / 4 + 1) / 2)
+    # a positive ranked twice: a hit each time (compute_ap.cpp), or a miss at its second place (GLDv2)
+    twice = ["img1", "img2", "img1", "img4"]
+    each = (1 + (1 / 2 + 2 / 3) / 2 + (2 / 3 + 3 / 4) / 2) / 2  # hits at ranks 1, 3, 4
+    assert math.isclose(oxford(["img1", "img4"], [], twice), each)
+    once = compile_recipe(Recipe("oxford", "oxford", name_rules=(("repeats", "once"),), style=style))
+    assert math.isclose(once(["img1", "img4"], [], twice), (1 + (1 / 3 + 2 / 4) / 2) / 2)  # hits at 1 and 4
+
+
+@pytest.mark.parametrize(
+    "recipe",
+    [
+        Recipe("oxford", "oxford", (), ("percent",), style=1),
+        Recipe("oxford", "oxford", (), ("rounded[3]",), name_rules=(("overlap", "uncounted"), ("repeats", "once"))),
+        Recipe("oxford", "oxford", (("ap_rule", "precision_sum"),), ("junk-kept",), name_rules=(("count", "found"),)),
+        Recipe("oxford", "oxford", (), ("previous-hit-trapezoid", "rounded[4]"), name_rules=(("overlap", "positive"),)),
+    ],
+    ids=["percent", "rounded-uncounted-once", "precision-sum-no-junk-found", "previous-hit-rounded-revisitop"],
+)
+def test_round_trip_names_a_landmark_function_rules_under_its_own_scale(recipe):
     tally = round_trip([recipe])
     assert not tally.failures, tally.failures[0].failure_text()

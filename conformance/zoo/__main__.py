@@ -14,8 +14,9 @@ from typing import List, Optional
 
 from retrieval_conformance.reference.contract.command_line import CommandParser, run_command
 
+from .catalogue import TEMPLATES
 from .memo import Memo
-from .recipes import TEMPLATES, zoo_recipes
+from .recipes import zoo_recipes
 from .roundtrip import Tally, round_trip
 
 LONG_COUNT = 20000

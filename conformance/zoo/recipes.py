@@ -1,12 +1,10 @@
-"""What a zoo function is made of: a :class:`Recipe` (its adapter, protocol, behaviours and style)
-and the catalogue the behaviours are drawn from.
+"""What a zoo function is made of: a :class:`Recipe` (its adapter, protocol, behaviours and style),
+and its seeded drawing from the catalogue (:mod:`.catalogue`).
 
-A behaviour is either an option value that differs from the protocol (``("option", "ties",
-"reverse")``) or a known bug of spec §11 by its label (``("bug", "rounded[4]")``).  The catalogue
-takes the options and their values from the conventions table (through the harness's
-``OPTION_VALUES``) and the bugs from the harness's ``BUGS``; :data:`WRITABLE` says which of them
-the writer (:mod:`.writer`) can express in lab-style code, so that a value or bug added to the
-catalogue shows up in :func:`unwritten` until the writer learns it.
+A behaviour is an option value that differs from the protocol (``("option", "ties",
+"reverse")``), a known bug of spec §11 by its label (``("bug", "rounded[4]")``), a field's own
+option value, an exception on its own trigger, or a landmark name rule.  :func:`unwritten` lists
+what the catalogue holds and the writer (:mod:`.writer`) cannot express yet.
 """
 
 from __future__ import annotations
@@ -17,159 +15,17 @@ from typing import Dict, FrozenSet, List, Optional, Sequence, Tuple
 
 from retrieval_conformance.conformance.harness.adapters.registry import ADAPTERS
 from retrieval_conformance.conformance.harness.candidates.bugs import BUGS
-from retrieval_conformance.conformance.harness.candidates.candidate import UNSTABLE
-from retrieval_conformance.conformance.harness.candidates.reference_values import OPTION_VALUES, Convention
-from retrieval_conformance.conformance.harness.engine.findings import INPUT_KINDS
-
-#: the adapters the writer has a lab-style template for, with the protocol each is checked under
-TEMPLATES: Dict[str, str] = {
-    "hashing-codes": "hashing",
-    "distances-relevance": "hashing",
-    "recall-at-k": "hashing",
-    "mrr": "hashing",
-    "reid": "reid",
-    "sklearn": "hashing",
-    "torchmetrics": "hashing",
-    "sklearn-ndcg": "sklearn-ndcg",
-    "pml": "pml",
-}
-
-
-def _input_kind(start: str) -> str:
-    """The harness's name of the input kind that begins with ``start`` (one source of the words)."""
-    return next(name for name, _ in INPUT_KINDS if name.startswith(start))
-
-
-#: the exceptions a zoo function may raise on its cut-off parameter: per trigger, the input kind
-#: the harness must name for it, the exception type and the condition (``{k}``: the parameter,
-#: ``{n}``: the gallery's size)
-RAISE_TRIGGERS: Dict[str, Tuple[str, str, str]] = {
-    "k-one": (_input_kind("topk = 1 passed"), "ValueError", "{k} == 1"),
-    "k-beyond": (_input_kind("a cut-off k beyond the gallery"), "IndexError", "{k} is not None and {k} > {n}"),
-}
-_RAISES = tuple(RAISE_TRIGGERS)
-
-#: per template family, the option values and bug labels the writer expresses
-_AP_BUGS = (
-    "percent",
-    "rounded[2]",
-    "rounded[3]",
-    "rounded[4]",
-    "divided-by-k",
-    "topk-ignored",
-    "empty-scores-one",
-    "descending",
-    "zero-based-ranks",
-    "previous-hit-trapezoid",
-    "last-item-dropped",
-    "cut-at-r",
-    *(f"default-cutoff[{k}]" for k in (10, 20, 50, 100, 1000)),
-    *(f"first-query-only[{w},{h}]" for w in ("first", "first-relevant", "first-hit") for h in ("divided", "own")),
+from retrieval_conformance.conformance.harness.candidates.landmark_rules import PROTOCOL_RULES
+from retrieval_conformance.conformance.harness.candidates.reference_values import OPTION_VALUES
+from retrieval_conformance.conformance.zoo.catalogue import (
+    EXCLUSIVE_BUGS,
+    FIELD_OPTIONS,
+    NAME_RULES,
+    RAISE_TRIGGERS,
+    TEMPLATES,
+    WRITABLE,
+    protocol_convention,
 )
-_RANK_BUGS = (
-    "percent",
-    "rounded[2]",
-    "rounded[3]",
-    "rounded[4]",
-    "topk-ignored",
-    "empty-scores-one",
-    "descending",
-    *(f"default-cutoff[{k}]" for k in (10, 20, 50, 100, 1000)),
-    *(f"first-query-only[{w},{h}]" for w in ("first", "first-relevant", "first-hit") for h in ("divided", "own")),
-)
-#: one query's AP from labels and scores (sklearn, torchmetrics): the bugs of its rank terms and number
-_ONE_QUERY_BUGS = (
-    "percent",
-    "rounded[2]",
-    "rounded[3]",
-    "rounded[4]",
-    "descending",
-    "zero-based-ranks",
-    "previous-hit-trapezoid",
-    "cut-at-r",
-)
-_CONCRETE_TIES = ("stable", "reverse", "optimistic", "pessimistic")
-#: the bugs of a mean over queries of a rank metric whose code the zoo writes without a cut-off
-_MEAN_BUGS = ("percent", "rounded[2]", "rounded[3]", "rounded[4]", "empty-scores-one", "descending")
-#: numpy's default sort as well: the harness's "unstable" (reid's three fields leave it to a test
-#: of its own: its identification takes about 25 s a function)
-_WRITTEN_TIES = _CONCRETE_TIES + (UNSTABLE,)
-WRITABLE: Dict[str, Dict[str, Tuple[str, ...]]] = {
-    "hashing-codes": {
-        "raises": _RAISES,
-        "ties": _WRITTEN_TIES,
-        "ap_rule": OPTION_VALUES["ap_rule"],
-        "ap_at_k": OPTION_VALUES["ap_at_k"],
-        "empty": ("zero", "skip", "skip_no_hit"),
-        "bugs": _AP_BUGS + ("exact-label-match",),
-    },
-    "distances-relevance": {
-        "raises": _RAISES,
-        "ties": _WRITTEN_TIES,
-        "ap_rule": OPTION_VALUES["ap_rule"],
-        "ap_at_k": OPTION_VALUES["ap_at_k"],
-        "empty": ("zero", "skip", "skip_no_hit"),
-        "bugs": _AP_BUGS,
-    },
-    "recall-at-k": {
-        "raises": _RAISES,
-        "ties": _WRITTEN_TIES,
-        "empty": ("zero", "skip", "skip_no_hit"),
-        "recall": OPTION_VALUES["recall"],
-        "bugs": _RANK_BUGS,
-    },
-    "mrr": {
-        "raises": _RAISES,
-        "ties": _WRITTEN_TIES,
-        "empty": ("zero", "skip", "skip_no_hit"),
-        "bugs": _RANK_BUGS + ("mrr-counting-junk",),
-    },
-    "sklearn": {  # one query, no cut-off, no mean: the AP@k denominators and empty policies do not apply
-        "ties": _WRITTEN_TIES + ("grouped",),
-        "ap_rule": OPTION_VALUES["ap_rule"],
-        "bugs": _ONE_QUERY_BUGS,  # not empty-scores-one: one query's value without a relevant item is read only under
-        # empty=zero, and the presets that skip such queries (gldv2, pml, reid) accept any value,
-        # so no input through this signature tells a 1 there from a skip preset
-    },
-    "torchmetrics": {  # one query with a cut-off: the AP@k denominators apply, the empty policies do not
-        "raises": _RAISES,
-        "ties": _WRITTEN_TIES,
-        "ap_rule": OPTION_VALUES["ap_rule"],
-        "ap_at_k": OPTION_VALUES["ap_at_k"],
-        "bugs": _ONE_QUERY_BUGS
-        + ("topk-ignored", "divided-by-k", *(f"default-cutoff[{k}]" for k in (10, 20, 50, 100, 1000))),
-    },
-    "sklearn-ndcg": {  # scikit-learn's averaged ties are the protocol's; a skip without a hit is not
-        # written: where a cut-off falls inside a tie group, whether the top k holds a relevant item
-        # is a chance, not a code path
-        "ties": _WRITTEN_TIES + ("expected",),
-        "empty": ("zero", "skip"),
-        "gain": OPTION_VALUES["gain"],
-        "discount": OPTION_VALUES["discount"],
-        "bugs": _MEAN_BUGS
-        + ("topk-ignored", "ndcg-ideal-from-retrieved", *(f"default-cutoff[{k}]" for k in (10, 20, 50, 100, 1000))),
-    },
-    "pml": {
-        "ties": _WRITTEN_TIES,
-        "empty": ("zero", "skip"),
-        "bugs": _MEAN_BUGS,
-    },
-    "reid": {
-        "ties": _CONCRETE_TIES,
-        "ap_rule": OPTION_VALUES["ap_rule"],
-        "empty": ("zero", "skip"),
-        "cmc_length": ("max_rank", "gallery"),
-        "bugs": ("percent", "rounded[2]", "rounded[3]", "rounded[4]", "descending", "junk-kept"),
-    },
-}
-
-#: per adapter, the fields a function may compute under a convention of their own (written with
-#: their own ranking or their own empty-query rule), and the options that may differ there
-FIELD_OPTIONS: Dict[str, Tuple[Tuple[str, ...], Dict[str, Tuple[str, ...]]]] = {
-    "pml": (("R-precision", "P@1"), {"ties": _CONCRETE_TIES, "empty": ("zero", "skip")}),
-}
-#: bugs whose labels cannot be combined in one function (the order of two scalings is ambiguous)
-_EXCLUSIVE = (("percent", "rounded"),)
 
 
 @dataclass(frozen=True)
@@ -190,6 +46,15 @@ class Recipe:
     field_options: Tuple[Tuple[str, str, str], ...] = ()
     #: the triggers of :data:`RAISE_TRIGGERS` it raises on, each its own exception type
     raises: Tuple[str, ...] = ()
+    #: ``(rule, value)``: a landmark name rule (oxford adapter) where it differs from the protocol's
+    name_rules: Tuple[Tuple[str, str], ...] = ()
+
+    def rule(self, name: str) -> str:
+        """The value of landmark name rule ``name`` the function follows (``junk``: ``kept`` is the
+        known bug ``junk-kept``)."""
+        if name == "junk" and "junk-kept" in self.bugs:
+            return "kept"
+        return dict(self.name_rules).get(name, PROTOCOL_RULES[self.protocol][name])
 
     def for_field(self, name: str) -> "Recipe":
         """The recipe of field ``name``: its own option values where it has them."""
@@ -197,12 +62,12 @@ class Recipe:
         if not own:
             return self
         merged = {**dict(self.options), **own}
-        main = Convention.from_protocol(self.protocol)
+        main = protocol_convention(self.protocol)
         options = tuple(sorted((o, v) for o, v in merged.items() if v != getattr(main, o)))
         return replace(self, options=options, field_options=())
 
     def option(self, name: str) -> str:
-        return dict(self.options).get(name, getattr(Convention.from_protocol(self.protocol), name))
+        return dict(self.options).get(name, getattr(protocol_convention(self.protocol), name))
 
     @property
     def bug_ids(self) -> FrozenSet[str]:
@@ -223,13 +88,15 @@ class Recipe:
         if self.cmc_length is not None and self.cmc_length != "max_rank":
             out.append(f"cmc_length={self.cmc_length}")
         out += [f"{f}: {o}={v}" for f, o, v in self.field_options]
-        return out + [f"raises {RAISE_TRIGGERS[t][1]} on {RAISE_TRIGGERS[t][0]}" for t in self.raises]
+        out += [f"raises {RAISE_TRIGGERS[t][1]} on {RAISE_TRIGGERS[t][0]}" for t in self.raises]
+        return out + [f"{name} rule: {value}" for name, value in self.name_rules]
 
     @property
     def family(self) -> str:
         """The behaviour families it composes (``ties+rounded``), for the rates per family."""
         parts = [name for name, _ in self.options] + [b.split("[")[0] for b in self.bugs]
         parts += [f"{f}:{o}" for f, o, _ in self.field_options] + [f"raises[{t}]" for t in self.raises]
+        parts += [f"rule:{name}" for name, _ in self.name_rules]
         if self.cmc_length == "gallery":
             parts.append("cmc_length")
         return "+".join(sorted(parts)) or "none"
@@ -263,11 +130,11 @@ def unwritten() -> Dict[str, List[str]]:
 
 def _fits(adapter: str, protocol: str, options: Dict[str, str], bugs: Sequence[str], k_default: bool) -> bool:
     """Whether the composition is one function could have: each bug's conditions hold."""
-    conv = Convention.from_protocol(protocol).with_(**options)
+    conv = protocol_convention(protocol).with_(**options)
     ids = [b.split("[")[0] for b in bugs]
     if len(set(ids)) < len(ids):
         return False
-    for a, b in _EXCLUSIVE:
+    for a, b in EXCLUSIVE_BUGS:
         if a in ids and b in ids:
             return False
     for label in bugs:
@@ -333,7 +200,7 @@ def draw(rng: random.Random, adapter: str, index: int = 0, max_behaviours: int =
     ten: the correct function), drawn from what the writer can express."""
     protocol = TEMPLATES[adapter]
     can = WRITABLE[adapter]
-    proto = Convention.from_protocol(protocol)
+    proto = protocol_convention(protocol)
     pool: List[Tuple[str, str, str]] = []
     for name, values in can.items():
         if name in ("bugs", "cmc_length", "raises"):
@@ -341,6 +208,8 @@ def draw(rng: random.Random, adapter: str, index: int = 0, max_behaviours: int =
         pool += [("option", name, v) for v in values if v != getattr(proto, name)]
     pool += [("bug", label, "") for label in can["bugs"]]
     pool += [("raise", t, "") for t in can.get("raises", ())]
+    rules = NAME_RULES.get(adapter, {})
+    pool += [("rule", n, v) for n, values in rules.items() for v in values if v != PROTOCOL_RULES[protocol][n]]
     fields, field_values = FIELD_OPTIONS.get(adapter, ((), {}))
     pool += [("field", f"{f}|{o}", v) for f in fields for o, values in field_values.items() for v in values]
     for _ in range(200):
@@ -359,6 +228,9 @@ def draw(rng: random.Random, adapter: str, index: int = 0, max_behaviours: int =
             continue  # identification searches up to two known bugs
         k_default = any(b.startswith(("default-cutoff", "last-item-dropped")) for b in bugs)
         raises = tuple(sorted(name for kind, name, _ in chosen if kind == "raise"))
+        name_rules = tuple(sorted((name, v) for kind, name, v in chosen if kind == "rule"))
+        if len({n for n, _ in name_rules}) < len(name_rules):
+            continue  # two values of one rule
         if not _fits(adapter, protocol, options, bugs, k_default) or not _fits_fields(own, bugs):
             continue
         if raises and "divided-by-k" in bugs:
@@ -376,6 +248,7 @@ def draw(rng: random.Random, adapter: str, index: int = 0, max_behaviours: int =
             index=index,
             field_options=own,
             raises=raises,
+            name_rules=name_rules,
         )
     return Recipe(adapter, protocol, index=index)
 

@@ -22,8 +22,9 @@ from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 from retrieval_conformance.conformance.harness.adapters.registry import ADAPTERS
 from retrieval_conformance.conformance.harness.entry import check, identify
+from retrieval_conformance.conformance.zoo.catalogue import NAME_RULES, RAISE_TRIGGERS, WRITABLE
 from retrieval_conformance.conformance.zoo.memo import Memo
-from retrieval_conformance.conformance.zoo.recipes import RAISE_TRIGGERS, WRITABLE, Recipe
+from retrieval_conformance.conformance.zoo.recipes import Recipe
 from retrieval_conformance.conformance.zoo.shared_cache import SharedReferenceCache
 from retrieval_conformance.conformance.zoo.writer import write
 
@@ -55,6 +56,8 @@ class Found:
     fields: Tuple[Tuple[str, Tuple[Tuple[str, object], ...]], ...] = ()
     #: each exception type it raised where a value was due, with the input kind named as its trigger
     raises: Tuple[Tuple[str, Optional[str]], ...] = ()
+    #: oxford adapter: per landmark name rule, the values that reproduce every edge input
+    name_rules: Tuple[Tuple[str, Tuple[str, ...]], ...] = ()
 
 
 #: every dimension a candidate may be compared on
@@ -72,7 +75,9 @@ def found(report) -> Found:
     survivors = tuple(_label(c) for c in ident.conventions)
     composite = ident.composite
     fields = tuple((f, _label(c)) for f, c in composite.parts) if composite is not None else ()
-    return Found(survivors, composite is not None, ident.text(), fields, tuple(sorted(ident.raises, key=str)))
+    raises = tuple(sorted(ident.raises, key=str))
+    rules = tuple(sorted((n, tuple(v)) for n, v in ident.name_rules.items()))
+    return Found(survivors, composite is not None, ident.text(), fields, raises, rules)
 
 
 @dataclass(frozen=True)
@@ -98,6 +103,21 @@ def truth_label(recipe: Recipe, field: Optional[str] = None) -> Dict[str, object
     return out
 
 
+def _wrong_name_rules(recipe: Recipe, what: Found) -> List[str]:
+    """The landmark name rules whose value the verdict leaves out (oxford adapter): each must
+    survive, alone or among values the report states as equally consistent."""
+    if recipe.adapter not in NAME_RULES:
+        return []
+    named = dict(what.name_rules)
+    wrong = []
+    for rule, values in NAME_RULES[recipe.adapter].items():
+        survived = named.get(rule, ())
+        stated = len(survived) in (1, len(values)) or "equally consistent" in what.text
+        if recipe.rule(rule) not in survived or not stated:
+            wrong.append(rule)
+    return wrong
+
+
 def _judge_fields(recipe: Recipe, what: Found, keys: List[str], best_text: str) -> Verdict:
     """A function whose fields follow conventions of their own: a composite verdict naming each
     field's convention exactly."""
@@ -119,6 +139,9 @@ def judge(recipe: Recipe, what: Found) -> Verdict:
         return Verdict(False, f"exceptions named: {named}", "-", what.text)
     if not what.survivors:
         return Verdict(False, "nothing identified", "-", what.text)
+    wrong_rules = _wrong_name_rules(recipe, what)
+    if wrong_rules:
+        return Verdict(False, f"name rule(s) {', '.join(wrong_rules)} named otherwise", "-", what.text)
     keys = [*_dims(recipe), "bugs"]
     survivors = [{k: v for k, v in cand if k in keys} for cand in what.survivors]
     best = survivors[0]

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from typing import List, Tuple
 
+from retrieval_conformance.conformance.zoo.catalogue import RAISE_TRIGGERS
 from retrieval_conformance.conformance.zoo.code_parts import (
     HEADER,
     ap_divisor,
@@ -26,8 +27,9 @@ from retrieval_conformance.conformance.zoo.code_parts import (
     signature_k,
     stop_lines,
 )
+from retrieval_conformance.conformance.zoo.landmark_template import oxford
 from retrieval_conformance.conformance.zoo.rank_templates import pml, sklearn_ndcg
-from retrieval_conformance.conformance.zoo.recipes import RAISE_TRIGGERS, Recipe
+from retrieval_conformance.conformance.zoo.recipes import Recipe
 
 
 def _ap_function(
@@ -267,6 +269,7 @@ _WRITERS = {
     "torchmetrics": _torchmetrics,
     "sklearn-ndcg": sklearn_ndcg,
     "pml": pml,
+    "oxford": oxford,
 }
 
 

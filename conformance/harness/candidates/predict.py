@@ -221,10 +221,7 @@ class Predictor:
             counted = [True] * n_q
         if any(b.id == "cut-at-r" for b in cand.bugs):
             tab = Table(tab.extra["ap_at_r"], tab.cmc, tab.inp, tab.n_relevant, tab.hits, tab.extra)
-        scale = math.prod(b.scale for b in cand.bugs)
-        decimals = next((b.decimals for b in cand.bugs if b.decimals is not None), None)
-        if decimals is not None:
-            scale = (scale, decimals)
+        scale = output_scale(cand.bugs)
         if self.per_query:
             q = call.query
             return {
@@ -273,6 +270,19 @@ def _mean(values: Sequence[Interval], counted: Sequence[bool]) -> Optional[Inter
         return None
     n = len(chosen)
     return (sum((v[0] for v in chosen), Fraction(0)) / n, sum((v[1] for v in chosen), Fraction(0)) / n)
+
+
+def output_scale(bugs) -> Any:
+    """What the known bugs do to every returned number: a factor (percent), or (factor, decimals)
+    when the number is rounded too (the ``scale`` of :func:`_scale`)."""
+    scale = math.prod(b.scale for b in bugs)
+    decimals = next((b.decimals for b in bugs if b.decimals is not None), None)
+    return (scale, decimals) if decimals is not None else scale
+
+
+def scaled(iv: Optional[Interval], scale) -> Optional[Interval]:
+    """:func:`_scale` for the modules that compare a value outside this one's predictions."""
+    return _scale(iv, scale)
 
 
 def _scale(iv: Optional[Interval], scale) -> Optional[Interval]:

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import itertools
 from dataclasses import dataclass, field
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import Any, Dict, List, NamedTuple, Optional, Sequence, Tuple
 
 from retrieval_conformance.conformance.harness.adapters.base import Call, WrongType
 from retrieval_conformance.conformance.harness.candidates.landmark_rules import (
@@ -31,7 +31,7 @@ from retrieval_conformance.conformance.harness.candidates.landmark_rules import 
     landmark_ap,
     protocol_clause,
 )
-from retrieval_conformance.conformance.harness.candidates.predict import within
+from retrieval_conformance.conformance.harness.candidates.predict import output_scale, scaled, within
 from retrieval_conformance.conformance.harness.report.known import cause_spellings
 from retrieval_conformance.conformance.harness.report.results import (
     DEVIATE,
@@ -46,6 +46,15 @@ from retrieval_conformance.conformance.harness.report.snippet import function_im
 CHECK_IDS = tuple(e.id for e in EDGE_INPUTS)
 #: the family these inputs form, as reports name it
 FAMILY = "outside the protocol"
+
+
+class EdgeModel(NamedTuple):
+    """What the edge inputs are judged under, from the candidate identified on the usual inputs:
+    its AP rule (its known AP bug included) and what its bugs do to the returned number (percent,
+    rounding: :func:`~..candidates.predict.output_scale`)."""
+
+    ap_rule: str
+    scale: Any = 1
 
 
 @dataclass
@@ -65,7 +74,7 @@ class Outside:
     runs: List[EdgeRun] = field(default_factory=list)
     surviving: Dict[str, Tuple[str, ...]] = field(default_factory=dict)  # behaviour -> values that survive
     combos: List[Dict[str, str]] = field(default_factory=list)
-    ap_rule: str = "trapezoid"
+    model: EdgeModel = EdgeModel("trapezoid")
     k: Optional[int] = None
 
     def predicted(self, run: EdgeRun, combo: Dict[str, str]):
@@ -74,7 +83,7 @@ class Outside:
             e.ranked,
             e.positives,
             e.junk,
-            ap_rule=self.ap_rule,
+            ap_rule=self.model.ap_rule,
             overlap=combo["overlap"],
             repeats=combo["repeats"],
             count=combo["count"],
@@ -91,6 +100,9 @@ class Outside:
         for name, values in self.surviving.items():
             if len(values) == 1:
                 out.append(f"{FAMILY}: {MEANING[(name, values[0])]}")
+            elif len(values) < len(BEHAVIOURS[name]):  # some ruled out, the rest equally consistent
+                either = "; or ".join(MEANING[(name, v)] for v in values)
+                out.append(f"{FAMILY}: equally consistent: {either} (no input tried tells them apart)")
         return out
 
 
@@ -98,15 +110,15 @@ def _value_text(run: EdgeRun) -> str:
     return f"{run.value:.6g}" if run.value is not None else (run.error or "no value")
 
 
-def landmark_rule(cand) -> str:
-    """The AP rule the edge inputs are judged under: the candidate identified on the usual inputs,
-    its known AP bug included (a previous-hit trapezoid is no plain trapezoid on any input)."""
-    if any(b.id == PREVIOUS_HIT for b in cand.bugs):
-        return PREVIOUS_HIT
-    return cand.conv.ap_rule
+def edge_model(cand) -> EdgeModel:
+    """What the edge inputs are judged under: the candidate identified on the usual inputs, its
+    known AP bug included (a previous-hit trapezoid is no plain trapezoid on any input), and the
+    percent or rounding its number carries."""
+    rule = PREVIOUS_HIT if any(b.id == PREVIOUS_HIT for b in cand.bugs) else cand.conv.ap_rule
+    return EdgeModel(rule, output_scale(cand.bugs))
 
 
-def run_edges(session, ap_rule: str) -> Optional[Outside]:
+def run_edges(session, model: EdgeModel) -> Optional[Outside]:
     """Call the function on every edge input (the ``oxford`` adapter only; None for others).
 
     The calls go straight to the worker, not into ``session.observed``: these inputs have no
@@ -115,10 +127,10 @@ def run_edges(session, ap_rule: str) -> Optional[Outside]:
     if not session.adapter.outside_protocol_rules:
         return None
     cached = getattr(session, "_outside", None)
-    if cached is not None and cached.ap_rule == ap_rule:
+    if cached is not None and cached.model == model:
         return cached
     k = session.adapter.cutoff
-    out = Outside(ap_rule=ap_rule, k=k)
+    out = Outside(model=model, k=k)
     for e in EDGE_INPUTS:
         call = Call(
             (list(e.positives), list(e.junk), list(e.ranked)),
@@ -154,7 +166,7 @@ def _agrees(out: Outside, run: EdgeRun, combo: Dict[str, str], atol: float, rtol
     pred = out.predicted(run, combo)
     if run.value is None or pred is None:
         return run.value is None and pred is None  # raising where |P| = 0 leaves no value: fine
-    return within(run.value, (pred, pred), atol, rtol)
+    return within(run.value, scaled((pred, pred), out.model.scale), atol, rtol)
 
 
 def protocol_deviations(session, outside: Outside) -> Dict[str, Tuple[str, str]]:
@@ -188,10 +200,10 @@ def _defaults(rules: Dict[str, str]) -> Dict[str, str]:
     return {n: rules.get(n, BEHAVIOURS[n][0]) for n in BEHAVIOURS}
 
 
-def check_results(session, ap_rule: str, selected: Sequence[str]) -> List[CheckResult]:
+def check_results(session, model: EdgeModel, selected: Sequence[str]) -> List[CheckResult]:
     """The ``outside/...`` check results (skipped for adapters other than ``oxford``)."""
     results = []
-    outside = run_edges(session, ap_rule) if any(cid in selected for cid in CHECK_IDS) else None
+    outside = run_edges(session, model) if any(cid in selected for cid in CHECK_IDS) else None
     bad = protocol_deviations(session, outside) if outside is not None else {}
     for e in EDGE_INPUTS:
         if e.id not in selected:
@@ -241,10 +253,11 @@ def identification_facts(session, best, ident, conventions: Dict[str, object]) -
     """Add the edge inputs' facts to an identification of an ``oxford``-adapter function, and name
     the landmark preset whose rules they follow (roxford's and oxford's AP agree on usual inputs;
     ``conventions``: each landmark preset's convention on the usual inputs)."""
-    out = run_edges(session, landmark_rule(best))
+    out = run_edges(session, edge_model(best))
     if out is None:
         return
     ident.lines.extend("  " + f for f in out.facts())
+    ident.name_rules = dict(out.surviving)
     follows = [
         p for p, rules in PROTOCOL_RULES.items() if any(all(c[n] == v for n, v in rules.items()) for c in out.combos)
     ]

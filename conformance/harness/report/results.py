@@ -128,6 +128,8 @@ class Identification:
     #: each exception type raised where a value was due, with the input kind that triggers it
     #: exactly (None: no one kind), as the ``also: raises ...`` line names them
     raises: List[Tuple[str, Optional[str]]] = field(default_factory=list)
+    #: oxford adapter: per landmark name rule, the values that reproduce every edge input
+    name_rules: Dict[str, Tuple[str, ...]] = field(default_factory=dict)
 
     def text(self) -> str:
         return "\n".join(self.lines)
