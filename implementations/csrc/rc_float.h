@@ -165,6 +165,17 @@ RC_INTERNAL int64_t rc_place_avx2(const float *row, int neg, const uint8_t *skip
                                   int64_t Gp, int *nonfinite);
 #endif
 
+/* ---- rc_float_thresh.c -------------------------------------------------------------------- */
+RC_INTERNAL int64_t rc_thresh_runs(const double *rd, int64_t G, int64_t most);
+RC_INTERNAL int64_t rc_thresh_setup(const double *rd, int64_t G, float *thr, uint32_t *tcnt);
+RC_INTERNAL int64_t rc_thresh_ties(const float *thr, const uint32_t *tcnt, int64_t T, double d);
+RC_INTERNAL void rc_fold_thresh(uint32_t *tcnt, int64_t T, const double *rd, int64_t G, int64_t placed,
+                                int64_t *before, int64_t *eq);
+#ifdef RC_HAVE_AVX2_DISPATCH
+RC_INTERNAL int64_t rc_thresh_avx2(const float *row, int neg, const uint8_t *skip, int64_t j, int64_t end,
+                                   const float *thr, int64_t T, uint32_t *tcnt, int64_t *placed, int *nonfinite);
+#endif
+
 /* ---- rc_float_rel.c ----------------------------------------------------------------------- */
 RC_INTERNAL int64_t rc_count_flags(const uint8_t *row, int64_t N);
 RC_INTERNAL int rc_relevant_from_flags(const uint8_t *row, int64_t N, const uint8_t *skip, workspace *w, int64_t *G);
