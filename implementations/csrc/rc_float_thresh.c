@@ -122,6 +122,55 @@ __attribute__((target("avx2"))) static void count4(const float *row, __m256 flip
     count_block(row, flip, j, e, part, thr, tcnt, 4);
 }
 
+#ifdef RC_HAVE_AVX512_DISPATCH
+/* count_block with sixteen items a step (AVX-512: a compare into a mask register, a masked
+ * subtraction), the n thresholds of thr[] (8 or 4); the lanes' counts folded into the eight
+ * of tcnt[] (lane l and l + 8 into l) at the end */
+__attribute__((target("avx512f,avx512vl"))) static inline __attribute__((always_inline)) void
+count_block512(const float *row, int neg, int64_t j, int64_t e, int part, const float *thr, uint32_t *tcnt,
+               const int n)
+{
+    const __m512i flip = _mm512_set1_epi32(neg ? (int32_t)0x80000000u : 0);
+    const __m512i one = _mm512_set1_epi32(1);
+    __m512i a[8];
+    __m512 u[8];
+    int i;
+    for (i = 0; i < n; i++) {
+        a[i] = _mm512_setzero_si512();
+        u[i] = _mm512_set1_ps(thr[8 * i]);
+    }
+    for (; j + 16 <= e; j += 16) {
+        const __m512 d = _mm512_castsi512_ps(_mm512_xor_si512(_mm512_loadu_si512(row + j), flip));
+        for (i = 0; i < n; i++) a[i] = _mm512_mask_add_epi32(a[i], _mm512_cmp_ps_mask(d, u[i], _CMP_LT_OQ), a[i], one);
+    }
+    {  /* the rest: a step of eight (e - j is a multiple of eight) and the first `part` lanes at e */
+        const __mmask16 kept = (__mmask16)(((1u << (e - j + part)) - 1u) & 0xffffu);
+        if (kept) {
+            const __m512 d = _mm512_castsi512_ps(_mm512_xor_si512(_mm512_maskz_loadu_epi32(kept, row + j), flip));
+            for (i = 0; i < n; i++)
+                a[i] = _mm512_mask_add_epi32(a[i], _mm512_mask_cmp_ps_mask(kept, d, u[i], _CMP_LT_OQ), a[i], one);
+        }
+    }
+    for (i = 0; i < n; i++) {
+        const __m256i s = _mm256_add_epi32(_mm512_castsi512_si256(a[i]), _mm512_extracti64x4_epi64(a[i], 1));
+        _mm256_storeu_si256((__m256i *)(tcnt + 8 * i),
+                            _mm256_add_epi32(_mm256_loadu_si256((const __m256i *)(tcnt + 8 * i)), s));
+    }
+}
+
+__attribute__((target("avx512f,avx512vl"))) static void count8_512(const float *row, int neg, int64_t j, int64_t e,
+                                                                   int part, const float *thr, uint32_t *tcnt)
+{
+    count_block512(row, neg, j, e, part, thr, tcnt, 8);
+}
+
+__attribute__((target("avx512f,avx512vl"))) static void count4_512(const float *row, int neg, int64_t j, int64_t e,
+                                                                   int part, const float *thr, uint32_t *tcnt)
+{
+    count_block512(row, neg, j, e, part, thr, tcnt, 4);
+}
+#endif
+
 /* NaN or inf among row[j .. e) and the first `part` lanes at e */
 __attribute__((target("avx2"))) static int any_nonfinite(const float *row, int64_t j, int64_t e, int part)
 {
@@ -156,8 +205,16 @@ rc_thresh_avx2(const float *row, int neg, const uint8_t *skip, int64_t j, int64_
             }
             e += 8;
         }
-        for (g = 0; g + 8 <= T; g += 8) count8(row, flip, j, e, part, thr + 8 * g, tcnt + 8 * g);
-        if (g < T) count4(row, flip, j, e, part, thr + 8 * g, tcnt + 8 * g);
+#ifdef RC_HAVE_AVX512_DISPATCH
+        if (rc_use_avx512) {
+            for (g = 0; g + 8 <= T; g += 8) count8_512(row, neg, j, e, part, thr + 8 * g, tcnt + 8 * g);
+            if (g < T) count4_512(row, neg, j, e, part, thr + 8 * g, tcnt + 8 * g);
+        } else
+#endif
+        {
+            for (g = 0; g + 8 <= T; g += 8) count8(row, flip, j, e, part, thr + 8 * g, tcnt + 8 * g);
+            if (g < T) count4(row, flip, j, e, part, thr + 8 * g, tcnt + 8 * g);
+        }
         *nonfinite |= any_nonfinite(row, j, e, part);
         *placed += e - j + part;
         j = e + part;
