@@ -109,11 +109,13 @@
 #define RC_SIDE_BYTES 32768
 #define RC_SIDE_SPARSE 32
 /* float path, AVX2 threshold pass (rc_float_thresh.c): taken instead of the bucket pass above
- * where the relevant distances take at most RC_THRESH_MAX_RUNS distinct values (two
+ * where the relevant distances take at most RC_THRESH_MAX_RUNS distinct values (one or two
  * comparisons of every item per value); the row in blocks of at most RC_THRESH_BLOCK items,
  * read again from L1 for each eight thresholds */
 #define RC_THRESH_MAX_RUNS 24
 #define RC_THRESH_BLOCK 2048
+/* multipliers tried for the threshold pass's hash of the relevant distances (rc_thresh_setup) */
+#define RC_THRESH_HASH_TRIES 256
 /* the float path's skip[] marks junk 1 and the query's relevant items RC_SKIP_RELEVANT */
 #define RC_SKIP_RELEVANT 2
 /* float `grouped` with a cut-off: a max-heap of the k+1 smallest while k+1 <= N'/16 (most
