@@ -202,3 +202,31 @@ def test_threshold_pass_gives_the_same_bits_on_any_thread_count(c_backend, ties)
         for a, b in zip(one, many):
             assert same_bits(a, b, f"{ties} {threads} threads") == []
     assert same_bits(one[0], one[1], ties) == []
+
+
+@pytest.mark.parametrize("ties", TIES)
+@pytest.mark.parametrize("scores", [False, True])
+def test_signed_zeros_and_a_single_tie(c_backend, ties, scores):
+    """-0 and +0 are one distance (hashed alike); a row whose only tie with a relevant distance
+    sits in one block (the others counted without ties), and a row where it is the last item."""
+    rng = np.random.default_rng(1250 + TIES.index(ties))
+    n, Q = 9000, 4
+    D = rng.random((Q, n), dtype=np.float32) + np.float32(0.25)
+    rel = np.zeros((Q, n), bool)
+    for q in range(Q):
+        rel[q, rng.choice(n, size=10, replace=False)] = True
+        rel[q, np.argmax(D[q])] = True
+    # relevant at +0 near the start, items at -0 only far from it (their blocks hold no +0),
+    # and one relevant at -0 beside them
+    D[0, 100:103], D[0, 6000:6020:2] = np.float32(0.0), np.float32(-0.0)
+    rel[0, 100:102], rel[0, 6000] = True, True
+    for q, j in ((1, 5000), (2, n - 1)):
+        D[q, j] = D[q, np.flatnonzero(rel[q])[2]]
+        rel[q, j] = False
+    D[3] = np.float32(0.5)  # every item tied
+    rel[3, :] = False
+    rel[3, rng.choice(n, size=5, replace=False)] = True
+    p = Problem(n_queries=Q, n_gallery=n, relevance=rel, **({"scores": -D} if scores else {"distances": D}))
+    fast, bucket, scalar = _three_passes(c_backend, p, Options(ties=ties, max_rank=20))
+    assert same_bits(fast, bucket, ties) == []
+    assert same_bits(fast, scalar, f"scalar {ties}") == []
