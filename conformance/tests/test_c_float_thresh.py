@@ -2,13 +2,15 @@
 
 A whole float32 row whose relevant distances take at most ``RC_THRESH_MAX_RUNS`` (24) distinct
 values, and whose skipped items (junk, relevant) are few, is counted by comparing every item
-with each distinct relevant distance u and the next float32 above it, eight items a step, in
-per-lane counters (sixteen items a step with AVX-512 where the CPU has it).  Compared bit for bit with the same library without it (``cpu_features``
-bit 5 off: the AVX2 bucket pass of ``rc_float_place.c``), without AVX2 (bit 3 off: the scalar
-pass), without AVX-512 (bit 4 off: the threshold pass in AVX2), with the numpy implementation, and with the exact reference on a few queries: few
-distinct relevant distances and just more than the pass takes, tie-heavy rows (items tied with
-relevant items, relevant items tied with each other), ids with cameras (junk) as in ReID,
-junk masks, grades, scores, every tie policy, NaN / inf, and 1, 2 and 7 threads.
+with each distinct relevant distance, eight items a step (sixteen with AVX-512 where the CPU has
+it), in per-lane counters; the ties only in blocks where one occurs (AVX-512: a hash table of
+the relevant distances says where).  Compared bit for bit with the same library without it
+(``cpu_features`` bit 5 off: the AVX2 bucket pass of ``rc_float_place.c``), without AVX2 (bit 3
+off: the scalar pass), without AVX-512 (bit 4 off: the threshold pass in AVX2), with the numpy
+implementation, and with the exact reference on a few queries: few distinct relevant distances
+and just more than the pass takes, tie-heavy rows (items tied with relevant items, relevant
+items tied with each other), signed zeros, lone ties, ids with cameras (junk) as in ReID, junk
+masks, grades, scores, every tie policy, NaN / inf, and 1, 2 and 7 threads.
 
 Skipped when the library is not built, or fails with ``RC_REQUIRE=c``.
 """

@@ -2,7 +2,8 @@
  * bucket table, the pass's counters, the tie policies and the split at tau; rc_float_filter.c:
  * the filters of the items to place, checking the row on the same read; rc_float_rel.c: the
  * relevant items of a relevance row; rc_float_select.c: the finite check, the counts behind a
- * distance, a cut-off inside a tie group).
+ * distance, a cut-off inside a tie group; rc_float_place.c and rc_float_thresh.c: the AVX2 and
+ * threshold passes over a whole float32 row).
  * The helpers of the placing pass are inline here: they run once per item. */
 #ifndef RC_FLOAT_H
 #define RC_FLOAT_H
