@@ -1,6 +1,6 @@
 """The C float path's threshold pass (``csrc/rc_float_thresh.c``) gives the other passes' numbers.
 
-A whole float32 row whose relevant distances take at most ``RC_THRESH_MAX_RUNS`` (24) distinct
+A whole float32 row whose relevant distances take at most ``RC_THRESH_MAX_RUNS`` (32) distinct
 values, and whose skipped items (junk, relevant) are few, is counted by comparing every item
 with each distinct relevant distance, eight items a step (sixteen with AVX-512 where the CPU has
 it), in per-lane counters; the ties only in blocks where one occurs (AVX-512: a hash table of
@@ -30,7 +30,7 @@ AVX512 = 16
 #: the threshold pass's bit of ``cpu_features``
 THRESH = 32
 #: the most distinct relevant distances the pass takes (``RC_THRESH_MAX_RUNS``)
-MAX_RUNS = 24
+MAX_RUNS = 32
 
 
 def _problem(rng, n: int, runs: int, levels: int, junk: bool, graded: bool, scores: bool) -> Problem:

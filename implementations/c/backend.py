@@ -21,7 +21,7 @@ What the C code does per query (spec §4, §12), never sorting the whole gallery
   distance (the bounded pass, same bit: a farther item changes no rank).  The filter of both
   compares with AVX2 where the CPU has it (``cpu_features`` bit 3), else SSE2.  A whole
   float32 row is placed eight items a step with AVX2 (bit 3); where its relevant distances
-  take at most 24 distinct values, by compares with each of them (bit 5; sixteen items a
+  take at most 32 distinct values, by compares with each of them (bit 5; sixteen items a
   step with AVX-512, bit 4; same counts).
 * Relevance and junk come from labels (single ids compared as int64; multi-hot labels packed
   to uint64 words and ANDed) or from the boolean matrices, one query at a time: no

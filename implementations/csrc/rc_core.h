@@ -112,7 +112,7 @@
  * where the relevant distances take at most RC_THRESH_MAX_RUNS distinct values (one or two
  * comparisons of every item per value); the row in blocks of at most RC_THRESH_BLOCK items,
  * read again from L1 for each eight thresholds */
-#define RC_THRESH_MAX_RUNS 24
+#define RC_THRESH_MAX_RUNS 32
 #define RC_THRESH_BLOCK 2048
 /* multipliers tried for the threshold pass's hash of the relevant distances (rc_thresh_setup) */
 #define RC_THRESH_HASH_TRIES 256
