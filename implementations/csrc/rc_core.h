@@ -116,6 +116,9 @@
 #define RC_THRESH_BLOCK 2048
 /* multipliers tried for the threshold pass's hash of the relevant distances (rc_thresh_setup) */
 #define RC_THRESH_HASH_TRIES 256
+/* the most relevant distances hashed: by the birthday bound, 28 values in 64 slots come apart
+ * within 256 tries about one time in four, 24 about five times in six, 16 all but always */
+#define RC_THRESH_HASH_MAX_RUNS 28
 /* the float path's skip[] marks junk 1 and the query's relevant items RC_SKIP_RELEVANT */
 #define RC_SKIP_RELEVANT 2
 /* float `grouped` with a cut-off: a max-heap of the k+1 smallest while k+1 <= N'/16 (most

@@ -58,7 +58,10 @@ void rc_thresh_setup(const double *rd, int64_t G, float *thr, uint32_t *cnt, rc_
     th->eq = cnt + 8 * th->T;
     memset(cnt, 0, (size_t)(16 * th->T) * sizeof(uint32_t));
     th->mul = 0;
-    for (try_ = 0; try_ < RC_THRESH_HASH_TRIES && !th->mul; try_++) {
+    /* only the AVX-512 pass reads it; past RC_THRESH_HASH_MAX_RUNS values, 64 slots seldom
+     * keep them apart */
+    for (try_ = 0; rc_use_avx512 && th->K <= RC_THRESH_HASH_MAX_RUNS && try_ < RC_THRESH_HASH_TRIES && !th->mul;
+         try_++) {
         const uint32_t mul = (0x9e3779b1u + (uint32_t)try_ * 0x6a09e66eu) | 1u;
         for (s = 0; s < 64; s++) th->tab[s] = NAN;
         for (i = 0; i < th->K; i++) {
