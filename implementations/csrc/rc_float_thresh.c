@@ -197,31 +197,44 @@ count_block512(const float *row, __m512i flip, int64_t j, int64_t e, int part, c
     }
 }
 
+/* count_block512 for n = 1 .. 8 thresholds (eq: the tied items, else the closer ones) */
+#define RC_COUNT512(n_)                                                                            \
+    RC_THRESH_AVX512 static void count512_##n_(const float *row, __m512i flip, int64_t j, int64_t e, int part, \
+                                               const float *thr, uint32_t *cnt, int eq)            \
+    {                                                                                              \
+        if (eq) count_block512(row, flip, j, e, part, thr, cnt, n_, 1);                            \
+        else count_block512(row, flip, j, e, part, thr, cnt, n_, 0);                               \
+    }
+RC_COUNT512(1) RC_COUNT512(2) RC_COUNT512(3) RC_COUNT512(4) RC_COUNT512(5) RC_COUNT512(6) RC_COUNT512(7)
+RC_COUNT512(8)
+#undef RC_COUNT512
+
+/* every u_k over a block, eight a group, the last group as large as what is left (the
+ * padding thresholds are not compared: their counts stay 0) */
 RC_THRESH_AVX512 static void count_all512(const float *row, int neg, int64_t j, int64_t e, int part,
-                                          const rc_thresh *th, const int eq)
+                                          const rc_thresh *th, int eq)
 {
+    typedef void (*countfn)(const float *, __m512i, int64_t, int64_t, int, const float *, uint32_t *, int);
+    static const countfn by_n[9] = {NULL,       count512_1, count512_2, count512_3, count512_4,
+                                    count512_5, count512_6, count512_7, count512_8};
     const __m512i flip = _mm512_set1_epi32(neg ? (int32_t)0x80000000u : 0);
     uint32_t *cnt = eq ? th->eq : th->lt;
     int64_t g;
-    for (g = 0; g + 8 <= th->T; g += 8) {
-        if (eq) count_block512(row, flip, j, e, part, th->thr + 8 * g, cnt + 8 * g, 8, 1);
-        else count_block512(row, flip, j, e, part, th->thr + 8 * g, cnt + 8 * g, 8, 0);
-    }
-    if (g < th->T) {
-        if (eq) count_block512(row, flip, j, e, part, th->thr + 8 * g, cnt + 8 * g, 4, 1);
-        else count_block512(row, flip, j, e, part, th->thr + 8 * g, cnt + 8 * g, 4, 0);
-    }
+    for (g = 0; g < th->K; g += 8)
+        by_n[th->K - g < 8 ? th->K - g : 8](row, flip, j, e, part, th->thr + 8 * g, cnt + 8 * g, eq);
 }
 
-/* whether an item of the block equals some u_k: its slot's value (slot_of, sixteen lanes) */
+/* whether an item of the block equals some u_k: its slot's value (slot_of, sixteen lanes);
+ * *nonfinite set where one is NaN / inf */
 RC_THRESH_AVX512 static int any_tie512(const float *row, int neg, int64_t j, int64_t e, int part,
-                                       const rc_thresh *th)
+                                       const rc_thresh *th, int *nonfinite)
 {
+    const __m512 inf = _mm512_set1_ps(HUGE_VALF);
     const __m512i flip = _mm512_set1_epi32(neg ? (int32_t)0x80000000u : 0);
     const __m512i mul = _mm512_set1_epi32((int32_t)th->mul);
     const __m512 lo = _mm512_loadu_ps(th->tab), hi = _mm512_loadu_ps(th->tab + 32);
     const __m512 lo2 = _mm512_loadu_ps(th->tab + 16), hi2 = _mm512_loadu_ps(th->tab + 48);
-    __mmask16 hit = 0, kept = 0xffff;
+    __mmask16 hit = 0, bad = 0, kept = 0xffff;
     for (; j < e + part; j += 16) {
         if (e + part - j < 16) kept = (__mmask16)((1u << (e + part - j)) - 1u);
         const __m512 d = _mm512_add_ps(
@@ -231,7 +244,9 @@ RC_THRESH_AVX512 static int any_tie512(const float *row, int neg, int64_t j, int
         const __m512 v = _mm512_mask_blend_ps(_mm512_test_epi32_mask(h, _mm512_set1_epi32(32)),
                                               _mm512_permutex2var_ps(lo, h, lo2), _mm512_permutex2var_ps(hi, h, hi2));
         hit |= _mm512_mask_cmp_ps_mask(kept, d, v, _CMP_EQ_OQ);
+        bad |= _mm512_mask_cmp_ps_mask(kept, _mm512_abs_ps(d), inf, _CMP_NLT_UQ);
     }
+    *nonfinite |= bad != 0;
     return hit != 0;
 }
 #endif
@@ -273,14 +288,19 @@ __attribute__((target("avx2"))) int64_t rc_thresh_avx2(const float *row, int neg
 #ifdef RC_HAVE_AVX512_DISPATCH
         if (rc_use_avx512) {
             count_all512(row, neg, j, e, part, th, 0);
-            if (!th->mul || any_tie512(row, neg, j, e, part, th)) count_all512(row, neg, j, e, part, th, 1);
+            if (!th->mul) {
+                count_all512(row, neg, j, e, part, th, 1);
+                *nonfinite |= any_nonfinite(row, j, e, part);
+            } else if (any_tie512(row, neg, j, e, part, th, nonfinite)) {
+                count_all512(row, neg, j, e, part, th, 1);
+            }
         } else
 #endif
         {
             count_all(row, flip, j, e, part, th, 0);
             count_all(row, flip, j, e, part, th, 1);
+            *nonfinite |= any_nonfinite(row, j, e, part);
         }
-        *nonfinite |= any_nonfinite(row, j, e, part);
         *placed += e - j + part;
         j = e + part;
         if (stop) break;
