@@ -21,6 +21,7 @@ Tests: ``test_sanitizer_setup`` (the C backend really loaded the sanitized libra
 of codes, where the CPU has it), ``test_c_codes_avx2`` (the AVX2 pass, AVX-512 masked off),
 ``test_c_float_paths`` (the prefix path of
 cut-offs, scores read in C), ``test_c_float_place`` (the AVX2 pass of whole float32 rows),
+``test_c_float_thresh`` (its threshold pass, few distinct relevant distances),
 ``test_hardening``, ``test_streaming``, ``test_curves_fast`` (the
 curves of codes), ``test_metrics_subset`` (the values skipped by ``metrics=``) and
 ``test_fuzz`` when it exists (its campaign's worker processes inherit the environment, so
@@ -82,6 +83,7 @@ TEST_MODULES = (
     "test_c_codes_avx2",
     "test_c_float_paths",
     "test_c_float_place",
+    "test_c_float_thresh",
     "test_hardening",
     "test_streaming",
     "test_curves_fast",

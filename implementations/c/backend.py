@@ -19,7 +19,8 @@ What the C code does per query (spec §4, §12), never sorting the whole gallery
   distance are placed, L = max(k, R, max_rank) (the prefix path; ``cpu_features`` bit 2);
   otherwise, when they are at most 1/8 of the row, only the items up to the farthest relevant
   distance (the bounded pass, same bit: a farther item changes no rank).  The filter of both
-  compares with AVX2 where the CPU has it (``cpu_features`` bit 3), else SSE2.
+  compares with AVX2 where the CPU has it (``cpu_features`` bit 3), else SSE2.  A whole float32
+  row with at most 32 distinct relevant distances is counted by compares with each (bit 5).
 * Relevance and junk come from labels (single ids compared as int64; multi-hot labels packed
   to uint64 words and ANDed) or from the boolean matrices, one query at a time: no
   ``Q x N`` matrix is ever built.

@@ -238,8 +238,9 @@ def _require():
 
 #: every feature (``RC_FEATURE_ALL``): bit 0 popcnt, bit 1 fma, bit 2 the float prefix path,
 #: bit 3 avx2 (the float path's filter; the Hamming pass and the AP terms where AVX-512 is
-#: absent or masked off), bit 4 avx512 (the Hamming pass and the AP terms)
-ALL_FEATURES = 31
+#: absent or masked off), bit 4 avx512 (the Hamming pass and the AP terms), bit 5 the float
+#: path's AVX2 threshold pass (few distinct relevant distances; with bit 3)
+ALL_FEATURES = 63
 _FEATURE_MASK = ALL_FEATURES
 
 
@@ -247,7 +248,8 @@ def cpu_features(mask: Optional[int] = None) -> int:
     """CPU features the C code can use here (bit 0 popcnt, bit 1 fma, bit 3 avx2, bit 4
     avx512: F, DQ, BW, VL and VPOPCNTDQ, with BMI2), and bit 2:
     the float prefix path (only the items up to the L-th smallest distance, or up to the
-    farthest relevant item, are placed; always there).
+    farthest relevant item, are placed; always there), and bit 5: the float path's AVX2
+    threshold pass for rows with few distinct relevant distances (always there; used with bit 3).
 
     With ``mask``, the C code uses only the features in ``mask`` from now on (tests compare
     the generic and the accelerated paths; results are identical).  Returns the features

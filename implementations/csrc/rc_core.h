@@ -108,6 +108,17 @@
 #define RC_SIDE_COPIES 4  /* rc_place_avx2 reads at most four */
 #define RC_SIDE_BYTES 32768
 #define RC_SIDE_SPARSE 32
+/* float path, AVX2 threshold pass (rc_float_thresh.c): taken instead of the bucket pass above
+ * where the relevant distances take at most RC_THRESH_MAX_RUNS distinct values (one or two
+ * comparisons of every item per value); the row in blocks of at most RC_THRESH_BLOCK items,
+ * read again from L1 for each eight thresholds */
+#define RC_THRESH_MAX_RUNS 32
+#define RC_THRESH_BLOCK 2048
+/* multipliers tried for the threshold pass's hash of the relevant distances (rc_thresh_setup) */
+#define RC_THRESH_HASH_TRIES 256
+/* the most relevant distances hashed: by the birthday bound, 28 values in 64 slots come apart
+ * within 256 tries about one time in four, 24 about five times in six, 16 all but always */
+#define RC_THRESH_HASH_MAX_RUNS 28
 /* the float path's skip[] marks junk 1 and the query's relevant items RC_SKIP_RELEVANT */
 #define RC_SKIP_RELEVANT 2
 /* float `grouped` with a cut-off: a max-heap of the k+1 smallest while k+1 <= N'/16 (most
@@ -167,8 +178,9 @@
 #define RC_FEATURE_PREFIX 4  /* bit 2: the float prefix path (not a CPU feature: tests turn it off) */
 #define RC_FEATURE_AVX2 8    /* bit 3: AVX2 compares in the float path's filter, AVX2 Hamming pass */
 #define RC_FEATURE_AVX512 16 /* bit 4: AVX-512 (F, DQ, BW, VL, VPOPCNTDQ) Hamming pass and AP terms */
+#define RC_FEATURE_THRESH 32 /* bit 5: the float path's AVX2 threshold pass (not a CPU feature: tests turn it off) */
 #define RC_FEATURE_ALL \
-    (RC_FEATURE_POPCNT | RC_FEATURE_FMA | RC_FEATURE_PREFIX | RC_FEATURE_AVX2 | RC_FEATURE_AVX512)  /* default: all */
+    (RC_FEATURE_POPCNT | RC_FEATURE_FMA | RC_FEATURE_PREFIX | RC_FEATURE_AVX2 | RC_FEATURE_AVX512 | RC_FEATURE_THRESH)
 /* AP terms are summed in this many interleaved compensated sums (rc_metrics.c): the AVX-512
  * width in doubles, and the order every code path sums in */
 #define RC_AP_LANES 8
@@ -421,6 +433,7 @@ typedef struct {
     float *bval;             /* grown on demand (float path, AVX2 pass): each bucket's value */
     int64_t sides_cap, bval_cap;
     int prefix;              /* the prefix path is enabled (RC_FEATURE_PREFIX) */
+    int thresh;              /* the threshold pass is enabled (RC_FEATURE_THRESH) */
     uint32_t *h2;            /* RC_INTERLEAVE x 2 D (codes path, D = rc_codes_distances(B)): per
                               * (distance, relevant), or (stable / reverse) RC_INTERLEAVE running
                               * counts per distance, D apart */

@@ -44,7 +44,8 @@ int64_t rc_abi_version(void) { return RC_ABI_VERSION; }
 /* how many scalar per-query values rc_output.values holds (c_library.py checks it at load) */
 int64_t rc_n_values(void) { return RC_N_VALUES; }
 
-/* CPU features used when present: bit 0 popcnt, bit 1 fma, bit 3 avx2, bit 4 avx512 (RC_FEATURE_*).  rc_set_features(mask) limits
+/* CPU features used when present: bit 0 popcnt, bit 1 fma, bit 3 avx2, bit 4 avx512 (RC_FEATURE_*;
+ * bits 2 and 5, the float prefix path and threshold pass, are always there).  rc_set_features(mask) limits
  * them to mask (tests compare the generic and the accelerated code paths); returns the
  * features this CPU has. */
 static int64_t rc_feature_mask = RC_FEATURE_ALL;
@@ -71,7 +72,7 @@ int64_t rc_set_features(int64_t mask)
         __builtin_cpu_supports("avx512vpopcntdq") && __builtin_cpu_supports("bmi2"))
         have |= RC_FEATURE_AVX512;
 #endif
-    return have | RC_FEATURE_PREFIX;  /* not a CPU feature: always there */
+    return have | RC_FEATURE_PREFIX | RC_FEATURE_THRESH;  /* not CPU features: always there */
 }
 
 /* the default thread count: OpenMP's (OMP_NUM_THREADS where set), else the online CPUs */
@@ -140,7 +141,7 @@ typedef struct {
     const rc_options *o;
     rc_output *out;
     const dd *Hh;
-    int codes_features, use_prefix;  /* RC_FEATURE_POPCNT / _AVX2 / _AVX512 bits for the codes pass */
+    int codes_features, use_prefix, use_thresh;  /* RC_FEATURE_POPCNT / _AVX2 / _AVX512 bits for the codes pass */
 } eval_ctx;
 
 static void *eval_thread_init(void *arg)
@@ -154,6 +155,7 @@ static void *eval_thread_init(void *arg)
         return NULL;
     }
     w->prefix = c->use_prefix;
+    w->thresh = c->use_thresh;
     return w;
 }
 
@@ -224,6 +226,7 @@ int64_t rc_evaluate(const rc_input *in, const rc_options *o, rc_output *out, int
         rc_use_avx2 = (int)((have & RC_FEATURE_AVX2) != 0);
         rc_use_avx512 = (int)((have & RC_FEATURE_AVX512) != 0);
         ctx.use_prefix = (int)((have & RC_FEATURE_PREFIX) != 0);
+        ctx.use_thresh = (int)((have & RC_FEATURE_THRESH) != 0);
     }
     if (num_threads <= 0) num_threads = rc_max_threads();
     loop.ctx = &ctx;

@@ -282,13 +282,24 @@ query_float_body(const rc_input *in, const rc_options *o, const dd *Hh, int64_t 
     /* every item of a float32 row, few of them skipped: the AVX2 pass (rc_float_place.c), which
      * checks the row for NaN / inf on its own read */
     const int fast = n_red < 0 && rc_place_fast_ok(is32, N, Np, Gp);
+    /* few distinct relevant distances: the threshold pass (rc_float_thresh.c) instead, its
+     * thresholds in bval[] and their counters in sides[] */
+    const int thresh = fast && w->thresh && rc_thresh_runs(rd, Gp, RC_THRESH_MAX_RUNS) > 0;
     int64_t copies = 1, stride = 0;  /* the AVX2 pass's sides[] */
+    rc_thresh th;                    /* the threshold pass's thresholds and counters */
+    int64_t placed = 0;              /* the threshold pass: items counted */
     if (!fast && (!checked || (n_red < 0 && !row_read))) RC_CHECK_ROW();  /* unchecked, or to be read: read ahead */
     const int64_t nb = rc_bucket_count(Gp, n_red < 0 ? N : n_red);  /* no more buckets than items placed */
     if (grow((void **)&w->bucket, &w->bucket_cap, nb + 3, sizeof(bucketent))) RC_NOMEM();
     rc_bucket_setup(rd, Gp, nb, w->bucket, &bm);
     tab = w->bucket;
-    if (fast) {
+    if (thresh) {
+        const int64_t room = RC_THRESH_MAX_RUNS + 4;  /* any K <= RC_THRESH_MAX_RUNS, padded */
+        if (grow((void **)&w->sides, &w->sides_cap, 16 * room, sizeof(uint32_t)) ||
+            grow((void **)&w->bval, &w->bval_cap, 8 * room, sizeof(float)))
+            RC_NOMEM();
+        rc_thresh_setup(rd, Gp, w->bval, w->sides, &th);
+    } else if (fast) {
         copies = rc_side_copies(nb);
         stride = rc_side_stride(nb);
         if (grow((void **)&w->sides, &w->sides_cap, copies * stride, sizeof(uint32_t)) ||
@@ -346,7 +357,8 @@ query_float_body(const rc_input *in, const rc_options *o, const dd *Hh, int64_t 
                     rlo = run_of(&bm, tab, rd, rel, d, &rhi);                                      \
                 }                                                                                  \
                 rc_tie_snapshot(rlo, rhi, ties, eq, cnt, nc, Gp,                                   \
-                                fast ? rc_side_ties(w->sides, copies, stride, &bm, rd[rlo]) : 0,   \
+                                thresh ? rc_thresh_ties(&th, rd[rlo])                              \
+                                : fast ? rc_side_ties(w->sides, copies, stride, &bm, rd[rlo]) : 0, \
                                 w->tie_seen, w->tie_last, before);                                 \
             }                                                                                      \
             break;                                                                                 \
@@ -377,15 +389,20 @@ query_float_body(const rc_input *in, const rc_options *o, const dd *Hh, int64_t 
                 int nonfinite = 0;
                 for (j = c0; j < c1;) {  /* eight a step; here a skipped item, or the short tail */
                     int64_t e;
-                    j = rc_place_avx2(D32, neg, skip, j, c1, &bm, tab, w->bval, rd, w->sides, copies, stride,
-                                      cnt, nc, Gp, &nonfinite);
+                    if (thresh)
+                        j = rc_thresh_avx2(D32, neg, skip, j, c1, &th, &placed, &nonfinite);
+                    else
+                        j = rc_place_avx2(D32, neg, skip, j, c1, &bm, tab, w->bval, rd, w->sides, copies, stride,
+                                          cnt, nc, Gp, &nonfinite);
                     for (e = j + 8 <= c1 ? j + 1 : c1; j < e; j++) {
                         const double dj = RC_D(j);
                         nonfinite |= !(fabs(dj) <= DBL_MAX);
                         RC_PLACE(j, dj);
                     }
                 }
-                rc_fold_sides(w->sides, copies, stride, tab, nb, before, eq);
+                if (thresh) rc_fold_thresh(&th, rd, Gp, placed, before, eq);
+                else rc_fold_sides(w->sides, copies, stride, tab, nb, before, eq);
+                placed = 0;
                 if (nonfinite && !checked) RC_CHECK_ROW();
 #endif
             } else if (n_red < 0) {

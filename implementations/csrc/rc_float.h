@@ -2,7 +2,8 @@
  * bucket table, the pass's counters, the tie policies and the split at tau; rc_float_filter.c:
  * the filters of the items to place, checking the row on the same read; rc_float_rel.c: the
  * relevant items of a relevance row; rc_float_select.c: the finite check, the counts behind a
- * distance, a cut-off inside a tie group).
+ * distance, a cut-off inside a tie group; rc_float_place.c and rc_float_thresh.c: the AVX2 and
+ * threshold passes over a whole float32 row).
  * The helpers of the placing pass are inline here: they run once per item. */
 #ifndef RC_FLOAT_H
 #define RC_FLOAT_H
@@ -163,6 +164,25 @@ RC_INTERNAL int64_t rc_place_avx2(const float *row, int neg, const uint8_t *skip
                                   const bucketmap *m, const bucketent *t, const float *bval, const double *rd,
                                   uint32_t *sides, int64_t copies, int64_t stride, uint32_t *cnt, int64_t nc,
                                   int64_t Gp, int *nonfinite);
+#endif
+
+/* ---- rc_float_thresh.c -------------------------------------------------------------------- */
+/* the threshold pass's thresholds and counters (rc_thresh_setup) */
+typedef struct {
+    const float *thr;   /* 8 T: u_k over eight lanes, k < K, then NaN */
+    uint32_t *lt, *eq;  /* 8 T each: per-lane counts of the items closer than / tied with u_k */
+    float tab[64];      /* the u_k by slot_of (NaN: an empty slot) */
+    uint32_t mul;       /* slot_of's multiplier; 0: none keeps the u_k apart (ties counted everywhere) */
+    int64_t K, T;       /* runs, thresholds (K padded to a multiple of four) */
+} rc_thresh;
+RC_INTERNAL int64_t rc_thresh_runs(const double *rd, int64_t G, int64_t most);
+RC_INTERNAL void rc_thresh_setup(const double *rd, int64_t G, float *thr, uint32_t *cnt, rc_thresh *th);
+RC_INTERNAL int64_t rc_thresh_ties(const rc_thresh *th, double d);
+RC_INTERNAL void rc_fold_thresh(rc_thresh *th, const double *rd, int64_t G, int64_t placed, int64_t *before,
+                                int64_t *eq);
+#ifdef RC_HAVE_AVX2_DISPATCH
+RC_INTERNAL int64_t rc_thresh_avx2(const float *row, int neg, const uint8_t *skip, int64_t j, int64_t end,
+                                   const rc_thresh *th, int64_t *placed, int *nonfinite);
 #endif
 
 /* ---- rc_float_rel.c ----------------------------------------------------------------------- */
