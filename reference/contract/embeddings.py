@@ -9,13 +9,8 @@ from __future__ import annotations
 from typing import Dict, Optional, Tuple
 
 import numpy as np
-from retrieval_conformance.reference.contract.embedding_dots import (
-    SlicedRows,
-    cross_dots,
-    item_chunks,
-    slice_plan,
-    slice_rows,
-)
+from retrieval_conformance.reference.contract import embedding_rounding as rounding
+from retrieval_conformance.reference.contract.embedding_dots import SlicedRows, item_chunks, slice_plan, slice_rows
 from retrieval_conformance.reference.contract.validation import float_matrix
 
 #: a gallery's slices by plan (slices, bits per slice), kept across query blocks
@@ -65,22 +60,21 @@ def embedding_distances(
     _check_directions(metric, "query_embeddings", queries, 0)
     gallery = _kept_gallery(d, n_slices, width, sliced)  # None: cut a chunk of items at a time
     out = np.empty((q.shape[0], d.shape[0]), dtype=out_dtype)
+    certified = rounding.applies(q.dtype, d.dtype, n_slices)
+    if certified:
+        q_side = rounding.prepared(queries, metric, query=True)
+        if gallery is not None:
+            _check_directions(metric, "db_embeddings", gallery, 0)
+            rounding.keep(gallery, metric)
     # an overflow leaves inf or NaN, found and reported below with what to do
     with np.errstate(over="ignore", invalid="ignore"):
         for lo, hi in item_chunks(d.shape[0], q.shape[0], q.shape[1], n_slices):
             items = gallery.rows(lo, hi) if gallery is not None else slice_rows(d[lo:hi], n_slices, width)
             _check_directions(metric, "db_embeddings", items, lo)
-            dot = cross_dots(queries, items)  # q·r / 2**(e_q + e_r)
-            if metric == "euclidean":
-                # scaling by powers of two, a row vector at a time (no (Q, N) matrix of exponents)
-                dot *= np.ldexp(2.0, queries.exponent)[:, None]
-                dot *= np.ldexp(1.0, items.exponent)[None, :]
-                sq = np.ldexp(queries.norms, 2 * queries.exponent)[:, None] - dot
-                sq += np.ldexp(items.norms, 2 * items.exponent)[None, :]
-                np.maximum(sq, 0, out=sq)
-                out[:, lo:hi] = np.sqrt(sq, out=sq)
-            else:  # the powers of two cancel: cosine never overflows
-                out[:, lo:hi] = 1 - dot / (np.sqrt(queries.norms)[:, None] * np.sqrt(items.norms)[None, :])
+            if certified:
+                rounding.certified_block(out[:, lo:hi], metric, queries, q_side, items)
+            else:
+                rounding.exact_block(out[:, lo:hi], metric, queries, items)
     _check_overflow(np.isfinite(out), q.dtype, metric, row0)
     return out
 
