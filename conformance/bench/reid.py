@@ -159,7 +159,9 @@ def _reid_workload(
 
 def _market_spec(scale: str, dim: int = 64) -> _ReidSpec:
     if scale == "full":
-        return _ReidSpec(n_ids=751, n_cams=6, n_queries=3368, n_identity_gallery=12_720, n_distractors=2793, n_junk=400, dim=dim)
+        return _ReidSpec(
+            n_ids=751, n_cams=6, n_queries=3368, n_identity_gallery=12_720, n_distractors=2793, n_junk=400, dim=dim
+        )
     return _ReidSpec(n_ids=12, n_cams=6, n_queries=40, n_identity_gallery=150, n_distractors=30, n_junk=10, dim=dim)
 
 

@@ -197,7 +197,12 @@ def test_results_are_identical_with_labels_relevance_grades_and_blocks(name):
         want = rc.evaluate(distances=dist, implementation=name, protocol="hashing", **relevance)
         for block_size in (None, 5):
             got = rc.evaluate(
-                query_embeddings=q, db_embeddings=d, implementation=name, protocol="hashing", block_size=block_size, **relevance
+                query_embeddings=q,
+                db_embeddings=d,
+                implementation=name,
+                protocol="hashing",
+                block_size=block_size,
+                **relevance,
             )
             assert_identical(got, want)
 
@@ -208,10 +213,17 @@ def test_accumulator_batches_give_the_same_result(name):
     q, d, ql, dl, qc, dc = _problem(8)
     want = rc.evaluate(
         distances=exact_distances(q, d, "cosine"),
-        query_labels=ql, db_labels=dl, query_cams=qc, db_cams=dc, protocol="reid", implementation=name,
+        query_labels=ql,
+        db_labels=dl,
+        query_cams=qc,
+        db_cams=dc,
+        protocol="reid",
+        implementation=name,
     )
     for cuts in ((24,), (1, 7, 16), (10, 14)):
-        acc = rc.Accumulator(db_embeddings=d, db_labels=dl, db_cams=dc, metric="cosine", protocol="reid", implementation=name)
+        acc = rc.Accumulator(
+            db_embeddings=d, db_labels=dl, db_cams=dc, metric="cosine", protocol="reid", implementation=name
+        )
         start = 0
         for size in cuts:
             stop = start + size

@@ -138,7 +138,11 @@ def _eta(metric: str, dim: int, q: Tuple[np.ndarray, np.ndarray], r: Tuple[float
 
 
 def certified_block(
-    out: np.ndarray, metric: str, queries: SlicedRows, q_side: Tuple[np.ndarray, ...], items: SlicedRows
+    out: np.ndarray,
+    metric: str,
+    queries: SlicedRows,
+    q_side: Tuple[np.ndarray, np.ndarray, np.ndarray],
+    items: SlicedRows,
 ) -> int:
     """Fill ``out`` (queries x items, float32) with the exact path's distances; returns how many
     pairs were not certified by the product and were computed from the exact slices.
@@ -149,7 +153,7 @@ def certified_block(
     if n_q == 0 or n_i == 0:
         return 0
     wide, r_norms, r_tails = prepared(items, metric, query=False)
-    eta, floor = _eta(metric, queries.slices[0].shape[1], q_side[1:], (r_norms.max(), r_tails.max()))
+    eta, floor = _eta(metric, queries.slices[0].shape[1], (q_side[1], q_side[2]), (r_norms.max(), r_tails.max()))
     cols = min(n_i, TILE_ITEMS)
     rows = max(1, TILE_VALUES // cols)
     doubts: List[np.ndarray] = []
@@ -201,4 +205,3 @@ def exact_block(out: np.ndarray, metric: str, queries: SlicedRows, items: Sliced
     """``out`` (queries x items) from the exact slices alone (any dtype, any plan)."""
     dot = cross_dots(queries, items)
     out[...] = combine(metric, dot, queries.exponent[:, None], queries.norms[:, None], items.exponent, items.norms)
-
