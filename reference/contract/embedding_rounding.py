@@ -6,23 +6,25 @@ float32 embeddings whose plan has two slices of ``w`` bits (up to 4,096 dimensio
 product does, and every value it gives is checked to round to the exact path's float32:
 
 1. the rows the slices hold, ``k = s_0 2**-w + s_1 2**-2w`` (at most ``2w`` bits, exact in
-   float64), go through one float64 BLAS product.  Its ``k_q · k_r`` differs from the exact
-   slices' dot product by the product of the last slices, ``b_q · b_r`` (``b = s_1 2**-2w``,
-   the level the exact slices drop), by the BLAS's rounding, at most ``γ_d |k_q| |k_r|``
-   (``γ_d = d u / (1 - d u)``, ``u = 2**-53``, in any summation order, with or without FMA), and
-   by the exact slices' one rounding where their levels are joined: together at most
-   ``δ = (γ_d + 2u) |k_q| |k_r| + |b_q| |b_r|``;
-2. the distance is made from it by the exact path's own operations (:func:`combine`), which add
-   at most a few roundings of float64; from ``δ`` follows a bound ``η`` on the float64 distance's
-   error: cosine ``(δ / (|q| |r|) + 8u)``, euclidean through the square root ``E / t`` with
-   ``E = 2 δ + 4.1 u (|q| + |r|)**2`` the error of the squared distance, for distances ``s >= t``
-   (``t``: 1/16 of ``|q| + max |r|``; a smaller distance is not certified).  Each bound is
-   taken doubled, with the largest ``|r|`` and ``|b_r|`` of the gallery chunk;
+   float64), widened by a column or two (:func:`prepared`), go through one float64 BLAS product
+   that gives the squared euclidean distance ``|q|^2 + |r|^2 - 2 k_q·k_r`` (or the cosine
+   distance ``1 - k_q·k_r / (|q| |r|)``) at once;
+2. that differs from the exact path's float64 value by the product of the last slices,
+   ``b_q · b_r`` (``b = s_1 2**-2w``: the level the exact slices drop), by the BLAS's rounding,
+   at most ``γ`` times the sum of the absolute products (``γ = n u / (1 - n u)`` for a product
+   of length ``n``, ``u = 2**-53``, in any summation order, with or without FMA: at most
+   ``γ (|q| + |r|)**2`` for euclidean), and by a few roundings of float64 on either side: a bound
+   ``E`` on each squared euclidean distance, taken doubled (``SAFETY``), with the largest
+   ``|r|`` and ``|b_r|`` of the gallery chunk.  Through the square root, a distance ``s >= t``
+   is within ``η = E / t`` (and a few roundings) of the exact path's (``t``: 1/16 of
+   ``|q| + max |r|``; a smaller distance is not certified); a cosine distance within
+   ``η = E`` itself;
 3. where ``s - η`` and ``s + η`` round to the same float32, the exact path's float64 value,
    which lies between them, rounds to that float32 as well: it is the exact path's value.  The
    pairs where they differ (a float32 rounding boundary within ``η``, a distance below ``t``,
    duplicated rows) get their exact-slice value, pair by pair (:func:`.embedding_dots.pair_dots`),
-   or the whole tile from the exact slices when they are more than ``EXACT_SHARE`` of it.
+   or their queries' rows whole from the exact slices when they are more than ``EXACT_SHARE``
+   of those rows (tie-heavy data).
 
 So the matrix is the exact path's, bit for bit, whatever the tiles, the BLAS, its thread count
 or its order of summation; only which pairs are recomputed depends on them.
@@ -128,7 +130,8 @@ def _eta(metric: str, dim: int, q: Tuple[np.ndarray, np.ndarray], r: Tuple[float
     width = dim + (2 if metric == "euclidean" else 1)  # the product's length
     gamma = width * UNIT / (1 - width * UNIT)
     if metric == "cosine":
-        return SAFETY * ((gamma + 10 * UNIT) * (q[0] * r[0] + 1) + 1.01 * q[1] * r[1] + 6 * UNIT), None
+        # the rows over their norms round three times per entry: 6u per product, 4u more in the exact path
+        return SAFETY * ((gamma + 12 * UNIT) * (q[0] * r[0] + 1) + 1.01 * q[1] * r[1] + 6 * UNIT), None
     reach = q[0] + r[0]  # at least |q| + |r|, so at least every distance
     squared = SAFETY * ((gamma + 4 * UNIT) * reach * reach + 2 * q[1] * r[1])
     floor = FLOOR * reach

@@ -35,7 +35,10 @@ def embedding_distances(
     the exact-slice sums of :mod:`.embedding_dots`: one (query, item) pair gets the same bits
     whatever block of queries, batch, thread count or BLAS computes it.  They are combined in
     float64 (a gallery chunk at a time, never a float64 copy of the whole gallery) and rounded
-    once to float32 when both inputs are float32, as ReID code keeps its distances.
+    once to float32 when both inputs are float32, as ReID code keeps its distances.  For float32
+    inputs cut into two slices, one float64 product gives the distances instead, each certified
+    to round to that same float32 (:mod:`.embedding_rounding`; the few others come from the
+    slices): the same matrix, at about a third of the products.
     ``row0``: index of the first query row (for messages).  ``db_checked``: ``db_embeddings``
     is the array ``float_matrix`` returned for it already.  ``sliced``: a dict the caller keeps
     for one gallery across query blocks, where the gallery's slices are kept once made.
