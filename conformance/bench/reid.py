@@ -157,12 +157,24 @@ def _reid_workload(
     return Workload(name, scale, title, "distances", arrays, "reid", {}, seed, directory=tmp)
 
 
+def _market_spec(scale: str, dim: int = 64) -> _ReidSpec:
+    if scale == "full":
+        return _ReidSpec(
+            n_ids=751, n_cams=6, n_queries=3368, n_identity_gallery=12_720, n_distractors=2793, n_junk=400, dim=dim
+        )
+    return _ReidSpec(n_ids=12, n_cams=6, n_queries=40, n_identity_gallery=150, n_distractors=30, n_junk=10, dim=dim)
+
+
+def market1501_embeddings(scale: str, dim: int = 256):
+    """Market-1501-sized features at ``scale``: ``(query features, gallery features, ids and
+    cameras as ``evaluate``'s keywords)``, float32, L2-normalised, ``dim`` dimensions."""
+    qf, gf, q_pid, q_cam, g_pid, g_cam = _reid_embeddings(_market_spec(scale, dim), SEEDS["market1501"])
+    return qf, gf, {"query_labels": q_pid, "db_labels": g_pid, "query_cams": q_cam, "db_cams": g_cam}
+
+
 def market1501(scale: str) -> Workload:
     """``market1501`` at ``scale`` (in memory)."""
-    if scale == "full":
-        spec = _ReidSpec(n_ids=751, n_cams=6, n_queries=3368, n_identity_gallery=12_720, n_distractors=2793, n_junk=400)
-    else:
-        spec = _ReidSpec(n_ids=12, n_cams=6, n_queries=40, n_identity_gallery=150, n_distractors=30, n_junk=10)
+    spec = _market_spec(scale)
     n_g = spec.n_identity_gallery + spec.n_distractors + spec.n_junk
     title = (
         f"Market-1501 ReID: {spec.n_queries:,} x {n_g:,} float32 squared-Euclidean distances, "

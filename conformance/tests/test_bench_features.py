@@ -161,12 +161,15 @@ def test_registry_names_every_section_of_the_page():
 
 
 def test_float_pass_figures_at_smoke_scale_are_valid_figures():
-    from retrieval_conformance.conformance.bench.float_pass import figures
+    from retrieval_conformance.conformance.bench.float_pass import EMBEDDING_LABEL, figures
     from retrieval_conformance.conformance.support.c_test_support import load_c_backend
 
     load_c_backend()  # skips without the C library
     checked = check_figures(figures("smoke"), "float_pass")
-    assert len(checked) == 3
+    assert len(checked) == 4
+    embeddings = checked.pop(EMBEDDING_LABEL)
+    assert embeddings["value"] > 0 and embeddings["unit"] == "x numpy float32 GEMM + evaluate"
+    assert embeddings["target"] == "<= 1.5x" and judge(embeddings) in (True, False)
     for figure in checked.values():
         assert figure["value"] > 0 and figure["unit"] == "x one read pass" and judge(figure) in (True, False)
 

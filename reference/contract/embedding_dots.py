@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import List, Tuple
+from typing import Dict, List, Optional, Tuple
 
 import numpy as np
 from numpy.typing import DTypeLike
@@ -60,15 +60,19 @@ class SlicedRows:
     ``FLOAT64_SLICE_BYTES`` (ready for BLAS), else as float32 (exact below ``2**24``; half the
     memory, converted a chunk at a time); ``exponent``: each row's ``e``; ``norms``:
     each row's ``|row|^2 / 4**e`` from the slices, as :func:`cross_dots` would give it.
+    ``kept``: where a caller keeps them, the rows :mod:`.embedding_rounding` makes from the slices
+    for one metric (by its name), made once for every block of queries.
     """
 
     slices: List[np.ndarray]
     exponent: np.ndarray
     norms: np.ndarray
     width: int
+    kept: Optional[Dict[str, Tuple[np.ndarray, ...]]] = None
 
     def rows(self, lo: int, hi: int) -> "SlicedRows":
-        return SlicedRows([s[lo:hi] for s in self.slices], self.exponent[lo:hi], self.norms[lo:hi], self.width)
+        kept = None if self.kept is None else {m: tuple(a[lo:hi] for a in v) for m, v in self.kept.items()}
+        return SlicedRows([s[lo:hi] for s in self.slices], self.exponent[lo:hi], self.norms[lo:hi], self.width, kept)
 
 
 def slice_rows(x: np.ndarray, n_slices: int, width: int) -> SlicedRows:
@@ -143,3 +147,17 @@ def item_chunks(n_items: int, n_queries: int, dim: int, n_slices: int):
     """Ranges of gallery items whose temporaries stay near ``CHUNK_VALUES`` float64 values."""
     step = max(1, CHUNK_VALUES // max(n_queries, dim * n_slices, 1))
     return [(lo, min(lo + step, n_items)) for lo in range(0, n_items, step)]
+
+
+def pair_dots(a: SlicedRows, b: SlicedRows, rows: np.ndarray, cols: np.ndarray) -> np.ndarray:
+    """``cross_dots(a, b)[rows, cols]`` for the pairs given only, the same bits: each level is the
+    same sum of integers below ``2**53`` (exact in any order), joined in the same order."""
+    left = [np.asarray(s[rows], dtype=np.float64) for s in a.slices]
+    right = [np.asarray(s[cols], dtype=np.float64) for s in b.slices]
+    levels = []
+    for c in range(len(left)):
+        level = np.einsum("ij,ij->i", left[0], right[c])
+        for i in range(1, c + 1):
+            level += np.einsum("ij,ij->i", left[i], right[c - i])
+        levels.append(level)
+    return _join_levels(levels, a.width)

@@ -9,13 +9,8 @@ from __future__ import annotations
 from typing import Dict, Optional, Tuple
 
 import numpy as np
-from retrieval_conformance.reference.contract.embedding_dots import (
-    SlicedRows,
-    cross_dots,
-    item_chunks,
-    slice_plan,
-    slice_rows,
-)
+from retrieval_conformance.reference.contract import embedding_rounding as rounding
+from retrieval_conformance.reference.contract.embedding_dots import SlicedRows, item_chunks, slice_plan, slice_rows
 from retrieval_conformance.reference.contract.validation import float_matrix
 
 #: a gallery's slices by plan (slices, bits per slice), kept across query blocks
@@ -40,7 +35,10 @@ def embedding_distances(
     the exact-slice sums of :mod:`.embedding_dots`: one (query, item) pair gets the same bits
     whatever block of queries, batch, thread count or BLAS computes it.  They are combined in
     float64 (a gallery chunk at a time, never a float64 copy of the whole gallery) and rounded
-    once to float32 when both inputs are float32, as ReID code keeps its distances.
+    once to float32 when both inputs are float32, as ReID code keeps its distances.  For float32
+    inputs cut into two slices, one float64 product gives the distances instead, each certified
+    to round to that same float32 (:mod:`.embedding_rounding`; the few others come from the
+    slices): the same matrix, at about a third of the products.
     ``row0``: index of the first query row (for messages).  ``db_checked``: ``db_embeddings``
     is the array ``float_matrix`` returned for it already.  ``sliced``: a dict the caller keeps
     for one gallery across query blocks, where the gallery's slices are kept once made.
@@ -65,22 +63,21 @@ def embedding_distances(
     _check_directions(metric, "query_embeddings", queries, 0)
     gallery = _kept_gallery(d, n_slices, width, sliced)  # None: cut a chunk of items at a time
     out = np.empty((q.shape[0], d.shape[0]), dtype=out_dtype)
+    certified = rounding.applies(q.dtype, d.dtype, n_slices)
+    if certified:
+        q_side = rounding.prepared(queries, metric, query=True)
+        if gallery is not None:
+            _check_directions(metric, "db_embeddings", gallery, 0)
+            rounding.keep(gallery, metric)
     # an overflow leaves inf or NaN, found and reported below with what to do
     with np.errstate(over="ignore", invalid="ignore"):
         for lo, hi in item_chunks(d.shape[0], q.shape[0], q.shape[1], n_slices):
             items = gallery.rows(lo, hi) if gallery is not None else slice_rows(d[lo:hi], n_slices, width)
             _check_directions(metric, "db_embeddings", items, lo)
-            dot = cross_dots(queries, items)  # q·r / 2**(e_q + e_r)
-            if metric == "euclidean":
-                # scaling by powers of two, a row vector at a time (no (Q, N) matrix of exponents)
-                dot *= np.ldexp(2.0, queries.exponent)[:, None]
-                dot *= np.ldexp(1.0, items.exponent)[None, :]
-                sq = np.ldexp(queries.norms, 2 * queries.exponent)[:, None] - dot
-                sq += np.ldexp(items.norms, 2 * items.exponent)[None, :]
-                np.maximum(sq, 0, out=sq)
-                out[:, lo:hi] = np.sqrt(sq, out=sq)
-            else:  # the powers of two cancel: cosine never overflows
-                out[:, lo:hi] = 1 - dot / (np.sqrt(queries.norms)[:, None] * np.sqrt(items.norms)[None, :])
+            if certified:
+                rounding.certified_block(out[:, lo:hi], metric, queries, q_side, items)
+            else:
+                rounding.exact_block(out[:, lo:hi], metric, queries, items)
     _check_overflow(np.isfinite(out), q.dtype, metric, row0)
     return out
 
