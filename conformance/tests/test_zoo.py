@@ -160,6 +160,9 @@ def test_the_long_profile_draws_no_behaviour_another_one_hides():
         assert not (recipe.adapter == "recall-at-k" and "topk-ignored" in ids and skip_no_hit), recipe
         assert not ("k-beyond" in recipe.raises and "default-cutoff" in ids), recipe
         assert not (recipe.raises and "divided-by-k" in ids), recipe
+        assert not ("cut-at-r" in ids and skip_no_hit), recipe
+        own_ties = any(o == "ties" for _, o, _ in recipe.field_options)
+        assert not (own_ties and recipe.option("ties") == "unstable"), recipe
 
 
 def test_every_adapter_with_a_template_is_registered_and_its_gaps_are_listed():

@@ -200,3 +200,20 @@ def test_oxford_zoo_function_follows_its_name_rules(style):
 def test_round_trip_names_a_landmark_function_rules_under_its_own_scale(recipe):
     tally = round_trip([recipe])
     assert not tally.failures, tally.failures[0].failure_text()
+
+
+@pytest.mark.parametrize(
+    "recipe",
+    [
+        Recipe("mrr", "hashing", (), ("default-cutoff[1000]", "descending")),
+        Recipe("recall-at-k", "hashing", (), ("default-cutoff[1000]", "descending")),
+        Recipe("hashing-codes", "hashing", (("ap_at_k", "dcmh"),), ("default-cutoff[100]", "rounded[3]")),
+    ],
+    ids=["mrr-descending-past-1000", "recall-descending-past-1000", "dcmh-past-100-rounded"],
+)
+def test_round_trip_long_inputs_reach_past_a_default_cut_off_either_way(recipe):
+    # misidentified before the long inputs held a query whose first relevant item lies past 1000
+    # when sorted the wrong way, and one whose AP over its first 100 relevant items differs from
+    # its AP over all of them by more than a rounding to 3 decimals hides
+    tally = round_trip([recipe])
+    assert not tally.failures, tally.failures[0].failure_text()

@@ -15,6 +15,7 @@ from typing import Dict, FrozenSet, List, Optional, Sequence, Tuple
 
 from retrieval_conformance.conformance.harness.adapters.registry import ADAPTERS
 from retrieval_conformance.conformance.harness.candidates.bugs import BUGS
+from retrieval_conformance.conformance.harness.candidates.candidate import UNSTABLE
 from retrieval_conformance.conformance.harness.candidates.landmark_rules import PROTOCOL_RULES
 from retrieval_conformance.conformance.harness.candidates.reference_values import OPTION_VALUES
 from retrieval_conformance.conformance.zoo.catalogue import (
@@ -155,6 +156,8 @@ def _fits(adapter: str, protocol: str, options: Dict[str, str], bugs: Sequence[s
         return False
     if conv.ties == "grouped" and (conv.ap_rule != "precision_sum" or "cut-at-r" in ids):
         return False  # scikit-learn's thresholds: precision at each score, no rank to cut at or average with
+    if "cut-at-r" in ids and conv.empty == "skip_no_hit":
+        return False  # whether the skip looks in the top k or the top R is not the writer's to guess
     if "cut-at-r" in ids and ({"topk-ignored", "divided-by-k", "default-cutoff", "last-item-dropped"} & set(ids)):
         return False  # the writer cuts at R: the cut-off parameter, its default with it, is never read
     if "divided-by-k" in ids and ("last-item-dropped" in ids or "topk-ignored" in ids):
@@ -189,9 +192,12 @@ def _field_option(name: str, value: str) -> Tuple[str, str, str]:
     return field, option, value
 
 
-def _fits_fields(own: Sequence[Tuple[str, str, str]], bugs: Sequence[str]) -> bool:
-    """Whether a field's own option values fit the bugs: a bug that replaces an option (a 1 for an
-    empty query) leaves no field a value of that option of its own."""
+def _fits_fields(own: Sequence[Tuple[str, str, str]], bugs: Sequence[str], ties: str) -> bool:
+    """Whether a field's own option values fit the bugs and the function's ties: a bug that
+    replaces an option (a 1 for an empty query) leaves no field a value of that option of its own,
+    and an unstable sort's values span every order of a field's own (no input tells them apart)."""
+    if ties == UNSTABLE and any(o == "ties" for _, o, _ in own):
+        return False
     return not any(o in _bug_replaces(label) for _, o, _ in own for label in bugs)
 
 
@@ -231,7 +237,9 @@ def draw(rng: random.Random, adapter: str, index: int = 0, max_behaviours: int =
         name_rules = tuple(sorted((name, v) for kind, name, v in chosen if kind == "rule"))
         if len({n for n, _ in name_rules}) < len(name_rules):
             continue  # two values of one rule
-        if not _fits(adapter, protocol, options, bugs, k_default) or not _fits_fields(own, bugs):
+        if not _fits(adapter, protocol, options, bugs, k_default) or not _fits_fields(
+            own, bugs, options.get("ties", proto.ties)
+        ):
             continue
         if raises and "divided-by-k" in bugs:
             continue  # the divisor k shows past the gallery, where one of them raises

@@ -5,8 +5,9 @@ The generated families hold at most 24 items, so a cut-off a function applies wi
 These inputs are longer than each of :data:`DEFAULT_CUTOFFS`: lists with relevant items beyond
 each of them (what AP, nDCG and Recall@k read), lists whose first relevant item lies beyond each
 (what MRR, the hit rate and Rank-1 read: a list that always holds a relevant item at rank 1 to 3
-gives MRR@100 the value of the whole ranking's MRR), one query with more than 100 relevant items,
-and a one-item gallery asked for k > 1.  They are the only long inputs, so a check stays fast.
+gives MRR@100 the value of the whole ranking's MRR), in either direction of the sort, one query
+with more than 100 relevant items, and a one-item gallery asked for k > 1.  They are the only long
+inputs, so a check stays fast.
 """
 
 from __future__ import annotations
@@ -52,7 +53,10 @@ def first_relevant_ranks(cutoffs: Sequence[int], n_gallery: int) -> Tuple[Tuple[
 @lru_cache(maxsize=1)
 def long_cases() -> Tuple[Case, ...]:
     """The dedicated long inputs (built once)."""
-    many = [r for r in range(1, 131) if r % 6 != 0]  # 109 relevant items among 130: R > 100
+    # 120 relevant items among 130 (R > 100): the first 100 nearly all at the top, the rest after a
+    # gap, so that an AP over the first 100 relevant items (dcmh's AP@100) and over all of them differ
+    # by more than a rounding to two decimals hides
+    many = [r for r in range(1, 101) if r != 50] + list(range(110, 131))
     return (
         ranked_case(
             f"{LONG_LISTS}#past-10-20-50",
@@ -62,7 +66,14 @@ def long_cases() -> Tuple[Case, ...]:
         ),
         ranked_case(f"{LONG_LISTS}#past-100", 130, [many, [3, 50, 99, 101, 120]], seed=100),
         ranked_case(f"{LONG_LISTS}#past-1000", 1030, [[1, 7, 15, 40, 90, 300, 999, 1001, 1015, 1030]], seed=1000),
-        # the first relevant item beyond 10, 20, 50 and 100 (queries 0 to 3), then beyond 1000 alone
+        # the first relevant item beyond 10, 20, 50 and 100 (queries 0 to 3), then beyond 1000 alone,
+        # with a query whose relevant items all lie near the top: sorted the wrong way (largest
+        # distance first) its first one lies beyond 1000 too
         ranked_case(f"{LONG_LISTS}#first-past-10-20-50-100", 130, first_relevant_ranks(DEFAULT_CUTOFFS[:4], 130), 11),
-        ranked_case(f"{LONG_LISTS}#first-past-1000", 1030, first_relevant_ranks(DEFAULT_CUTOFFS[4:], 1030), 1001),
+        ranked_case(
+            f"{LONG_LISTS}#first-past-1000",
+            1030,
+            first_relevant_ranks(DEFAULT_CUTOFFS[4:], 1030) + ((3, 12, 25),),
+            1001,
+        ),
     )
