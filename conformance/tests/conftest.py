@@ -23,7 +23,7 @@ def cimpl(c_backend):
 #: the modules that judge the harness's verdicts (``check``, ``--identify``, the zoo, hostile
 #: targets): the verdicts come from the exact reference whatever implementations are installed, so
 #: tox's minimal env leaves them (``-m "not harness"``) to the full suite's env
-HARNESS_MODULES = ("test_harness_", "test_fuzz_check_targets.py", "test_zoo.py")
+HARNESS_MODULES = ("test_harness_", "test_fuzz_check_targets.py", "test_zoo")
 
 
 def pytest_collection_modifyitems(config, items):

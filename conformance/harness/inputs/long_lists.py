@@ -66,14 +66,10 @@ def long_cases() -> Tuple[Case, ...]:
         ),
         ranked_case(f"{LONG_LISTS}#past-100", 130, [many, [3, 50, 99, 101, 120]], seed=100),
         ranked_case(f"{LONG_LISTS}#past-1000", 1030, [[1, 7, 15, 40, 90, 300, 999, 1001, 1015, 1030]], seed=1000),
-        # the first relevant item beyond 10, 20, 50 and 100 (queries 0 to 3), then beyond 1000 alone,
-        # with a query whose relevant items all lie near the top: sorted the wrong way (largest
-        # distance first) its first one lies beyond 1000 too
+        # the first relevant item beyond 10, 20, 50 and 100 (queries 0 to 3), then beyond 1000 alone
         ranked_case(f"{LONG_LISTS}#first-past-10-20-50-100", 130, first_relevant_ranks(DEFAULT_CUTOFFS[:4], 130), 11),
-        ranked_case(
-            f"{LONG_LISTS}#first-past-1000",
-            1030,
-            first_relevant_ranks(DEFAULT_CUTOFFS[4:], 1030) + ((3, 12, 25),),
-            1001,
-        ),
+        ranked_case(f"{LONG_LISTS}#first-past-1000", 1030, first_relevant_ranks(DEFAULT_CUTOFFS[4:], 1030), 1001),
+        # every relevant item near the top: sorted the wrong way (largest distance first), the first
+        # one lies beyond 1000 (each list above ends in a relevant item, first in that order)
+        ranked_case(f"{LONG_LISTS}#near-top-1030", 1030, [[3, 12, 25]], 1002),
     )
