@@ -20,3 +20,12 @@ def load_c_backend():
     from retrieval_conformance.implementations.c import backend as module
 
     return module
+
+
+def float_pass_options(rng, ties: str, n: int):
+    """The options the float-pass tests compare a row under: no cut-off, k = n/2 (AP@k over R) and
+    a small k with dcmh's divisor, each with a drawn CMC length."""
+    from retrieval_conformance.reference.contract.problem import Options
+
+    for k, den in ((None, "hits"), (n // 2, "r"), (int(rng.integers(1, 50)), "dcmh")):
+        yield Options(ties=ties, k=k, ap_at_k=den, max_rank=int(rng.choice([0, 5, 50])))

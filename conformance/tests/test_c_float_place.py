@@ -17,7 +17,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from retrieval_conformance.conformance.crosscheck import compare_per_query, same_bits
-from retrieval_conformance.conformance.support.c_test_support import TIES
+from retrieval_conformance.conformance.support.c_test_support import TIES, float_pass_options
 from retrieval_conformance.reference.contract.problem import Options, Problem
 
 #: the AVX2 feature bit of ``cpu_features``
@@ -64,11 +64,6 @@ def _with_and_without_avx2(c_backend, p: Problem, o: Options):
     return fast, scalar
 
 
-def _options(rng, ties: str, n: int):
-    for k, den in ((None, "hits"), (n // 2, "r"), (int(rng.integers(1, 50)), "dcmh")):
-        yield Options(ties=ties, k=k, ap_at_k=den, max_rank=int(rng.choice([0, 5, 50])))
-
-
 @pytest.mark.parametrize("ties", TIES)
 def test_avx2_pass_equals_the_scalar_pass(c_backend, ties):
     """Every field and tie policy, bit for bit the scalar pass's and the numpy implementation's."""
@@ -87,7 +82,7 @@ def test_avx2_pass_equals_the_scalar_pass(c_backend, ties):
             graded=case % 4 == 1,
             scores=case % 3 == 2,
         )
-        for o in _options(rng, ties, n):
+        for o in float_pass_options(rng, ties, n):
             try:
                 fast, scalar = _with_and_without_avx2(c_backend, p, o)
             except ValueError:  # grouped with k inside a tie group: refused by both

@@ -20,7 +20,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from retrieval_conformance.conformance.crosscheck import compare_per_query, same_bits
-from retrieval_conformance.conformance.support.c_test_support import TIES
+from retrieval_conformance.conformance.support.c_test_support import TIES, float_pass_options
 from retrieval_conformance.reference.contract.problem import Options, Problem
 
 #: the AVX2 feature bit of ``cpu_features``
@@ -104,11 +104,6 @@ def _three_passes(c_backend, p: Problem, o: Options, threads: int = 1):
     return out[1:]
 
 
-def _options(rng, ties: str, n: int):
-    for k, den in ((None, "hits"), (n // 2, "r"), (int(rng.integers(1, 50)), "dcmh")):
-        yield Options(ties=ties, k=k, ap_at_k=den, max_rank=int(rng.choice([0, 5, 50])))
-
-
 @pytest.mark.parametrize("ties", TIES)
 def test_threshold_pass_equals_the_other_passes(c_backend, ties):
     """Every field and tie policy, bit for bit the bucket pass's, the scalar pass's and numpy's."""
@@ -121,7 +116,7 @@ def test_threshold_pass_equals_the_other_passes(c_backend, ties):
         runs = (1, 3, 12, MAX_RUNS, MAX_RUNS + 1, 7, 20, 2)[case]
         levels = (5, 60, 0, 1000, 0, 0, 40, 0)[case]
         p = _problem(rng, n, runs, levels, junk=case % 2 == 0, graded=case % 4 == 1, scores=case % 3 == 2)
-        for o in _options(rng, ties, n):
+        for o in float_pass_options(rng, ties, n):
             try:
                 fast, bucket, scalar = _three_passes(c_backend, p, o)
             except ValueError:  # grouped with k inside a tie group: refused by all
