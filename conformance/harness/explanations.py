@@ -28,6 +28,8 @@ from retrieval_conformance.conformance.harness.engine.causes import (
 )
 from retrieval_conformance.conformance.harness.engine.composite import Composite
 from retrieval_conformance.conformance.harness.engine.evidence import decisive
+from retrieval_conformance.conformance.harness.engine.findings import kind_text_of
+from retrieval_conformance.conformance.harness.engine.impossible import CLAUSE as IMPOSSIBLE_CLAUSE
 from retrieval_conformance.conformance.harness.engine.impossible import impossible_text
 from retrieval_conformance.conformance.harness.engine.impossible import outside as outside_unit_interval
 from retrieval_conformance.conformance.harness.engine.partition import unexplained_text
@@ -92,13 +94,14 @@ class Explanations:
                 total = len(r.raised) + r.returned + len(r.allowed)
                 if found.kind:
                     why.append(
-                        f"it raises {found.type} exactly on the inputs with {found.kind} ({len(found.records)} calls)"
+                        f"it raises {found.type} exactly on the inputs with {found.kind_text} "
+                        f"({len(found.records)} calls)"
                     )
                 why += ["it also " + f.text(total) for f in r.findings if f is not found]
             elif m.kind == "raised" and r.kind:
                 why.append(
-                    f"it raises exactly on the inputs with {r.kind} ({len(r.raised)} calls), and returns a "
-                    "value on every other input"
+                    f"it raises exactly on the inputs with {kind_text_of(r.kind, r.also)} ({len(r.raised)} calls), "
+                    "and returns a value on every other input"
                 )
             return clauses, why
         if case.non_positive_scores:
@@ -226,10 +229,10 @@ class Explanations:
         the smallest input that rules out the same candidate without it."""
         a = self.analysis()
         v = a.verdict
+        out = self._impossible_result(report, a)
         if v is None or not v.survivors:
-            return []
+            return out
         named = {c for r in report.results if r.deviation for c in r.deviation.clauses}
-        out = []
         for part in parts(self.s, v.described, a.dims):
             clause, reason = clause_and_why(self.s, v.described, part)
             if clause in named:
@@ -258,6 +261,23 @@ class Explanations:
             named.add(clause)
             out.append(res)
         return out
+
+    def _impossible_result(self, report: Report, a) -> List[CheckResult]:
+        """A fraction outside [0, 1] that ``--identify`` names is named by ``check`` too, even when
+        no check's smallest input is the one that gave it (one engine, one verdict)."""
+        found = a.impossible
+        if found is None:
+            return []
+        text = impossible_text(found)
+        if any(r.deviation and text in r.deviation.explanations for r in report.results):
+            return []
+        ev = found.ev
+        ev.mismatches = ev.mismatches or self.s.compare(ev)
+        res = CheckResult(
+            "identified/impossible-value", "a value no fraction can take", IMPOSSIBLE_CLAUSE, DEVIATE, examples=1
+        )
+        res.deviation = self._evidence(res.id, ev, [IMPOSSIBLE_CLAUSE], [text])
+        return [res]
 
 
 def _unique(items) -> List[str]:

@@ -14,6 +14,7 @@ import pkgutil
 import pytest
 from retrieval_conformance.conformance import examples
 from retrieval_conformance.conformance.harness import check, identify
+from retrieval_conformance.conformance.harness.report.results import DEVIATE
 
 E = "retrieval_conformance.conformance.examples."
 
@@ -79,6 +80,41 @@ EXAMPLES = [
     ("trapezoid:mean_ap", "distances-relevance", "hashing"),
     ("unstable_ties:calc_top_map", "hashing-codes", "hashing"),
     ("uses_removed_numpy:evaluate", "reid", "reid-matlab"),
+    # held-out style: real evaluation code of other fields, each reproduced by a function of our own
+    ("heldout_dml_csq_map:csq_map", "hashing-codes", None),
+    ("heldout_dml_faiss_intersection:recall_at_k", "recall-at-k", None),
+    ("heldout_dml_hashnet_map:hashnet_map", "hashing-codes", None),
+    ("heldout_dml_msloss_recall:msloss_recall_at_k", "recall-at-k", None),
+    ("heldout_dml_pml_dict:pml_accuracy", "pml", None),
+    ("heldout_dml_pml_map:pml_map_at_k", "distances-relevance", None),
+    ("heldout_dml_pml_mrr:mrr", "mrr", None),
+    ("heldout_dml_proxyanchor_recall:proxyanchor_recall_at_k", "recall-at-k", None),
+    ("heldout_recsys_allrank_ndcg:allrank_ndcg", "sklearn-ndcg", None),
+    ("heldout_recsys_cornac_map:cornac_map", "distances-relevance", None),
+    ("heldout_recsys_cornac_mrr:cornac_mrr", "mrr", None),
+    ("heldout_recsys_libreco_map:libreco_map", "distances-relevance", None),
+    ("heldout_recsys_lightgcn_recall:lightgcn_recall", "recall-at-k", None),
+    ("heldout_recsys_mlmetrics_mapk:mlmetrics_mapk", "distances-relevance", None),
+    ("heldout_recsys_msrec_map_at_k:msrec_map_at_k", "distances-relevance", None),
+    ("heldout_recsys_msrec_ndcg_raw:msrec_ndcg_raw", "sklearn-ndcg", None),
+    ("heldout_recsys_msrec_recall:msrec_recall_at_k", "recall-at-k", None),
+    ("heldout_recsys_recbole_map:recbole_map", "distances-relevance", None),
+    ("heldout_recsys_recbole_mrr:recbole_mrr", "mrr", None),
+    ("heldout_recsys_recbole_ndcg:recbole_ndcg", "sklearn-ndcg", None),
+    ("heldout_xmodal_beir_map_cut:map_at_k", "distances-relevance", None),
+    ("heldout_xmodal_beir_map_cut_unrounded:map_at_k", "distances-relevance", None),
+    ("heldout_xmodal_beir_mrr:mrr", "mrr", None),
+    ("heldout_xmodal_beir_recall_cap:recall_at_k", "recall-at-k", None),
+    ("heldout_xmodal_beir_topk_acc:recall_at_k", "recall-at-k", None),
+    ("heldout_xmodal_clip_benchmark:recall_at_k", "recall-at-k", None),
+    ("heldout_xmodal_codebert_mrr:mrr", "mrr", None),
+    ("heldout_xmodal_colbert_mrr10:mrr", "mrr", None),
+    ("heldout_xmodal_colbert_recall:recall_at_k", "recall-at-k", None),
+    ("heldout_xmodal_dpr_topk:recall_at_k", "recall-at-k", None),
+    ("heldout_xmodal_graphcodebert_mrr:mrr", "mrr", None),
+    ("heldout_xmodal_round5_min:recall_at_k", "recall-at-k", None),
+    ("heldout_xmodal_unixcoder_map:mean_ap", "distances-relevance", None),
+    ("heldout_xmodal_vsepp_i2t:recall_at_k", "recall-at-k", None),
 ]
 #: example modules that are no function for the harness, or need a setting of their own
 NOT_COMPARED = {
@@ -117,3 +153,31 @@ def test_check_and_identify_name_the_same_causes(target, adapter, protocol):
     assert (ident.exit_code == 2) == (report.exit_code == 2), (ident.text(), report.text())
     said, named = ident.identification.causes, report.named_causes
     assert said == named, f"identify: {said}\ncheck: {named}\n\n{ident.text()}\n\n{report.text()}"
+
+
+def test_check_names_the_impossible_value_identify_names():
+    """HashNet's mAP@R (a held-out example) returns 25/12 on a one-item gallery with k beyond it:
+    ``--identify`` names the impossible value; ``check`` did not, because no check's smallest
+    input was that one.  Both name it now, word for word."""
+    target = E + "heldout_dml_hashnet_map:hashnet_map"
+    ident = identify(target, adapter="hashing-codes", per_family=3)
+    report = check(target, adapter="hashing-codes", max_examples=10)
+    said = [line.strip() for line in ident.text().splitlines() if line.strip().startswith("impossible value:")]
+    assert len(said) == 1, ident.text()
+    shown = [r for r in report.results if r.id == "identified/impossible-value"]
+    assert len(shown) == 1 and shown[0].status == DEVIATE, report.text()
+    assert said[0] in shown[0].deviation.explanations, report.text()
+
+
+def test_a_raise_trigger_the_inputs_cannot_narrow_is_stated_with_its_rival():
+    """Cornac's MRR (a held-out example) skips users without positives and divides by zero only
+    when none has one; a second exception (galleries under 10 items) hid every input that would
+    tell "a query without a relevant item" from "every query without one".  The report named the
+    first as exact; it now states both, in check and in --identify alike."""
+    target = E + "heldout_recsys_cornac_mrr:cornac_mrr"
+    both = "a query without a relevant item (or only on every query without a relevant item"
+    ident = identify(target, adapter="mrr", per_family=3)
+    assert any(f[0] == "ZeroDivisionError" for f in ident.identification.raises), ident.text()
+    assert both in ident.text(), ident.text()
+    report = check(target, adapter="mrr", max_examples=10)
+    assert both in report.text(verbose=True), report.text()

@@ -158,6 +158,7 @@ def test_the_long_profile_draws_no_behaviour_another_one_hides():
         assert not {"ndcg-ideal-from-retrieved", "topk-ignored"} <= ids, recipe
         skip_no_hit = recipe.option("empty") == "skip_no_hit"
         assert not (recipe.adapter == "recall-at-k" and "topk-ignored" in ids and skip_no_hit), recipe
+        assert not (recipe.adapter == "recall-at-k" and {"topk-ignored", "descending"} <= ids), recipe
         assert not ("k-beyond" in recipe.raises and "default-cutoff" in ids), recipe
         assert not (recipe.raises and "divided-by-k" in ids), recipe
         assert not ("cut-at-r" in ids and skip_no_hit), recipe

@@ -62,6 +62,7 @@ _AP_BUGS = (
     "rounded[2]",
     "rounded[3]",
     "rounded[4]",
+    "rounded[5]",
     "divided-by-k",
     "topk-ignored",
     "empty-scores-one",
@@ -78,6 +79,7 @@ _RANK_BUGS = (
     "rounded[2]",
     "rounded[3]",
     "rounded[4]",
+    "rounded[5]",
     "topk-ignored",
     "empty-scores-one",
     "descending",
@@ -90,6 +92,7 @@ _ONE_QUERY_BUGS = (
     "rounded[2]",
     "rounded[3]",
     "rounded[4]",
+    "rounded[5]",
     "descending",
     "zero-based-ranks",
     "previous-hit-trapezoid",
@@ -97,7 +100,7 @@ _ONE_QUERY_BUGS = (
 )
 _CONCRETE_TIES = ("stable", "reverse", "optimistic", "pessimistic")
 #: the bugs of a mean over queries of a rank metric whose code the zoo writes without a cut-off
-_MEAN_BUGS = ("percent", "rounded[2]", "rounded[3]", "rounded[4]", "empty-scores-one", "descending")
+_MEAN_BUGS = ("percent", "rounded[2]", "rounded[3]", "rounded[4]", "rounded[5]", "empty-scores-one", "descending")
 #: numpy's default sort as well: the harness's "unstable" (reid's three fields leave it to a test
 #: of its own: its identification takes about 25 s a function)
 _WRITTEN_TIES = _CONCRETE_TIES + (UNSTABLE,)
@@ -164,14 +167,22 @@ WRITABLE: Dict[str, Dict[str, Tuple[str, ...]]] = {
     "oxford": {  # a ranked list of names: no tie order, cut-off or mean of the writer's to choose
         "ap_rule": OPTION_VALUES["ap_rule"],
         # junk-kept is the name rule "junk: kept" (code without a junk notion), named as the known bug
-        "bugs": ("percent", "rounded[2]", "rounded[3]", "rounded[4]", "previous-hit-trapezoid", "junk-kept"),
+        "bugs": (
+            "percent",
+            "rounded[2]",
+            "rounded[3]",
+            "rounded[4]",
+            "rounded[5]",
+            "previous-hit-trapezoid",
+            "junk-kept",
+        ),
     },
     "reid": {
         "ties": _CONCRETE_TIES,
         "ap_rule": OPTION_VALUES["ap_rule"],
         "empty": ("zero", "skip"),
         "cmc_length": ("max_rank", "gallery"),
-        "bugs": ("percent", "rounded[2]", "rounded[3]", "rounded[4]", "descending", "junk-kept"),
+        "bugs": ("percent", "rounded[2]", "rounded[3]", "rounded[4]", "rounded[5]", "descending", "junk-kept"),
     },
 }
 

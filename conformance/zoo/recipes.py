@@ -179,6 +179,8 @@ def _fits(adapter: str, protocol: str, options: Dict[str, str], bugs: Sequence[s
     if recall and "topk-ignored" in ids and conv.empty == "skip_no_hit":
         return False  # the whole list holds a hit of every query counted: each scores 1 as a hit rate
         # within k does on every query it counts (a mean over no query is undefined)
+    if recall and "topk-ignored" in ids and "descending" in ids:
+        return False  # recall over the whole list counts every relevant item in any order
     reciprocal = "rr" in (ADAPTERS[adapter].fields or {}).values()
     if reciprocal and "default-cutoff[1000]" in bugs and "rounded[2]" in bugs:
         return False  # a reciprocal rank past 1000 is under 0.001: rounded to 2 decimals, 0 either way

@@ -63,6 +63,9 @@ class Predictor:
         self._cases: Dict[Tuple[int, str], Case] = {}
         self._tables: Dict[Tuple, Optional[Table]] = {}
         self._kept_counts: Dict[Tuple[int, str], List[int]] = {}
+        #: predictions per (candidate, input, call, CMC length): elimination asks the same ones
+        #: round after round; the entry holds the case and call so that their ids stay theirs
+        self._predictions: Dict[Tuple, Tuple[Any, Any, Optional[Dict[str, Any]]]] = {}
 
     # -- the input a buggy function effectively sees ----------------------------------------
     def _case(self, case: Case, cand: Candidate) -> Case:
@@ -200,6 +203,15 @@ class Predictor:
 
         ``cand`` may be a :class:`~..engine.composite.Composite`: each field under its own candidate.
         """
+        key = (cand, id(case), id(call), cmc_len)
+        hit = self._predictions.get(key)
+        if hit is not None:
+            return hit[2]
+        pred = self._predict(cand, case, call, cmc_len)
+        self._predictions[key] = (case, call, pred)
+        return pred
+
+    def _predict(self, cand: Candidate, case: Case, call: Call, cmc_len: Optional[int]) -> Optional[Dict[str, Any]]:
         if isinstance(cand, Composite):
             return predict_composite(self.predict, cand, case, call, cmc_len)
         max_rank = max(call.max_rank, cmc_len or 0)

@@ -107,6 +107,12 @@ def _single_query(session, rec) -> bool:
     return rec.call.query is None and rec.ev.case.n_queries == 1
 
 
+def _no_query_counted(session, rec) -> bool:
+    """Every query without a relevant item: a mean over the queries that have one has no term."""
+    rel, junk = _rel_junk(session, rec)
+    return all(not (rel[q] & ~junk[q]).any() for q in _queries(session, rec))
+
+
 INPUT_KINDS: Tuple[Tuple[str, Callable], ...] = (
     ("a query without a relevant item", _no_relevant),
     ("a query whose relevant items all rank below the cut-off k", _no_hit_in_top_k),
@@ -121,6 +127,7 @@ INPUT_KINDS: Tuple[Tuple[str, Callable], ...] = (
     ("tied distances", _ties),
     ("junk items", _junk),
     ("a single query", _single_query),
+    ("every query without a relevant item (no query would count in a mean that skips them)", _no_query_counted),
 )
 
 
@@ -141,10 +148,16 @@ class RaiseFinding:
     error: str  # the first line of the first (smallest) such exception
     records: List[CallRecord]
     kind: Optional[str] = None  # the input kind that raises it exactly, if any
+    #: other input kinds that fit the same calls: the inputs run do not tell them from ``kind``
+    also: Tuple[str, ...] = ()
 
     @property
     def type(self) -> str:
         return error_type(self.records[0])
+
+    @property
+    def kind_text(self) -> str:
+        return kind_text_of(self.kind, self.also)
 
     def first_text(self) -> str:
         rec = self.records[0]
@@ -152,7 +165,7 @@ class RaiseFinding:
 
     def text(self, total: int) -> str:
         n = len(self.records)
-        where = f"on {self.kind} ({n} of {total} calls)" if self.kind else f"on {n} of {total} calls"
+        where = f"on {self.kind_text} ({n} of {total} calls)" if self.kind else f"on {n} of {total} calls"
         return f"raises {self.error} {where}; smallest input: {self.first_text()}"
 
 
@@ -163,6 +176,7 @@ class Raising:
     raised: List[CallRecord]  # raised where a value was expected
     returned: int
     kind: Optional[str] = None  # the input kind that raises exactly, if any (every exception together)
+    also: Tuple[str, ...] = ()  # other kinds that fit the same calls (RaiseFinding.also)
     error: str = ""
     allowed: List[CallRecord] = field(default_factory=list)  # raised where no value is due: fine
     #: each exception type on its own, with its trigger and smallest input (first raised first)
@@ -190,18 +204,31 @@ class Raising:
         if len(self.findings) > 1:
             return "; ".join(f.text(total) for f in self.findings)
         n = len(self.raised)
-        where = f"on {self.kind} ({n} of {total} calls)" if self.kind else f"on {n} of {total} calls"
+        where = (
+            f"on {kind_text_of(self.kind, self.also)} ({n} of {total} calls)"
+            if self.kind
+            else f"on {n} of {total} calls"
+        )
         return f"raises {self.error} {where}; first input: {self.first_text()}"
 
 
-def _trigger(session, records: Sequence[CallRecord], returned: Sequence[CallRecord]) -> Optional[str]:
-    """The first input kind that every call of ``records`` has and no returning call has."""
+def kind_text_of(kind: Optional[str], also: Sequence[str]) -> str:
+    if not also:
+        return kind or ""
+    return f"{kind} (or only on {' or on '.join(also)}: no input run tells these apart)"
+
+
+def _triggers(session, records: Sequence[CallRecord], returned: Sequence[CallRecord]) -> Tuple[str, ...]:
+    """Every input kind that every call of ``records`` has and no returning call has, in the order
+    of ``INPUT_KINDS``: the first is named, the others are stated beside it (a second exception can
+    hide the inputs that would tell them apart)."""
     if not returned:
-        return None
-    for name, pred in INPUT_KINDS:
-        if all(pred(session, r) for r in records) and not any(pred(session, r) for r in returned):
-            return name
-    return None
+        return ()
+    return tuple(
+        name
+        for name, pred in INPUT_KINDS
+        if all(pred(session, r) for r in records) and not any(pred(session, r) for r in returned)
+    )
 
 
 def raising(session, evs: Sequence, defined: Optional[Callable[[CallRecord], bool]] = None) -> Raising:
@@ -223,14 +250,16 @@ def raising(session, evs: Sequence, defined: Optional[Callable[[CallRecord], boo
     if not raised:
         return res
     res.error = raised[0].outcome.error_line[:200]
-    res.kind = _trigger(session, raised, returned)
+    kinds = _triggers(session, raised, returned)
+    res.kind, res.also = (kinds[0], kinds[1:]) if kinds else (None, ())
     by_type: Dict[str, List[CallRecord]] = {}
     for rec in raised:
         by_type.setdefault(error_type(rec), []).append(rec)
     for records in by_type.values():
         records = sorted(records, key=_size)
         error = records[0].outcome.error_line[:200]
-        res.findings.append(RaiseFinding(error, records, _trigger(session, records, returned)))
+        kinds = _triggers(session, records, returned)
+        res.findings.append(RaiseFinding(error, records, *((kinds[0], kinds[1:]) if kinds else (None, ()))))
     return res
 
 

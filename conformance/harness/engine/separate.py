@@ -7,7 +7,7 @@ cut at 100 and its min(R, 100).  This module holds
 
 * :func:`long_cases` (from :mod:`..inputs.long_lists`): inputs longer than the cut-offs real code
   defaults to (10, 20, 50, 100, 1000) with relevant items, and first relevant items, beyond each,
-  and :func:`edge_cases`: a one-item gallery asked for k > 1;
+  and :func:`edge_cases`: a one-item gallery asked for k > 1, means that a 5-decimal rounding moves;
 * :func:`near_candidates`: the alternatives nearest the best survivor: one more known bug, or one
   option changed;
 * :func:`challenge`: for those of them that still reproduce every value returned so far, the
@@ -44,8 +44,25 @@ CHALLENGE_BUDGET = 12  # further calls the challenge may make per analysis
 
 
 @lru_cache(maxsize=1)
+def _sevenths(first: int, others: int, k) -> Case:
+    """Seven queries over items at distances 0..7, one relevant item each: query 0's at rank
+    ``first``, the others' at rank ``others``."""
+    rel = np.zeros((7, 8), dtype=bool)
+    rel[0, first - 1] = True
+    rel[1:, others - 1] = True
+    return Case(
+        name=f"mean/sevenths-{first}-{others}" + (f"-k{k}" if k else ""),
+        distances=np.tile(np.arange(8.0), (7, 1)),
+        relevance=rel,
+        k=k,
+        family="mean/sevenths",
+    )
+
+
 def edge_cases() -> Tuple[Case, ...]:
-    """Small inputs at the edges of the usual domain: a one-item gallery asked for k = 4."""
+    """Small inputs at the edges of the usual domain: a one-item gallery asked for k = 4; and means
+    over seven queries that come out small (1/7, 13/49), where rounding to 5 decimals moves a
+    value by more than the default tolerance (BEIR rounds every measure so)."""
     one = np.zeros((3, 1))
     return (
         Case(
@@ -55,6 +72,8 @@ def edge_cases() -> Tuple[Case, ...]:
             k=4,
             family="size/single-item",
         ),
+        _sevenths(1, 8, 4),
+        _sevenths(1, 7, None),
     )
 
 

@@ -186,11 +186,13 @@ class Report:
 
     # -- text ------------------------------------------------------------------------
     def groups(self) -> List[List[CheckResult]]:
-        """Deviating checks grouped by the clauses they break, most common first; inside a
-        group the most telling one first (a documented bug, then the smallest input)."""
+        """Deviating checks grouped by the clauses they break and the exceptions they raised (one
+        group's heading names its first check's exception), most common first; inside a group the
+        most telling one first (a documented bug, then the smallest input)."""
         by: Dict[tuple, List[CheckResult]] = {}
         for r in self.deviations:
-            by.setdefault(tuple(r.deviation.clauses), []).append(r)
+            raised = sorted({str(m.user).split(":")[0] for m in r.deviation.mismatches if m.kind == "raised"})
+            by.setdefault((tuple(r.deviation.clauses), tuple(raised)), []).append(r)
 
         def rank(r: CheckResult):
             d = r.deviation
