@@ -217,3 +217,37 @@ def test_round_trip_long_inputs_reach_past_a_default_cut_off_either_way(recipe):
     # its AP over all of them by more than a rounding to 3 decimals hides
     tally = round_trip([recipe])
     assert not tally.failures, tally.failures[0].failure_text()
+
+
+@pytest.mark.parametrize(
+    "recipe",
+    [
+        Recipe("recall-at-k", "hashing", (("recall", "hit"),), ("first-item-dropped",)),
+        Recipe("recall-at-k", "hashing", (("ties", "unstable"), ("recall", "hit")), ("first-item-dropped",)),
+        Recipe("recall-at-k", "hashing", (), ("first-item-dropped", "descending")),
+        Recipe("mrr", "hashing", (("ties", "reverse"),), ("first-item-dropped",)),
+        Recipe("mrr", "hashing", (("empty", "skip"),), ("first-item-dropped", "rounded[5]")),
+    ],
+    ids=["hit-rate", "hit-rate-unstable", "recall-descending", "mrr-reverse", "mrr-skip-rounded-5"],
+)
+def test_round_trip_names_the_first_item_dropped_as_the_query_itself(recipe):
+    """Metric learning's leave-one-out (``topk(k + 1)[:, 1:]``) on a query set that is not the
+    gallery drops each query's best item (Proxy-Anchor's Recall@K, a held-out example): named
+    as ``first-item-dropped``, beside the tie order, a sort the wrong way and BEIR's rounding."""
+    tally = round_trip([recipe])
+    assert not tally.failures, tally.failures[0].failure_text()
+
+
+@pytest.mark.parametrize(
+    "recipe",
+    [
+        Recipe("sklearn-ndcg", "sklearn-ndcg", (("ties", "stable"),), ("grades-binarised",)),
+        Recipe("sklearn-ndcg", "sklearn-ndcg", (("ties", "unstable"), ("empty", "skip")), ("grades-binarised",)),
+    ],
+    ids=["stable", "unstable-skip"],
+)
+def test_round_trip_names_grades_read_as_a_set(recipe):
+    """sentence-transformers' and RecBole's nDCG read relevance as a set (every grade above 0
+    gains 1; held-out examples): named as ``grades-binarised``, beside the options."""
+    tally = round_trip([recipe])
+    assert not tally.failures, tally.failures[0].failure_text()

@@ -126,13 +126,13 @@ WRITABLE: Dict[str, Dict[str, Tuple[str, ...]]] = {
         "ties": _WRITTEN_TIES,
         "empty": ("zero", "skip", "skip_no_hit"),
         "recall": OPTION_VALUES["recall"],
-        "bugs": _RANK_BUGS,
+        "bugs": _RANK_BUGS + ("first-item-dropped",),
     },
     "mrr": {
         "raises": _RAISES,
         "ties": _WRITTEN_TIES,
         "empty": ("zero", "skip", "skip_no_hit"),
-        "bugs": _RANK_BUGS + ("mrr-counting-junk",),
+        "bugs": _RANK_BUGS + ("mrr-counting-junk", "first-item-dropped"),
     },
     "sklearn": {  # one query, no cut-off, no mean: the AP@k denominators and empty policies do not apply
         "ties": _WRITTEN_TIES + ("grouped",),
@@ -157,7 +157,12 @@ WRITABLE: Dict[str, Dict[str, Tuple[str, ...]]] = {
         "gain": OPTION_VALUES["gain"],
         "discount": OPTION_VALUES["discount"],
         "bugs": _MEAN_BUGS
-        + ("topk-ignored", "ndcg-ideal-from-retrieved", *(f"default-cutoff[{k}]" for k in (10, 20, 50, 100, 1000))),
+        + (
+            "topk-ignored",
+            "ndcg-ideal-from-retrieved",
+            "grades-binarised",
+            *(f"default-cutoff[{k}]" for k in (10, 20, 50, 100, 1000)),
+        ),
     },
     "pml": {
         "ties": _WRITTEN_TIES,

@@ -16,7 +16,13 @@ HEADER = "import math\n\nimport numpy as np\n\n\n"
 
 
 def ranking_expression(recipe: Recipe, key: str, rel: str) -> str:
-    """The expression ranking the items of one query: smallest ``key`` first, ties by the policy."""
+    """The expression ranking the items of one query: smallest ``key`` first, ties by the policy
+    (without its first item where the recipe drops it as the query itself)."""
+    order = _sorted_expression(recipe, key, rel)
+    return f"{order}[1:]" if recipe.variant("first-item-dropped") is not None else order
+
+
+def _sorted_expression(recipe: Recipe, key: str, rel: str) -> str:
     if recipe.variant("descending") is not None:
         key = f"(-{key})"  # parenthesised: the tie-breaks below take its .size and [::-1]
     ties = recipe.option("ties")

@@ -63,6 +63,13 @@ def _dcg_lines(recipe: Recipe) -> List[str]:
     ]
 
 
+def _grade_lines(recipe: Recipe) -> List[str]:
+    """A query's grades as the code reads them: as given, or as a set (every grade above 0 is 1)."""
+    if recipe.variant("grades-binarised") is not None:
+        return ["        levels = (y_true[q] > 0).astype(np.int64)", "        grades = levels.astype(np.float64)"]
+    return ["        grades = y_true[q].astype(np.float64)", "        levels = y_true[q].astype(np.int64)"]
+
+
 def sklearn_ndcg(recipe: Recipe, name: str) -> str:
     """``ndcg_score(y_true, y_score, k=None)`` as a lab writes it: the mean nDCG@k of the rows."""
     ideal_from_top = recipe.variant("ndcg-ideal-from-retrieved") is not None
@@ -78,8 +85,7 @@ def sklearn_ndcg(recipe: Recipe, name: str) -> str:
         "    y_score = np.asarray(y_score, dtype=np.float64)",
         "    scores = []",
         "    for q in range(y_true.shape[0]):",
-        "        grades = y_true[q].astype(np.float64)",
-        "        levels = y_true[q].astype(np.int64)",
+        *_grade_lines(recipe),
         "        rel = grades > 0",
         "        dist = -y_score[q]",
         f"        key = {key}",

@@ -52,6 +52,8 @@ class Bug:
     scale: int = field(default=1, compare=False, repr=False)
     metrics: Tuple[str, ...] = ()
     decimals: Optional[int] = field(default=None, compare=False, repr=False)  # every value rounded so
+    #: the input as the buggy function sees it under a concrete tie order (``sees`` with the order)
+    sees_in_order: Optional[Callable[[Case, str], Case]] = field(default=None, compare=False, repr=False)
 
     @property
     def label(self) -> str:
@@ -82,6 +84,35 @@ def _junk_kept(case: Case) -> Case:
     return replace(
         case, name=case.name + " (junk kept)", relevance=case.relevance & ~case.junk, junk=None, codes=None, golden=None
     )
+
+
+def _first_item_dropped(case: Case, ties: str) -> Case:
+    """Each query's first ranked item (under the concrete tie order ``ties``) left out, as junk is:
+    the code drops rank 1 as the query itself (``topk(k + 1)[:, 1:]`` on a query set that is not
+    the gallery)."""
+    junk = np.zeros_like(case.relevance) if case.junk is None else case.junk.copy()
+    for q in range(case.n_queries):
+        kept = np.flatnonzero(~junk[q])
+        if kept.size == 0:
+            continue
+        d = case.distances[q, kept]
+        tied = kept[d == d.min()]  # in gallery order
+        rel = case.relevance[q, tied]
+        if ties == "reverse":
+            first = tied[-1]
+        elif ties in ("optimistic", "pessimistic") and rel.any() != rel.all():
+            first = tied[np.flatnonzero(rel if ties == "optimistic" else ~rel)[0]]
+        else:
+            first = tied[0]
+        junk[q, first] = True
+    return replace(case, name=case.name + " (first item dropped)", junk=junk, codes=None, golden=None)
+
+
+def _grades_binarised(case: Case) -> Case:
+    """Every grade above 0 read as 1: relevance kept as a set of relevant items."""
+    if case.grades is None or not (case.grades > 1).any():
+        return case
+    return replace(case, name=case.name + " (grades binarised)", grades=None, codes=None, golden=None)
 
 
 #: the roundings modelled: 5 decimals is BEIR's (a value below about 0.4 moves by more than the
@@ -159,6 +190,16 @@ BUGS: Tuple[Bug, ...] = tuple(_first_query_bugs()) + (
         "'all', as DeepHash-pytorch's CalcTopMap with topK=-1; spec §11)",
         ("aggregate", "no-k"),
         metrics=("ap",),
+    ),
+    Bug(
+        "first-item-dropped",
+        "spec §1 smaller distance ranks first",
+        "the first ranked item is dropped, as if it were the query itself (`topk(k + 1)[:, 1:]` of metric "
+        "learning's leave-one-out, on a query set that is not the gallery): the ranking starts at the second "
+        "item (tjddus9597/Proxy-Anchor-CVPR2020's Recall@K; spec §11)",
+        ("concrete",),
+        sees_in_order=_first_item_dropped,
+        metrics=("hit", "recall", "rr"),
     ),
     *(
         Bug(
@@ -248,6 +289,16 @@ BUGS: Tuple[Bug, ...] = tuple(_first_query_bugs()) + (
         (),
         replaces=("ap_at_k", "ap_rule"),  # MAP@R sums precisions whatever the AP rule
         metrics=("ap",),
+    ),
+    Bug(
+        "grades-binarised",
+        "spec §7 nDCG",
+        "every grade above 0 gains 1: relevance is read as a set of relevant items (sentence-transformers' "
+        "InformationRetrievalEvaluator, RecBole's NDCG; spec §11)",
+        (),
+        replaces=("gain",),
+        sees=_grades_binarised,
+        metrics=("ndcg",),
     ),
     Bug(
         "junk-kept",

@@ -68,9 +68,19 @@ class Predictor:
         self._predictions: Dict[Tuple, Tuple[Any, Any, Optional[Dict[str, Any]]]] = {}
 
     # -- the input a buggy function effectively sees ----------------------------------------
-    def _case(self, case: Case, cand: Candidate) -> Case:
+    def _case(self, case: Case, cand: Candidate, ties: Optional[str] = None) -> Case:
+        """The input as ``cand``'s bugs make the function see it; ``ties``: the concrete order that
+        decides which item a bug finds first (default: the candidate's)."""
         out = case
-        for b in cand.bugs:
+        ties = ties or cand.conv.ties
+        # what the function reads (its order, relevance, junk) first, then the item its ranking drops
+        for b in sorted(cand.bugs, key=lambda b: b.sees_in_order is not None):
+            if b.sees_in_order is not None:  # which item a tie order puts first is the bug's business
+                base = cand.conv.base if out.ids is not None else None
+                key = (id(out), b.id, base, ties)
+                if key not in self._cases:
+                    self._cases[key] = b.sees_in_order(self._explicit_junk(out, base) if base else out, ties)
+                out = self._cases[key]
             if b.sees is not None:
                 base = cand.conv.base if self._base_junk(b, out) else None
                 key = (id(out), b.id, base)
@@ -167,6 +177,7 @@ class Predictor:
 
     def tables(self, cand: Candidate, case: Case, call: Call, max_rank: int) -> Optional[Table]:
         """The enveloped per-query values for ``call`` (None: the candidate has no value)."""
+        given = case
         case = self._case(case, cand)
         k = call.k
         bug_ids = {b.id for b in cand.bugs}
@@ -183,10 +194,10 @@ class Predictor:
         if "divided-by-k" in bug_ids:
             own = default if default is not None and no_k_passed else None
             k_div = call.k_passed if call.k_passed is not None else (call.k or own or case.n_gallery)
-        orders = EXTREME_ORDERS if cand.conv.ties == UNSTABLE else (cand.conv.ties,)
         tables = []
-        for t in orders:
-            tab = self._table(case, cand.conv.with_(ties=t), k, max_rank, cand, k_div)
+        for first, t in _orders(cand):
+            seen = case if first == cand.conv.ties else self._case(given, cand, first)
+            tab = self._table(seen, cand.conv.with_(ties=t), k, max_rank, cand, k_div)
             if tab is None:
                 return None
             tables.append(tab)
@@ -274,6 +285,18 @@ class Predictor:
                 lengths[cand.cmc_length] if cand.cmc_length else lengths["max_rank"] | lengths["gallery"]
             )
         return out
+
+
+def _orders(cand: Candidate) -> List[Tuple[str, str]]:
+    """(the order that decides which item a bug finds first, the order of the ranking) per table
+    of the envelope.  An unstable sort takes each extreme order; where a bug drops the first
+    item, whether that item is relevant is its own extreme too (dropping a relevant item, then
+    ranking the rest pessimistically, is the least a hit rate, recall or reciprocal rank can be)."""
+    if cand.conv.ties != UNSTABLE:
+        return [(cand.conv.ties, cand.conv.ties)]
+    if any(b.sees_in_order is not None for b in cand.bugs):
+        return [(first, t) for t in EXTREME_ORDERS for first in ("optimistic", "pessimistic")]
+    return [(t, t) for t in EXTREME_ORDERS]
 
 
 def _mean(values: Sequence[Interval], counted: Sequence[bool]) -> Optional[Interval]:

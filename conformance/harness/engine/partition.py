@@ -31,6 +31,7 @@ FAMILY_SPLITS: Tuple[Tuple[str, Callable], ...] = (
     ("a query without a relevant item", _no_relevant),
     ("a one-item gallery", lambda s, ev: ev.case.n_gallery == 1),
     ("more than one query", lambda s, ev: ev.case.n_queries > 1),
+    ("a grade above 1", lambda s, ev: ev.case.grades is not None and bool((ev.case.grades > 1).any())),
 )
 
 
