@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import pkgutil
 
+import numpy as np
 import pytest
 from retrieval_conformance.conformance import examples
 from retrieval_conformance.conformance.harness import check, identify
@@ -181,3 +182,31 @@ def test_a_raise_trigger_the_inputs_cannot_narrow_is_stated_with_its_rival():
     assert both in ident.text(), ident.text()
     report = check(target, adapter="mrr", max_examples=10)
     assert both in report.text(verbose=True), report.text()
+
+
+def _pessimistic_small_reverse_large(distances, relevance, k):
+    """Hit rate whose sort puts relevant items last in tie groups under 16 items and reverses the
+    gallery order of larger ones (as SeqNet's ``argsort()[::-1]`` does on a held-out run)."""
+    hits = []
+    for d, r in zip(np.asarray(distances), np.asarray(relevance)):
+        order = []
+        for value in np.unique(d):
+            group = np.flatnonzero(d == value)
+            if group.size >= 16:
+                order += list(group[::-1])
+            else:
+                order += [g for g in group if not r[g]] + [g for g in group if r[g]]
+        hits.append(1.0 if r[np.array(order[:k], dtype=int)].any() else 0.0)
+    return float(np.mean(hits))
+
+
+def test_a_tie_order_is_claimed_only_where_large_groups_tell_it_from_reverse():
+    """Large tie groups with the relevant item first in gallery order cannot tell relevant-last
+    from a reversing sort: check named ties=pessimistic where --identify, by another input, said
+    unstable.  A group whose relevant item is last in gallery order tells them apart."""
+    ident = identify(_pessimistic_small_reverse_large, adapter="recall-at-k", per_family=3)
+    report = check(_pessimistic_small_reverse_large, adapter="recall-at-k", max_examples=10)
+    verdict = next(line for line in ident.text().splitlines() if line.startswith("  matches"))
+    assert "ties: unstable" in verdict and "ties: pessimistic" not in verdict, ident.text()
+    note = next(n for n in report.notes if n.startswith("identified:"))
+    assert "ties: unstable" in note and "ties: pessimistic" not in note, report.text()

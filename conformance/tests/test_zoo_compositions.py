@@ -251,3 +251,33 @@ def test_round_trip_names_grades_read_as_a_set(recipe):
     gains 1; held-out examples): named as ``grades-binarised``, beside the options."""
     tally = round_trip([recipe])
     assert not tally.failures, tally.failures[0].failure_text()
+
+
+@pytest.mark.parametrize(
+    "recipe",
+    [
+        Recipe("reid", "reid", (("ties", "stable"),), ("junk-judged-by-relevance",), cmc_length="max_rank"),
+        Recipe("reid", "reid", (("ties", "unstable"),), ("junk-judged-by-relevance",), cmc_length="gallery"),
+    ],
+    ids=["stable", "unstable-gallery"],
+)
+def test_round_trip_names_junk_judged_by_relevance(recipe):
+    """Vehicle ReID code with ``remove = False`` (a held-out example) ranks the query's own-camera
+    views as matches: named as ``junk-judged-by-relevance``, not as ``junk-kept`` (every junk a miss)."""
+    tally = round_trip([recipe])
+    assert not tally.failures, tally.failures[0].failure_text()
+
+
+@pytest.mark.parametrize(
+    "recipe",
+    [
+        Recipe("oxford", "roxford-medium", (("ap_rule", "trapezoid"),), name_rules=(("count", "positions"),)),
+        Recipe("oxford", "oxford", (), ("rounded[5]",), name_rules=(("count", "positions"), ("repeats", "once"))),
+    ],
+    ids=["revisited", "oxford-once-rounded-5"],
+)
+def test_round_trip_names_a_count_of_positive_positions(recipe):
+    """DELF's revisited-dataset AP (a held-out example) counts |P| as the ranked positions that
+    hold a positive: named as the count rule ``positions``, beside the protocol's other rules."""
+    tally = round_trip([recipe])
+    assert not tally.failures, tally.failures[0].failure_text()

@@ -187,7 +187,16 @@ WRITABLE: Dict[str, Dict[str, Tuple[str, ...]]] = {
         "ap_rule": OPTION_VALUES["ap_rule"],
         "empty": ("zero", "skip"),
         "cmc_length": ("max_rank", "gallery"),
-        "bugs": ("percent", "rounded[2]", "rounded[3]", "rounded[4]", "rounded[5]", "descending", "junk-kept"),
+        "bugs": (
+            "percent",
+            "rounded[2]",
+            "rounded[3]",
+            "rounded[4]",
+            "rounded[5]",
+            "descending",
+            "junk-kept",
+            "junk-judged-by-relevance",
+        ),
     },
 }
 

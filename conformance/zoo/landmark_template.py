@@ -27,6 +27,8 @@ def _count_lines(recipe: Recipe) -> List[str]:
         return lines + ["    n = len(counted)"]
     if count == "found":
         return lines + ["    n = len(set(counted) & set(ranked_list))"]
+    if count == "positions":  # every ranked place that holds a positive, repeats included
+        return lines + ["    n = sum(1 for name in ranked_list if name in set(counted))"]
     return lines + ["    n = len(set(counted))"]
 
 

@@ -184,6 +184,8 @@ def _fits(adapter: str, protocol: str, options: Dict[str, str], bugs: Sequence[s
     reciprocal = "rr" in (ADAPTERS[adapter].fields or {}).values()
     if reciprocal and "default-cutoff[1000]" in bugs and "rounded[2]" in bugs:
         return False  # a reciprocal rank past 1000 is under 0.001: rounded to 2 decimals, 0 either way
+    if "junk-kept" in ids and "junk-judged-by-relevance" in ids:
+        return False  # two readings of one line of code
     if "mrr-counting-junk" in ids and "first-item-dropped" in ids:
         return False  # whether the item dropped first may be junk is not the writer's to guess
     if "mrr-counting-junk" in ids and conv.ties not in ("stable", "reverse"):

@@ -115,7 +115,7 @@ def _reid_function(recipe: Recipe, name: str) -> str:
     ]
     if junk_kept:
         lines.append("        rel = rel & ~junk")
-    else:
+    elif recipe.variant("junk-judged-by-relevance") is None:  # else: nothing removed, judged by id
         lines += ["        dist, rel = dist[~junk], rel[~junk]"]
     lines += [
         f"        order = {ranking_expression(recipe, 'dist', 'rel')}",

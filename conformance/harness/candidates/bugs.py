@@ -86,6 +86,14 @@ def _junk_kept(case: Case) -> Case:
     )
 
 
+def _nothing_removed(case: Case) -> Case:
+    """Junk left in the ranking and judged as any item: by its relevance (for ReID, its identity:
+    the query's own camera views are matches, distractors misses)."""
+    if case.junk is None or not case.junk.any():
+        return case
+    return replace(case, name=case.name + " (nothing removed)", junk=None, codes=None, golden=None)
+
+
 def _first_item_dropped(case: Case, ties: str) -> Case:
     """Each query's first ranked item (under the concrete tie order ``ties``) left out, as junk is:
     the code drops rank 1 as the query itself (``topk(k + 1)[:, 1:]`` on a query set that is not
@@ -308,6 +316,16 @@ BUGS: Tuple[Bug, ...] = tuple(_first_query_bugs()) + (
         sees=_junk_kept,
         metrics=("ap", "ndcg", "ap_at_r", "r_precision", "recall"),
     ),  # MRR: mrr-counting-junk
+    Bug(
+        "junk-judged-by-relevance",
+        "spec §3 junk is removed before ranking",
+        "junk items are not removed: each one is ranked and judged by its relevance alone (a gallery view "
+        "of the query's identity from its own camera counts as a match, a distractor as a miss; "
+        "vehicle ReID code that sets remove = False)",
+        ("junk",),
+        sees=_nothing_removed,
+        metrics=("ap", "ndcg", "ap_at_r", "r_precision", "recall"),
+    ),
     Bug(
         "descending",
         "spec §1 smaller distance ranks first",

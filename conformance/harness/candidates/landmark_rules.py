@@ -34,7 +34,7 @@ PREVIOUS_HIT = "previous-hit-trapezoid"
 BEHAVIOURS: Dict[str, Tuple[str, ...]] = {
     "overlap": ("junk", "positive", "uncounted"),
     "repeats": ("each", "once"),
-    "count": ("set", "list", "found"),
+    "count": ("set", "list", "found", "positions"),
     "junk": ("removed", "kept"),
 }
 MEANING = {
@@ -52,6 +52,8 @@ MEANING = {
     "spec §5 revisitop positives not de-duplicated)",
     ("count", "found"): "|P| counts only the positives found in the ranked list (a positive missing from a "
     "truncated list costs nothing)",
+    ("count", "positions"): "|P| counts the ranked positions that hold a positive (a positive ranked twice "
+    "counts twice, one missing from the list costs nothing: DELF's revisited-dataset metrics)",
     ("junk", "removed"): "junk names are removed before ranking (spec §3 junk is removed before ranking)",
     ("junk", "kept"): "junk names are ranked as wrong predictions (no junk notion, as GLDv2's metric)",
 }
@@ -132,6 +134,7 @@ def landmark_ap(
         "set": len(set(counted)),
         "list": len(counted),
         "found": len({ranked_name for ranked_name in ranked if ranked_name in set(counted)}),
+        "positions": sum(1 for ranked_name in ranked if ranked_name in set(counted)),
     }[count]
     if k is not None:
         n = min(k, n)

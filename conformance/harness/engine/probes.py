@@ -69,7 +69,10 @@ def large_group_cases() -> Tuple[Case, ...]:
       value, also where a relevant item ranked first would make each value infinite (0-based ranks);
     * cut at k = 2, eight queries, each its own shuffle, whose one relevant item in the group is
       the first of it in gallery order: a stable sort hits on every query, another order misses
-      on some, so that a hit rate or Recall@k shows the order (the whole list holds every hit).
+      on some, so that a hit rate or Recall@k shows the order (the whole list holds every hit);
+    * the same with the group's last item relevant: a reverse order hits where the first case
+      misses, so that stable, reverse, optimistic and pessimistic each give their own pair
+      (a sort that reverses large groups is not taken for relevant-last).
 
     Rows are shuffled: sorts keep an already ordered group in place, whatever their tie order."""
     rng = np.random.default_rng(5)
@@ -94,7 +97,12 @@ def large_group_cases() -> Tuple[Case, ...]:
         first[q, np.flatnonzero(r == 1.0)[0]] = True
         first[q, np.flatnonzero(r == 2.0)[0]] = True  # one more, past the group
     cut = Case(name="ties/large-group#1", distances=rows, relevance=first, k=2, family="ties/tie-heavy")
-    return whole, cut
+    last = np.zeros(rows.shape, dtype=bool)
+    for q, r in enumerate(rows):
+        last[q, np.flatnonzero(r == 1.0)[-1]] = True
+        last[q, np.flatnonzero(r == 2.0)[0]] = True
+    cut_last = Case(name="ties/large-group#2", distances=rows, relevance=last, k=2, family="ties/tie-heavy")
+    return whole, cut, cut_last
 
 
 def _order_shows(session: Session, declared: Candidate, case) -> bool:
