@@ -54,6 +54,9 @@ class Bug:
     decimals: Optional[int] = field(default=None, compare=False, repr=False)  # every value rounded so
     #: the input as the buggy function sees it under a concrete tie order (``sees`` with the order)
     sees_in_order: Optional[Callable[[Case, str], Case]] = field(default=None, compare=False, repr=False)
+    #: the rarer reading of code that another bug also describes: named second where no input
+    #: tells them apart (junk judged by relevance, beside junk kept as misses)
+    rare: bool = field(default=False, compare=False, repr=False)
 
     @property
     def label(self) -> str:
@@ -325,6 +328,7 @@ BUGS: Tuple[Bug, ...] = tuple(_first_query_bugs()) + (
         ("junk",),
         sees=_nothing_removed,
         metrics=("ap", "ndcg", "ap_at_r", "r_precision", "recall"),
+        rare=True,
     ),
     Bug(
         "descending",

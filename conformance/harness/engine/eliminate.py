@@ -185,10 +185,12 @@ def _disjoint(a, b, eps: float = 1e-9) -> bool:
 
 
 def preference(protocol: Candidate, dims: Sequence[str]) -> Callable[[Candidate], Tuple]:
-    """Order of survivors: fewer bugs, a declared tie policy before "unstable", nearest the protocol."""
+    """Order of survivors: fewer bugs, a declared tie policy before "unstable", nearest the protocol,
+    the commoner reading of a line of code before the rarer one (``Bug.rare``)."""
 
     def key(c: Candidate) -> Tuple:
-        return (cost(c), len(c.bugs) + len(c.differences(protocol, dims)), c.conv.ties == UNSTABLE, c.label(dims))
+        rare = sum(b.rare for b in c.bugs)
+        return (cost(c), len(c.bugs) + len(c.differences(protocol, dims)), c.conv.ties == UNSTABLE, rare, c.label(dims))
 
     return key
 

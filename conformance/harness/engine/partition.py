@@ -4,7 +4,8 @@ A function with one behaviour outside the catalogue (the precision at k where a 
 list) may follow a catalogued description everywhere else (reversed ties on whole lists).  When
 no candidate reproduces every input, :func:`partition` sets apart the inputs of one family
 (``FAMILY_SPLITS``: a cut-off inside the list, tied distances, ...) and eliminates the staged
-candidates on the others.  The family whose removal leaves the most inputs explained is kept:
+candidates on the others.  The family whose candidate assumes least, then leaves the most inputs
+explained, is kept:
 its candidate is named on every input it reproduces, and "cause unknown" is confined to the
 inputs it does not (smallest first).
 """
@@ -60,16 +61,22 @@ def _size(ev) -> Tuple:
 
 
 def partition(session, evidence: Sequence, stages: Sequence[List[Candidate]], order: Callable) -> Optional[Partition]:
-    """The family of inputs whose removal lets a catalogued candidate reproduce the most inputs
-    (None: no family does, or nothing would be left to explain)."""
+    """The family of inputs whose removal lets a catalogued candidate reproduce every other input:
+    the one whose candidate assumes least (its stage: known bugs, an unstable order), then the
+    one leaving the most inputs explained (None: no family does, or nothing would be left to
+    explain).  Assuming least first, as elimination does, keeps the choice where more inputs of
+    the same kinds are added (``check`` runs more than ``--identify``): a candidate with one more
+    bug can fit a larger remainder by chance."""
     elim = session.eliminator
     best: Optional[Partition] = None
     for name, member in FAMILY_SPLITS:
         inside = [ev for ev in evidence if member(session, ev)]
         outside = [ev for ev in evidence if not member(session, ev)]
-        if not inside or not outside or (best is not None and len(outside) <= len(best.explained)):
+        if not inside or not outside:
             continue
         for n_stage, stage in enumerate(stages):
+            if best is not None and n_stage > best.stage:
+                break  # it would assume more than the family kept
             kept = [c for c, _ in elim.survivors(stage, outside)]
             if not kept:
                 continue
@@ -77,7 +84,8 @@ def partition(session, evidence: Sequence, stages: Sequence[List[Candidate]], or
             cand = kept[0]
             unexplained = sorted((ev for ev in inside if not elim.consistent(cand, ev)[0]), key=_size)
             explained = [ev for ev in evidence if elim.consistent(cand, ev)[0]]
-            if unexplained:
+            better = best is None or (n_stage, -len(explained)) < (best.stage, -len(best.explained))
+            if unexplained and better:
                 best = Partition(name, cand, n_stage, explained, unexplained, kept[1:])
             break
     return best
