@@ -130,11 +130,12 @@ def landmark_ap(
             hits.append((len(hits) + 1, rank))
     # |P|: the count rule over the positives that count (a skipped positive-and-junk name may not)
     counted = [p for p in positives if not (overlap == "uncounted" and p in jk)]
+    counted_set = set(counted)
     n = {
-        "set": len(set(counted)),
+        "set": len(counted_set),
         "list": len(counted),
-        "found": len({ranked_name for ranked_name in ranked if ranked_name in set(counted)}),
-        "positions": sum(1 for ranked_name in ranked if ranked_name in set(counted)),
+        "found": len({ranked_name for ranked_name in ranked if ranked_name in counted_set}),
+        "positions": sum(1 for ranked_name in ranked if ranked_name in counted_set),
     }[count]
     if k is not None:
         n = min(k, n)

@@ -45,9 +45,14 @@ def _rel_junk(session, rec: CallRecord):
     return session.cache.effective(rec.ev.case, session.convention.base)
 
 
-def _no_relevant(session, rec) -> bool:
+def _without_relevant(session, rec) -> List[bool]:
+    """Per query of the call: whether it has no relevant non-junk item."""
     rel, junk = _rel_junk(session, rec)
-    return any(not (rel[q] & ~junk[q]).any() for q in _queries(session, rec))
+    return [not (rel[q] & ~junk[q]).any() for q in _queries(session, rec)]
+
+
+def _no_relevant(session, rec) -> bool:
+    return any(_without_relevant(session, rec))
 
 
 def _no_hit_in_top_k(session, rec) -> bool:
@@ -109,8 +114,7 @@ def _single_query(session, rec) -> bool:
 
 def _no_query_counted(session, rec) -> bool:
     """Every query without a relevant item: a mean over the queries that have one has no term."""
-    rel, junk = _rel_junk(session, rec)
-    return all(not (rel[q] & ~junk[q]).any() for q in _queries(session, rec))
+    return all(_without_relevant(session, rec))
 
 
 INPUT_KINDS: Tuple[Tuple[str, Callable], ...] = (

@@ -43,7 +43,6 @@ CHECK_TITLE = (
 CHALLENGE_BUDGET = 12  # further calls the challenge may make per analysis
 
 
-@lru_cache(maxsize=1)
 def _sevenths(first: int, others: int, k) -> Case:
     """Seven queries over items at distances 0..7, one relevant item each: query 0's at rank
     ``first``, the others' at rank ``others``."""
@@ -59,6 +58,7 @@ def _sevenths(first: int, others: int, k) -> Case:
     )
 
 
+@lru_cache(maxsize=1)
 def edge_cases() -> Tuple[Case, ...]:
     """Small inputs at the edges of the usual domain: a one-item gallery asked for k = 4; and means
     over seven queries that come out small (1/7, 13/49), where rounding to 5 decimals moves a
